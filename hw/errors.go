@@ -1,0 +1,36 @@
+package hw
+
+import "errors"
+
+// Sentinel errors. Backends wrap them with the device, the operation and the
+// values involved; callers test with errors.Is.
+var (
+	// ErrBadArgument is returned for a nil buffer, a slice outside its
+	// buffer, a buffer on another device, a negative count or an invalid
+	// dtype or reduce op.
+	ErrBadArgument = errors.New("bad argument")
+	// ErrDTypeMismatch is returned when two buffers, or a message and its
+	// receive buffer, have different dtypes.
+	ErrDTypeMismatch = errors.New("dtype mismatch")
+	// ErrSizeMismatch is returned when lengths that must agree do not.
+	ErrSizeMismatch = errors.New("size mismatch")
+	// ErrUnknownPeer is returned when a send or receive names a device that
+	// is not in the same world (or is of another backend).
+	ErrUnknownPeer = errors.New("unknown peer")
+	// ErrPhantom is returned when a phantom (timing-only) buffer is read or
+	// written from the host.
+	ErrPhantom = errors.New("phantom buffer has no data")
+	// ErrFreed is returned when a freed buffer is used.
+	ErrFreed = errors.New("buffer already freed")
+	// ErrClosed is returned by any call on a closed world or device.
+	ErrClosed = errors.New("closed")
+	// ErrNotReady is returned by ElapsedSince when an event has not been
+	// recorded and completed.
+	ErrNotReady = errors.New("event not ready")
+	// ErrMixedKinds is returned by NewWorld when devices of different
+	// backends are mixed.
+	ErrMixedKinds = errors.New("devices of different kinds in one world")
+	// ErrDeadlock is wrapped by errors that report work which can never
+	// finish; backends attach which ranks wait for what.
+	ErrDeadlock = errors.New("deadlock")
+)

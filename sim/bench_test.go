@@ -1,0 +1,136 @@
+package sim
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/topology"
+)
+
+// BenchmarkDisjointFlows starts n flows that share no link at one instant
+// and runs them to completion. flow-events/s counts each flow's start and
+// end: the figure the simulator's speed target is stated in.
+func BenchmarkDisjointFlows(b *testing.B) {
+	for _, n := range []int{1024, 16384} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			links := make([]*link, n)
+			for i := range links {
+				links[i] = gbps(i, 100)
+			}
+			paths := make([][]*link, n)
+			for i := range paths {
+				paths[i] = links[i : i+1]
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				r := newFlowRig()
+				for i := range n {
+					r.fab.start(paths[i], Microsecond, float64(1000+i), nil)
+				}
+				r.run()
+			}
+			b.ReportMetric(float64(2*n*b.N)/b.Elapsed().Seconds(), "flow-events/s")
+		})
+	}
+}
+
+// BenchmarkSharedLink runs 64 flows of different sizes over one link, so
+// every start and end re-solves all of them.
+func BenchmarkSharedLink(b *testing.B) {
+	const n = 64
+	l := gbps(0, 100)
+	path := []*link{l}
+	b.ReportAllocs()
+	for range b.N {
+		r := newFlowRig()
+		for i := range n {
+			r.fab.start(path, Time(i)*Nanosecond, float64(1000*(i+1)), nil)
+		}
+		r.run()
+	}
+	b.ReportMetric(float64(2*n*b.N)/b.Elapsed().Seconds(), "flow-events/s")
+}
+
+// BenchmarkRingSends measures the whole hw path: every rank of a ring sends
+// to its successor (disjoint links) through streams, sends and receives.
+func BenchmarkRingSends(b *testing.B) {
+	for _, n := range []int{1024, 16384} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			topo, err := topology.Parse(fmt.Sprintf("ring:%d", n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := NewCluster(topo, Config{TimingOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := c.Devices()
+			streams := make([]hw.Stream, n)
+			bufs := make([]hw.Buffer, n)
+			for r := range n {
+				streams[r], _ = d[r].NewStream()
+				bufs[r], _ = d[r].Alloc(hw.F32, 1<<20)
+			}
+			round := func() {
+				for r := range n {
+					if err := streams[r].Send(hw.Whole(bufs[r]), d[(r+1)%n], 0); err != nil {
+						b.Fatal(err)
+					}
+					if err := streams[r].Recv(hw.Whole(bufs[r]), d[(r+n-1)%n], 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := c.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			round() // routes are computed once per pair; time the steady state
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				round()
+			}
+			b.ReportMetric(float64(2*n*b.N)/b.Elapsed().Seconds(), "flow-events/s")
+		})
+	}
+}
+
+// BenchmarkIdleRankMemory reports the heap bytes per rank of a timing-only
+// cluster of 16,384 ranks on one switch: the topology, the devices and one
+// stream and one phantom buffer per rank.
+func BenchmarkIdleRankMemory(b *testing.B) {
+	const n = 16384
+	var perRank, clusterOnly float64
+	for range b.N {
+		runtime.GC()
+		var before, mid, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		topo, err := topology.Parse(fmt.Sprintf("switch:%d", n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&mid)
+		c, err := NewCluster(topo, Config{TimingOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		keep := make([]any, 0, 2*n)
+		for _, d := range c.Devices() {
+			s, _ := d.NewStream()
+			buf, _ := d.Alloc(hw.F32, 1<<20)
+			keep = append(keep, s, buf)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perRank = float64(after.HeapAlloc-before.HeapAlloc) / n
+		clusterOnly = float64(after.HeapAlloc-mid.HeapAlloc) / n
+		runtime.KeepAlive(keep)
+		runtime.KeepAlive(c)
+	}
+	b.ReportMetric(perRank, "bytes/rank")
+	b.ReportMetric(clusterOnly, "sim-bytes/rank")
+}

@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/topology"
+)
+
+// Config tunes a Cluster. The zero value is a data-carrying simulation
+// without a trace.
+type Config struct {
+	// TimingOnly makes every buffer a phantom: sizes and times are
+	// simulated, no data is stored or computed. Host reads and writes of
+	// such buffers return hw.ErrPhantom.
+	TimingOnly bool
+	// Trace records every operation and flow for WriteTrace.
+	Trace bool
+	// MaxDataBytes caps the bytes of real (non-phantom) buffers the cluster
+	// holds at once; 0 means DefaultMaxDataBytes. Larger experiments belong
+	// in timing-only mode.
+	MaxDataBytes int64
+}
+
+// DefaultMaxDataBytes is the cap on real buffer memory when
+// Config.MaxDataBytes is 0: a quarter of a 24 GiB machine.
+const DefaultMaxDataBytes = 6 << 30
+
+// Cluster is a simulated set of GPUs on a fabric: one Device per GPU of the
+// topology, in rank order, sharing one simulated clock.
+//
+// A Cluster is safe for concurrent use, but simulated time advances only
+// inside Synchronize and Run: the simulation is driven by whoever waits.
+// Enqueue the work of every rank that a wait depends on before waiting, as
+// the ops executor does; a wait that can never finish returns an error
+// wrapping hw.ErrDeadlock that lists every blocked stream.
+type Cluster struct {
+	mu      sync.Mutex
+	topo    *topology.Topology
+	cfg     Config
+	eng     engine
+	fab     fabric
+	devices []*Device
+	world   *hw.World
+	edges   []*link // one per directed topology edge, created on first use
+	routes  map[[2]int32]route
+	streams []*Stream
+	events  int
+	data    int64
+	trace   *tracer
+	closed  bool
+}
+
+type route struct {
+	links   []*link
+	latency Time
+}
+
+// NewCluster builds a simulated cluster over topo.
+func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
+	if topo == nil {
+		return nil, fmt.Errorf("sim: nil topology")
+	}
+	if cfg.MaxDataBytes < 0 {
+		return nil, fmt.Errorf("sim: MaxDataBytes must be >= 0, got %d", cfg.MaxDataBytes)
+	}
+	if cfg.MaxDataBytes == 0 {
+		cfg.MaxDataBytes = DefaultMaxDataBytes
+	}
+	c := &Cluster{topo: topo, cfg: cfg, routes: make(map[[2]int32]route)}
+	c.fab.eng = &c.eng
+	c.eng.settle = c.fab.settle
+	if cfg.Trace {
+		c.trace = &tracer{}
+	}
+	gpus := topo.GPUs()
+	c.devices = make([]*Device, len(gpus))
+	devs := make([]hw.Device, len(gpus))
+	for r, n := range gpus {
+		node := topo.Nodes[n]
+		d := &Device{c: c, rank: r, node: n, name: "sim:" + node.Name}
+		d.reducer.id = -1 - r
+		d.reducer.name = node.Name + ".reduce"
+		d.reducer.capacity = perPicosecond(node.ReduceBW)
+		c.devices[r] = d
+		devs[r] = d
+	}
+	w, err := hw.NewWorld(devs)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	c.world = w
+	return c, nil
+}
+
+// perPicosecond converts bytes per second to bytes per picosecond.
+func perPicosecond(bw float64) float64 {
+	if math.IsInf(bw, 1) {
+		return bw
+	}
+	return bw / float64(Second)
+}
+
+// World is the world of all devices, rank r being the topology's r-th GPU.
+func (c *Cluster) World() *hw.World { return c.world }
+
+// Devices returns the devices in rank order.
+func (c *Cluster) Devices() []*Device { return append([]*Device(nil), c.devices...) }
+
+// Topology is the fabric the cluster simulates.
+func (c *Cluster) Topology() *topology.Topology { return c.topo }
+
+// Now is the current simulated time.
+func (c *Cluster) Now() Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.eng.now
+}
+
+// EventsFired counts the simulator events processed so far.
+func (c *Cluster) EventsFired() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.eng.fired
+}
+
+// Run advances the simulation until nothing is left to do. It returns a
+// deadlock error if streams still hold work that can never start, and
+// otherwise the first stream failure, if any.
+func (c *Cluster) Run() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("sim: run: %w", hw.ErrClosed)
+	}
+	for c.eng.step() {
+	}
+	if err := c.deadlock(); err != nil {
+		return err
+	}
+	for _, s := range c.streams {
+		if s.err != nil {
+			return s.err
+		}
+	}
+	return nil
+}
+
+// Close releases every buffer. Later calls on the cluster or its devices
+// return hw.ErrClosed.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return nil
+}
+
+// routeBetween returns the links and latency from device a to device b,
+// computed once per pair.
+func (c *Cluster) routeBetween(a, b *Device) (route, error) {
+	key := [2]int32{int32(a.rank), int32(b.rank)}
+	if r, ok := c.routes[key]; ok {
+		return r, nil
+	}
+	p, err := c.topo.RouteRanks(a.rank, b.rank)
+	if err != nil {
+		return route{}, err
+	}
+	r := route{links: make([]*link, len(p.Edges)), latency: FromSeconds(p.Latency)}
+	for i, e := range p.Edges {
+		r.links[i] = c.edge(e)
+	}
+	c.routes[key] = r
+	return r, nil
+}
+
+func (c *Cluster) edge(e int) *link {
+	if c.edges == nil {
+		c.edges = make([]*link, 2*len(c.topo.Links))
+	}
+	if l := c.edges[e]; l != nil {
+		return l
+	}
+	tl := c.topo.Links[e/2]
+	from, to := c.topo.Nodes[tl.A].Name, c.topo.Nodes[tl.B].Name
+	if e%2 == 1 {
+		from, to = to, from
+	}
+	l := &link{id: e, name: from + "->" + to, capacity: perPicosecond(c.topo.EdgeBW(e))}
+	c.edges[e] = l
+	return l
+}
+
+// LinkUse is how many bytes crossed one direction of a link.
+type LinkUse struct {
+	Name  string
+	Bytes float64
+}
+
+// LinkUsage lists the bytes carried by every link direction that carried
+// any, in edge order.
+func (c *Cluster) LinkUsage() []LinkUse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []LinkUse
+	for _, l := range c.edges {
+		if l != nil && l.carried > 0 {
+			out = append(out, LinkUse{Name: l.name, Bytes: l.carried})
+		}
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// Device is one simulated GPU. Its reductions run on a compute unit with the
+// topology's reduce bandwidth, shared fairly by the device's streams.
+type Device struct {
+	c       *Cluster
+	rank    int
+	node    int
+	name    string
+	reducer link
+	inbox   map[mailKey]*mailbox // messages arrived from peers, by sender and tag
+}
+
+var _ hw.Device = (*Device)(nil)
+
+// Kind is "sim".
+func (d *Device) Kind() string { return "sim" }
+
+// Name is "sim:" followed by the topology node's name.
+func (d *Device) Name() string { return d.name }
+
+// Rank is the device's rank in the cluster's world.
+func (d *Device) Rank() int { return d.rank }
+
+// Node is the device's node index in the topology.
+func (d *Device) Node() int { return d.node }
+
+// Alloc returns a zeroed buffer, or a phantom one in timing-only mode.
+func (d *Device) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("sim: %s: alloc: %w", d.name, hw.ErrClosed)
+	}
+	if !dt.Valid() {
+		return nil, fmt.Errorf("sim: %s: alloc: %w: invalid dtype %d", d.name, hw.ErrBadArgument, dt)
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("sim: %s: alloc: %w: negative length %d", d.name, hw.ErrBadArgument, n)
+	}
+	b := &Buffer{dev: d, dt: dt, n: n}
+	if c.cfg.TimingOnly {
+		return b, nil
+	}
+	size := int64(n) * int64(dt.Size())
+	if size > c.cfg.MaxDataBytes-c.data {
+		return nil, fmt.Errorf("sim: %s: alloc %d x %s = %d bytes: cluster would hold %d bytes of data, over the limit of %d; use timing-only mode for experiments this large",
+			d.name, n, dt, size, c.data+size, c.cfg.MaxDataBytes)
+	}
+	b.data = make([]byte, size)
+	c.data += size
+	return b, nil
+}
+
+// NewStream returns a new stream on the device.
+func (d *Device) NewStream() (hw.Stream, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("sim: %s: new stream: %w", d.name, hw.ErrClosed)
+	}
+	s := &Stream{dev: d, id: len(c.streams)}
+	c.streams = append(c.streams, s)
+	return s, nil
+}
+
+// NewEvent returns a new event.
+func (d *Device) NewEvent() (hw.Event, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("sim: %s: new event: %w", d.name, hw.ErrClosed)
+	}
+	c.events++
+	return &Event{dev: d, id: c.events}, nil
+}
+
+// Buffer is simulated device memory. In timing-only mode it is a phantom
+// with no data.
+type Buffer struct {
+	dev   *Device
+	dt    hw.DType
+	n     int
+	data  []byte // nil for phantoms
+	freed bool
+}
+
+var _ hw.Buffer = (*Buffer)(nil)
+
+func (b *Buffer) Device() hw.Device { return b.dev }
+func (b *Buffer) DType() hw.DType   { return b.dt }
+func (b *Buffer) Len() int          { return b.n }
+func (b *Buffer) Phantom() bool     { return b.dev.c.cfg.TimingOnly }
+
+// Write copies host bytes into the buffer.
+func (b *Buffer) Write(src []byte) error {
+	c := b.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := b.hostAccess("write", len(src)); err != nil {
+		return err
+	}
+	copy(b.data, src)
+	return nil
+}
+
+// Read copies the buffer to host bytes.
+func (b *Buffer) Read(dst []byte) error {
+	c := b.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := b.hostAccess("read", len(dst)); err != nil {
+		return err
+	}
+	copy(dst, b.data)
+	return nil
+}
+
+func (b *Buffer) hostAccess(what string, n int) error {
+	switch {
+	case b.dev.c.closed:
+		return fmt.Errorf("sim: %s: %s: %w", b.dev.name, what, hw.ErrClosed)
+	case b.freed:
+		return fmt.Errorf("sim: %s: %s: %w", b.dev.name, what, hw.ErrFreed)
+	case b.Phantom():
+		return fmt.Errorf("sim: %s: %s of %d x %s: %w", b.dev.name, what, b.n, b.dt, hw.ErrPhantom)
+	case n != len(b.data):
+		return fmt.Errorf("sim: %s: %s: %w: buffer holds %d bytes (%d x %s), host slice %d",
+			b.dev.name, what, hw.ErrSizeMismatch, len(b.data), b.n, b.dt, n)
+	}
+	return nil
+}
+
+// Free releases the buffer's memory.
+func (b *Buffer) Free() error {
+	c := b.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b.freed {
+		return fmt.Errorf("sim: %s: free: %w", b.dev.name, hw.ErrFreed)
+	}
+	b.freed = true
+	c.data -= int64(len(b.data))
+	b.data = nil
+	return nil
+}
+
+// Event is a simulated event. It counts Records enqueued and completed, so
+// a Wait knows which Record it waits for.
+type Event struct {
+	dev       *Device
+	id        int
+	enqueued  int // Records enqueued so far
+	completed int // Records completed so far
+	at        Time
+	err       error // set when a Record was skipped because its stream failed
+	waiters   []*Stream
+}
+
+var _ hw.Event = (*Event)(nil)
+
+func (e *Event) Device() hw.Device { return e.dev }
+
+// ElapsedSince returns the simulated seconds from start to e.
+func (e *Event) ElapsedSince(start hw.Event) (float64, error) {
+	c := e.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := start.(*Event)
+	if !ok || s.dev.c != c {
+		return 0, fmt.Errorf("sim: elapsed: %w: start event is not from this cluster", hw.ErrBadArgument)
+	}
+	for _, ev := range []*Event{s, e} {
+		if ev.completed == 0 {
+			return 0, fmt.Errorf("sim: elapsed: event %d on %s: %w", ev.id, ev.dev.name, hw.ErrNotReady)
+		}
+	}
+	return (e.at - s.at).Seconds(), nil
+}
+
+// Time is the simulated time of the event's latest completed Record.
+func (e *Event) Time() (Time, error) {
+	c := e.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.completed == 0 {
+		return 0, fmt.Errorf("sim: event %d on %s: %w", e.id, e.dev.name, hw.ErrNotReady)
+	}
+	return e.at, nil
+}

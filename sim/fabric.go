@@ -1,0 +1,304 @@
+package sim
+
+import (
+	"math"
+)
+
+// link is one direction of a physical link, or a device's reduction unit:
+// anything with a capacity that flows share.
+type link struct {
+	id       int
+	name     string
+	capacity float64 // bytes per picosecond; +Inf never limits
+	flows    []*flow
+
+	// Scratch for settle, valid only during one call.
+	mark    uint64
+	remCap  float64
+	unfixed int
+
+	// carried counts bytes that crossed the link, for utilisation reports.
+	carried float64
+}
+
+type flowState uint8
+
+const (
+	flowLatency flowState = iota // head still travelling: no bandwidth used yet
+	flowActive                   // sharing bandwidth on its links
+	flowDone
+)
+
+// flow is a transfer of bytes over a path. It first spends the path's
+// latency, then drains at its max-min fair rate; so an uncontended flow of
+// s bytes takes latency + s/bandwidth, the cut-through α-β cost.
+type flow struct {
+	links     []*link
+	pos       []int // index of this flow in links[i].flows
+	bytes     float64
+	remaining float64
+	rate      float64 // bytes per picosecond
+	prevRate  float64
+	scheduled bool // a finish event for the current rate is queued
+	updated   Time // when remaining was last brought up to date
+	start     Time
+	gen       uint64
+	mark      uint64
+	fixed     bool
+	state     flowState
+	fab       *fabric
+	done      func(now Time)
+}
+
+// fabric keeps the set of active flows and their max-min fair rates. Rates
+// change only when a flow starts or ends; those changes are batched per
+// instant and re-solved only over the links and flows connected to a
+// change, so disjoint flows cost O(1) each.
+type fabric struct {
+	eng    *engine
+	dirty  []*link
+	epoch  uint64
+	active int
+
+	// scratch reused across settles
+	compLinks []*link
+	compFlows []*flow
+	heap      shareHeap
+}
+
+// start begins a flow of n bytes over links after latency. done runs when
+// the last byte arrives.
+func (fb *fabric) start(links []*link, latency Time, n float64, done func(now Time)) *flow {
+	f := &flow{links: links, bytes: n, remaining: n, fab: fb, done: done, start: fb.eng.now}
+	fb.eng.schedule(fb.eng.now+latency, f, f.gen)
+	return f
+}
+
+func (f *flow) fire(now Time, gen uint64) {
+	if gen != f.gen {
+		return // superseded by a later rate change
+	}
+	fb := f.fab
+	switch f.state {
+	case flowLatency:
+		if f.remaining <= 0 || len(f.links) == 0 {
+			f.finish(now)
+			return
+		}
+		f.state = flowActive
+		f.updated = now
+		f.pos = make([]int, len(f.links))
+		for i, l := range f.links {
+			f.pos[i] = len(l.flows)
+			l.flows = append(l.flows, f)
+			fb.touch(l)
+		}
+		fb.active++
+	case flowActive:
+		for i, l := range f.links {
+			l.carried += f.bytes
+			last := len(l.flows) - 1
+			moved := l.flows[last]
+			l.flows[f.pos[i]] = moved
+			for j, ml := range moved.links {
+				if ml == l {
+					moved.pos[j] = f.pos[i]
+					break
+				}
+			}
+			l.flows[last] = nil
+			l.flows = l.flows[:last]
+			fb.touch(l)
+		}
+		fb.active--
+		f.finish(now)
+	}
+}
+
+func (f *flow) finish(now Time) {
+	f.state = flowDone
+	f.remaining = 0
+	f.gen++
+	if f.done != nil {
+		f.done(now)
+	}
+}
+
+func (fb *fabric) touch(l *link) {
+	fb.dirty = append(fb.dirty, l)
+}
+
+// settle re-solves rates for everything connected to links touched in this
+// instant and reschedules the flows whose rate changed.
+func (fb *fabric) settle(now Time) {
+	if len(fb.dirty) == 0 {
+		return
+	}
+	fb.epoch++
+	ep := fb.epoch
+	links, flows := fb.compLinks[:0], fb.compFlows[:0]
+	for _, d := range fb.dirty {
+		if d.mark == ep {
+			continue
+		}
+		d.mark = ep
+		links = append(links, d)
+		// Breadth-first over links that share a flow with this one.
+		for i := len(links) - 1; i < len(links); i++ {
+			for _, f := range links[i].flows {
+				if f.mark == ep {
+					continue
+				}
+				f.mark = ep
+				flows = append(flows, f)
+				for _, l := range f.links {
+					if l.mark != ep {
+						l.mark = ep
+						links = append(links, l)
+					}
+				}
+			}
+		}
+	}
+	fb.dirty = fb.dirty[:0]
+
+	for _, f := range flows {
+		if f.rate > 0 && !math.IsInf(f.rate, 1) {
+			f.remaining -= f.rate * float64(now-f.updated)
+			if f.remaining < 0 {
+				f.remaining = 0
+			}
+		}
+		f.updated = now
+		f.fixed = false
+		f.prevRate = f.rate
+	}
+	fb.solve(links, flows)
+	for _, f := range flows {
+		if f.state != flowActive || (f.scheduled && f.rate == f.prevRate) {
+			continue
+		}
+		f.gen++
+		f.scheduled = false
+		if d := drainTime(f.remaining, f.rate); d != Never {
+			f.scheduled = true
+			fb.eng.schedule(now+d, f, f.gen)
+		}
+	}
+	fb.compLinks, fb.compFlows = links[:0], flows[:0]
+}
+
+// drainTime is how long n bytes take at rate, rounded to the nearest
+// picosecond. A zero rate never finishes.
+func drainTime(n, rate float64) Time {
+	if n <= 0 || math.IsInf(rate, 1) {
+		return 0
+	}
+	if rate <= 0 {
+		return Never
+	}
+	d := math.Round(n / rate)
+	if d >= float64(Never) {
+		return Never
+	}
+	return Time(d)
+}
+
+// solve computes max-min fair rates by progressive filling: repeatedly take
+// the link whose remaining capacity per unfixed flow is smallest, fix its
+// flows at that share and charge them to their other links. Ties go to the
+// lower link id, so the result never depends on map or heap order.
+func (fb *fabric) solve(links []*link, flows []*flow) {
+	h := &fb.heap
+	h.items = h.items[:0]
+	for _, l := range links {
+		l.remCap = l.capacity
+		l.unfixed = len(l.flows)
+		if l.unfixed > 0 && !math.IsInf(l.capacity, 1) {
+			h.push(shareItem{share: l.remCap / float64(l.unfixed), l: l})
+		}
+	}
+	for len(h.items) > 0 {
+		it := h.pop()
+		l := it.l
+		if l.unfixed == 0 {
+			continue
+		}
+		share := l.remCap / float64(l.unfixed)
+		if share < 0 {
+			share = 0
+		}
+		if share != it.share {
+			// Charged since it was pushed; shares only grow, so re-queue.
+			h.push(shareItem{share: share, l: l})
+			continue
+		}
+		for _, f := range l.flows {
+			if f.fixed {
+				continue
+			}
+			f.fixed = true
+			f.rate = share
+			for _, other := range f.links {
+				other.remCap -= share
+				other.unfixed--
+			}
+		}
+	}
+	for _, f := range flows {
+		if !f.fixed {
+			f.fixed = true
+			f.rate = math.Inf(1) // crosses only unlimited links
+		}
+	}
+}
+
+type shareItem struct {
+	share float64
+	l     *link
+}
+
+// shareHeap is a min-heap on (share, link id).
+type shareHeap struct{ items []shareItem }
+
+func (h *shareHeap) less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	return a.share < b.share || (a.share == b.share && a.l.id < b.l.id)
+}
+
+func (h *shareHeap) push(it shareItem) {
+	h.items = append(h.items, it)
+	i := len(h.items) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.items[i], h.items[p] = h.items[p], h.items[i]
+		i = p
+	}
+}
+
+func (h *shareHeap) pop() shareItem {
+	top := h.items[0]
+	n := len(h.items) - 1
+	h.items[0] = h.items[n]
+	h.items = h.items[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			break
+		}
+		h.items[i], h.items[m] = h.items[m], h.items[i]
+		i = m
+	}
+	return top
+}

@@ -1,0 +1,522 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/commsim/commsim/hw"
+)
+
+type opKind uint8
+
+const (
+	opCopy opKind = iota
+	opReduce
+	opDivide
+	opSend
+	opRecv
+	opRecord
+	opWait
+)
+
+var opNames = [...]string{
+	opCopy:   "copy",
+	opReduce: "reduce",
+	opDivide: "divide",
+	opSend:   "send",
+	opRecv:   "recv",
+	opRecord: "record",
+	opWait:   "wait",
+}
+
+// op is one queued stream operation: plain data, described by String.
+type op struct {
+	kind     opKind
+	index    int // position in the stream, from 0
+	dst, src hw.Slice
+	redop    hw.ReduceOp
+	n        int
+	peer     *Device
+	tag      uint64
+	ev       *Event
+	target   int // Wait: the Record count that must have completed
+	start    Time
+}
+
+func (o *op) String() string {
+	switch o.kind {
+	case opCopy:
+		return fmt.Sprintf("copy %d x %s", o.dst.Len, o.dst.DType())
+	case opReduce:
+		return fmt.Sprintf("reduce %s %d x %s", o.redop, o.dst.Len, o.dst.DType())
+	case opDivide:
+		return fmt.Sprintf("divide %d x %s by %d", o.dst.Len, o.dst.DType(), o.n)
+	case opSend:
+		return fmt.Sprintf("send %d x %s (%d bytes) to rank %d (%s) tag %#x", o.src.Len, o.src.DType(), o.src.Bytes(), o.peer.rank, o.peer.name, o.tag)
+	case opRecv:
+		return fmt.Sprintf("recv %d x %s (%d bytes) from rank %d (%s) tag %#x", o.dst.Len, o.dst.DType(), o.dst.Bytes(), o.peer.rank, o.peer.name, o.tag)
+	case opRecord:
+		return fmt.Sprintf("record event %d", o.ev.id)
+	case opWait:
+		return fmt.Sprintf("wait for event %d of %s (record #%d; %d done)", o.ev.id, o.ev.dev.name, o.target, o.ev.completed)
+	}
+	return "op?"
+}
+
+// Stream is a simulated FIFO of work on one device.
+type Stream struct {
+	dev         *Device
+	id          int
+	queue       []*op
+	head        int  // first op not yet finished
+	busy        bool // the head op is in flight
+	kickPending bool
+	issued      int // ops ever enqueued, numbering them
+	err         error
+}
+
+var _ hw.Stream = (*Stream)(nil)
+
+// Device is the stream's device.
+func (s *Stream) Device() hw.Device { return s.dev }
+
+// ID numbers the stream within its cluster.
+func (s *Stream) ID() int { return s.id }
+
+func (s *Stream) enqueue(o *op) error {
+	c := s.dev.c
+	if c.closed {
+		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, opNames[o.kind], hw.ErrClosed)
+	}
+	o.index = s.issued
+	s.issued++
+	s.queue = append(s.queue, o)
+	c.kick(s)
+	return nil
+}
+
+func (s *Stream) checkSlice(what string, sl hw.Slice) error {
+	if err := sl.CheckOn(s.dev); err != nil {
+		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, what, err)
+	}
+	if b, ok := sl.Buf.(*Buffer); !ok {
+		return fmt.Errorf("sim: %s: %s: %w: buffer is not a sim buffer", s.dev.name, what, hw.ErrBadArgument)
+	} else if b.freed {
+		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, what, hw.ErrFreed)
+	}
+	return nil
+}
+
+// Copy enqueues dst = src. Local copies take no simulated time.
+func (s *Stream) Copy(dst, src hw.Slice) error {
+	s.dev.c.mu.Lock()
+	defer s.dev.c.mu.Unlock()
+	if err := s.checkPair("copy", dst, src); err != nil {
+		return err
+	}
+	return s.enqueue(&op{kind: opCopy, dst: dst, src: src})
+}
+
+func (s *Stream) checkPair(what string, dst, src hw.Slice) error {
+	if err := s.checkSlice(what+" dst", dst); err != nil {
+		return err
+	}
+	if err := s.checkSlice(what+" src", src); err != nil {
+		return err
+	}
+	if err := hw.CheckPair(s.dev, dst, src); err != nil {
+		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, what, err)
+	}
+	return nil
+}
+
+// Reduce enqueues dst = op(dst, src), taking bytes/reduce_bw.
+func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
+	s.dev.c.mu.Lock()
+	defer s.dev.c.mu.Unlock()
+	if rop == hw.Avg || !rop.Valid() {
+		return fmt.Errorf("sim: %s: reduce: %w: op %s is not elementwise (use Sum, Prod, Min or Max; Avg is Sum then Divide)", s.dev.name, hw.ErrBadArgument, rop)
+	}
+	if err := s.checkPair("reduce", dst, src); err != nil {
+		return err
+	}
+	return s.enqueue(&op{kind: opReduce, redop: rop, dst: dst, src: src})
+}
+
+// Divide enqueues dst = dst / n, costed like a reduce.
+func (s *Stream) Divide(dst hw.Slice, n int) error {
+	s.dev.c.mu.Lock()
+	defer s.dev.c.mu.Unlock()
+	if n < 1 {
+		return fmt.Errorf("sim: %s: divide: %w: divisor %d < 1", s.dev.name, hw.ErrBadArgument, n)
+	}
+	if err := s.checkSlice("divide", dst); err != nil {
+		return err
+	}
+	return s.enqueue(&op{kind: opDivide, dst: dst, n: n})
+}
+
+func (s *Stream) checkPeer(what string, peer hw.Device) (*Device, error) {
+	p, ok := peer.(*Device)
+	if !ok || p == nil || p.c != s.dev.c {
+		name := "<nil>"
+		if peer != nil {
+			name = peer.Name()
+		}
+		return nil, fmt.Errorf("sim: %s: %s: %w: %s is not a device of this cluster", s.dev.name, what, hw.ErrUnknownPeer, name)
+	}
+	return p, nil
+}
+
+// Send enqueues an eager send of src to peer.
+func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
+	s.dev.c.mu.Lock()
+	defer s.dev.c.mu.Unlock()
+	p, err := s.checkPeer("send", peer)
+	if err != nil {
+		return err
+	}
+	if err := s.checkSlice("send", src); err != nil {
+		return err
+	}
+	return s.enqueue(&op{kind: opSend, src: src, peer: p, tag: tag})
+}
+
+// Recv enqueues a receive into dst of the next message from peer with tag.
+func (s *Stream) Recv(dst hw.Slice, peer hw.Device, tag uint64) error {
+	s.dev.c.mu.Lock()
+	defer s.dev.c.mu.Unlock()
+	p, err := s.checkPeer("recv", peer)
+	if err != nil {
+		return err
+	}
+	if err := s.checkSlice("recv", dst); err != nil {
+		return err
+	}
+	return s.enqueue(&op{kind: opRecv, dst: dst, peer: p, tag: tag})
+}
+
+func (s *Stream) checkEvent(what string, ev hw.Event) (*Event, error) {
+	e, ok := ev.(*Event)
+	if !ok || e == nil || e.dev.c != s.dev.c {
+		return nil, fmt.Errorf("sim: %s: %s: %w: event is not from this cluster", s.dev.name, what, hw.ErrBadArgument)
+	}
+	return e, nil
+}
+
+// Record enqueues a record of ev.
+func (s *Stream) Record(ev hw.Event) error {
+	s.dev.c.mu.Lock()
+	defer s.dev.c.mu.Unlock()
+	e, err := s.checkEvent("record", ev)
+	if err != nil {
+		return err
+	}
+	e.enqueued++
+	return s.enqueue(&op{kind: opRecord, ev: e})
+}
+
+// Wait enqueues a wait for the latest Record of ev enqueued so far.
+func (s *Stream) Wait(ev hw.Event) error {
+	s.dev.c.mu.Lock()
+	defer s.dev.c.mu.Unlock()
+	e, err := s.checkEvent("wait", ev)
+	if err != nil {
+		return err
+	}
+	return s.enqueue(&op{kind: opWait, ev: e, target: e.enqueued})
+}
+
+// Synchronize runs the simulation until the stream's queue is empty, and
+// returns its first failure, or a deadlock error if it can never empty.
+func (s *Stream) Synchronize() error {
+	c := s.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("sim: %s: synchronize: %w", s.dev.name, hw.ErrClosed)
+	}
+	for s.err == nil && s.head < len(s.queue) {
+		if !c.eng.step() {
+			if err := c.deadlock(); err != nil {
+				return err
+			}
+		}
+	}
+	return s.err
+}
+
+// kick makes the stream look at its queue again at the current instant.
+func (c *Cluster) kick(s *Stream) {
+	if s.kickPending || s.busy || s.err != nil {
+		return
+	}
+	s.kickPending = true
+	c.eng.schedule(c.eng.now, s, 0)
+}
+
+func (s *Stream) fire(now Time, _ uint64) {
+	s.kickPending = false
+	s.advance(now)
+}
+
+// advance starts queued operations until one is in flight or blocked.
+func (s *Stream) advance(now Time) {
+	for !s.busy && s.err == nil && s.head < len(s.queue) {
+		o := s.queue[s.head]
+		o.start = now
+		if !s.begin(o, now) {
+			return
+		}
+		s.complete(o, now)
+	}
+}
+
+// begin starts o. It returns true if o finished at once; otherwise o is in
+// flight (s.busy) or blocked waiting for a message or an event.
+func (s *Stream) begin(o *op, now Time) bool {
+	c := s.dev.c
+	switch o.kind {
+	case opCopy:
+		if !c.cfg.TimingOnly {
+			copy(sliceBytes(o.dst), sliceBytes(o.src))
+		}
+		return true
+	case opReduce, opDivide:
+		n := float64(o.dst.Bytes())
+		s.busy = true
+		c.fab.start([]*link{&s.dev.reducer}, 0, n, func(t Time) {
+			s.busy = false
+			if err := s.apply(o); err != nil {
+				s.fail(o, err)
+				return
+			}
+			s.complete(o, t)
+			s.advance(t)
+		})
+		return false
+	case opSend:
+		r, err := c.routeBetween(s.dev, o.peer)
+		if err != nil {
+			s.fail(o, err)
+			return false
+		}
+		s.busy = true
+		c.fab.start(r.links, r.latency, float64(o.src.Bytes()), func(t Time) {
+			s.busy = false
+			c.deliver(s.dev, o, t)
+			s.complete(o, t)
+			s.advance(t)
+		})
+		return false
+	case opRecv:
+		mb := o.peer.mailboxTo(s.dev, o.tag)
+		if len(mb.msgs) == 0 {
+			mb.waiters = append(mb.waiters, s)
+			return false
+		}
+		m := mb.msgs[0]
+		mb.msgs = mb.msgs[1:]
+		if err := m.writeTo(o.dst); err != nil {
+			s.fail(o, err)
+			return false
+		}
+		return true
+	case opRecord:
+		e := o.ev
+		e.completed++
+		e.at = now
+		for _, w := range e.wake() {
+			c.kick(w)
+		}
+		return true
+	case opWait:
+		e := o.ev
+		if e.err != nil {
+			s.fail(o, e.err)
+			return false
+		}
+		if e.completed >= o.target {
+			return true
+		}
+		e.waiters = append(e.waiters, s)
+		return false
+	}
+	return false
+}
+
+func (e *Event) wake() []*Stream {
+	w := e.waiters
+	e.waiters = nil
+	return w
+}
+
+// apply performs the data effect of a reduce or divide.
+func (s *Stream) apply(o *op) error {
+	if s.dev.c.cfg.TimingOnly {
+		return nil
+	}
+	for _, b := range []hw.Slice{o.dst, o.src} {
+		if b.Buf != nil && b.Buf.(*Buffer).freed {
+			return hw.ErrFreed
+		}
+	}
+	switch o.kind {
+	case opReduce:
+		return hw.ReduceBytes(o.redop, o.dst.DType(), sliceBytes(o.dst), sliceBytes(o.src))
+	case opDivide:
+		return hw.DivideBytes(o.dst.DType(), sliceBytes(o.dst), o.n)
+	}
+	return nil
+}
+
+func (s *Stream) complete(o *op, now Time) {
+	s.head++
+	if t := s.dev.c.trace; t != nil {
+		t.op(s, o, now)
+	}
+	if s.head == len(s.queue) {
+		// Reuse the queue's storage once it drains.
+		s.queue = s.queue[:0]
+		s.head = 0
+	}
+}
+
+// fail stops the stream: the failing op and everything after it are
+// skipped, and events it would have recorded fail their waiters.
+func (s *Stream) fail(o *op, cause error) {
+	c := s.dev.c
+	s.busy = false
+	s.err = fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, o.index, o, cause)
+	for _, rest := range s.queue[s.head:] {
+		if rest.kind == opRecord {
+			rest.ev.err = s.err
+			for _, w := range rest.ev.wake() {
+				c.kick(w)
+			}
+		}
+	}
+	s.queue = s.queue[:0]
+	s.head = 0
+}
+
+func sliceBytes(sl hw.Slice) []byte {
+	b := sl.Buf.(*Buffer)
+	size := b.dt.Size()
+	return b.data[sl.Off*size : (sl.Off+sl.Len)*size]
+}
+
+// message is a send that has arrived at its destination device.
+type message struct {
+	dt   hw.DType
+	n    int
+	data []byte // nil in timing-only mode
+}
+
+func (m message) writeTo(dst hw.Slice) error {
+	if m.dt != dst.DType() {
+		return fmt.Errorf("%w: message is %d x %s, receive buffer %d x %s", hw.ErrDTypeMismatch, m.n, m.dt, dst.Len, dst.DType())
+	}
+	if m.n != dst.Len {
+		return fmt.Errorf("%w: message is %d x %s, receive buffer %d x %s", hw.ErrSizeMismatch, m.n, m.dt, dst.Len, dst.DType())
+	}
+	if dst.Buf.(*Buffer).freed {
+		return hw.ErrFreed
+	}
+	if m.data != nil {
+		copy(sliceBytes(dst), m.data)
+	}
+	return nil
+}
+
+type mailKey struct {
+	from *Device
+	tag  uint64
+}
+
+// mailbox holds messages from one device with one tag, in arrival order.
+type mailbox struct {
+	msgs    []message
+	waiters []*Stream
+}
+
+func (d *Device) mailboxTo(dst *Device, tag uint64) *mailbox {
+	if dst.inbox == nil {
+		dst.inbox = make(map[mailKey]*mailbox)
+	}
+	k := mailKey{from: d, tag: tag}
+	mb := dst.inbox[k]
+	if mb == nil {
+		mb = &mailbox{}
+		dst.inbox[k] = mb
+	}
+	return mb
+}
+
+// deliver snapshots a finished send into the peer's mailbox and wakes the
+// streams waiting on it.
+func (c *Cluster) deliver(from *Device, o *op, now Time) {
+	m := message{dt: o.src.DType(), n: o.src.Len}
+	if !c.cfg.TimingOnly {
+		m.data = append([]byte(nil), sliceBytes(o.src)...)
+	}
+	mb := from.mailboxTo(o.peer, o.tag)
+	mb.msgs = append(mb.msgs, m)
+	ws := mb.waiters
+	mb.waiters = nil
+	for _, w := range ws {
+		c.kick(w)
+	}
+	if c.trace != nil {
+		c.trace.transfer(from, o, now)
+	}
+}
+
+// DeadlockError reports work that can never finish: every stream still
+// holding work, and what its first unfinished operation waits for.
+type DeadlockError struct {
+	At      Time
+	Blocked []BlockedStream
+}
+
+// BlockedStream is one stream in a DeadlockError.
+type BlockedStream struct {
+	Rank    int
+	Device  string
+	Stream  int
+	Op      int    // index of the blocked op in the stream
+	Waiting string // the op, with what it waits for
+	Pending int    // ops queued after it
+}
+
+func (e *DeadlockError) Error() string {
+	msg := fmt.Sprintf("sim: deadlock at %v: %d stream(s) can never finish:", e.At, len(e.Blocked))
+	for _, b := range e.Blocked {
+		msg += fmt.Sprintf("\n  rank %d (%s) stream %d blocked at op #%d: %s (%d more queued)", b.Rank, b.Device, b.Stream, b.Op, b.Waiting, b.Pending)
+	}
+	return msg
+}
+
+func (e *DeadlockError) Unwrap() error { return hw.ErrDeadlock }
+
+// deadlock describes every stream with unfinished work, or returns nil.
+func (c *Cluster) deadlock() error {
+	var blocked []BlockedStream
+	for _, s := range c.streams {
+		if s.err != nil || s.head >= len(s.queue) {
+			continue
+		}
+		o := s.queue[s.head]
+		blocked = append(blocked, BlockedStream{
+			Rank: s.dev.rank, Device: s.dev.name, Stream: s.id, Op: o.index,
+			Waiting: o.String(), Pending: len(s.queue) - s.head - 1,
+		})
+	}
+	if len(blocked) == 0 {
+		return nil
+	}
+	return &DeadlockError{At: c.eng.now, Blocked: blocked}
+}
+
+// IsDeadlock reports whether err reports a deadlock.
+func IsDeadlock(err error) bool { return errors.Is(err, hw.ErrDeadlock) }
