@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -432,4 +433,35 @@ func TestRerunGivesIdenticalTraceBytes(t *testing.T) {
 	if !bytes.Contains(a, []byte(`"ph":"X","name":"send"`)) || !bytes.Contains(a, []byte(`"name":"flow to sim:gpu`)) {
 		t.Fatalf("trace lacks send spans or flows:\n%.500s", a)
 	}
+}
+
+// TestConcurrentEnqueue drives every rank from its own goroutine, as a
+// program with a thread per GPU would; run it with -race.
+func TestConcurrentEnqueue(t *testing.T) {
+	c := newCluster(t, "mesh:4", sim.Config{})
+	d := c.Devices()
+	var wg sync.WaitGroup
+	for r := range d {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := d[r].NewStream()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for k := 1; k < len(d); k++ {
+				src, _ := d[r].Alloc(hw.F32, 64)
+				dst, _ := d[r].Alloc(hw.F32, 64)
+				if err := s.Send(hw.Whole(src), d[(r+k)%len(d)], uint64(k)); err != nil {
+					t.Error(err)
+				}
+				if err := s.Recv(hw.Whole(dst), d[(r-k+len(d))%len(d)], uint64(k)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ok(t, c.Run())
 }

@@ -56,21 +56,31 @@ type handler interface {
 	fire(now Time, gen uint64)
 }
 
+// event is a heap entry. It holds no pointers (the handler sits in a slot
+// table), so reordering the heap costs no GC write barriers.
 type event struct {
-	at  Time
-	seq uint64
-	h   handler
-	gen uint64
+	at   Time
+	seq  uint64
+	gen  uint64
+	slot int32
 }
 
 // engine is a single-threaded discrete-event loop. Events fire in (time,
 // sequence) order; the sequence number is the order of scheduling, so ties
 // never depend on anything but the program's own order of calls.
+//
+// Events for the current instant skip the heap: anything scheduled at "now"
+// while an instant is being processed has a higher sequence number than
+// every event already queued for now, so a FIFO keeps the same order.
 type engine struct {
 	now   Time
 	seq   uint64
-	queue []event // binary min-heap on (at, seq)
+	queue []event // binary min-heap on (at, seq), for future instants
+	soon  []event // FIFO of events at now, scheduled during this instant
+	slots []handler
+	free  []int32
 	fired uint64
+	busy  bool // inside step
 	// settle runs once at the end of each instant, after every event at
 	// that time has fired; it may schedule more events at the same time.
 	settle func(now Time)
@@ -82,7 +92,21 @@ func (e *engine) schedule(at Time, h handler, gen uint64) {
 		at = e.now
 	}
 	e.seq++
-	e.queue = append(e.queue, event{at: at, seq: e.seq, h: h, gen: gen})
+	var slot int32
+	if n := len(e.free); n > 0 {
+		slot = e.free[n-1]
+		e.free = e.free[:n-1]
+		e.slots[slot] = h
+	} else {
+		slot = int32(len(e.slots))
+		e.slots = append(e.slots, h)
+	}
+	ev := event{at: at, seq: e.seq, gen: gen, slot: slot}
+	if e.busy && at == e.now {
+		e.soon = append(e.soon, ev)
+		return
+	}
+	e.queue = append(e.queue, ev)
 	e.up(len(e.queue) - 1)
 }
 
@@ -94,19 +118,31 @@ func (e *engine) step() bool {
 		return false
 	}
 	e.now = e.queue[0].at
+	e.busy = true
+	defer func() { e.busy = false }()
 	for {
 		for len(e.queue) > 0 && e.queue[0].at == e.now {
-			ev := e.pop()
-			e.fired++
-			ev.h.fire(e.now, ev.gen)
+			e.fire(e.pop())
 		}
+		for i := 0; i < len(e.soon); i++ {
+			e.fire(e.soon[i])
+		}
+		e.soon = e.soon[:0]
 		if e.settle != nil {
 			e.settle(e.now)
 		}
-		if len(e.queue) == 0 || e.queue[0].at != e.now {
+		if len(e.soon) == 0 {
 			return true
 		}
 	}
+}
+
+func (e *engine) fire(ev event) {
+	h := e.slots[ev.slot]
+	e.slots[ev.slot] = nil
+	e.free = append(e.free, ev.slot)
+	e.fired++
+	h.fire(e.now, ev.gen)
 }
 
 func (e *engine) less(i, j int) bool {
@@ -130,7 +166,6 @@ func (e *engine) pop() event {
 	top := q[0]
 	n := len(q) - 1
 	q[0] = q[n]
-	q[n] = event{}
 	e.queue = q[:n]
 	i := 0
 	for {

@@ -34,7 +34,8 @@ const (
 // s bytes takes latency + s/bandwidth, the cut-through α-β cost.
 type flow struct {
 	links     []*link
-	pos       []int // index of this flow in links[i].flows
+	pos       []int32 // index of this flow in links[i].flows
+	posInline [4]int32
 	bytes     float64
 	remaining float64
 	rate      float64 // bytes per picosecond
@@ -59,6 +60,9 @@ type fabric struct {
 	dirty  []*link
 	epoch  uint64
 	active int
+	// resolved counts flows whose rate was re-solved, to check that
+	// changes stay local to their component.
+	resolved uint64
 
 	// scratch reused across settles
 	compLinks []*link
@@ -87,9 +91,13 @@ func (f *flow) fire(now Time, gen uint64) {
 		}
 		f.state = flowActive
 		f.updated = now
-		f.pos = make([]int, len(f.links))
+		if len(f.links) <= len(f.posInline) {
+			f.pos = f.posInline[:len(f.links)]
+		} else {
+			f.pos = make([]int32, len(f.links))
+		}
 		for i, l := range f.links {
-			f.pos[i] = len(l.flows)
+			f.pos[i] = int32(len(l.flows))
 			l.flows = append(l.flows, f)
 			fb.touch(l)
 		}
@@ -136,15 +144,15 @@ func (fb *fabric) settle(now Time) {
 	}
 	fb.epoch++
 	ep := fb.epoch
-	links, flows := fb.compLinks[:0], fb.compFlows[:0]
 	for _, d := range fb.dirty {
 		if d.mark == ep {
 			continue
 		}
+		// Collect the component of d: links and flows joined by sharing,
+		// breadth first, and solve it on its own.
 		d.mark = ep
-		links = append(links, d)
-		// Breadth-first over links that share a flow with this one.
-		for i := len(links) - 1; i < len(links); i++ {
+		links, flows := append(fb.compLinks[:0], d), fb.compFlows[:0]
+		for i := 0; i < len(links); i++ {
 			for _, f := range links[i].flows {
 				if f.mark == ep {
 					continue
@@ -159,9 +167,15 @@ func (fb *fabric) settle(now Time) {
 				}
 			}
 		}
+		fb.resolve(now, links, flows)
+		fb.compLinks, fb.compFlows = links[:0], flows[:0]
 	}
 	fb.dirty = fb.dirty[:0]
+}
 
+// resolve brings one component's flows up to date, re-solves their rates
+// and reschedules the finish of those whose rate changed.
+func (fb *fabric) resolve(now Time, links []*link, flows []*flow) {
 	for _, f := range flows {
 		if f.rate > 0 && !math.IsInf(f.rate, 1) {
 			f.remaining -= f.rate * float64(now-f.updated)
@@ -173,6 +187,7 @@ func (fb *fabric) settle(now Time) {
 		f.fixed = false
 		f.prevRate = f.rate
 	}
+	fb.resolved += uint64(len(flows))
 	fb.solve(links, flows)
 	for _, f := range flows {
 		if f.state != flowActive || (f.scheduled && f.rate == f.prevRate) {
@@ -185,7 +200,6 @@ func (fb *fabric) settle(now Time) {
 			fb.eng.schedule(now+d, f, f.gen)
 		}
 	}
-	fb.compLinks, fb.compFlows = links[:0], flows[:0]
 }
 
 // drainTime is how long n bytes take at rate, rounded to the nearest
@@ -209,6 +223,16 @@ func drainTime(n, rate float64) Time {
 // flows at that share and charge them to their other links. Ties go to the
 // lower link id, so the result never depends on map or heap order.
 func (fb *fabric) solve(links []*link, flows []*flow) {
+	if len(flows) == 1 {
+		// Alone on its links: the slowest one sets the rate.
+		f := flows[0]
+		f.rate = math.Inf(1)
+		for _, l := range f.links {
+			f.rate = min(f.rate, l.capacity)
+		}
+		f.fixed = true
+		return
+	}
 	h := &fb.heap
 	h.items = h.items[:0]
 	for _, l := range links {

@@ -168,3 +168,19 @@ func TestManyFlowsShareFairly(t *testing.T) {
 		}
 	}
 }
+
+func TestChangesResolveOnlyConnectedFlows(t *testing.T) {
+	r := newFlowRig()
+	shared, apart := gbps(0, 100), gbps(1, 100)
+	for range 10 {
+		r.start([]*link{apart}, 0, 1e9)
+	}
+	r.eng.step() // the ten start together: one solve of ten flows
+	before := r.fab.resolved
+	r.start([]*link{shared}, 0, 1e3)
+	r.start([]*link{shared}, 0, 1e3)
+	r.eng.step()
+	if got := r.fab.resolved - before; got != 2 {
+		t.Fatalf("starting two flows on another link re-solved %d flows, want 2", got)
+	}
+}
