@@ -76,7 +76,12 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // wrapArgs turns a command's argument-validation failures into usage errors.
+// A command that only groups subcommands prints its help when called bare
+// and refuses unknown subcommands.
 func wrapArgs(c *cobra.Command) {
+	if c.Run == nil && c.RunE == nil {
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 	if c.Args != nil {
 		check := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// commsim runs the CLI in-process and returns its status and outputs.
+func commsim(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	status := run(args, &out, &errOut)
+	return status, out.String(), errOut.String()
+}
+
+func TestUsageErrorsExit2WithOneLine(t *testing.T) {
+	cases := [][]string{
+		{"topo", "show", "ring:0"},
+		{"topo", "show", "nosuch:4"},
+		{"topo", "show"},
+		{"topo", "show", "ring:4", "extra"},
+		{"topo", "frobnicate"},
+		{"frobnicate"},
+		{"--no-such-flag"},
+		{"topo", "validate", "/no/such/file.yaml"},
+	}
+	for _, args := range cases {
+		status, out, errOut := commsim(args...)
+		if status != 2 {
+			t.Errorf("%q: status %d, want 2 (stderr %q)", args, status, errOut)
+		}
+		if lines := strings.Count(strings.TrimRight(errOut, "\n"), "\n"); lines != 0 || errOut == "" {
+			t.Errorf("%q: stderr is not one line: %q", args, errOut)
+		}
+		if out != "" {
+			t.Errorf("%q: wrote to stdout on error: %q", args, out)
+		}
+		if strings.Contains(errOut, "goroutine") {
+			t.Errorf("%q: printed a panic trace", args)
+		}
+	}
+}
+
+func TestTopoShowSummarisesPreset(t *testing.T) {
+	status, out, errOut := commsim("topo", "show", "dgx-h100")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"topology dgx-h100", "8 gpu", "1 switch", "450GB/s", "rank 0 -> 1", "gpu0 > sw0 > gpu1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestTopoExportValidatesAndRoundTrips(t *testing.T) {
+	status, yaml, errOut := commsim("topo", "export", "cluster:2x2,rail=true")
+	if status != 0 {
+		t.Fatalf("export: status %d: %s", status, errOut)
+	}
+	path := filepath.Join(t.TempDir(), "fabric.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := commsim("topo", "validate", path)
+	if status != 0 || !strings.Contains(out, "ok (4 gpus") {
+		t.Fatalf("validate: status %d, out %q, err %q", status, out, errOut)
+	}
+	status, again, _ := commsim("topo", "export", path)
+	if status != 0 || again != yaml {
+		t.Fatalf("export of the exported file differs:\n%s\nvs\n%s", yaml, again)
+	}
+}
+
+func TestTopoValidateNamesTheProblem(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	bad := "name: bad\nnodes:\n  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: gpu}\nlinks:\n  - {a: gpu0, b: gpu9, bw: 1GB/s, lat: 1us}\n"
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, _, errOut := commsim("topo", "validate", path)
+	if status != 2 || !strings.Contains(errOut, "gpu9") {
+		t.Fatalf("status %d, stderr %q: want 2 naming gpu9", status, errOut)
+	}
+}

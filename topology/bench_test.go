@@ -1,0 +1,91 @@
+package topology
+
+import (
+	"runtime"
+	"testing"
+)
+
+// BenchmarkBuildSwitch16384 builds switch:16384 and reports the bytes
+// allocated per GPU while building (alloc-B/gpu) and the bytes the built
+// topology keeps on the heap per GPU (retained-B/gpu).
+//
+//	go test -run XXX -bench BuildSwitch16384 -benchmem ./topology/
+func BenchmarkBuildSwitch16384(b *testing.B) {
+	const n = 16384
+	b.ReportAllocs()
+	var keep *Topology
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < b.N; i++ {
+		tp, err := Parse("switch:16384")
+		if err != nil {
+			b.Fatal(err)
+		}
+		keep = tp
+	}
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/n, "alloc-B/gpu")
+
+	b.StopTimer()
+	keep = nil
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	keep, _ = Parse("switch:16384")
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n, "retained-B/gpu")
+	runtime.KeepAlive(keep)
+}
+
+// BenchmarkRouteSwitch16384 measures first-time (uncached) routes between
+// rank pairs of switch:16384.
+func BenchmarkRouteSwitch16384(b *testing.B) {
+	tp, err := Parse("switch:16384")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%maxCachedRoutes == 0 {
+			tp.mu.Lock()
+			tp.routes = nil
+			tp.mu.Unlock()
+		}
+		if _, err := tp.RouteRanks(i%16384, (i/16384+i+1)%16384); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRouteCluster measures first-time routes on cluster:128x8 (1024
+// GPUs), where a cross-node route explores every NIC.
+func BenchmarkRouteCluster(b *testing.B) {
+	tp, err := Parse("cluster:128x8")
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := tp.NumGPUs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tp.mu.Lock()
+		tp.routes = nil
+		tp.mu.Unlock()
+		if _, err := tp.RouteRanks(i%n, (i+8)%n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRouteCached measures a cached route lookup.
+func BenchmarkRouteCached(b *testing.B) {
+	tp, err := Parse("ring:64")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp.RouteRanks(0, 32)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tp.RouteRanks(0, 32)
+	}
+}

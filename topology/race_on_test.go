@@ -1,0 +1,5 @@
+//go:build race
+
+package topology
+
+const raceEnabled = true

@@ -1,0 +1,286 @@
+package topology
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// sameTopology reports whether a and b have equal Name, Nodes and Links,
+// comparing floats bit for bit.
+func sameTopology(a, b *Topology) bool {
+	if a.Name != b.Name || len(a.Nodes) != len(b.Nodes) || len(a.Links) != len(b.Links) {
+		return false
+	}
+	for i := range a.Nodes {
+		x, y := a.Nodes[i], b.Nodes[i]
+		if x.Name != y.Name || x.Kind != y.Kind || math.Float64bits(x.ReduceBW) != math.Float64bits(y.ReduceBW) {
+			return false
+		}
+	}
+	for i := range a.Links {
+		x, y := a.Links[i], b.Links[i]
+		if x.A != y.A || x.B != y.B || math.Float64bits(x.BW) != math.Float64bits(y.BW) ||
+			math.Float64bits(x.Latency) != math.Float64bits(y.Latency) {
+			return false
+		}
+	}
+	return true
+}
+
+// roundTrip exports tp, reads it back, and checks the result is identical
+// and exports to the same bytes.
+func roundTrip(t testing.TB, tp *Topology) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := tp.WriteYAML(&buf); err != nil {
+		t.Fatalf("%q: WriteYAML: %v", tp.Name, err)
+	}
+	back, err := ReadYAML(buf.Bytes())
+	if err != nil {
+		t.Fatalf("%q: ReadYAML of the export: %v\n%s", tp.Name, err, buf.String())
+	}
+	if !reflect.DeepEqual(tp.Name, back.Name) || !reflect.DeepEqual(tp.Nodes, back.Nodes) || !reflect.DeepEqual(tp.Links, back.Links) || !sameTopology(tp, back) {
+		t.Fatalf("%q: export and load differ\n%s", tp.Name, buf.String())
+	}
+	var again bytes.Buffer
+	if err := back.WriteYAML(&again); err != nil || !bytes.Equal(buf.Bytes(), again.Bytes()) {
+		t.Fatalf("%q: second export differs (%v)", tp.Name, err)
+	}
+}
+
+func TestYAMLRoundTrip(t *testing.T) {
+	specs := []string{
+		"ring:1", "ring:2", "ring:8", "ring:5,bw=46.5GB/s,lat=936.25ns,reduce=1.4TB/s",
+		"mesh:5", "mesh:3,lat=0", "switch:16", "switch:3,bw=400Gb/s,reduce=4.3TB/s",
+		"torus:4x4", "torus:2x3x4", "torus:1x1",
+		"cluster:2x4", "cluster:3x2,rail=true,nicbw=12.5GB/s,niclat=1.3us,pciebw=32GB/s,pcielat=0.1us",
+		"dgx-a100", "dgx-h100", "hgx-h200", "dgx-h100x1", "dgx-h100x4", "dgx-h100x2,rail=true",
+		"gb200-nvl72", "mac-tb5:1", "mac-tb5:2", "mac-tb5:5",
+	}
+	for _, p := range Presets() {
+		specs = append(specs, strings.Replace(p.Name, "N", "2", 1))
+	}
+	for _, s := range specs {
+		roundTrip(t, mustParse(t, s))
+	}
+	// Odd values and names that YAML would misread without quoting.
+	nodes := []Node{
+		{Name: "null", Kind: GPU, ReduceBW: 4.3e12 / 3},
+		{Name: "123", Kind: GPU, ReduceBW: math.SmallestNonzeroFloat64},
+		{Name: "true", Kind: GPU, ReduceBW: math.MaxFloat64},
+		{Name: "a: b", Kind: Switch},
+		{Name: " spaced ", Kind: NIC},
+		{Name: "~", Kind: CPU},
+		{Name: "- x", Kind: CPU},
+		{Name: "#hash", Kind: CPU},
+		{Name: "ünï💡", Kind: CPU},
+		{Name: "'\"", Kind: CPU},
+	}
+	links := []Link{
+		{0, 3, 1.0 / 3, 1e-300}, {1, 3, 1e300, 0.1}, {2, 3, 123456789.123456789, 936.25e-9},
+		{4, 3, 5e-324, 1}, {5, 3, 7, 3e-7}, {6, 5, 1e18, 1e-12}, {7, 5, 1e17, 5e-324},
+		{8, 5, 0.1, 0.999}, {9, 8, 1e-5, 123e-6},
+	}
+	long := strings.Repeat("word  and   spaces ", 50) + "end"
+	nodes = append(nodes, Node{Name: long, Kind: CPU})
+	links = append(links, Link{10, 0, 1e9, 0})
+	tp, err := New("name: with # odd \"chars\" "+long, nodes, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, tp)
+}
+
+func TestYAMLFormat(t *testing.T) {
+	var buf bytes.Buffer
+	if err := mustParse(t, "switch:2,lat=468.125ns,bw=450GB/s").WriteYAML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := `name: switch:2,lat=468.125ns,bw=450GB/s
+nodes:
+  - {name: gpu0, kind: gpu, reduce: inf}
+  - {name: gpu1, kind: gpu, reduce: inf}
+  - {name: sw0, kind: switch}
+links:
+  - {a: gpu0, b: sw0, bw: 450GB/s, lat: 468.125ns}
+  - {a: gpu1, b: sw0, bw: 450GB/s, lat: 468.125ns}
+`
+	if buf.String() != want {
+		t.Errorf("WriteYAML:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	buf.Reset()
+	mustParse(t, "ring:1").WriteYAML(&buf)
+	if !strings.Contains(buf.String(), "links: []") {
+		t.Errorf("ring:1 export: %s", buf.String())
+	}
+	if err := (&Topology{}).WriteYAML(&buf); err == nil {
+		t.Error("WriteYAML of a bare Topology: no error")
+	}
+}
+
+func TestLoadGood(t *testing.T) {
+	tp, err := Load("testdata/good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp.Name != "my-fabric" || len(tp.Nodes) != 4 || len(tp.Links) != 3 || tp.NumGPUs() != 2 {
+		t.Fatalf("good.yaml: %+v", tp)
+	}
+	if tp.Nodes[0].ReduceBW != 1.43e12 || !math.IsInf(tp.Nodes[1].ReduceBW, 1) || tp.Nodes[3].Kind != CPU {
+		t.Errorf("good.yaml nodes: %+v", tp.Nodes)
+	}
+	if l := tp.Links[0]; l.BW != 450e9 || l.Latency != 468.125e-9 {
+		t.Errorf("good.yaml link 0: %+v", l)
+	}
+	p, err := tp.RouteRanks(0, 1)
+	if err != nil || p.Latency != 936.25e-9 {
+		t.Errorf("good.yaml route: %+v %v", p, err)
+	}
+	roundTrip(t, tp)
+}
+
+func TestLoadBad(t *testing.T) {
+	tests := map[string]string{
+		"duplicate-name.yaml":     "node 2 (gpu0): duplicate name, already used by node 0",
+		"unknown-ref.yaml":        `line 7: link 1 (gpu0-sw9): b names the unknown node "sw9"`,
+		"bw-zero.yaml":            `line 6: link 0 (gpu0-sw0): bw: bandwidth "0GB/s": must be > 0`,
+		"bw-negative.yaml":        `link 0 (gpu0-sw0): bw: bandwidth "-5GB/s": must be > 0`,
+		"disconnected.yaml":       "disconnected: node 2 (gpu2) is not reachable from gpu0 (node 0)",
+		"unknown-field.yaml":      `line 3: node 0 (gpu0): unknown field "color" (want name, kind, reduce)`,
+		"unknown-link-field.yaml": `line 6: link 0 (gpu0-gpu1): unknown field "latency" (want a, b, bw, lat)`,
+		"unknown-top-field.yaml":  `line 2: unknown top-level field "version"`,
+		"missing-kind.yaml":       "line 3: node 1 (sw0): missing kind",
+		"missing-bw.yaml":         "line 5: link 0 (gpu0-gpu1): missing bw",
+		"missing-name.yaml":       "line 3: node 1: missing name",
+		"reduce-on-switch.yaml":   "line 3: node 1 (sw0): reduce applies only to gpus, not to a switch",
+		"bad-kind.yaml":           `line 2: node 0 (tpu0): unknown node kind "tpu"`,
+		"no-gpu.yaml":             "no gpu among 1 nodes",
+		"bad-latency.yaml":        `line 5: link 0 (gpu0-gpu1): lat: latency "5": missing unit`,
+		"field-twice.yaml":        `line 2: node 0 (gpu0): field "kind" given twice`,
+		"no-nodes.yaml":           "missing nodes",
+		"two-docs.yaml":           "line 3: a second document",
+		"not-a-mapping.yaml":      "line 1: the document must be a mapping",
+		"self-loop.yaml":          "link 0 (gpu0-gpu0): self-loop",
+		"parallel.yaml":           "link 1 (gpu1-gpu0): parallel to link 0",
+		"syntax.yaml":             "yaml: line",
+	}
+	entries, err := os.ReadDir("testdata/bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(tests) {
+		t.Errorf("%d files in testdata/bad, %d cases", len(entries), len(tests))
+	}
+	for file, frag := range tests {
+		path := filepath.Join("testdata", "bad", file)
+		_, err := Load(path)
+		if err == nil {
+			t.Errorf("%s: no error, want %q", file, frag)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, frag) || !strings.HasPrefix(msg, "topology: load "+path+": ") {
+			t.Errorf("%s: error\n  %s\nwant fragment %q", file, msg, frag)
+		}
+		if !errors.Is(err, ErrYAML) && !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: error wraps neither ErrYAML nor ErrInvalid: %v", file, err)
+		}
+		if strings.Count(msg, "topology:") != 1 {
+			t.Errorf("%s: repeated prefix: %s", file, msg)
+		}
+	}
+}
+
+func TestReadYAMLEdgeCases(t *testing.T) {
+	tests := []struct{ in, frag string }{
+		{"", "empty document"},
+		{"# only a comment\n", "empty document"},
+		{"nodes: gpu0\n", "nodes must be a list"},
+		{"nodes:\n", "missing nodes"},
+		{"nodes: [gpu0]\n", "node 0: want a mapping"},
+		{"nodes: [{name: [a], kind: gpu}]\n", `field "name" must be a single value`},
+		{"nodes: [{name: g, kind: gpu}]\nlinks: {a: b}\n", "links must be a list"},
+		{"name: [x]\nnodes: [{name: g, kind: gpu}]\n", "name must be a single value"},
+		{"name: a\nname: b\nnodes: [{name: g, kind: gpu}]\n", `top-level field "name" given twice`},
+		{"nodes: [{name: g, kind: gpu, reduce: 0B/s}]\n", "node 0 (g): reduce"},
+		{"nodes: [{name: g, kind: gpu, reduce: fast}]\n", `bandwidth "fast"`},
+		{"nodes: [{name: g, kind: gpu}, {name: h, kind: gpu}]\nlinks: [{a: g, b: h, bw: inf, lat: 0}]\n", "link 0 (g-h): bandwidth must be > 0 and finite, got +Inf"},
+		{"nodes: [{name: g, kind: gpu}, {name: h, kind: gpu}]\nlinks: [{a: g, b: h, bw: 1GB/s, lat: 2s}]\n", "latency must be between 0 and 1s, got 2"},
+		{"nodes: [{name: g, kind: gpu}, {name: h, kind: gpu}]\nlinks: [{a: g, bw: 1GB/s, lat: 0}]\n", "link 0 (g-?): missing b"},
+		{"nodes: [{name: g, kind: gpu}, {name: h, kind: gpu}]\nlinks: [{a: g, b: , bw: 1GB/s, lat: 0}]\n", "link 0 (g-?): missing b"},
+		{"nodes: [{name: \"\", kind: gpu}]\n", "node 0: missing name"},
+		{"nodes: [{name: \"g\\n\", kind: gpu}]\n", "unprintable"},
+		{"nodes: [{<<: {name: g}, kind: gpu}]\n", `unknown field "<<"`},
+		{"{[a]: b}\n", "field names must be plain strings"},
+		{"a: &x [*x]\n", "unknown top-level field"},
+	}
+	for _, tc := range tests {
+		_, err := ReadYAML([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.frag) {
+			t.Errorf("ReadYAML(%q): %v, want %q", tc.in, err, tc.frag)
+		}
+	}
+	// Aliases to values are followed.
+	tp, err := ReadYAML([]byte("nodes: [{name: &n g, kind: gpu}, {name: h, kind: gpu}]\nlinks: [{a: *n, b: h, bw: &b 1GB/s, lat: 0}]\n"))
+	if err != nil || tp.Links[0].BW != 1e9 {
+		t.Errorf("aliases: %v", err)
+	}
+	// links may be omitted for one GPU.
+	if tp, err := ReadYAML([]byte("nodes: [{name: g, kind: gpu}]\n")); err != nil || tp.Name != "" || len(tp.Links) != 0 {
+		t.Errorf("one gpu, no links: %v", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ring:3") // a file whose name looks like a spec wins
+	var buf bytes.Buffer
+	mustParse(t, "ring:5").WriteYAML(&buf)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := Resolve(path)
+	if err != nil || tp.NumGPUs() != 5 {
+		t.Fatalf("Resolve(file): %v", err)
+	}
+	tp, err = Resolve("ring:3")
+	if err != nil || tp.NumGPUs() != 3 {
+		t.Fatalf("Resolve(spec): %v", err)
+	}
+	_, err = Resolve(filepath.Join(dir, "missing.YAML"))
+	if err == nil || !strings.Contains(err.Error(), "missing.YAML") || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Resolve(missing yaml): %v", err)
+	}
+	_, err = Resolve(dir) // a directory is not a file: parsed as a spec, and fails
+	if err == nil || !errors.Is(err, ErrSpec) {
+		t.Fatalf("Resolve(dir): %v", err)
+	}
+}
+
+// TestFormatDocExample loads the example of FORMAT.md, so the documented
+// format stays the real one.
+func TestFormatDocExample(t *testing.T) {
+	md, err := os.ReadFile("FORMAT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(md), "```yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("FORMAT.md has no yaml block")
+	}
+	tp, err := ReadYAML([]byte(block))
+	if err != nil {
+		t.Fatalf("FORMAT.md example: %v", err)
+	}
+	if tp.Name != "my-fabric" || tp.NumGPUs() != 2 || len(tp.Links) != 4 || tp.Links[3].BW != 50e9 || !math.IsInf(tp.Nodes[1].ReduceBW, 1) {
+		t.Errorf("FORMAT.md example read as %+v", tp)
+	}
+	roundTrip(t, tp)
+}
