@@ -11,10 +11,20 @@ import (
 
 // BenchmarkDisjointFlows starts n flows that share no link at one instant
 // and runs them to completion. flow-events/s counts each flow's start and
-// end: the figure the simulator's speed target is stated in.
+// end: the figure the simulator's speed target is stated in. "step" flows
+// have one size, as in a step of a collective, so they also end together;
+// "staggered" flows all differ in size, so each ends at its own instant.
 func BenchmarkDisjointFlows(b *testing.B) {
-	for _, n := range []int{1024, 16384} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, tc := range []struct {
+		n       int
+		stagger float64
+	}{{1024, 0}, {16384, 0}, {1024, 1}, {16384, 1}} {
+		n := tc.n
+		name := fmt.Sprintf("step/%d", n)
+		if tc.stagger != 0 {
+			name = fmt.Sprintf("staggered/%d", n)
+		}
+		b.Run(name, func(b *testing.B) {
 			links := make([]*link, n)
 			for i := range links {
 				links[i] = gbps(i, 100)
@@ -23,12 +33,14 @@ func BenchmarkDisjointFlows(b *testing.B) {
 			for i := range paths {
 				paths[i] = links[i : i+1]
 			}
+			// One rig for all iterations: a long simulation, where finished
+			// flows are reused.
+			r := newFlowRig()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				r := newFlowRig()
 				for i := range n {
-					r.fab.start(paths[i], Microsecond, float64(1000+i), nil)
+					r.fab.start(paths[i], Microsecond, 1e6+tc.stagger*float64(i), nil)
 				}
 				r.run()
 			}
@@ -43,9 +55,9 @@ func BenchmarkSharedLink(b *testing.B) {
 	const n = 64
 	l := gbps(0, 100)
 	path := []*link{l}
+	r := newFlowRig()
 	b.ReportAllocs()
 	for range b.N {
-		r := newFlowRig()
 		for i := range n {
 			r.fab.start(path, Time(i)*Nanosecond, float64(1000*(i+1)), nil)
 		}

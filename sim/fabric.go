@@ -64,6 +64,14 @@ type fabric struct {
 	// changes stay local to their component.
 	resolved uint64
 
+	// last is the most recently scheduled batch that has not fired yet.
+	// Flows scheduled one after another for the same instant (a step of
+	// a collective: same size, same latency) join it and cost one engine
+	// event together rather than one each.
+	last  *flowBatch
+	spare []*flowBatch
+	free  []*flow // finished flows, reused by start
+
 	// scratch reused across settles
 	compLinks []*link
 	compFlows []*flow
@@ -72,10 +80,62 @@ type fabric struct {
 
 // start begins a flow of n bytes over links after latency. done runs when
 // the last byte arrives.
-func (fb *fabric) start(links []*link, latency Time, n float64, done func(now Time)) *flow {
-	f := &flow{links: links, bytes: n, remaining: n, fab: fb, done: done, start: fb.eng.now}
-	fb.eng.schedule(fb.eng.now+latency, f, f.gen)
-	return f
+func (fb *fabric) start(links []*link, latency Time, n float64, done func(now Time)) {
+	var f *flow
+	if k := len(fb.free); k > 0 {
+		f = fb.free[k-1]
+		fb.free = fb.free[:k-1]
+	} else {
+		f = &flow{fab: fb}
+	}
+	// gen and mark carry over: stale batch entries hold older generations
+	// and marks are compared with an epoch that only grows.
+	f.links, f.bytes, f.remaining, f.done, f.start = links, n, n, done, fb.eng.now
+	f.rate, f.prevRate, f.updated, f.scheduled, f.fixed, f.state = 0, 0, 0, false, false, flowLatency
+	fb.at(fb.eng.now+latency, f)
+}
+
+// flowBatch is every flow due at one instant, in the order they were
+// scheduled; it fires as one engine event.
+type flowBatch struct {
+	fb    *fabric
+	at    Time
+	flows []*flow
+	gens  []uint64
+}
+
+// at schedules f to fire at t under its current generation.
+func (fb *fabric) at(t Time, f *flow) {
+	if t < fb.eng.now {
+		t = fb.eng.now
+	}
+	b := fb.last
+	if b == nil || b.at != t {
+		if n := len(fb.spare); n > 0 {
+			b = fb.spare[n-1]
+			fb.spare = fb.spare[:n-1]
+		} else {
+			b = &flowBatch{fb: fb}
+		}
+		b.at = t
+		fb.last = b
+		fb.eng.schedule(t, b, 0)
+	}
+	b.flows = append(b.flows, f)
+	b.gens = append(b.gens, f.gen)
+}
+
+func (b *flowBatch) fire(now Time, _ uint64) {
+	fb := b.fb
+	if fb.last == b {
+		fb.last = nil
+	}
+	for i, f := range b.flows {
+		f.fire(now, b.gens[i])
+		b.flows[i] = nil
+	}
+	b.flows, b.gens = b.flows[:0], b.gens[:0]
+	fb.spare = append(fb.spare, b)
 }
 
 func (f *flow) fire(now Time, gen uint64) {
@@ -127,8 +187,11 @@ func (f *flow) finish(now Time) {
 	f.state = flowDone
 	f.remaining = 0
 	f.gen++
-	if f.done != nil {
-		f.done(now)
+	done := f.done
+	f.links, f.pos, f.done = nil, nil, nil
+	f.fab.free = append(f.fab.free, f)
+	if done != nil {
+		done(now)
 	}
 }
 
@@ -197,7 +260,7 @@ func (fb *fabric) resolve(now Time, links []*link, flows []*flow) {
 		f.scheduled = false
 		if d := drainTime(f.remaining, f.rate); d != Never {
 			f.scheduled = true
-			fb.eng.schedule(now+d, f, f.gen)
+			fb.at(now+d, f)
 		}
 	}
 }
