@@ -1,0 +1,5 @@
+package ops
+
+const dbtreeDoc = "TODO"
+
+var dbtreePlans = map[Op]generator{}

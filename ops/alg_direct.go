@@ -1,0 +1,5 @@
+package ops
+
+const directDoc = "TODO"
+
+var directPlans = map[Op]generator{}

@@ -1,0 +1,5 @@
+package ops
+
+const pairwiseDoc = "TODO"
+
+var pairwisePlans = map[Op]generator{}

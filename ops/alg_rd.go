@@ -1,0 +1,5 @@
+package ops
+
+const rdDoc = "TODO"
+
+var rdPlans = map[Op]generator{}

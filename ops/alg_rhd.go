@@ -1,0 +1,5 @@
+package ops
+
+const rhdDoc = "TODO"
+
+var rhdPlans = map[Op]generator{}

@@ -1,0 +1,5 @@
+package ops
+
+const treeDoc = "TODO"
+
+var treePlans = map[Op]generator{}

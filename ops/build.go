@@ -1,0 +1,88 @@
+package ops
+
+import "github.com/commsim/commsim/hw"
+
+// builder accumulates a plan's steps. Algorithms call its methods rank by
+// rank; each returns the index of the step it added, for After lists.
+type builder struct {
+	p *Plan
+}
+
+func newBuilder(spec Spec, inLen, outLen int) *builder {
+	return &builder{p: &Plan{Spec: spec, InLen: inLen, OutLen: outLen, Lanes: 1, Steps: make([][]Step, spec.Ranks)}}
+}
+
+func (b *builder) add(r int, s Step) int {
+	if s.Lane+1 > b.p.Lanes {
+		b.p.Lanes = s.Lane + 1
+	}
+	b.p.Steps[r] = append(b.p.Steps[r], s)
+	return len(b.p.Steps[r]) - 1
+}
+
+// tmp makes sure Tmp holds at least n elements.
+func (b *builder) tmp(n int) {
+	if n > b.p.TmpLen {
+		b.p.TmpLen = n
+	}
+}
+
+func (b *builder) send(r, peer int, src Ref, tag uint32) int {
+	return b.add(r, Step{Kind: StepSend, Peer: peer, Src: src, Tag: tag})
+}
+
+func (b *builder) recv(r, peer int, dst Ref, tag uint32) int {
+	return b.add(r, Step{Kind: StepRecv, Peer: peer, Dst: dst, Tag: tag})
+}
+
+// reduce adds dst = dst op src.
+func (b *builder) reduce(r int, dst, src Ref) int {
+	return b.add(r, Step{Kind: StepReduce, Dst: dst, Src: src})
+}
+
+// copy adds dst = src; a copy of a range onto itself is dropped.
+func (b *builder) copy(r int, dst, src Ref) int {
+	if dst == src || dst.Len == 0 {
+		return len(b.p.Steps[r]) - 1
+	}
+	return b.add(r, Step{Kind: StepCopy, Dst: dst, Src: src})
+}
+
+// divide adds dst = dst / Ranks, the end of an average.
+func (b *builder) divide(r int, dst Ref) int {
+	return b.add(r, Step{Kind: StepDivide, Dst: dst})
+}
+
+// finishAvg divides dst when the plan averages.
+func (b *builder) finishAvg(r int, dst Ref) {
+	if b.p.Redop == hw.Avg {
+		b.divide(r, dst)
+	}
+}
+
+// chunk splits n elements into parts nearly equal parts and returns part
+// i's offset and length: the first n%parts parts get one extra element.
+func chunk(n, parts, i int) (off, length int) {
+	base, rem := n/parts, n%parts
+	off = i*base + min(i, rem)
+	length = base
+	if i < rem {
+		length++
+	}
+	return off, length
+}
+
+// ref is shorthand for a Ref.
+func ref(b Buf, off, n int) Ref { return Ref{Buf: b, Off: off, Len: n} }
+
+// mod is the non-negative remainder.
+func mod(a, n int) int { return ((a % n) + n) % n }
+
+// pof2 is the largest power of two <= n (n >= 1).
+func pof2(n int) int {
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	return p
+}

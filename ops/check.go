@@ -1,0 +1,571 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Check proves, without running it on any device, that a plan is correct.
+// It executes the plan symbolically twice, out of place and in place
+// (NCCL's aliasing, see Plan.InPlaceOffset), with every element of every
+// input a distinct symbol, and verifies that:
+//
+//   - every step is well formed: ranges inside their buffers, peers in
+//     range, After lists pointing backwards;
+//   - every send is received, with the same length, and no receive is left
+//     waiting: the plan cannot deadlock (sends are eager, as in hw);
+//   - no two lanes of a rank touch the same element without an ordering
+//     between them (After), and nothing reads an element never written;
+//   - every output element holds exactly the contributions it must: each
+//     rank's element once for a reduction (divided once for avg), the right
+//     rank's element for a copy;
+//   - after allreduce every rank holds the same reduction tree, so results
+//     are bit-identical across ranks (trees are compared up to the order of
+//     a single combine's two operands, which every reduce op ignores bit
+//     for bit; the grouping is what matters);
+//   - after a barrier every rank has heard, through messages, from every
+//     other rank.
+//
+// The cost is proportional to the plan's steps times their lengths, so
+// check small counts.
+func Check(p *Plan) error {
+	if err := checkShape(p); err != nil {
+		return fmt.Errorf("ops: check %v: %w", p.Spec, err)
+	}
+	for _, inPlace := range []bool{false, true} {
+		if err := newSymRun(p, inPlace).run(); err != nil {
+			mode := "out of place"
+			if inPlace {
+				mode = "in place"
+			}
+			return fmt.Errorf("ops: check %v, %s: %w", p.Spec, mode, err)
+		}
+	}
+	return nil
+}
+
+func checkShape(p *Plan) error {
+	if len(p.Steps) != p.Ranks {
+		return fmt.Errorf("plan has programs for %d ranks, want %d", len(p.Steps), p.Ranks)
+	}
+	if p.Lanes < 1 {
+		return fmt.Errorf("plan has %d lanes", p.Lanes)
+	}
+	for r, steps := range p.Steps {
+		for i, s := range steps {
+			bad := func(format string, args ...any) error {
+				return fmt.Errorf("rank %d step %d (%v): %s", r, i, s, fmt.Sprintf(format, args...))
+			}
+			if s.Lane < 0 || s.Lane >= p.Lanes {
+				return bad("lane %d outside 0..%d", s.Lane, p.Lanes-1)
+			}
+			for _, a := range s.After {
+				if a < 0 || a >= i {
+					return bad("After names step %d, not an earlier step", a)
+				}
+			}
+			var refs []Ref
+			switch s.Kind {
+			case StepSend, StepRecv:
+				if s.Peer < 0 || s.Peer >= p.Ranks || s.Peer == r {
+					return bad("peer %d is not another rank of %d", s.Peer, p.Ranks)
+				}
+				refs = []Ref{s.Src}
+				if s.Kind == StepRecv {
+					refs = []Ref{s.Dst}
+				}
+			case StepReduce, StepCopy:
+				if s.Kind == StepReduce && !p.Op.Reduces() {
+					return bad("reduce in a %s plan", p.Op)
+				}
+				if s.Src.Len != s.Dst.Len {
+					return bad("src has %d elements, dst %d", s.Src.Len, s.Dst.Len)
+				}
+				refs = []Ref{s.Src, s.Dst}
+			case StepDivide:
+				if !isAvg(p.Spec) {
+					return bad("divide in a plan that does not average")
+				}
+				refs = []Ref{s.Dst}
+			default:
+				return bad("unknown step kind %d", s.Kind)
+			}
+			for _, ref := range refs {
+				if ref.Buf > Tmp || ref.Off < 0 || ref.Len < 0 || ref.Off+ref.Len > p.Len(ref.Buf) {
+					return bad("%v outside %s of %d elements", ref, ref.Buf, p.Len(ref.Buf))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// sym is an interned symbolic value: 0 is "never written".
+type sym int32
+
+type symKind uint8
+
+const (
+	symUndef   symKind = iota
+	symLeaf            // a: rank, b: element of its input
+	symCombine         // a <= b: the two operands, order-free
+	symDivide          // a: the operand
+)
+
+type symNode struct {
+	kind symKind
+	a, b int32
+}
+
+// symTable interns symbolic values, so equal trees have equal ids.
+type symTable struct {
+	nodes  []symNode
+	index  map[symNode]sym
+	leaves map[sym][]sym // sorted leaf multiset, memoised
+}
+
+func newSymTable() *symTable {
+	return &symTable{nodes: []symNode{{}}, index: map[symNode]sym{{}: 0}, leaves: map[sym][]sym{}}
+}
+
+func (t *symTable) intern(n symNode) sym {
+	if id, ok := t.index[n]; ok {
+		return id
+	}
+	id := sym(len(t.nodes))
+	t.nodes = append(t.nodes, n)
+	t.index[n] = id
+	return id
+}
+
+func (t *symTable) leaf(rank, elem int) sym {
+	return t.intern(symNode{kind: symLeaf, a: int32(rank), b: int32(elem)})
+}
+
+func (t *symTable) combine(x, y sym) sym {
+	if x > y {
+		x, y = y, x
+	}
+	return t.intern(symNode{kind: symCombine, a: int32(x), b: int32(y)})
+}
+
+// leavesOf returns the sorted multiset of leaves under s.
+func (t *symTable) leavesOf(s sym) []sym {
+	if l, ok := t.leaves[s]; ok {
+		return l
+	}
+	var out []sym
+	switch n := t.nodes[s]; n.kind {
+	case symLeaf:
+		out = []sym{s}
+	case symCombine:
+		out = append(slices.Clone(t.leavesOf(sym(n.a))), t.leavesOf(sym(n.b))...)
+		slices.Sort(out)
+	case symDivide:
+		out = t.leavesOf(sym(n.a))
+	}
+	t.leaves[s] = out
+	return out
+}
+
+// describe prints a symbolic value for error messages.
+func (t *symTable) describe(s sym) string {
+	n := t.nodes[s]
+	switch n.kind {
+	case symUndef:
+		return "(never written)"
+	case symLeaf:
+		return fmt.Sprintf("x%d[%d]", n.a, n.b)
+	case symCombine:
+		return "(" + t.describe(sym(n.a)) + " + " + t.describe(sym(n.b)) + ")"
+	case symDivide:
+		return t.describe(sym(n.a)) + "/p"
+	}
+	return "?"
+}
+
+// access remembers, per element, the last step that wrote it and the last
+// step of each lane that read it, to find unordered accesses.
+type access struct {
+	writer  int32 // step index, -1 for none
+	wlane   int32
+	readers []int32 // per lane, -1 for none
+}
+
+type symMsg struct {
+	vals  []sym
+	heard []bool // ranks the sender had heard from (barrier check)
+}
+
+type msgKey struct {
+	from, to int
+	tag      uint32
+}
+
+// symRun is one symbolic execution of a plan.
+type symRun struct {
+	p       *Plan
+	inPlace bool
+	t       *symTable
+	arrays  [][3][]sym    // per rank: backing arrays of In, Out, Tmp
+	bases   [][3]int      // per rank: offset of each Buf in its array
+	alias   [][3]int      // per rank: which array each Buf uses
+	acc     [][3][]access // per rank, per array
+	done    [][]bool
+	vclock  [][][]int32 // per rank, per step: last step of each lane known to precede it
+	heard   [][]bool
+	mail    map[msgKey][]symMsg
+}
+
+func newSymRun(p *Plan, inPlace bool) *symRun {
+	s := &symRun{p: p, inPlace: inPlace, t: newSymTable(), mail: map[msgKey][]symMsg{}}
+	n := p.Ranks
+	s.arrays = make([][3][]sym, n)
+	s.bases = make([][3]int, n)
+	s.alias = make([][3]int, n)
+	s.acc = make([][3][]access, n)
+	s.done = make([][]bool, n)
+	s.vclock = make([][][]int32, n)
+	s.heard = make([][]bool, n)
+	for r := range n {
+		s.alias[r] = [3]int{0, 1, 2}
+		lens := [3]int{p.InLen, p.OutLen, p.TmpLen}
+		if inPlace {
+			switch {
+			case p.OutInIn():
+				s.alias[r][Out] = int(In)
+				s.bases[r][Out] = r * p.Count
+				lens[Out] = 0
+			default:
+				s.alias[r][In] = int(Out)
+				s.bases[r][In] = p.InPlaceOffset(r)
+				lens[In] = 0
+			}
+		}
+		for a := range 3 {
+			s.arrays[r][a] = make([]sym, lens[a])
+			s.acc[r][a] = make([]access, lens[a])
+			for i := range s.acc[r][a] {
+				s.acc[r][a][i] = access{writer: -1, readers: slices.Repeat([]int32{-1}, p.Lanes)}
+			}
+		}
+		// Inputs are leaves, wherever In lives.
+		for i := range p.InLen {
+			arr, off := s.loc(r, Ref{Buf: In, Off: i, Len: 1})
+			arr[off] = s.t.leaf(r, i)
+		}
+		s.done[r] = make([]bool, len(p.Steps[r]))
+		s.vclock[r] = make([][]int32, len(p.Steps[r]))
+		s.heard[r] = make([]bool, n)
+		s.heard[r][r] = true
+	}
+	return s
+}
+
+// loc resolves a ref of rank r to its backing array and offset.
+func (s *symRun) loc(r int, ref Ref) ([]sym, int) {
+	a := s.alias[r][ref.Buf]
+	return s.arrays[r][a], s.bases[r][ref.Buf] + ref.Off
+}
+
+func (s *symRun) run() error {
+	p := s.p
+	// Lane cursors: the next unfinished step index per lane.
+	next := make([][]int, p.Ranks)
+	for r := range p.Ranks {
+		next[r] = make([]int, p.Lanes)
+		for l := range p.Lanes {
+			next[r][l] = s.nextOnLane(r, l, 0)
+		}
+	}
+	for progress := true; progress; {
+		progress = false
+		for r := range p.Ranks {
+			for l := range p.Lanes {
+				for next[r][l] < len(p.Steps[r]) {
+					i := next[r][l]
+					ran, err := s.try(r, i)
+					if err != nil {
+						return err
+					}
+					if !ran {
+						break
+					}
+					progress = true
+					next[r][l] = s.nextOnLane(r, l, i+1)
+				}
+			}
+		}
+	}
+	var blocked []string
+	for r := range p.Ranks {
+		for l := range p.Lanes {
+			if i := next[r][l]; i < len(p.Steps[r]) {
+				blocked = append(blocked, fmt.Sprintf("rank %d lane %d at step %d (%v)", r, l, i, p.Steps[r][i]))
+			}
+		}
+	}
+	if len(blocked) > 0 {
+		return fmt.Errorf("deadlock: %s", strings.Join(blocked, "; "))
+	}
+	var keys []msgKey
+	for k, q := range s.mail {
+		if len(q) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) > 0 {
+		slices.SortFunc(keys, func(a, b msgKey) int {
+			return cmpInts(a.from, b.from, a.to, b.to, int(a.tag), int(b.tag))
+		})
+		k := keys[0]
+		return fmt.Errorf("%d send(s) never received, first from rank %d to rank %d tag %d", len(keys), k.from, k.to, k.tag)
+	}
+	return s.verify()
+}
+
+func cmpInts(pairs ...int) int {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if c := pairs[i] - pairs[i+1]; c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func (s *symRun) nextOnLane(r, lane, from int) int {
+	steps := s.p.Steps[r]
+	for from < len(steps) && steps[from].Lane != lane {
+		from++
+	}
+	return from
+}
+
+// try runs step i of rank r if it can run now.
+func (s *symRun) try(r, i int) (bool, error) {
+	st := s.p.Steps[r][i]
+	for _, a := range st.After {
+		if !s.done[r][a] {
+			return false, nil
+		}
+	}
+	fail := func(format string, args ...any) (bool, error) {
+		return false, fmt.Errorf("rank %d step %d (%v): %s", r, i, st, fmt.Sprintf(format, args...))
+	}
+	// The step's vector clock: what is known to have finished before it.
+	vc := slices.Repeat([]int32{-1}, s.p.Lanes)
+	for j := i - 1; j >= 0; j-- {
+		if s.p.Steps[r][j].Lane == st.Lane {
+			copyMax(vc, s.vclock[r][j])
+			break
+		}
+	}
+	for _, a := range st.After {
+		copyMax(vc, s.vclock[r][a])
+	}
+	vc[st.Lane] = int32(i)
+
+	switch st.Kind {
+	case StepSend:
+		vals, err := s.read(r, i, vc, st.Src)
+		if err != nil {
+			return fail("%v", err)
+		}
+		k := msgKey{r, st.Peer, st.Tag}
+		s.mail[k] = append(s.mail[k], symMsg{vals: vals, heard: slices.Clone(s.heard[r])})
+	case StepRecv:
+		k := msgKey{st.Peer, r, st.Tag}
+		q := s.mail[k]
+		if len(q) == 0 {
+			return false, nil
+		}
+		m := q[0]
+		s.mail[k] = q[1:]
+		if len(m.vals) != st.Dst.Len {
+			return fail("message from rank %d has %d elements, receive buffer %d", st.Peer, len(m.vals), st.Dst.Len)
+		}
+		for j, h := range m.heard {
+			s.heard[r][j] = s.heard[r][j] || h
+		}
+		if err := s.write(r, i, vc, st.Dst, m.vals); err != nil {
+			return fail("%v", err)
+		}
+	case StepCopy:
+		vals, err := s.read(r, i, vc, st.Src)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if err := s.write(r, i, vc, st.Dst, vals); err != nil {
+			return fail("%v", err)
+		}
+	case StepReduce:
+		src, err := s.read(r, i, vc, st.Src)
+		if err != nil {
+			return fail("%v", err)
+		}
+		dst, err := s.read(r, i, vc, st.Dst)
+		if err != nil {
+			return fail("%v", err)
+		}
+		for j := range dst {
+			dst[j] = s.t.combine(dst[j], src[j])
+		}
+		if err := s.write(r, i, vc, st.Dst, dst); err != nil {
+			return fail("%v", err)
+		}
+	case StepDivide:
+		vals, err := s.read(r, i, vc, st.Dst)
+		if err != nil {
+			return fail("%v", err)
+		}
+		for j := range vals {
+			vals[j] = s.t.intern(symNode{kind: symDivide, a: int32(vals[j])})
+		}
+		if err := s.write(r, i, vc, st.Dst, vals); err != nil {
+			return fail("%v", err)
+		}
+	}
+	s.vclock[r][i] = vc
+	s.done[r][i] = true
+	return true, nil
+}
+
+func copyMax(dst, src []int32) {
+	for i := range dst {
+		dst[i] = max(dst[i], src[i])
+	}
+}
+
+// ordered reports whether step (lane, idx) is known to precede a step with
+// vector clock vc.
+func ordered(vc []int32, lane, idx int32) bool { return idx < 0 || vc[lane] >= idx }
+
+func (s *symRun) read(r, i int, vc []int32, ref Ref) ([]sym, error) {
+	arr, off := s.loc(r, ref)
+	accs := s.acc[r][s.alias[r][ref.Buf]]
+	out := make([]sym, ref.Len)
+	lane := int32(s.p.Steps[r][i].Lane)
+	for j := range ref.Len {
+		a := &accs[off+j]
+		if !ordered(vc, a.wlane, a.writer) {
+			return nil, fmt.Errorf("reads %s[%d] while step %d on lane %d may still write it (no After orders them)", ref.Buf, ref.Off+j, a.writer, a.wlane)
+		}
+		if arr[off+j] == 0 {
+			return nil, fmt.Errorf("reads %s[%d], which nothing has written", ref.Buf, ref.Off+j)
+		}
+		out[j] = arr[off+j]
+		a.readers[lane] = int32(i)
+	}
+	return out, nil
+}
+
+func (s *symRun) write(r, i int, vc []int32, ref Ref, vals []sym) error {
+	arr, off := s.loc(r, ref)
+	accs := s.acc[r][s.alias[r][ref.Buf]]
+	lane := int32(s.p.Steps[r][i].Lane)
+	for j := range ref.Len {
+		a := &accs[off+j]
+		if !ordered(vc, a.wlane, a.writer) {
+			return fmt.Errorf("writes %s[%d] while step %d on lane %d may still write it", ref.Buf, ref.Off+j, a.writer, a.wlane)
+		}
+		for l, rd := range a.readers {
+			if int32(l) != lane && !ordered(vc, int32(l), rd) {
+				return fmt.Errorf("writes %s[%d] while step %d on lane %d may still read it", ref.Buf, ref.Off+j, rd, l)
+			}
+		}
+		arr[off+j] = vals[j]
+		a.writer, a.wlane = int32(i), lane
+	}
+	return nil
+}
+
+// verify compares every output element with what the collective defines.
+func (s *symRun) verify() error {
+	p := s.p
+	n := p.Count
+	out := func(r, i int) sym {
+		arr, off := s.loc(r, Ref{Buf: Out, Off: i, Len: 1})
+		return arr[off]
+	}
+	// reduced checks that v reduces element idx(q) of every rank q once.
+	reduced := func(r, i int, v sym, idx func(q int) int) error {
+		want := make([]sym, p.Ranks)
+		for q := range p.Ranks {
+			want[q] = s.t.leaf(q, idx(q))
+		}
+		slices.Sort(want)
+		node := s.t.nodes[v]
+		if isAvg(p.Spec) {
+			if node.kind != symDivide {
+				return fmt.Errorf("rank %d out[%d] = %s is not divided for avg", r, i, s.t.describe(v))
+			}
+			v = sym(node.a)
+		}
+		if got := s.t.leavesOf(v); !slices.Equal(got, want) || s.hasDivide(v) {
+			return fmt.Errorf("rank %d out[%d] = %s, want every rank's element once", r, i, s.t.describe(v))
+		}
+		return nil
+	}
+	copied := func(r, i int, v sym, q, j int) error {
+		if want := s.t.leaf(q, j); v != want {
+			return fmt.Errorf("rank %d out[%d] = %s, want %s", r, i, s.t.describe(v), s.t.describe(want))
+		}
+		return nil
+	}
+	var err error
+	for r := 0; r < p.Ranks && err == nil; r++ {
+		switch p.Op {
+		case AllReduce:
+			for i := 0; i < n && err == nil; i++ {
+				err = reduced(r, i, out(r, i), func(int) int { return i })
+				if err == nil && out(r, i) != out(0, i) {
+					err = fmt.Errorf("ranks 0 and %d reduce out[%d] in different orders: %s vs %s", r, i, s.t.describe(out(0, i)), s.t.describe(out(r, i)))
+				}
+			}
+		case Reduce:
+			for i := 0; r == p.Root && i < n && err == nil; i++ {
+				err = reduced(r, i, out(r, i), func(int) int { return i })
+			}
+		case ReduceScatter:
+			for i := 0; i < n && err == nil; i++ {
+				err = reduced(r, i, out(r, i), func(int) int { return r*n + i })
+			}
+		case AllGather:
+			for i := 0; i < p.Ranks*n && err == nil; i++ {
+				err = copied(r, i, out(r, i), i/n, i%n)
+			}
+		case Gather:
+			for i := 0; r == p.Root && i < p.Ranks*n && err == nil; i++ {
+				err = copied(r, i, out(r, i), i/n, i%n)
+			}
+		case Broadcast:
+			for i := 0; i < n && err == nil; i++ {
+				err = copied(r, i, out(r, i), p.Root, i)
+			}
+		case AllToAll:
+			for i := 0; i < p.Ranks*n && err == nil; i++ {
+				err = copied(r, i, out(r, i), i/n, r*n+i%n)
+			}
+		case SendRecv:
+			for i := 0; i < n && err == nil; i++ {
+				err = copied(r, i, out(r, i), mod(r-1, p.Ranks), i)
+			}
+		case Barrier:
+			if j := slices.Index(s.heard[r], false); j >= 0 {
+				err = fmt.Errorf("rank %d can leave the barrier without hearing from rank %d", r, j)
+			}
+		}
+	}
+	return err
+}
+
+func (s *symRun) hasDivide(v sym) bool {
+	switch n := s.t.nodes[v]; n.kind {
+	case symDivide:
+		return true
+	case symCombine:
+		return s.hasDivide(sym(n.a)) || s.hasDivide(sym(n.b))
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package ops
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// awkwardCounts are counts that do and do not divide by p, around it.
+func awkwardCounts(p int) []int {
+	return []int{0, 1, 2, p - 1, p, p + 1, 2*p + 3, 13}
+}
+
+// TestEveryPlanChecks compiles and checks every algorithm for every op it
+// implements, for p = 1…17 and awkward counts, with sum and avg, and a
+// root that is not 0.
+func TestEveryPlanChecks(t *testing.T) {
+	for _, alg := range Algorithms() {
+		for _, op := range Ops() {
+			if AlgorithmsFor(op) == nil || !contains(AlgorithmsFor(op), alg) {
+				continue
+			}
+			t.Run(alg+"/"+op.String(), func(t *testing.T) {
+				t.Parallel()
+				for p := 1; p <= 17; p++ {
+					counts := awkwardCounts(p)
+					if op == Barrier {
+						counts = []int{0}
+					}
+					for _, n := range counts {
+						if n < 0 {
+							continue
+						}
+						for _, redop := range []hw.ReduceOp{hw.Sum, hw.Avg} {
+							if redop == hw.Avg && !op.Reduces() {
+								continue
+							}
+							spec := Spec{Op: op, Algo: alg, Ranks: p, Count: n, Root: (p - 1) / 2, DType: hw.F32, Redop: redop}
+							plan, err := Compile(spec)
+							if err != nil {
+								t.Fatalf("compile %v: %v", spec, err)
+							}
+							if err := Check(plan); err != nil {
+								t.Fatal(err)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func mustPlan(t *testing.T, s Spec) *Plan {
+	t.Helper()
+	p, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCheckerCatchesBrokenPlans mutates a good plan in the ways bugs do and
+// expects the checker to refuse each.
+func TestCheckerCatchesBrokenPlans(t *testing.T) {
+	good := Spec{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 10, DType: hw.F32, Redop: hw.Sum}
+	mutations := map[string]func(p *Plan){
+		"dropped step": func(p *Plan) { p.Steps[2] = append(p.Steps[2][:3], p.Steps[2][4:]...) },
+		"swapped peer": func(p *Plan) {
+			for i, s := range p.Steps[1] {
+				if s.Kind == StepSend {
+					p.Steps[1][i].Peer = 3
+					return
+				}
+			}
+		},
+		"shifted offset": func(p *Plan) {
+			for i, s := range p.Steps[0] {
+				if s.Kind == StepRecv && s.Dst.Buf == Out {
+					p.Steps[0][i].Dst.Off++
+					p.Steps[0][i].Dst.Len--
+					return
+				}
+			}
+		},
+		"reduce twice": func(p *Plan) {
+			for i, s := range p.Steps[3] {
+				if s.Kind == StepReduce {
+					p.Steps[3] = append(p.Steps[3][:i+1], p.Steps[3][i:]...)
+					return
+				}
+			}
+		},
+		"wrong tag": func(p *Plan) {
+			for i, s := range p.Steps[2] {
+				if s.Kind == StepRecv {
+					p.Steps[2][i].Tag += 100
+					return
+				}
+			}
+		},
+		"out of range": func(p *Plan) { p.Steps[1][0].Dst.Len = 1000 },
+	}
+	for name, mutate := range mutations {
+		p := mustPlan(t, good)
+		if err := Check(p); err != nil {
+			t.Fatalf("unmutated plan fails: %v", err)
+		}
+		mutate(p)
+		if err := Check(p); err == nil {
+			t.Errorf("%s: checker accepted the broken plan", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestCompileRefusesBadSpecs(t *testing.T) {
+	ok := Spec{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
+	cases := map[string]func(s *Spec){
+		"unknown algo":  func(s *Spec) { s.Algo = "bogus" },
+		"zero ranks":    func(s *Spec) { s.Ranks = 0 },
+		"huge ranks":    func(s *Spec) { s.Ranks = MaxRanks + 1 },
+		"negative":      func(s *Spec) { s.Count = -1 },
+		"bad dtype":     func(s *Spec) { s.DType = 0 },
+		"bad redop":     func(s *Spec) { s.Redop = 0 },
+		"root":          func(s *Spec) { s.Op, s.Root = Broadcast, 4 },
+		"overflow":      func(s *Spec) { s.Op, s.Count, s.Ranks = AllGather, 1<<30, 1<<10 },
+		"unimplemented": func(s *Spec) { s.Op = AllToAll },
+		"barrier data":  func(s *Spec) { s.Op, s.Algo = Barrier, "direct" },
+	}
+	for name, mut := range cases {
+		s := ok
+		mut(&s)
+		if _, err := Compile(s); err == nil {
+			t.Errorf("%s: Compile(%v) succeeded", name, s)
+		}
+	}
+}
+
+func ExamplePlan_Describe() {
+	p, err := Compile(Spec{Op: AllGather, Algo: "ring", Ranks: 3, Count: 1, DType: hw.F32})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(p.Describe())
+	// Output:
+	// plan allgather/ring p=3 count=1 root=0 f32 reduceop(0): in 1, out 3, tmp 0 elements, 1 lane(s)
+	// rank 0:
+	//   0: copy out[0:1] = in[0:1]
+	//   1: send out[0:1] to 1 tag 0
+	//   2: recv out[2:3] from 2 tag 0
+	//   3: send out[2:3] to 1 tag 1
+	//   4: recv out[1:2] from 2 tag 1
+	// rank 1:
+	//   0: copy out[1:2] = in[0:1]
+	//   1: send out[1:2] to 2 tag 0
+	//   2: recv out[0:1] from 0 tag 0
+	//   3: send out[0:1] to 2 tag 1
+	//   4: recv out[2:3] from 0 tag 1
+	// rank 2:
+	//   0: copy out[2:3] = in[0:1]
+	//   1: send out[2:3] to 0 tag 0
+	//   2: recv out[1:2] from 1 tag 0
+	//   3: send out[1:2] to 0 tag 1
+	//   4: recv out[0:1] from 1 tag 1
+}

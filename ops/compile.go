@@ -1,0 +1,139 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// MaxRanks is the largest world a plan may describe.
+const MaxRanks = 1 << 20
+
+// ErrUnsupported is wrapped by Compile's error when an algorithm does not
+// implement an op (or a shape of it).
+var ErrUnsupported = errors.New("unsupported")
+
+// generator emits the steps of one algorithm for one op into b. The spec in
+// b.p has been validated.
+type generator func(b *builder) error
+
+// algorithm is one named family of plans.
+type algorithm struct {
+	name string
+	doc  string // one line: what it is and its reduction order
+	gens map[Op]generator
+}
+
+// algorithmTable lists the algorithms in the order help text shows them.
+// Each alg_*.go file defines its generator map.
+var algorithmTable = []algorithm{
+	{"ring", ringDoc, ringPlans},
+	{"rd", rdDoc, rdPlans},
+	{"rhd", rhdDoc, rhdPlans},
+	{"tree", treeDoc, treePlans},
+	{"dbtree", dbtreeDoc, dbtreePlans},
+	{"direct", directDoc, directPlans},
+	{"pairwise", pairwiseDoc, pairwisePlans},
+}
+
+// Algorithms lists the algorithm names Compile knows, in a fixed order.
+func Algorithms() []string {
+	out := make([]string, len(algorithmTable))
+	for i, a := range algorithmTable {
+		out[i] = a.name
+	}
+	return out
+}
+
+// AlgorithmsFor lists the algorithms that implement op.
+func AlgorithmsFor(op Op) []string {
+	var out []string
+	for _, a := range algorithmTable {
+		if a.gens[op] != nil {
+			out = append(out, a.name)
+		}
+	}
+	return out
+}
+
+// AlgorithmDoc is the one-line description of an algorithm, or "".
+func AlgorithmDoc(name string) string {
+	for _, a := range algorithmTable {
+		if a.name == name {
+			return a.doc
+		}
+	}
+	return ""
+}
+
+// Validate checks a spec without compiling it.
+func (s Spec) Validate() error {
+	switch {
+	case !s.Op.Valid():
+		return fmt.Errorf("ops: invalid op %v", s.Op)
+	case s.Ranks < 1:
+		return fmt.Errorf("ops: %s: ranks must be >= 1, got %d", s.Op, s.Ranks)
+	case s.Ranks > MaxRanks:
+		return fmt.Errorf("ops: %s: %d ranks is more than the limit of %d", s.Op, s.Ranks, MaxRanks)
+	case s.Count < 0:
+		return fmt.Errorf("ops: %s: count must be >= 0, got %d", s.Op, s.Count)
+	case s.Count > math.MaxInt32/s.Ranks:
+		return fmt.Errorf("ops: %s: count %d x %d ranks is over the limit of %d elements per buffer", s.Op, s.Count, s.Ranks, math.MaxInt32)
+	case !s.DType.Valid():
+		return fmt.Errorf("ops: %s: invalid dtype %v", s.Op, s.DType)
+	case s.Op.Reduces() && !s.Redop.Valid():
+		return fmt.Errorf("ops: %s: invalid reduce op %v", s.Op, s.Redop)
+	case s.Op.Rooted() && (s.Root < 0 || s.Root >= s.Ranks):
+		return fmt.Errorf("ops: %s: root %d out of range 0..%d", s.Op, s.Root, s.Ranks-1)
+	case s.Op == Barrier && s.Count != 0:
+		return fmt.Errorf("ops: barrier carries no data, got count %d", s.Count)
+	}
+	return nil
+}
+
+// BufferLens returns the input and output lengths, in elements, that a
+// collective needs on every rank.
+func (s Spec) BufferLens() (in, out int) {
+	n, p := s.Count, s.Ranks
+	switch s.Op {
+	case AllReduce, Broadcast, Reduce, SendRecv:
+		return n, n
+	case ReduceScatter:
+		return p * n, n
+	case AllGather, Gather:
+		return n, p * n
+	case AllToAll:
+		return p * n, p * n
+	}
+	return 0, 0
+}
+
+// Compile builds the plan of s.Algo for s. "auto" and "native" are not
+// plans: see Select and the hw capabilities.
+func Compile(s Spec) (*Plan, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == s.Algo })
+	if i < 0 {
+		return nil, fmt.Errorf("ops: unknown algorithm %q (want one of %s)", s.Algo, strings.Join(Algorithms(), ", "))
+	}
+	gen := algorithmTable[i].gens[s.Op]
+	if gen == nil {
+		return nil, fmt.Errorf("ops: %w: algorithm %s has no %s (for %s use one of %s)",
+			ErrUnsupported, s.Algo, s.Op, s.Op, strings.Join(AlgorithmsFor(s.Op), ", "))
+	}
+	in, out := s.BufferLens()
+	b := newBuilder(s, in, out)
+	if err := gen(b); err != nil {
+		return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
+	}
+	return b.p, nil
+}
+
+// isAvg reports whether the plan ends with a division.
+func isAvg(s Spec) bool { return s.Op.Reduces() && s.Redop == hw.Avg }

@@ -1,0 +1,239 @@
+package ops
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// Op is a collective operation.
+type Op uint8
+
+// The collectives. Counts are in elements; Spec.Count means:
+//
+//	AllReduce, Broadcast, Reduce, SendRecv: elements per rank (in and out)
+//	AllGather, Gather: elements each rank contributes; out holds Ranks×Count
+//	ReduceScatter: elements each rank ends with; in holds Ranks×Count
+//	AllToAll: elements per block; in and out hold Ranks×Count, block j of
+//	          rank i's input becomes block i of rank j's output
+//	Barrier: no data (Count must be 0)
+const (
+	AllReduce Op = iota + 1
+	ReduceScatter
+	AllGather
+	Gather
+	Broadcast
+	Reduce
+	AllToAll
+	SendRecv
+	Barrier
+)
+
+var opNames = [...]string{
+	AllReduce: "allreduce", ReduceScatter: "reducescatter", AllGather: "allgather", Gather: "gather",
+	Broadcast: "broadcast", Reduce: "reduce", AllToAll: "alltoall", SendRecv: "sendrecv", Barrier: "barrier",
+}
+
+// Ops lists every collective in declaration order.
+func Ops() []Op {
+	out := make([]Op, 0, len(opNames)-1)
+	for o := AllReduce; o <= Barrier; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+func (o Op) String() string {
+	if o >= AllReduce && o <= Barrier {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
+}
+
+// Valid reports whether o is one of the declared ops.
+func (o Op) Valid() bool { return o >= AllReduce && o <= Barrier }
+
+// ParseOp parses an op name such as "allreduce".
+func ParseOp(s string) (Op, error) {
+	for o := AllReduce; o <= Barrier; o++ {
+		if strings.EqualFold(s, opNames[o]) {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("ops: unknown op %q (want one of %s)", s, strings.Join(opNames[1:], ", "))
+}
+
+// Reduces reports whether the op combines values (and so uses a ReduceOp).
+func (o Op) Reduces() bool { return o == AllReduce || o == ReduceScatter || o == Reduce }
+
+// Rooted reports whether the op has a root rank.
+func (o Op) Rooted() bool { return o == Gather || o == Broadcast || o == Reduce }
+
+// Buf names one of a rank's buffers in a plan.
+type Buf uint8
+
+const (
+	In  Buf = iota // the caller's input buffer
+	Out            // the caller's output buffer (the same memory as In when in place)
+	Tmp            // scratch the executor allocates
+)
+
+func (b Buf) String() string {
+	switch b {
+	case In:
+		return "in"
+	case Out:
+		return "out"
+	case Tmp:
+		return "tmp"
+	}
+	return fmt.Sprintf("buf(%d)", uint8(b))
+}
+
+// Ref is a range of one of a rank's buffers, in elements.
+type Ref struct {
+	Buf      Buf
+	Off, Len int
+}
+
+func (r Ref) String() string { return fmt.Sprintf("%s[%d:%d]", r.Buf, r.Off, r.Off+r.Len) }
+
+// StepKind is what a step does.
+type StepKind uint8
+
+const (
+	StepSend   StepKind = iota // send Src to Peer
+	StepRecv                   // receive from Peer into Dst
+	StepReduce                 // Dst = Dst op Src (the plan's ReduceOp; Sum for Avg)
+	StepCopy                   // Dst = Src
+	StepDivide                 // Dst = Dst / Ranks (the end of an Avg)
+)
+
+var stepNames = [...]string{StepSend: "send", StepRecv: "recv", StepReduce: "reduce", StepCopy: "copy", StepDivide: "divide"}
+
+func (k StepKind) String() string {
+	if int(k) < len(stepNames) {
+		return stepNames[k]
+	}
+	return fmt.Sprintf("step(%d)", uint8(k))
+}
+
+// Step is one action of one rank. Steps of a rank on the same Lane run in
+// order; a step also waits for the steps of its rank listed in After (which
+// come earlier in the rank's list, usually on other lanes). Messages
+// between a pair of ranks match by Tag, in order.
+type Step struct {
+	Kind  StepKind
+	Peer  int    // Send, Recv
+	Tag   uint32 // Send, Recv
+	Src   Ref    // Send, Reduce (the operand), Copy
+	Dst   Ref    // Recv, Reduce (the accumulator), Copy, Divide
+	Lane  int
+	After []int
+}
+
+func (s Step) String() string {
+	var b strings.Builder
+	switch s.Kind {
+	case StepSend:
+		fmt.Fprintf(&b, "send %v to %d tag %d", s.Src, s.Peer, s.Tag)
+	case StepRecv:
+		fmt.Fprintf(&b, "recv %v from %d tag %d", s.Dst, s.Peer, s.Tag)
+	case StepReduce:
+		fmt.Fprintf(&b, "reduce %v += %v", s.Dst, s.Src)
+	case StepCopy:
+		fmt.Fprintf(&b, "copy %v = %v", s.Dst, s.Src)
+	case StepDivide:
+		fmt.Fprintf(&b, "divide %v", s.Dst)
+	default:
+		b.WriteString(s.Kind.String())
+	}
+	if s.Lane != 0 {
+		fmt.Fprintf(&b, " lane %d", s.Lane)
+	}
+	if len(s.After) > 0 {
+		fmt.Fprintf(&b, " after %v", s.After)
+	}
+	return b.String()
+}
+
+// Spec is what a caller asks for: the collective, the algorithm and the
+// shape of the data.
+type Spec struct {
+	Op    Op
+	Algo  string // an algorithm name; see Algorithms
+	Ranks int
+	Count int // elements; see Op for its meaning per collective
+	Root  int // Gather, Broadcast, Reduce
+	DType hw.DType
+	Redop hw.ReduceOp // AllReduce, ReduceScatter, Reduce
+}
+
+func (s Spec) String() string {
+	return fmt.Sprintf("%s/%s p=%d count=%d root=%d %s %s", s.Op, s.Algo, s.Ranks, s.Count, s.Root, s.DType, s.Redop)
+}
+
+// Plan is an algorithm compiled for one Spec: for every rank, the ordered
+// steps it runs. A plan is plain data: it can be printed, checked (Check),
+// costed (Cost) and run on any hw world (Executor).
+type Plan struct {
+	Spec
+	// Buffer sizes in elements, the same on every rank.
+	InLen, OutLen, TmpLen int
+	// Lanes is how many streams each rank uses.
+	Lanes int
+	// Steps[r] is rank r's program.
+	Steps [][]Step
+}
+
+// Len is the length of buffer b on every rank.
+func (p *Plan) Len(b Buf) int {
+	switch b {
+	case In:
+		return p.InLen
+	case Out:
+		return p.OutLen
+	case Tmp:
+		return p.TmpLen
+	}
+	return 0
+}
+
+// InPlaceOffset is where In starts inside Out when the collective runs in
+// place (NCCL's convention): the same buffer for most ops, rank×Count for
+// AllGather and Gather (each rank's block of the output), and for
+// ReduceScatter Out lies inside In at rank×Count instead (see OutInIn).
+func (p *Plan) InPlaceOffset(rank int) int {
+	switch p.Op {
+	case AllGather, Gather:
+		return rank * p.Count
+	}
+	return 0
+}
+
+// OutInIn reports whether, in place, Out is the part of In at
+// rank×Count (ReduceScatter) rather than In being part of Out.
+func (p *Plan) OutInIn() bool { return p.Op == ReduceScatter }
+
+// NumSteps counts every rank's steps.
+func (p *Plan) NumSteps() int {
+	n := 0
+	for _, s := range p.Steps {
+		n += len(s)
+	}
+	return n
+}
+
+// Describe prints the plan, one rank per paragraph, deterministically.
+func (p *Plan) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan %v: in %d, out %d, tmp %d elements, %d lane(s)\n", p.Spec, p.InLen, p.OutLen, p.TmpLen, p.Lanes)
+	for r, steps := range p.Steps {
+		fmt.Fprintf(&b, "rank %d:\n", r)
+		for i, s := range steps {
+			fmt.Fprintf(&b, "  %d: %v\n", i, s)
+		}
+	}
+	return b.String()
+}
