@@ -1,0 +1,416 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
+)
+
+// benchFlags are the flags of bench (and compare, which shares the sweep).
+type benchFlags struct {
+	topo, op, algo, dtype, redop, format, backend string
+	minBytes, maxBytes                            string
+	factor                                        float64
+	root                                          int
+	check, timingOnly                             bool
+}
+
+func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology: a spec (ring:8, switch:16, cluster:2x8, …), a preset or a YAML file")
+	fl.StringVar(&f.op, "op", "allreduce", "collective: "+strings.Join(opNames(), "|"))
+	fl.StringVar(&f.algo, "algo", algoDefault, "algorithm: "+strings.Join(append(ops.Algorithms(), "auto"), "|"))
+	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32|f64|f16|bf16|i32|i64|u8")
+	fl.StringVar(&f.redop, "redop", "sum", "reduce op: sum|prod|min|max|avg")
+	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "smallest size (8, 1KiB, 1MiB, 1GB; K/M/G mean KiB/MiB/GiB)")
+	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "64MiB", "largest size")
+	fl.Float64VarP(&f.factor, "factor", "f", 2, "size multiplier between steps (> 1)")
+	fl.IntVar(&f.root, "root", 0, "root rank of gather, broadcast and reduce")
+	fl.BoolVar(&f.check, "check", false, "verify every rank's result against a float64 reference")
+	fl.BoolVar(&f.timingOnly, "timing-only", false, "simulate times without data (phantom buffers): for large worlds and sizes")
+	fl.StringVar(&f.format, "format", "table", "output: table|csv|json (JSON Lines)")
+	fl.StringVar(&f.backend, "backend", "sim", "device backend: sim|cuda|metal")
+}
+
+func opNames() []string {
+	var out []string
+	for _, o := range ops.Ops() {
+		out = append(out, o.String())
+	}
+	return out
+}
+
+// sweep is a validated bench request.
+type sweep struct {
+	topo       *topology.Topology
+	topoName   string
+	op         ops.Op
+	algo       string
+	dtype      hw.DType
+	redop      hw.ReduceOp
+	sizes      []int64
+	root       int
+	check      bool
+	timingOnly bool
+	format     string
+}
+
+// parse validates every flag; each failure is a usage error.
+func (f *benchFlags) parse() (*sweep, error) {
+	s := &sweep{check: f.check, timingOnly: f.timingOnly, format: f.format, topoName: f.topo}
+	var err error
+	if s.op, err = ops.ParseOp(f.op); err != nil {
+		return nil, usageError{err}
+	}
+	if f.algo != "auto" && !slices.Contains(ops.Algorithms(), f.algo) {
+		if f.algo == "native" {
+			return nil, usagef("algorithm native needs a backend with native collectives (NCCL); the sim backend has none")
+		}
+		return nil, usagef("unknown algorithm %q (want one of %s, auto)", f.algo, strings.Join(ops.Algorithms(), ", "))
+	}
+	s.algo = f.algo
+	if s.algo != "auto" && !slices.Contains(ops.AlgorithmsFor(s.op), s.algo) {
+		return nil, usagef("algorithm %s has no %s (for %s use one of %s, auto)", s.algo, s.op, s.op, strings.Join(ops.AlgorithmsFor(s.op), ", "))
+	}
+	if s.dtype, err = hw.ParseDType(f.dtype); err != nil {
+		return nil, usageError{err}
+	}
+	if s.redop, err = hw.ParseReduceOp(f.redop); err != nil {
+		return nil, usageError{err}
+	}
+	switch f.format {
+	case "table", "csv", "json":
+	default:
+		return nil, usagef("unknown format %q (want table, csv or json)", f.format)
+	}
+	switch f.backend {
+	case "sim":
+	case "cuda", "metal":
+		return nil, fmt.Errorf("%s backend: not available in this version of commsim (only sim is implemented)", f.backend)
+	default:
+		return nil, usagef("unknown backend %q (want sim, cuda or metal)", f.backend)
+	}
+	if s.check && s.timingOnly {
+		return nil, usagef("--check needs data; it cannot be combined with --timing-only")
+	}
+	lo, err := parseBytes(f.minBytes)
+	if err != nil {
+		return nil, usagef("--min-bytes: %v", err)
+	}
+	hi, err := parseBytes(f.maxBytes)
+	if err != nil {
+		return nil, usagef("--max-bytes: %v", err)
+	}
+	if lo > hi {
+		return nil, usagef("--min-bytes %s is larger than --max-bytes %s", f.minBytes, f.maxBytes)
+	}
+	if !(f.factor > 1) || math.IsInf(f.factor, 0) {
+		return nil, usagef("--factor must be a number > 1, got %v", f.factor)
+	}
+	size := int64(s.dtype.Size())
+	for _, b := range []int64{lo, hi} {
+		if b%size != 0 {
+			return nil, usagef("size %d bytes is not a multiple of %s's %d bytes", b, s.dtype, size)
+		}
+	}
+	for b := lo; b <= hi; {
+		s.sizes = append(s.sizes, b)
+		next := int64(math.Ceil(float64(b) * f.factor))
+		next -= next % size
+		if next <= b {
+			next = b + size
+		}
+		b = next
+		if len(s.sizes) > 10000 {
+			return nil, usagef("the sweep from %s to %s by %v has over 10000 sizes", f.minBytes, f.maxBytes, f.factor)
+		}
+	}
+	if s.op == ops.Barrier {
+		s.sizes = []int64{0}
+	}
+	if s.topo, err = topology.Resolve(f.topo); err != nil {
+		return nil, usageError{err}
+	}
+	p := s.topo.NumGPUs()
+	if p > ops.MaxRanks {
+		return nil, usagef("topology %s has %d GPUs, over the limit of %d ranks", f.topo, p, ops.MaxRanks)
+	}
+	if s.op.Rooted() && (f.root < 0 || f.root >= p) {
+		return nil, usagef("--root %d out of range 0..%d for %d ranks", f.root, p-1, p)
+	}
+	s.root = f.root
+	if !s.op.Rooted() {
+		s.root = -1
+	}
+	if !s.timingOnly {
+		// Data mode holds input, output and scratch (each up to the top
+		// size) on every rank.
+		need := float64(hi) * 3 * float64(p)
+		if need > sim.DefaultMaxDataBytes {
+			return nil, usagef("%s per rank on %d ranks needs about %s of simulated device memory, over the %s limit; add --timing-only",
+				formatBytes(hi), p, formatBytes(int64(need)), formatBytes(sim.DefaultMaxDataBytes))
+		}
+	}
+	return s, nil
+}
+
+// spec returns the collective for a size in bytes, with nccl-tests'
+// meaning of size, and the size actually moved.
+func (s *sweep) spec(bytes int64) (ops.Spec, int64) {
+	p := int64(s.topo.NumGPUs())
+	size := int64(s.dtype.Size())
+	spec := ops.Spec{Op: s.op, Algo: s.algo, Ranks: int(p), DType: s.dtype, Redop: s.redop, Root: max(s.root, 0)}
+	switch s.op {
+	case ops.AllGather, ops.ReduceScatter, ops.Gather, ops.AllToAll:
+		spec.Count = int(bytes / size / p)
+		return spec, int64(spec.Count) * size * p
+	case ops.Barrier:
+		return spec, 0
+	}
+	spec.Count = int(bytes / size)
+	return spec, int64(spec.Count) * size
+}
+
+// busFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth.
+func busFactor(op ops.Op, p int) float64 {
+	P := float64(p)
+	switch op {
+	case ops.AllReduce:
+		return 2 * (P - 1) / P
+	case ops.ReduceScatter, ops.AllGather, ops.AllToAll, ops.Gather:
+		return (P - 1) / P
+	case ops.Barrier:
+		return 0
+	}
+	return 1
+}
+
+// result is one measured run (out of place or in place).
+type result struct {
+	timeUS, algbw, busbw float64
+	wrong                int // -1 when not checked
+}
+
+// row is one size of the sweep.
+type row struct {
+	op, algo, topology, dtype, redop string
+	ranks, root                      int
+	bytes                            int64
+	count                            int
+	outOfPlace, inPlace              result
+}
+
+func newBenchCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run an nccl-tests-style size sweep of one collective",
+		Long: `bench times a collective over a sweep of sizes, out of place and in place, and
+prints nccl-tests' columns: size, count, type, redop, root, time, algbw, busbw
+and #wrong. Sizes follow nccl-tests: bytes per rank for allreduce, broadcast,
+reduce and sendrecv; the total size for allgather, reducescatter, gather and
+alltoall. Times are simulated on the topology (no GPU needed).`,
+		Example: `  commsim bench --topo dgx-h100 --op allreduce
+  commsim bench --topo switch:64 --op allgather --algo rd -b 1KiB -e 1GiB --timing-only
+  commsim bench --topo ring:8 --op reduce --root 3 --dtype bf16 --redop max --check --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := f.parse()
+			if err != nil {
+				return err
+			}
+			return s.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f.register(cmd, "auto")
+	return cmd
+}
+
+// run performs the sweep and writes the report.
+func (s *sweep) run(stdout, stderr io.Writer) error {
+	rows, err := s.measure(stderr)
+	if err != nil {
+		return err
+	}
+	return writeReport(stdout, s, rows)
+}
+
+// measure runs every size out of place and in place.
+func (s *sweep) measure(stderr io.Writer) ([]row, error) {
+	c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	exec := ops.NewExecutor(c.World())
+	bar := newProgress(stderr, len(s.sizes))
+	var rows []row
+	for _, bytes := range s.sizes {
+		spec, moved := s.spec(bytes)
+		plan, err := s.plan(spec)
+		if err != nil {
+			return nil, err
+		}
+		r := row{op: s.op.String(), algo: plan.Algo, topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
+			ranks: spec.Ranks, root: s.root, bytes: moved, count: int(moved) / s.dtype.Size()}
+		if !s.op.Reduces() {
+			r.redop = "none"
+		}
+		for _, inPlace := range []bool{false, true} {
+			res, err := s.runOnce(c, exec, plan, inPlace, moved)
+			if err != nil {
+				return nil, err
+			}
+			if inPlace {
+				r.inPlace = res
+			} else {
+				r.outOfPlace = res
+			}
+		}
+		rows = append(rows, r)
+		if bar != nil {
+			bar.Add(1)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	return rows, nil
+}
+
+// plan compiles the spec, or picks the cheapest plan for auto.
+func (s *sweep) plan(spec ops.Spec) (*ops.Plan, error) {
+	if s.algo != "auto" {
+		p, err := ops.Compile(spec)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return p, nil
+	}
+	p, _, err := ops.Select(spec, s.topo)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return p, nil
+}
+
+// runOnce allocates buffers, fills inputs, runs the plan and checks.
+func (s *sweep) runOnce(c *sim.Cluster, exec *ops.Executor, plan *ops.Plan, inPlace bool, moved int64) (result, error) {
+	devs := c.Devices()
+	p := plan.Ranks
+	in, out := make([]hw.Slice, p), make([]hw.Slice, p)
+	var owned []hw.Buffer
+	defer func() {
+		for _, b := range owned {
+			b.Free()
+		}
+	}()
+	alloc := func(d *sim.Device, n int) (hw.Slice, error) {
+		b, err := d.Alloc(plan.DType, n)
+		if err != nil {
+			return hw.Slice{}, err
+		}
+		owned = append(owned, b)
+		return hw.Whole(b), nil
+	}
+	for r, d := range devs {
+		var err error
+		if !inPlace {
+			if in[r], err = alloc(d, plan.InLen); err != nil {
+				return result{}, err
+			}
+			if out[r], err = alloc(d, plan.OutLen); err != nil {
+				return result{}, err
+			}
+			continue
+		}
+		whole, err := alloc(d, max(plan.InLen, plan.OutLen))
+		if err != nil {
+			return result{}, err
+		}
+		in[r], out[r] = whole, whole
+		switch {
+		case plan.OutInIn():
+			out[r] = whole.Sub(r*plan.Count, plan.Count)
+		case plan.InLen < plan.OutLen:
+			in[r] = whole.Sub(plan.InPlaceOffset(r), plan.InLen)
+		}
+	}
+	var inputs [][]float64
+	if !s.timingOnly {
+		inputs = make([][]float64, p)
+		for r := range p {
+			inputs[r] = inputValues(plan.Spec, r, plan.InLen)
+			if err := writeValues(in[r], inputs[r]); err != nil {
+				return result{}, err
+			}
+		}
+	}
+	secs, err := exec.Run(plan, in, out)
+	if err != nil {
+		return result{}, err
+	}
+	res := result{timeUS: secs * 1e6, wrong: -1}
+	if secs > 0 {
+		res.algbw = float64(moved) / secs / 1e9
+		res.busbw = res.algbw * busFactor(plan.Op, p)
+	}
+	if s.check {
+		outputs := make([][]float64, p)
+		for r := range p {
+			if outputs[r], err = readValues(out[r]); err != nil {
+				return result{}, err
+			}
+		}
+		res.wrong = countWrong(plan.Spec, inputs, outputs)
+	}
+	return res, nil
+}
+
+// writeValues stores float64 values into a slice of a buffer, converting to
+// its dtype.
+func writeValues(s hw.Slice, vals []float64) error {
+	size := s.DType().Size()
+	all := make([]byte, s.Buf.Len()*size)
+	if err := s.Buf.Read(all); err != nil {
+		return err
+	}
+	raw, err := hw.FromFloat64s(s.DType(), vals)
+	if err != nil {
+		return err
+	}
+	copy(all[s.Off*size:], raw)
+	return s.Buf.Write(all)
+}
+
+func readValues(s hw.Slice) ([]float64, error) {
+	size := s.DType().Size()
+	all := make([]byte, s.Buf.Len()*size)
+	if err := s.Buf.Read(all); err != nil {
+		return nil, err
+	}
+	return hw.ToFloat64s(s.DType(), all[s.Off*size:(s.Off+s.Len)*size])
+}
+
+// newProgress returns a progress bar on stderr when it is a terminal.
+func newProgress(stderr io.Writer, n int) *progressbar.ProgressBar {
+	f, ok := stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || n < 2 {
+		return nil
+	}
+	return progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("sizes"),
+		progressbar.OptionClearOnFinish())
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// writeReport prints the sweep as a table, CSV or JSON Lines.
+func writeReport(w io.Writer, s *sweep, rows []row) error {
+	switch s.format {
+	case "csv":
+		return writeCSV(w, rows)
+	case "json":
+		return writeJSON(w, rows)
+	}
+	return writeTable(w, s, rows)
+}
+
+func fmtWrong(n int) string {
+	if n < 0 {
+		return "N/A"
+	}
+	return strconv.Itoa(n)
+}
+
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// cells are a row's columns in nccl-tests order: size, count, type, redop,
+// root, then time, algbw, busbw and #wrong out of place and in place.
+func cells(r row) []string {
+	c := []string{strconv.FormatInt(r.bytes, 10), strconv.Itoa(r.count), r.dtype, r.redop, strconv.Itoa(r.root)}
+	for _, res := range []result{r.outOfPlace, r.inPlace} {
+		c = append(c, f2(res.timeUS), f2(res.algbw), f2(res.busbw), fmtWrong(res.wrong))
+	}
+	return c
+}
+
+var columns = []string{"size(B)", "count", "type", "redop", "root",
+	"time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
+	"in-place time(us)", "in-place algbw(GB/s)", "in-place busbw(GB/s)", "in-place #wrong"}
+
+func writeTable(w io.Writer, s *sweep, rows []row) error {
+	mode := "data"
+	if s.timingOnly {
+		mode = "timing-only"
+	}
+	algo := s.algo
+	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend sim (%s), algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), mode, algo)
+	if s.algo == "auto" {
+		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model; its choice is the algo column\n")
+	}
+	fmt.Fprintf(w, "# times are simulated; out-of-place then in-place\n")
+	header := append([]string{}, columns...)
+	if s.algo == "auto" {
+		header = append(header, "algo")
+	}
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
+	t.Header(header)
+	sum := 0.0
+	for _, r := range rows {
+		c := cells(r)
+		if s.algo == "auto" {
+			c = append(c, r.algo)
+		}
+		if err := t.Append(c); err != nil {
+			return err
+		}
+		sum += r.outOfPlace.busbw + r.inPlace.busbw
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		wrong := 0
+		checked := false
+		for _, r := range rows {
+			for _, res := range []result{r.outOfPlace, r.inPlace} {
+				if res.wrong >= 0 {
+					checked = true
+					wrong += res.wrong
+				}
+			}
+		}
+		if checked {
+			fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, map[bool]string{true: "OK", false: "FAILED"}[wrong == 0])
+		}
+		fmt.Fprintf(w, "# Avg bus bandwidth    : %s\n", strconv.FormatFloat(sum/float64(2*len(rows)), 'f', 3, 64))
+	}
+	return nil
+}
+
+func writeCSV(w io.Writer, rows []row) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(append([]string{"op", "algo", "topology", "ranks"}, columns...)); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := cw.Write(append([]string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks)}, cells(r)...)); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// jsonRow is the JSON Lines record of one size (the DESIGN contract's
+// fields, then the in-place run).
+type jsonRow struct {
+	Op       string  `json:"op"`
+	Algo     string  `json:"algo"`
+	Topology string  `json:"topology"`
+	Ranks    int     `json:"ranks"`
+	DType    string  `json:"dtype"`
+	Redop    string  `json:"redop"`
+	Root     int     `json:"root"`
+	Bytes    int64   `json:"bytes"`
+	Count    int     `json:"count"`
+	TimeUS   float64 `json:"time_us"`
+	AlgBW    float64 `json:"algbw_gbps"`
+	BusBW    float64 `json:"busbw_gbps"`
+	Wrong    *int    `json:"wrong"`
+	InTimeUS float64 `json:"inplace_time_us"`
+	InAlgBW  float64 `json:"inplace_algbw_gbps"`
+	InBusBW  float64 `json:"inplace_busbw_gbps"`
+	InWrong  *int    `json:"inplace_wrong"`
+}
+
+func wrongPtr(n int) *int {
+	if n < 0 {
+		return nil
+	}
+	return &n
+}
+
+func writeJSON(w io.Writer, rows []row) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rows {
+		o, i := r.outOfPlace, r.inPlace
+		if err := enc.Encode(jsonRow{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
+			o.timeUS, o.algbw, o.busbw, wrongPtr(o.wrong), i.timeUS, i.algbw, i.busbw, wrongPtr(i.wrong)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// byteUnits are the suffixes parseBytes accepts. KiB/MiB/GiB are powers of
+// two and KB/MB/GB powers of ten; bare K, M and G are powers of two, as in
+// nccl-tests' -b/-e flags.
+var byteUnits = []struct {
+	suffix string
+	mult   uint64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40},
+	{"B", 1},
+}
+
+// maxBytes bounds a size flag: far beyond any memory, far below overflow.
+const maxBytes = 1 << 50
+
+// parseBytes reads a byte size such as "8", "1KiB", "1MiB", "1GB" or "32M".
+func parseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := uint64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	if t == "" {
+		return 0, fmt.Errorf("byte size %q has no number", s)
+	}
+	v, err := strconv.ParseUint(t, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(t, 64)
+		if ferr != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("byte size %q is not a non-negative number with an optional unit (8, 1KiB, 1MiB, 1GB)", s)
+		}
+		whole := f * float64(mult)
+		if whole != math.Trunc(whole) {
+			return 0, fmt.Errorf("byte size %q is not a whole number of bytes", s)
+		}
+		if whole > maxBytes {
+			return 0, fmt.Errorf("byte size %q is over the limit of %d bytes", s, int64(maxBytes))
+		}
+		return int64(whole), nil
+	}
+	if v > maxBytes/mult {
+		return 0, fmt.Errorf("byte size %q is over the limit of %d bytes", s, int64(maxBytes))
+	}
+	return int64(v * mult), nil
+}
+
+// formatBytes prints a size compactly for progress and errors.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d%s", n/u.m, u.s)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}

@@ -1,0 +1,247 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// Executor runs plans on a world: the one executor for every algorithm and
+// every backend. It keeps each rank's streams and scratch buffer between
+// runs, so a sweep reuses them. An Executor is not safe for concurrent use.
+type Executor struct {
+	w     *hw.World
+	lanes [][]hw.Stream
+	tmp   []hw.Buffer
+}
+
+// NewExecutor prepares to run plans on w.
+func NewExecutor(w *hw.World) *Executor {
+	return &Executor{w: w, lanes: make([][]hw.Stream, w.Size()), tmp: make([]hw.Buffer, w.Size())}
+}
+
+// Run executes plan with rank r reading in[r] and writing out[r], and
+// returns the collective's time in seconds: the longest any rank took, from
+// events recorded around its steps.
+//
+// in[r] and out[r] must be on rank r's device, of the plan's dtype, with the
+// plan's InLen and OutLen elements. To run in place, pass overlapping
+// slices as NCCL does: the same slice for allreduce, broadcast, reduce,
+// sendrecv and alltoall; in[r] = out[r].Sub(r·Count, Count) for allgather
+// and gather; out[r] = in[r].Sub(r·Count, Count) for reducescatter. Other
+// overlaps are refused.
+func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
+	if err := e.checkArgs(plan, in, out); err != nil {
+		return 0, err
+	}
+	p := plan.Ranks
+	starts := make([]hw.Event, p)
+	ends := make([]hw.Event, p)
+	for r := range p {
+		if err := e.prepare(plan, r); err != nil {
+			return 0, err
+		}
+		dev, _ := e.w.Device(r)
+		var err error
+		if starts[r], err = dev.NewEvent(); err != nil {
+			return 0, err
+		}
+		if ends[r], err = dev.NewEvent(); err != nil {
+			return 0, err
+		}
+	}
+	for r := range p {
+		if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r]); err != nil {
+			return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
+		}
+	}
+	var errs []error
+	for r := range p {
+		for _, s := range e.lanes[r][:plan.Lanes] {
+			if err := s.Synchronize(); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, errors.Join(errs...))
+	}
+	longest := 0.0
+	for r := range p {
+		t, err := ends[r].ElapsedSince(starts[r])
+		if err != nil {
+			return 0, fmt.Errorf("ops: run %v: rank %d timing: %w", plan.Spec, r, err)
+		}
+		longest = max(longest, t)
+	}
+	return longest, nil
+}
+
+func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {
+	if plan == nil {
+		return fmt.Errorf("ops: run: nil plan")
+	}
+	if plan.Ranks != e.w.Size() {
+		return fmt.Errorf("ops: run %v: plan is for %d ranks, world has %d", plan.Spec, plan.Ranks, e.w.Size())
+	}
+	if len(in) != plan.Ranks || len(out) != plan.Ranks {
+		return fmt.Errorf("ops: run %v: got %d input and %d output slices for %d ranks", plan.Spec, len(in), len(out), plan.Ranks)
+	}
+	for r := range plan.Ranks {
+		dev, _ := e.w.Device(r)
+		for _, c := range []struct {
+			name string
+			s    hw.Slice
+			want int
+		}{{"input", in[r], plan.InLen}, {"output", out[r], plan.OutLen}} {
+			if err := c.s.CheckOn(dev); err != nil {
+				return fmt.Errorf("ops: run %v: rank %d %s: %w", plan.Spec, r, c.name, err)
+			}
+			if c.s.DType() != plan.DType {
+				return fmt.Errorf("ops: run %v: rank %d %s: %w: buffer is %s, plan is %s", plan.Spec, r, c.name, hw.ErrDTypeMismatch, c.s.DType(), plan.DType)
+			}
+			if c.s.Len != c.want {
+				return fmt.Errorf("ops: run %v: rank %d %s: %w: %d elements, plan needs %d", plan.Spec, r, c.name, hw.ErrSizeMismatch, c.s.Len, c.want)
+			}
+		}
+		if err := checkAlias(plan, r, in[r], out[r]); err != nil {
+			return fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
+		}
+	}
+	return nil
+}
+
+// checkAlias accepts disjoint slices and NCCL's in-place layouts only.
+func checkAlias(plan *Plan, r int, in, out hw.Slice) error {
+	if in.Buf != out.Buf || in.Len == 0 || out.Len == 0 ||
+		in.Off+in.Len <= out.Off || out.Off+out.Len <= in.Off {
+		return nil
+	}
+	rel, want := in.Off-out.Off, plan.InPlaceOffset(r)
+	if plan.OutInIn() {
+		rel, want = out.Off-in.Off, r*plan.Count
+	}
+	if rel == want {
+		return nil
+	}
+	return fmt.Errorf("%w: input %v and output %v overlap in a way that is not in place for %s", hw.ErrBadArgument, in, out, plan.Op)
+}
+
+// prepare makes sure rank r has enough lanes and scratch for plan.
+func (e *Executor) prepare(plan *Plan, r int) error {
+	dev, err := e.w.Device(r)
+	if err != nil {
+		return err
+	}
+	for len(e.lanes[r]) < plan.Lanes {
+		s, err := dev.NewStream()
+		if err != nil {
+			return err
+		}
+		e.lanes[r] = append(e.lanes[r], s)
+	}
+	// Scratch always exists (at least one element), so zero-length steps on
+	// Tmp have a buffer to name.
+	if t := e.tmp[r]; t == nil || t.DType() != plan.DType || t.Len() < plan.TmpLen {
+		if t != nil {
+			if err := t.Free(); err != nil {
+				return err
+			}
+		}
+		e.tmp[r] = nil
+		if e.tmp[r], err = dev.Alloc(plan.DType, max(plan.TmpLen, 1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enqueue puts rank r's steps on its lanes, between events start and end.
+func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Event) error {
+	lanes := e.lanes[r][:plan.Lanes]
+	resolve := func(ref Ref) hw.Slice {
+		switch ref.Buf {
+		case In:
+			return in.Sub(ref.Off, ref.Len)
+		case Out:
+			return out.Sub(ref.Off, ref.Len)
+		}
+		return hw.Slice{Buf: e.tmp[r], Off: ref.Off, Len: ref.Len}
+	}
+	if err := lanes[0].Record(start); err != nil {
+		return err
+	}
+	dev, _ := e.w.Device(r)
+	for _, s := range lanes[1:] {
+		if err := s.Wait(start); err != nil {
+			return err
+		}
+	}
+	steps := plan.Steps[r]
+	// Record an event after every step that another lane waits for.
+	marks := map[int]hw.Event{}
+	for _, st := range steps {
+		for _, a := range st.After {
+			if _, ok := marks[a]; !ok && steps[a].Lane != st.Lane {
+				ev, err := dev.NewEvent()
+				if err != nil {
+					return err
+				}
+				marks[a] = ev
+			}
+		}
+	}
+	redop := plan.Redop
+	if redop == hw.Avg || !plan.Op.Reduces() {
+		redop = hw.Sum
+	}
+	for i, st := range steps {
+		s := lanes[st.Lane]
+		for _, a := range st.After {
+			if ev, ok := marks[a]; ok && steps[a].Lane != st.Lane {
+				if err := s.Wait(ev); err != nil {
+					return err
+				}
+			}
+		}
+		var err error
+		switch st.Kind {
+		case StepSend:
+			err = e.w.Send(s, st.Peer, resolve(st.Src), st.Tag)
+		case StepRecv:
+			err = e.w.Recv(s, st.Peer, resolve(st.Dst), st.Tag)
+		case StepReduce:
+			err = s.Reduce(redop, resolve(st.Dst), resolve(st.Src))
+		case StepCopy:
+			err = s.Copy(resolve(st.Dst), resolve(st.Src))
+		case StepDivide:
+			err = s.Divide(resolve(st.Dst), plan.Ranks)
+		default:
+			err = fmt.Errorf("unknown step kind %v", st.Kind)
+		}
+		if err != nil {
+			return fmt.Errorf("step %d (%v): %w", i, st, err)
+		}
+		if ev, ok := marks[i]; ok {
+			if err := s.Record(ev); err != nil {
+				return err
+			}
+		}
+	}
+	// Join the lanes on lane 0 before the end event.
+	for _, s := range lanes[1:] {
+		ev, err := dev.NewEvent()
+		if err != nil {
+			return err
+		}
+		if err := s.Record(ev); err != nil {
+			return err
+		}
+		if err := lanes[0].Wait(ev); err != nil {
+			return err
+		}
+	}
+	return lanes[0].Record(end)
+}

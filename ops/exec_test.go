@@ -1,0 +1,339 @@
+package ops_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
+)
+
+// world builds a simulated world over spec.
+func world(t testing.TB, spec string, cfg sim.Config) (*sim.Cluster, *topology.Topology) {
+	t.Helper()
+	topo, err := topology.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(topo, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, topo
+}
+
+// buffers allocates in and out on every rank; in place, out aliases in as
+// NCCL does.
+func buffers(t testing.TB, c *sim.Cluster, plan *ops.Plan, inPlace bool) (in, out []hw.Slice) {
+	t.Helper()
+	for r, d := range c.Devices() {
+		if !inPlace {
+			ib, err := d.Alloc(plan.DType, plan.InLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ob, err := d.Alloc(plan.DType, plan.OutLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, out = append(in, hw.Whole(ib)), append(out, hw.Whole(ob))
+			continue
+		}
+		size := max(plan.InLen, plan.OutLen)
+		b, err := d.Alloc(plan.DType, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := hw.Whole(b)
+		switch {
+		case plan.OutInIn():
+			in, out = append(in, whole), append(out, whole.Sub(r*plan.Count, plan.Count))
+		case plan.InPlaceOffset(r) != 0 || plan.InLen != plan.OutLen:
+			in, out = append(in, whole.Sub(plan.InPlaceOffset(r), plan.InLen)), append(out, whole)
+		default:
+			in, out = append(in, whole), append(out, whole)
+		}
+	}
+	return in, out
+}
+
+// expected computes what rank r's output must hold, from every rank's
+// input, with exact integer arithmetic (sum or max).
+func expected(plan *ops.Plan, inputs [][]int32, r int) []int32 {
+	n, p := plan.Count, plan.Ranks
+	combine := func(vals func(q int) int32) int32 {
+		acc := vals(0)
+		for q := 1; q < p; q++ {
+			if plan.Redop == hw.Max {
+				acc = max(acc, vals(q))
+			} else {
+				acc += vals(q)
+			}
+		}
+		return acc
+	}
+	out := make([]int32, plan.OutLen)
+	for i := range out {
+		switch plan.Op {
+		case ops.AllReduce, ops.Reduce:
+			out[i] = combine(func(q int) int32 { return inputs[q][i] })
+		case ops.ReduceScatter:
+			out[i] = combine(func(q int) int32 { return inputs[q][r*n+i] })
+		case ops.AllGather, ops.Gather:
+			out[i] = inputs[i/n][i%n]
+		case ops.Broadcast:
+			out[i] = inputs[plan.Root][i]
+		case ops.AllToAll:
+			out[i] = inputs[i/n][r*n+i%n]
+		case ops.SendRecv:
+			out[i] = inputs[(r-1+p)%p][i]
+		}
+	}
+	return out
+}
+
+// meaningful reports whether rank r's output is defined for the op.
+func meaningful(op ops.Op, r, root int) bool {
+	return !(op == ops.Gather || op == ops.Reduce) || r == root
+}
+
+// TestRunMatchesReference runs every algorithm of every op on simulated
+// devices with real data, out of place and in place, and compares each
+// rank's output with an exact integer reference.
+func TestRunMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, op := range ops.Ops() {
+		for _, alg := range ops.AlgorithmsFor(op) {
+			for _, p := range []int{1, 2, 3, 5, 8} {
+				for _, n := range []int{0, 1, 7, p + 1} {
+					if op == ops.Barrier {
+						n = 0
+					}
+					for _, redop := range []hw.ReduceOp{hw.Sum, hw.Max} {
+						for _, inPlace := range []bool{false, true} {
+							spec := ops.Spec{Op: op, Algo: alg, Ranks: p, Count: n, Root: p / 2, DType: hw.I32, Redop: redop}
+							name := fmt.Sprintf("%v inplace=%v", spec, inPlace)
+							plan, err := ops.Compile(spec)
+							if err != nil {
+								t.Fatalf("%s: %v", name, err)
+							}
+							c, _ := world(t, fmt.Sprintf("switch:%d", p), sim.Config{})
+							in, out := buffers(t, c, plan, inPlace)
+							inputs := make([][]int32, p)
+							for r := range p {
+								inputs[r] = make([]int32, plan.InLen)
+								for i := range inputs[r] {
+									inputs[r][i] = rng.Int32N(2000) - 1000
+								}
+								if err := writeSlice(in[r], inputs[r]); err != nil {
+									t.Fatal(err)
+								}
+							}
+							if _, err := ops.NewExecutor(c.World()).Run(plan, in, out); err != nil {
+								t.Fatalf("%s: %v", name, err)
+							}
+							for r := range p {
+								if !meaningful(op, r, spec.Root) {
+									continue
+								}
+								got, err := readSlice(out[r])
+								if err != nil {
+									t.Fatal(err)
+								}
+								want := expected(plan, inputs, r)
+								for i := range want {
+									if got[i] != want[i] {
+										t.Fatalf("%s: rank %d out[%d] = %d, want %d", name, r, i, got[i], want[i])
+									}
+								}
+							}
+						}
+					}
+					if op == ops.Barrier {
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+func writeSlice(s hw.Slice, vals []int32) error {
+	all := make([]byte, s.Buf.Len()*4)
+	if err := s.Buf.Read(all); err != nil {
+		return err
+	}
+	copy(all[s.Off*4:], hw.Encode(vals))
+	return s.Buf.Write(all)
+}
+
+func readSlice(s hw.Slice) ([]int32, error) {
+	all := make([]byte, s.Buf.Len()*4)
+	if err := s.Buf.Read(all); err != nil {
+		return nil, err
+	}
+	return hw.Decode[int32](all[s.Off*4 : (s.Off+s.Len)*4])
+}
+
+// formula is an α-β-γ time from REFERENCE.md; n is bytes per rank (the
+// total gathered size for allgather and reducescatter).
+type formula struct {
+	op     ops.Op
+	algo   string
+	pow2   bool // the formula holds for powers of two only
+	bytes  func(n, p float64) float64
+	timeOf func(p, n, a, b, g float64) float64
+}
+
+func lg(p float64) float64 { return math.Log2(p) }
+
+var formulas = []formula{
+	{ops.AllReduce, "ring", false, nil, func(p, n, a, b, g float64) float64 {
+		return 2*(p-1)*a + 2*(p-1)/p*n*b + (p-1)/p*n*g
+	}},
+	{ops.AllReduce, "rd", true, nil, func(p, n, a, b, g float64) float64 { return lg(p)*a + n*lg(p)*b + n*lg(p)*g }},
+	{ops.AllReduce, "rhd", true, nil, func(p, n, a, b, g float64) float64 {
+		return 2*lg(p)*a + 2*(p-1)/p*n*b + (p-1)/p*n*g
+	}},
+	{ops.AllGather, "ring", false, nil, func(p, n, a, b, g float64) float64 { return (p-1)*a + (p-1)/p*n*b }},
+	{ops.AllGather, "rd", true, nil, func(p, n, a, b, g float64) float64 { return lg(p)*a + (p-1)/p*n*b }},
+	{ops.ReduceScatter, "ring", false, nil, func(p, n, a, b, g float64) float64 {
+		return (p-1)*a + (p-1)/p*n*b + (p-1)/p*n*g
+	}},
+	{ops.ReduceScatter, "rhd", true, nil, func(p, n, a, b, g float64) float64 {
+		return lg(p)*a + (p-1)/p*n*b + (p-1)/p*n*g
+	}},
+	{ops.Broadcast, "tree", true, nil, func(p, n, a, b, g float64) float64 { return lg(p)*a + n*lg(p)*b }},
+	{ops.Reduce, "tree", true, nil, func(p, n, a, b, g float64) float64 { return lg(p)*a + n*lg(p)*b + n*lg(p)*g }},
+	{ops.Broadcast, "rhd", true, nil, func(p, n, a, b, g float64) float64 { return 2*lg(p)*a + 2*(p-1)/p*n*b }},
+	{ops.AllToAll, "pairwise", false, nil, func(p, n, a, b, g float64) float64 { return (p-1)*a + n*b }},
+}
+
+// TestSimulatedTimesMatchFormulas runs each algorithm the formulas cover
+// on a switch (GPU→switch→GPU: α = 2 × link latency, β = 1/bw, no
+// contention for these patterns) and requires the simulated time, and the
+// cost model, to equal the formula within 1e-9.
+func TestSimulatedTimesMatchFormulas(t *testing.T) {
+	const lat, bw, red = 0.7e-6, 50e9, 200e9
+	a, b, g := 2*lat, 1/bw, 1/red
+	for _, f := range formulas {
+		for _, p := range []int{2, 3, 4, 6, 8, 16} {
+			if f.pow2 && p&(p-1) != 0 {
+				continue
+			}
+			count := 3 * 1024 * p // divisible by p
+			spec := ops.Spec{Op: f.op, Algo: f.algo, Ranks: p, Count: count, Root: 1, DType: hw.F32, Redop: hw.Sum}
+			var n float64 // bytes as the formula counts them
+			switch f.op {
+			case ops.AllGather, ops.ReduceScatter:
+				spec.Count = count / p
+				n = float64(count * 4)
+			case ops.AllToAll:
+				spec.Count = 1024
+				n = float64((p - 1) * 1024 * 4)
+			default:
+				n = float64(count * 4)
+			}
+			plan, err := ops.Compile(spec)
+			if err != nil {
+				t.Fatalf("%v: %v", spec, err)
+			}
+			c, topo := world(t, fmt.Sprintf("switch:%d,bw=50GB/s,lat=700ns,reduce=200GB/s", p), sim.Config{TimingOnly: true})
+			in, out := buffers(t, c, plan, false)
+			got, err := ops.NewExecutor(c.World()).Run(plan, in, out)
+			if err != nil {
+				t.Fatalf("%v: %v", spec, err)
+			}
+			want := f.timeOf(float64(p), n, a, b, g)
+			if rel := math.Abs(got-want) / want; rel > 1e-9 {
+				t.Errorf("%s/%s p=%d: simulated %.9g s, formula %.9g s (rel %.2g)", f.op, f.algo, p, got, want, rel)
+			}
+			cost, err := ops.Cost(plan, topo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel := math.Abs(cost-want) / want; rel > 1e-9 {
+				t.Errorf("%s/%s p=%d: cost model %.9g s, formula %.9g s", f.op, f.algo, p, cost, want)
+			}
+		}
+	}
+}
+
+// TestNeverBeatsLowerBounds checks every algorithm of every op, on sizes
+// that do and do not divide, against Chan et al.'s lower bounds.
+func TestNeverBeatsLowerBounds(t *testing.T) {
+	const lat, bw, red = 1e-6, 100e9, 400e9
+	a, b, g := 2*lat, 1/bw, 1/red
+	for _, op := range ops.Ops() {
+		for _, alg := range ops.AlgorithmsFor(op) {
+			for _, p := range []int{2, 3, 5, 8, 12} {
+				for _, count := range []int{1, 1000, 4099} {
+					if op == ops.Barrier {
+						count = 0
+					}
+					spec := ops.Spec{Op: op, Algo: alg, Ranks: p, Count: count, Root: 0, DType: hw.F32, Redop: hw.Sum}
+					plan, err := ops.Compile(spec)
+					if err != nil {
+						t.Fatalf("%v: %v", spec, err)
+					}
+					c, _ := world(t, fmt.Sprintf("switch:%d,bw=100GB/s,lat=1us,reduce=400GB/s", p), sim.Config{TimingOnly: true})
+					in, out := buffers(t, c, plan, false)
+					got, err := ops.NewExecutor(c.World()).Run(plan, in, out)
+					if err != nil {
+						t.Fatalf("%v: %v", spec, err)
+					}
+					P := float64(p)
+					bound := math.Ceil(lg(P)) * a
+					n := float64(count * 4)
+					switch op {
+					case ops.AllReduce:
+						bound += 2*(P-1)/P*n*b + (P-1)/P*n*g
+					case ops.AllGather, ops.ReduceScatter:
+						bound += (P - 1) / P * n * P * b
+					case ops.Broadcast:
+						bound += n * b
+					}
+					if got < bound*(1-1e-12) {
+						t.Errorf("%v: %.9g s beats the lower bound %.9g s", spec, got, bound)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRunRefusesBadBuffers(t *testing.T) {
+	c, _ := world(t, "switch:2", sim.Config{})
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllGather, Algo: "ring", Ranks: 2, Count: 4, DType: hw.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := buffers(t, c, plan, false)
+	e := ops.NewExecutor(c.World())
+	d := c.Devices()
+	wrongType, _ := d[0].Alloc(hw.F64, 4)
+	cases := map[string]func() ([]hw.Slice, []hw.Slice){
+		"short output": func() ([]hw.Slice, []hw.Slice) {
+			return in, []hw.Slice{out[0].Sub(0, 7), out[1]}
+		},
+		"dtype":      func() ([]hw.Slice, []hw.Slice) { return []hw.Slice{hw.Whole(wrongType), in[1]}, out },
+		"wrong rank": func() ([]hw.Slice, []hw.Slice) { return []hw.Slice{in[1], in[0]}, out },
+		"bad alias": func() ([]hw.Slice, []hw.Slice) {
+			return []hw.Slice{out[0].Sub(4, 4), out[1].Sub(0, 4)}, out // rank 0's block is at 0
+		},
+		"missing rank": func() ([]hw.Slice, []hw.Slice) { return in[:1], out[:1] },
+	}
+	for name, args := range cases {
+		i, o := args()
+		if _, err := e.Run(plan, i, o); err == nil {
+			t.Errorf("%s: Run succeeded", name)
+		}
+	}
+	if _, err := e.Run(plan, in, out); err != nil {
+		t.Fatalf("good run after refusals: %v", err)
+	}
+}
