@@ -40,7 +40,7 @@ func BenchmarkDisjointFlows(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				for i := range n {
-					r.fab.start(paths[i], Microsecond, 1e6+tc.stagger*float64(i), nil)
+					r.fab.start(paths[i], Microsecond, 1e6+tc.stagger*float64(i), nil, nil)
 				}
 				r.run()
 			}
@@ -59,7 +59,7 @@ func BenchmarkSharedLink(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
 		for i := range n {
-			r.fab.start(path, Time(i)*Nanosecond, float64(1000*(i+1)), nil)
+			r.fab.start(path, Time(i)*Nanosecond, float64(1000*(i+1)), nil, nil)
 		}
 		r.run()
 	}

@@ -47,6 +47,7 @@ type Cluster struct {
 	edges   []*link // one per directed topology edge, created on first use
 	routes  map[[2]int32]route
 	streams []*Stream
+	freeOps []*op
 	events  int
 	data    int64
 	trace   *tracer
@@ -84,6 +85,7 @@ func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
 		d.reducer.id = -1 - r
 		d.reducer.name = node.Name + ".reduce"
 		d.reducer.capacity = perPicosecond(node.ReduceBW)
+		d.reducerPath = []*link{&d.reducer}
 		c.devices[r] = d
 		devs[r] = d
 	}

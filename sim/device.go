@@ -9,12 +9,13 @@ import (
 // Device is one simulated GPU. Its reductions run on a compute unit with the
 // topology's reduce bandwidth, shared fairly by the device's streams.
 type Device struct {
-	c       *Cluster
-	rank    int
-	node    int
-	name    string
-	reducer link
-	inbox   map[mailKey]*mailbox // messages arrived from peers, by sender and tag
+	c           *Cluster
+	rank        int
+	node        int
+	name        string
+	reducer     link
+	reducerPath []*link              // just &reducer, so flows need no new slice
+	inbox       map[mailKey]*mailbox // messages arrived from peers, by sender and tag
 }
 
 var _ hw.Device = (*Device)(nil)

@@ -48,7 +48,8 @@ type flow struct {
 	fixed     bool
 	state     flowState
 	fab       *fabric
-	done      func(now Time)
+	owner     flowOwner // told when the last byte arrives
+	op        *op       // the owner's operation, if any
 }
 
 // fabric keeps the set of active flows and their max-min fair rates. Rates
@@ -78,9 +79,15 @@ type fabric struct {
 	heap      shareHeap
 }
 
-// start begins a flow of n bytes over links after latency. done runs when
-// the last byte arrives.
-func (fb *fabric) start(links []*link, latency Time, n float64, done func(now Time)) {
+// flowOwner is told when one of its flows finishes. An interface (rather
+// than a closure) keeps starting a flow free of allocations.
+type flowOwner interface {
+	flowDone(now Time, o *op)
+}
+
+// start begins a flow of n bytes over links after latency. owner.flowDone
+// runs when// the last byte arrives.
+func (fb *fabric) start(links []*link, latency Time, n float64, owner flowOwner, o *op) {
 	var f *flow
 	if k := len(fb.free); k > 0 {
 		f = fb.free[k-1]
@@ -90,7 +97,7 @@ func (fb *fabric) start(links []*link, latency Time, n float64, done func(now Ti
 	}
 	// gen and mark carry over: stale batch entries hold older generations
 	// and marks are compared with an epoch that only grows.
-	f.links, f.bytes, f.remaining, f.done, f.start = links, n, n, done, fb.eng.now
+	f.links, f.bytes, f.remaining, f.owner, f.op, f.start = links, n, n, owner, o, fb.eng.now
 	f.rate, f.prevRate, f.updated, f.scheduled, f.fixed, f.state = 0, 0, 0, false, false, flowLatency
 	fb.at(fb.eng.now+latency, f)
 }
@@ -187,11 +194,11 @@ func (f *flow) finish(now Time) {
 	f.state = flowDone
 	f.remaining = 0
 	f.gen++
-	done := f.done
-	f.links, f.pos, f.done = nil, nil, nil
+	owner, o := f.owner, f.op
+	f.links, f.pos, f.owner, f.op = nil, nil, nil, nil
 	f.fab.free = append(f.fab.free, f)
-	if done != nil {
-		done(now)
+	if owner != nil {
+		owner.flowDone(now, o)
 	}
 }
 

@@ -26,13 +26,17 @@ func gbps(id int, bw float64) *link {
 	return &link{id: id, capacity: bw * 1e9 / float64(Second)}
 }
 
+// finishRecorder remembers when its flow finished.
+type finishRecorder struct{ at Time }
+
+func (f *finishRecorder) flowDone(now Time, _ *op) { f.at = now }
+
 // start begins a flow at the current time and returns where its finish time
 // will be written.
 func (r *flowRig) start(links []*link, lat Time, n float64) *Time {
-	done := new(Time)
-	*done = -1
-	r.fab.start(links, lat, n, func(now Time) { *done = now })
-	return done
+	rec := &finishRecorder{at: -1}
+	r.fab.start(links, lat, n, rec, nil)
+	return &rec.at
 }
 
 func (r *flowRig) run() {

@@ -83,11 +83,30 @@ func (s *Stream) Device() hw.Device { return s.dev }
 // ID numbers the stream within its cluster.
 func (s *Stream) ID() int { return s.id }
 
-func (s *Stream) enqueue(o *op) error {
+func (s *Stream) enqueue(o op) error {
 	c := s.dev.c
 	if c.closed {
 		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, opNames[o.kind], hw.ErrClosed)
 	}
+	return s.push(c.newOp(o))
+}
+
+// newOp takes an op from the cluster's free list: a long simulation
+// enqueues millions and keeps few alive.
+func (c *Cluster) newOp(o op) *op {
+	if n := len(c.freeOps); n > 0 {
+		p := c.freeOps[n-1]
+		c.freeOps = c.freeOps[:n-1]
+		*p = o
+		return p
+	}
+	p := new(op)
+	*p = o
+	return p
+}
+
+func (s *Stream) push(o *op) error {
+	c := s.dev.c
 	o.index = s.issued
 	s.issued++
 	s.queue = append(s.queue, o)
@@ -114,7 +133,7 @@ func (s *Stream) Copy(dst, src hw.Slice) error {
 	if err := s.checkPair("copy", dst, src); err != nil {
 		return err
 	}
-	return s.enqueue(&op{kind: opCopy, dst: dst, src: src})
+	return s.enqueue(op{kind: opCopy, dst: dst, src: src})
 }
 
 func (s *Stream) checkPair(what string, dst, src hw.Slice) error {
@@ -140,7 +159,7 @@ func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
 	if err := s.checkPair("reduce", dst, src); err != nil {
 		return err
 	}
-	return s.enqueue(&op{kind: opReduce, redop: rop, dst: dst, src: src})
+	return s.enqueue(op{kind: opReduce, redop: rop, dst: dst, src: src})
 }
 
 // Divide enqueues dst = dst / n, costed like a reduce.
@@ -153,7 +172,7 @@ func (s *Stream) Divide(dst hw.Slice, n int) error {
 	if err := s.checkSlice("divide", dst); err != nil {
 		return err
 	}
-	return s.enqueue(&op{kind: opDivide, dst: dst, n: n})
+	return s.enqueue(op{kind: opDivide, dst: dst, n: n})
 }
 
 func (s *Stream) checkPeer(what string, peer hw.Device) (*Device, error) {
@@ -179,7 +198,7 @@ func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
 	if err := s.checkSlice("send", src); err != nil {
 		return err
 	}
-	return s.enqueue(&op{kind: opSend, src: src, peer: p, tag: tag})
+	return s.enqueue(op{kind: opSend, src: src, peer: p, tag: tag})
 }
 
 // Recv enqueues a receive into dst of the next message from peer with tag.
@@ -193,7 +212,7 @@ func (s *Stream) Recv(dst hw.Slice, peer hw.Device, tag uint64) error {
 	if err := s.checkSlice("recv", dst); err != nil {
 		return err
 	}
-	return s.enqueue(&op{kind: opRecv, dst: dst, peer: p, tag: tag})
+	return s.enqueue(op{kind: opRecv, dst: dst, peer: p, tag: tag})
 }
 
 func (s *Stream) checkEvent(what string, ev hw.Event) (*Event, error) {
@@ -213,7 +232,7 @@ func (s *Stream) Record(ev hw.Event) error {
 		return err
 	}
 	e.enqueued++
-	return s.enqueue(&op{kind: opRecord, ev: e})
+	return s.enqueue(op{kind: opRecord, ev: e})
 }
 
 // Wait enqueues a wait for the latest Record of ev enqueued so far.
@@ -224,7 +243,7 @@ func (s *Stream) Wait(ev hw.Event) error {
 	if err != nil {
 		return err
 	}
-	return s.enqueue(&op{kind: opWait, ev: e, target: e.enqueued})
+	return s.enqueue(op{kind: opWait, ev: e, target: e.enqueued})
 }
 
 // Synchronize runs the simulation until the stream's queue is empty, and
@@ -285,15 +304,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 	case opReduce, opDivide:
 		n := float64(o.dst.Bytes())
 		s.busy = true
-		c.fab.start([]*link{&s.dev.reducer}, 0, n, func(t Time) {
-			s.busy = false
-			if err := s.apply(o); err != nil {
-				s.fail(o, err)
-				return
-			}
-			s.complete(o, t)
-			s.advance(t)
-		})
+		c.fab.start(s.dev.reducerPath, 0, n, s, o)
 		return false
 	case opSend:
 		r, err := c.routeBetween(s.dev, o.peer)
@@ -302,21 +313,15 @@ func (s *Stream) begin(o *op, now Time) bool {
 			return false
 		}
 		s.busy = true
-		c.fab.start(r.links, r.latency, float64(o.src.Bytes()), func(t Time) {
-			s.busy = false
-			c.deliver(s.dev, o, t)
-			s.complete(o, t)
-			s.advance(t)
-		})
+		c.fab.start(r.links, r.latency, float64(o.src.Bytes()), s, o)
 		return false
 	case opRecv:
 		mb := o.peer.mailboxTo(s.dev, o.tag)
-		if len(mb.msgs) == 0 {
+		m, ok := mb.take()
+		if !ok {
 			mb.waiters = append(mb.waiters, s)
 			return false
 		}
-		m := mb.msgs[0]
-		mb.msgs = mb.msgs[1:]
 		if err := m.writeTo(o.dst); err != nil {
 			s.fail(o, err)
 			return false
@@ -345,6 +350,19 @@ func (s *Stream) begin(o *op, now Time) bool {
 	return false
 }
 
+// flowDone finishes the stream's in-flight send, reduce or divide.
+func (s *Stream) flowDone(now Time, o *op) {
+	s.busy = false
+	if o.kind == opSend {
+		s.dev.c.deliver(s.dev, o, now)
+	} else if err := s.apply(o); err != nil {
+		s.fail(o, err)
+		return
+	}
+	s.complete(o, now)
+	s.advance(now)
+}
+
 func (e *Event) wake() []*Stream {
 	w := e.waiters
 	e.waiters = nil
@@ -371,10 +389,14 @@ func (s *Stream) apply(o *op) error {
 }
 
 func (s *Stream) complete(o *op, now Time) {
+	s.queue[s.head] = nil
 	s.head++
-	if t := s.dev.c.trace; t != nil {
-		t.op(s, o, now)
+	c := s.dev.c
+	if c.trace != nil {
+		c.trace.op(s, o, now)
 	}
+	*o = op{}
+	c.freeOps = append(c.freeOps, o)
 	if s.head == len(s.queue) {
 		// Reuse the queue's storage once it drains.
 		s.queue = s.queue[:0]
@@ -437,7 +459,22 @@ type mailKey struct {
 // mailbox holds messages from one device with one tag, in arrival order.
 type mailbox struct {
 	msgs    []message
+	head    int // msgs[head:] are waiting
 	waiters []*Stream
+}
+
+// take removes the oldest message, reusing the queue's storage once empty.
+func (mb *mailbox) take() (message, bool) {
+	if mb.head == len(mb.msgs) {
+		return message{}, false
+	}
+	m := mb.msgs[mb.head]
+	mb.msgs[mb.head] = message{}
+	mb.head++
+	if mb.head == len(mb.msgs) {
+		mb.msgs, mb.head = mb.msgs[:0], 0
+	}
+	return m, true
 }
 
 func (d *Device) mailboxTo(dst *Device, tag uint64) *mailbox {

@@ -1,0 +1,59 @@
+package ops_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+)
+
+// benchRun compiles and runs one collective in timing-only mode per
+// iteration, reporting plan steps per second and allocations per step.
+func benchRun(b *testing.B, topo string, spec ops.Spec) {
+	c, _ := world(b, topo, sim.Config{TimingOnly: true})
+	spec.Ranks = len(c.Devices())
+	plan, err := ops.Compile(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, out := buffers(b, c, plan, false)
+	exec := ops.NewExecutor(c.World())
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	b.ResetTimer()
+	for range b.N {
+		plan, err = ops.Compile(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := exec.Run(plan, in, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&ms1)
+	steps := float64(plan.NumSteps() * b.N)
+	b.ReportMetric(steps/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/steps, "allocs/step")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/collective")
+}
+
+// BenchmarkRingAllReduce1024 is the target: a timing-only ring
+// all-reduce of 1 MiB on switch:1024, compile and run.
+func BenchmarkRingAllReduce1024(b *testing.B) {
+	benchRun(b, "switch:1024", ops.Spec{Op: ops.AllReduce, Algo: "ring", Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+}
+
+func BenchmarkAllReduce(b *testing.B) {
+	for _, tc := range []struct {
+		algo string
+		p    int
+	}{{"ring", 64}, {"ring", 256}, {"rd", 1024}, {"rhd", 1024}, {"tree", 1024}} {
+		b.Run(fmt.Sprintf("%s/%d", tc.algo, tc.p), func(b *testing.B) {
+			benchRun(b, fmt.Sprintf("switch:%d", tc.p), ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+		})
+	}
+}
