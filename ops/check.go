@@ -15,6 +15,7 @@ import (
 //     range, After lists pointing backwards;
 //   - every send is received, with the same length, and no receive is left
 //     waiting: the plan cannot deadlock (sends are eager, as in hw);
+//   - out of place, no rank writes its input;
 //   - no two lanes of a rank touch the same element without an ordering
 //     between them (After), and nothing reads an element never written;
 //   - every output element holds exactly the contributions it must: each
@@ -461,6 +462,9 @@ func (s *symRun) read(r, i int, vc []int32, ref Ref) ([]sym, error) {
 }
 
 func (s *symRun) write(r, i int, vc []int32, ref Ref, vals []sym) error {
+	if ref.Buf == In && !s.inPlace && ref.Len > 0 {
+		return fmt.Errorf("writes its input %v; out of place the caller's input must be left as it was", ref)
+	}
 	arr, off := s.loc(r, ref)
 	accs := s.acc[r][s.alias[r][ref.Buf]]
 	lane := int32(s.p.Steps[r][i].Lane)
