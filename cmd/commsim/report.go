@@ -77,17 +77,7 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 		return err
 	}
 	if len(rows) > 0 {
-		wrong := 0
-		checked := false
-		for _, r := range rows {
-			for _, res := range []result{r.outOfPlace, r.inPlace} {
-				if res.wrong >= 0 {
-					checked = true
-					wrong += res.wrong
-				}
-			}
-		}
-		if checked {
+		if wrong, checked := totalWrong(rows); checked {
 			fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, map[bool]string{true: "OK", false: "FAILED"}[wrong == 0])
 		}
 		fmt.Fprintf(w, "# Avg bus bandwidth    : %s\n", strconv.FormatFloat(sum/float64(2*len(rows)), 'f', 3, 64))

@@ -13,7 +13,8 @@ import (
 // exactly representable in the dtype: in [-1, 1) for floats (near 1 for
 // prod, so products neither overflow nor underflow), small integers for
 // i32 and i64, and all of 0..255 for u8. The reference is computed in
-// float64 (integers with the dtype's wrap-around), and an element is wrong
+// double-double arithmetic (about 106 bits; integers exactly, with the
+// dtype's wrap-around), and an element is wrong
 // when it differs from the reference by more than:
 //
 //	copies (gathers, broadcast, alltoall, sendrecv), min, max and integers: 0
@@ -81,28 +82,57 @@ func wrap(dt hw.DType, v float64) float64 {
 	return v
 }
 
-// referenceReduce combines element i of every rank's input in float64 and
-// returns the result and the tolerance for it.
+// doubleDouble is an unevaluated sum hi+lo carrying about 106 bits, so the
+// reference for f64 is far more precise than the device it checks.
+type doubleDouble struct{ hi, lo float64 }
+
+func twoSum(a, b float64) (s, e float64) {
+	s = a + b
+	bb := s - a
+	return s, (a - (s - bb)) + (b - bb)
+}
+
+func (d doubleDouble) add(x float64) doubleDouble {
+	s, e := twoSum(d.hi, x)
+	e += d.lo
+	hi := s + e
+	return doubleDouble{hi, e - (hi - s)}
+}
+
+func (d doubleDouble) mul(x float64) doubleDouble {
+	p := d.hi * x
+	e := math.FMA(d.hi, x, -p) + d.lo*x
+	hi := p + e
+	return doubleDouble{hi, e - (hi - p)}
+}
+
+// referenceReduce combines element i of every rank's input (in
+// double-double for floats, exactly for integers) and returns the result
+// and the tolerance for it.
 func referenceReduce(spec ops.Spec, inputs [][]float64, idx func(q int) int) (want, tol float64) {
 	p := len(inputs)
 	dt := spec.DType
-	acc, abs := inputs[0][idx(0)], math.Abs(inputs[0][idx(0)])
-	var iacc int64 = int64(acc)
+	first := inputs[0][idx(0)]
+	dd, abs := doubleDouble{hi: first}, math.Abs(first)
+	acc, iacc := first, int64(first)
 	for q := 1; q < p; q++ {
 		x := inputs[q][idx(q)]
 		abs += math.Abs(x)
 		switch spec.Redop {
 		case hw.Sum, hw.Avg:
-			acc += x
+			dd = dd.add(x)
 			iacc += int64(x)
 		case hw.Prod:
-			acc *= x
+			dd = dd.mul(x)
 			iacc *= int64(x)
 		case hw.Min:
 			acc = math.Min(acc, x)
 		case hw.Max:
 			acc = math.Max(acc, x)
 		}
+	}
+	if spec.Redop != hw.Min && spec.Redop != hw.Max {
+		acc = dd.hi + dd.lo
 	}
 	if !dt.IsFloat() {
 		if spec.Redop == hw.Sum || spec.Redop == hw.Avg || spec.Redop == hw.Prod {

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestBenchBadInputExits2(t *testing.T) {
+	base := []string{"bench", "--topo", "ring:4", "-b", "8", "-e", "64"}
+	cases := map[string][]string{
+		"unknown op":        {"--op", "allfoo"},
+		"unknown algo":      {"--algo", "bogus"},
+		"algo lacks op":     {"--op", "alltoall", "--algo", "ring"},
+		"unknown dtype":     {"--dtype", "f8"},
+		"unknown redop":     {"--redop", "xor"},
+		"unknown format":    {"--format", "xml"},
+		"unknown backend":   {"--backend", "tpu"},
+		"min > max":         {"-b", "128", "-e", "64"},
+		"negative size":     {"-b", "-8"},
+		"factor 1":          {"-f", "1"},
+		"factor 0.5":        {"-f", "0.5"},
+		"not a multiple":    {"-b", "6", "--dtype", "f64"},
+		"root out of range": {"--op", "broadcast", "--root", "4"},
+		"bad topology":      {"--topo", "ring:0"},
+		"missing file":      {"--topo", "/no/such.yaml"},
+		"absurd world":      {"--topo", "switch:2000000"},
+		"too much memory":   {"--topo", "switch:64", "-e", "1GiB"},
+		"check timing":      {"--check", "--timing-only"},
+		"native on sim":     {"--algo", "native"},
+		"stray argument":    {"extra"},
+	}
+	for name, extra := range cases {
+		status, out, errOut := commsim(append(append([]string{}, base...), extra...)...)
+		if status != 2 {
+			t.Errorf("%s: status %d, want 2 (stderr %q)", name, status, errOut)
+			continue
+		}
+		if strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 || out != "" {
+			t.Errorf("%s: want one line on stderr and nothing on stdout, got %q / %q", name, errOut, out)
+		}
+	}
+}
+
+func TestBenchCudaWithoutBackendIsRuntimeError(t *testing.T) {
+	status, _, errOut := commsim("bench", "--backend", "cuda", "-e", "8")
+	if status != 1 || !strings.Contains(errOut, "cuda") {
+		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+}
+
+func TestBenchTableHasNcclTestsColumnsAndChecks(t *testing.T) {
+	status, out, errOut := commsim("bench", "--topo", "switch:4", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "4KiB", "--check")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"size(B)", "count", "type", "redop", "root", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "in-place", "Out of bounds values : 0 OK", "Avg bus bandwidth"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if rows := strings.Count(out, " f32 "); rows != 10 { // 8B..4KiB by 2
+		t.Errorf("%d rows, want 10:\n%s", rows, out)
+	}
+}
+
+func TestBenchJSONLinesFields(t *testing.T) {
+	status, out, errOut := commsim("bench", "--topo", "switch:8,bw=100GB/s,lat=1us", "--op", "allgather", "--algo", "ring",
+		"-b", "8KiB", "-e", "8KiB", "--format", "json", "--check")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1: %q", len(lines), out)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"op", "algo", "topology", "ranks", "dtype", "redop", "bytes", "count", "time_us", "algbw_gbps", "busbw_gbps", "wrong"} {
+		if _, ok := rec[k]; !ok {
+			t.Errorf("record lacks %q: %v", k, rec)
+		}
+	}
+	// Ring allgather of 8 KiB total on 8 ranks: 7 steps of 1us + 1KiB/100GB/s
+	// each way through the switch: 7 × (2us + 10.24ns).
+	if got, want := rec["time_us"].(float64), 7*(2+0.01024); abs(got-want) > 1e-9 {
+		t.Errorf("time_us = %v, want %v", got, want)
+	}
+	if rec["wrong"].(float64) != 0 || rec["redop"] != "none" || rec["bytes"].(float64) != 8192 {
+		t.Errorf("record = %v", rec)
+	}
+	// busbw = algbw × (p−1)/p
+	if a, b := rec["algbw_gbps"].(float64), rec["busbw_gbps"].(float64); abs(b-a*7/8) > 1e-9 {
+		t.Errorf("busbw %v is not algbw %v × 7/8", b, a)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestBenchCSV(t *testing.T) {
+	status, out, errOut := commsim("bench", "--topo", "ring:3", "--op", "broadcast", "--algo", "ring", "--root", "2", "-b", "4", "-e", "16", "--format", "csv")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 || recs[0][0] != "op" || recs[1][8] != "2" || recs[1][7] != "none" {
+		t.Fatalf("csv = %q", recs)
+	}
+}
+
+// TestBenchCheckFindsEveryOpCorrect runs --check for every op and a few
+// dtypes and reduce ops; any wrong element fails.
+func TestBenchCheckFindsEveryOpCorrect(t *testing.T) {
+	for _, op := range []string{"allreduce", "reducescatter", "allgather", "gather", "broadcast", "reduce", "alltoall", "sendrecv"} {
+		for _, dt := range []string{"f32", "f16", "bf16", "i32", "u8", "f64"} {
+			for _, redop := range []string{"sum", "prod", "max", "avg"} {
+				status, out, errOut := commsim("bench", "--topo", "ring:5", "--op", op, "--dtype", dt, "--redop", redop, "--root", "3",
+					"-b", "40", "-e", "4000", "-f", "10", "--check", "--format", "json")
+				if status != 0 {
+					t.Fatalf("%s %s %s: status %d: %s", op, dt, redop, status, errOut)
+				}
+				if strings.Contains(out, `"wrong":null`) || strings.Contains(out, `"inplace_wrong":null`) {
+					t.Fatalf("%s %s %s: unchecked rows:\n%s", op, dt, redop, out)
+				}
+				for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+					if !strings.Contains(line, `"wrong":0,`) || !strings.Contains(line, `"inplace_wrong":0`) {
+						t.Fatalf("%s %s %s: wrong elements:\n%s", op, dt, redop, line)
+					}
+				}
+			}
+		}
+	}
+}

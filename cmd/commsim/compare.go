@@ -1,0 +1,349 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+)
+
+// compareFlags are bench's flags with --algo replaced by --algos, plus --plot.
+type compareFlags struct {
+	benchFlags
+	algos, plot string
+}
+
+// comparison is a validated compare request: one sweep, several algorithms.
+type comparison struct {
+	s     *sweep
+	algos []string
+	plot  string
+}
+
+// cmpRow is one size of a comparison: the out-of-place result of every
+// algorithm, in the order of comparison.algos, and the index of the fastest.
+type cmpRow struct {
+	bytes int64
+	count int
+	res   []result
+	best  int
+}
+
+// crossover is a change of the fastest algorithm between two adjacent sizes.
+type crossover struct {
+	from, to string
+	lo, hi   int64
+}
+
+func newCompareCmd() *cobra.Command {
+	var f compareFlags
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "Run several algorithms side by side over one size sweep",
+		Long: `compare times several algorithms of one collective over the same sweep of sizes
+(bench's flags and size conventions) and prints, per size, each algorithm's
+busbw and time, the fastest algorithm, and the crossover points where the
+fastest changes. Only out-of-place runs are timed (bench also times in place).
+--plot draws busbw against size as a PNG or SVG chart.`,
+		Example: `  commsim compare --topo switch:8 --op allreduce --algos ring,rd,rhd -b 8 -e 4MiB
+  commsim compare --topo dgx-h100 --op allgather --timing-only --plot allgather.svg
+  commsim compare --topo ring:8 --op broadcast --check --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.parse()
+			if err != nil {
+				return err
+			}
+			return c.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	// Take bench's flags, all but --algo, from a scratch command.
+	scratch := &cobra.Command{}
+	f.register(scratch, "auto")
+	scratch.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Name != "algo" {
+			cmd.Flags().AddFlag(fl)
+		}
+	})
+	cmd.Flags().StringVar(&f.algos, "algos", "", "comma-separated algorithms to compare (default: every one that implements --op): "+
+		strings.Join(ops.Algorithms(), ","))
+	cmd.Flags().StringVar(&f.plot, "plot", "", "also draw busbw against size into FILE.png or FILE.svg")
+	return cmd
+}
+
+// parse validates the flags; each failure is a usage error.
+func (f *compareFlags) parse() (*comparison, error) {
+	f.algo = "auto" // validated per algorithm below
+	s, err := f.benchFlags.parse()
+	if err != nil {
+		return nil, err
+	}
+	c := &comparison{s: s, plot: f.plot}
+	supported := ops.AlgorithmsFor(s.op)
+	if strings.TrimSpace(f.algos) == "" {
+		c.algos = supported
+	} else {
+		for _, a := range strings.Split(f.algos, ",") {
+			a = strings.TrimSpace(a)
+			switch {
+			case a == "":
+				return nil, usagef("--algos %q has an empty name", f.algos)
+			case !slices.Contains(ops.Algorithms(), a):
+				return nil, usagef("--algos: unknown algorithm %q (want some of %s)", a, strings.Join(ops.Algorithms(), ", "))
+			case !slices.Contains(supported, a):
+				return nil, usagef("--algos: algorithm %s has no %s (for %s use some of %s)", a, s.op, s.op, strings.Join(supported, ", "))
+			case slices.Contains(c.algos, a):
+				return nil, usagef("--algos: algorithm %s is listed twice", a)
+			}
+			c.algos = append(c.algos, a)
+		}
+	}
+	if len(c.algos) == 0 {
+		return nil, usagef("no algorithm implements %s", s.op)
+	}
+	if c.plot != "" {
+		switch strings.ToLower(filepath.Ext(c.plot)) {
+		case ".png", ".svg":
+		default:
+			return nil, usagef("--plot %s: want a .png or .svg file name", c.plot)
+		}
+		if !slices.ContainsFunc(s.sizes, func(b int64) bool { return b > 0 }) {
+			return nil, usagef("--plot needs sizes above 0 bytes (%s has none)", s.op)
+		}
+	}
+	return c, nil
+}
+
+// run measures, reports and plots.
+func (c *comparison) run(stdout, stderr io.Writer) error {
+	rows, err := c.measure(stderr)
+	if err != nil {
+		return err
+	}
+	cross := crossovers(c.algos, rows)
+	switch c.s.format {
+	case "csv":
+		err = c.writeCSV(stdout, rows)
+	case "json":
+		err = c.writeJSON(stdout, rows)
+	default:
+		err = c.writeTable(stdout, rows)
+	}
+	if err != nil {
+		return err
+	}
+	notes := stdout
+	if c.s.format != "table" {
+		notes = stderr
+	}
+	writeCrossovers(notes, c.algos, rows, cross)
+	if c.plot != "" {
+		if err := c.drawPlot(c.plot, rows, cross); err != nil {
+			return fmt.Errorf("--plot %s: %w", c.plot, err)
+		}
+		fmt.Fprintf(stderr, "commsim: wrote %s\n", c.plot)
+	}
+	return nil
+}
+
+// measure runs every size with every algorithm, out of place, on one
+// cluster, through bench's plan and runOnce.
+func (c *comparison) measure(stderr io.Writer) ([]cmpRow, error) {
+	cl, err := sim.NewCluster(c.s.topo, sim.Config{TimingOnly: c.s.timingOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	exec := ops.NewExecutor(cl.World())
+	bar := newProgress(stderr, len(c.s.sizes)*len(c.algos))
+	rows := make([]cmpRow, 0, len(c.s.sizes))
+	for _, bytes := range c.s.sizes {
+		var r cmpRow
+		for i, algo := range c.algos {
+			s := *c.s
+			s.algo = algo
+			spec, moved := s.spec(bytes)
+			plan, err := s.plan(spec)
+			if err != nil {
+				return nil, err
+			}
+			res, err := s.runOnce(cl, exec, plan, false, moved)
+			if err != nil {
+				return nil, fmt.Errorf("%s at %s: %w", algo, formatBytes(bytes), err)
+			}
+			r.bytes, r.count = moved, int(moved)/s.dtype.Size()
+			r.res = append(r.res, res)
+			if res.timeUS < r.res[r.best].timeUS {
+				r.best = i
+			}
+			if bar != nil {
+				bar.Add(1)
+			}
+		}
+		rows = append(rows, r)
+	}
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	return rows, nil
+}
+
+// crossovers lists the adjacent sizes between which the fastest changes.
+func crossovers(algos []string, rows []cmpRow) []crossover {
+	var out []crossover
+	for i := 1; i < len(rows); i++ {
+		if a, b := rows[i-1].best, rows[i].best; a != b {
+			out = append(out, crossover{from: algos[a], to: algos[b], lo: rows[i-1].bytes, hi: rows[i].bytes})
+		}
+	}
+	return out
+}
+
+func (x crossover) String() string {
+	return fmt.Sprintf("%s overtakes %s between %s and %s", x.to, x.from, formatBytes(x.lo), formatBytes(x.hi))
+}
+
+// writeCrossovers prints the crossover points, or the single winner.
+func writeCrossovers(w io.Writer, algos []string, rows []cmpRow, cross []crossover) {
+	if len(rows) == 0 {
+		return
+	}
+	if len(cross) == 0 {
+		fmt.Fprintf(w, "# no crossover: %s is fastest at every size\n", algos[rows[0].best])
+		return
+	}
+	for _, x := range cross {
+		fmt.Fprintf(w, "# crossover: %s\n", x)
+	}
+}
+
+func (c *comparison) mode() string {
+	if c.s.timingOnly {
+		return "timing-only"
+	}
+	return "data"
+}
+
+func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
+	s := c.s
+	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend sim (%s), algorithms %s\n",
+		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, c.mode(), strings.Join(c.algos, ", "))
+	fmt.Fprintf(w, "# times are simulated, out of place; best is the fastest algorithm at each size\n")
+	header := []string{"size(B)", "count"}
+	for _, a := range c.algos {
+		header = append(header, a+" busbw(GB/s)", a+" time(us)")
+	}
+	header = append(header, "best")
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
+	t.Header(header)
+	for _, r := range rows {
+		cells := []string{strconv.FormatInt(r.bytes, 10), strconv.Itoa(r.count)}
+		for _, res := range r.res {
+			cells = append(cells, f2(res.busbw), f2(res.timeUS))
+		}
+		if err := t.Append(append(cells, c.algos[r.best])); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if s.check {
+		wrong, bad := 0, []string{}
+		for i, a := range c.algos {
+			n := 0
+			for _, r := range rows {
+				n += max(r.res[i].wrong, 0)
+			}
+			if n > 0 {
+				bad = append(bad, fmt.Sprintf("%s %d", a, n))
+			}
+			wrong += n
+		}
+		verdict := "OK"
+		if wrong > 0 {
+			verdict = "FAILED (" + strings.Join(bad, ", ") + ")"
+		}
+		fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, verdict)
+	}
+	return nil
+}
+
+// cmpRecord is the JSON Lines (and CSV) record of one size and algorithm.
+type cmpRecord struct {
+	Op       string  `json:"op"`
+	Algo     string  `json:"algo"`
+	Topology string  `json:"topology"`
+	Ranks    int     `json:"ranks"`
+	DType    string  `json:"dtype"`
+	Redop    string  `json:"redop"`
+	Root     int     `json:"root"`
+	Bytes    int64   `json:"bytes"`
+	Count    int     `json:"count"`
+	TimeUS   float64 `json:"time_us"`
+	AlgBW    float64 `json:"algbw_gbps"`
+	BusBW    float64 `json:"busbw_gbps"`
+	Wrong    *int    `json:"wrong"`
+	Best     bool    `json:"best"`
+}
+
+// records flattens the rows into one record per size and algorithm.
+func (c *comparison) records(rows []cmpRow) []cmpRecord {
+	s := c.s
+	redop := s.redop.String()
+	if !s.op.Reduces() {
+		redop = "none"
+	}
+	var out []cmpRecord
+	for _, r := range rows {
+		for i, res := range r.res {
+			out = append(out, cmpRecord{s.op.String(), c.algos[i], s.topoName, s.topo.NumGPUs(), s.dtype.String(), redop,
+				s.root, r.bytes, r.count, res.timeUS, res.algbw, res.busbw, wrongPtr(res.wrong), i == r.best})
+		}
+	}
+	return out
+}
+
+func (c *comparison) writeJSON(w io.Writer, rows []cmpRow) error {
+	enc := json.NewEncoder(w)
+	for _, rec := range c.records(rows) {
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count",
+		"time_us", "algbw_gbps", "busbw_gbps", "wrong", "best"}); err != nil {
+		return err
+	}
+	for _, r := range c.records(rows) {
+		wrong := "N/A"
+		if r.Wrong != nil {
+			wrong = strconv.Itoa(*r.Wrong)
+		}
+		if err := cw.Write([]string{r.Op, r.Algo, r.Topology, strconv.Itoa(r.Ranks), r.DType, r.Redop,
+			strconv.Itoa(r.Root), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Count),
+			f2(r.TimeUS), f2(r.AlgBW), f2(r.BusBW), wrong, strconv.FormatBool(r.Best)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/ops"
+)
+
+// compareTable splits compare's table output into its header and data rows.
+func compareTable(t *testing.T, out string) (header []string, rows [][]string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "│") {
+			continue
+		}
+		var cells []string
+		for _, c := range strings.Split(strings.Trim(line, "│"), "│") {
+			cells = append(cells, strings.TrimSpace(c))
+		}
+		if header == nil {
+			header = cells
+			continue
+		}
+		rows = append(rows, cells)
+	}
+	if header == nil || len(rows) == 0 {
+		t.Fatalf("no table in output:\n%s", out)
+	}
+	return header, rows
+}
+
+// checkBestAndCrossovers recomputes the best column and the crossover lines
+// from the table's times and compares them with what compare printed.
+func checkBestAndCrossovers(t *testing.T, out string, algos []string) []string {
+	t.Helper()
+	header, rows := compareTable(t, out)
+	col := func(name string) int {
+		for i, h := range header {
+			if h == name {
+				return i
+			}
+		}
+		t.Fatalf("header %q lacks %q", header, name)
+		return -1
+	}
+	for _, a := range algos {
+		col(a + " busbw(GB/s)")
+	}
+	best := col("best")
+	var want []string
+	prev, prevSize := "", ""
+	for _, r := range rows {
+		fastest, fastestT := "", 0.0
+		for _, a := range algos {
+			v, err := strconv.ParseFloat(r[col(a+" time(us)")], 64)
+			if err != nil {
+				t.Fatalf("row %q: %v", r, err)
+			}
+			if fastest == "" || v < fastestT {
+				fastest, fastestT = a, v
+			}
+		}
+		// Times are printed to 0.01us: only insist where the winner is clear.
+		if r[best] != fastest {
+			v, _ := strconv.ParseFloat(r[col(r[best]+" time(us)")], 64)
+			if v != fastestT {
+				t.Errorf("size %s: best is %s, but %s is faster (%v us)", r[0], r[best], fastest, fastestT)
+			}
+		}
+		n, _ := strconv.ParseInt(r[col("size(B)")], 10, 64)
+		if prev != "" && r[best] != prev {
+			p, _ := strconv.ParseInt(prevSize, 10, 64)
+			want = append(want, fmt.Sprintf("# crossover: %s overtakes %s between %s and %s", r[best], prev, formatBytes(p), formatBytes(n)))
+		}
+		prev, prevSize = r[best], r[0]
+	}
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "# crossover:") {
+			got = append(got, line)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("crossover lines\n%s\nwant (from the table)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	return got
+}
+
+func TestCompareTableShowsEveryAlgorithmBestAndCrossovers(t *testing.T) {
+	algos := []string{"ring", "rd", "rhd"}
+	status, out, errOut := commsim("compare", "--topo", "switch:8", "--op", "allreduce", "--algos", "ring,rd,rhd",
+		"-b", "8", "-e", "4MiB", "--timing-only")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	header, rows := compareTable(t, out)
+	if header[0] != "size(B)" || header[1] != "count" || header[len(header)-1] != "best" {
+		t.Errorf("header %q: want size(B), count, …, best", header)
+	}
+	if len(rows) != 20 { // 8B .. 4MiB by 2
+		t.Errorf("%d rows, want 20", len(rows))
+	}
+	if got := checkBestAndCrossovers(t, out, algos); len(got) == 0 {
+		t.Errorf("no crossover line; on switch:8 rd wins small sizes and rhd large ones:\n%s", out)
+	}
+}
+
+func TestCompareRingOvertakesRecursiveDoubling(t *testing.T) {
+	// Recursive doubling moves the whole vector log2(8) = 3 times, the ring
+	// 2·7/8 of it: at large sizes the ring must win, at small sizes rd's
+	// 3 latency steps beat the ring's 14.
+	status, out, errOut := commsim("compare", "--topo", "switch:8", "--algos", "ring,rd", "-b", "8", "-e", "64MiB", "--timing-only")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	got := checkBestAndCrossovers(t, out, []string{"ring", "rd"})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "# crossover: ring overtakes rd between ") {
+		t.Errorf("crossovers %q: want one, ring overtaking rd\n%s", got, out)
+	}
+}
+
+func TestCompareDefaultsToEveryAlgorithmOfTheOp(t *testing.T) {
+	status, out, errOut := commsim("compare", "--topo", "ring:4", "--op", "allgather", "-b", "1KiB", "-e", "4KiB")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	algos := ops.AlgorithmsFor(ops.AllGather)
+	if len(algos) < 2 {
+		t.Fatalf("allgather has %d algorithms", len(algos))
+	}
+	checkBestAndCrossovers(t, out, algos)
+	if !strings.Contains(out, "crossover") {
+		t.Errorf("no crossover summary line:\n%s", out)
+	}
+}
+
+func TestCompareJSONAndCSV(t *testing.T) {
+	status, out, errOut := commsim("compare", "--topo", "switch:8", "--algos", "ring,rd", "-b", "1KiB", "-e", "8MiB",
+		"--timing-only", "--format", "json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	type rec struct {
+		Op, Algo, Topology, Dtype, Redop string
+		Ranks, Count                     int
+		Bytes                            int64
+		TimeUS                           float64  `json:"time_us"`
+		BusBW                            *float64 `json:"busbw_gbps"`
+		AlgBW                            *float64 `json:"algbw_gbps"`
+		Wrong                            *int
+		Best                             *bool
+	}
+	bySize := map[int64][]rec{}
+	var sizes []int64
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var r rec
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if r.Op != "allreduce" || r.Topology != "switch:8" || r.Ranks != 8 || r.Dtype != "f32" || r.Redop != "sum" ||
+			r.BusBW == nil || r.AlgBW == nil || r.Best == nil || r.Wrong != nil || r.Count*4 != int(r.Bytes) {
+			t.Errorf("bad record %s", sc.Text())
+		}
+		if bySize[r.Bytes] == nil {
+			sizes = append(sizes, r.Bytes)
+		}
+		bySize[r.Bytes] = append(bySize[r.Bytes], r)
+	}
+	if len(sizes) != 14 {
+		t.Fatalf("%d sizes, want 14 (1KiB..8MiB)", len(sizes))
+	}
+	for _, n := range sizes {
+		rs := bySize[n]
+		if len(rs) != 2 || rs[0].Algo != "ring" || rs[1].Algo != "rd" {
+			t.Fatalf("size %d: records %+v, want ring then rd", n, rs)
+		}
+		fast := 0
+		if rs[1].TimeUS < rs[0].TimeUS {
+			fast = 1
+		}
+		if !*rs[fast].Best || *rs[1-fast].Best {
+			t.Errorf("size %d: best flags %v/%v, want %s best", n, *rs[0].Best, *rs[1].Best, rs[fast].Algo)
+		}
+	}
+	if !strings.Contains(errOut, "# crossover: ring overtakes rd") || strings.Contains(out, "#") {
+		t.Errorf("crossovers belong on stderr for json; stderr %q", errOut)
+	}
+
+	status, out, errOut = commsim("compare", "--topo", "switch:8", "--algos", "ring,rd", "-b", "1KiB", "-e", "8MiB", "--timing-only", "--format", "csv")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if status != 0 || len(lines) != 1+28 || !strings.HasSuffix(lines[0], ",best") || !strings.Contains(errOut, "crossover") {
+		t.Errorf("csv: status %d, %d lines, stderr %q:\n%s", status, len(lines), errOut, out)
+	}
+}
+
+func TestCompareCheckVerifiesEveryAlgorithm(t *testing.T) {
+	status, out, errOut := commsim("compare", "--topo", "ring:5", "--op", "reduce", "--root", "2", "--redop", "max",
+		"-b", "40", "-e", "40KiB", "-f", "4", "--check")
+	if status != 0 || !strings.Contains(out, "# Out of bounds values : 0 OK") {
+		t.Fatalf("status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	status, out, errOut = commsim("compare", "--topo", "ring:5", "--op", "broadcast", "--root", "4",
+		"-b", "40", "-e", "40KiB", "-f", "4", "--check", "--format", "json")
+	if status != 0 || strings.Count(out, `"wrong":0,`) != 6*len(ops.AlgorithmsFor(ops.Broadcast)) { // 40B..40KiB by 4
+		t.Fatalf("json --check: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+}
+
+func TestComparePlotWritesPNGAndSVG(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"busbw.png", "busbw.svg"} {
+		path := filepath.Join(dir, name)
+		status, _, errOut := commsim("compare", "--topo", "switch:8", "--algos", "ring,rd,rhd", "-b", "8", "-e", "4MiB",
+			"--timing-only", "--plot", path)
+		if status != 0 {
+			t.Fatalf("%s: status %d: %s", name, status, errOut)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch filepath.Ext(name) {
+		case ".png":
+			if !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) || len(data) < 1000 {
+				t.Errorf("%s: not a PNG (%d bytes)", name, len(data))
+			}
+		case ".svg":
+			s := string(data)
+			for _, want := range []string{"<svg", "ring", "rhd", "1MiB", "switch:8"} {
+				if !strings.Contains(s, want) {
+					t.Errorf("%s lacks %q", name, want)
+				}
+			}
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) > 0 {
+			t.Errorf("temporary files left behind: %q", left)
+		}
+	}
+}
+
+func TestCompareUsageErrorsExit2WithOneLine(t *testing.T) {
+	gif := filepath.Join(t.TempDir(), "out.gif")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--algos", "ring,nosuch"}, `"nosuch"`},
+		{[]string{"--algos", "pairwise"}, "pairwise"},
+		{[]string{"--algos", "ring,ring"}, "twice"},
+		{[]string{"--algo", "ring"}, "--algo"},
+		{[]string{"--plot", gif}, "out.gif"},
+		{[]string{"--factor", "1"}, "--factor"},
+		{[]string{"--check", "--timing-only"}, "--check"},
+	}
+	for _, c := range cases {
+		args := append([]string{"compare", "--topo", "switch:8", "-e", "1KiB"}, c.args...)
+		status, out, errOut := commsim(args...)
+		if status != 2 {
+			t.Errorf("%q: status %d, want 2 (stderr %q)", c.args, status, errOut)
+		}
+		if strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: stderr %q: want one line naming %s", c.args, errOut, c.want)
+		}
+		if out != "" || strings.Contains(errOut, "goroutine") {
+			t.Errorf("%q: stdout %q, stderr %q", c.args, out, errOut)
+		}
+	}
+	if _, err := os.Stat(gif); err == nil {
+		t.Errorf("--plot out.gif wrote a file")
+	}
+}
+
+func TestComparePlotToMissingDirectoryIsARuntimeError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "such", "dir", "x.png")
+	status, _, errOut := commsim("compare", "--topo", "switch:4", "--algos", "ring,rd", "-e", "1KiB", "--timing-only", "--plot", path)
+	if status != 1 || !strings.Contains(errOut, "x.png") {
+		t.Errorf("status %d, stderr %q: want 1 naming the file", status, errOut)
+	}
+}
