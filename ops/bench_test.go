@@ -10,10 +10,11 @@ import (
 	"github.com/commsim/commsim/sim"
 )
 
-// benchRun compiles and runs one collective in timing-only mode per
-// iteration, reporting plan steps per second and allocations per step.
-func benchRun(b *testing.B, topo string, spec ops.Spec) {
-	c, _ := world(b, topo, sim.Config{TimingOnly: true})
+// benchRun compiles and runs one collective per iteration (timing-only
+// unless data is set), reporting plan steps per second and allocations per
+// step.
+func benchRun(b *testing.B, topo string, spec ops.Spec, data ...bool) {
+	c, _ := world(b, topo, sim.Config{TimingOnly: len(data) == 0 || !data[0]})
 	spec.Ranks = len(c.Devices())
 	plan, err := ops.Compile(spec)
 	if err != nil {
@@ -54,6 +55,17 @@ func BenchmarkAllReduce(b *testing.B) {
 	}{{"ring", 64}, {"ring", 256}, {"rd", 1024}, {"rhd", 1024}, {"tree", 1024}} {
 		b.Run(fmt.Sprintf("%s/%d", tc.algo, tc.p), func(b *testing.B) {
 			benchRun(b, fmt.Sprintf("switch:%d", tc.p), ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+		})
+	}
+}
+
+// BenchmarkAllReduceData runs with real data: every reduction is computed.
+// bytes/s is the per-rank buffer size over the host time.
+func BenchmarkAllReduceData(b *testing.B) {
+	for _, algo := range []string{"ring", "rhd"} {
+		b.Run(algo+"/8x16MiB", func(b *testing.B) {
+			b.SetBytes(16 << 20)
+			benchRun(b, "switch:8", ops.Spec{Op: ops.AllReduce, Algo: algo, Count: 4 << 20, DType: hw.F32, Redop: hw.Sum}, true)
 		})
 	}
 }
