@@ -23,6 +23,7 @@ func ringAllReduce(b *builder) error {
 	c := func(i int) Ref { off, l := chunk(n, p, mod(i, p)); return ref(Out, off, l) }
 	_, maxLen := chunk(n, p, 0)
 	b.tmp(maxLen)
+	b.reserve(5*(p-1) + 2)
 	for r := range p {
 		b.copy(r, ref(Out, 0, n), ref(In, 0, n))
 		for k := 0; k < p-1; k++ {

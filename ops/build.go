@@ -20,6 +20,16 @@ func (b *builder) add(r int, s Step) int {
 	return len(b.p.Steps[r]) - 1
 }
 
+// reserve sizes every rank's step list for n steps, so large plans are not
+// copied again and again as they grow.
+func (b *builder) reserve(n int) {
+	for r := range b.p.Steps {
+		if cap(b.p.Steps[r]) < n {
+			b.p.Steps[r] = make([]Step, 0, n)
+		}
+	}
+}
+
 // tmp makes sure Tmp holds at least n elements.
 func (b *builder) tmp(n int) {
 	if n > b.p.TmpLen {

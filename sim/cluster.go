@@ -37,21 +37,23 @@ const DefaultMaxDataBytes = 6 << 30
 // the ops executor does; a wait that can never finish returns an error
 // wrapping hw.ErrDeadlock that lists every blocked stream.
 type Cluster struct {
-	mu      sync.Mutex
-	topo    *topology.Topology
-	cfg     Config
-	eng     engine
-	fab     fabric
-	devices []*Device
-	world   *hw.World
-	edges   []*link // one per directed topology edge, created on first use
-	routes  map[[2]int32]route
-	streams []*Stream
-	freeOps []*op
-	events  int
-	data    int64
-	trace   *tracer
-	closed  bool
+	mu        sync.Mutex
+	topo      *topology.Topology
+	cfg       Config
+	eng       engine
+	fab       fabric
+	devices   []*Device
+	world     *hw.World
+	edges     []*link // one per directed topology edge, created on first use
+	routes    map[[2]int32]route
+	streams   []*Stream
+	freeOps   []*op
+	opSlab    []op // ops are carved from slabs: a plan enqueues millions at once
+	freeBoxes []*mailbox
+	events    int
+	data      int64
+	trace     *tracer
+	closed    bool
 }
 
 type route struct {

@@ -100,7 +100,11 @@ func (c *Cluster) newOp(o op) *op {
 		*p = o
 		return p
 	}
-	p := new(op)
+	if len(c.opSlab) == 0 {
+		c.opSlab = make([]op, 256)
+	}
+	p := &c.opSlab[0]
+	c.opSlab = c.opSlab[1:]
 	*p = o
 	return p
 }
@@ -115,6 +119,18 @@ func (s *Stream) push(o *op) error {
 }
 
 func (s *Stream) checkSlice(what string, sl hw.Slice) error {
+	return s.checkArg(what, "", sl)
+}
+
+// checkArg checks one slice argument; what and which name it in errors
+// (built only on failure: this runs for every enqueued op).
+func (s *Stream) checkArg(what, which string, sl hw.Slice) error {
+	if which != "" {
+		if err := s.checkArg(what, "", sl); err != nil {
+			return fmt.Errorf("%s (%s): %w", which, what, err)
+		}
+		return nil
+	}
 	if err := sl.CheckOn(s.dev); err != nil {
 		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, what, err)
 	}
@@ -137,10 +153,10 @@ func (s *Stream) Copy(dst, src hw.Slice) error {
 }
 
 func (s *Stream) checkPair(what string, dst, src hw.Slice) error {
-	if err := s.checkSlice(what+" dst", dst); err != nil {
+	if err := s.checkArg(what, "dst", dst); err != nil {
 		return err
 	}
-	if err := s.checkSlice(what+" src", src); err != nil {
+	if err := s.checkArg(what, "src", src); err != nil {
 		return err
 	}
 	if err := hw.CheckPair(s.dev, dst, src); err != nil {
@@ -318,6 +334,12 @@ func (s *Stream) begin(o *op, now Time) bool {
 	case opRecv:
 		mb := o.peer.mailboxTo(s.dev, o.tag)
 		m, ok := mb.take()
+		if ok && mb.head == len(mb.msgs) && len(mb.waiters) == 0 {
+			// Drop drained mailboxes: plans use a fresh tag per step, and a
+			// map of live ones stays small and fast.
+			delete(s.dev.inbox, mailKey{from: o.peer, tag: o.tag})
+			s.dev.c.freeBoxes = append(s.dev.c.freeBoxes, mb)
+		}
 		if !ok {
 			mb.waiters = append(mb.waiters, s)
 			return false
@@ -484,7 +506,13 @@ func (d *Device) mailboxTo(dst *Device, tag uint64) *mailbox {
 	k := mailKey{from: d, tag: tag}
 	mb := dst.inbox[k]
 	if mb == nil {
-		mb = &mailbox{}
+		c := d.c
+		if n := len(c.freeBoxes); n > 0 {
+			mb = c.freeBoxes[n-1]
+			c.freeBoxes = c.freeBoxes[:n-1]
+		} else {
+			mb = &mailbox{}
+		}
 		dst.inbox[k] = mb
 	}
 	return mb
