@@ -69,3 +69,17 @@ func BenchmarkAllReduceData(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAtScale is the large-world targets, timing-only, one
+// collective per iteration on a cluster built once (the first iteration
+// also pays for computing routes). Run with -benchtime 1x.
+func BenchmarkAtScale(b *testing.B) {
+	for _, tc := range []struct {
+		algo string
+		p    int
+	}{{"rhd", 16384}, {"ring", 4096}} {
+		b.Run(fmt.Sprintf("%s/%d", tc.algo, tc.p), func(b *testing.B) {
+			benchRun(b, fmt.Sprintf("switch:%d", tc.p), ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+		})
+	}
+}

@@ -81,8 +81,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("ops: %s: %d ranks is more than the limit of %d", s.Op, s.Ranks, MaxRanks)
 	case s.Count < 0:
 		return fmt.Errorf("ops: %s: count must be >= 0, got %d", s.Op, s.Count)
-	case s.Count > math.MaxInt32/s.Ranks:
+	case s.Count > math.MaxInt32/s.Ranks && s.Op.blocksPerRank():
 		return fmt.Errorf("ops: %s: count %d x %d ranks is over the limit of %d elements per buffer", s.Op, s.Count, s.Ranks, math.MaxInt32)
+	case s.Count > math.MaxInt32:
+		return fmt.Errorf("ops: %s: count %d is over the limit of %d elements per buffer", s.Op, s.Count, math.MaxInt32)
 	case !s.DType.Valid():
 		return fmt.Errorf("ops: %s: invalid dtype %v", s.Op, s.DType)
 	case s.Op.Reduces() && !s.Redop.Valid():
@@ -133,6 +135,11 @@ func Compile(s Spec) (*Plan, error) {
 		return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
 	}
 	return b.p, nil
+}
+
+// blocksPerRank reports whether a buffer of the op holds one block per rank.
+func (o Op) blocksPerRank() bool {
+	return o == ReduceScatter || o == AllGather || o == Gather || o == AllToAll
 }
 
 // isAvg reports whether the plan ends with a division.
