@@ -18,6 +18,11 @@ type Config struct {
 	TimingOnly bool
 	// Trace records every operation and flow for WriteTrace.
 	Trace bool
+	// Seed, when not 0, fires simultaneous events in a seeded shuffled
+	// order rather than the order they were scheduled: a different valid
+	// interleaving of independent work. Results must not change; times may
+	// differ in the last picosecond from floating-point summation order.
+	Seed uint64
 	// MaxDataBytes caps the bytes of real (non-phantom) buffers the cluster
 	// holds at once; 0 means DefaultMaxDataBytes. Larger experiments belong
 	// in timing-only mode.
@@ -75,6 +80,7 @@ func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
 	c := &Cluster{topo: topo, cfg: cfg, routes: make(map[[2]int32]route)}
 	c.fab.eng = &c.eng
 	c.eng.settle = c.fab.settle
+	c.eng.seed = cfg.Seed
 	if cfg.Trace {
 		c.trace = &tracer{}
 	}

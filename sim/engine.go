@@ -60,7 +60,7 @@ type handler interface {
 // table), so reordering the heap costs no GC write barriers.
 type event struct {
 	at   Time
-	seq  uint64
+	seq  uint64 // scheduling order, or a seeded shuffle of it (see engine.seed)
 	gen  uint64
 	slot int32
 }
@@ -81,6 +81,10 @@ type engine struct {
 	free  []int32
 	fired uint64
 	busy  bool // inside step
+	// seed, when not 0, orders events of one instant by a seeded hash of
+	// their scheduling order instead: another valid interleaving of work
+	// that is simultaneous, for testing that results do not depend on it.
+	seed uint64
 	// settle runs once at the end of each instant, after every event at
 	// that time has fired; it may schedule more events at the same time.
 	settle func(now Time)
@@ -102,7 +106,10 @@ func (e *engine) schedule(at Time, h handler, gen uint64) {
 		e.slots = append(e.slots, h)
 	}
 	ev := event{at: at, seq: e.seq, gen: gen, slot: slot}
-	if e.busy && at == e.now {
+	if e.seed != 0 {
+		ev.seq = mix64(e.seed ^ e.seq)
+	}
+	if e.busy && at == e.now && e.seed == 0 {
 		e.soon = append(e.soon, ev)
 		return
 	}
@@ -184,4 +191,13 @@ func (e *engine) pop() event {
 		i = m
 	}
 	return top
+}
+
+// mix64 is splitmix64's finaliser: a bijection, so shuffled sequence
+// numbers stay distinct.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
