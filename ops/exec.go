@@ -11,14 +11,19 @@ import (
 // every backend. It keeps each rank's streams and scratch buffer between
 // runs, so a sweep reuses them. An Executor is not safe for concurrent use.
 type Executor struct {
-	w     *hw.World
-	lanes [][]hw.Stream
-	tmp   []hw.Buffer
+	w          *hw.World
+	lanes      [][]hw.Stream
+	tmp        []hw.Buffer
+	starts     []hw.Event // per rank, recorded before its steps
+	ends       []hw.Event // per rank, recorded after them
+	laneEvents [][]hw.Event
 }
 
 // NewExecutor prepares to run plans on w.
 func NewExecutor(w *hw.World) *Executor {
-	return &Executor{w: w, lanes: make([][]hw.Stream, w.Size()), tmp: make([]hw.Buffer, w.Size())}
+	n := w.Size()
+	return &Executor{w: w, lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
+		starts: make([]hw.Event, n), ends: make([]hw.Event, n), laneEvents: make([][]hw.Event, n)}
 }
 
 // Run executes plan with rank r reading in[r] and writing out[r], and
@@ -36,18 +41,9 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		return 0, err
 	}
 	p := plan.Ranks
-	starts := make([]hw.Event, p)
-	ends := make([]hw.Event, p)
+	starts, ends := e.starts, e.ends
 	for r := range p {
 		if err := e.prepare(plan, r); err != nil {
-			return 0, err
-		}
-		dev, _ := e.w.Device(r)
-		var err error
-		if starts[r], err = dev.NewEvent(); err != nil {
-			return 0, err
-		}
-		if ends[r], err = dev.NewEvent(); err != nil {
 			return 0, err
 		}
 	}
@@ -140,7 +136,20 @@ func (e *Executor) prepare(plan *Plan, r int) error {
 		if err != nil {
 			return err
 		}
+		ev, err := dev.NewEvent()
+		if err != nil {
+			return err
+		}
 		e.lanes[r] = append(e.lanes[r], s)
+		e.laneEvents[r] = append(e.laneEvents[r], ev)
+	}
+	if e.starts[r] == nil {
+		if e.starts[r], err = dev.NewEvent(); err != nil {
+			return err
+		}
+		if e.ends[r], err = dev.NewEvent(); err != nil {
+			return err
+		}
 	}
 	// Scratch always exists (at least one element), so zero-length steps on
 	// Tmp have a buffer to name.
@@ -231,11 +240,8 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 		}
 	}
 	// Join the lanes on lane 0 before the end event.
-	for _, s := range lanes[1:] {
-		ev, err := dev.NewEvent()
-		if err != nil {
-			return err
-		}
+	for l, s := range lanes[1:] {
+		ev := e.laneEvents[r][l+1]
 		if err := s.Record(ev); err != nil {
 			return err
 		}
