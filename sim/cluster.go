@@ -55,6 +55,9 @@ type Cluster struct {
 	freeOps   []*op
 	opSlab    []op // ops are carved from slabs: a plan enqueues millions at once
 	freeBoxes []*mailbox
+	nodeIndex map[string]int // node name -> index, built when a fault names a link
+	linkDown  []bool         // per topology link, once a link has gone down
+	faultLog  []string
 	events    int
 	data      int64
 	trace     *tracer
@@ -81,6 +84,7 @@ func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
 	c.fab.eng = &c.eng
 	c.eng.settle = c.fab.settle
 	c.eng.seed = cfg.Seed
+	c.fab.onDown = c.reroute
 	if cfg.Trace {
 		c.trace = &tracer{}
 	}
@@ -174,7 +178,13 @@ func (c *Cluster) routeBetween(a, b *Device) (route, error) {
 	if r, ok := c.routes[key]; ok {
 		return r, nil
 	}
-	p, err := c.topo.RouteRanks(a.rank, b.rank)
+	var p topology.Path
+	var err error
+	if c.linkDown == nil {
+		p, err = c.topo.RouteRanks(a.rank, b.rank)
+	} else {
+		p, err = c.topo.RouteAvoiding(a.node, b.node, c.isDown)
+	}
 	if err != nil {
 		return route{}, err
 	}

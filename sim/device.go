@@ -16,6 +16,10 @@ type Device struct {
 	reducer     link
 	reducerPath []*link              // just &reducer, so flows need no new slice
 	inbox       map[mailKey]*mailbox // messages arrived from peers, by sender and tag
+
+	stalledUntil Time // RankStall: no operation starts before this
+	crashed      bool
+	crashedAt    Time
 }
 
 var _ hw.Device = (*Device)(nil)

@@ -19,6 +19,8 @@ type link struct {
 
 	// carried counts bytes that crossed the link, for utilisation reports.
 	carried float64
+	// down marks a link taken out of service by a fault; its capacity is 0.
+	down bool
 }
 
 type flowState uint8
@@ -72,6 +74,8 @@ type fabric struct {
 	last  *flowBatch
 	spare []*flowBatch
 	free  []*flow // finished flows, reused by start
+	// onDown handles a flow about to use a link that is down.
+	onDown func(f *flow, now Time)
 
 	// scratch reused across settles
 	compLinks []*link
@@ -87,7 +91,7 @@ type flowOwner interface {
 
 // start begins a flow of n bytes over links after latency. owner.flowDone
 // runs when// the last byte arrives.
-func (fb *fabric) start(links []*link, latency Time, n float64, owner flowOwner, o *op) {
+func (fb *fabric) start(links []*link, latency Time, n float64, owner flowOwner, o *op) *flow {
 	var f *flow
 	if k := len(fb.free); k > 0 {
 		f = fb.free[k-1]
@@ -100,6 +104,7 @@ func (fb *fabric) start(links []*link, latency Time, n float64, owner flowOwner,
 	f.links, f.bytes, f.remaining, f.owner, f.op, f.start = links, n, n, owner, o, fb.eng.now
 	f.rate, f.prevRate, f.updated, f.scheduled, f.fixed, f.state = 0, 0, 0, false, false, flowLatency
 	fb.at(fb.eng.now+latency, f)
+	return f
 }
 
 // flowBatch is every flow due at one instant, in the order they were
@@ -156,6 +161,12 @@ func (f *flow) fire(now Time, gen uint64) {
 			f.finish(now)
 			return
 		}
+		for _, l := range f.links {
+			if l.down && fb.onDown != nil {
+				fb.onDown(f, now) // reroutes or fails the flow
+				return
+			}
+		}
 		f.state = flowActive
 		f.updated = now
 		if len(f.links) <= len(f.posInline) {
@@ -170,24 +181,60 @@ func (f *flow) fire(now Time, gen uint64) {
 		}
 		fb.active++
 	case flowActive:
-		for i, l := range f.links {
+		for _, l := range f.links {
 			l.carried += f.bytes
-			last := len(l.flows) - 1
-			moved := l.flows[last]
-			l.flows[f.pos[i]] = moved
-			for j, ml := range moved.links {
-				if ml == l {
-					moved.pos[j] = f.pos[i]
-					break
-				}
-			}
-			l.flows[last] = nil
-			l.flows = l.flows[:last]
-			fb.touch(l)
 		}
-		fb.active--
+		fb.detach(f)
 		f.finish(now)
 	}
+}
+
+// detach takes an active flow off its links, bringing its remaining bytes
+// up to date; the links are re-solved at the end of the instant.
+func (fb *fabric) detach(f *flow) {
+	if f.state != flowActive {
+		return
+	}
+	if f.rate > 0 && !math.IsInf(f.rate, 1) {
+		f.remaining = max(0, f.remaining-f.rate*float64(fb.eng.now-f.updated))
+	}
+	f.updated = fb.eng.now
+	for i, l := range f.links {
+		last := len(l.flows) - 1
+		moved := l.flows[last]
+		l.flows[f.pos[i]] = moved
+		for j, ml := range moved.links {
+			if ml == l {
+				moved.pos[j] = f.pos[i]
+				break
+			}
+		}
+		l.flows[last] = nil
+		l.flows = l.flows[:last]
+		fb.touch(l)
+	}
+	fb.active--
+	f.state = flowLatency
+}
+
+// restart sends what is left of f again over links, after latency: the
+// detour of a flow whose path lost a link.
+func (fb *fabric) restart(f *flow, links []*link, latency Time) {
+	fb.detach(f)
+	f.gen++
+	f.links, f.pos = links, nil
+	f.rate, f.prevRate, f.scheduled = 0, 0, false
+	f.state = flowLatency
+	fb.at(fb.eng.now+latency, f)
+}
+
+// cancel drops f without telling its owner.
+func (fb *fabric) cancel(f *flow) {
+	fb.detach(f)
+	f.gen++
+	f.state = flowDone
+	f.links, f.pos, f.owner, f.op = nil, nil, nil, nil
+	fb.free = append(fb.free, f)
 }
 
 func (f *flow) finish(now Time) {

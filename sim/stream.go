@@ -71,7 +71,8 @@ type Stream struct {
 	head        int  // first op not yet finished
 	busy        bool // the head op is in flight
 	kickPending bool
-	issued      int // ops ever enqueued, numbering them
+	issued      int   // ops ever enqueued, numbering them
+	flow        *flow // the head op's transfer or reduction while busy
 	err         error
 }
 
@@ -297,6 +298,14 @@ func (s *Stream) fire(now Time, _ uint64) {
 
 // advance starts queued operations until one is in flight or blocked.
 func (s *Stream) advance(now Time) {
+	if until := s.dev.stalledUntil; until > now && !s.busy && s.head < len(s.queue) {
+		// The rank is stalled: look again when the stall ends.
+		if !s.kickPending {
+			s.kickPending = true
+			s.dev.c.eng.schedule(until, s, 0)
+		}
+		return
+	}
 	for !s.busy && s.err == nil && s.head < len(s.queue) {
 		o := s.queue[s.head]
 		o.start = now
@@ -320,16 +329,23 @@ func (s *Stream) begin(o *op, now Time) bool {
 	case opReduce, opDivide:
 		n := float64(o.dst.Bytes())
 		s.busy = true
-		c.fab.start(s.dev.reducerPath, 0, n, s, o)
+		s.flow = c.fab.start(s.dev.reducerPath, 0, n, s, o)
 		return false
 	case opSend:
+		if o.peer.crashed {
+			s.fail(o, fmt.Errorf("%w: peer rank %d (%s) crashed at %v", ErrCrashed, o.peer.rank, o.peer.name, o.peer.crashedAt))
+			return false
+		}
 		r, err := c.routeBetween(s.dev, o.peer)
 		if err != nil {
+			if c.linkDown != nil {
+				err = fmt.Errorf("no route left with %s down: %w", c.downNames(), err)
+			}
 			s.fail(o, err)
 			return false
 		}
 		s.busy = true
-		c.fab.start(r.links, r.latency, float64(o.src.Bytes()), s, o)
+		s.flow = c.fab.start(r.links, r.latency, float64(o.src.Bytes()), s, o)
 		return false
 	case opRecv:
 		mb := o.peer.mailboxTo(s.dev, o.tag)
@@ -374,7 +390,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 
 // flowDone finishes the stream's in-flight send, reduce or divide.
 func (s *Stream) flowDone(now Time, o *op) {
-	s.busy = false
+	s.busy, s.flow = false, nil
 	if o.kind == opSend {
 		s.dev.c.deliver(s.dev, o, now)
 	} else if err := s.apply(o); err != nil {
@@ -430,7 +446,7 @@ func (s *Stream) complete(o *op, now Time) {
 // skipped, and events it would have recorded fail their waiters.
 func (s *Stream) fail(o *op, cause error) {
 	c := s.dev.c
-	s.busy = false
+	s.busy, s.flow = false, nil
 	s.err = fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, o.index, o, cause)
 	for _, rest := range s.queue[s.head:] {
 		if rest.kind == opRecord {
@@ -572,9 +588,13 @@ func (c *Cluster) deadlock() error {
 			continue
 		}
 		o := s.queue[s.head]
+		waiting := o.String()
+		if o.kind == opRecv && o.peer.crashed {
+			waiting += fmt.Sprintf(", but rank %d crashed at %v", o.peer.rank, o.peer.crashedAt)
+		}
 		blocked = append(blocked, BlockedStream{
 			Rank: s.dev.rank, Device: s.dev.name, Stream: s.id, Op: o.index,
-			Waiting: o.String(), Pending: len(s.queue) - s.head - 1,
+			Waiting: waiting, Pending: len(s.queue) - s.head - 1,
 		})
 	}
 	if len(blocked) == 0 {

@@ -6,6 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/graph"
 	"gonum.org/v1/gonum/graph/path"
+	"gonum.org/v1/gonum/graph/traverse"
 )
 
 // Path is a route through the fabric.
@@ -101,7 +102,54 @@ func (t *Topology) RouteRanks(srcRank, dstRank int) (Path, error) {
 }
 
 func (t *Topology) shortest(src, dst int) (Path, error) {
-	g := routeGraph{fullGraph{t}, int32(dst)}
+	return t.shortestIn(routeGraph{fullGraph{t}, int32(dst)}, src, dst)
+}
+
+// RouteAvoiding is Route over the links for which down returns false: the
+// route traffic takes while those links are out of service. It is computed
+// afresh on every call (nothing is cached) and returns an error wrapping
+// ErrRoute when no path is left.
+func (t *Topology) RouteAvoiding(src, dst int, down func(link int) bool) (Path, error) {
+	if !t.built() {
+		return Path{}, newErr(ErrRoute, "route: topology was not built with New")
+	}
+	if src < 0 || src >= len(t.Nodes) || dst < 0 || dst >= len(t.Nodes) {
+		return Path{}, newErr(ErrRoute, "route: nodes %d and %d not both in 0..%d", src, dst, len(t.Nodes)-1)
+	}
+	if src == dst {
+		return Path{}, nil
+	}
+	return t.shortestIn(avoidGraph{routeGraph{fullGraph{t}, int32(dst)}, down}, src, dst)
+}
+
+// avoidGraph is routeGraph without the links that are down.
+type avoidGraph struct {
+	routeGraph
+	down func(link int) bool
+}
+
+func (g avoidGraph) From(id int64) graph.Nodes {
+	inner, _ := g.t.neighbours(id)
+	up := make([]adjItem, 0, len(inner))
+	for _, a := range inner {
+		if !g.down(int(a.edge / 2)) {
+			up = append(up, a)
+		}
+	}
+	extra := int32(-1)
+	if d := int64(g.dst); d != id && g.t.degree(d) == 1 {
+		if a := g.t.adj[g.t.adjStart[d]]; int64(a.nbr) == id && !g.down(int(a.edge/2)) {
+			extra = g.dst
+		}
+	}
+	if len(up) == 0 && extra < 0 {
+		return graph.Empty
+	}
+	return &listIter{seg: up, extra: extra, cur: -1}
+}
+
+// shortestIn finds the path in g (a view of t) and turns it into edges.
+func (t *Topology) shortestIn(g traverse.Graph, src, dst int) (Path, error) {
 	nodes, _ := path.DijkstraFromTo(gnode(src), gnode(dst), g)
 	if len(nodes) < 2 {
 		return Path{}, newErr(ErrRoute, "route: no path from %s (node %d) to %s (node %d)", t.Nodes[src].Name, src, t.Nodes[dst].Name, dst)

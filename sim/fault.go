@@ -1,0 +1,341 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/topology"
+)
+
+// FaultKind is what a Fault does.
+type FaultKind uint8
+
+const (
+	LinkDown    FaultKind = iota + 1 // both directions of Link stop carrying traffic
+	LinkDegrade                      // Link keeps Factor of its bandwidth
+	RankStall                        // Rank starts no new operation for For
+	RankCrash                        // Rank fails: its streams stop with ErrCrashed
+	SlowReduce                       // Rank's reduction bandwidth is scaled by Factor
+)
+
+// ErrCrashed is wrapped by the errors of operations on, or sends to, a
+// crashed rank.
+var ErrCrashed = errors.New("rank crashed")
+
+// Fault is a change to the simulated system at a chosen time. Its text
+// form (ParseFault, String) is:
+//
+//	link A-B down at T
+//	link A-B degrade P% at T
+//	rank R stall D at T
+//	rank R crash at T
+//	rank R slow P% [at T]
+//
+// where A-B names a link by its two nodes (either order), T and D are
+// durations such as 100us or 1.5ms, and P is the percentage of nominal
+// bandwidth left (0 < P ≤ 100).
+type Fault struct {
+	Kind   FaultKind
+	At     Time
+	Link   string  // LinkDown, LinkDegrade
+	Rank   int     // RankStall, RankCrash, SlowReduce
+	Factor float64 // LinkDegrade, SlowReduce: fraction of nominal bandwidth left
+	For    Time    // RankStall
+}
+
+// ParseFault reads one fault in the syntax documented on Fault.
+func ParseFault(s string) (Fault, error) {
+	bad := func(why string, args ...any) (Fault, error) {
+		return Fault{}, fmt.Errorf("sim: fault %q: %s", s, fmt.Sprintf(why, args...))
+	}
+	w := strings.Fields(s)
+	at := func(i int) (Time, error) {
+		if len(w) == i {
+			return 0, nil
+		}
+		if len(w) != i+2 || w[i] != "at" {
+			return 0, fmt.Errorf("expected \"at TIME\" at the end")
+		}
+		return parseTime(w[i+1])
+	}
+	var f Fault
+	var err error
+	if len(w) < 3 {
+		return bad("too short; see the syntax in the README (e.g. 'link gpu3-sw0 down at 100us')")
+	}
+	switch w[0] {
+	case "link":
+		f.Link = w[1]
+		switch w[2] {
+		case "down":
+			f.Kind = LinkDown
+			f.At, err = at(3)
+		case "degrade":
+			f.Kind = LinkDegrade
+			if len(w) < 4 {
+				return bad("degrade needs a percentage, e.g. 'degrade 50%%'")
+			}
+			if f.Factor, err = parsePercent(w[3]); err == nil {
+				f.At, err = at(4)
+			}
+		default:
+			return bad("unknown link fault %q (want down or degrade)", w[2])
+		}
+	case "rank":
+		if f.Rank, err = strconv.Atoi(w[1]); err != nil || f.Rank < 0 {
+			return bad("rank %q is not a non-negative integer", w[1])
+		}
+		switch w[2] {
+		case "stall":
+			f.Kind = RankStall
+			if len(w) < 4 {
+				return bad("stall needs a duration, e.g. 'stall 20us'")
+			}
+			if f.For, err = parseTime(w[3]); err == nil {
+				f.At, err = at(4)
+			}
+		case "crash":
+			f.Kind = RankCrash
+			f.At, err = at(3)
+		case "slow":
+			f.Kind = SlowReduce
+			if len(w) < 4 {
+				return bad("slow needs a percentage, e.g. 'slow 25%%'")
+			}
+			if f.Factor, err = parsePercent(w[3]); err == nil {
+				f.At, err = at(4)
+			}
+		default:
+			return bad("unknown rank fault %q (want stall, crash or slow)", w[2])
+		}
+	default:
+		return bad("unknown target %q (want link or rank)", w[0])
+	}
+	if err != nil {
+		return bad("%v", err)
+	}
+	return f, nil
+}
+
+func parseTime(s string) (Time, error) {
+	sec, err := topology.ParseLatency(s)
+	if err != nil {
+		return 0, err
+	}
+	t := FromSeconds(sec)
+	if t == Never {
+		return 0, fmt.Errorf("time %q is too large", s)
+	}
+	return t, nil
+}
+
+func parsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil || !strings.HasSuffix(s, "%") || !(v > 0 && v <= 100) {
+		return 0, fmt.Errorf("%q is not a percentage in (0%%, 100%%]", s)
+	}
+	return v / 100, nil
+}
+
+// String prints the fault in ParseFault's syntax.
+func (f Fault) String() string {
+	pct := strconv.FormatFloat(f.Factor*100, 'g', -1, 64) + "%"
+	at := " at " + topology.FormatLatency(f.At.Seconds())
+	switch f.Kind {
+	case LinkDown:
+		return "link " + f.Link + " down" + at
+	case LinkDegrade:
+		return "link " + f.Link + " degrade " + pct + at
+	case RankStall:
+		return fmt.Sprintf("rank %d stall %s%s", f.Rank, topology.FormatLatency(f.For.Seconds()), at)
+	case RankCrash:
+		return fmt.Sprintf("rank %d crash%s", f.Rank, at)
+	case SlowReduce:
+		return fmt.Sprintf("rank %d slow %s%s", f.Rank, pct, at)
+	}
+	return "fault?"
+}
+
+// faultEvent applies a fault when its time comes.
+type faultEvent struct {
+	c *Cluster
+	f Fault
+}
+
+func (e *faultEvent) fire(now Time, _ uint64) { e.c.apply(e.f, now) }
+
+// Inject schedules f. It checks the fault against the topology at once;
+// a fault in the past is an error.
+func (c *Cluster) Inject(f Fault) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("sim: inject: %w", hw.ErrClosed)
+	}
+	if f.At < c.eng.now {
+		return fmt.Errorf("sim: inject %v: simulated time is already %v", f, c.eng.now)
+	}
+	switch f.Kind {
+	case LinkDown, LinkDegrade:
+		if _, err := c.linkNamed(f.Link); err != nil {
+			return fmt.Errorf("sim: inject %v: %w", f, err)
+		}
+	case RankStall, RankCrash, SlowReduce:
+		if f.Rank < 0 || f.Rank >= len(c.devices) {
+			return fmt.Errorf("sim: inject %v: rank %d not in 0..%d", f, f.Rank, len(c.devices)-1)
+		}
+	default:
+		return fmt.Errorf("sim: inject: unknown fault kind %d", f.Kind)
+	}
+	if (f.Kind == LinkDegrade || f.Kind == SlowReduce) && !(f.Factor > 0 && f.Factor <= 1) {
+		return fmt.Errorf("sim: inject %v: factor %v not in (0, 1]", f, f.Factor)
+	}
+	if f.Kind == RankStall && f.For < 0 {
+		return fmt.Errorf("sim: inject %v: negative stall", f)
+	}
+	c.eng.schedule(f.At, &faultEvent{c: c, f: f}, 0)
+	return nil
+}
+
+// linkNamed finds the topology link "A-B" (either order). Node names may
+// contain '-', so every split point is tried.
+func (c *Cluster) linkNamed(name string) (int, error) {
+	if c.nodeIndex == nil {
+		c.nodeIndex = make(map[string]int, len(c.topo.Nodes))
+		for i, n := range c.topo.Nodes {
+			c.nodeIndex[n.Name] = i
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] != '-' {
+			continue
+		}
+		a, okA := c.nodeIndex[name[:i]]
+		b, okB := c.nodeIndex[name[i+1:]]
+		if !okA || !okB {
+			continue
+		}
+		for l, lk := range c.topo.Links {
+			if (lk.A == a && lk.B == b) || (lk.A == b && lk.B == a) {
+				return l, nil
+			}
+		}
+		return 0, fmt.Errorf("no link between %s and %s", name[:i], name[i+1:])
+	}
+	return 0, fmt.Errorf("no link named %q (write it as NODE-NODE, e.g. gpu0-sw0)", name)
+}
+
+func (c *Cluster) logf(now Time, format string, args ...any) {
+	c.faultLog = append(c.faultLog, fmt.Sprintf("%v: ", now)+fmt.Sprintf(format, args...))
+}
+
+// FaultLog lists, in order, every fault applied and what it caused
+// (reroutes, failed transfers).
+func (c *Cluster) FaultLog() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.faultLog...)
+}
+
+// apply carries out a fault at its time.
+func (c *Cluster) apply(f Fault, now Time) {
+	c.logf(now, "%v", f)
+	switch f.Kind {
+	case LinkDown, LinkDegrade:
+		l, _ := c.linkNamed(f.Link)
+		for _, e := range []int{2 * l, 2*l + 1} {
+			lk := c.edge(e)
+			if f.Kind == LinkDegrade {
+				lk.capacity = perPicosecond(c.topo.EdgeBW(e)) * f.Factor
+			} else {
+				lk.down, lk.capacity = true, 0
+			}
+			c.fab.touch(lk)
+		}
+		if f.Kind == LinkDown {
+			if c.linkDown == nil {
+				c.linkDown = make([]bool, len(c.topo.Links))
+			}
+			c.linkDown[l] = true
+			c.routes = make(map[[2]int32]route) // routes change around the hole
+			for _, e := range []int{2 * l, 2*l + 1} {
+				for _, fl := range append([]*flow(nil), c.edges[e].flows...) {
+					c.reroute(fl, now)
+				}
+			}
+		}
+	case RankStall:
+		d := c.devices[f.Rank]
+		d.stalledUntil = max(d.stalledUntil, now+f.For)
+	case SlowReduce:
+		d := c.devices[f.Rank]
+		d.reducer.capacity = perPicosecond(c.topo.Nodes[d.node].ReduceBW) * f.Factor
+		c.fab.touch(&d.reducer)
+	case RankCrash:
+		d := c.devices[f.Rank]
+		d.crashed, d.crashedAt = true, now
+		for _, s := range c.streams {
+			switch {
+			case s.dev == d:
+				s.crash(fmt.Errorf("%w: rank %d (%s) crashed at %v", ErrCrashed, d.rank, d.name, now))
+			case s.busy && s.flow != nil && s.head < len(s.queue) && s.queue[s.head].kind == opSend && s.queue[s.head].peer == d:
+				s.crash(fmt.Errorf("%w: peer rank %d (%s) crashed at %v during the transfer", ErrCrashed, d.rank, d.name, now))
+			}
+		}
+	}
+}
+
+// crash cancels the stream's transfer in flight, if any, and fails it.
+func (s *Stream) crash(err error) {
+	if s.err != nil || s.head >= len(s.queue) {
+		if s.err == nil {
+			s.err = fmt.Errorf("sim: rank %d (%s) stream %d: %w", s.dev.rank, s.dev.name, s.id, err)
+		}
+		return
+	}
+	if s.flow != nil {
+		s.dev.c.fab.cancel(s.flow)
+		s.flow = nil
+	}
+	s.fail(s.queue[s.head], err)
+}
+
+// reroute moves a transfer whose path lost a link onto the best remaining
+// route, or fails it when no route is left.
+func (c *Cluster) reroute(f *flow, now Time) {
+	s, ok := f.owner.(*Stream)
+	if !ok || f.op == nil || f.op.kind != opSend {
+		c.fab.cancel(f)
+		return
+	}
+	o := f.op
+	r, err := c.routeBetween(s.dev, o.peer)
+	if err != nil {
+		c.logf(now, "transfer rank %d -> rank %d cut off: %v", s.dev.rank, o.peer.rank, err)
+		c.fab.cancel(f)
+		s.flow = nil
+		s.fail(o, fmt.Errorf("no route left from rank %d (%s) to rank %d (%s) with %s down: %w",
+			s.dev.rank, s.dev.name, o.peer.rank, o.peer.name, c.downNames(), err))
+		return
+	}
+	c.logf(now, "transfer rank %d -> rank %d rerouted (%d hops, %v)", s.dev.rank, o.peer.rank, len(r.links), r.latency)
+	c.fab.restart(f, r.links, r.latency)
+}
+
+// downNames lists the links that are down, for errors.
+func (c *Cluster) downNames() string {
+	var names []string
+	for l, d := range c.linkDown {
+		if d {
+			lk := c.topo.Links[l]
+			names = append(names, c.topo.Nodes[lk.A].Name+"-"+c.topo.Nodes[lk.B].Name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// isDown reports whether topology link l is down.
+func (c *Cluster) isDown(l int) bool { return l < len(c.linkDown) && c.linkDown[l] }

@@ -1,0 +1,161 @@
+package sim_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/sim"
+)
+
+func TestParseFaultRoundTrip(t *testing.T) {
+	for _, s := range []string{
+		"link gpu3-sw0 down at 100us",
+		"link gpu0-gpu1 degrade 50% at 1.5ms",
+		"rank 2 stall 20us at 5us",
+		"rank 1 crash at 1ms",
+		"rank 0 slow 25% at 0",
+	} {
+		f, err := sim.ParseFault(s)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if got := f.String(); got != s {
+			t.Errorf("ParseFault(%q).String() = %q", s, got)
+		}
+	}
+	for _, s := range []string{"", "link", "link a-b", "link a-b up at 1us", "link a-b degrade 0% at 1us",
+		"link a-b degrade 150% at 1us", "rank x crash at 1us", "rank -1 crash", "rank 1 stall",
+		"rank 1 crash at", "rank 1 crash in 5us", "disk 3 full", "rank 1 slow 50", "rank 1 crash at 1parsec"} {
+		if _, err := sim.ParseFault(s); err == nil {
+			t.Errorf("ParseFault(%q) succeeded", s)
+		}
+	}
+}
+
+// sendOnce sends n bytes from rank a to rank b and returns the send's
+// error, the receive's, and when the receive finished.
+func sendOnce(t *testing.T, c *sim.Cluster, a, b, n int) (sendErr, recvErr error) {
+	t.Helper()
+	d := c.Devices()
+	src := try(d[a].Alloc(hw.U8, n))(t)
+	dst := try(d[b].Alloc(hw.U8, n))(t)
+	pattern := make([]byte, n)
+	for i := range pattern {
+		pattern[i] = byte(i * 7)
+	}
+	ok(t, src.Write(pattern))
+	sa, sb := try(d[a].NewStream())(t), try(d[b].NewStream())(t)
+	ok(t, sa.Send(hw.Whole(src), d[b], 0))
+	ok(t, sb.Recv(hw.Whole(dst), d[a], 0))
+	sendErr, recvErr = sa.Synchronize(), sb.Synchronize()
+	if recvErr == nil {
+		got := make([]byte, n)
+		ok(t, dst.Read(got))
+		if string(got) != string(pattern) {
+			t.Fatal("received data differs from what was sent")
+		}
+	}
+	return sendErr, recvErr
+}
+
+func TestLinkDownReroutesInFlightTransfer(t *testing.T) {
+	c := newCluster(t, "ring:4,bw=100GB/s,lat=1us", sim.Config{})
+	// 1 MB 0->1 direct: 1us latency, then 10us of drain. The link dies at
+	// 6us with half the bytes moved; the rest takes the 3-hop detour:
+	// 3us latency + 5us = done at 14us.
+	ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 down at 6us"))(t)))
+	sendErr, recvErr := sendOnce(t, c, 0, 1, 1_000_000)
+	ok(t, sendErr)
+	ok(t, recvErr)
+	if now := c.Now(); now != 14*sim.Microsecond {
+		t.Fatalf("finished at %v, want 14us", now)
+	}
+	log := strings.Join(c.FaultLog(), "\n")
+	if !strings.Contains(log, "link gpu0-gpu1 down") || !strings.Contains(log, "rank 0 -> rank 1 rerouted (3 hops") {
+		t.Fatalf("fault log does not report the reroute:\n%s", log)
+	}
+	// Later transfers route around the hole from the start: 3us + 10us.
+	start := c.Now()
+	ok(t, firstErr(sendOnce(t, c, 0, 1, 1_000_000)))
+	if d := c.Now() - start; d != 13*sim.Microsecond {
+		t.Fatalf("a transfer after the fault took %v, want 13us", d)
+	}
+}
+
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func TestLinkDownWithoutDetourFailsAndNamesTheLink(t *testing.T) {
+	c := newCluster(t, "switch:3,bw=100GB/s,lat=1us", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("link sw0-gpu1 down at 5us"))(t)))
+	sendErr, recvErr := sendOnce(t, c, 0, 1, 1_000_000)
+	if sendErr == nil || !strings.Contains(sendErr.Error(), "gpu1-sw0") || !strings.Contains(sendErr.Error(), "rank 0") || !strings.Contains(sendErr.Error(), "rank 1") {
+		t.Fatalf("send error %v should name the link and both ranks", sendErr)
+	}
+	if !errors.Is(recvErr, hw.ErrDeadlock) {
+		t.Fatalf("receiver: %v, want a deadlock report rather than a hang", recvErr)
+	}
+}
+
+func TestDegradedLinkHalvesBandwidth(t *testing.T) {
+	c := newCluster(t, "ring:2,bw=100GB/s,lat=1us", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 degrade 50% at 0"))(t)))
+	ok(t, firstErr(sendOnce(t, c, 0, 1, 1_000_000)))
+	if now := c.Now(); now != 21*sim.Microsecond {
+		t.Fatalf("finished at %v, want 1us + 20us", now)
+	}
+}
+
+func TestStalledRankStartsLate(t *testing.T) {
+	c := newCluster(t, "ring:2,bw=100GB/s,lat=1us", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("rank 0 stall 7us at 0"))(t)))
+	ok(t, firstErr(sendOnce(t, c, 0, 1, 1_000_000)))
+	if now := c.Now(); now != 18*sim.Microsecond {
+		t.Fatalf("finished at %v, want 7us stall + 11us", now)
+	}
+}
+
+func TestCrashFailsPeersInsteadOfHanging(t *testing.T) {
+	c := newCluster(t, "ring:3,bw=100GB/s,lat=1us", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("rank 1 crash at 5us"))(t)))
+	d := c.Devices()
+	buf := func(r int) hw.Slice { return hw.Whole(try(d[r].Alloc(hw.U8, 1_000_000))(t)) }
+	s0, s2 := try(d[0].NewStream())(t), try(d[2].NewStream())(t)
+	ok(t, s0.Send(buf(0), d[1], 0)) // in flight when rank 1 dies
+	ok(t, s2.Recv(buf(2), d[1], 0)) // waits for a message that never comes
+	if err := s0.Synchronize(); !errors.Is(err, sim.ErrCrashed) || !strings.Contains(err.Error(), "rank 1") {
+		t.Fatalf("sender: %v, want ErrCrashed naming rank 1", err)
+	}
+	err := s2.Synchronize()
+	if !errors.Is(err, hw.ErrDeadlock) || !strings.Contains(err.Error(), "rank 1 crashed at 5.000000us") {
+		t.Fatalf("receiver: %v, want a deadlock report saying rank 1 crashed", err)
+	}
+}
+
+func TestSlowReduce(t *testing.T) {
+	c := newCluster(t, "ring:2,reduce=2GB/s", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("rank 0 slow 25% at 0"))(t)))
+	d := c.Devices()[0]
+	x, y := try(d.Alloc(hw.F32, 500))(t), try(d.Alloc(hw.F32, 500))(t)
+	s := try(d.NewStream())(t)
+	ok(t, s.Reduce(hw.Sum, hw.Whole(x), hw.Whole(y)))
+	ok(t, s.Synchronize())
+	if now := c.Now(); now != 4*sim.Microsecond {
+		t.Fatalf("2000 bytes at 0.5 GB/s took %v, want 4us", now)
+	}
+}
+
+func TestInjectRefusesBadFaults(t *testing.T) {
+	c := newCluster(t, "ring:2", sim.Config{})
+	for _, f := range []string{"link gpu0-gpu9 down at 0", "link gpu0-sw0 down at 0", "rank 5 crash at 0"} {
+		if err := c.Inject(try(sim.ParseFault(f))(t)); err == nil {
+			t.Errorf("Inject(%q) succeeded", f)
+		}
+	}
+}
