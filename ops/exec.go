@@ -53,12 +53,22 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		}
 	}
 	var errs []error
+	deadlock := false
 	for r := range p {
 		for _, s := range e.lanes[r][:plan.Lanes] {
-			if err := s.Synchronize(); err != nil {
-				errs = append(errs, err)
-				break
+			err := s.Synchronize()
+			if err == nil {
+				continue
 			}
+			// A deadlock report already lists every blocked stream: keep one.
+			if errors.Is(err, hw.ErrDeadlock) {
+				if deadlock {
+					break
+				}
+				deadlock = true
+			}
+			errs = append(errs, err)
+			break
 		}
 	}
 	if len(errs) > 0 {

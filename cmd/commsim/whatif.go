@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+)
+
+// whatIfFlags are bench's flags (one size) plus the faults.
+type whatIfFlags struct {
+	benchFlags
+	bytes  string
+	faults []string
+}
+
+func newWhatIfCmd() *cobra.Command {
+	var f whatIfFlags
+	cmd := &cobra.Command{
+		Use:   "what-if",
+		Short: "Run a collective with and without faults and compare",
+		Long: `what-if runs one collective twice on the same topology: once as it is, once
+with the faults given by --fault, and reports both times and the difference,
+what the faults caused (reroutes, transfers cut off) or the error the faulted
+run ended with. Fault times count from the start of the collective.
+
+Fault syntax (repeat --fault for several):
+  link A-B down at T          both directions stop; transfers reroute if they can
+  link A-B degrade P% at T    the link keeps P% of its bandwidth
+  rank R stall D at T         rank R starts nothing new for D
+  rank R crash at T           rank R fails; its peers get errors, not hangs
+  rank R slow P% [at T]       rank R reduces at P% of its bandwidth`,
+		Example: `  commsim what-if --topo ring:8 --op allreduce --algo ring -e 64MiB --fault 'link gpu3-gpu4 down at 20us'
+  commsim what-if --topo dgx-h100 --op allgather --fault 'link gpu0-sw0 degrade 25% at 0' --check
+  commsim what-if --topo switch:16 --op reduce --algo tree --fault 'rank 5 crash at 3us' --timing-only`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.OutOrStdout())
+		},
+	}
+	scratch := &cobra.Command{}
+	f.register(scratch, "auto")
+	scratch.Flags().VisitAll(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "min-bytes", "factor", "max-bytes":
+		default:
+			cmd.Flags().AddFlag(fl)
+		}
+	})
+	cmd.Flags().StringVarP(&f.bytes, "bytes", "e", "64MiB", "size of the collective (bench's meaning of size)")
+	cmd.Flags().StringArrayVar(&f.faults, "fault", nil, "a fault, e.g. 'link gpu3-sw0 down at 100us' (repeatable)")
+	return cmd
+}
+
+// scenario is one run of a what-if.
+type scenario struct {
+	Name   string   `json:"scenario"`
+	TimeUS float64  `json:"time_us,omitempty"`
+	BusBW  float64  `json:"busbw_gbps,omitempty"`
+	Wrong  *int     `json:"wrong,omitempty"`
+	Error  string   `json:"error,omitempty"`
+	Log    []string `json:"log,omitempty"`
+}
+
+func (f *whatIfFlags) run(w io.Writer) error {
+	if len(f.faults) == 0 {
+		return usagef("what-if needs at least one --fault")
+	}
+	var faults []sim.Fault
+	for _, s := range f.faults {
+		ft, err := sim.ParseFault(s)
+		if err != nil {
+			return usageError{err}
+		}
+		faults = append(faults, ft)
+	}
+	f.minBytes, f.maxBytes, f.factor = f.bytes, f.bytes, 2
+	s, err := f.parse()
+	if err != nil {
+		return err
+	}
+	if s.format == "csv" {
+		return usagef("what-if writes a table or JSON, not csv")
+	}
+	spec, moved := s.spec(s.sizes[0])
+	plan, err := s.plan(spec)
+	if err != nil {
+		return err
+	}
+	// Build both clusters first, so a fault that does not fit the
+	// topology is refused before anything runs.
+	var clusters []*sim.Cluster
+	for range 2 {
+		c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		clusters = append(clusters, c)
+	}
+	for _, ft := range faults {
+		if err := clusters[1].Inject(ft); err != nil {
+			return usageError{err}
+		}
+	}
+	var runs []scenario
+	for i, c := range clusters {
+		withFaults := i == 1
+		sc := scenario{Name: "baseline"}
+		if withFaults {
+			sc.Name = "with faults"
+		}
+		res, err := s.runOnce(c, ops.NewExecutor(c.World()), plan, false, moved)
+		if err != nil {
+			sc.Error = err.Error()
+		} else {
+			sc.TimeUS, sc.BusBW, sc.Wrong = res.timeUS, res.busbw, wrongPtr(res.wrong)
+		}
+		sc.Log = c.FaultLog()
+		runs = append(runs, sc)
+		if !withFaults && err != nil {
+			return err // the collective fails even without faults
+		}
+	}
+	if s.format == "json" {
+		enc := json.NewEncoder(w)
+		for _, r := range runs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "# commsim what-if: %s/%s of %s on %s (%d ranks), %s\n", s.op, plan.Algo, formatBytes(moved), s.topoName, plan.Ranks,
+		map[bool]string{true: "timing-only", false: "with data"}[s.timingOnly])
+	for _, r := range runs {
+		if r.Error != "" {
+			fmt.Fprintf(w, "%-12s failed: %s\n", r.Name, strings.ReplaceAll(r.Error, "\n", "\n             "))
+			continue
+		}
+		fmt.Fprintf(w, "%-12s %12.3f us  %9.2f GB/s busbw", r.Name, r.TimeUS, r.BusBW)
+		if r.Wrong != nil {
+			fmt.Fprintf(w, "  #wrong %d", *r.Wrong)
+		}
+		fmt.Fprintln(w)
+	}
+	if base, hit := runs[0], runs[1]; hit.Error == "" && base.TimeUS > 0 {
+		fmt.Fprintf(w, "difference   %+12.3f us  (%+.1f%%)\n", hit.TimeUS-base.TimeUS, 100*(hit.TimeUS-base.TimeUS)/base.TimeUS)
+	}
+	fmt.Fprintln(w, "# what the faults did:")
+	for _, line := range runs[1].Log {
+		fmt.Fprintf(w, "#   %s\n", line)
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestWhatIfReroutesAndStillComputesRightResults(t *testing.T) {
+	status, out, errOut := commsim("what-if", "--topo", "ring:4,bw=100GB/s,lat=1us", "--op", "allreduce", "--algo", "ring",
+		"-e", "1MiB", "--check", "--fault", "link gpu1-gpu2 down at 3us")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"baseline", "with faults", "#wrong 0", "difference", "link gpu1-gpu2 down", "rank 1 -> rank 2 rerouted (3 hops"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "#wrong 1") || strings.Contains(out, "failed") {
+		t.Errorf("the rerouted run went wrong:\n%s", out)
+	}
+}
+
+func TestWhatIfReportsCrashAsErrorNotHang(t *testing.T) {
+	status, out, errOut := commsim("what-if", "--topo", "switch:8", "--op", "broadcast", "--algo", "tree", "--timing-only",
+		"-e", "1MiB", "--fault", "rank 2 crash at 1us", "--format", "json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 JSON lines, got %q", out)
+	}
+	var hit map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &hit); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := hit["error"].(string); !strings.Contains(e, "rank 2") || !strings.Contains(e, "crash") {
+		t.Fatalf("faulted run error = %q, want it to name the crashed rank", e)
+	}
+}
+
+func TestWhatIfBadInputExits2(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no fault":     {"what-if", "--topo", "ring:4"},
+		"bad syntax":   {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu1 sideways"},
+		"unknown link": {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu2 down at 1us"},
+		"bad rank":     {"what-if", "--topo", "ring:4", "--fault", "rank 9 crash at 1us"},
+		"csv":          {"what-if", "--topo", "ring:4", "--fault", "rank 1 crash at 1us", "--format", "csv"},
+	} {
+		status, _, errOut := commsim(args...)
+		if status != 2 || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
+			t.Errorf("%s: status %d, stderr %q; want 2 and one line", name, status, errOut)
+		}
+	}
+}
