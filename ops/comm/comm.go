@@ -1,0 +1,314 @@
+// Package comm gives every rank its own communicator handle, as NCCL and
+// MPI do: ranks (usually one goroutine each) call collectives
+// independently; the k-th call of every rank forms slot k; the calls of a
+// slot are matched and checked against each other before any data moves,
+// and then run together as one ops plan on the world.
+//
+// This is where the two failures users hate most become errors:
+//
+//   - ranks that ask for different collectives, counts, dtypes, reduce ops
+//     or roots in the same slot get a *MismatchError naming every rank and
+//     what it asked for;
+//   - a slot that some rank never joins does not hang: after
+//     Config.Timeout every waiting rank gets a *TimeoutError naming the
+//     ranks that did not come and what the others asked for.
+//
+// The timeout is host (wall-clock) time and only bounds waiting; it never
+// enters simulated results.
+package comm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+)
+
+// DefaultTimeout bounds how long a rank waits for the others when
+// Config.Timeout is 0.
+const DefaultTimeout = 30 * time.Second
+
+// ErrClosed is returned by calls on a closed communicator.
+var ErrClosed = errors.New("comm: closed")
+
+// Config tunes a communicator.
+type Config struct {
+	// Timeout is how long a rank waits in a slot for the other ranks.
+	Timeout time.Duration
+	// Algo is the algorithm for calls that leave Call.Algo empty; default
+	// "auto" when Cost is set, else "ring".
+	Algo string
+	// Cost prices plans for "auto".
+	Cost ops.CostModel
+}
+
+// Call is what one rank asks for. Count follows ops.Spec's meaning per op.
+type Call struct {
+	Op    ops.Op
+	Algo  string
+	Count int
+	DType hw.DType
+	Redop hw.ReduceOp
+	Root  int
+}
+
+func (c Call) String() string {
+	s := fmt.Sprintf("%s count=%d %s", c.Op, c.Count, c.DType)
+	if c.Op.Reduces() {
+		s += " " + c.Redop.String()
+	}
+	if c.Op.Rooted() {
+		s += fmt.Sprintf(" root=%d", c.Root)
+	}
+	if c.Algo != "" {
+		s += " algo=" + c.Algo
+	}
+	return s
+}
+
+// Comm is a communicator over a world.
+type Comm struct {
+	w    *hw.World
+	cfg  Config
+	exec *ops.Executor
+
+	mu     sync.Mutex
+	next   []int         // per rank: its next slot
+	slots  map[int]*slot // open slots
+	closed bool
+}
+
+// slot gathers the calls of one round.
+type slot struct {
+	id      int
+	calls   []*Call // per rank; nil until the rank arrives
+	in, out []hw.Slice
+	arrived int
+	done    chan struct{}
+	err     error
+	seconds float64
+}
+
+// New makes a communicator over w.
+func New(w *hw.World, cfg Config) (*Comm, error) {
+	if w == nil {
+		return nil, fmt.Errorf("comm: nil world")
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("comm: negative timeout %v", cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Algo == "" {
+		cfg.Algo = "ring"
+		if cfg.Cost != nil {
+			cfg.Algo = "auto"
+		}
+	}
+	return &Comm{w: w, cfg: cfg, exec: ops.NewExecutor(w), next: make([]int, w.Size()), slots: map[int]*slot{}}, nil
+}
+
+// Close fails every open slot and later calls with ErrClosed.
+func (c *Comm) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.closed = true
+	for _, s := range c.slots {
+		if s.err == nil {
+			s.err = ErrClosed
+			close(s.done)
+		}
+	}
+	return nil
+}
+
+// Do is rank's next collective: it blocks until every rank has made its
+// matching call and the collective has run, and returns the collective's
+// time in seconds. in and out follow ops.Executor.Run (in place when they
+// overlap as NCCL's in-place calls do).
+func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
+	if call.Algo == "" {
+		call.Algo = c.cfg.Algo
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0, ErrClosed
+	}
+	if rank < 0 || rank >= c.w.Size() {
+		c.mu.Unlock()
+		return 0, fmt.Errorf("comm: rank %d not in 0..%d", rank, c.w.Size()-1)
+	}
+	id := c.next[rank]
+	c.next[rank]++
+	s := c.slots[id]
+	if s == nil {
+		n := c.w.Size()
+		s = &slot{id: id, calls: make([]*Call, n), in: make([]hw.Slice, n), out: make([]hw.Slice, n), done: make(chan struct{})}
+		c.slots[id] = s
+	}
+	if s.err != nil { // the slot already failed (timed out or closed)
+		s.calls[rank] = &call
+		c.mu.Unlock()
+		return 0, s.err
+	}
+	s.calls[rank], s.in[rank], s.out[rank] = &call, in, out
+	s.arrived++
+	last := s.arrived == c.w.Size()
+	if last {
+		delete(c.slots, id)
+	}
+	c.mu.Unlock()
+	// A slot that failed stays in c.slots, so ranks arriving late get its
+	// error rather than opening a new slot with the same number.
+
+	if last {
+		secs, err := c.run(s)
+		c.mu.Lock()
+		s.seconds, s.err = secs, err
+		close(s.done)
+		c.mu.Unlock()
+		return secs, err
+	}
+	timer := time.NewTimer(c.cfg.Timeout)
+	defer timer.Stop()
+	select {
+	case <-s.done:
+		return s.seconds, s.err
+	case <-timer.C:
+	}
+	c.mu.Lock()
+	if s.arrived == c.w.Size() || s.err != nil {
+		// Everyone came (the collective is running) or another rank
+		// already failed the slot: its outcome is on the way.
+		c.mu.Unlock()
+		<-s.done
+		return s.seconds, s.err
+	}
+	s.err = s.timeout(c.cfg.Timeout)
+	close(s.done)
+	c.mu.Unlock()
+	return 0, s.err
+}
+
+// run checks a full slot and executes it.
+func (c *Comm) run(s *slot) (float64, error) {
+	if err := s.mismatch(); err != nil {
+		return 0, err
+	}
+	call := *s.calls[0]
+	spec := ops.Spec{Op: call.Op, Algo: call.Algo, Ranks: c.w.Size(), Count: call.Count, Root: call.Root, DType: call.DType, Redop: call.Redop}
+	var plan *ops.Plan
+	var err error
+	if spec.Algo == "auto" {
+		if c.cfg.Cost == nil {
+			return 0, fmt.Errorf("comm: slot %d: algorithm auto needs Config.Cost", s.id)
+		}
+		plan, _, err = ops.Select(spec, c.cfg.Cost)
+	} else {
+		plan, err = ops.Compile(spec)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("comm: slot %d: %w", s.id, err)
+	}
+	return c.exec.Run(plan, s.in, s.out)
+}
+
+// MismatchError reports ranks that asked for different collectives in one
+// slot. Calls[r] is rank r's request.
+type MismatchError struct {
+	Slot  int
+	Calls []Call
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("comm: slot %d: ranks disagree: %s", e.Slot, groupRanks(e.Calls, nil))
+}
+
+// TimeoutError reports a slot that some ranks never joined.
+type TimeoutError struct {
+	Slot    int
+	After   time.Duration
+	Missing []int
+	Calls   []*Call // nil for the missing ranks
+}
+
+func (e *TimeoutError) Error() string {
+	var present []Call
+	var who []int
+	for r, c := range e.Calls {
+		if c != nil {
+			present = append(present, *c)
+			who = append(who, r)
+		}
+	}
+	return fmt.Sprintf("comm: slot %d: %s never called within %v; %s", e.Slot, rankList(e.Missing), e.After, groupRanks(present, who))
+}
+
+func (s *slot) mismatch() error {
+	first := *s.calls[0]
+	for _, c := range s.calls[1:] {
+		if *c != first {
+			calls := make([]Call, len(s.calls))
+			for r, c := range s.calls {
+				calls[r] = *c
+			}
+			return &MismatchError{Slot: s.id, Calls: calls}
+		}
+	}
+	return nil
+}
+
+func (s *slot) timeout(after time.Duration) error {
+	var missing []int
+	for r, c := range s.calls {
+		if c == nil {
+			missing = append(missing, r)
+		}
+	}
+	return &TimeoutError{Slot: s.id, After: after, Missing: missing, Calls: slices.Clone(s.calls)}
+}
+
+// groupRanks prints "ranks 0-2,4 asked for X; rank 3 asked for Y", in
+// the order each request first appears. who[i] is the rank of calls[i]
+// (nil: calls are indexed by rank).
+func groupRanks(calls []Call, who []int) string {
+	var order []Call
+	ranks := map[Call][]int{}
+	for i, c := range calls {
+		r := i
+		if who != nil {
+			r = who[i]
+		}
+		if _, ok := ranks[c]; !ok {
+			order = append(order, c)
+		}
+		ranks[c] = append(ranks[c], r)
+	}
+	var parts []string
+	for _, c := range order {
+		parts = append(parts, fmt.Sprintf("%s asked for %v", rankList(ranks[c]), c))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// rankList prints "rank 3" or "ranks 0, 1, 4".
+func rankList(rs []int) string {
+	if len(rs) == 1 {
+		return fmt.Sprintf("rank %d", rs[0])
+	}
+	var s []string
+	for _, r := range rs {
+		s = append(s, fmt.Sprint(r))
+	}
+	return "ranks " + strings.Join(s, ", ")
+}
