@@ -159,3 +159,23 @@ func TestInjectRefusesBadFaults(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseFault(f *testing.F) {
+	for _, s := range []string{"link gpu3-sw0 down at 100us", "link a-b-c degrade 12.5% at 1ms", "rank 2 stall 20us at 5us",
+		"rank 1 crash at 1ms", "rank 0 slow 25%", "rank 99999999999999999999 crash", "link - down at -1us", "rank 1 stall 1e400s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ft, err := sim.ParseFault(s)
+		if err != nil {
+			return
+		}
+		again, err := sim.ParseFault(ft.String())
+		if err != nil {
+			t.Fatalf("%q parsed, but its String %q does not: %v", s, ft.String(), err)
+		}
+		if again != ft {
+			t.Fatalf("%q -> %+v -> %q -> %+v", s, ft, ft.String(), again)
+		}
+	})
+}
