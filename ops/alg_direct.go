@@ -56,6 +56,7 @@ func directCopyOnly(b *builder) {
 // everyone; each chunk is reduced once, so every rank holds the same tree.
 // Tags: 0 reduce-scatter, 1 all-gather.
 func directAllReduce(b *builder) error {
+	b.expect(2 * (b.p.Ranks - 1)) // at least a send and a receive per peer
 	p, n := b.p.Ranks, b.p.Count
 	if p == 1 {
 		directCopyOnly(b)
@@ -187,6 +188,7 @@ func directReduce(b *builder) error {
 // q = r−1, r−2, …. All sends precede the receives on the one lane, so In
 // is fully read before Out (the same memory in place) is written: no Tmp.
 func directAllToAll(b *builder) error {
+	b.expect(2 * (b.p.Ranks - 1)) // at least a send and a receive per peer
 	p, n := b.p.Ranks, b.p.Count
 	blk := func(buf Buf, j int) Ref { return ref(buf, mod(j, p)*n, n) }
 	for r := range p {

@@ -15,6 +15,7 @@ var pairwisePlans = map[Op]generator{
 // already (at step k itself when 2k = p, the send preceding the receive)
 // and is received straight into Out. Tmp holds ⌊(p−1)/2⌋ blocks.
 func pairwiseAllToAll(b *builder) error {
+	b.expect(2 * (b.p.Ranks - 1)) // at least a send and a receive per peer
 	p, n := b.p.Ranks, b.p.Count
 	blk := func(buf Buf, j int) Ref { return ref(buf, mod(j, p)*n, n) }
 	staged := (p - 1) / 2 // the steps k with 2k < p

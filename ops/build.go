@@ -5,14 +5,24 @@ import "github.com/commsim/commsim/hw"
 // builder accumulates a plan's steps. Algorithms call its methods rank by
 // rank; each returns the index of the step it added, for After lists.
 type builder struct {
-	p *Plan
+	p     *Plan
+	steps int // steps added so far, all ranks
 }
+
+// planTooLarge unwinds a generator that passed MaxPlanSteps; Compile
+// recovers it (and only it) and returns ErrTooLarge. Generators are plain
+// loops with no error path per step, and this stops them at once instead
+// of emitting millions of steps that would be thrown away.
+type planTooLarge struct{ steps int }
 
 func newBuilder(spec Spec, inLen, outLen int) *builder {
 	return &builder{p: &Plan{Spec: spec, InLen: inLen, OutLen: outLen, Lanes: 1, Steps: make([][]Step, spec.Ranks)}}
 }
 
 func (b *builder) add(r int, s Step) int {
+	if b.steps++; b.steps > MaxPlanSteps {
+		panic(planTooLarge{b.steps})
+	}
 	if s.Lane+1 > b.p.Lanes {
 		b.p.Lanes = s.Lane + 1
 	}
@@ -20,9 +30,18 @@ func (b *builder) add(r int, s Step) int {
 	return len(b.p.Steps[r]) - 1
 }
 
+// expect refuses the plan at once if perRank steps on every rank would pass
+// MaxPlanSteps: O(p²) algorithms call it so they fail fast at scale.
+func (b *builder) expect(perRank int) {
+	if total := perRank * len(b.p.Steps); total > MaxPlanSteps {
+		panic(planTooLarge{total + 1})
+	}
+}
+
 // reserve sizes every rank's step list for n steps, so large plans are not
 // copied again and again as they grow.
 func (b *builder) reserve(n int) {
+	b.expect(n) // refuse before allocating it
 	for r := range b.p.Steps {
 		if cap(b.p.Steps[r]) < n {
 			b.p.Steps[r] = make([]Step, 0, n)

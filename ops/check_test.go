@@ -1,7 +1,9 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -175,4 +177,16 @@ func ExamplePlan_Describe() {
 	//   2: recv out[1:2] from 1 tag 0
 	//   3: send out[1:2] to 0 tag 1
 	//   4: recv out[0:1] from 1 tag 1
+}
+
+func TestCompileRefusesPlansOverTheStepLimit(t *testing.T) {
+	// Ring all-reduce on 4096 ranks: 4096 × (5·4095 + 1) ≈ 84M steps.
+	_, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 4096, Count: 4096, DType: hw.F32, Redop: hw.Sum})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 16777216") {
+		t.Fatalf("err = %v, want ErrTooLarge with the step count", err)
+	}
+	// rhd on 16384 ranks stays well inside.
+	if _, err := Compile(Spec{Op: AllReduce, Algo: "rhd", Ranks: 16384, Count: 16384, DType: hw.F32, Redop: hw.Sum}); err != nil {
+		t.Fatal(err)
+	}
 }

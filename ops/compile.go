@@ -13,9 +13,19 @@ import (
 // MaxRanks is the largest world a plan may describe.
 const MaxRanks = 1 << 20
 
+// MaxPlanSteps bounds the steps of one plan, all ranks together. A plan
+// holds every step of every rank (about 100 bytes each), and the executor
+// enqueues them all, so 16M steps is a few GB; Compile refuses larger plans
+// with the figure instead of running the machine out of memory.
+const MaxPlanSteps = 16 << 20
+
 // ErrUnsupported is wrapped by Compile's error when an algorithm does not
 // implement an op (or a shape of it).
 var ErrUnsupported = errors.New("unsupported")
+
+// ErrTooLarge is wrapped by Compile's error when a plan would exceed
+// MaxPlanSteps.
+var ErrTooLarge = errors.New("plan too large")
 
 // generator emits the steps of one algorithm for one op into b. The spec in
 // b.p has been validated.
@@ -131,7 +141,7 @@ func Compile(s Spec) (*Plan, error) {
 	}
 	in, out := s.BufferLens()
 	b := newBuilder(s, in, out)
-	if err := gen(b); err != nil {
+	if err := generate(gen, b); err != nil {
 		return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
 	}
 	return b.p, nil
@@ -140,6 +150,22 @@ func Compile(s Spec) (*Plan, error) {
 // blocksPerRank reports whether a buffer of the op holds one block per rank.
 func (o Op) blocksPerRank() bool {
 	return o == ReduceScatter || o == AllGather || o == Gather || o == AllToAll
+}
+
+// generate runs gen, turning the builder's planTooLarge unwinding into an
+// error. Any other panic is a bug and keeps going.
+func generate(gen generator, b *builder) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			big, ok := r.(planTooLarge)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: at least %d plan steps, over the limit of %d; algorithms with O(p log p) steps (rd, rhd, tree) scale further",
+				ErrTooLarge, big.steps-1, MaxPlanSteps)
+		}
+	}()
+	return gen(b)
 }
 
 // isAvg reports whether the plan ends with a division.
