@@ -152,3 +152,10 @@ func TestBenchIsDeterministic(t *testing.T) {
 		t.Fatalf("two runs differ:\n%s\n---\n%s", a, b)
 	}
 }
+
+func TestBenchRefusesSweepsThatWouldTakeHours(t *testing.T) {
+	status, _, errOut := commsim("bench", "--topo", "switch:1024", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "1GiB", "-f", "1.05", "--timing-only")
+	if status != 2 || !strings.Contains(errOut, "hours") || !strings.Contains(errOut, "limit is 1 hour") {
+		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+}
