@@ -1,7 +1,5 @@
 package ops
 
-import "github.com/commsim/commsim/hw"
-
 // builder accumulates a plan's steps. Algorithms call its methods rank by
 // rank; each returns the index of the step it added, for After lists.
 type builder struct {
@@ -84,7 +82,7 @@ func (b *builder) divide(r int, dst Ref) int {
 
 // finishAvg divides dst when the plan averages.
 func (b *builder) finishAvg(r int, dst Ref) {
-	if b.p.Redop == hw.Avg {
+	if isAvg(b.p.Spec) {
 		b.divide(r, dst)
 	}
 }

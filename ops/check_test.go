@@ -190,3 +190,16 @@ func TestCompileRefusesPlansOverTheStepLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAvgOnlyDividesReductions: a redop on an op that does not reduce is
+// ignored; in particular avg must not add a division to a copy.
+func TestAvgOnlyDividesReductions(t *testing.T) {
+	for _, op := range []Op{SendRecv, AllGather, Broadcast, Gather, AllToAll} {
+		for _, alg := range AlgorithmsFor(op) {
+			p := mustPlan(t, Spec{Op: op, Algo: alg, Ranks: 3, Count: 4, DType: hw.F32, Redop: hw.Avg})
+			if err := Check(p); err != nil {
+				t.Errorf("%s/%s with redop avg: %v", op, alg, err)
+			}
+		}
+	}
+}

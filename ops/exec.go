@@ -119,6 +119,18 @@ func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {
 	return nil
 }
 
+// InPlace lays out rank's input and output inside one buffer slice of
+// max(InLen, OutLen) elements the way NCCL's in-place calls do (see Run).
+func (p *Plan) InPlace(rank int, whole hw.Slice) (in, out hw.Slice) {
+	switch {
+	case p.OutInIn():
+		return whole, whole.Sub(rank*p.Count, p.Count)
+	case p.InLen < p.OutLen:
+		return whole.Sub(p.InPlaceOffset(rank), p.InLen), whole
+	}
+	return whole, whole
+}
+
 // checkAlias accepts disjoint slices and NCCL's in-place layouts only.
 func checkAlias(plan *Plan, r int, in, out hw.Slice) error {
 	if in.Buf != out.Buf || in.Len == 0 || out.Len == 0 ||

@@ -48,15 +48,8 @@ func buffers(t testing.TB, c *sim.Cluster, plan *ops.Plan, inPlace bool) (in, ou
 		if err != nil {
 			t.Fatal(err)
 		}
-		whole := hw.Whole(b)
-		switch {
-		case plan.OutInIn():
-			in, out = append(in, whole), append(out, whole.Sub(r*plan.Count, plan.Count))
-		case plan.InPlaceOffset(r) != 0 || plan.InLen != plan.OutLen:
-			in, out = append(in, whole.Sub(plan.InPlaceOffset(r), plan.InLen)), append(out, whole)
-		default:
-			in, out = append(in, whole), append(out, whole)
-		}
+		i, o := plan.InPlace(r, hw.Whole(b))
+		in, out = append(in, i), append(out, o)
 	}
 	return in, out
 }

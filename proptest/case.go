@@ -68,8 +68,15 @@ func Run(w *hw.World, c Case, inPlace bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if len(c.Inputs) != plan.Ranks {
-		return Result{}, fmt.Errorf("proptest: case has inputs for %d ranks, plan %d", len(c.Inputs), plan.Ranks)
+	return RunPlan(w, plan, c.Inputs, inPlace)
+}
+
+// RunPlan is Run for a plan that is already compiled (or mutated): rank r
+// reads inputs[r] (the plan's InLen elements), in place as NCCL lays it
+// out (ops.Plan.InPlace) or out of place.
+func RunPlan(w *hw.World, plan *ops.Plan, inputs [][]byte, inPlace bool) (Result, error) {
+	if len(inputs) != plan.Ranks {
+		return Result{}, fmt.Errorf("proptest: inputs for %d ranks, plan for %d", len(inputs), plan.Ranks)
 	}
 	size := plan.DType.Size()
 	in, out := make([]hw.Slice, plan.Ranks), make([]hw.Slice, plan.Ranks)
@@ -79,46 +86,39 @@ func Run(w *hw.World, c Case, inPlace bool) (Result, error) {
 			b.Free()
 		}
 	}()
+	alloc := func(d hw.Device, n int) (hw.Slice, error) {
+		b, err := d.Alloc(plan.DType, n)
+		if err != nil {
+			return hw.Slice{}, err
+		}
+		bufs = append(bufs, b)
+		return hw.Whole(b), nil
+	}
 	for r := range plan.Ranks {
 		d, err := w.Device(r)
 		if err != nil {
 			return Result{}, err
 		}
-		if len(c.Inputs[r]) != plan.InLen*size {
-			return Result{}, fmt.Errorf("proptest: rank %d input has %d bytes, want %d", r, len(c.Inputs[r]), plan.InLen*size)
+		if len(inputs[r]) != plan.InLen*size {
+			return Result{}, fmt.Errorf("proptest: rank %d input has %d bytes, want %d", r, len(inputs[r]), plan.InLen*size)
 		}
-		if !inPlace {
-			ib, err := d.Alloc(plan.DType, plan.InLen)
+		if inPlace {
+			whole, err := alloc(d, max(plan.InLen, plan.OutLen))
 			if err != nil {
 				return Result{}, err
 			}
-			ob, err := d.Alloc(plan.DType, plan.OutLen)
-			if err != nil {
+			in[r], out[r] = plan.InPlace(r, whole)
+		} else {
+			if in[r], err = alloc(d, plan.InLen); err != nil {
 				return Result{}, err
 			}
-			bufs = append(bufs, ib, ob)
-			if err := ib.Write(c.Inputs[r]); err != nil {
+			if out[r], err = alloc(d, plan.OutLen); err != nil {
 				return Result{}, err
 			}
-			in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
-			continue
 		}
-		b, err := d.Alloc(plan.DType, max(plan.InLen, plan.OutLen))
-		if err != nil {
-			return Result{}, err
-		}
-		bufs = append(bufs, b)
-		whole := hw.Whole(b)
-		in[r], out[r] = whole, whole
-		switch {
-		case plan.OutInIn():
-			out[r] = whole.Sub(r*plan.Count, plan.Count)
-		case plan.InLen < plan.OutLen:
-			in[r] = whole.Sub(plan.InPlaceOffset(r), plan.InLen)
-		}
-		raw := make([]byte, b.Len()*size)
-		copy(raw[in[r].Off*size:], c.Inputs[r])
-		if err := b.Write(raw); err != nil {
+		raw := make([]byte, in[r].Buf.Len()*size)
+		copy(raw[in[r].Off*size:], inputs[r])
+		if err := in[r].Buf.Write(raw); err != nil {
 			return Result{}, err
 		}
 	}

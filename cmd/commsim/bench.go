@@ -413,13 +413,7 @@ func (s *sweep) runOnce(c *sim.Cluster, exec *ops.Executor, plan *ops.Plan, inPl
 		if err != nil {
 			return result{}, err
 		}
-		in[r], out[r] = whole, whole
-		switch {
-		case plan.OutInIn():
-			out[r] = whole.Sub(r*plan.Count, plan.Count)
-		case plan.InLen < plan.OutLen:
-			in[r] = whole.Sub(plan.InPlaceOffset(r), plan.InLen)
-		}
+		in[r], out[r] = plan.InPlace(r, whole)
 	}
 	// Without --check the values do not matter: buffers start zeroed and
 	// the reductions still run on real data.
