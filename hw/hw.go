@@ -83,6 +83,15 @@ type Event interface {
 	ElapsedSince(start Event) (float64, error)
 }
 
+// Computer is an optional interface of a Stream that models compute:
+// Compute occupies the stream for the given seconds, as a kernel of that
+// length would, so communication can be timed against it (training-step
+// experiments). The simulator implements it; on real devices compute is
+// real and this interface is not needed.
+type Computer interface {
+	Compute(seconds float64, label string) error
+}
+
 // Unwrapper is an optional interface implemented by a Device that decorates
 // another one (tracing, fault injection, timing). Capability lookups go
 // through it; see As.

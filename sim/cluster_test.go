@@ -465,3 +465,44 @@ func TestConcurrentEnqueue(t *testing.T) {
 	wg.Wait()
 	ok(t, c.Run())
 }
+
+func TestComputeOccupiesTheStream(t *testing.T) {
+	c := newCluster(t, "ring:2,bw=100GB/s,lat=1us", sim.Config{Trace: true})
+	d := c.Devices()
+	compute, comm := try(d[0].NewStream())(t), try(d[0].NewStream())(t)
+	ev := try(d[0].NewEvent())(t)
+	ok(t, compute.(hw.Computer).Compute(5e-6, "layer 3 backward"))
+	ok(t, compute.Record(ev))
+	ok(t, comm.Wait(ev))
+	src, dst := try(d[0].Alloc(hw.U8, 1_000_000))(t), try(d[1].Alloc(hw.U8, 1_000_000))(t)
+	ok(t, comm.Send(hw.Whole(src), d[1], 0))
+	r := try(d[1].NewStream())(t)
+	ok(t, r.Recv(hw.Whole(dst), d[0], 0))
+	ok(t, r.Synchronize())
+	// 5us of compute, then 1us + 10us of transfer.
+	if now := c.Now(); now != 16*sim.Microsecond {
+		t.Fatalf("finished at %v, want 16us", now)
+	}
+	if err := compute.(hw.Computer).Compute(-1, "x"); !errors.Is(err, hw.ErrBadArgument) {
+		t.Fatalf("negative compute: %v", err)
+	}
+	var buf bytes.Buffer
+	ok(t, c.WriteTrace(&buf))
+	if !strings.Contains(buf.String(), `compute \"layer 3 backward\"`) {
+		t.Fatal("trace lacks the compute span")
+	}
+}
+
+func TestCrashDuringComputeDoesNotPanic(t *testing.T) {
+	c := newCluster(t, "ring:2", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("rank 0 crash at 1us"))(t)))
+	s := try(c.Devices()[0].NewStream())(t)
+	ok(t, s.(hw.Computer).Compute(5e-6, "busy"))
+	if err := s.Synchronize(); !errors.Is(err, sim.ErrCrashed) {
+		t.Fatalf("Synchronize = %v, want ErrCrashed", err)
+	}
+	// The compute's end event still fires, into a failed stream.
+	if err := c.Run(); !errors.Is(err, sim.ErrCrashed) {
+		t.Fatalf("Run = %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -17,16 +18,18 @@ const (
 	opRecv
 	opRecord
 	opWait
+	opCompute
 )
 
 var opNames = [...]string{
-	opCopy:   "copy",
-	opReduce: "reduce",
-	opDivide: "divide",
-	opSend:   "send",
-	opRecv:   "recv",
-	opRecord: "record",
-	opWait:   "wait",
+	opCopy:    "copy",
+	opReduce:  "reduce",
+	opDivide:  "divide",
+	opSend:    "send",
+	opRecv:    "recv",
+	opRecord:  "record",
+	opWait:    "wait",
+	opCompute: "compute",
 }
 
 // op is one queued stream operation: plain data, described by String.
@@ -39,7 +42,9 @@ type op struct {
 	peer     *Device
 	tag      uint64
 	ev       *Event
-	target   int // Wait: the Record count that must have completed
+	target   int    // Wait: the Record count that must have completed
+	dur      Time   // Compute
+	label    string // Compute
 	start    Time
 }
 
@@ -59,6 +64,8 @@ func (o *op) String() string {
 		return fmt.Sprintf("record event %d", o.ev.id)
 	case opWait:
 		return fmt.Sprintf("wait for event %d of %s (record #%d; %d done)", o.ev.id, o.ev.dev.name, o.target, o.ev.completed)
+	case opCompute:
+		return fmt.Sprintf("compute %q for %v", o.label, o.dur)
 	}
 	return "op?"
 }
@@ -73,10 +80,17 @@ type Stream struct {
 	kickPending bool
 	issued      int   // ops ever enqueued, numbering them
 	flow        *flow // the head op's transfer or reduction while busy
+	computing   *op   // the head op while a Compute runs
 	err         error
 }
 
-var _ hw.Stream = (*Stream)(nil)
+var (
+	_ hw.Stream   = (*Stream)(nil)
+	_ hw.Computer = (*Stream)(nil)
+)
+
+// computeDone is the event generation that ends a Compute (kicks use 0).
+const computeDone = 1
 
 // Device is the stream's device.
 func (s *Stream) Device() hw.Device { return s.dev }
@@ -263,6 +277,16 @@ func (s *Stream) Wait(ev hw.Event) error {
 	return s.enqueue(op{kind: opWait, ev: e, target: e.enqueued})
 }
 
+// Compute occupies the stream for the given simulated seconds.
+func (s *Stream) Compute(seconds float64, label string) error {
+	s.dev.c.mu.Lock()
+	defer s.dev.c.mu.Unlock()
+	if !(seconds >= 0) || math.IsInf(seconds, 0) {
+		return fmt.Errorf("sim: %s: compute %q: %w: duration %v s", s.dev.name, label, hw.ErrBadArgument, seconds)
+	}
+	return s.enqueue(op{kind: opCompute, dur: FromSeconds(seconds), label: label})
+}
+
 // Synchronize runs the simulation until the stream's queue is empty, and
 // returns its first failure, or a deadlock error if it can never empty.
 func (s *Stream) Synchronize() error {
@@ -291,7 +315,17 @@ func (c *Cluster) kick(s *Stream) {
 	c.eng.schedule(c.eng.now, s, 0)
 }
 
-func (s *Stream) fire(now Time, _ uint64) {
+func (s *Stream) fire(now Time, gen uint64) {
+	if gen == computeDone {
+		o := s.computing
+		if o == nil {
+			return // the stream failed while computing
+		}
+		s.computing, s.busy = nil, false
+		s.complete(o, now)
+		s.advance(now)
+		return
+	}
 	s.kickPending = false
 	s.advance(now)
 }
@@ -373,6 +407,13 @@ func (s *Stream) begin(o *op, now Time) bool {
 			c.kick(w)
 		}
 		return true
+	case opCompute:
+		if o.dur == 0 {
+			return true
+		}
+		s.busy, s.computing = true, o
+		c.eng.schedule(now+o.dur, s, computeDone)
+		return false
 	case opWait:
 		e := o.ev
 		if e.err != nil {
@@ -446,7 +487,7 @@ func (s *Stream) complete(o *op, now Time) {
 // skipped, and events it would have recorded fail their waiters.
 func (s *Stream) fail(o *op, cause error) {
 	c := s.dev.c
-	s.busy, s.flow = false, nil
+	s.busy, s.flow, s.computing = false, nil, nil
 	s.err = fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, o.index, o, cause)
 	for _, rest := range s.queue[s.head:] {
 		if rest.kind == opRecord {
