@@ -17,13 +17,14 @@ type Executor struct {
 	starts     []hw.Event // per rank, recorded before its steps
 	ends       []hw.Event // per rank, recorded after them
 	laneEvents [][]hw.Event
+	retired    [][]hw.Buffer // per rank: outgrown scratch, freed after a wait
 }
 
 // NewExecutor prepares to run plans on w.
 func NewExecutor(w *hw.World) *Executor {
 	n := w.Size()
 	return &Executor{w: w, lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
-		starts: make([]hw.Event, n), ends: make([]hw.Event, n), laneEvents: make([][]hw.Event, n)}
+		starts: make([]hw.Event, n), ends: make([]hw.Event, n), laneEvents: make([][]hw.Event, n), retired: make([][]hw.Buffer, n)}
 }
 
 // Run executes plan with rank r reading in[r] and writing out[r], and
@@ -48,7 +49,7 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		}
 	}
 	for r := range p {
-		if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r]); err != nil {
+		if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r], nil); err != nil {
 			return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
 		}
 	}
@@ -69,6 +70,11 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 			}
 			errs = append(errs, err)
 			break
+		}
+	}
+	for r := range p {
+		if err := e.releaseRetired(r); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
@@ -96,27 +102,82 @@ func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {
 		return fmt.Errorf("ops: run %v: got %d input and %d output slices for %d ranks", plan.Spec, len(in), len(out), plan.Ranks)
 	}
 	for r := range plan.Ranks {
-		dev, _ := e.w.Device(r)
-		for _, c := range []struct {
-			name string
-			s    hw.Slice
-			want int
-		}{{"input", in[r], plan.InLen}, {"output", out[r], plan.OutLen}} {
-			if err := c.s.CheckOn(dev); err != nil {
-				return fmt.Errorf("ops: run %v: rank %d %s: %w", plan.Spec, r, c.name, err)
-			}
-			if c.s.DType() != plan.DType {
-				return fmt.Errorf("ops: run %v: rank %d %s: %w: buffer is %s, plan is %s", plan.Spec, r, c.name, hw.ErrDTypeMismatch, c.s.DType(), plan.DType)
-			}
-			if c.s.Len != c.want {
-				return fmt.Errorf("ops: run %v: rank %d %s: %w: %d elements, plan needs %d", plan.Spec, r, c.name, hw.ErrSizeMismatch, c.s.Len, c.want)
-			}
-		}
-		if err := checkAlias(plan, r, in[r], out[r]); err != nil {
-			return fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
+		if err := e.checkRank(plan, r, in[r], out[r]); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkRank checks one rank's buffers against the plan.
+func (e *Executor) checkRank(plan *Plan, r int, in, out hw.Slice) error {
+	dev, err := e.w.Device(r)
+	if err != nil {
+		return fmt.Errorf("ops: run %v: %w", plan.Spec, err)
+	}
+	for _, c := range []struct {
+		name string
+		s    hw.Slice
+		want int
+	}{{"input", in, plan.InLen}, {"output", out, plan.OutLen}} {
+		if err := c.s.CheckOn(dev); err != nil {
+			return fmt.Errorf("ops: run %v: rank %d %s: %w", plan.Spec, r, c.name, err)
+		}
+		if c.s.DType() != plan.DType {
+			return fmt.Errorf("ops: run %v: rank %d %s: %w: buffer is %s, plan is %s", plan.Spec, r, c.name, hw.ErrDTypeMismatch, c.s.DType(), plan.DType)
+		}
+		if c.s.Len != c.want {
+			return fmt.Errorf("ops: run %v: rank %d %s: %w: %d elements, plan needs %d", plan.Spec, r, c.name, hw.ErrSizeMismatch, c.s.Len, c.want)
+		}
+	}
+	if err := checkAlias(plan, r, in, out); err != nil {
+		return fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
+	}
+	return nil
+}
+
+// Enqueue puts rank's part of plan on the rank's streams, after the events
+// in after have been reached, and returns without waiting. The returned
+// event is recorded when the rank's part has finished; the other ranks
+// must enqueue their parts too (in the same order of plans) before anyone
+// waits. Use it when ranks start a collective at different times, as
+// gradient buckets do; Run is Enqueue on every rank plus the wait.
+func (e *Executor) Enqueue(plan *Plan, rank int, in, out hw.Slice, after ...hw.Event) (hw.Event, error) {
+	if plan == nil || plan.Ranks != e.w.Size() {
+		return nil, fmt.Errorf("ops: enqueue: plan is nil or not for %d ranks", e.w.Size())
+	}
+	if err := e.checkRank(plan, rank, in, out); err != nil {
+		return nil, err
+	}
+	if err := e.prepare(plan, rank); err != nil {
+		return nil, err
+	}
+	dev, _ := e.w.Device(rank)
+	start, err := dev.NewEvent()
+	if err != nil {
+		return nil, err
+	}
+	end, err := dev.NewEvent()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.enqueue(plan, rank, in, out, start, end, after); err != nil {
+		return nil, fmt.Errorf("ops: enqueue %v: rank %d: %w", plan.Spec, rank, err)
+	}
+	return end, nil
+}
+
+// Synchronize waits for everything enqueued on rank's streams.
+func (e *Executor) Synchronize(rank int) error {
+	if rank < 0 || rank >= len(e.lanes) {
+		return fmt.Errorf("ops: synchronize: rank %d not in 0..%d", rank, len(e.lanes)-1)
+	}
+	for _, s := range e.lanes[rank] {
+		if err := s.Synchronize(); err != nil {
+			return err
+		}
+	}
+	return e.releaseRetired(rank)
 }
 
 // InPlace lays out rank's input and output inside one buffer slice of
@@ -177,9 +238,9 @@ func (e *Executor) prepare(plan *Plan, r int) error {
 	// Tmp have a buffer to name.
 	if t := e.tmp[r]; t == nil || t.DType() != plan.DType || t.Len() < plan.TmpLen {
 		if t != nil {
-			if err := t.Free(); err != nil {
-				return err
-			}
+			// Work already enqueued may still use it: free it after the
+			// next wait.
+			e.retired[r] = append(e.retired[r], t)
 		}
 		e.tmp[r] = nil
 		if e.tmp[r], err = dev.Alloc(plan.DType, max(plan.TmpLen, 1)); err != nil {
@@ -189,8 +250,20 @@ func (e *Executor) prepare(plan *Plan, r int) error {
 	return nil
 }
 
-// enqueue puts rank r's steps on its lanes, between events start and end.
-func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Event) error {
+// releaseRetired frees scratch buffers that were replaced by bigger ones;
+// call it only when rank r's streams are idle.
+func (e *Executor) releaseRetired(r int) error {
+	var errs []error
+	for _, b := range e.retired[r] {
+		errs = append(errs, b.Free())
+	}
+	e.retired[r] = nil
+	return errors.Join(errs...)
+}
+
+// enqueue puts rank r's steps on its lanes, after the events in after,
+// between events start and end.
+func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Event, after []hw.Event) error {
 	lanes := e.lanes[r][:plan.Lanes]
 	resolve := func(ref Ref) hw.Slice {
 		switch ref.Buf {
@@ -200,6 +273,11 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 			return out.Sub(ref.Off, ref.Len)
 		}
 		return hw.Slice{Buf: e.tmp[r], Off: ref.Off, Len: ref.Len}
+	}
+	for _, ev := range after {
+		if err := lanes[0].Wait(ev); err != nil {
+			return err
+		}
 	}
 	if err := lanes[0].Record(start); err != nil {
 		return err

@@ -338,3 +338,49 @@ func TestRunRefusesBadBuffers(t *testing.T) {
 		t.Fatalf("good run after refusals: %v", err)
 	}
 }
+
+// TestEnqueueLetsRanksStartApart: rank 1 joins after 10us of compute; the
+// all-reduce starts when it does, and the result is right.
+func TestEnqueueLetsRanksStartApart(t *testing.T) {
+	c, _ := world(t, "switch:2,bw=100GB/s,lat=1us", sim.Config{})
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 2, Count: 2, DType: hw.I32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ops.NewExecutor(c.World())
+	d := c.Devices()
+	bufs := make([]hw.Slice, 2)
+	for r := range 2 {
+		b, _ := d[r].Alloc(hw.I32, 2)
+		bufs[r] = hw.Whole(b)
+		if err := writeSlice(bufs[r], []int32{int32(r + 1), 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compute, _ := d[1].NewStream()
+	ready, _ := d[1].NewEvent()
+	compute.(hw.Computer).Compute(10e-6, "backward")
+	compute.Record(ready)
+	if _, err := e.Enqueue(plan, 0, bufs[0], bufs[0]); err != nil {
+		t.Fatal(err)
+	}
+	end, err := e.Enqueue(plan, 1, bufs[1], bufs[1], ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		if err := e.Synchronize(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range 2 {
+		if got, _ := readSlice(bufs[r]); got[0] != 3 || got[1] != 20 {
+			t.Fatalf("rank %d = %v, want [3 20]", r, got)
+		}
+	}
+	// 10us wait, then 2 ring steps of 2us (GPU→switch→GPU) + 4 bytes.
+	at, _ := end.(*sim.Event).Time()
+	if want := 10*sim.Microsecond + 2*(2*sim.Microsecond+40); at != want {
+		t.Fatalf("rank 1 finished at %v, want %v", at, want)
+	}
+}
