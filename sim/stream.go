@@ -81,6 +81,7 @@ type Stream struct {
 	issued      int   // ops ever enqueued, numbering them
 	flow        *flow // the head op's transfer or reduction while busy
 	computing   *op   // the head op while a Compute runs
+	computes    bool  // ever enqueued a Compute: named so in traces
 	err         error
 }
 
@@ -284,6 +285,7 @@ func (s *Stream) Compute(seconds float64, label string) error {
 	if !(seconds >= 0) || math.IsInf(seconds, 0) {
 		return fmt.Errorf("sim: %s: compute %q: %w: duration %v s", s.dev.name, label, hw.ErrBadArgument, seconds)
 	}
+	s.computes = true
 	return s.enqueue(op{kind: opCompute, dur: FromSeconds(seconds), label: label})
 }
 

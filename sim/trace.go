@@ -31,8 +31,9 @@ func (t *tracer) transfer(from *Device, o *op, now Time) {
 
 // WriteTrace writes every recorded operation and transfer as Chrome/Perfetto
 // trace-event JSON (open it in ui.perfetto.dev or chrome://tracing). Each rank
-// is a process, each stream a thread, and transfers sit on a "network"
-// thread of the sending rank. Times are microseconds with picosecond
+// is a process, each stream a thread (named compute or comm by whether it
+// ran modelled compute), and transfers sit on a "network" thread of the
+// sending rank. Times are microseconds with picosecond
 // precision. The output depends only on the simulation, so a rerun writes
 // the same bytes. Tracing must be enabled with Config.Trace.
 func (c *Cluster) WriteTrace(w io.Writer) error {
@@ -58,7 +59,11 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 	}
 	for _, s := range c.streams {
 		sep()
-		fmt.Fprintf(bw, `{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":"stream %d"}}`, s.dev.rank, s.id, s.id)
+		kind := "comm"
+		if s.computes {
+			kind = "compute"
+		}
+		fmt.Fprintf(bw, `{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":"%s stream %d"}}`, s.dev.rank, s.id, kind, s.id)
 	}
 	for _, d := range c.devices {
 		sep()
