@@ -81,37 +81,89 @@ type stepReport struct {
 	Buckets       []bucketTimes `json:"buckets"`
 }
 
-func (f *trainFlags) run(w io.Writer) error {
-	prof, err := model.Resolve(f.model)
+// step is a validated training-step experiment.
+type step struct {
+	prof     *model.Profile
+	topo     *topology.Topology
+	topoName string
+	bucket   int64
+	algo     string
+	sharded  bool
+}
+
+// parseStep validates the flags that describe a step; failures are usage
+// errors.
+func parseStep(modelName, topoSpec, bucketSize, algo string, sharded bool) (*step, error) {
+	prof, err := model.Resolve(modelName)
 	if err != nil {
-		return usageError{err}
+		return nil, usageError{err}
 	}
-	topo, err := topology.Resolve(f.topo)
+	topo, err := topology.Resolve(topoSpec)
 	if err != nil {
-		return usageError{err}
+		return nil, usageError{err}
 	}
-	bucket, err := parseBytes(f.bucket)
+	bucket, err := parseBytes(bucketSize)
 	if err != nil || bucket <= 0 {
-		return usagef("--bucket-bytes %q: want a positive size", f.bucket)
+		return nil, usagef("--bucket-bytes %q: want a positive size", bucketSize)
 	}
+	if algo != "auto" && !contains(ops.AlgorithmsFor(ops.AllReduce), algo) {
+		return nil, usagef("unknown all-reduce algorithm %q", algo)
+	}
+	return &step{prof: prof, topo: topo, topoName: topoSpec, bucket: bucket, algo: algo, sharded: sharded}, nil
+}
+
+func (f *trainFlags) run(w io.Writer) error {
 	if f.format != "table" && f.format != "json" {
 		return usagef("unknown format %q (want table or json)", f.format)
 	}
-	if f.algo != "auto" && !contains(ops.AlgorithmsFor(ops.AllReduce), f.algo) {
-		return usagef("unknown all-reduce algorithm %q", f.algo)
+	st, err := parseStep(f.model, f.topo, f.bucket, f.algo, f.sharded)
+	if err != nil {
+		return err
 	}
-	p := topo.NumGPUs()
-	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Trace: f.trace != ""})
+	rep, c, err := st.simulate(nil, f.trace != "")
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: bucket, Algo: f.algo, Cost: topo})
+	if f.trace != "" {
+		out, err := os.Create(f.trace)
+		if err != nil {
+			return err
+		}
+		if err := c.WriteTrace(out); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+	}
+	if f.format == "json" {
+		return json.NewEncoder(w).Encode(rep)
+	}
+	return writeTrainTable(w, rep)
+}
+
+// simulate runs one step on a fresh cluster with the given faults (their
+// times count from the start of the step).
+func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Cluster, error) {
+	prof, topo, f := st.prof, st.topo, st
+	var rep stepReport
+	p := topo.NumGPUs()
+	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Trace: trace})
 	if err != nil {
-		return usageError{err}
+		return rep, nil, err
+	}
+	for _, ft := range faults {
+		if err := c.Inject(ft); err != nil {
+			return rep, c, usageError{err}
+		}
+	}
+	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: st.bucket, Algo: st.algo, Cost: topo})
+	if err != nil {
+		return rep, c, usageError{err}
 	}
 	defer srv.Close()
-
 	// Sharded parameters are padded to a multiple of the ranks, as FSDP pads
 	// its flat parameters.
 	params := make([]paramsync.Param, len(prof.Layers))
@@ -122,7 +174,7 @@ func (f *trainFlags) run(w io.Writer) error {
 			n = (n + int64(p) - 1) / int64(p) * int64(p)
 		}
 		if n > math.MaxInt32*int64(max(1, p)) {
-			return usagef("layer %q has %d parameters, too many for one tensor here", l.Name, n)
+			return rep, c, usagef("layer %q has %d parameters, too many for one tensor here", l.Name, n)
 		}
 		params[i] = paramsync.Param{ID: l.Name, Len: int(n), DType: l.DType, Sharded: sharded}
 	}
@@ -133,37 +185,37 @@ func (f *trainFlags) run(w io.Writer) error {
 	var computeStreams []hw.Stream
 	for r, d := range devs {
 		if err := srv.Register(r, params); err != nil {
-			return usageError{err}
+			return rep, c, usageError{err}
 		}
 		stream, err := d.NewStream()
 		if err != nil {
-			return err
+			return rep, c, err
 		}
 		compute := stream.(hw.Computer)
 		if start[r], err = d.NewEvent(); err != nil {
-			return err
+			return rep, c, err
 		}
 		stream.Record(start[r])
 		for _, l := range prof.Layers {
 			if err := compute.Compute(l.Forward, l.Name+" forward"); err != nil {
-				return err
+				return rep, c, err
 			}
 		}
 		ready[r] = make([]hw.Event, len(params))
 		for i := len(prof.Layers) - 1; i >= 0; i-- {
 			l := prof.Layers[i]
 			if err := compute.Compute(l.Backward, l.Name+" backward"); err != nil {
-				return err
+				return rep, c, err
 			}
 			ev, _ := d.NewEvent()
 			stream.Record(ev)
 			ready[r][i] = ev
 			grad, err := d.Alloc(params[i].DType, params[i].Len)
 			if err != nil {
-				return err
+				return rep, c, err
 			}
 			if err := srv.SubmitGradient(r, params[i].ID, grad, ev); err != nil {
-				return err
+				return rep, c, err
 			}
 		}
 		computeDone[r], _ = d.NewEvent()
@@ -173,13 +225,13 @@ func (f *trainFlags) run(w io.Writer) error {
 	// Every rank's step is enqueued: now let simulated time run.
 	for r := range devs {
 		if err := srv.Sync(r); err != nil {
-			return err
+			return rep, c, err
 		}
 		if err := computeStreams[r].Synchronize(); err != nil {
-			return err
+			return rep, c, err
 		}
 	}
-	rep := stepReport{Model: prof.Name, Topology: f.topo, Ranks: p, Algo: f.algo, BucketBytes: bucket, Params: prof.TotalParams()}
+	rep = stepReport{Model: prof.Name, Topology: f.topoName, Ranks: p, Algo: f.algo, BucketBytes: f.bucket, Params: prof.TotalParams()}
 	since := func(ev hw.Event) float64 {
 		s, err := ev.ElapsedSince(start[0])
 		if err != nil {
@@ -207,23 +259,7 @@ func (f *trainFlags) run(w io.Writer) error {
 	if rep.CommUS > 0 {
 		rep.OverlapPct = 100 * (rep.CommUS - rep.ExposedCommUS) / rep.CommUS
 	}
-	if f.trace != "" {
-		out, err := os.Create(f.trace)
-		if err != nil {
-			return err
-		}
-		if err := c.WriteTrace(out); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
-			return err
-		}
-	}
-	if f.format == "json" {
-		return json.NewEncoder(w).Encode(rep)
-	}
-	return writeTrainTable(w, rep)
+	return rep, c, nil
 }
 
 func contains(list []string, s string) bool {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -18,6 +19,9 @@ type whatIfFlags struct {
 	benchFlags
 	bytes  string
 	faults []string
+	// A training step instead of a collective:
+	model, bucket string
+	sharded       bool
 }
 
 func newWhatIfCmd() *cobra.Command {
@@ -37,6 +41,7 @@ Fault syntax (repeat --fault for several):
   rank R crash at T           rank R fails; its peers get errors, not hangs
   rank R slow P% [at T]       rank R reduces at P% of its bandwidth`,
 		Example: `  commsim what-if --topo ring:8 --op allreduce --algo ring -e 64MiB --fault 'link gpu3-gpu4 down at 20us'
+  commsim what-if --model gpt2-small --topo dgx-h100 --fault 'rank 3 slow 50%' --fault 'link gpu0-sw0 degrade 50% at 0'
   commsim what-if --topo dgx-h100 --op allgather --fault 'link gpu0-sw0 degrade 25% at 0' --check
   commsim what-if --topo switch:16 --op reduce --algo tree --fault 'rank 5 crash at 3us' --timing-only`,
 		Args: cobra.NoArgs,
@@ -55,6 +60,9 @@ Fault syntax (repeat --fault for several):
 	})
 	cmd.Flags().StringVarP(&f.bytes, "bytes", "e", "64MiB", "size of the collective (bench's meaning of size)")
 	cmd.Flags().StringArrayVar(&f.faults, "fault", nil, "a fault, e.g. 'link gpu3-sw0 down at 100us' (repeatable)")
+	cmd.Flags().StringVar(&f.model, "model", "", "run a training step of this model profile instead of one collective (see commsim train)")
+	cmd.Flags().StringVar(&f.bucket, "bucket-bytes", "25MiB", "gradient bucket size, with --model")
+	cmd.Flags().BoolVar(&f.sharded, "sharded", false, "shard every parameter, with --model")
 	return cmd
 }
 
@@ -79,6 +87,9 @@ func (f *whatIfFlags) run(w io.Writer) error {
 			return usageError{err}
 		}
 		faults = append(faults, ft)
+	}
+	if f.model != "" {
+		return f.runStep(w, faults)
 	}
 	f.minBytes, f.maxBytes, f.factor = f.bytes, f.bytes, 2
 	s, err := f.parse()
@@ -155,6 +166,63 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "# what the faults did:")
 	for _, line := range runs[1].Log {
+		fmt.Fprintf(w, "#   %s\n", line)
+	}
+	return nil
+}
+
+// runStep is what-if for a training step (--model): the step with and
+// without the faults.
+func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
+	if f.format != "table" && f.format != "json" {
+		return usagef("what-if writes a table or JSON, not %s", f.format)
+	}
+	algo := f.algo
+	st, err := parseStep(f.model, f.topo, f.bucket, algo, f.sharded)
+	if err != nil {
+		return err
+	}
+	base, c0, err := st.simulate(nil, false)
+	if c0 != nil {
+		defer c0.Close()
+	}
+	if err != nil {
+		return err
+	}
+	hit, c1, hitErr := st.simulate(faults, false)
+	if c1 != nil {
+		defer c1.Close()
+	}
+	var ue usageError
+	if errors.As(hitErr, &ue) {
+		return hitErr
+	}
+	var log []string
+	if c1 != nil {
+		log = c1.FaultLog()
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(w)
+		errText := ""
+		if hitErr != nil {
+			errText = hitErr.Error()
+		}
+		if err := enc.Encode(map[string]any{"scenario": "baseline", "step": base}); err != nil {
+			return err
+		}
+		return enc.Encode(map[string]any{"scenario": "with faults", "step": hit, "error": errText, "log": log})
+	}
+	fmt.Fprintf(w, "# commsim what-if: one training step of %s on %s (%d ranks), %s all-reduce\n", st.prof.Name, st.topoName, st.topo.NumGPUs(), st.algo)
+	fmt.Fprintf(w, "%-12s %14s %14s %14s\n", "scenario", "step(us)", "compute(us)", "exposed(us)")
+	fmt.Fprintf(w, "%-12s %14.1f %14.1f %14.1f\n", "baseline", base.StepUS, base.ComputeUS, base.ExposedCommUS)
+	if hitErr != nil {
+		fmt.Fprintf(w, "%-12s failed: %s\n", "with faults", strings.ReplaceAll(hitErr.Error(), "\n", "\n             "))
+	} else {
+		fmt.Fprintf(w, "%-12s %14.1f %14.1f %14.1f\n", "with faults", hit.StepUS, hit.ComputeUS, hit.ExposedCommUS)
+		fmt.Fprintf(w, "difference   %+14.1f us (%+.1f%%)\n", hit.StepUS-base.StepUS, 100*(hit.StepUS-base.StepUS)/base.StepUS)
+	}
+	fmt.Fprintln(w, "# what the faults did:")
+	for _, line := range log {
 		fmt.Fprintf(w, "#   %s\n", line)
 	}
 	return nil

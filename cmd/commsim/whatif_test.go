@@ -55,3 +55,25 @@ func TestWhatIfBadInputExits2(t *testing.T) {
 		}
 	}
 }
+
+func TestWhatIfTrainingStep(t *testing.T) {
+	status, out, errOut := commsim("what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "link gpu0-sw0 degrade 10% at 0", "--format", "json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 JSON lines, got %q", out)
+	}
+	var base, hit struct {
+		Step struct {
+			StepUS float64 `json:"step_us"`
+		} `json:"step"`
+		Log []string `json:"log"`
+	}
+	json.Unmarshal([]byte(lines[0]), &base)
+	json.Unmarshal([]byte(lines[1]), &hit)
+	if !(hit.Step.StepUS > base.Step.StepUS) || len(hit.Log) == 0 {
+		t.Fatalf("a link at 10%% should slow the step: base %v, faulted %v, log %v", base.Step.StepUS, hit.Step.StepUS, hit.Log)
+	}
+}
