@@ -87,6 +87,7 @@ func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
 	c.fab.onDown = c.reroute
 	if cfg.Trace {
 		c.trace = &tracer{}
+		c.fab.trace = c.trace
 	}
 	gpus := topo.GPUs()
 	c.devices = make([]*Device, len(gpus))

@@ -396,27 +396,28 @@ type fakeDevice struct{ hw.Device }
 func (fakeDevice) Kind() string { return "fake" }
 func (fakeDevice) Name() string { return "fake:0" }
 
-// scenario runs a contended all-to-all-like exchange with a trace.
-func scenario(t testing.TB) []byte {
-	c := newCluster(t, "cluster:2x4,reduce=500GB/s", sim.Config{Trace: true})
+// runScenario runs a contended all-to-all-like exchange with reductions.
+func runScenario(t testing.TB, cfg sim.Config) *sim.Cluster {
+	c := newCluster(t, "cluster:2x4,reduce=500GB/s", cfg)
 	d := c.Devices()
 	n := len(d)
-	var streams []hw.Stream
 	for r := range n {
-		streams = append(streams, try(d[r].NewStream())(t))
-	}
-	for r := range n {
+		s := try(d[r].NewStream())(t)
 		for k := 1; k < n; k++ {
-			peer := (r + k) % n
-			from := (r - k + n) % n
 			src := try(d[r].Alloc(hw.F32, 1000*k))(t)
 			dst := try(d[r].Alloc(hw.F32, 1000*k))(t)
-			ok(t, streams[r].Send(hw.Whole(src), d[peer], uint64(k)))
-			ok(t, streams[r].Recv(hw.Whole(dst), d[from], uint64(k)))
-			ok(t, streams[r].Reduce(hw.Sum, hw.Whole(dst), hw.Whole(src)))
+			ok(t, s.Send(hw.Whole(src), d[(r+k)%n], uint64(k)))
+			ok(t, s.Recv(hw.Whole(dst), d[(r-k+n)%n], uint64(k)))
+			ok(t, s.Reduce(hw.Sum, hw.Whole(dst), hw.Whole(src)))
 		}
 	}
 	ok(t, c.Run())
+	return c
+}
+
+// scenario returns the trace of runScenario.
+func scenario(t testing.TB) []byte {
+	c := runScenario(t, sim.Config{Trace: true})
 	var buf bytes.Buffer
 	ok(t, c.WriteTrace(&buf))
 	return buf.Bytes()
@@ -504,5 +505,58 @@ func TestCrashDuringComputeDoesNotPanic(t *testing.T) {
 	// The compute's end event still fires, into a failed stream.
 	if err := c.Run(); !errors.Is(err, sim.ErrCrashed) {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+// TestTraceIsConsistentWithSimulatedTimes parses the trace of a contended
+// exchange and checks it against the simulation: spans end by the final
+// time, every transfer arrow has both ends, and no link counter exceeds
+// the link's bandwidth.
+func TestTraceIsConsistentWithSimulatedTimes(t *testing.T) {
+	raw := scenario(t)
+	var tr struct {
+		TraceEvents []struct {
+			Ph   string         `json:"ph"`
+			Name string         `json:"name"`
+			Ts   float64        `json:"ts"`
+			Dur  float64        `json:"dur"`
+			ID   int            `json:"id"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		t.Fatal(err)
+	}
+	var end float64
+	starts, finishes := map[int]bool{}, map[int]bool{}
+	counters := 0
+	for _, ev := range tr.TraceEvents {
+		switch ev.Ph {
+		case "X":
+			if ev.Dur < 0 {
+				t.Fatalf("negative span %v", ev)
+			}
+			end = max(end, ev.Ts+ev.Dur)
+		case "s":
+			starts[ev.ID] = true
+		case "f":
+			finishes[ev.ID] = true
+		case "C":
+			counters++
+			// cluster:2x4 links: 100GB/s (node switch), 64GB/s (PCIe), 50GB/s (NIC).
+			if v := ev.Args["GB/s"].(float64); v < 0 || v > 100+1e-9 {
+				t.Fatalf("counter %s = %v GB/s, beyond any link", ev.Name, v)
+			}
+		}
+	}
+	if len(starts) == 0 || len(starts) != len(finishes) {
+		t.Fatalf("%d arrow starts, %d ends", len(starts), len(finishes))
+	}
+	if counters == 0 {
+		t.Fatal("no link counters")
+	}
+	want := runScenario(t, sim.Config{}).Now().Micros()
+	if d := end - want; d > 1e-6 || d < -1e-6 {
+		t.Fatalf("trace ends at %vus, simulation at %vus", end, want)
 	}
 }

@@ -74,6 +74,7 @@ type fabric struct {
 	last  *flowBatch
 	spare []*flowBatch
 	free  []*flow // finished flows, reused by start
+	trace *tracer // records link rates when tracing
 	// onDown handles a flow about to use a link that is down.
 	onDown func(f *flow, now Time)
 
@@ -306,6 +307,9 @@ func (fb *fabric) resolve(now Time, links []*link, flows []*flow) {
 	}
 	fb.resolved += uint64(len(flows))
 	fb.solve(links, flows)
+	if fb.trace != nil {
+		fb.trace.rates(now, links)
+	}
 	for _, f := range flows {
 		if f.state != flowActive || (f.scheduled && f.rate == f.prevRate) {
 			continue

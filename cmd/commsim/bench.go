@@ -25,6 +25,7 @@ type benchFlags struct {
 	factor                                        float64
 	root                                          int
 	check, timingOnly                             bool
+	trace                                         string // bench and what-if only
 }
 
 func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
@@ -65,12 +66,13 @@ type sweep struct {
 	check      bool
 	timingOnly bool
 	format     string
+	trace      string
 	bufs       map[*sim.Device]*[2]hw.Buffer // reused across sizes
 }
 
 // parse validates every flag; each failure is a usage error.
 func (f *benchFlags) parse() (*sweep, error) {
-	s := &sweep{check: f.check, timingOnly: f.timingOnly, format: f.format, topoName: f.topo}
+	s := &sweep{check: f.check, timingOnly: f.timingOnly, format: f.format, topoName: f.topo, trace: f.trace}
 	var err error
 	if s.op, err = ops.ParseOp(f.op); err != nil {
 		return nil, usageError{err}
@@ -236,6 +238,7 @@ alltoall. Times are simulated on the topology (no GPU needed).`,
 		},
 	}
 	f.register(cmd, "auto")
+	cmd.Flags().StringVar(&f.trace, "trace", "", "write a Perfetto trace of the whole sweep (every run, every rank, transfers, link rates) to FILE")
 	return cmd
 }
 
@@ -269,7 +272,7 @@ func totalWrong(rows []row) (wrong int, checked bool) {
 
 // measure runs every size out of place and in place.
 func (s *sweep) measure(stderr io.Writer) ([]row, error) {
-	c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly})
+	c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != ""})
 	if err != nil {
 		return nil, err
 	}
@@ -310,6 +313,11 @@ func (s *sweep) measure(stderr io.Writer) ([]row, error) {
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)
+	}
+	if s.trace != "" {
+		if err := writeTraceFile(c, s.trace); err != nil {
+			return nil, err
+		}
 	}
 	return rows, nil
 }
@@ -481,4 +489,17 @@ func newProgress(stderr io.Writer, n int) *progressbar.ProgressBar {
 	}
 	return progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("sizes"),
 		progressbar.OptionClearOnFinish())
+}
+
+// writeTraceFile writes the cluster's Perfetto trace to path.
+func writeTraceFile(c *sim.Cluster, path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := c.WriteTrace(out); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

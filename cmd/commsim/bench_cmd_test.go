@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -157,5 +159,53 @@ func TestBenchRefusesSweepsThatWouldTakeHours(t *testing.T) {
 	status, _, errOut := commsim("bench", "--topo", "switch:1024", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "1GiB", "-f", "1.05", "--timing-only")
 	if status != 2 || !strings.Contains(errOut, "hours") || !strings.Contains(errOut, "limit is 1 hour") {
 		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+}
+
+// TestBenchTraceMatchesReportedTime: the trace of a one-size sweep ends
+// where the two runs' reported times say it should, and shows link rates.
+func TestBenchTraceMatchesReportedTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bench.json")
+	status, out, errOut := commsim("bench", "--topo", "switch:4,bw=100GB/s,lat=1us", "--op", "allreduce", "--algo", "ring",
+		"-b", "1MiB", "-e", "1MiB", "--timing-only", "--format", "json", "--trace", path)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	var rec struct {
+		TimeUS   float64 `json:"time_us"`
+		InTimeUS float64 `json:"inplace_time_us"`
+	}
+	json.Unmarshal([]byte(out), &rec)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Ph  string  `json:"ph"`
+			Ts  float64 `json:"ts"`
+			Dur float64 `json:"dur"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	end, counters, arrows := 0.0, 0, 0
+	for _, ev := range tr.TraceEvents {
+		switch ev.Ph {
+		case "X":
+			end = max(end, ev.Ts+ev.Dur)
+		case "C":
+			counters++
+		case "s":
+			arrows++
+		}
+	}
+	// Out of place then in place, back to back from time 0.
+	if want := rec.TimeUS + rec.InTimeUS; abs(end-want) > 1e-3 {
+		t.Fatalf("trace ends at %v us, the two runs took %v us", end, want)
+	}
+	if counters == 0 || arrows == 0 {
+		t.Fatalf("%d link counters, %d transfer arrows", counters, arrows)
 	}
 }

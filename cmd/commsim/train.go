@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -126,15 +125,7 @@ func (f *trainFlags) run(w io.Writer) error {
 	}
 	defer c.Close()
 	if f.trace != "" {
-		out, err := os.Create(f.trace)
-		if err != nil {
-			return err
-		}
-		if err := c.WriteTrace(out); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
+		if err := writeTraceFile(c, f.trace); err != nil {
 			return err
 		}
 	}

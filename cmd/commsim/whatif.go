@@ -63,6 +63,7 @@ Fault syntax (repeat --fault for several):
 	cmd.Flags().StringVar(&f.model, "model", "", "run a training step of this model profile instead of one collective (see commsim train)")
 	cmd.Flags().StringVar(&f.bucket, "bucket-bytes", "25MiB", "gradient bucket size, with --model")
 	cmd.Flags().BoolVar(&f.sharded, "sharded", false, "shard every parameter, with --model")
+	cmd.Flags().StringVar(&f.trace, "trace", "", "write a Perfetto trace of the run with faults to FILE")
 	return cmd
 }
 
@@ -107,8 +108,8 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	// Build both clusters first, so a fault that does not fit the
 	// topology is refused before anything runs.
 	var clusters []*sim.Cluster
-	for range 2 {
-		c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly})
+	for i := range 2 {
+		c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: i == 1 && f.trace != ""})
 		if err != nil {
 			return err
 		}
@@ -137,6 +138,11 @@ func (f *whatIfFlags) run(w io.Writer) error {
 		runs = append(runs, sc)
 		if !withFaults && err != nil {
 			return err // the collective fails even without faults
+		}
+	}
+	if f.trace != "" {
+		if err := writeTraceFile(clusters[1], f.trace); err != nil {
+			return err
 		}
 	}
 	if s.format == "json" {
@@ -189,7 +195,7 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 	if err != nil {
 		return err
 	}
-	hit, c1, hitErr := st.simulate(faults, false)
+	hit, c1, hitErr := st.simulate(faults, f.trace != "")
 	if c1 != nil {
 		defer c1.Close()
 	}
@@ -200,6 +206,11 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 	var log []string
 	if c1 != nil {
 		log = c1.FaultLog()
+		if f.trace != "" {
+			if err := writeTraceFile(c1, f.trace); err != nil {
+				return err
+			}
+		}
 	}
 	if f.format == "json" {
 		enc := json.NewEncoder(w)
