@@ -67,6 +67,7 @@ type sweep struct {
 	timingOnly bool
 	format     string
 	trace      string
+	plot       string                        // bench --plot
 	bufs       map[*sim.Device]*[2]hw.Buffer // reused across sizes
 }
 
@@ -217,6 +218,7 @@ type row struct {
 
 func newBenchCmd() *cobra.Command {
 	var f benchFlags
+	var plot string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run an nccl-tests-style size sweep of one collective",
@@ -234,11 +236,16 @@ alltoall. Times are simulated on the topology (no GPU needed).`,
 			if err != nil {
 				return err
 			}
+			if err := checkPlotFile(plot, s); err != nil {
+				return err
+			}
+			s.plot = plot
 			return s.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f.register(cmd, "auto")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "write a Perfetto trace of the whole sweep (every run, every rank, transfers, link rates) to FILE")
+	cmd.Flags().StringVar(&plot, "plot", "", "also draw busbw against size (out of place) into FILE.png or FILE.svg")
 	return cmd
 }
 
@@ -250,6 +257,11 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 	}
 	if err := writeReport(stdout, s, rows); err != nil {
 		return err
+	}
+	if s.plot != "" {
+		if err := s.drawPlot(rows); err != nil {
+			return err
+		}
 	}
 	if wrong, _ := totalWrong(rows); wrong > 0 {
 		return fmt.Errorf("--check found %d wrong elements (see the #wrong columns)", wrong)
@@ -502,4 +514,15 @@ func writeTraceFile(c *sim.Cluster, path string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// drawPlot draws the sweep's out-of-place busbw with compare's chart, as a
+// comparison of one algorithm (auto's per-size choice shows as "auto").
+func (s *sweep) drawPlot(rows []row) error {
+	c := &comparison{s: s, algos: []string{s.algo}}
+	cmp := make([]cmpRow, len(rows))
+	for i, r := range rows {
+		cmp[i] = cmpRow{bytes: r.bytes, count: r.count, res: []result{r.outOfPlace}}
+	}
+	return c.drawPlot(s.plot, cmp, nil)
 }

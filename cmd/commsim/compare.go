@@ -113,17 +113,26 @@ func (f *compareFlags) parse() (*comparison, error) {
 	if len(c.algos) == 0 {
 		return nil, usagef("no algorithm implements %s", s.op)
 	}
-	if c.plot != "" {
-		switch strings.ToLower(filepath.Ext(c.plot)) {
-		case ".png", ".svg":
-		default:
-			return nil, usagef("--plot %s: want a .png or .svg file name", c.plot)
-		}
-		if !slices.ContainsFunc(s.sizes, func(b int64) bool { return b > 0 }) {
-			return nil, usagef("--plot needs sizes above 0 bytes (%s has none)", s.op)
-		}
+	if err := checkPlotFile(c.plot, s); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// checkPlotFile validates a --plot file name for a sweep ("" is no plot).
+func checkPlotFile(plot string, s *sweep) error {
+	if plot == "" {
+		return nil
+	}
+	switch strings.ToLower(filepath.Ext(plot)) {
+	case ".png", ".svg":
+	default:
+		return usagef("--plot %s: want a .png or .svg file name", plot)
+	}
+	if !slices.ContainsFunc(s.sizes, func(b int64) bool { return b > 0 }) {
+		return usagef("--plot needs sizes above 0 bytes (%s has none)", s.op)
+	}
+	return nil
 }
 
 // run measures, reports and plots.

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -14,15 +17,27 @@ import (
 func newTopoCmd() *cobra.Command {
 	topo := &cobra.Command{
 		Use:   "topo",
-		Short: "Show, validate and export topologies",
+		Short: "Show, validate, export and draw topologies",
 		Example: `  commsim topo show dgx-h100
   commsim topo validate fabric.yaml
-  commsim topo export torus:4x4,bw=50GB/s > torus.yaml`,
+  commsim topo export torus:4x4,bw=50GB/s > torus.yaml
+  commsim topo draw cluster:2x4 --out cluster.svg
+  commsim topo draw ring:8 --op allreduce --algo ring -e 64MiB --out ring.png`,
 	}
+	topo.AddCommand(newTopoDrawCmd())
 	topo.AddCommand(&cobra.Command{
 		Use:   "show SPEC|FILE",
-		Short: "Summarise a topology: devices, link classes and sample routes",
-		Args:  cobra.ExactArgs(1),
+		Short: "Summarise a topology: devices, link classes, bisection bandwidth and sample routes",
+		Long: `show prints the number of nodes of each kind, the links grouped by class,
+the bisection bandwidth and the routes from rank 0 to a few peers.
+
+Bisection bandwidth is the least bandwidth, one direction, of the links cut
+to split the GPUs in two halves. The exact minimum is NP-hard, so show gives
+the smallest exact max-flow over a few fixed cuts: ranks r mod b < b/2
+against the rest for b = ranks, 2, then other even divisors of the ranks
+(first vs second half, even vs odd, torus dimensions, a cluster's
+node-aligned halves and the halves of each node); an upper bound.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := resolveTopology(args[0])
 			if err != nil {
@@ -111,6 +126,8 @@ func showTopology(w io.Writer, t *topology.Topology) error {
 	if err := tbl.Render(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, formatBisection(t))
 
 	gpus := t.GPUs()
 	if len(gpus) > 1 {
@@ -157,4 +174,412 @@ func routeSamples(n int) []int {
 		}
 	}
 	return out
+}
+
+// Limits of the bisection search: at most maxCuts candidate cuts, and none
+// at all on fabrics larger than maxBisectionSize nodes plus links (show
+// then says so instead of running for minutes).
+const (
+	maxCuts          = 12
+	maxBisectionSize = 1 << 18
+)
+
+// cut is a candidate bisection: inA[r] says which half rank r is in.
+type cut struct {
+	name string
+	inA  []bool
+}
+
+// bisection is the smallest max-flow over the candidate cuts.
+type bisection struct {
+	bw   float64 // bytes per second, one direction
+	best string  // the cut that gave bw
+	cuts int     // candidates tried
+}
+
+// formatBisection is show's bisection line.
+func formatBisection(t *topology.Topology) string {
+	const head = "bisection bandwidth"
+	switch size := len(t.Nodes) + len(t.Links); {
+	case t.NumGPUs() < 2:
+		return head + ": none (a single gpu)"
+	case size > maxBisectionSize:
+		return fmt.Sprintf("%s: not computed (%d nodes and links, over the limit of %d)", head, size, maxBisectionSize)
+	}
+	b := bisectionBW(t)
+	return fmt.Sprintf("%s (min over %d candidate cuts): %s per direction, across %s",
+		head, b.cuts, topology.FormatBandwidth(b.bw), b.best)
+}
+
+// bisectionBW runs a max-flow for every candidate cut and keeps the first
+// smallest.
+func bisectionBW(t *topology.Topology) bisection {
+	cuts := candidateCuts(t.NumGPUs())
+	res := bisection{bw: math.Inf(1), cuts: len(cuts)}
+	for _, c := range cuts {
+		if f := cutFlow(t, c.inA); f < res.bw {
+			res.bw, res.best = f, c.name
+		}
+	}
+	return res
+}
+
+// candidateCuts returns, for p >= 2 ranks, the cuts r mod b < b/2 for b =
+// p (first half against second half), b = 2 (even against odd), then every
+// other even b dividing p from the largest down, at most maxCuts in all.
+func candidateCuts(p int) []cut {
+	blocks := []int{p}
+	if p > 2 {
+		blocks = append(blocks, 2)
+	}
+	for b := p / 2; b > 2 && len(blocks) < maxCuts; b-- {
+		if p%b == 0 && b%2 == 0 {
+			blocks = append(blocks, b)
+		}
+	}
+	out := make([]cut, len(blocks))
+	for i, b := range blocks {
+		out[i] = cut{fmt.Sprintf("ranks with r mod %d < %d | the rest", b, b/2), make([]bool, p)}
+		for r := range p {
+			out[i].inA[r] = r%b < b/2
+		}
+		switch b {
+		case p:
+			out[i].name = fmt.Sprintf("ranks 0-%d | %d-%d", p/2-1, p/2, p-1)
+		case 2:
+			out[i].name = "even | odd ranks"
+		}
+	}
+	return out
+}
+
+// cutFlow is the maximum flow, in one direction, from the GPUs of half A to
+// those of half B, with every link's bandwidth as its capacity each way.
+func cutFlow(t *topology.Topology, inA []bool) float64 {
+	n := len(t.Nodes)
+	src, dst := n, n+1
+	g := newFlowNet(n + 2)
+	for _, l := range t.Links {
+		g.add(l.A, l.B, l.BW, l.BW)
+		g.eps = max(g.eps, 1e-12*l.BW)
+	}
+	for r, v := range t.GPUs() {
+		if inA[r] {
+			g.add(src, v, math.Inf(1), 0)
+		} else {
+			g.add(v, dst, math.Inf(1), 0)
+		}
+	}
+	return g.maxFlow(src, dst)
+}
+
+// flowNet is a residual network for Dinic's max-flow: arcs come in pairs,
+// arc a and its reverse a^1, each with its residual capacity. (gonum's
+// network.MaxFlowDinic gives the same values, as the tests check, but it
+// augments one path per level graph over map-based graphs: seconds on a few
+// hundred GPUs, where this takes milliseconds.)
+type flowNet struct {
+	head, next, to, level, iter []int32
+	res                         []float64
+	eps                         float64 // residuals at or below it count as none
+}
+
+func newFlowNet(nodes int) *flowNet {
+	g := &flowNet{head: make([]int32, nodes), level: make([]int32, nodes), iter: make([]int32, nodes)}
+	for i := range g.head {
+		g.head[i] = -1
+	}
+	return g
+}
+
+// add joins u and v with capacity cuv from u to v and cvu back.
+func (g *flowNet) add(u, v int, cuv, cvu float64) {
+	g.arc(u, v, cuv)
+	g.arc(v, u, cvu)
+}
+
+func (g *flowNet) arc(u, v int, c float64) {
+	g.next, g.head[u] = append(g.next, g.head[u]), int32(len(g.to))
+	g.to, g.res = append(g.to, int32(v)), append(g.res, c)
+}
+
+func (g *flowNet) maxFlow(s, t int) float64 {
+	total := 0.0
+	for g.bfs(s, t) {
+		copy(g.iter, g.head)
+		for f := g.dfs(s, t, math.Inf(1)); f > 0; f = g.dfs(s, t, math.Inf(1)) {
+			total += f
+		}
+	}
+	return total
+}
+
+// bfs levels the nodes reachable from s over arcs with capacity left and
+// reports whether t is among them.
+func (g *flowNet) bfs(s, t int) bool {
+	for i := range g.level {
+		g.level[i] = -1
+	}
+	g.level[s] = 0
+	for queue := []int32{int32(s)}; len(queue) > 0; queue = queue[1:] {
+		u := queue[0]
+		for a := g.head[u]; a >= 0; a = g.next[a] {
+			if v := g.to[a]; g.res[a] > g.eps && g.level[v] < 0 {
+				g.level[v] = g.level[u] + 1
+				queue = append(queue, v)
+			}
+		}
+	}
+	return g.level[t] >= 0
+}
+
+// dfs pushes up to limit along one level-increasing path from u to t.
+func (g *flowNet) dfs(u, t int, limit float64) float64 {
+	if u == t {
+		return limit
+	}
+	for ; g.iter[u] >= 0; g.iter[u] = g.next[g.iter[u]] {
+		a := g.iter[u]
+		if v := int(g.to[a]); g.res[a] > g.eps && g.level[v] == g.level[u]+1 {
+			if f := g.dfs(v, t, math.Min(limit, g.res[a])); f > 0 {
+				g.res[a] -= f
+				g.res[a^1] += f
+				return f
+			}
+		}
+	}
+	return 0
+}
+
+// layout places every node of a topology in the plane (one unit is about
+// the distance between neighbouring GPUs) and bows some links.
+type layout struct {
+	x, y []float64
+	bow  [][2]float64 // per link: offset of its middle from the straight line
+}
+
+func newLayout(t *topology.Topology) layout {
+	n := len(t.Nodes)
+	return layout{x: make([]float64, n), y: make([]float64, n), bow: make([][2]float64, len(t.Links))}
+}
+
+// layoutTopology picks a layout by the topology's shape: a torus named
+// torus:AxB[xC] on its grid; GPUs only (ring, mesh) on a circle; GPUs that
+// all hang off switches grouped around them; anything else on a circle.
+func layoutTopology(t *topology.Topology) layout {
+	if l, ok := torusLayout(t); ok {
+		return l
+	}
+	if t.NumGPUs() == len(t.Nodes) {
+		return circleLayout(t)
+	}
+	if l, ok := groupLayout(t); ok {
+		return l
+	}
+	return circleLayout(t)
+}
+
+// place puts nodes on a circle of the given centre and radius (at least
+// wide enough to keep them 1.1 apart), the first at angle start, then
+// clockwise over span radians.
+func (l *layout) place(nodes []int, cx, cy, radius, start, span float64) {
+	k := float64(len(nodes))
+	step := span / k
+	if span < 2*math.Pi && k > 1 {
+		step = span / (k - 1)
+	}
+	if k > 1 {
+		radius = max(radius, 1.1/(2*math.Sin(min(step, math.Pi)/2)))
+	}
+	for j, v := range nodes {
+		a := start - step*float64(j)
+		l.x[v], l.y[v] = cx+radius*math.Cos(a), cy+radius*math.Sin(a)
+	}
+}
+
+// circleLayout puts every node on one circle in index order, the first at
+// the top.
+func circleLayout(t *topology.Topology) layout {
+	l := newLayout(t)
+	l.place(seq(len(t.Nodes)), 0, 0, 1, math.Pi/2, 2*math.Pi)
+	return l
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// torusLayout draws torus:AxB as A rows of B GPUs, and torus:AxBxC as A
+// grids of BxC stacked in perspective; links that wrap around are bowed so
+// that they do not run over the GPUs in between.
+func torusLayout(t *topology.Topology) (layout, bool) {
+	head, _, _ := strings.Cut(strings.ToLower(t.Name), ",")
+	shape, ok := strings.CutPrefix(head, "torus:")
+	if !ok || t.NumGPUs() != len(t.Nodes) {
+		return layout{}, false
+	}
+	var dims []int
+	p := 1
+	for _, s := range strings.Split(shape, "x") {
+		d, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || d < 1 {
+			return layout{}, false
+		}
+		dims, p = append(dims, d), p*d
+	}
+	if len(dims) == 2 {
+		dims = append([]int{1}, dims...)
+	}
+	if len(dims) != 3 || p != len(t.Nodes) {
+		return layout{}, false
+	}
+	const gap = 1.5
+	l := newLayout(t)
+	coord := func(v int) (a, b, c int) { return v / (dims[1] * dims[2]), v / dims[2] % dims[1], v % dims[2] }
+	for v := range t.Nodes {
+		a, b, c := coord(v)
+		l.x[v], l.y[v] = gap*(float64(c)+0.35*float64(a)), gap*(0.55*float64(a)-float64(b))
+	}
+	for i, lk := range t.Links {
+		a0, b0, c0 := coord(lk.A)
+		a1, b1, c1 := coord(lk.B)
+		switch { // wraps just above their row or left of their column
+		case iabs(a0-a1) > 1:
+			l.bow[i] = [2]float64{0.45, -0.3}
+		case iabs(c0-c1) > 1:
+			l.bow[i] = [2]float64{0, 0.45}
+		case iabs(b0-b1) > 1:
+			l.bow[i] = [2]float64{-0.45, 0}
+		}
+	}
+	return l, true
+}
+
+func iabs(x int) int { return max(x, -x) }
+
+// groupLayout handles GPUs that each link to a switch (their home: the
+// first switch among their links). One switch: it sits in the middle with
+// its GPUs around it. Several (a cluster's nodes): the GPUs on one circle,
+// node by node, each node's switch just outside its GPUs. NICs (and CPUs)
+// sit by the GPU they hang off; the remaining nodes (network, rail and
+// spine switches) ring by ring by their distance from those: in the middle
+// for a cluster, outside for one switch.
+func groupLayout(t *topology.Topology) (layout, bool) {
+	n := len(t.Nodes)
+	adj := make([][]int, n)
+	for _, lk := range t.Links {
+		adj[lk.A] = append(adj[lk.A], lk.B)
+		adj[lk.B] = append(adj[lk.B], lk.A)
+	}
+	firstOf := func(v int, k topology.Kind) int {
+		i := slices.IndexFunc(adj[v], func(u int) bool { return t.Nodes[u].Kind == k })
+		if i < 0 {
+			return -1
+		}
+		return adj[v][i]
+	}
+	var groups []int // home switches in order of their first GPU
+	members := map[int][]int{}
+	placed := make([]bool, n)
+	for _, g := range t.GPUs() {
+		sw := firstOf(g, topology.Switch)
+		if sw < 0 {
+			return layout{}, false
+		}
+		if members[sw] == nil {
+			groups = append(groups, sw)
+		}
+		members[sw] = append(members[sw], g)
+		placed[g], placed[sw] = true, true
+	}
+	owner := make([]int, n) // the GPU a NIC or CPU hangs off, or -1
+	for v, node := range t.Nodes {
+		owner[v] = -1
+		if !placed[v] && (node.Kind == topology.NIC || node.Kind == topology.CPU) {
+			owner[v] = firstOf(v, topology.GPU)
+		}
+	}
+	// The rest by breadth-first distance from what is placed so far.
+	depth := make([]int, n)
+	var queue []int
+	var tiers [][]int
+	for v := range n {
+		if depth[v] = -1; placed[v] || owner[v] >= 0 {
+			depth[v], queue = 0, append(queue, v)
+		}
+	}
+	for ; len(queue) > 0; queue = queue[1:] {
+		for _, v := range adj[queue[0]] {
+			if depth[v] < 0 {
+				depth[v], queue = depth[queue[0]]+1, append(queue, v)
+				if depth[v] > len(tiers) {
+					tiers = append(tiers, nil)
+				}
+				tiers[depth[v]-1] = append(tiers[depth[v]-1], v)
+			}
+		}
+	}
+	radii := make([]float64, len(tiers))
+	rad := -1.2
+	for i := len(tiers) - 1; i >= 0; i-- {
+		if rad < 0 && len(tiers[i]) == 1 {
+			rad = 0
+		} else {
+			rad = max(rad+1.2, 1.1*float64(len(tiers[i]))/(2*math.Pi))
+		}
+		radii[i] = rad
+	}
+
+	l := newLayout(t)
+	const nicGap = 0.8 // from a GPU to its NIC
+	out := 1.0         // NICs beyond their GPU (one switch) or before it (a cluster)
+	if len(groups) == 1 {
+		r := max(1.5, 1.1*float64(len(members[groups[0]]))/(2*math.Pi))
+		l.place(members[groups[0]], 0, 0, r, math.Pi/2, 2*math.Pi)
+		for i, tier := range tiers {
+			l.place(tier, 0, 0, r+2+1.5*float64(i), math.Pi/2, 2*math.Pi)
+		}
+	} else {
+		// One circle of GPUs, node by node with a gap between nodes, each
+		// node's switch outside its arc; NICs inside, the network in the middle.
+		out = -1
+		slots := len(t.GPUs()) + len(groups)
+		step := 2 * math.Pi / float64(slots)
+		inner := 0.0
+		if len(radii) > 0 {
+			inner = radii[0]
+		}
+		r := max(2.2, 1.1*float64(slots)/(2*math.Pi), inner+nicGap+1.4)
+		angle := math.Pi + step*float64(len(members[groups[0]])-1)/2 // node 0 centred on the left
+		for _, sw := range groups {
+			mid := angle - step*float64(len(members[sw])-1)/2
+			l.x[sw], l.y[sw] = (r+1.3)*math.Cos(mid), (r+1.3)*math.Sin(mid)
+			for _, g := range members[sw] {
+				l.x[g], l.y[g] = r*math.Cos(angle), r*math.Sin(angle)
+				angle -= step
+			}
+			angle -= step
+		}
+		for i, tier := range tiers {
+			if radii[i] == 0 {
+				l.x[tier[0]], l.y[tier[0]] = 0, 0
+				continue
+			}
+			l.place(tier, 0, 0, radii[i], math.Pi, 2*math.Pi)
+		}
+	}
+	fan := map[int]int{} // NICs and CPUs by their GPU, fanned out if several
+	for v, g := range owner {
+		if g < 0 {
+			continue
+		}
+		a := math.Atan2(l.y[g], l.x[g]) + 0.5*float64((fan[g]+1)/2)*float64(1-2*(fan[g]%2))
+		fan[g]++
+		l.x[v], l.y[v] = l.x[g]+out*nicGap*math.Cos(a), l.y[g]+out*nicGap*math.Sin(a)
+	}
+	return l, true
 }
