@@ -505,21 +505,34 @@ func mutate(plan *ops.Plan, kind, pos int, up bool) (*ops.Plan, string, bool) {
 // far more precise; its own error (2^-100·Σ|x| and the underflow term) is
 // added to the bound.
 func CheckReference(c Case, outputs [][]byte) error {
+	wrong, first, err := CountWrong(c, outputs)
+	if err != nil {
+		return err
+	}
+	if wrong > 0 {
+		return fmt.Errorf("%w: %s; %d element(s) wrong", errWrong, first, wrong)
+	}
+	return nil
+}
+
+// CountWrong is CheckReference's verdict as numbers: how many output
+// elements (on the ranks the op defines) break the bounds, and the first of
+// them described. err reports outputs of the wrong shape.
+func CountWrong(c Case, outputs [][]byte) (wrong int, first string, err error) {
 	s := c.Spec
 	p, n, size := s.Ranks, s.Count, s.DType.Size()
 	if len(outputs) != p || len(c.Inputs) != p {
-		return fmt.Errorf("%w: %d outputs and %d inputs for %d ranks", errWrong, len(outputs), len(c.Inputs), p)
+		return 0, "", fmt.Errorf("%w: %d outputs and %d inputs for %d ranks", errWrong, len(outputs), len(c.Inputs), p)
 	}
 	in := func(q, i int) uint64 { return leBits(c.Inputs[q][i*size : (i+1)*size]) }
 	_, outLen := s.BufferLens()
-	wrong, first := 0, ""
 	vals := make([]uint64, p)
 	for r := range p {
 		if !defined(s, r) {
 			continue
 		}
 		if len(outputs[r]) != outLen*size {
-			return fmt.Errorf("%w: rank %d output has %d bytes, want %d", errWrong, r, len(outputs[r]), outLen*size)
+			return 0, "", fmt.Errorf("%w: rank %d output has %d bytes, want %d", errWrong, r, len(outputs[r]), outLen*size)
 		}
 		for j := range outLen {
 			got := leBits(outputs[r][j*size : (j+1)*size])
@@ -559,10 +572,7 @@ func CheckReference(c Case, outputs [][]byte) error {
 			}
 		}
 	}
-	if wrong > 0 {
-		return fmt.Errorf("%w: %s; %d element(s) wrong", errWrong, first, wrong)
-	}
-	return nil
+	return wrong, first, nil
 }
 
 // errWrong is wrapped by CheckReference's errors.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/proptest"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
 )
@@ -437,12 +438,15 @@ func (s *sweep) runOnce(c *sim.Cluster, exec *ops.Executor, plan *ops.Plan, inPl
 	}
 	// Without --check the values do not matter: buffers start zeroed and
 	// the reductions still run on real data.
-	var inputs [][]float64
+	var inputs [][]byte
 	if s.check {
-		inputs = make([][]float64, p)
+		inputs = make([][]byte, p)
 		for r := range p {
-			inputs[r] = inputValues(plan.Spec, r, plan.InLen)
-			if err := writeValues(in[r], inputs[r]); err != nil {
+			var err error
+			if inputs[r], err = hw.FromFloat64s(plan.DType, inputValues(plan.Spec, r, plan.InLen)); err != nil {
+				return result{}, err
+			}
+			if err := writeBytes(in[r], inputs[r]); err != nil {
 				return result{}, err
 			}
 		}
@@ -457,40 +461,40 @@ func (s *sweep) runOnce(c *sim.Cluster, exec *ops.Executor, plan *ops.Plan, inPl
 		res.busbw = res.algbw * busFactor(plan.Op, p)
 	}
 	if s.check {
-		outputs := make([][]float64, p)
+		outputs := make([][]byte, p)
 		for r := range p {
-			if outputs[r], err = readValues(out[r]); err != nil {
+			if outputs[r], err = readBytes(out[r]); err != nil {
 				return result{}, err
 			}
 		}
-		res.wrong = countWrong(plan.Spec, inputs, outputs)
+		// proptest's reference: double-double, with the error bounds
+		// documented on proptest.CheckReference.
+		if res.wrong, _, err = proptest.CountWrong(proptest.Case{Spec: plan.Spec, Inputs: inputs}, outputs); err != nil {
+			return result{}, err
+		}
 	}
 	return res, nil
 }
 
-// writeValues stores float64 values into a slice of a buffer, converting to
-// its dtype.
-func writeValues(s hw.Slice, vals []float64) error {
+// writeBytes stores little-endian elements into a slice of a buffer.
+func writeBytes(s hw.Slice, raw []byte) error {
 	size := s.DType().Size()
 	all := make([]byte, s.Buf.Len()*size)
 	if err := s.Buf.Read(all); err != nil {
-		return err
-	}
-	raw, err := hw.FromFloat64s(s.DType(), vals)
-	if err != nil {
 		return err
 	}
 	copy(all[s.Off*size:], raw)
 	return s.Buf.Write(all)
 }
 
-func readValues(s hw.Slice) ([]float64, error) {
+// readBytes reads a slice of a buffer.
+func readBytes(s hw.Slice) ([]byte, error) {
 	size := s.DType().Size()
 	all := make([]byte, s.Buf.Len()*size)
 	if err := s.Buf.Read(all); err != nil {
 		return nil, err
 	}
-	return hw.ToFloat64s(s.DType(), all[s.Off*size:(s.Off+s.Len)*size])
+	return all[s.Off*size : (s.Off+s.Len)*size], nil
 }
 
 // newProgress returns a progress bar on stderr when it is a terminal.
