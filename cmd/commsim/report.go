@@ -139,3 +139,12 @@ func writeJSON(w io.Writer, rows []row) error {
 	}
 	return nil
 }
+
+// writeCSVRows writes rows (the first one the header) as CSV.
+func writeCSVRows(w io.Writer, rows [][]string) error {
+	cw := csv.NewWriter(w)
+	if err := cw.WriteAll(rows); err != nil {
+		return err
+	}
+	return cw.Error()
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -47,7 +48,7 @@ communication, overlap, and a per-bucket timeline. Timing-only: no data.`,
 	fl.StringVar(&f.bucket, "bucket-bytes", "25MiB", "gradient bucket size (PyTorch DDP's default is 25MiB)")
 	fl.BoolVar(&f.sharded, "sharded", false, "shard every parameter (ZeRO-3/FSDP): reduce-scatter gradients")
 	fl.StringVar(&f.algo, "algo", "ring", "collective algorithm: "+fmt.Sprint(append(ops.Algorithms(), "auto")))
-	fl.StringVar(&f.format, "format", "table", "output: table|json")
+	fl.StringVar(&f.format, "format", "table", "output: table|csv|json")
 	fl.StringVar(&f.trace, "trace", "", "write a Perfetto trace of the step (compute and communication tracks) to FILE")
 	return cmd
 }
@@ -112,8 +113,8 @@ func parseStep(modelName, topoSpec, bucketSize, algo string, sharded bool) (*ste
 }
 
 func (f *trainFlags) run(w io.Writer) error {
-	if f.format != "table" && f.format != "json" {
-		return usagef("unknown format %q (want table or json)", f.format)
+	if f.format != "table" && f.format != "json" && f.format != "csv" {
+		return usagef("unknown format %q (want table, csv or json)", f.format)
 	}
 	st, err := parseStep(f.model, f.topo, f.bucket, f.algo, f.sharded)
 	if err != nil {
@@ -129,8 +130,20 @@ func (f *trainFlags) run(w io.Writer) error {
 			return err
 		}
 	}
-	if f.format == "json" {
+	switch f.format {
+	case "json":
 		return json.NewEncoder(w).Encode(rep)
+	case "csv":
+		// One row per bucket; the step's totals repeat on every row so the
+		// file stands alone.
+		rows := [][]string{{"model", "topology", "ranks", "step_us", "compute_us", "comm_us", "exposed_comm_us", "overlap_pct",
+			"bucket", "params", "bytes", "sharded", "ready_us", "start_us", "end_us"}}
+		for _, b := range rep.Buckets {
+			rows = append(rows, []string{rep.Model, rep.Topology, strconv.Itoa(rep.Ranks), f2(rep.StepUS), f2(rep.ComputeUS), f2(rep.CommUS),
+				f2(rep.ExposedCommUS), f2(rep.OverlapPct), strconv.Itoa(b.Index), strconv.Itoa(b.Params), strconv.FormatInt(b.Bytes, 10),
+				strconv.FormatBool(b.Sharded), f2(b.ReadyUS), f2(b.StartUS), f2(b.EndUS)})
+		}
+		return writeCSVRows(w, rows)
 	}
 	return writeTrainTable(w, rep)
 }

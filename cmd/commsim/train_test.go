@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
@@ -75,6 +76,20 @@ func TestTrainTraceHasComputeAndCommTracks(t *testing.T) {
 	}
 	if !compute || !comm {
 		t.Fatalf("trace tracks: compute %v, comm %v", compute, comm)
+	}
+}
+
+func TestTrainCSVHasOneRowPerBucket(t *testing.T) {
+	status, out, errOut := commsim("train", "--model", "gpt2-small", "--topo", "switch:4", "--format", "csv")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) < 2 || recs[0][3] != "step_us" || recs[0][8] != "bucket" {
+		t.Fatalf("csv = %q", recs)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -97,9 +98,6 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if s.format == "csv" {
-		return usagef("what-if writes a table or JSON, not csv")
-	}
 	spec, moved := s.spec(s.sizes[0])
 	plan, err := s.plan(spec)
 	if err != nil {
@@ -145,7 +143,8 @@ func (f *whatIfFlags) run(w io.Writer) error {
 			return err
 		}
 	}
-	if s.format == "json" {
+	switch s.format {
+	case "json":
 		enc := json.NewEncoder(w)
 		for _, r := range runs {
 			if err := enc.Encode(r); err != nil {
@@ -153,6 +152,16 @@ func (f *whatIfFlags) run(w io.Writer) error {
 			}
 		}
 		return nil
+	case "csv":
+		rows := [][]string{{"scenario", "time_us", "busbw_gbps", "wrong", "error"}}
+		for _, r := range runs {
+			wrong := ""
+			if r.Wrong != nil {
+				wrong = strconv.Itoa(*r.Wrong)
+			}
+			rows = append(rows, []string{r.Name, f2(r.TimeUS), f2(r.BusBW), wrong, r.Error})
+		}
+		return writeCSVRows(w, rows)
 	}
 	fmt.Fprintf(w, "# commsim what-if: %s/%s of %s on %s (%d ranks), %s\n", s.op, plan.Algo, formatBytes(moved), s.topoName, plan.Ranks,
 		map[bool]string{true: "timing-only", false: "with data"}[s.timingOnly])
@@ -180,8 +189,8 @@ func (f *whatIfFlags) run(w io.Writer) error {
 // runStep is what-if for a training step (--model): the step with and
 // without the faults.
 func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
-	if f.format != "table" && f.format != "json" {
-		return usagef("what-if writes a table or JSON, not %s", f.format)
+	if f.format != "table" && f.format != "json" && f.format != "csv" {
+		return usagef("unknown format %q (want table, csv or json)", f.format)
 	}
 	algo := f.algo
 	st, err := parseStep(f.model, f.topo, f.bucket, algo, f.sharded)
@@ -212,12 +221,19 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 			}
 		}
 	}
+	errText := ""
+	if hitErr != nil {
+		errText = hitErr.Error()
+	}
+	if f.format == "csv" {
+		return writeCSVRows(w, [][]string{
+			{"scenario", "step_us", "compute_us", "exposed_comm_us", "error"},
+			{"baseline", f2(base.StepUS), f2(base.ComputeUS), f2(base.ExposedCommUS), ""},
+			{"with faults", f2(hit.StepUS), f2(hit.ComputeUS), f2(hit.ExposedCommUS), errText},
+		})
+	}
 	if f.format == "json" {
 		enc := json.NewEncoder(w)
-		errText := ""
-		if hitErr != nil {
-			errText = hitErr.Error()
-		}
 		if err := enc.Encode(map[string]any{"scenario": "baseline", "step": base}); err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func TestWhatIfBadInputExits2(t *testing.T) {
 		"bad syntax":   {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu1 sideways"},
 		"unknown link": {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu2 down at 1us"},
 		"bad rank":     {"what-if", "--topo", "ring:4", "--fault", "rank 9 crash at 1us"},
-		"csv":          {"what-if", "--topo", "ring:4", "--fault", "rank 1 crash at 1us", "--format", "csv"},
+		"xml":          {"what-if", "--topo", "ring:4", "--fault", "rank 1 crash at 1us", "--format", "xml"},
 	} {
 		status, _, errOut := commsim(args...)
 		if status != 2 || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
