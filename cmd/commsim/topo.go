@@ -37,6 +37,9 @@ the smallest exact max-flow over a few fixed cuts: ranks r mod b < b/2
 against the rest for b = ranks, 2, then other even divisors of the ranks
 (first vs second half, even vs odd, torus dimensions, a cluster's
 node-aligned halves and the halves of each node); an upper bound.`,
+		Example: `  commsim topo show dgx-h100
+  commsim topo show torus:4x4,bw=50GB/s
+  commsim topo show fabric.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := resolveTopology(args[0])
@@ -49,6 +52,8 @@ node-aligned halves and the halves of each node); an upper bound.`,
 	topo.AddCommand(&cobra.Command{
 		Use:   "validate FILE|SPEC",
 		Short: "Check a topology file or spec and report the first problem",
+		Example: `  commsim topo validate fabric.yaml
+  commsim topo validate cluster:4x8,nicbw=400Gb/s`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := resolveTopology(args[0])
@@ -62,6 +67,8 @@ node-aligned halves and the halves of each node); an upper bound.`,
 	topo.AddCommand(&cobra.Command{
 		Use:   "export SPEC|FILE",
 		Short: "Write a topology as YAML (the file format commsim reads back)",
+		Example: `  commsim topo export dgx-h100x2 > two-nodes.yaml
+  commsim bench --topo two-nodes.yaml --op allreduce`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := resolveTopology(args[0])
