@@ -54,7 +54,7 @@ node-aligned halves and the halves of each node); an upper bound.`,
 		Short: "Check a topology file or spec and report the first problem",
 		Example: `  commsim topo validate fabric.yaml
   commsim topo validate cluster:4x8,nicbw=400Gb/s`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := resolveTopology(args[0])
 			if err != nil {
@@ -69,7 +69,7 @@ node-aligned halves and the halves of each node); an upper bound.`,
 		Short: "Write a topology as YAML (the file format commsim reads back)",
 		Example: `  commsim topo export dgx-h100x2 > two-nodes.yaml
   commsim bench --topo two-nodes.yaml --op allreduce`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := resolveTopology(args[0])
 			if err != nil {
