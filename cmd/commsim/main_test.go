@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // commsim runs the CLI in-process and returns its status and outputs.
@@ -84,4 +87,22 @@ func TestTopoValidateNamesTheProblem(t *testing.T) {
 	if status != 2 || !strings.Contains(errOut, "gpu9") {
 		t.Fatalf("status %d, stderr %q: want 2 naming gpu9", status, errOut)
 	}
+}
+
+// TestEveryCommandHasAnExample walks the command tree: each runnable
+// command's help carries an example.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || (c.Parent() != nil && c.Parent().Name() == "completion") {
+			return
+		}
+		if c.Example == "" {
+			t.Errorf("%q has no example", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot(io.Discard, io.Discard))
 }
