@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,4 +106,33 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 		}
 	}
 	walk(newRoot(io.Discard, io.Discard))
+}
+
+func TestTopoShowJSONAndCSV(t *testing.T) {
+	status, out, errOut := commsim("topo", "show", "switch:8,bw=100GB/s", "--format", "json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	var sum struct {
+		Nodes     map[string]int `json:"nodes"`
+		Bisection struct {
+			BW float64 `json:"bw_bytes_per_s"`
+		} `json:"bisection"`
+		Routes []struct {
+			Hops int `json:"hops"`
+		} `json:"routes"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Nodes["gpu"] != 8 || sum.Bisection.BW != 400e9 || len(sum.Routes) == 0 || sum.Routes[0].Hops != 2 {
+		t.Fatalf("summary = %+v", sum)
+	}
+	status, out, _ = commsim("topo", "show", "ring:4", "--format", "csv")
+	if status != 0 || !strings.HasPrefix(out, "record,name,count") || !strings.Contains(out, "bisection,") {
+		t.Fatalf("csv: status %d, %q", status, out)
+	}
+	if status, _, _ := commsim("topo", "show", "ring:4", "--format", "xml"); status != 2 {
+		t.Fatalf("bad format: status %d", status)
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -25,7 +26,8 @@ func newTopoCmd() *cobra.Command {
   commsim topo draw ring:8 --op allreduce --algo ring -e 64MiB --out ring.png`,
 	}
 	topo.AddCommand(newTopoDrawCmd())
-	topo.AddCommand(&cobra.Command{
+	var showFormat string
+	show := &cobra.Command{
 		Use:   "show SPEC|FILE",
 		Short: "Summarise a topology: devices, link classes, bisection bandwidth and sample routes",
 		Long: `show prints the number of nodes of each kind, the links grouped by class,
@@ -46,9 +48,16 @@ node-aligned halves and the halves of each node); an upper bound.`,
 			if err != nil {
 				return err
 			}
-			return showTopology(cmd.OutOrStdout(), t)
+			switch showFormat {
+			case "table", "json", "csv":
+			default:
+				return usagef("unknown format %q (want table, csv or json)", showFormat)
+			}
+			return showTopology(cmd.OutOrStdout(), t, showFormat)
 		},
-	})
+	}
+	show.Flags().StringVar(&showFormat, "format", "table", "output: table|csv|json")
+	topo.AddCommand(show)
 	topo.AddCommand(&cobra.Command{
 		Use:   "validate FILE|SPEC",
 		Short: "Check a topology file or spec and report the first problem",
@@ -93,40 +102,121 @@ func resolveTopology(arg string) (*topology.Topology, error) {
 
 // showTopology prints node counts, links grouped by class, and the routes
 // from rank 0 to its nearest and farthest peers.
-func showTopology(w io.Writer, t *topology.Topology) error {
-	kinds := map[topology.Kind]int{}
-	for _, n := range t.Nodes {
-		kinds[n.Kind]++
-	}
-	var parts []string
-	for _, k := range []topology.Kind{topology.GPU, topology.Switch, topology.NIC, topology.CPU} {
-		if kinds[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", kinds[k], k))
-		}
-	}
-	fmt.Fprintf(w, "topology %s: %s; %d links (full duplex)\n\n", t.Name, strings.Join(parts, ", "), len(t.Links))
+// topoSummary is what show reports, as plain data for every format.
+type topoSummary struct {
+	Name      string         `json:"name"`
+	Nodes     map[string]int `json:"nodes"` // count per kind
+	Links     []linkClass    `json:"links"`
+	Bisection *bisectionSum  `json:"bisection,omitempty"`
+	Routes    []routeSum     `json:"routes"`
+}
 
-	type class struct {
-		ends    string
-		bw, lat float64
+type linkClass struct {
+	Ends    string  `json:"ends"` // e.g. "gpu-switch"
+	Count   int     `json:"count"`
+	BW      float64 `json:"bw_bytes_per_s"`
+	Latency float64 `json:"latency_s"`
+}
+
+type bisectionSum struct {
+	BW   float64 `json:"bw_bytes_per_s"` // one direction
+	Cut  string  `json:"cut"`
+	Cuts int     `json:"candidate_cuts"`
+}
+
+type routeSum struct {
+	From, To   int
+	Hops       int      `json:"hops"`
+	Latency    float64  `json:"latency_s"`
+	Bottleneck float64  `json:"bottleneck_bytes_per_s"`
+	Path       []string `json:"path"`
+}
+
+// summarise gathers show's figures: node counts, links grouped by class,
+// the bisection bandwidth and the routes from rank 0 to a few peers.
+func summarise(t *topology.Topology) (topoSummary, error) {
+	sum := topoSummary{Name: t.Name, Nodes: map[string]int{}}
+	for _, n := range t.Nodes {
+		sum.Nodes[n.Kind.String()]++
 	}
-	counts := map[class]int{}
-	var order []class
+	index := map[linkClass]int{}
 	for _, l := range t.Links {
 		a, b := t.Nodes[l.A].Kind, t.Nodes[l.B].Kind
 		if a > b {
 			a, b = b, a
 		}
-		c := class{a.String() + "-" + b.String(), l.BW, l.Latency}
-		if counts[c] == 0 {
-			order = append(order, c)
+		c := linkClass{Ends: a.String() + "-" + b.String(), BW: l.BW, Latency: l.Latency}
+		i, ok := index[c]
+		if !ok {
+			i = len(sum.Links)
+			index[c] = i
+			sum.Links = append(sum.Links, c)
 		}
-		counts[c]++
+		sum.Links[i].Count++
 	}
+	if t.NumGPUs() >= 2 && len(t.Nodes)+len(t.Links) <= maxBisectionSize {
+		b := bisectionBW(t)
+		sum.Bisection = &bisectionSum{BW: b.bw, Cut: b.best, Cuts: b.cuts}
+	}
+	gpus := t.GPUs()
+	if len(gpus) > 1 {
+		for _, dst := range routeSamples(len(gpus)) {
+			p, err := t.RouteRanks(0, dst)
+			if err != nil {
+				return sum, err
+			}
+			r := routeSum{From: 0, To: dst, Hops: len(p.Edges), Latency: p.Latency, Path: []string{t.Nodes[gpus[0]].Name}}
+			for i, e := range p.Edges {
+				if bw := t.EdgeBW(e); i == 0 || bw < r.Bottleneck {
+					r.Bottleneck = bw
+				}
+				l := t.Links[e/2]
+				next := l.B
+				if e%2 == 1 {
+					next = l.A
+				}
+				r.Path = append(r.Path, t.Nodes[next].Name)
+			}
+			sum.Routes = append(sum.Routes, r)
+		}
+	}
+	return sum, nil
+}
+
+// showTopology prints the summary as a table, JSON or CSV.
+func showTopology(w io.Writer, t *topology.Topology, format string) error {
+	sum, err := summarise(t)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "json":
+		return json.NewEncoder(w).Encode(sum)
+	case "csv":
+		rows := [][]string{{"record", "name", "count", "bw_bytes_per_s", "latency_s", "hops", "path"}}
+		for _, c := range sum.Links {
+			rows = append(rows, []string{"links", c.Ends, strconv.Itoa(c.Count), fmtFloat(c.BW), fmtFloat(c.Latency), "", ""})
+		}
+		if b := sum.Bisection; b != nil {
+			rows = append(rows, []string{"bisection", b.Cut, strconv.Itoa(b.Cuts), fmtFloat(b.BW), "", "", ""})
+		}
+		for _, r := range sum.Routes {
+			rows = append(rows, []string{"route", fmt.Sprintf("rank %d -> %d", r.From, r.To), "", fmtFloat(r.Bottleneck),
+				fmtFloat(r.Latency), strconv.Itoa(r.Hops), strings.Join(r.Path, " > ")})
+		}
+		return writeCSVRows(w, rows)
+	}
+	var parts []string
+	for _, k := range []topology.Kind{topology.GPU, topology.Switch, topology.NIC, topology.CPU} {
+		if n := sum.Nodes[k.String()]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	fmt.Fprintf(w, "topology %s: %s; %d links (full duplex)\n\n", t.Name, strings.Join(parts, ", "), len(t.Links))
 	tbl := tablewriter.NewWriter(w)
 	tbl.Header("links", "count", "bw per direction", "latency")
-	for _, c := range order {
-		if err := tbl.Append(c.ends, fmt.Sprint(counts[c]), topology.FormatBandwidth(c.bw), topology.FormatLatency(c.lat)); err != nil {
+	for _, c := range sum.Links {
+		if err := tbl.Append(c.Ends, fmt.Sprint(c.Count), topology.FormatBandwidth(c.BW), topology.FormatLatency(c.Latency)); err != nil {
 			return err
 		}
 	}
@@ -134,33 +224,14 @@ func showTopology(w io.Writer, t *topology.Topology) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, formatBisection(t))
-
-	gpus := t.GPUs()
-	if len(gpus) > 1 {
+	fmt.Fprintln(w, formatBisection(t, sum.Bisection))
+	if len(sum.Routes) > 0 {
 		fmt.Fprintln(w)
 		rt := tablewriter.NewWriter(w)
 		rt.Header("route", "hops", "latency", "bottleneck bw", "path")
-		for _, dst := range routeSamples(len(gpus)) {
-			p, err := t.RouteRanks(0, dst)
-			if err != nil {
-				return err
-			}
-			bottleneck := 0.0
-			names := []string{t.Nodes[gpus[0]].Name}
-			for i, e := range p.Edges {
-				if bw := t.EdgeBW(e); i == 0 || bw < bottleneck {
-					bottleneck = bw
-				}
-				l := t.Links[e/2]
-				next := l.B
-				if e%2 == 1 {
-					next = l.A
-				}
-				names = append(names, t.Nodes[next].Name)
-			}
-			if err := rt.Append(fmt.Sprintf("rank 0 -> %d", dst), fmt.Sprint(len(p.Edges)),
-				topology.FormatLatency(p.Latency), topology.FormatBandwidth(bottleneck), strings.Join(names, " > ")); err != nil {
+		for _, r := range sum.Routes {
+			if err := rt.Append(fmt.Sprintf("rank %d -> %d", r.From, r.To), fmt.Sprint(r.Hops),
+				topology.FormatLatency(r.Latency), topology.FormatBandwidth(r.Bottleneck), strings.Join(r.Path, " > ")); err != nil {
 				return err
 			}
 		}
@@ -170,6 +241,8 @@ func showTopology(w io.Writer, t *topology.Topology) error {
 	}
 	return nil
 }
+
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // routeSamples picks a few destination ranks: the neighbour, the middle and
 // the last.
@@ -204,8 +277,8 @@ type bisection struct {
 	cuts int     // candidates tried
 }
 
-// formatBisection is show's bisection line.
-func formatBisection(t *topology.Topology) string {
+// formatBisection is show's bisection line, from the summary's figure.
+func formatBisection(t *topology.Topology, b *bisectionSum) string {
 	const head = "bisection bandwidth"
 	switch size := len(t.Nodes) + len(t.Links); {
 	case t.NumGPUs() < 2:
@@ -213,9 +286,8 @@ func formatBisection(t *topology.Topology) string {
 	case size > maxBisectionSize:
 		return fmt.Sprintf("%s: not computed (%d nodes and links, over the limit of %d)", head, size, maxBisectionSize)
 	}
-	b := bisectionBW(t)
 	return fmt.Sprintf("%s (min over %d candidate cuts): %s per direction, across %s",
-		head, b.cuts, topology.FormatBandwidth(b.bw), b.best)
+		head, b.Cuts, topology.FormatBandwidth(b.BW), b.Cut)
 }
 
 // bisectionBW runs a max-flow for every candidate cut and keeps the first
