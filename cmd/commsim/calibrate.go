@@ -77,7 +77,7 @@ and "warnings" in JSON) flag sizes off by over 10% and small-size plateaus. Only
 	fl.StringVar(&f.op, "op", "allreduce", "collective the log measured (default: the log's, else allreduce)")
 	fl.StringVar(&f.algo, "algo", "ring", "algorithm to simulate: "+strings.Join(ops.Algorithms(), "|"))
 	fl.StringVar(&f.out, "out", "", "write the calibrated topology (YAML) to this file")
-	fl.StringVar(&f.format, "format", "table", "report: table|json")
+	fl.StringVar(&f.format, "format", "table", "report: table|csv|json")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "0", "fit only sizes from this one up (e.g. above a latency plateau)")
 	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "1TiB", "fit only sizes up to this one")
 	return cmd
@@ -428,8 +428,8 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		return usagef("calibrate needs --log FILE (nccl-tests output)")
 	case f.topo == "":
 		return usagef("calibrate needs --topo SPEC|FILE (the fabric the log was measured on)")
-	case f.format != "table" && f.format != "json":
-		return usagef("unknown format %q (want table or json)", f.format)
+	case f.format != "table" && f.format != "json" && f.format != "csv":
+		return usagef("unknown format %q (want table, csv or json)", f.format)
 	case f.algo == "auto" || f.algo == "native":
 		return usagef("calibrate needs a fixed algorithm, not %s (the log does not say which one NCCL ran); ring is the default", f.algo)
 	}
@@ -550,6 +550,15 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
+	}
+	if f.format == "csv" {
+		// One row per size; the fitted scales repeat on every row.
+		rows := [][]string{{"bytes", "measured_us", "fitted_us", "rel_error", "measured_busbw_gbps", "fitted_busbw_gbps", "latency_scale", "bandwidth_scale"}}
+		for _, z := range rep.Sizes {
+			rows = append(rows, []string{strconv.FormatInt(z.Bytes, 10), fmtFloat(z.MeasuredUS), fmtFloat(z.FittedUS), fmtFloat(z.RelError),
+				fmtFloat(z.MeasuredBus), fmtFloat(z.FittedBus), fmtFloat(rep.LatencyScale), fmtFloat(rep.BWScale)})
+		}
+		return writeCSVRows(stdout, rows)
 	}
 	return writeCalTable(stdout, &rep)
 }

@@ -464,3 +464,14 @@ func TestParseLogLayouts(t *testing.T) {
 		t.Errorf("bench csv: %+v, %v", lg, err)
 	}
 }
+
+func TestCalibrateCSVReport(t *testing.T) {
+	status, out, errOut := commsim("calibrate", "--log", "testdata/nccl-tests/sim-dgx-h100-all_reduce.txt", "--topo", "dgx-h100", "--format", "csv")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "bytes,measured_us,fitted_us,rel_error") || len(lines) != 29 {
+		t.Fatalf("csv has %d lines, header %q", len(lines), lines[0])
+	}
+}
