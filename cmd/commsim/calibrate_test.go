@@ -400,7 +400,7 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 		"missing file": {[]string{"--log", "/no/such/log.txt", "--topo", "dgx-h100"}, "no such file"},
 		"no log":       {[]string{"--topo", "dgx-h100"}, "needs --log"},
 		"no topo":      {[]string{"--log", log}, "needs --topo"},
-		"bad format":   {[]string{"--log", log, "--topo", "dgx-h100", "--format", "csv"}, "unknown format"},
+		"bad format":   {[]string{"--log", log, "--topo", "dgx-h100", "--format", "xml"}, "unknown format"},
 		"auto":         {[]string{"--log", log, "--topo", "dgx-h100", "--algo", "auto"}, "fixed algorithm"},
 		"op conflict":  {[]string{"--log", log, "--topo", "dgx-h100", "--op", "allgather"}, "measured allreduce"},
 		"ranks":        {[]string{"--log", log, "--topo", "switch:4"}, "has 8 ranks, but topology switch:4 has 4 GPUs"},
