@@ -92,6 +92,16 @@ type Computer interface {
 	Compute(seconds float64, label string) error
 }
 
+// Aborter is an optional interface of a Device whose stuck work can be
+// cancelled, as NCCL's ncclCommAbort cancels a communicator: after Abort,
+// pending and later Synchronize calls on the device's streams return an
+// error wrapping reason instead of waiting. Watchdogs (ops/comm) call it
+// when a collective runs past its timeout. Without it the watchdog still
+// returns its error, but the stuck streams stay stuck.
+type Aborter interface {
+	Abort(reason error) error
+}
+
 // Unwrapper is an optional interface implemented by a Device that decorates
 // another one (tracing, fault injection, timing). Capability lookups go
 // through it; see As.

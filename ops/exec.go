@@ -143,28 +143,33 @@ func (e *Executor) checkRank(plan *Plan, r int, in, out hw.Slice) error {
 // waits. Use it when ranks start a collective at different times, as
 // gradient buckets do; Run is Enqueue on every rank plus the wait.
 func (e *Executor) Enqueue(plan *Plan, rank int, in, out hw.Slice, after ...hw.Event) (hw.Event, error) {
+	_, end, err := e.EnqueueTimed(plan, rank, in, out, after...)
+	return end, err
+}
+
+// EnqueueTimed is Enqueue that also returns the event recorded when the
+// rank's part starts (after the events in after), for timing it.
+func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ...hw.Event) (start, end hw.Event, err error) {
 	if plan == nil || plan.Ranks != e.w.Size() {
-		return nil, fmt.Errorf("ops: enqueue: plan is nil or not for %d ranks", e.w.Size())
+		return nil, nil, fmt.Errorf("ops: enqueue: plan is nil or not for %d ranks", e.w.Size())
 	}
 	if err := e.checkRank(plan, rank, in, out); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := e.prepare(plan, rank); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dev, _ := e.w.Device(rank)
-	start, err := dev.NewEvent()
-	if err != nil {
-		return nil, err
+	if start, err = dev.NewEvent(); err != nil {
+		return nil, nil, err
 	}
-	end, err := dev.NewEvent()
-	if err != nil {
-		return nil, err
+	if end, err = dev.NewEvent(); err != nil {
+		return nil, nil, err
 	}
 	if err := e.enqueue(plan, rank, in, out, start, end, after); err != nil {
-		return nil, fmt.Errorf("ops: enqueue %v: rank %d: %w", plan.Spec, rank, err)
+		return nil, nil, fmt.Errorf("ops: enqueue %v: rank %d: %w", plan.Spec, rank, err)
 	}
-	return end, nil
+	return start, end, nil
 }
 
 // Synchronize waits for everything enqueued on rank's streams.

@@ -33,6 +33,10 @@ import (
 // Config.Timeout is 0.
 const DefaultTimeout = 30 * time.Second
 
+// DefaultRunTimeout bounds how long a collective may run once every rank
+// has joined, when Config.RunTimeout is 0.
+const DefaultRunTimeout = 5 * time.Minute
+
 // ErrClosed is returned by calls on a closed communicator.
 var ErrClosed = errors.New("comm: closed")
 
@@ -40,6 +44,10 @@ var ErrClosed = errors.New("comm: closed")
 type Config struct {
 	// Timeout is how long a rank waits in a slot for the other ranks.
 	Timeout time.Duration
+	// RunTimeout is the watchdog on a collective that every rank joined:
+	// past it, devices that implement hw.Aborter are aborted and the call
+	// returns a *StuckError naming the ranks that had not finished.
+	RunTimeout time.Duration
 	// Algo is the algorithm for calls that leave Call.Algo empty; default
 	// "auto" when Cost is set, else "ring".
 	Algo string
@@ -104,6 +112,12 @@ func New(w *hw.World, cfg Config) (*Comm, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.RunTimeout < 0 {
+		return nil, fmt.Errorf("comm: negative run timeout %v", cfg.RunTimeout)
+	}
+	if cfg.RunTimeout == 0 {
+		cfg.RunTimeout = DefaultRunTimeout
 	}
 	if cfg.Algo == "" {
 		cfg.Algo = "ring"
@@ -220,7 +234,95 @@ func (c *Comm) run(s *slot) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("comm: slot %d: %w", s.id, err)
 	}
-	return c.exec.Run(plan, s.in, s.out)
+	return c.watch(s.id, plan, s.in, s.out)
+}
+
+// watch runs plan on every rank under the watchdog: each rank's part is
+// enqueued, then waited for in its own goroutine; if some rank has not
+// finished after Config.RunTimeout, the devices are aborted (hw.Aborter)
+// and a *StuckError names the ranks still running.
+func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice) (float64, error) {
+	p := plan.Ranks
+	starts, ends := make([]hw.Event, p), make([]hw.Event, p)
+	for r := range p {
+		var err error
+		if starts[r], ends[r], err = c.exec.EnqueueTimed(plan, r, in[r], out[r]); err != nil {
+			return 0, fmt.Errorf("comm: slot %d: %w", slot, err)
+		}
+	}
+	type done struct {
+		rank int
+		err  error
+	}
+	finished := make(chan done, p)
+	for r := range p {
+		go func() { finished <- done{r, c.exec.Synchronize(r)} }()
+	}
+	timer := time.NewTimer(c.cfg.RunTimeout)
+	defer timer.Stop()
+	ok := make([]bool, p)
+	var errs []error
+	for n := 0; n < p; n++ {
+		select {
+		case d := <-finished:
+			ok[d.rank] = true
+			if d.err != nil {
+				errs = append(errs, d.err)
+			}
+		case <-timer.C:
+			stuck := &StuckError{Slot: slot, Op: plan.Spec, After: c.cfg.RunTimeout}
+			for r, fin := range ok {
+				if !fin {
+					stuck.Ranks = append(stuck.Ranks, r)
+				}
+			}
+			stuck.Aborted = c.abortAll(fmt.Errorf("comm: watchdog: slot %d (%v) ran past %v", slot, plan.Spec, c.cfg.RunTimeout))
+			// Like an aborted NCCL communicator, this one is finished: its
+			// streams may still be draining in the goroutines above.
+			c.mu.Lock()
+			c.closed = true
+			c.mu.Unlock()
+			return 0, stuck
+		}
+	}
+	if len(errs) > 0 {
+		return 0, fmt.Errorf("comm: slot %d: %w", slot, errors.Join(errs...))
+	}
+	longest := 0.0
+	for r := range p {
+		t, err := ends[r].ElapsedSince(starts[r])
+		if err != nil {
+			return 0, fmt.Errorf("comm: slot %d: rank %d timing: %w", slot, r, err)
+		}
+		longest = max(longest, t)
+	}
+	return longest, nil
+}
+
+// abortAll aborts every device that can be aborted and counts them.
+func (c *Comm) abortAll(reason error) int {
+	n := 0
+	for _, d := range c.w.Devices() {
+		if a, ok := hw.As[hw.Aborter](d); ok && a.Abort(reason) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// StuckError reports a collective that every rank joined but that did not
+// finish within Config.RunTimeout. The communicator is closed after it.
+type StuckError struct {
+	Slot    int
+	Op      ops.Spec
+	After   time.Duration
+	Ranks   []int // ranks whose part had not finished
+	Aborted int   // devices aborted through hw.Aborter
+}
+
+func (e *StuckError) Error() string {
+	return fmt.Sprintf("comm: slot %d: %v did not finish within %v: %s still running; aborted %d device(s)",
+		e.Slot, e.Op, e.After, rankList(e.Ranks), e.Aborted)
 }
 
 // MismatchError reports ranks that asked for different collectives in one
