@@ -3,6 +3,7 @@ module github.com/commsim/commsim
 go 1.26.0
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/leanovate/gopter v0.2.11
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/schollz/progressbar/v3 v3.19.1

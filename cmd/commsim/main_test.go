@@ -136,3 +136,15 @@ func TestTopoShowJSONAndCSV(t *testing.T) {
 		t.Fatalf("bad format: status %d", status)
 	}
 }
+
+func TestDevicesListsEveryBackend(t *testing.T) {
+	status, out, errOut := commsim("devices")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"sim:", "cuda:", "metal:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("devices output lacks %q:\n%s", want, out)
+		}
+	}
+}

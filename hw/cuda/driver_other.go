@@ -1,0 +1,25 @@
+//go:build !linux && !darwin
+
+package cuda
+
+import "errors"
+
+// ErrNoDriver is wrapped by every error about the driver being unusable.
+var ErrNoDriver = errors.New("cuda backend: no usable NVIDIA driver")
+
+// DeviceInfo describes one GPU the driver reports.
+type DeviceInfo struct {
+	Index        int
+	Name         string
+	MemoryBytes  uint64
+	Major, Minor int
+}
+
+// Available explains that this OS is not supported.
+func Available() error { return errors.Join(ErrNoDriver, errors.New("cuda backend: needs Linux")) }
+
+// DriverVersion is unavailable on this OS.
+func DriverVersion() (int, error) { return 0, Available() }
+
+// Devices is unavailable on this OS.
+func Devices() ([]DeviceInfo, error) { return nil, Available() }
