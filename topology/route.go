@@ -102,6 +102,18 @@ func (t *Topology) RouteRanks(srcRank, dstRank int) (Path, error) {
 }
 
 func (t *Topology) shortest(src, dst int) (Path, error) {
+	// Two leaves on one node (GPUs on a switch): the only way is through
+	// it, so skip Dijkstra, which would first list all the node's leaves.
+	if t.degree(int64(src)) == 1 && t.degree(int64(dst)) == 1 {
+		up, down := t.adj[t.adjStart[src]], t.adj[t.adjStart[dst]]
+		if up.nbr == down.nbr {
+			back, ok := t.edgeBetween(int64(up.nbr), int64(dst))
+			if ok {
+				ps := math.Round(t.Links[up.edge/2].Latency*1e12) + math.Round(t.Links[back/2].Latency*1e12)
+				return Path{Edges: []int{int(up.edge), back}, Latency: ps / 1e12}, nil
+			}
+		}
+	}
 	return t.shortestIn(routeGraph{fullGraph{t}, int32(dst)}, src, dst)
 }
 
