@@ -86,17 +86,11 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 }
 
 func writeCSV(w io.Writer, rows []row) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(append([]string{"op", "algo", "topology", "ranks"}, columns...)); err != nil {
-		return err
-	}
+	out := [][]string{append([]string{"op", "algo", "topology", "ranks"}, columns...)}
 	for _, r := range rows {
-		if err := cw.Write(append([]string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks)}, cells(r)...)); err != nil {
-			return err
-		}
+		out = append(out, append([]string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks)}, cells(r)...))
 	}
-	cw.Flush()
-	return cw.Error()
+	return writeCSVRows(w, out)
 }
 
 // jsonRow is the JSON Lines record of one size (the DESIGN contract's
