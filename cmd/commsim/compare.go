@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -293,20 +292,8 @@ func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 
 // cmpRecord is the JSON Lines (and CSV) record of one size and algorithm.
 type cmpRecord struct {
-	Op       string  `json:"op"`
-	Algo     string  `json:"algo"`
-	Topology string  `json:"topology"`
-	Ranks    int     `json:"ranks"`
-	DType    string  `json:"dtype"`
-	Redop    string  `json:"redop"`
-	Root     int     `json:"root"`
-	Bytes    int64   `json:"bytes"`
-	Count    int     `json:"count"`
-	TimeUS   float64 `json:"time_us"`
-	AlgBW    float64 `json:"algbw_gbps"`
-	BusBW    float64 `json:"busbw_gbps"`
-	Wrong    *int    `json:"wrong"`
-	Best     bool    `json:"best"`
+	jsonRecord
+	Best bool `json:"best"`
 }
 
 // records flattens the rows into one record per size and algorithm.
@@ -319,8 +306,8 @@ func (c *comparison) records(rows []cmpRow) []cmpRecord {
 	var out []cmpRecord
 	for _, r := range rows {
 		for i, res := range r.res {
-			out = append(out, cmpRecord{s.op.String(), c.algos[i], s.topoName, s.topo.NumGPUs(), s.dtype.String(), redop,
-				s.root, r.bytes, r.count, res.timeUS, res.algbw, res.busbw, wrongPtr(res.wrong), i == r.best})
+			out = append(out, cmpRecord{jsonRecord{s.op.String(), c.algos[i], s.topoName, s.topo.NumGPUs(), s.dtype.String(), redop,
+				s.root, r.bytes, r.count, res.timeUS, res.algbw, res.busbw, wrongPtr(res.wrong)}, i == r.best})
 		}
 	}
 	return out
@@ -337,22 +324,16 @@ func (c *comparison) writeJSON(w io.Writer, rows []cmpRow) error {
 }
 
 func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count",
-		"time_us", "algbw_gbps", "busbw_gbps", "wrong", "best"}); err != nil {
-		return err
-	}
+	out := [][]string{{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count",
+		"time_us", "algbw_gbps", "busbw_gbps", "wrong", "best"}}
 	for _, r := range c.records(rows) {
 		wrong := "N/A"
 		if r.Wrong != nil {
 			wrong = strconv.Itoa(*r.Wrong)
 		}
-		if err := cw.Write([]string{r.Op, r.Algo, r.Topology, strconv.Itoa(r.Ranks), r.DType, r.Redop,
+		out = append(out, []string{r.Op, r.Algo, r.Topology, strconv.Itoa(r.Ranks), r.DType, r.Redop,
 			strconv.Itoa(r.Root), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Count),
-			f2(r.TimeUS), f2(r.AlgBW), f2(r.BusBW), wrong, strconv.FormatBool(r.Best)}); err != nil {
-			return err
-		}
+			f2(r.TimeUS), f2(r.AlgBW), f2(r.BusBW), wrong, strconv.FormatBool(r.Best)})
 	}
-	cw.Flush()
-	return cw.Error()
+	return writeCSVRows(w, out)
 }

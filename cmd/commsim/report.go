@@ -93,9 +93,9 @@ func writeCSV(w io.Writer, rows []row) error {
 	return writeCSVRows(w, out)
 }
 
-// jsonRow is the JSON Lines record of one size (the DESIGN contract's
-// fields, then the in-place run).
-type jsonRow struct {
+// jsonRecord holds the DESIGN contract's JSON fields of one measured run;
+// bench and compare embed it in their records.
+type jsonRecord struct {
 	Op       string  `json:"op"`
 	Algo     string  `json:"algo"`
 	Topology string  `json:"topology"`
@@ -109,6 +109,12 @@ type jsonRow struct {
 	AlgBW    float64 `json:"algbw_gbps"`
 	BusBW    float64 `json:"busbw_gbps"`
 	Wrong    *int    `json:"wrong"`
+}
+
+// jsonRow is bench's JSON Lines record of one size: the out-of-place run,
+// then the in-place one.
+type jsonRow struct {
+	jsonRecord
 	InTimeUS float64 `json:"inplace_time_us"`
 	InAlgBW  float64 `json:"inplace_algbw_gbps"`
 	InBusBW  float64 `json:"inplace_busbw_gbps"`
@@ -126,8 +132,8 @@ func writeJSON(w io.Writer, rows []row) error {
 	enc := json.NewEncoder(w)
 	for _, r := range rows {
 		o, i := r.outOfPlace, r.inPlace
-		if err := enc.Encode(jsonRow{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
-			o.timeUS, o.algbw, o.busbw, wrongPtr(o.wrong), i.timeUS, i.algbw, i.busbw, wrongPtr(i.wrong)}); err != nil {
+		if err := enc.Encode(jsonRow{jsonRecord{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
+			o.timeUS, o.algbw, o.busbw, wrongPtr(o.wrong)}, i.timeUS, i.algbw, i.busbw, wrongPtr(i.wrong)}); err != nil {
 			return err
 		}
 	}
