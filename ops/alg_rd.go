@@ -98,6 +98,18 @@ func rdReduce(b *builder, r int, dst, src Ref) {
 	}
 }
 
+// foldIn starts a surviving rank's vector all (n elements): its own input,
+// then, when it stands for an extra rank too (peer >= 0), that rank's vector
+// received into Tmp (tag 0) and folded in as all op Tmp.
+func foldIn(b *builder, r, peer, n int, all Ref) {
+	b.copy(r, all, ref(In, 0, n))
+	if peer >= 0 && n > 0 {
+		b.tmp(n)
+		rdRecv(b, r, peer, ref(Tmp, 0, n), 0)
+		rdReduce(b, r, all, ref(Tmp, 0, n))
+	}
+}
+
 // rdAvg divides dst once when the plan averages.
 func rdAvg(b *builder, r int, dst Ref) {
 	if dst.Len > 0 {
@@ -148,11 +160,7 @@ func rdAllReduce(b *builder) error {
 			rdRecv(b, r, peer, all, post)
 			continue
 		}
-		b.copy(r, all, ref(In, 0, n))
-		if peer >= 0 {
-			rdRecv(b, r, peer, tmp, 0)
-			rdReduce(b, r, all, tmp)
-		}
+		foldIn(b, r, peer, n, all)
 		for mask, tag := 1, uint32(1); mask < f.pof2; mask, tag = mask*2, tag+1 {
 			q := f.old(nr ^ mask)
 			rdSend(b, r, q, all, tag)

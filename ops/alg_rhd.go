@@ -78,12 +78,7 @@ func rhdAllReduce(b *builder) error {
 			rdRecv(b, r, peer, all, post)
 			continue
 		}
-		b.copy(r, all, ref(In, 0, n))
-		if peer >= 0 && n > 0 {
-			b.tmp(n)
-			rdRecv(b, r, peer, ref(Tmp, 0, n), 0)
-			rdReduce(b, r, all, ref(Tmp, 0, n))
-		}
+		foldIn(b, r, peer, n, all)
 		rhdHalve(b, f, r, nr, span, Out, Out, 0, 1)
 		rdAvg(b, r, chunks(nr, nr+1))
 		rdDouble(b, f, r, nr, chunks, uint32(f.lg+1))
@@ -209,12 +204,7 @@ func rhdReduce(b *builder) error {
 			rdSend(b, r, peer, ref(In, 0, n), 0)
 			continue
 		}
-		b.copy(r, all, ref(In, 0, n))
-		if peer >= 0 && n > 0 {
-			b.tmp(n)
-			rdRecv(b, r, peer, ref(Tmp, 0, n), 0)
-			rdReduce(b, r, all, ref(Tmp, 0, n))
-		}
+		foldIn(b, r, peer, n, all)
 		rhdHalve(b, f, r, nr, span, Out, Out, 0, 1)
 		for mask, tag := 1, uint32(f.lg+1); mask < f.pof2; mask, tag = mask*2, tag+1 {
 			if nr&mask != 0 {
