@@ -100,23 +100,9 @@ type Mismatch struct {
 func (m *Mismatch) Error() string {
 	return fmt.Sprintf("proptest: rank %d element %d (%s): %s = %s (%s), %s = %s (%s) in %v\nreproduce: %s",
 		m.Rank, m.Index, m.DType,
-		m.Got, formatValue(m.DType, m.GotValue, m.GotBits), formatBits(m.DType, m.GotBits),
-		m.Want, formatValue(m.DType, m.WantValue, m.WantBits), formatBits(m.DType, m.WantBits),
+		m.Got, elemText(m.DType, m.GotBits), formatBits(m.DType, m.GotBits),
+		m.Want, elemText(m.DType, m.WantBits), formatBits(m.DType, m.WantBits),
 		m.Case, m.Reproducer)
-}
-
-func formatValue(dt hw.DType, v float64, bits uint64) string {
-	switch dt {
-	case hw.I32:
-		return strconv.FormatInt(int64(int32(bits)), 10)
-	case hw.I64:
-		return strconv.FormatInt(int64(bits), 10)
-	case hw.U8:
-		return strconv.FormatUint(bits, 10)
-	case hw.F64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', -1, 32) // f32, f16 and bf16 widen exactly to float32
 }
 
 func formatBits(dt hw.DType, bits uint64) string {

@@ -166,9 +166,9 @@ func formatElems(dt hw.DType, b []byte) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-// fmtElem prints one element: integers in decimal, floats as the shortest
-// decimal of their value, NaNs and zeros with their bits.
-func fmtElem(dt hw.DType, bits uint64) string {
+// elemText prints one element's value: integers in decimal, floats as the
+// shortest decimal (f16 and bf16 widen exactly to float32).
+func elemText(dt hw.DType, bits uint64) string {
 	switch dt {
 	case hw.I32:
 		return strconv.FormatInt(int64(int32(bits)), 10)
@@ -177,9 +177,17 @@ func fmtElem(dt hw.DType, bits uint64) string {
 	case hw.U8:
 		return strconv.FormatUint(bits&0xFF, 10)
 	}
-	v := floatValue(dt, bits)
-	s := strconv.FormatFloat(v, 'g', -1, cond(dt == hw.F64, 64, 32))
-	if math.IsNaN(v) || v == 0 {
+	return strconv.FormatFloat(floatValue(dt, bits), 'g', -1, cond(dt == hw.F64, 64, 32))
+}
+
+// fmtElem is elemText with the bits of NaNs and zeros, whose decimal hides
+// them.
+func fmtElem(dt hw.DType, bits uint64) string {
+	s := elemText(dt, bits)
+	if !dt.IsFloat() {
+		return s
+	}
+	if v := floatValue(dt, bits); math.IsNaN(v) || v == 0 {
 		s += fmt.Sprintf("(0x%0*x)", 2*dt.Size(), bits)
 	}
 	return s
