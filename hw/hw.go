@@ -102,6 +102,20 @@ type Aborter interface {
 	Abort(reason error) error
 }
 
+// Feeder is an optional interface of a Stream that pulls its work instead
+// of holding all of it. Feed registers refill; the stream calls it whenever
+// it has finished everything enqueued so far, at that point of its own
+// timeline, so the work runs exactly when it would have run had it been
+// enqueued up front. refill enqueues more work on the stream through the
+// ordinary methods and reports whether more will follow. The simulator
+// implements it so that plans of millions of steps run in memory that grows
+// with the ranks, not the steps. Work enqueued before Feed runs first;
+// nothing else may be enqueued on the stream until refill has reported the
+// end.
+type Feeder interface {
+	Feed(refill func() (more bool, err error)) error
+}
+
 // Unwrapper is an optional interface implemented by a Device that decorates
 // another one (tracing, fault injection, timing). Capability lookups go
 // through it; see As.

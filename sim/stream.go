@@ -83,11 +83,16 @@ type Stream struct {
 	computing   *op   // the head op while a Compute runs
 	computes    bool  // ever enqueued a Compute: named so in traces
 	err         error
+	// feed refills the queue when it drains (hw.Feeder); refilling is set
+	// while it runs, when pushes need no kick because advance goes on.
+	feed      func() (bool, error)
+	refilling bool
 }
 
 var (
 	_ hw.Stream   = (*Stream)(nil)
 	_ hw.Computer = (*Stream)(nil)
+	_ hw.Feeder   = (*Stream)(nil)
 )
 
 // computeDone is the event generation that ends a Compute (kicks use 0).
@@ -127,11 +132,71 @@ func (c *Cluster) newOp(o op) *op {
 
 func (s *Stream) push(o *op) error {
 	c := s.dev.c
+	if s.feed != nil && !s.refilling {
+		*o = op{}
+		c.freeOps = append(c.freeOps, o)
+		return fmt.Errorf("sim: %s stream %d: %w: the stream is being fed; enqueue after its feed has ended", s.dev.name, s.id, hw.ErrBadArgument)
+	}
 	o.index = s.issued
 	s.issued++
 	s.queue = append(s.queue, o)
+	if !s.refilling {
+		c.kick(s)
+	}
+	return nil
+}
+
+// Feed implements hw.Feeder: refill runs inside the simulation, at the
+// instant the stream drains, so fed work starts exactly when work enqueued
+// up front would have.
+func (s *Stream) Feed(refill func() (more bool, err error)) error {
+	c := s.dev.c
+	switch {
+	case c.closed:
+		return fmt.Errorf("sim: %s: feed: %w", s.dev.name, hw.ErrClosed)
+	case refill == nil:
+		return fmt.Errorf("sim: %s stream %d: feed: %w: nil refill", s.dev.name, s.id, hw.ErrBadArgument)
+	case s.feed != nil:
+		return fmt.Errorf("sim: %s stream %d: feed: %w: the stream already has a feed", s.dev.name, s.id, hw.ErrBadArgument)
+	}
+	s.feed = refill
 	c.kick(s)
 	return nil
+}
+
+// refill asks the feed for more work and reports whether some arrived.
+func (s *Stream) refill() bool {
+	if s.feed == nil {
+		return false
+	}
+	before := s.issued
+	s.refilling = true
+	more, err := s.feed()
+	s.refilling = false
+	if !more {
+		s.feed = nil
+	}
+	switch {
+	case err != nil:
+		s.failFeed(err)
+		return false
+	case more && s.issued == before:
+		s.failFeed(errors.New("refill enqueued nothing yet promised more"))
+		return false
+	}
+	return s.head < len(s.queue)
+}
+
+// failFeed fails the stream for an error of its feed, after the ops the
+// feed had already enqueued.
+func (s *Stream) failFeed(err error) {
+	s.feed = nil
+	err = fmt.Errorf("feed: %w", err)
+	if s.head < len(s.queue) {
+		s.fail(s.queue[s.head], err)
+		return
+	}
+	s.err = fmt.Errorf("sim: rank %d (%s) stream %d, op #%d: %w", s.dev.rank, s.dev.name, s.id, s.issued, err)
 }
 
 func (s *Stream) checkSlice(what string, sl hw.Slice) error {
@@ -160,8 +225,10 @@ func (s *Stream) checkArg(what, which string, sl hw.Slice) error {
 
 // Copy enqueues dst = src. Local copies take no simulated time.
 func (s *Stream) Copy(dst, src hw.Slice) error {
-	s.dev.c.mu.Lock()
-	defer s.dev.c.mu.Unlock()
+	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
+		s.dev.c.mu.Lock()
+		defer s.dev.c.mu.Unlock()
+	}
 	if err := s.checkPair("copy", dst, src); err != nil {
 		return err
 	}
@@ -183,8 +250,10 @@ func (s *Stream) checkPair(what string, dst, src hw.Slice) error {
 
 // Reduce enqueues dst = op(dst, src), taking bytes/reduce_bw.
 func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
-	s.dev.c.mu.Lock()
-	defer s.dev.c.mu.Unlock()
+	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
+		s.dev.c.mu.Lock()
+		defer s.dev.c.mu.Unlock()
+	}
 	if rop == hw.Avg || !rop.Valid() {
 		return fmt.Errorf("sim: %s: reduce: %w: op %s is not elementwise (use Sum, Prod, Min or Max; Avg is Sum then Divide)", s.dev.name, hw.ErrBadArgument, rop)
 	}
@@ -196,8 +265,10 @@ func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
 
 // Divide enqueues dst = dst / n, costed like a reduce.
 func (s *Stream) Divide(dst hw.Slice, n int) error {
-	s.dev.c.mu.Lock()
-	defer s.dev.c.mu.Unlock()
+	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
+		s.dev.c.mu.Lock()
+		defer s.dev.c.mu.Unlock()
+	}
 	if n < 1 {
 		return fmt.Errorf("sim: %s: divide: %w: divisor %d < 1", s.dev.name, hw.ErrBadArgument, n)
 	}
@@ -221,8 +292,10 @@ func (s *Stream) checkPeer(what string, peer hw.Device) (*Device, error) {
 
 // Send enqueues an eager send of src to peer.
 func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
-	s.dev.c.mu.Lock()
-	defer s.dev.c.mu.Unlock()
+	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
+		s.dev.c.mu.Lock()
+		defer s.dev.c.mu.Unlock()
+	}
 	p, err := s.checkPeer("send", peer)
 	if err != nil {
 		return err
@@ -235,8 +308,10 @@ func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
 
 // Recv enqueues a receive into dst of the next message from peer with tag.
 func (s *Stream) Recv(dst hw.Slice, peer hw.Device, tag uint64) error {
-	s.dev.c.mu.Lock()
-	defer s.dev.c.mu.Unlock()
+	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
+		s.dev.c.mu.Lock()
+		defer s.dev.c.mu.Unlock()
+	}
 	p, err := s.checkPeer("recv", peer)
 	if err != nil {
 		return err
@@ -257,8 +332,10 @@ func (s *Stream) checkEvent(what string, ev hw.Event) (*Event, error) {
 
 // Record enqueues a record of ev.
 func (s *Stream) Record(ev hw.Event) error {
-	s.dev.c.mu.Lock()
-	defer s.dev.c.mu.Unlock()
+	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
+		s.dev.c.mu.Lock()
+		defer s.dev.c.mu.Unlock()
+	}
 	e, err := s.checkEvent("record", ev)
 	if err != nil {
 		return err
@@ -269,8 +346,10 @@ func (s *Stream) Record(ev hw.Event) error {
 
 // Wait enqueues a wait for the latest Record of ev enqueued so far.
 func (s *Stream) Wait(ev hw.Event) error {
-	s.dev.c.mu.Lock()
-	defer s.dev.c.mu.Unlock()
+	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
+		s.dev.c.mu.Lock()
+		defer s.dev.c.mu.Unlock()
+	}
 	e, err := s.checkEvent("wait", ev)
 	if err != nil {
 		return err
@@ -280,8 +359,10 @@ func (s *Stream) Wait(ev hw.Event) error {
 
 // Compute occupies the stream for the given simulated seconds.
 func (s *Stream) Compute(seconds float64, label string) error {
-	s.dev.c.mu.Lock()
-	defer s.dev.c.mu.Unlock()
+	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
+		s.dev.c.mu.Lock()
+		defer s.dev.c.mu.Unlock()
+	}
 	if !(seconds >= 0) || math.IsInf(seconds, 0) {
 		return fmt.Errorf("sim: %s: compute %q: %w: duration %v s", s.dev.name, label, hw.ErrBadArgument, seconds)
 	}
@@ -298,10 +379,13 @@ func (s *Stream) Synchronize() error {
 	if c.closed {
 		return fmt.Errorf("sim: %s: synchronize: %w", s.dev.name, hw.ErrClosed)
 	}
-	for s.err == nil && s.head < len(s.queue) {
+	for s.err == nil && (s.head < len(s.queue) || s.feed != nil) {
 		if !c.eng.step() {
 			if err := c.deadlock(); err != nil {
 				return err
+			}
+			if s.head == len(s.queue) {
+				c.kick(s) // a feed with nothing queued: refill now
 			}
 		}
 	}
@@ -334,15 +418,18 @@ func (s *Stream) fire(now Time, gen uint64) {
 
 // advance starts queued operations until one is in flight or blocked.
 func (s *Stream) advance(now Time) {
-	if until := s.dev.stalledUntil; until > now && !s.busy && s.head < len(s.queue) {
-		// The rank is stalled: look again when the stall ends.
-		if !s.kickPending {
-			s.kickPending = true
-			s.dev.c.eng.schedule(until, s, 0)
+	for !s.busy && s.err == nil {
+		if s.head == len(s.queue) && !s.refill() {
+			return
 		}
-		return
-	}
-	for !s.busy && s.err == nil && s.head < len(s.queue) {
+		if until := s.dev.stalledUntil; until > now {
+			// The rank is stalled: look again when the stall ends.
+			if !s.kickPending {
+				s.kickPending = true
+				s.dev.c.eng.schedule(until, s, 0)
+			}
+			return
+		}
 		o := s.queue[s.head]
 		o.start = now
 		if !s.begin(o, now) {
@@ -489,7 +576,7 @@ func (s *Stream) complete(o *op, now Time) {
 // skipped, and events it would have recorded fail their waiters.
 func (s *Stream) fail(o *op, cause error) {
 	c := s.dev.c
-	s.busy, s.flow, s.computing = false, nil, nil
+	s.busy, s.flow, s.computing, s.feed = false, nil, nil, nil
 	s.err = fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, o.index, o, cause)
 	for _, rest := range s.queue[s.head:] {
 		if rest.kind == opRecord {
