@@ -213,7 +213,7 @@ func dbtreeAllReduce(b *builder) error {
 	}
 	dbtreeHalves(n, func(h, off, ln int) {
 		t, l := trees[h], laneBuilder{b, h}
-		for r := range p {
+		for r := range b.ranks() {
 			acc := ref(Out, off, ln)
 			res := dtreeUp(l, t, r, ref(In, off, ln), acc, ref(Tmp, off, ln), uint32(2*h))
 			if r == t.root {
@@ -235,7 +235,7 @@ func dbtreeBroadcast(b *builder) error {
 	trees := dbtreeRootedTrees(p, root)
 	dbtreeHalves(n, func(h, off, ln int) {
 		l := laneBuilder{b, h}
-		for r := range p {
+		for r := range b.ranks() {
 			if r == root {
 				l.copy(r, ref(Out, off, ln), ref(In, off, ln))
 			}
@@ -259,7 +259,7 @@ func dbtreeReduce(b *builder) error {
 	}
 	dbtreeHalves(n, func(h, off, ln int) {
 		l := laneBuilder{b, h}
-		for r := range p {
+		for r := range b.ranks() {
 			res := dtreeUp(l, trees[h], r, ref(In, off, ln), ref(Tmp, off, ln), ref(Tmp, n+off, ln), uint32(h))
 			if r == root {
 				l.copy(r, ref(Out, off, ln), res)

@@ -65,7 +65,7 @@ func directAllReduce(b *builder) error {
 	c := func(buf Buf, i int) Ref { off, l := chunk(n, p, mod(i, p)); return ref(buf, off, l) }
 	_, maxLen := chunk(n, p, 0)
 	b.tmp(2 * maxLen)
-	for r := range p {
+	for r := range b.ranks() {
 		for k := 1; k < p; k++ {
 			b.send(r, mod(r+k, p), c(In, r+k), 0)
 		}
@@ -96,7 +96,7 @@ func directReduceScatter(b *builder) error {
 	}
 	blk := func(j int) Ref { return ref(In, mod(j, p)*n, n) }
 	b.tmp(2 * n)
-	for r := range p {
+	for r := range b.ranks() {
 		for k := 1; k < p; k++ {
 			b.send(r, mod(r+k, p), blk(r+k), 0)
 		}
@@ -112,7 +112,7 @@ func directReduceScatter(b *builder) error {
 // order in which they are sent to r).
 func directAllGather(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
-	for r := range p {
+	for r := range b.ranks() {
 		b.copy(r, ref(Out, r*n, n), ref(In, 0, n))
 		for k := 1; k < p; k++ {
 			b.send(r, mod(r+k, p), ref(In, 0, n), 0)
@@ -129,7 +129,7 @@ func directAllGather(b *builder) error {
 // block and receives block q from rank q, for q = root+1, root+2, ….
 func directGather(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
-	for r := range p {
+	for r := range b.ranks() {
 		if r != root {
 			b.send(r, root, ref(In, 0, n), 0)
 			continue
@@ -148,7 +148,7 @@ func directGather(b *builder) error {
 func directBroadcast(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	all := ref(Out, 0, n)
-	for r := range p {
+	for r := range b.ranks() {
 		if r != root {
 			b.recv(r, root, all, 0)
 			continue
@@ -171,7 +171,7 @@ func directReduce(b *builder) error {
 		return nil
 	}
 	b.tmp(2 * n)
-	for r := range p {
+	for r := range b.ranks() {
 		if r != root {
 			b.send(r, root, ref(In, 0, n), 0)
 			continue
@@ -191,7 +191,7 @@ func directAllToAll(b *builder) error {
 	b.expect(2 * (b.p.Ranks - 1)) // at least a send and a receive per peer
 	p, n := b.p.Ranks, b.p.Count
 	blk := func(buf Buf, j int) Ref { return ref(buf, mod(j, p)*n, n) }
-	for r := range p {
+	for r := range b.ranks() {
 		b.copy(r, blk(Out, r), blk(In, r))
 		for k := 1; k < p; k++ {
 			b.send(r, mod(r+k, p), blk(In, r+k), 0)
@@ -211,7 +211,7 @@ func directSendRecv(b *builder) error {
 		directCopyOnly(b)
 		return nil
 	}
-	for r := range p {
+	for r := range b.ranks() {
 		b.send(r, mod(r+1, p), ref(In, 0, n), 0)
 		b.recv(r, mod(r-1, p), ref(Out, 0, n), 0)
 	}
@@ -223,7 +223,7 @@ func directSendRecv(b *builder) error {
 func directBarrier(b *builder) error {
 	p := b.p.Ranks
 	none := ref(In, 0, 0)
-	for r := range p {
+	for r := range b.ranks() {
 		for k := 1; k < p; k++ {
 			b.send(r, mod(r+k, p), none, 0)
 		}

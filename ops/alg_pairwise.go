@@ -20,7 +20,7 @@ func pairwiseAllToAll(b *builder) error {
 	blk := func(buf Buf, j int) Ref { return ref(buf, mod(j, p)*n, n) }
 	staged := (p - 1) / 2 // the steps k with 2k < p
 	b.tmp(staged * n)
-	for r := range p {
+	for r := range b.ranks() {
 		b.copy(r, blk(Out, r), blk(In, r))
 		for k := 1; k < p; k++ {
 			b.send(r, mod(r+k, p), blk(In, r+k), 0)

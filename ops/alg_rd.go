@@ -153,7 +153,7 @@ func rdAllReduce(b *builder) error {
 	if p > 1 && n > 0 {
 		b.tmp(n)
 	}
-	for r := range p {
+	for r := range b.ranks() {
 		nr, peer := f.newRank(r), f.partner(r)
 		if nr < 0 {
 			rdSend(b, r, peer, ref(In, 0, n), 0)
@@ -187,7 +187,7 @@ func rdAllGather(b *builder) error {
 	f := newRdFolding(p, 0, true)
 	span := func(i, j int) Ref { return ref(Out, f.start(i)*n, (f.start(j)-f.start(i))*n) }
 	post := uint32(f.lg + 1)
-	for r := range p {
+	for r := range b.ranks() {
 		nr, peer := f.newRank(r), f.partner(r)
 		if nr < 0 {
 			rdSend(b, r, peer, ref(In, 0, n), 0)
@@ -212,7 +212,7 @@ func rdAllGather(b *builder) error {
 func rdBarrier(b *builder) error {
 	p := b.p.Ranks
 	none := ref(Tmp, 0, 0)
-	for r := range p {
+	for r := range b.ranks() {
 		for d, k := 1, uint32(0); d < p; d, k = d*2, k+1 {
 			b.send(r, mod(r+d, p), none, k)
 			b.recv(r, mod(r-d, p), none, k)

@@ -71,7 +71,7 @@ func rhdAllReduce(b *builder) error {
 	span, chunks := rhdChunks(n, f.pof2, Out)
 	all := ref(Out, 0, n)
 	post := uint32(2*f.lg + 1)
-	for r := range p {
+	for r := range b.ranks() {
 		nr, peer := f.newRank(r), f.partner(r)
 		if nr < 0 {
 			rdSend(b, r, peer, ref(In, 0, n), 0)
@@ -109,7 +109,7 @@ func rhdReduceScatter(b *builder) error {
 	span := func(i, j int) (int, int) { return f.start(i) * n, (f.start(j) - f.start(i)) * n }
 	out := ref(Out, 0, n)
 	post := uint32(f.lg + 1)
-	for r := range p {
+	for r := range b.ranks() {
 		nr, peer := f.newRank(r), f.partner(r)
 		if nr < 0 {
 			rdSend(b, r, peer, ref(In, 0, N), 0)
@@ -150,7 +150,7 @@ func rhdBroadcast(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	f := newRdFolding(p, root, true)
 	_, chunks := rhdChunks(n, p, Out)
-	for r := range p {
+	for r := range b.ranks() {
 		v := f.virt(r)
 		if v == 0 {
 			b.copy(r, ref(Out, 0, n), ref(In, 0, n))
@@ -198,7 +198,7 @@ func rhdReduce(b *builder) error {
 	f := newRdFolding(p, root, false)
 	span, chunks := rhdChunks(n, f.pof2, Out)
 	all := ref(Out, 0, n)
-	for r := range p {
+	for r := range b.ranks() {
 		nr, peer := f.newRank(r), f.partner(r)
 		if nr < 0 {
 			rdSend(b, r, peer, ref(In, 0, n), 0)

@@ -24,7 +24,7 @@ func ringAllReduce(b *builder) error {
 	_, maxLen := chunk(n, p, 0)
 	b.tmp(maxLen)
 	b.reserve(5*(p-1) + 2)
-	for r := range p {
+	for r := range b.ranks() {
 		b.copy(r, ref(Out, 0, n), ref(In, 0, n))
 		for k := 0; k < p-1; k++ {
 			in := c(r - k - 1)
@@ -51,7 +51,7 @@ func ringReduceScatter(b *builder) error {
 	in := func(blk int) Ref { return ref(In, mod(blk, p)*n, n) }
 	half := func(k int) Ref { return ref(Tmp, (k%2)*n, n) }
 	b.tmp(2 * n)
-	for r := range p {
+	for r := range b.ranks() {
 		if p == 1 {
 			b.copy(r, ref(Out, 0, n), in(0))
 			b.finishAvg(r, ref(Out, 0, n))
@@ -77,7 +77,7 @@ func ringReduceScatter(b *builder) error {
 func ringAllGather(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	blk := func(i int) Ref { return ref(Out, mod(i, p)*n, n) }
-	for r := range p {
+	for r := range b.ranks() {
 		b.copy(r, blk(r), ref(In, 0, n))
 		for k := 0; k < p-1; k++ {
 			b.send(r, mod(r+1, p), blk(r-k), uint32(k))
@@ -92,7 +92,7 @@ func ringAllGather(b *builder) error {
 func ringBroadcast(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	all := ref(Out, 0, n)
-	for r := range p {
+	for r := range b.ranks() {
 		v := mod(r-root, p)
 		if v == 0 {
 			b.copy(r, all, ref(In, 0, n))
@@ -114,7 +114,7 @@ func ringReduce(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	acc, inc := ref(Tmp, 0, n), ref(Tmp, n, n)
 	b.tmp(2 * n)
-	for r := range p {
+	for r := range b.ranks() {
 		v := mod(r-root, p) // distance after the root; v = p−1 starts
 		b.copy(r, acc, ref(In, 0, n))
 		if v != p-1 {

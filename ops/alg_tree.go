@@ -88,7 +88,7 @@ func binomialReduce(b *builder, r, root int, own, acc, inc Ref, tag uint32) Ref 
 func treeBroadcast(b *builder) error {
 	n, root := b.p.Count, b.p.Root
 	all := ref(Out, 0, n)
-	for r := range b.p.Ranks {
+	for r := range b.ranks() {
 		if r == root {
 			b.copy(r, all, ref(In, 0, n))
 		}
@@ -109,7 +109,7 @@ func treeReduce(b *builder) error {
 	if p > 1 {
 		b.tmp(2 * n)
 	}
-	for r := range p {
+	for r := range b.ranks() {
 		res := binomialReduce(b, r, root, ref(In, 0, n), ref(Tmp, 0, n), ref(Tmp, n, n), 0)
 		if r == root {
 			b.copy(r, ref(Out, 0, n), res)
@@ -132,7 +132,7 @@ func treeAllReduce(b *builder) error {
 	if p > 1 {
 		b.tmp(n)
 	}
-	for r := range p {
+	for r := range b.ranks() {
 		res := binomialReduce(b, r, 0, ref(In, 0, n), all, ref(Tmp, 0, n), 0)
 		if r == 0 {
 			b.copy(r, all, res)
@@ -154,7 +154,7 @@ func treeAllReduce(b *builder) error {
 func treeGather(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	toRank := func(v int) int { return mod(v+root, p) }
-	for r := range p {
+	for r := range b.ranks() {
 		vr := mod(r-root, p)
 		parent, bit := binomialUp(vr, p)
 		kids := binomialKids(vr, p)
@@ -198,7 +198,7 @@ func treeGather(b *builder) error {
 func treeBarrier(b *builder) error {
 	p := b.p.Ranks
 	none := ref(In, 0, 0)
-	for r := range p {
+	for r := range b.ranks() {
 		for _, k := range binomialKids(r, p) {
 			b.recv(r, k, none, 0)
 		}

@@ -1,11 +1,35 @@
 package ops
 
+import "iter"
+
 // builder accumulates a plan's steps. Algorithms call its methods rank by
-// rank; each returns the index of the step it added, for After lists.
+// rank, looping over b.ranks(); each returns the index of the step it added
+// within its rank, for After lists.
+//
+// A builder runs in one of three modes. It keeps every step (a plan in
+// memory), counts them (sizing a plan too big to keep), or streams one
+// rank's steps to yield as they are made, dropping other ranks' (a
+// streamed plan's rank, pulled by the executor step by step).
 type builder struct {
 	p     *Plan
-	steps int // steps added so far, all ranks
+	mode  buildMode
+	steps int   // steps added so far, all ranks kept or counted
+	only  int   // modeStream: the rank streamed
+	n     int   // modeStream: steps of that rank so far
+	count []int // modeCount: steps per rank so far
+	// modeStream: steps are collected in buf and handed to emit a batch
+	// at a time, which costs one switch to the consumer per batch.
+	buf  []Step
+	emit func([]Step) bool
 }
+
+type buildMode uint8
+
+const (
+	modeKeep buildMode = iota
+	modeCount
+	modeStream
+)
 
 // planTooLarge unwinds a generator that passed MaxPlanSteps; Compile
 // recovers it (and only it) and returns ErrTooLarge. Generators are plain
@@ -13,25 +37,81 @@ type builder struct {
 // of emitting millions of steps that would be thrown away.
 type planTooLarge struct{ steps int }
 
+// streamStopped unwinds a streaming generator whose consumer stopped
+// pulling.
+type streamStopped struct{}
+
 func newBuilder(spec Spec, inLen, outLen int) *builder {
 	return &builder{p: &Plan{Spec: spec, InLen: inLen, OutLen: outLen, Lanes: 1, Steps: make([][]Step, spec.Ranks)}}
 }
 
-func (b *builder) add(r int, s Step) int {
-	if b.steps++; b.steps > MaxPlanSteps {
-		panic(planTooLarge{b.steps})
+// ranks is the ranks a generator builds: all of them, or the one streamed.
+func (b *builder) ranks() iter.Seq[int] {
+	if b.mode == modeStream {
+		return func(yield func(int) bool) { yield(b.only) }
 	}
+	return func(yield func(int) bool) {
+		for r := range b.p.Ranks {
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+func (b *builder) add(r int, s Step) int {
 	if s.Lane+1 > b.p.Lanes {
 		b.p.Lanes = s.Lane + 1
 	}
+	switch b.mode {
+	case modeCount:
+		if b.steps++; b.steps > MaxStreamedSteps {
+			panic(planTooLarge{b.steps})
+		}
+		b.count[r]++
+		return b.count[r] - 1
+	case modeStream:
+		if r != b.only {
+			return -1
+		}
+		b.n++
+		if b.buf = append(b.buf, s); len(b.buf) == cap(b.buf) {
+			b.flush()
+		}
+		return b.n - 1
+	}
+	if b.steps++; b.steps > MaxPlanSteps {
+		panic(planTooLarge{b.steps})
+	}
 	b.p.Steps[r] = append(b.p.Steps[r], s)
+	return len(b.p.Steps[r]) - 1
+}
+
+// flush hands the streamed steps collected so far to the consumer, which
+// is done with them when emit returns: buf is then reused.
+func (b *builder) flush() {
+	if len(b.buf) > 0 && !b.emit(b.buf) {
+		panic(streamStopped{})
+	}
+	b.buf = b.buf[:0]
+}
+
+// last is the index of rank r's latest step.
+func (b *builder) last(r int) int {
+	switch b.mode {
+	case modeCount:
+		return b.count[r] - 1
+	case modeStream:
+		return b.n - 1
+	}
 	return len(b.p.Steps[r]) - 1
 }
 
 // expect refuses the plan at once if perRank steps on every rank would pass
 // MaxPlanSteps: O(p²) algorithms call it so they fail fast at scale.
 func (b *builder) expect(perRank int) {
-	if total := perRank * len(b.p.Steps); total > MaxPlanSteps {
+	total := perRank * b.p.Ranks
+	if b.mode == modeKeep && total > MaxPlanSteps || b.mode == modeCount && total > MaxStreamedSteps {
 		panic(planTooLarge{total + 1})
 	}
 }
@@ -39,6 +119,9 @@ func (b *builder) expect(perRank int) {
 // reserve sizes every rank's step list for n steps, so large plans are not
 // copied again and again as they grow.
 func (b *builder) reserve(n int) {
+	if b.mode != modeKeep {
+		return
+	}
 	b.expect(n) // refuse before allocating it
 	for r := range b.p.Steps {
 		if cap(b.p.Steps[r]) < n {
@@ -70,7 +153,7 @@ func (b *builder) reduce(r int, dst, src Ref) int {
 // copy adds dst = src; a copy of a range onto itself is dropped.
 func (b *builder) copy(r int, dst, src Ref) int {
 	if dst == src || dst.Len == 0 {
-		return len(b.p.Steps[r]) - 1
+		return b.last(r)
 	}
 	return b.add(r, Step{Kind: StepCopy, Dst: dst, Src: src})
 }

@@ -31,6 +31,10 @@ import (
 // The cost is proportional to the plan's steps times their lengths, so
 // check small counts.
 func Check(p *Plan) error {
+	p, err := p.Materialized()
+	if err != nil {
+		return err
+	}
 	if err := checkShape(p); err != nil {
 		return fmt.Errorf("ops: check %v: %w", p.Spec, err)
 	}

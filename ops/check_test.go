@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -179,10 +180,25 @@ func ExamplePlan_Describe() {
 	//   4: recv out[0:1] from 1 tag 1
 }
 
-func TestCompileRefusesPlansOverTheStepLimit(t *testing.T) {
-	// Ring all-reduce on 4096 ranks: 4096 × (5·4095 + 1) ≈ 84M steps.
-	_, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 4096, Count: 4096, DType: hw.F32, Redop: hw.Sum})
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 16777216") {
+func TestCompileStreamsLargePlansAndRefusesHugeOnes(t *testing.T) {
+	// Ring all-reduce on 4096 ranks: 4096 × (5·4095 + 1) ≈ 84M steps, too
+	// many to hold: streamed, and refused where it must be held.
+	plan, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 4096, Count: 4096, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Streamed() || plan.NumSteps() != 4096*(5*4095+1) || plan.Steps != nil {
+		t.Fatalf("streamed %v, %d steps; want a streamed plan of %d", plan.Streamed(), plan.NumSteps(), 4096*(5*4095+1))
+	}
+	if got := len(plan.Rank(4095)); got != 5*4095+1 {
+		t.Fatalf("rank 4095 has %d steps, want %d", got, 5*4095+1)
+	}
+	if err := Check(plan); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "limit 16777216") {
+		t.Fatalf("Check: err = %v, want ErrTooLarge naming the limit", err)
+	}
+	// direct on 32768 ranks: 2·32767·32768 ≈ 2.1G steps, refused at once.
+	_, err = Compile(Spec{Op: AllReduce, Algo: "direct", Ranks: 32768, Count: 1, DType: hw.F32, Redop: hw.Sum})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 1073741824") {
 		t.Fatalf("err = %v, want ErrTooLarge with the step count", err)
 	}
 	// rhd on 16384 ranks stays well inside.
@@ -199,6 +215,48 @@ func TestAvgOnlyDividesReductions(t *testing.T) {
 			p := mustPlan(t, Spec{Op: op, Algo: alg, Ranks: 3, Count: 4, DType: hw.F32, Redop: hw.Avg})
 			if err := Check(p); err != nil {
 				t.Errorf("%s/%s with redop avg: %v", op, alg, err)
+			}
+		}
+	}
+}
+
+// TestStreamedPlansEqualHeldPlans: a streamed plan's ranks, made one at a
+// time, are step for step the plan Compile holds in memory, for every
+// algorithm that streams and every op.
+func TestStreamedPlansEqualHeldPlans(t *testing.T) {
+	for _, a := range algorithmTable {
+		if !a.streams {
+			continue
+		}
+		for _, op := range Ops() {
+			if a.gens[op] == nil {
+				continue
+			}
+			for _, p := range []int{1, 2, 5, 8, 13} {
+				spec := Spec{Op: op, Algo: a.name, Ranks: p, Count: 7, Root: p / 2, DType: hw.F32, Redop: hw.Avg}
+				if op == Barrier {
+					spec.Count = 0
+				}
+				held := mustPlan(t, spec)
+				streamAbove = -1
+				streamed, err := Compile(spec)
+				streamAbove = StreamAbove
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !streamed.Streamed() || streamed.NumSteps() != held.NumSteps() ||
+					streamed.TmpLen != held.TmpLen || streamed.Lanes != held.Lanes {
+					t.Fatalf("%v: streamed %v, %d steps, tmp %d, %d lanes; held %d steps, tmp %d, %d lanes", spec,
+						streamed.Streamed(), streamed.NumSteps(), streamed.TmpLen, streamed.Lanes, held.NumSteps(), held.TmpLen, held.Lanes)
+				}
+				for r := range p {
+					if got, want := streamed.Rank(r), held.Steps[r]; !reflect.DeepEqual(got, want) {
+						t.Fatalf("%v rank %d:\nstreamed %v\nheld     %v", spec, r, got, want)
+					}
+				}
+				if got, want := streamed.Describe(), held.Describe(); got != want {
+					t.Fatalf("%v: Describe differs", spec)
+				}
 			}
 		}
 	}

@@ -13,11 +13,23 @@ import (
 // MaxRanks is the largest world a plan may describe.
 const MaxRanks = 1 << 20
 
-// MaxPlanSteps bounds the steps of one plan, all ranks together. A plan
-// holds every step of every rank (about 100 bytes each), and the executor
-// enqueues them all, so 16M steps is a few GB; Compile refuses larger plans
-// with the figure instead of running the machine out of memory.
+// MaxPlanSteps bounds the steps of a plan held in memory, all ranks
+// together: about 100 bytes a step, so 16M steps is a few GB. Larger plans
+// of the algorithms that stream (all but dbtree) are streamed instead;
+// others are refused with ErrTooLarge and the figure.
 const MaxPlanSteps = 16 << 20
+
+// StreamAbove is the size, in steps, above which Compile streams a plan:
+// a plan of millions of steps held in memory costs more in cache misses and
+// garbage collection than making the steps again as they are needed.
+const StreamAbove = 1 << 20
+
+// streamAbove is StreamAbove; tests lower it to stream small plans.
+var streamAbove = StreamAbove
+
+// MaxStreamedSteps bounds a streamed plan: past a billion steps a run
+// would take hours.
+const MaxStreamedSteps = 1 << 30
 
 // ErrUnsupported is wrapped by Compile's error when an algorithm does not
 // implement an op (or a shape of it).
@@ -36,18 +48,22 @@ type algorithm struct {
 	name string
 	doc  string // one line: what it is and its reduction order
 	gens map[Op]generator
+	// streams: one rank's steps cost about as much to make as the rank's
+	// share of the plan, so the plan can be streamed (see Plan.Streamed).
+	// dbtree builds both trees over every rank first and cannot.
+	streams bool
 }
 
 // algorithmTable lists the algorithms in the order help text shows them.
 // Each alg_*.go file defines its generator map.
 var algorithmTable = []algorithm{
-	{"ring", ringDoc, ringPlans},
-	{"rd", rdDoc, rdPlans},
-	{"rhd", rhdDoc, rhdPlans},
-	{"tree", treeDoc, treePlans},
-	{"dbtree", dbtreeDoc, dbtreePlans},
-	{"direct", directDoc, directPlans},
-	{"pairwise", pairwiseDoc, pairwisePlans},
+	{"ring", ringDoc, ringPlans, true},
+	{"rd", rdDoc, rdPlans, true},
+	{"rhd", rhdDoc, rhdPlans, true},
+	{"tree", treeDoc, treePlans, true},
+	{"dbtree", dbtreeDoc, dbtreePlans, false},
+	{"direct", directDoc, directPlans, true},
+	{"pairwise", pairwiseDoc, pairwisePlans, true},
 }
 
 // Algorithms lists the algorithm names Compile knows, in a fixed order.
@@ -140,6 +156,18 @@ func Compile(s Spec) (*Plan, error) {
 			ErrUnsupported, s.Algo, s.Op, s.Op, strings.Join(AlgorithmsFor(s.Op), ", "))
 	}
 	in, out := s.BufferLens()
+	if algorithmTable[i].streams {
+		// Count first: a plan too big to hold is streamed instead.
+		b := newBuilder(s, in, out)
+		b.mode, b.count, b.p.Steps = modeCount, make([]int, s.Ranks), nil
+		if err := generate(gen, b); err != nil {
+			return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
+		}
+		if b.steps > streamAbove {
+			b.p.gen, b.p.numSteps = gen, b.steps
+			return b.p, nil
+		}
+	}
 	b := newBuilder(s, in, out)
 	if err := generate(gen, b); err != nil {
 		return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
@@ -161,8 +189,12 @@ func generate(gen generator, b *builder) (err error) {
 			if !ok {
 				panic(r)
 			}
+			limit := MaxPlanSteps
+			if b.mode == modeCount {
+				limit = MaxStreamedSteps
+			}
 			err = fmt.Errorf("%w: at least %d plan steps, over the limit of %d; algorithms with O(p log p) steps (rd, rhd, tree) scale further",
-				ErrTooLarge, big.steps-1, MaxPlanSteps)
+				ErrTooLarge, big.steps-1, limit)
 		}
 	}()
 	return gen(b)

@@ -27,6 +27,10 @@ func Cost(plan *Plan, m CostModel) (float64, error) {
 	if err := checkShape(plan); err != nil {
 		return 0, fmt.Errorf("ops: cost %v: %w", plan.Spec, err)
 	}
+	plan, err := plan.Materialized()
+	if err != nil {
+		return 0, err
+	}
 	c := &costRun{plan: plan, m: m, size: float64(plan.DType.Size()), paths: map[[2]int][2]float64{}}
 	return c.run()
 }

@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -12,18 +13,20 @@ import (
 // runs, so a sweep reuses them. An Executor is not safe for concurrent use.
 type Executor struct {
 	w          *hw.World
+	devs       []hw.Device // by rank
 	lanes      [][]hw.Stream
 	tmp        []hw.Buffer
 	starts     []hw.Event // per rank, recorded before its steps
 	ends       []hw.Event // per rank, recorded after them
 	laneEvents [][]hw.Event
 	retired    [][]hw.Buffer // per rank: outgrown scratch, freed after a wait
+	stops      []func()      // ends the step generators of fed ranks
 }
 
 // NewExecutor prepares to run plans on w.
 func NewExecutor(w *hw.World) *Executor {
 	n := w.Size()
-	return &Executor{w: w, lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
+	return &Executor{w: w, devs: w.Devices(), lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
 		starts: make([]hw.Event, n), ends: make([]hw.Event, n), laneEvents: make([][]hw.Event, n), retired: make([][]hw.Buffer, n)}
 }
 
@@ -43,13 +46,14 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 	}
 	p := plan.Ranks
 	starts, ends := e.starts, e.ends
+	defer e.stopGenerators()
 	for r := range p {
 		if err := e.prepare(plan, r); err != nil {
 			return 0, err
 		}
 	}
 	for r := range p {
-		if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r], nil); err != nil {
+		if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r], nil, true); err != nil {
 			return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
 		}
 	}
@@ -166,7 +170,7 @@ func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ..
 	if end, err = dev.NewEvent(); err != nil {
 		return nil, nil, err
 	}
-	if err := e.enqueue(plan, rank, in, out, start, end, after); err != nil {
+	if err := e.enqueue(plan, rank, in, out, start, end, after, false); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue %v: rank %d: %w", plan.Spec, rank, err)
 	}
 	return start, end, nil
@@ -266,18 +270,20 @@ func (e *Executor) releaseRetired(r int) error {
 	return errors.Join(errs...)
 }
 
+// feedBatch is how many steps a fed stream takes per refill: enough to
+// amortise the call, few enough to keep the queue small.
+const feedBatch = 64
+
 // enqueue puts rank r's steps on its lanes, after the events in after,
-// between events start and end.
-func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Event, after []hw.Event) error {
+// between events start and end. With feed, a single-lane plan on a stream
+// that is a hw.Feeder is handed over lazily, so the backend holds a few
+// steps per rank instead of all of them; only Run may feed, since it owns
+// the streams until they drain.
+func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Event, after []hw.Event, feed bool) error {
 	lanes := e.lanes[r][:plan.Lanes]
-	resolve := func(ref Ref) hw.Slice {
-		switch ref.Buf {
-		case In:
-			return in.Sub(ref.Off, ref.Len)
-		case Out:
-			return out.Sub(ref.Off, ref.Len)
-		}
-		return hw.Slice{Buf: e.tmp[r], Off: ref.Off, Len: ref.Len}
+	rs := rankSteps{e: e, plan: plan, r: r, in: in, out: out, redop: plan.Redop}
+	if rs.redop == hw.Avg || !plan.Op.Reduces() {
+		rs.redop = hw.Sum
 	}
 	for _, ev := range after {
 		if err := lanes[0].Wait(ev); err != nil {
@@ -293,7 +299,24 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 			return err
 		}
 	}
-	steps := plan.Steps[r]
+	if f, ok := lanes[0].(hw.Feeder); ok && feed && plan.Lanes == 1 {
+		pull := e.puller(plan, r)
+		i := 0
+		return f.Feed(func() (bool, error) {
+			batch, ok := pull()
+			if !ok {
+				return false, lanes[0].Record(end)
+			}
+			for _, st := range batch {
+				if err := rs.enqueue(lanes[0], i, st); err != nil {
+					return false, err
+				}
+				i++
+			}
+			return true, nil
+		})
+	}
+	steps := plan.Rank(r)
 	// Record an event after every step that another lane waits for.
 	marks := map[int]hw.Event{}
 	for _, st := range steps {
@@ -307,10 +330,6 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 			}
 		}
 	}
-	redop := plan.Redop
-	if redop == hw.Avg || !plan.Op.Reduces() {
-		redop = hw.Sum
-	}
 	for i, st := range steps {
 		s := lanes[st.Lane]
 		for _, a := range st.After {
@@ -320,23 +339,8 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 				}
 			}
 		}
-		var err error
-		switch st.Kind {
-		case StepSend:
-			err = e.w.Send(s, st.Peer, resolve(st.Src), st.Tag)
-		case StepRecv:
-			err = e.w.Recv(s, st.Peer, resolve(st.Dst), st.Tag)
-		case StepReduce:
-			err = s.Reduce(redop, resolve(st.Dst), resolve(st.Src))
-		case StepCopy:
-			err = s.Copy(resolve(st.Dst), resolve(st.Src))
-		case StepDivide:
-			err = s.Divide(resolve(st.Dst), plan.Ranks)
-		default:
-			err = fmt.Errorf("unknown step kind %v", st.Kind)
-		}
-		if err != nil {
-			return fmt.Errorf("step %d (%v): %w", i, st, err)
+		if err := rs.enqueue(s, i, st); err != nil {
+			return err
 		}
 		if ev, ok := marks[i]; ok {
 			if err := s.Record(ev); err != nil {
@@ -355,4 +359,79 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 		}
 	}
 	return lanes[0].Record(end)
+}
+
+// puller returns rank r's steps feedBatch at a time: from memory, or made
+// as they are pulled for a streamed plan (its generator is stopped by Run).
+func (e *Executor) puller(plan *Plan, r int) func() ([]Step, bool) {
+	if plan.Streamed() {
+		next, stop := iter.Pull(plan.rankBatches(r, feedBatch))
+		e.stops = append(e.stops, stop)
+		return next
+	}
+	steps := plan.Steps[r]
+	return func() ([]Step, bool) {
+		if len(steps) == 0 {
+			return nil, false
+		}
+		batch := steps[:min(feedBatch, len(steps))]
+		steps = steps[len(batch):]
+		return batch, true
+	}
+}
+
+// rankSteps enqueues the steps of rank r of plan, resolving their buffer
+// references against the rank's in, out and scratch.
+type rankSteps struct {
+	e       *Executor
+	plan    *Plan
+	r       int
+	in, out hw.Slice
+	redop   hw.ReduceOp // the elementwise op: Sum for Avg and for copies
+}
+
+func (rs *rankSteps) resolve(ref Ref) hw.Slice {
+	switch ref.Buf {
+	case In:
+		return rs.in.Sub(ref.Off, ref.Len)
+	case Out:
+		return rs.out.Sub(ref.Off, ref.Len)
+	}
+	return hw.Slice{Buf: rs.e.tmp[rs.r], Off: ref.Off, Len: ref.Len}
+}
+
+// enqueue puts step i, st, on stream s.
+func (rs *rankSteps) enqueue(s hw.Stream, i int, st Step) error {
+	var err error
+	switch st.Kind {
+	case StepSend, StepRecv:
+		// The world's Send and Recv would look up s's device for every
+		// step; the executor made s on rank r's device.
+		if st.Peer < 0 || st.Peer >= len(rs.e.devs) {
+			err = fmt.Errorf("%w: peer rank %d not in world of %d ranks", hw.ErrUnknownPeer, st.Peer, len(rs.e.devs))
+		} else if st.Kind == StepSend {
+			err = s.Send(rs.resolve(st.Src), rs.e.devs[st.Peer], rs.e.w.Tag(st.Tag))
+		} else {
+			err = s.Recv(rs.resolve(st.Dst), rs.e.devs[st.Peer], rs.e.w.Tag(st.Tag))
+		}
+	case StepReduce:
+		err = s.Reduce(rs.redop, rs.resolve(st.Dst), rs.resolve(st.Src))
+	case StepCopy:
+		err = s.Copy(rs.resolve(st.Dst), rs.resolve(st.Src))
+	case StepDivide:
+		err = s.Divide(rs.resolve(st.Dst), rs.plan.Ranks)
+	default:
+		err = fmt.Errorf("unknown step kind %v", st.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("step %d (%v): %w", i, st, err)
+	}
+	return nil
+}
+
+func (e *Executor) stopGenerators() {
+	for _, stop := range e.stops {
+		stop()
+	}
+	e.stops = e.stops[:0]
 }

@@ -2,6 +2,8 @@ package ops
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 
 	"github.com/commsim/commsim/hw"
@@ -183,8 +185,80 @@ type Plan struct {
 	InLen, OutLen, TmpLen int
 	// Lanes is how many streams each rank uses.
 	Lanes int
-	// Steps[r] is rank r's program.
+	// Steps[r] is rank r's program. It is nil in a streamed plan, whose
+	// ranks are generated on demand (see Streamed).
 	Steps [][]Step
+
+	gen      generator // a streamed plan's algorithm
+	numSteps int       // a streamed plan's step count
+}
+
+// Streamed reports whether the plan keeps no steps in memory: Compile
+// streams plans of more than StreamAbove steps from the algorithms that can
+// make one rank's steps without the others'. Rank, RankSteps and
+// Materialized give their steps; the Executor pulls them as it runs, so a
+// streamed plan of a billion steps runs in memory that grows with the
+// ranks.
+func (p *Plan) Streamed() bool { return p.Steps == nil && p.gen != nil }
+
+// RankSteps yields rank r's steps in order.
+func (p *Plan) RankSteps(r int) iter.Seq[Step] {
+	if !p.Streamed() {
+		return slices.Values(p.Steps[r])
+	}
+	return func(yield func(Step) bool) {
+		for batch := range p.rankBatches(r, 64) {
+			for _, s := range batch {
+				if !yield(s) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// rankBatches yields a streamed plan's rank r in batches of up to n steps.
+// A batch is valid until the next is asked for.
+func (p *Plan) rankBatches(r, n int) iter.Seq[[]Step] {
+	return func(yield func([]Step) bool) {
+		scratch := &Plan{Spec: p.Spec, InLen: p.InLen, OutLen: p.OutLen, Lanes: 1}
+		b := &builder{p: scratch, mode: modeStream, only: r, buf: make([]Step, 0, n), emit: yield}
+		defer func() {
+			if x := recover(); x != nil {
+				if _, ok := x.(streamStopped); !ok {
+					panic(x)
+				}
+			}
+		}()
+		_ = p.gen(b) // the counting pass in Compile already ran it without error
+		b.flush()
+	}
+}
+
+// Rank returns rank r's steps, generating them for a streamed plan.
+func (p *Plan) Rank(r int) []Step {
+	if !p.Streamed() {
+		return p.Steps[r]
+	}
+	return slices.Collect(p.RankSteps(r))
+}
+
+// Materialized returns the plan with every step in memory: p itself unless
+// it is streamed. A streamed plan over MaxPlanSteps is refused with
+// ErrTooLarge.
+func (p *Plan) Materialized() (*Plan, error) {
+	if !p.Streamed() {
+		return p, nil
+	}
+	if p.numSteps > MaxPlanSteps {
+		return nil, fmt.Errorf("ops: %v: %w: %d plan steps cannot be held in memory (limit %d); only the executor runs it, streaming",
+			p.Spec, ErrTooLarge, p.numSteps, MaxPlanSteps)
+	}
+	b := newBuilder(p.Spec, p.InLen, p.OutLen)
+	if err := generate(p.gen, b); err != nil {
+		return nil, err
+	}
+	return b.p, nil
 }
 
 // Len is the length of buffer b on every rank.
@@ -218,6 +292,9 @@ func (p *Plan) OutInIn() bool { return p.Op == ReduceScatter }
 
 // NumSteps counts every rank's steps.
 func (p *Plan) NumSteps() int {
+	if p.Streamed() {
+		return p.numSteps
+	}
 	n := 0
 	for _, s := range p.Steps {
 		n += len(s)
@@ -229,10 +306,12 @@ func (p *Plan) NumSteps() int {
 func (p *Plan) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan %v: in %d, out %d, tmp %d elements, %d lane(s)\n", p.Spec, p.InLen, p.OutLen, p.TmpLen, p.Lanes)
-	for r, steps := range p.Steps {
+	for r := range p.Ranks {
 		fmt.Fprintf(&b, "rank %d:\n", r)
-		for i, s := range steps {
+		i := 0
+		for s := range p.RankSteps(r) {
 			fmt.Fprintf(&b, "  %d: %v\n", i, s)
+			i++
 		}
 	}
 	return b.String()
