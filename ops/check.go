@@ -31,6 +31,9 @@ import (
 // The cost is proportional to the plan's steps times their lengths, so
 // check small counts.
 func Check(p *Plan) error {
+	if p.native {
+		return fmt.Errorf("ops: check %v: %w", p.Spec, errNativePlan)
+	}
 	p, err := p.Materialized()
 	if err != nil {
 		return err

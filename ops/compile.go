@@ -140,11 +140,15 @@ func (s Spec) BufferLens() (in, out int) {
 	return 0, 0
 }
 
-// Compile builds the plan of s.Algo for s. "auto" and "native" are not
-// plans: see Select and the hw capabilities.
+// Compile builds the plan of s.Algo for s. For "native" the plan has no
+// steps: the Executor hands it to the backend's library (see Native).
+// "auto" is not an algorithm: see Select.
 func Compile(s Spec) (*Plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
+	}
+	if s.Algo == Native {
+		return compileNative(s)
 	}
 	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == s.Algo })
 	if i < 0 {

@@ -27,6 +27,9 @@ func Cost(plan *Plan, m CostModel) (float64, error) {
 	if err := checkShape(plan); err != nil {
 		return 0, fmt.Errorf("ops: cost %v: %w", plan.Spec, err)
 	}
+	if plan.native {
+		return 0, fmt.Errorf("ops: cost %v: %w: %w", plan.Spec, ErrUnsupported, errNativePlan)
+	}
 	plan, err := plan.Materialized()
 	if err != nil {
 		return 0, err

@@ -21,6 +21,7 @@ type Executor struct {
 	laneEvents [][]hw.Event
 	retired    [][]hw.Buffer // per rank: outgrown scratch, freed after a wait
 	stops      []func()      // ends the step generators of fed ranks
+	native     hw.NativeComm // made by the first native plan
 }
 
 // NewExecutor prepares to run plans on w.
@@ -52,9 +53,15 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 			return 0, err
 		}
 	}
-	for r := range p {
-		if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r], nil, true); err != nil {
-			return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
+	if plan.native {
+		if err := e.runNative(plan, in, out); err != nil {
+			return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
+		}
+	} else {
+		for r := range p {
+			if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r], nil, true); err != nil {
+				return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
+			}
 		}
 	}
 	var errs []error
@@ -156,6 +163,9 @@ func (e *Executor) Enqueue(plan *Plan, rank int, in, out hw.Slice, after ...hw.E
 func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ...hw.Event) (start, end hw.Event, err error) {
 	if plan == nil || plan.Ranks != e.w.Size() {
 		return nil, nil, fmt.Errorf("ops: enqueue: plan is nil or not for %d ranks", e.w.Size())
+	}
+	if plan.native {
+		return nil, nil, fmt.Errorf("ops: enqueue %v: %w: the library launches every rank at once; use Run", plan.Spec, ErrUnsupported)
 	}
 	if err := e.checkRank(plan, rank, in, out); err != nil {
 		return nil, nil, err

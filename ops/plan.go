@@ -191,6 +191,7 @@ type Plan struct {
 
 	gen      generator // a streamed plan's algorithm
 	numSteps int       // a streamed plan's step count
+	native   bool      // algorithm native: see Native
 }
 
 // Streamed reports whether the plan keeps no steps in memory: Compile
