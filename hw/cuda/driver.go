@@ -33,7 +33,43 @@ type driver struct {
 	cuDeviceTotalMem    func(bytes *uint64, dev int32) cuResult
 	cuGetErrorString    func(result cuResult, str **byte) cuResult
 	cuDeviceComputeCapa func(major, minor *int32, dev int32) cuResult
+
+	// Contexts, streams, events, memory and modules: the backend proper.
+	// Handles (CUcontext, CUstream, CUevent, CUmodule, CUfunction) are
+	// uintptr: they point to driver memory Go never touches. CUdeviceptr
+	// is uint64.
+	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) cuResult
+	cuDeviceCanAccessPeer     func(can *int32, dev, peer int32) cuResult
+	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) cuResult
+	cuDevicePrimaryCtxRelease func(dev int32) cuResult
+	cuCtxSetCurrent           func(ctx uintptr) cuResult
+	cuCtxEnablePeerAccess     func(peer uintptr, flags uint32) cuResult
+	cuMemAlloc                func(ptr *uint64, size uintptr) cuResult
+	cuMemFree                 func(ptr uint64) cuResult
+	cuMemsetD8Async           func(dst uint64, v uint8, n uintptr, stream uintptr) cuResult
+	cuMemcpyHtoDAsync         func(dst uint64, src unsafe.Pointer, size uintptr, stream uintptr) cuResult
+	cuMemcpyDtoHAsync         func(dst unsafe.Pointer, src uint64, size uintptr, stream uintptr) cuResult
+	cuMemcpyDtoDAsync         func(dst, src uint64, size uintptr, stream uintptr) cuResult
+	cuMemcpyPeerAsync         func(dst uint64, dstCtx uintptr, src uint64, srcCtx uintptr, size uintptr, stream uintptr) cuResult
+	cuStreamCreate            func(s *uintptr, flags uint32) cuResult
+	cuStreamDestroy           func(s uintptr) cuResult
+	cuStreamSynchronize       func(s uintptr) cuResult
+	cuStreamWaitEvent         func(s, ev uintptr, flags uint32) cuResult
+	cuEventCreate             func(ev *uintptr, flags uint32) cuResult
+	cuEventDestroy            func(ev uintptr) cuResult
+	cuEventRecord             func(ev, s uintptr) cuResult
+	cuEventQuery              func(ev uintptr) cuResult
+	cuEventElapsedTime        func(ms *float32, start, end uintptr) cuResult
+	cuModuleLoadDataEx        func(mod *uintptr, image unsafe.Pointer, n uint32, opts *int32, vals *uintptr) cuResult
+	cuModuleGetFunction       func(fn *uintptr, mod uintptr, name *byte) cuResult
+	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shmem uint32, stream uintptr, params *unsafe.Pointer, extra *unsafe.Pointer) cuResult
 }
+
+// CUresult values the backend tells apart.
+const (
+	cudaErrorNotReady                 cuResult = 600 // CUDA_ERROR_NOT_READY: an event or stream has not finished
+	cudaErrorPeerAccessAlreadyEnabled cuResult = 704
+)
 
 var (
 	loadOnce sync.Once
@@ -62,6 +98,31 @@ func load() (*driver, error) {
 			{"cuDeviceTotalMem_v2", &d.cuDeviceTotalMem},
 			{"cuGetErrorString", &d.cuGetErrorString},
 			{"cuDeviceComputeCapability", &d.cuDeviceComputeCapa},
+			{"cuDeviceGetAttribute", &d.cuDeviceGetAttribute},
+			{"cuDeviceCanAccessPeer", &d.cuDeviceCanAccessPeer},
+			{"cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain},
+			{"cuDevicePrimaryCtxRelease_v2", &d.cuDevicePrimaryCtxRelease},
+			{"cuCtxSetCurrent", &d.cuCtxSetCurrent},
+			{"cuCtxEnablePeerAccess", &d.cuCtxEnablePeerAccess},
+			{"cuMemAlloc_v2", &d.cuMemAlloc},
+			{"cuMemFree_v2", &d.cuMemFree},
+			{"cuMemsetD8Async", &d.cuMemsetD8Async},
+			{"cuMemcpyHtoDAsync_v2", &d.cuMemcpyHtoDAsync},
+			{"cuMemcpyDtoHAsync_v2", &d.cuMemcpyDtoHAsync},
+			{"cuMemcpyDtoDAsync_v2", &d.cuMemcpyDtoDAsync},
+			{"cuMemcpyPeerAsync", &d.cuMemcpyPeerAsync},
+			{"cuStreamCreate", &d.cuStreamCreate},
+			{"cuStreamDestroy_v2", &d.cuStreamDestroy},
+			{"cuStreamSynchronize", &d.cuStreamSynchronize},
+			{"cuStreamWaitEvent", &d.cuStreamWaitEvent},
+			{"cuEventCreate", &d.cuEventCreate},
+			{"cuEventDestroy_v2", &d.cuEventDestroy},
+			{"cuEventRecord", &d.cuEventRecord},
+			{"cuEventQuery", &d.cuEventQuery},
+			{"cuEventElapsedTime", &d.cuEventElapsedTime},
+			{"cuModuleLoadDataEx", &d.cuModuleLoadDataEx},
+			{"cuModuleGetFunction", &d.cuModuleGetFunction},
+			{"cuLaunchKernel", &d.cuLaunchKernel},
 		} {
 			addr, err := purego.Dlsym(h, sym.name)
 			if err != nil {

@@ -2,7 +2,11 @@
 
 package cuda
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/commsim/commsim/hw"
+)
 
 // ErrNoDriver is wrapped by every error about the driver being unusable.
 var ErrNoDriver = errors.New("cuda backend: no usable NVIDIA driver")
@@ -23,3 +27,6 @@ func DriverVersion() (int, error) { return 0, Available() }
 
 // Devices is unavailable on this OS.
 func Devices() ([]DeviceInfo, error) { return nil, Available() }
+
+// NewWorldOn is unavailable on this OS.
+func NewWorldOn(gpus []int) (*hw.World, func() error, error) { return nil, nil, Available() }

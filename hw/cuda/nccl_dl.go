@@ -1,0 +1,70 @@
+//go:build (linux || darwin) && (amd64 || arm64)
+
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/ebitengine/purego"
+)
+
+// The build line names the architectures as well as the systems because
+// ncclCommInitRank takes a struct by value, which purego supports on amd64
+// and arm64 only; elsewhere its RegisterFunc would panic, so those builds
+// get nccl_other.go instead.
+
+// openNCCL opens the library at path and binds every symbol the package
+// uses, looking each up with Dlsym first so that a missing one is an error
+// naming it rather than a panic in RegisterFunc.
+func openNCCL(path string) (*ncclLib, error) {
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s not found (native collectives need NCCL; set %s to its path if it is installed off the loader path): %v",
+			ErrNoNCCL, path, EnvNCCLLibrary, err)
+	}
+	l := &ncclLib{path: path}
+	for _, sym := range []struct {
+		name     string
+		fn       any
+		optional bool
+	}{
+		{"ncclGetVersion", &l.getVersion, false},
+		{"ncclGetUniqueId", &l.getUniqueID, false},
+		{"ncclCommInitRank", &l.commInitRank, false},
+		{"ncclCommInitAll", &l.commInitAll, false},
+		{"ncclAllReduce", &l.allReduce, false},
+		{"ncclAllGather", &l.allGather, false},
+		{"ncclReduceScatter", &l.reduceScatter, false},
+		{"ncclBroadcast", &l.broadcast, false},
+		{"ncclSend", &l.send, false},
+		{"ncclRecv", &l.recv, false},
+		{"ncclGroupStart", &l.groupStart, false},
+		{"ncclGroupEnd", &l.groupEnd, false},
+		{"ncclCommGetAsyncError", &l.commGetAsyncError, false},
+		{"ncclCommAbort", &l.commAbort, false},
+		{"ncclCommDestroy", &l.commDestroy, false},
+		{"ncclGetErrorString", &l.getErrorString, false},
+		{"ncclGetLastError", &l.getLastError, true},
+	} {
+		addr, err := purego.Dlsym(h, sym.name)
+		if err != nil {
+			if sym.optional {
+				continue
+			}
+			purego.Dlclose(h)
+			return nil, fmt.Errorf("%w: %s has no symbol %s (NCCL 2.7 or later is needed): %v", ErrNoNCCL, path, sym.name, err)
+		}
+		purego.RegisterFunc(sym.fn, addr)
+	}
+	v := new(int32)
+	var pin runtime.Pinner
+	pin.Pin(v)
+	defer pin.Unpin()
+	if r := l.getVersion(v); r != ncclSuccess {
+		purego.Dlclose(h)
+		return nil, fmt.Errorf("%w: %s: ncclGetVersion: ncclResult %d: %s", ErrNoNCCL, path, r, l.getErrorString(r))
+	}
+	l.version = int(*v)
+	return l, nil
+}
