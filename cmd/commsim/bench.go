@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -21,12 +22,14 @@ import (
 
 // benchFlags are the flags of bench (and compare, which shares the sweep).
 type benchFlags struct {
-	topo, op, algo, dtype, redop, format, backend string
-	minBytes, maxBytes                            string
-	factor                                        float64
-	root                                          int
-	check, timingOnly                             bool
-	trace                                         string // bench and what-if only
+	topo, op, algo, dtype, redop, format string
+	minBytes, maxBytes                   string
+	factor                               float64
+	root                                 int
+	check, timingOnly                    bool
+	trace                                string // bench and what-if only
+	topoSet                              bool   // --topo was given
+	backendFlags
 }
 
 func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
@@ -43,7 +46,7 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl.BoolVar(&f.check, "check", false, "verify every rank's result against a float64 reference")
 	fl.BoolVar(&f.timingOnly, "timing-only", false, "simulate times without data (phantom buffers): for large worlds and sizes")
 	fl.StringVar(&f.format, "format", "table", "output: table|csv|json (JSON Lines)")
-	fl.StringVar(&f.backend, "backend", "sim", "device backend: sim|cuda|metal")
+	f.backendFlags.register(cmd)
 }
 
 func opNames() []string {
@@ -68,8 +71,9 @@ type sweep struct {
 	timingOnly bool
 	format     string
 	trace      string
-	plot       string                        // bench --plot
-	bufs       map[*sim.Device]*[2]hw.Buffer // reused across sizes
+	plot       string                      // bench --plot
+	backend    *backendPlan                // where the ranks live
+	bufs       map[hw.Device]*[2]hw.Buffer // reused across sizes
 }
 
 // parse validates every flag; each failure is a usage error.
@@ -79,14 +83,14 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if s.op, err = ops.ParseOp(f.op); err != nil {
 		return nil, usageError{err}
 	}
-	if f.algo != "auto" && !slices.Contains(ops.Algorithms(), f.algo) {
-		if f.algo == "native" {
-			return nil, usagef("algorithm native needs a backend with native collectives (NCCL); the sim backend has none")
-		}
-		return nil, usagef("unknown algorithm %q (want one of %s, auto)", f.algo, strings.Join(ops.Algorithms(), ", "))
+	if f.algo == ops.Native && f.backend != "cuda" {
+		return nil, usagef("algorithm native needs a backend with native collectives (cuda, through NCCL); the %s backend has none", f.backend)
+	}
+	if f.algo != "auto" && f.algo != ops.Native && !slices.Contains(ops.Algorithms(), f.algo) {
+		return nil, usagef("unknown algorithm %q (want one of %s, auto, native)", f.algo, strings.Join(ops.Algorithms(), ", "))
 	}
 	s.algo = f.algo
-	if s.algo != "auto" && !slices.Contains(ops.AlgorithmsFor(s.op), s.algo) {
+	if s.algo != "auto" && s.algo != ops.Native && !slices.Contains(ops.AlgorithmsFor(s.op), s.algo) {
 		return nil, usagef("algorithm %s has no %s (for %s use one of %s, auto)", s.algo, s.op, s.op, strings.Join(ops.AlgorithmsFor(s.op), ", "))
 	}
 	if s.dtype, err = hw.ParseDType(f.dtype); err != nil {
@@ -100,12 +104,8 @@ func (f *benchFlags) parse() (*sweep, error) {
 	default:
 		return nil, usagef("unknown format %q (want table, csv or json)", f.format)
 	}
-	switch f.backend {
-	case "sim":
-	case "cuda", "metal":
-		return nil, fmt.Errorf("%s backend: not available in this version of commsim (only sim is implemented)", f.backend)
-	default:
-		return nil, usagef("unknown backend %q (want sim, cuda or metal)", f.backend)
+	if f.backend != "sim" && (s.timingOnly || s.trace != "") {
+		return nil, usagef("--timing-only and --trace are for the simulator; the %s backend runs real data", f.backend)
 	}
 	if s.check && s.timingOnly {
 		return nil, usagef("--check needs data; it cannot be combined with --timing-only")
@@ -145,8 +145,11 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if s.op == ops.Barrier {
 		s.sizes = []int64{0}
 	}
-	if s.topo, err = topology.Resolve(f.topo); err != nil {
-		return nil, usageError{err}
+	if s.backend, s.topo, err = f.backendFlags.resolve(f.topoSet, f.topo); err != nil {
+		return nil, err
+	}
+	if s.backend.name != "sim" {
+		s.topoName = s.backend.name // the topology is only auto's cost model
 	}
 	p := s.topo.NumGPUs()
 	if p > ops.MaxRanks {
@@ -159,7 +162,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if !s.op.Rooted() {
 		s.root = -1
 	}
-	if !s.timingOnly {
+	if !s.timingOnly && s.backend.name == "sim" {
 		// Data mode holds input, output and scratch (each up to the top
 		// size) on every rank.
 		need := float64(hi) * 3 * float64(p)
@@ -233,6 +236,7 @@ alltoall. Times are simulated on the topology (no GPU needed).`,
   commsim bench --topo ring:8 --op reduce --root 3 --dtype bf16 --redop max --check --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.topoSet = cmd.Flags().Changed("topo")
 			s, err := f.parse()
 			if err != nil {
 				return err
@@ -284,18 +288,19 @@ func totalWrong(rows []row) (wrong int, checked bool) {
 }
 
 // measure runs every size out of place and in place.
-func (s *sweep) measure(stderr io.Writer) ([]row, error) {
-	c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != ""})
+func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
+	w, err := s.backend.open(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != ""})
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	if err := s.checkDuration(); err != nil {
-		return nil, err
+	exec := ops.NewExecutor(w.World)
+	defer func() { err = errors.Join(err, exec.Close(), w.close()) }()
+	if w.cluster != nil {
+		if err := s.checkDuration(); err != nil {
+			return nil, err
+		}
 	}
-	exec := ops.NewExecutor(c.World())
 	bar := newProgress(stderr, len(s.sizes))
-	var rows []row
 	for _, bytes := range s.sizes {
 		spec, moved := s.spec(bytes)
 		plan, err := s.plan(spec)
@@ -308,7 +313,7 @@ func (s *sweep) measure(stderr io.Writer) ([]row, error) {
 			r.redop = "none"
 		}
 		for _, inPlace := range []bool{false, true} {
-			res, err := s.runOnce(c, exec, plan, inPlace, moved)
+			res, err := s.runOnce(w.World, exec, plan, inPlace, moved)
 			if err != nil {
 				return nil, err
 			}
@@ -328,7 +333,7 @@ func (s *sweep) measure(stderr io.Writer) ([]row, error) {
 		fmt.Fprintln(stderr)
 	}
 	if s.trace != "" {
-		if err := writeTraceFile(c, s.trace); err != nil {
+		if err := writeTraceFile(w.cluster, s.trace); err != nil {
 			return nil, err
 		}
 	}
@@ -390,9 +395,9 @@ func (s *sweep) plan(spec ops.Spec) (*ops.Plan, error) {
 // buffer returns the first n elements of rank d's buffer number which (0
 // or 1), growing it when needed: a sweep reuses its buffers from size to
 // size instead of allocating each time.
-func (s *sweep) buffer(d *sim.Device, which int, dt hw.DType, n int) (hw.Slice, error) {
+func (s *sweep) buffer(d hw.Device, which int, dt hw.DType, n int) (hw.Slice, error) {
 	if s.bufs == nil {
-		s.bufs = map[*sim.Device]*[2]hw.Buffer{}
+		s.bufs = map[hw.Device]*[2]hw.Buffer{}
 	}
 	pair := s.bufs[d]
 	if pair == nil {
@@ -415,8 +420,8 @@ func (s *sweep) buffer(d *sim.Device, which int, dt hw.DType, n int) (hw.Slice, 
 }
 
 // runOnce allocates buffers, fills inputs, runs the plan and checks.
-func (s *sweep) runOnce(c *sim.Cluster, exec *ops.Executor, plan *ops.Plan, inPlace bool, moved int64) (result, error) {
-	devs := c.Devices()
+func (s *sweep) runOnce(w *hw.World, exec *ops.Executor, plan *ops.Plan, inPlace bool, moved int64) (result, error) {
+	devs := w.Devices()
 	p := plan.Ranks
 	in, out := make([]hw.Slice, p), make([]hw.Slice, p)
 	for r, d := range devs {

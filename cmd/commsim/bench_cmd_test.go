@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/commsim/commsim/hw/cuda"
 )
 
 func TestBenchBadInputExits2(t *testing.T) {
@@ -45,10 +47,35 @@ func TestBenchBadInputExits2(t *testing.T) {
 	}
 }
 
-func TestBenchCudaWithoutBackendIsRuntimeError(t *testing.T) {
-	status, _, errOut := commsim("bench", "--backend", "cuda", "-e", "8")
-	if status != 1 || !strings.Contains(errOut, "cuda") {
-		t.Fatalf("status %d, stderr %q", status, errOut)
+// TestRealBackendsWithoutDevicesAreRuntimeErrors runs where there is no
+// GPU (CI); on a machine with one the backend is tested by hw/cuda.
+func TestRealBackendsWithoutDevicesAreRuntimeErrors(t *testing.T) {
+	if cuda.Available() == nil {
+		t.Skip("a CUDA GPU is present")
+	}
+	for _, tc := range []struct{ backend, want string }{
+		{"cuda", "libcuda.so.1"},
+		{"metal", "needs macOS"},
+	} {
+		status, out, errOut := commsim("bench", "--backend", tc.backend, "-e", "8")
+		if status != 1 || !strings.Contains(errOut, tc.want) || out != "" {
+			t.Errorf("%s: status %d, stdout %q, stderr %q", tc.backend, status, out, errOut)
+		}
+	}
+}
+
+func TestBackendFlagMisuseIsUsageError(t *testing.T) {
+	for name, args := range map[string][]string{
+		"ranks on sim":        {"--ranks", "4"},
+		"placement on sim":    {"--placement", "virtual"},
+		"native on sim":       {"--algo", "native"},
+		"timing-only on cuda": {"--backend", "cuda", "--timing-only"},
+		"trace on metal":      {"--backend", "metal", "--trace", "t.json"},
+	} {
+		status, _, errOut := commsim(append([]string{"bench", "-e", "8"}, args...)...)
+		if status != 2 || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
+			t.Errorf("%s: status %d, stderr %q; want 2 and one line", name, status, errOut)
+		}
 	}
 }
 

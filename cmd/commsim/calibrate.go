@@ -316,7 +316,7 @@ func (f *fitter) times(sa, sb float64) ([]float64, *topology.Topology, error) {
 			s.topo = t
 			for i := w; i < len(f.plans) && errs[w] == nil; i += workers {
 				var res result
-				res, errs[w] = s.runOnce(c, exec, f.plans[i], false, f.moved[i])
+				res, errs[w] = s.runOnce(c.World(), exec, f.plans[i], false, f.moved[i])
 				out[i] = res.timeUS * 1e-6
 			}
 		})
@@ -456,7 +456,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if lg.op != "" && !opSet {
 		f.op = lg.op
 	}
-	bf := benchFlags{topo: f.topo, op: f.op, algo: f.algo, dtype: "f32", redop: "sum", format: "table", backend: "sim",
+	bf := benchFlags{topo: f.topo, op: f.op, algo: f.algo, dtype: "f32", redop: "sum", format: "table", backendFlags: backendFlags{backend: "sim"},
 		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true}
 	s, err := bf.parse()
 	if err != nil {

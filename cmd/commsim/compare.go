@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -61,6 +62,7 @@ fastest changes. Only out-of-place runs are timed (bench also times in place).
   commsim compare --topo ring:8 --op broadcast --check --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.topoSet = cmd.Flags().Changed("topo")
 			c, err := f.parse()
 			if err != nil {
 				return err
@@ -168,15 +170,15 @@ func (c *comparison) run(stdout, stderr io.Writer) error {
 
 // measure runs every size with every algorithm, out of place, on one
 // cluster, through bench's plan and runOnce.
-func (c *comparison) measure(stderr io.Writer) ([]cmpRow, error) {
-	cl, err := sim.NewCluster(c.s.topo, sim.Config{TimingOnly: c.s.timingOnly})
+func (c *comparison) measure(stderr io.Writer) (rows []cmpRow, err error) {
+	w, err := c.s.backend.open(c.s.topo, sim.Config{TimingOnly: c.s.timingOnly})
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
-	exec := ops.NewExecutor(cl.World())
+	exec := ops.NewExecutor(w.World)
+	defer func() { err = errors.Join(err, exec.Close(), w.close()) }()
 	bar := newProgress(stderr, len(c.s.sizes)*len(c.algos))
-	rows := make([]cmpRow, 0, len(c.s.sizes))
+	rows = make([]cmpRow, 0, len(c.s.sizes))
 	for _, bytes := range c.s.sizes {
 		var r cmpRow
 		for i, algo := range c.algos {
@@ -187,7 +189,7 @@ func (c *comparison) measure(stderr io.Writer) ([]cmpRow, error) {
 			if err != nil {
 				return nil, err
 			}
-			res, err := s.runOnce(cl, exec, plan, false, moved)
+			res, err := s.runOnce(w.World, exec, plan, false, moved)
 			if err != nil {
 				return nil, fmt.Errorf("%s at %s: %w", algo, formatBytes(bytes), err)
 			}
@@ -238,18 +240,12 @@ func writeCrossovers(w io.Writer, algos []string, rows []cmpRow, cross []crossov
 	}
 }
 
-func (c *comparison) mode() string {
-	if c.s.timingOnly {
-		return "timing-only"
-	}
-	return "data"
-}
-
 func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 	s := c.s
-	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend sim (%s), algorithms %s\n",
-		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, c.mode(), strings.Join(c.algos, ", "))
-	fmt.Fprintf(w, "# times are simulated, out of place; best is the fastest algorithm at each size\n")
+	backend, times := s.backend.describe(s.timingOnly)
+	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend %s, algorithms %s\n",
+		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
+	fmt.Fprintf(w, "# %s, out of place; best is the fastest algorithm at each size\n", times)
 	header := []string{"size(B)", "count"}
 	for _, a := range c.algos {
 		header = append(header, a+" busbw(GB/s)", a+" time(us)")

@@ -31,10 +31,19 @@ func listDevices(w io.Writer) {
 		fmt.Fprintf(w, "cuda:  none: %v\n", err)
 	} else {
 		v, _ := cuda.DriverVersion()
-		fmt.Fprintf(w, "cuda:  %d GPU(s), driver supports CUDA %d.%d (the cuda backend itself is not implemented yet)\n", len(devs), v/1000, v%1000/10)
+		fmt.Fprintf(w, "cuda:  %d GPU(s), driver supports CUDA %d.%d\n", len(devs), v/1000, v%1000/10)
 		for _, d := range devs {
 			fmt.Fprintf(w, "  %d: %s, %d MiB, sm_%d%d\n", d.Index, d.Name, d.MemoryBytes>>20, d.Major, d.Minor)
 		}
+		if v, err := cuda.NCCLVersion(); err != nil {
+			fmt.Fprintf(w, "  native (NCCL): none: %v\n", err)
+		} else {
+			fmt.Fprintf(w, "  native (NCCL): version %d\n", v)
+		}
 	}
-	fmt.Fprintf(w, "metal: none: %v\n", metal.Available())
+	if err := metal.Available(); err != nil {
+		fmt.Fprintf(w, "metal: none: %v\n", err)
+	} else {
+		fmt.Fprintln(w, "metal: the system default GPU, as virtual ranks (--ranks)")
+	}
 }

@@ -138,7 +138,7 @@ type overlay struct {
 // collects the bytes each directed edge carried.
 func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error) {
 	bf := benchFlags{topo: arg, op: f.op, algo: f.algo, dtype: f.dtype, redop: f.redop, minBytes: f.bytes,
-		maxBytes: f.bytes, factor: 2, root: f.root, timingOnly: true, format: "table", backend: "sim"}
+		maxBytes: f.bytes, factor: 2, root: f.root, timingOnly: true, format: "table", backendFlags: backendFlags{backend: "sim"}}
 	s, err := bf.parse()
 	if err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.runOnce(c, ops.NewExecutor(c.World()), plan, false, moved)
+	res, err := s.runOnce(c.World(), ops.NewExecutor(c.World()), plan, false, moved)
 	if err != nil {
 		return nil, err
 	}

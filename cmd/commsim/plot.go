@@ -21,7 +21,8 @@ import (
 func (c *comparison) drawPlot(file string, rows []cmpRow, cross []crossover) error {
 	s := c.s
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s busbw on %s (%d ranks, %s, out of place, %s)", s.op, s.topoName, s.topo.NumGPUs(), s.dtype, c.mode())
+	mode, _ := s.backend.describe(s.timingOnly)
+	p.Title.Text = fmt.Sprintf("%s busbw on %s (%d ranks, %s, out of place, %s)", s.op, s.topoName, s.topo.NumGPUs(), s.dtype, mode)
 	p.X.Label.Text = "size"
 	p.Y.Label.Text = "busbw (GB/s)"
 	p.X.Scale = plot.LogScale{}

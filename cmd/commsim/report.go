@@ -46,16 +46,12 @@ var columns = []string{"size(B)", "count", "type", "redop", "root",
 	"in-place time(us)", "in-place algbw(GB/s)", "in-place busbw(GB/s)", "in-place #wrong"}
 
 func writeTable(w io.Writer, s *sweep, rows []row) error {
-	mode := "data"
-	if s.timingOnly {
-		mode = "timing-only"
-	}
-	algo := s.algo
-	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend sim (%s), algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), mode, algo)
+	backend, times := s.backend.describe(s.timingOnly)
+	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
 	if s.algo == "auto" {
-		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model; its choice is the algo column\n")
+		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", s.topo.Name)
 	}
-	fmt.Fprintf(w, "# times are simulated; out-of-place then in-place\n")
+	fmt.Fprintf(w, "# %s; out-of-place then in-place\n", times)
 	header := append([]string{}, columns...)
 	if s.algo == "auto" {
 		header = append(header, "algo")

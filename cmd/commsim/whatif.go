@@ -54,7 +54,7 @@ Fault syntax (repeat --fault for several):
 	f.register(scratch, "auto")
 	scratch.Flags().VisitAll(func(fl *pflag.Flag) {
 		switch fl.Name {
-		case "min-bytes", "factor", "max-bytes":
+		case "min-bytes", "factor", "max-bytes", "backend", "ranks", "placement": // faults are simulated
 		default:
 			cmd.Flags().AddFlag(fl)
 		}
@@ -126,7 +126,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 		if withFaults {
 			sc.Name = "with faults"
 		}
-		res, err := s.runOnce(c, ops.NewExecutor(c.World()), plan, false, moved)
+		res, err := s.runOnce(c.World(), ops.NewExecutor(c.World()), plan, false, moved)
 		if err != nil {
 			sc.Error = err.Error()
 		} else {
