@@ -41,9 +41,9 @@ func listDevices(w io.Writer) {
 			fmt.Fprintf(w, "  native (NCCL): version %d\n", v)
 		}
 	}
-	if err := metal.Available(); err != nil {
+	if name, err := metal.DeviceName(); err != nil {
 		fmt.Fprintf(w, "metal: none: %v\n", err)
 	} else {
-		fmt.Fprintln(w, "metal: the system default GPU, as virtual ranks (--ranks)")
+		fmt.Fprintf(w, "metal: %s, as virtual ranks (--ranks)\n", name)
 	}
 }
