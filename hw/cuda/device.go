@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -27,6 +28,14 @@ type hub struct {
 	events  int // events created, to number them
 	closed  bool
 	workers sync.WaitGroup
+	// watches counts the watchdogs of native collectives (native.go);
+	// close waits for them before it tears the streams down.
+	watches sync.WaitGroup
+	// comms are the native communicators over the world's devices that
+	// are not closed yet; close destroys them.
+	comms []*NativeComm
+	// nccl loads NCCL for NewNativeComm: loadNCCL, or a test's stand-in.
+	nccl func() (*ncclLib, error)
 }
 
 func newHub(d *driver) *hub {
@@ -47,6 +56,9 @@ type Device struct {
 	// abortErr is set by Abort; Synchronize on the device's streams returns
 	// it from then on.
 	abortErr error
+	// comms are the open native communicators that include the device;
+	// Abort aborts them too.
+	comms []*NativeComm
 }
 
 var (
@@ -179,15 +191,18 @@ func (d *Device) NewEvent() (hw.Event, error) {
 // blocked on a message or an event give up, and pending and later
 // Synchronize calls return an error wrapping reason. Work already handed to
 // the GPU runs to its end, which is never long: every CUDA-level wait the
-// backend issues is on work issued before it.
+// backend issues is on work issued before it. The one exception is a
+// native collective (NCCL), whose kernels wait for their peers: Abort
+// therefore also aborts every open native communicator that includes the
+// device (ncclCommAbort), which ends those kernels on every rank.
 func (d *Device) Abort(reason error) error {
 	if reason == nil {
 		reason = errors.New("aborted")
 	}
 	h := d.h
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if err := d.closedErr("abort"); err != nil {
+		h.mu.Unlock()
 		return err
 	}
 	if d.abortErr == nil {
@@ -199,8 +214,16 @@ func (d *Device) Abort(reason error) error {
 		}
 		s.wake.Signal()
 	}
+	comms := slices.Clone(d.comms)
 	h.idle.Broadcast()
-	return nil
+	h.mu.Unlock()
+	// Outside the hub lock: an abort waits for a group launch in progress
+	// to return, and that launch takes the lock when it ends.
+	var errs []error
+	for _, c := range comms {
+		errs = append(errs, c.Abort(reason))
+	}
+	return errors.Join(errs...)
 }
 
 // Buffer is device memory on one GPU.

@@ -74,6 +74,35 @@
 // memory-bound grid-stride loops over 16-byte vectors with a scalar head
 // and tail.
 //
+// # Native collectives (NCCL)
+//
+// *Device implements hw.NativeCollectives, which ops uses for algorithm
+// "native": NewNativeComm makes one NCCL communicator over the world's
+// devices (ncclCommInitAll), and Launch enqueues the calls, as one NCCL
+// group, on the ranks' streams in order with their other work. NCCL needs
+// one GPU per rank (placement gpu, OnePerGPU): virtual ranks are refused
+// with an error that says so. NCCL is loaded on first use from
+// libnccl.so.2, or from the path in COMMSIM_NCCL_LIBRARY (pip installs it
+// off the loader's path); without it plans still run and only algorithm
+// native fails, with an error wrapping ErrNoNCCL.
+//
+// Native results are not bit-identical with the plans' and no test demands
+// it: NCCL picks its own reduction order (ring or tree, split over
+// channels), so float Sum and Prod round differently; float Min and Max are
+// fminf/fmaxf, which drop a NaN operand where hw propagates it; and
+// ncclAvg multiplies every input by 1/ranks before summing where hw sums
+// and divides once (Avg on i32 and i64 is refused). Integer Sum, Prod, Min
+// and Max match exactly.
+//
+// A collective whose peer is stuck would hang its streams forever, so every
+// launch has a watchdog: it polls an event recorded after the group and
+// NCCL's asynchronous error, and on an error or after the timeout
+// (DefaultNCCLTimeout, 5 minutes; COMMSIM_NCCL_TIMEOUT or
+// NativeComm.SetTimeout change it) aborts the communicator and fails the
+// streams with an error naming the call. Device.Abort aborts the
+// communicators that include the device as well. See native_launch.go for
+// how one thread issues the group while every stream keeps its own worker.
+//
 // Tests that need a GPU skip with the reason when the driver or a GPU is
 // missing; scripts/gpu-check.sh builds the test binary here and runs it on
 // a GPU machine.

@@ -41,6 +41,12 @@ const (
 // streams finish and peers that wait on this process see it go; the
 // communicator is then closed. A timeout ≤ 0 means no limit but ctx's.
 func (c *NCCLComm) Watch(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
+	return c.watch(ctx, timeout, done, c.Abort)
+}
+
+// watch is Watch with the abort to use: the native glue's keeps it out of
+// a group being issued.
+func (c *NCCLComm) watch(ctx context.Context, timeout time.Duration, done func() (bool, error), abort func() error) error {
 	if err := c.isClosed(); err != nil {
 		return err
 	}
@@ -49,7 +55,7 @@ func (c *NCCLComm) Watch(ctx context.Context, timeout time.Duration, done func()
 		timeout: timeout,
 		done:    done,
 		async:   c.AsyncError,
-		abort:   c.Abort,
+		abort:   abort,
 		now:     time.Now,
 		sleep:   ncclSleep,
 	}

@@ -26,6 +26,10 @@ type Stream struct {
 	done     int   // ops the worker has finished issuing (or skipped)
 	inflight bool  // the worker is inside driver calls for an op
 	err      error // the first failure; later ops are skipped
+	// watches are the indices of this stream's native collectives whose
+	// watchdog is still running (see nativeLaunch.watch); Synchronize
+	// waits for them, so a collective that fails late still fails it.
+	watches []int
 
 	// Owned by the worker.
 	args     *launchArgs
@@ -48,6 +52,7 @@ const (
 	opRecord
 	opWait
 	opHost
+	opNative // a part of an NCCL group launch (native.go)
 )
 
 // op is one queued operation: plain data, printed by String in errors.
@@ -62,7 +67,8 @@ type op struct {
 	ev       *Event // Record, Wait
 	gen      *gen   // Record: the generation it makes; Wait: the one it waits for (nil: none)
 	host     func(stream uintptr) error
-	label    string // opHost
+	label    string // opHost, opNative
+	native   *nativeLaunch
 }
 
 func (o *op) String() string {
@@ -84,7 +90,7 @@ func (o *op) String() string {
 			return fmt.Sprintf("wait for %v (never recorded: no wait)", o.ev)
 		}
 		return fmt.Sprintf("wait for %v (record #%d)", o.ev, o.gen.n)
-	case opHost:
+	case opHost, opNative:
 		return o.label
 	}
 	return "op?"
@@ -222,6 +228,10 @@ func (s *Stream) enqueueHost(label string, fn func(stream uintptr) error) error 
 // and what it waits for. As in the simulator, the check looks at the world
 // as it is when nothing can move: enqueue every rank's part of a plan
 // before synchronizing any of them, as ops.Executor does.
+//
+// After a native collective (NCCL) it also waits for the collective's
+// watchdog, so a collective that fails or times out on the GPU fails the
+// stream rather than leaving garbage behind a success.
 func (s *Stream) Synchronize() error {
 	h := s.dev.h
 	h.mu.Lock()
@@ -236,9 +246,12 @@ func (s *Stream) Synchronize() error {
 			return s.dev.abortErr
 		}
 		if s.done >= target {
-			break
-		}
-		if dl := h.deadlock(); dl != nil {
+			if !s.watching(target) {
+				break
+			}
+			// A native collective's watchdog is still running: it ends
+			// when the collective does, or fails the stream at its timeout.
+		} else if dl := h.deadlock(); dl != nil {
 			h.mu.Unlock()
 			return dl
 		}

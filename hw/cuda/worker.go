@@ -107,6 +107,8 @@ func (h *hub) ready(o *op) bool {
 		return mb != nil && len(mb.msgs) > 0
 	case opWait:
 		return o.gen == nil || o.gen.state != genPending
+	case opNative:
+		return o.native.ready()
 	}
 	return true
 }
@@ -121,6 +123,8 @@ func (s *Stream) skip(o *op) {
 		if o.gen != nil {
 			o.gen.release()
 		}
+	case opNative:
+		o.native.skipped(s)
 	}
 }
 
@@ -145,6 +149,10 @@ func (s *Stream) step(o *op) {
 		return
 	}
 	switch o.kind {
+	case opNative:
+		// One worker issues the whole group; it releases the lock itself.
+		o.native.step(s, o)
+		return
 	case opRecv:
 		k := mailKey{from: o.peer, to: s.dev, tag: o.tag}
 		mb := h.boxes[k]
@@ -438,6 +446,8 @@ func (h *hub) deadlock() *DeadlockError {
 			why += ": no such message has been sent"
 		case opWait:
 			why += ": that record has not been issued by its stream"
+		case opNative:
+			why += ": " + o.native.waitingFor()
 		}
 		blocked = append(blocked, BlockedStream{Rank: s.dev.rank, Device: s.dev.name, Stream: s.id,
 			Op: o.index, Waiting: why, Pending: len(s.queue) - 1})

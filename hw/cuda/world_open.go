@@ -68,10 +68,14 @@ func (h *hub) close() error {
 	h.idle.Broadcast()
 	h.mu.Unlock()
 	h.workers.Wait()
+	// Native collectives already launched run to their end (or their
+	// watchdog's timeout); then their communicators go.
+	h.watches.Wait()
+	var errs []error
+	errs = append(errs, h.closeComms())
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var errs []error
 	byGPU := map[*gpu][]*Device{}
 	var order []*gpu
 	for _, dev := range h.devs {

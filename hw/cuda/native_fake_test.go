@@ -1,0 +1,350 @@
+//go:build linux || darwin
+
+package cuda
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// fakeNCCL is NCCL as a Go function table over the fake driver's memory:
+// it keeps a transcript like the C stand-in of nccl_fake_test.go and, at
+// ncclGroupEnd, computes the group's collectives on the host with hw's
+// arithmetic, so the native glue runs end to end (ops.Executor included)
+// without a GPU. The fake driver runs every call when it is issued, so
+// computing at issue is what a GPU running the group in stream order
+// would produce.
+type fakeNCCL struct {
+	f   *fakeCUDA
+	lib *ncclLib
+
+	mu     sync.Mutex
+	log    []string
+	comms  map[uintptr]*fakeNCCLComm
+	next   uintptr
+	depth  int
+	queued []fakeNCCLCall
+	async  map[int]ncclResult // by rank: what ncclCommGetAsyncError reports
+	failOp string             // calls of this op (e.g. "allReduce") return ncclSystemError
+	groups atomic.Int32       // ncclGroupEnd calls
+}
+
+type fakeNCCLComm struct {
+	rank, nranks int
+	closed       string
+}
+
+type fakeNCCLCall struct {
+	op                string
+	rank, nranks      int
+	send, recv, count uintptr
+	dt, red, peer     int32
+}
+
+func newFakeNCCL(f *fakeCUDA) *fakeNCCL {
+	x := &fakeNCCL{f: f, comms: map[uintptr]*fakeNCCLComm{}, async: map[int]ncclResult{}}
+	call := func(c fakeNCCLCall, comm, stream uintptr, format string, args ...any) ncclResult {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		cm := x.comms[comm]
+		if cm == nil || cm.closed != "" {
+			return 4 // ncclInvalidArgument
+		}
+		c.rank, c.nranks = cm.rank, cm.nranks
+		if c.op == x.failOp {
+			return 2
+		}
+		x.log = append(x.log, fmt.Sprintf("%s rank=%d ", c.op, c.rank)+fmt.Sprintf(format, args...)+fmt.Sprintf(" stream=%#x", stream))
+		x.queued = append(x.queued, c)
+		if x.depth == 0 {
+			return x.runLocked()
+		}
+		return 0
+	}
+	x.lib = &ncclLib{
+		path:        "fake",
+		version:     22105,
+		getVersion:  func(v *int32) ncclResult { *v = 22105; return 0 },
+		getUniqueID: func(*NCCLUniqueID) ncclResult { return 5 },
+		commInitRank: func(*uintptr, int32, ncclUniqueIDArg, int32) ncclResult {
+			return 5 // the glue only uses ncclCommInitAll
+		},
+		commInitAll: func(comms *uintptr, ndev int32, devlist *int32) ncclResult {
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			hs, ds := unsafe.Slice(comms, ndev), unsafe.Slice(devlist, ndev)
+			for i := range hs {
+				x.next++
+				x.comms[x.next] = &fakeNCCLComm{rank: i, nranks: int(ndev)}
+				hs[i] = x.next
+			}
+			x.log = append(x.log, fmt.Sprintf("initAll devs=%v", ds))
+			return 0
+		},
+		allReduce: func(s, r, n uintptr, dt, op int32, comm, st uintptr) ncclResult {
+			return call(fakeNCCLCall{op: "allReduce", send: s, recv: r, count: n, dt: dt, red: op}, comm, st,
+				"send=%#x recv=%#x count=%d dt=%d op=%d", s, r, n, dt, op)
+		},
+		allGather: func(s, r, n uintptr, dt int32, comm, st uintptr) ncclResult {
+			return call(fakeNCCLCall{op: "allGather", send: s, recv: r, count: n, dt: dt}, comm, st,
+				"send=%#x recv=%#x sendcount=%d dt=%d", s, r, n, dt)
+		},
+		reduceScatter: func(s, r, n uintptr, dt, op int32, comm, st uintptr) ncclResult {
+			return call(fakeNCCLCall{op: "reduceScatter", send: s, recv: r, count: n, dt: dt, red: op}, comm, st,
+				"send=%#x recv=%#x recvcount=%d dt=%d op=%d", s, r, n, dt, op)
+		},
+		broadcast: func(s, r, n uintptr, dt, root int32, comm, st uintptr) ncclResult {
+			return call(fakeNCCLCall{op: "broadcast", send: s, recv: r, count: n, dt: dt, peer: root}, comm, st,
+				"send=%#x recv=%#x count=%d dt=%d root=%d", s, r, n, dt, root)
+		},
+		send: func(b, n uintptr, dt, peer int32, comm, st uintptr) ncclResult {
+			return call(fakeNCCLCall{op: "send", send: b, count: n, dt: dt, peer: peer}, comm, st,
+				"buf=%#x count=%d dt=%d peer=%d", b, n, dt, peer)
+		},
+		recv: func(b, n uintptr, dt, peer int32, comm, st uintptr) ncclResult {
+			return call(fakeNCCLCall{op: "recv", recv: b, count: n, dt: dt, peer: peer}, comm, st,
+				"buf=%#x count=%d dt=%d peer=%d", b, n, dt, peer)
+		},
+		groupStart: func() ncclResult {
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			x.depth++
+			x.log = append(x.log, "groupStart")
+			return 0
+		},
+		groupEnd: func() ncclResult {
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			x.depth--
+			x.log = append(x.log, "groupEnd")
+			x.groups.Add(1)
+			if x.depth == 0 {
+				return x.runLocked()
+			}
+			return 0
+		},
+		commGetAsyncError: func(comm uintptr, r *ncclResult) ncclResult {
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			cm := x.comms[comm]
+			if cm == nil || cm.closed != "" {
+				return 4
+			}
+			*r = x.async[cm.rank]
+			return 0
+		},
+		commAbort:      func(comm uintptr) ncclResult { return x.close(comm, "abort") },
+		commDestroy:    func(comm uintptr) ncclResult { return x.close(comm, "destroy") },
+		getErrorString: func(r ncclResult) string { return fmt.Sprintf("fake error %d", r) },
+	}
+	return x
+}
+
+func (x *fakeNCCL) close(comm uintptr, how string) ncclResult {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	cm := x.comms[comm]
+	if cm == nil || cm.closed != "" {
+		return 4
+	}
+	cm.closed = how
+	x.log = append(x.log, fmt.Sprintf("%s rank=%d", how, cm.rank))
+	return 0
+}
+
+// setAsync makes ncclCommGetAsyncError report r for rank.
+func (x *fakeNCCL) setAsync(rank int, r ncclResult) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.async[rank] = r
+}
+
+// take returns the transcript so far and clears it.
+func (x *fakeNCCL) take() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := x.log
+	x.log = nil
+	return out
+}
+
+func (x *fakeNCCL) expect(t *testing.T, want ...string) {
+	t.Helper()
+	if got := x.take(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("NCCL saw\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+var (
+	fakeNCCLDTypes = map[int32]hw.DType{ncclUint8: hw.U8, ncclInt32: hw.I32, ncclInt64: hw.I64, ncclFloat16: hw.F16,
+		ncclFloat32: hw.F32, ncclFloat64: hw.F64, ncclBfloat16: hw.BF16}
+	fakeNCCLOps = map[int32]hw.ReduceOp{ncclSum: hw.Sum, ncclProd: hw.Prod, ncclMax: hw.Max, ncclMin: hw.Min, ncclAvg: hw.Avg}
+)
+
+// runLocked computes the queued calls: every input is read before any
+// output is written, as in place calls need. The k-th call of an op on
+// each rank form one collective; the k-th send from a to b meets the k-th
+// receive at b from a.
+func (x *fakeNCCL) runLocked() ncclResult {
+	calls := x.queued
+	x.queued = nil
+	type inst struct {
+		op  string
+		occ int
+	}
+	seen := map[[2]any]int{}
+	colls := map[inst][]fakeNCCLCall{}
+	var order []inst
+	sends := map[[2]int][][]byte{}
+	var writes []func()
+	for _, c := range calls {
+		dt := fakeNCCLDTypes[c.dt]
+		size := uintptr(dt.Size())
+		switch c.op {
+		case "send":
+			k := [2]int{c.rank, int(c.peer)}
+			sends[k] = append(sends[k], clone(x.f.bytes(uint64(c.send), int(c.count*size))))
+			continue
+		case "recv":
+			continue
+		}
+		key := [2]any{c.op, c.rank}
+		i := inst{c.op, seen[key]}
+		seen[key]++
+		if colls[i] == nil {
+			order = append(order, i)
+		}
+		colls[i] = append(colls[i], c)
+	}
+	for _, i := range order {
+		cs := colls[i]
+		c0 := cs[0]
+		dt := fakeNCCLDTypes[c0.dt]
+		size, n, p := dt.Size(), int(c0.count), c0.nranks
+		if len(cs) != p {
+			return 5 // a rank missing: real NCCL would hang
+		}
+		in := make([][]byte, p)
+		for _, c := range cs {
+			inLen := n
+			switch c.op {
+			case "reduceScatter":
+				inLen = n * p
+			case "broadcast":
+				if c.rank != int(c.peer) {
+					continue
+				}
+			}
+			in[c.rank] = clone(x.f.bytes(uint64(c.send), inLen*size))
+		}
+		reduce := func(off, m int) []byte {
+			acc := clone(in[0][off*size : (off+m)*size])
+			op := fakeNCCLOps[c0.red]
+			for q := 1; q < p; q++ {
+				rop := op
+				if op == hw.Avg {
+					rop = hw.Sum
+				}
+				if err := hw.ReduceBytes(rop, dt, acc, in[q][off*size:(off+m)*size]); err != nil {
+					panic(err)
+				}
+			}
+			if op == hw.Avg {
+				if err := hw.DivideBytes(dt, acc, p); err != nil {
+					panic(err)
+				}
+			}
+			return acc
+		}
+		for _, c := range cs {
+			var out []byte
+			switch c.op {
+			case "allReduce":
+				out = reduce(0, n)
+			case "reduceScatter":
+				out = reduce(c.rank*n, n)
+			case "allGather":
+				for q := range p {
+					out = append(out, in[q]...)
+				}
+			case "broadcast":
+				out = in[c0.peer]
+			}
+			dst := x.f.bytes(uint64(c.recv), len(out))
+			writes = append(writes, func() { copy(dst, out) })
+		}
+	}
+	got := map[[2]int]int{}
+	for _, c := range calls {
+		if c.op != "recv" {
+			continue
+		}
+		k := [2]int{int(c.peer), c.rank}
+		msgs := sends[k]
+		if got[k] >= len(msgs) {
+			return 5
+		}
+		msg := msgs[got[k]]
+		got[k]++
+		dst := x.f.bytes(uint64(c.recv), len(msg))
+		writes = append(writes, func() { copy(dst, msg) })
+	}
+	for _, w := range writes {
+		w()
+	}
+	return 0
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// openNativeFake opens a world of p ranks, one per fake GPU, over driver d
+// (nil: the shared fake), whose native collectives go to a fresh fakeNCCL.
+func openNativeFake(t *testing.T, p int, d *driver) (*hw.World, []*Device, *fakeNCCL) {
+	t.Helper()
+	f, shared := fake()
+	if d == nil {
+		d = shared
+	}
+	gpus, err := Layout(p, OnePerGPU, f.gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, closeWorld, err := newWorld(d, gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := closeWorld(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	devs := make([]*Device, p)
+	for r := range devs {
+		dev, _ := w.Device(r)
+		devs[r] = dev.(*Device)
+	}
+	x := newFakeNCCL(f)
+	devs[0].h.nccl = func() (*ncclLib, error) { return x.lib, nil }
+	return w, devs, x
+}
+
+// stuckDriver is the shared fake driver whose events stay pending while
+// stuck is set: a collective that never ends, as with a dead peer.
+func stuckDriver() (*driver, *atomic.Bool) {
+	_, base := fake()
+	d := *base
+	stuck := new(atomic.Bool)
+	d.cuEventQuery = func(ev uintptr) cuResult {
+		if stuck.Load() {
+			return cudaErrorNotReady
+		}
+		return base.cuEventQuery(ev)
+	}
+	return &d, stuck
+}
