@@ -34,3 +34,14 @@ var (
 	// finish; backends attach which ranks wait for what.
 	ErrDeadlock = errors.New("deadlock")
 )
+
+// BlockedStream is one stream that can never finish, as the deadlock
+// reports of every backend (errors wrapping ErrDeadlock) list them.
+type BlockedStream struct {
+	Rank    int
+	Device  string
+	Stream  int
+	Op      int    // index of the blocked op in the stream
+	Waiting string // the op, with what it waits for
+	Pending int    // ops queued after it
+}

@@ -404,14 +404,7 @@ type DeadlockError struct {
 }
 
 // BlockedStream is one stream in a DeadlockError.
-type BlockedStream struct {
-	Rank    int
-	Device  string
-	Stream  int
-	Op      int    // index of the blocked op in the stream
-	Waiting string // the op and what it waits for
-	Pending int    // ops queued after it
-}
+type BlockedStream = hw.BlockedStream
 
 func (e *DeadlockError) Error() string {
 	var b strings.Builder
