@@ -126,6 +126,12 @@ func (e *Executor) checkRank(plan *Plan, r int, in, out hw.Slice) error {
 	if err != nil {
 		return fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 	}
+	return checkSlices(plan, r, dev, in, out)
+}
+
+// checkSlices checks rank r's input and output against the plan: on dev,
+// of the plan's dtype and lengths, disjoint or in place.
+func checkSlices(plan *Plan, r int, dev hw.Device, in, out hw.Slice) error {
 	for _, c := range []struct {
 		name string
 		s    hw.Slice

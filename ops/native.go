@@ -58,36 +58,98 @@ func (e *Executor) runNative(plan *Plan, in, out []hw.Slice) error {
 	if err != nil {
 		return err
 	}
-	p := plan.Ranks
-	redop := plan.Redop
-	if !plan.Op.Reduces() {
-		redop = 0
-	}
 	var calls []hw.NativeCall
-	for r := range p {
+	for r := range plan.Ranks {
 		s := e.lanes[r][0]
 		if err := s.Record(e.starts[r]); err != nil {
 			return err
 		}
-		call := hw.NativeCall{Op: nativeOps[plan.Op], Rank: r, Stream: s, Send: in[r], Recv: out[r], Reduce: redop, Peer: plan.Root}
-		if plan.Op == SendRecv {
-			send, recv := call, call
-			send.Peer, send.Recv = (r+1)%p, hw.Slice{}
-			recv.Op, recv.Peer, recv.Send = hw.NativeRecv, (r+p-1)%p, hw.Slice{}
-			calls = append(calls, send, recv)
-			continue
-		}
-		calls = append(calls, call)
+		calls = appendNativeCalls(calls, plan, r, s, in[r], out[r])
 	}
 	if err := comm.Launch(calls); err != nil {
 		return err
 	}
-	for r := range p {
+	for r := range plan.Ranks {
 		if err := e.lanes[r][0].Record(e.ends[r]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appendNativeCalls appends rank r's part of a native plan, on stream s:
+// one call of the collective, or for sendrecv a send to rank r+1 and a
+// receive from rank r−1 (a ring, as directSendRecv).
+func appendNativeCalls(calls []hw.NativeCall, plan *Plan, r int, s hw.Stream, in, out hw.Slice) []hw.NativeCall {
+	p := plan.Ranks
+	redop := plan.Redop
+	if !plan.Op.Reduces() {
+		redop = 0
+	}
+	call := hw.NativeCall{Op: nativeOps[plan.Op], Rank: r, Stream: s, Send: in, Recv: out, Reduce: redop, Peer: plan.Root}
+	if plan.Op != SendRecv {
+		return append(calls, call)
+	}
+	send, recv := call, call
+	send.Peer, send.Recv = (r+1)%p, hw.Slice{}
+	recv.Op, recv.Peer, recv.Send = hw.NativeRecv, (r+p-1)%p, hw.Slice{}
+	return append(calls, send, recv)
+}
+
+// RunNativeRank runs one rank's part of a native plan in a process that
+// holds only that rank of comm, a communicator spanning processes (as
+// cuda.JoinNative makes): every other rank runs the same plan in its own
+// process, and the collective completes once all have launched. It checks
+// in and out as Executor.Run does (on s's device, the plan's dtype and
+// lengths, disjoint or NCCL's in-place layout; see Run), launches the
+// rank's call on s between two events (for sendrecv, a send to rank+1 and
+// a receive from rank−1), waits for s, and returns the seconds between the
+// events: this rank's time, which the caller may combine across ranks.
+func RunNativeRank(comm hw.NativeComm, s hw.Stream, plan *Plan, rank int, in, out hw.Slice) (seconds float64, err error) {
+	if plan == nil {
+		return 0, fmt.Errorf("ops: run native rank: nil plan")
+	}
+	fail := func(err error) (float64, error) {
+		return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, rank, err)
+	}
+	switch {
+	case !plan.native:
+		return fail(fmt.Errorf("%w: RunNativeRank takes algorithm native plans; %s plans run on an Executor", ErrUnsupported, plan.Algo))
+	case comm == nil || s == nil:
+		return fail(fmt.Errorf("%w: nil communicator or stream", hw.ErrBadArgument))
+	case plan.Ranks != comm.Ranks():
+		return fail(fmt.Errorf("%w: plan is for %d ranks, the communicator has %d", hw.ErrBadArgument, plan.Ranks, comm.Ranks()))
+	case rank < 0 || rank >= plan.Ranks:
+		return fail(fmt.Errorf("%w: rank %d is out of range [0, %d)", hw.ErrBadArgument, rank, plan.Ranks))
+	}
+	dev := s.Device()
+	if err := checkSlices(plan, rank, dev, in, out); err != nil {
+		return 0, err
+	}
+	start, err := dev.NewEvent()
+	if err != nil {
+		return fail(err)
+	}
+	end, err := dev.NewEvent()
+	if err != nil {
+		return fail(err)
+	}
+	if err := s.Record(start); err != nil {
+		return fail(err)
+	}
+	if err := comm.Launch(appendNativeCalls(nil, plan, rank, s, in, out)); err != nil {
+		return fail(err)
+	}
+	if err := s.Record(end); err != nil {
+		return fail(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		return fail(err)
+	}
+	if seconds, err = end.ElapsedSince(start); err != nil {
+		return fail(fmt.Errorf("timing: %w", err))
+	}
+	return seconds, nil
 }
 
 // Close releases what the executor holds beyond its streams: the native

@@ -66,6 +66,12 @@ func (c *hostComm) Launch(calls []hw.NativeCall) error {
 			return err
 		}
 	}
+	return computeOnHost(c.ranks, calls)
+}
+
+// computeOnHost computes the i32 sum collectives of calls, every rank's
+// calls of one launch, reading every input before writing any output.
+func computeOnHost(ranks int, calls []hw.NativeCall) error {
 	sent := map[[2]int][]int32{} // {from, to}
 	inputs := map[int][]int32{}
 	for _, call := range calls {
@@ -87,13 +93,13 @@ func (c *hostComm) Launch(calls []hw.NativeCall) error {
 			if call.Op == hw.NativeReduceScatter {
 				off = call.Rank * n
 			}
-			for q := range c.ranks {
+			for q := range ranks {
 				for i := range out {
 					out[i] += inputs[q][off+i]
 				}
 			}
 		case hw.NativeAllGather:
-			for q := range c.ranks {
+			for q := range ranks {
 				out = append(out, inputs[q]...)
 			}
 		case hw.NativeBroadcast:

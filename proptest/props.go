@@ -527,55 +527,81 @@ func CheckReference(c Case, outputs [][]byte) error {
 // elements (on the ranks the op defines) break the bounds, and the first of
 // them described. err reports outputs of the wrong shape.
 func CountWrong(c Case, outputs [][]byte) (wrong int, first string, err error) {
-	s := c.Spec
-	p, n, size := s.Ranks, s.Count, s.DType.Size()
+	p := c.Spec.Ranks
 	if len(outputs) != p || len(c.Inputs) != p {
 		return 0, "", fmt.Errorf("%w: %d outputs and %d inputs for %d ranks", errWrong, len(outputs), len(c.Inputs), p)
 	}
+	for r := range p {
+		n, f, err := countWrongRank(c, r, outputs[r])
+		if err != nil {
+			return 0, "", err
+		}
+		if wrong == 0 {
+			first = f
+		}
+		wrong += n
+	}
+	return wrong, first, nil
+}
+
+// CountWrongRank is CountWrong for the output of one rank only, judged
+// against every rank's input in c.Inputs: what a process that holds one
+// rank of a multi-process collective can check. A rank whose output the op
+// leaves undefined (gather and reduce off the root) has none wrong.
+func CountWrongRank(c Case, rank int, output []byte) (wrong int, first string, err error) {
+	if p := c.Spec.Ranks; len(c.Inputs) != p || rank < 0 || rank >= p {
+		return 0, "", fmt.Errorf("%w: rank %d with %d inputs for %d ranks", errWrong, rank, len(c.Inputs), p)
+	}
+	return countWrongRank(c, rank, output)
+}
+
+// countWrongRank judges rank r's output; the caller has checked the inputs'
+// number.
+func countWrongRank(c Case, r int, output []byte) (wrong int, first string, err error) {
+	s := c.Spec
+	p, n, size := s.Ranks, s.Count, s.DType.Size()
+	if !defined(s, r) {
+		return 0, "", nil
+	}
 	in := func(q, i int) uint64 { return leBits(c.Inputs[q][i*size : (i+1)*size]) }
 	_, outLen := s.BufferLens()
+	if len(output) != outLen*size {
+		return 0, "", fmt.Errorf("%w: rank %d output has %d bytes, want %d", errWrong, r, len(output), outLen*size)
+	}
 	vals := make([]uint64, p)
-	for r := range p {
-		if !defined(s, r) {
-			continue
-		}
-		if len(outputs[r]) != outLen*size {
-			return 0, "", fmt.Errorf("%w: rank %d output has %d bytes, want %d", errWrong, r, len(outputs[r]), outLen*size)
-		}
-		for j := range outLen {
-			got := leBits(outputs[r][j*size : (j+1)*size])
-			var ok bool
-			var want string
-			if s.Op.Reduces() {
-				base := cond(s.Op == ops.ReduceScatter, r*n, 0)
-				for q := range p {
-					vals[q] = in(q, base+j)
-				}
-				ok, want = judgeReduce(s.DType, s.Redop, vals, got)
-			} else {
-				var w uint64
-				switch s.Op {
-				case ops.AllGather, ops.Gather:
-					w = in(j/n, j%n)
-				case ops.Broadcast:
-					w = in(s.Root, j)
-				case ops.AllToAll:
-					w = in(j/n, r*n+j%n)
-				case ops.SendRecv:
-					w = in((r+p-1)%p, j)
-				}
-				ok, want = got == w, fmtElem(s.DType, w)
+	for j := range outLen {
+		got := leBits(output[j*size : (j+1)*size])
+		var ok bool
+		var want string
+		if s.Op.Reduces() {
+			base := cond(s.Op == ops.ReduceScatter, r*n, 0)
+			for q := range p {
+				vals[q] = in(q, base+j)
 			}
-			if !ok {
-				if wrong++; wrong == 1 {
-					first = fmt.Sprintf("rank %d element %d = %s, want %s", r, j, fmtElem(s.DType, got), want)
-					if s.Op.Reduces() {
-						var b []byte
-						for _, v := range vals {
-							b = appendElem(b, s.DType, v)
-						}
-						first += " (inputs " + formatElems(s.DType, b) + ")"
+			ok, want = judgeReduce(s.DType, s.Redop, vals, got)
+		} else {
+			var w uint64
+			switch s.Op {
+			case ops.AllGather, ops.Gather:
+				w = in(j/n, j%n)
+			case ops.Broadcast:
+				w = in(s.Root, j)
+			case ops.AllToAll:
+				w = in(j/n, r*n+j%n)
+			case ops.SendRecv:
+				w = in((r+p-1)%p, j)
+			}
+			ok, want = got == w, fmtElem(s.DType, w)
+		}
+		if !ok {
+			if wrong++; wrong == 1 {
+				first = fmt.Sprintf("rank %d element %d = %s, want %s", r, j, fmtElem(s.DType, got), want)
+				if s.Op.Reduces() {
+					var b []byte
+					for _, v := range vals {
+						b = appendElem(b, s.DType, v)
 					}
+					first += " (inputs " + formatElems(s.DType, b) + ")"
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package proptest
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/leanovate/gopter"
@@ -112,6 +113,37 @@ func TestCheckReferenceRejects(t *testing.T) {
 		t.Fatal("a wrong output was accepted")
 	}
 	t.Log(err)
+
+	// One rank's output alone, as a process of a multi-process run checks
+	// it: only rank 1's is wrong, and the ranks' counts add up.
+	total, _, err := CountWrong(c, res.Outputs)
+	if err != nil || total != 1 {
+		t.Fatalf("CountWrong: %d, %v", total, err)
+	}
+	sum := 0
+	for r := range 3 {
+		n, first, err := CountWrongRank(c, r, res.Outputs[r])
+		if err != nil || n != map[bool]int{true: 1}[r == 1] || r == 1 && !strings.HasPrefix(first, "rank 1 element 0 = ") {
+			t.Errorf("rank %d: %d wrong (%q), %v", r, n, first, err)
+		}
+		sum += n
+	}
+	if sum != total {
+		t.Errorf("ranks' counts add up to %d, CountWrong says %d", sum, total)
+	}
+	for _, r := range []int{-1, 3} {
+		if _, _, err := CountWrongRank(c, r, res.Outputs[0]); err == nil {
+			t.Errorf("rank %d accepted", r)
+		}
+	}
+	if _, _, err := CountWrongRank(c, 0, res.Outputs[0][:4]); err == nil {
+		t.Error("a short output accepted")
+	}
+	// Gather's output is defined on the root only.
+	g := Case{Spec: ops.Spec{Op: ops.Gather, Ranks: 3, Count: 2, Root: 2, DType: hw.F32}, Inputs: c.Inputs}
+	if n, _, err := CountWrongRank(g, 0, nil); n != 0 || err != nil {
+		t.Errorf("gather off the root: %d, %v", n, err)
+	}
 }
 
 // TestMutantsMostlyCaught keeps CheckerProperty from being vacuous: of
