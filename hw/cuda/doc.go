@@ -86,6 +86,13 @@
 // off the loader's path); without it plans still run and only algorithm
 // native fails, with an error wrapping ErrNoNCCL.
 //
+// Across processes (one GPU each, on one host or many), JoinNative opens a
+// one-rank world on the process's GPU, meets the other processes through a
+// TCP rendezvous (Rendezvous, RendezvousFromEnv: rank 0 serves NCCL's
+// unique id) and joins its rank with ncclCommInitRank. The communicator
+// has every process's ranks and launches this process's only; each process
+// runs its rank's part of a native plan with ops.RunNativeRank.
+//
 // Native results are not bit-identical with the plans' and no test demands
 // it: NCCL picks its own reduction order (ring or tree, split over
 // channels), so float Sum and Prod round differently; float Min and Max are

@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"context"
 	"errors"
 
 	"github.com/commsim/commsim/hw"
@@ -30,3 +31,8 @@ func Devices() ([]DeviceInfo, error) { return nil, Available() }
 
 // NewWorldOn is unavailable on this OS.
 func NewWorldOn(gpus []int) (*hw.World, func() error, error) { return nil, nil, Available() }
+
+// JoinNative is unavailable on this OS.
+func JoinNative(ctx context.Context, rdv Rendezvous, gpu int) (*hw.World, hw.NativeComm, func() error, error) {
+	return nil, nil, nil, Available()
+}

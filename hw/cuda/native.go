@@ -37,13 +37,15 @@ var (
 )
 
 // NativeComm is the hw.NativeComm of the cuda backend: an NCCL
-// communicator with one rank per device, all in this process
-// (ncclCommInitAll), whose collectives run in the order of the backend's
-// streams. Device.NewNativeComm makes it.
+// communicator with one rank per device, whose collectives run in the
+// order of the backend's streams. Device.NewNativeComm makes one with
+// every rank in this process (ncclCommInitAll); JoinNative makes this
+// process's share of a multi-process one (ncclCommInitRank), which holds
+// one rank and launches that rank's calls only.
 type NativeComm struct {
 	h    *hub
 	comm *NCCLComm
-	devs []*Device // by rank
+	devs []*Device // by rank; nil for a rank another process holds
 	what string    // for errors: "NCCL communicator of 2 ranks (cuda:gpu0, cuda:gpu1)"
 	// launchMu keeps Abort out of a group being issued: NCCL allows
 	// ncclCommAbort while a call blocks, not while one is being issued.
@@ -133,18 +135,30 @@ func (d *Device) newNativeComm(devs []hw.Device) (*NativeComm, error) {
 	}
 	n := &NativeComm{h: h, comm: comm, devs: cds, timeout: timeout,
 		what: fmt.Sprintf("NCCL communicator of %d ranks (%s)", len(cds), strings.Join(names, ", "))}
-	h.mu.Lock()
-	if err := d.closedErr("new native communicator"); err != nil {
-		h.mu.Unlock()
+	if err := n.register(d); err != nil {
 		comm.Destroy()
 		return nil, err
 	}
-	h.comms = append(h.comms, n)
-	for _, cd := range cds {
-		cd.comms = append(cd.comms, n)
-	}
-	h.mu.Unlock()
 	return n, nil
+}
+
+// register puts a new communicator on its hub and local devices, so that
+// Device.Abort and the world's close reach it; it fails if the world has
+// closed meanwhile.
+func (n *NativeComm) register(d *Device) error {
+	h := n.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := d.closedErr("new native communicator"); err != nil {
+		return err
+	}
+	h.comms = append(h.comms, n)
+	for _, cd := range n.devs {
+		if cd != nil {
+			cd.comms = append(cd.comms, n)
+		}
+	}
+	return nil
 }
 
 // parseNCCLTimeout reads COMMSIM_NCCL_TIMEOUT's value.
@@ -165,8 +179,12 @@ func parseNCCLTimeout(v string) (time.Duration, error) {
 	return 0, fmt.Errorf("%w: %s=%q is not a duration (e.g. 90s or 10m; 0 or off for no limit)", hw.ErrBadArgument, EnvNCCLTimeout, v)
 }
 
-// Ranks is the number of ranks of the communicator.
+// Ranks is the number of ranks of the communicator, in every process.
 func (n *NativeComm) Ranks() int { return n.comm.Ranks() }
+
+// LocalRanks lists the ranks this process holds, ascending: all of them
+// for Device.NewNativeComm, one for JoinNative.
+func (n *NativeComm) LocalRanks() []int { return n.comm.LocalRanks() }
 
 // Timeout is how long the watchdog lets a collective run (0: no limit).
 func (n *NativeComm) Timeout() time.Duration {
@@ -204,14 +222,16 @@ func (n *NativeComm) usable() error {
 // Launch checks calls and enqueues them, as one NCCL group, on the calls'
 // streams after the work already there; it returns without waiting (see
 // native_launch.go for how the group is issued and watched). Every call is
-// checked first, and nothing is enqueued if one is wrong: the rank, the
-// stream (a stream of the rank's device), the slices (buffers of the rank's
-// device, inside them, not freed), dtypes, NCCL's counts (AllReduce and
-// Broadcast: Send.Len = Recv.Len; AllGather: Recv.Len = Send.Len × ranks;
-// ReduceScatter: Send.Len = Recv.Len × ranks), the reduce op, and that the
-// ranks agree, since every rank lives in this process: each collective
-// needs one matching call per rank, and each send a matching receive.
-// Errors wrap the hw sentinels.
+// checked first, and nothing is enqueued if one is wrong: the rank (one
+// this process holds), the stream (a stream of the rank's device), the
+// slices (buffers of the rank's device, inside them, not freed), dtypes,
+// NCCL's counts (AllReduce and Broadcast: Send.Len = Recv.Len; AllGather:
+// Recv.Len = Send.Len × ranks; ReduceScatter: Send.Len = Recv.Len × ranks),
+// the reduce op, and that the ranks held by this process agree: each
+// collective needs one matching call per local rank, and each send between
+// two local ranks a matching receive. Calls of ranks in other processes
+// cannot be seen; their processes must launch matching calls. Errors wrap
+// the hw sentinels.
 func (n *NativeComm) Launch(calls []hw.NativeCall) error {
 	if len(calls) == 0 {
 		return nil
@@ -320,7 +340,9 @@ func (n *NativeComm) unregister() {
 	}
 	n.h.comms = drop(n.h.comms)
 	for _, d := range n.devs {
-		d.comms = drop(d.comms)
+		if d != nil {
+			d.comms = drop(d.comms)
+		}
 	}
 }
 
@@ -384,6 +406,9 @@ func (n *NativeComm) mapCall(c hw.NativeCall) (NCCLCall, *Stream, []*Buffer, err
 		return k, nil, nil, fmt.Errorf("%w: rank %d is out of range [0, %d)", hw.ErrBadArgument, c.Rank, ranks)
 	}
 	dev := n.devs[c.Rank]
+	if dev == nil {
+		return k, nil, nil, fmt.Errorf("%w: rank %d is held by another process (this process holds %s)", hw.ErrBadArgument, c.Rank, n.comm.describeRanks())
+	}
 	s, ok := c.Stream.(*Stream)
 	if !ok || s == nil {
 		return k, nil, nil, fmt.Errorf("%w: stream %T is not a stream of the cuda backend", hw.ErrBadArgument, c.Stream)
@@ -471,13 +496,14 @@ var nativeShape = map[hw.NativeOp]string{
 	hw.NativeBroadcast:     "send (on the root) as long as recv",
 }
 
-// matchCalls checks that the ranks agree. Every rank lives in this
-// process, so a collective missing on one rank, or a send without its
-// receive, would leave the others waiting in NCCL forever; and ranks that
-// disagree on count, dtype, op or root make NCCL read or write past
-// buffers.
+// matchCalls checks that the ranks held by this process agree. A
+// collective missing on one of them, or a send between two of them without
+// its receive, would leave the others waiting in NCCL forever; and ranks
+// that disagree on count, dtype, op or root make NCCL read or write past
+// buffers. Ranks of other processes are theirs to match.
 func (n *NativeComm) matchCalls(calls []NCCLCall) error {
 	ranks := len(n.devs)
+	local := n.comm.ranks             // ascending
 	byOp := map[hw.NativeOp][][]int{} // op → rank → call indices
 	type pair struct{ from, to int }
 	sends, recvs := map[pair][]int{}, map[pair][]int{}
@@ -499,24 +525,29 @@ func (n *NativeComm) matchCalls(calls []NCCLCall) error {
 		if byRank == nil {
 			continue
 		}
-		for r := range ranks {
-			if len(byRank[r]) != len(byRank[0]) {
-				return fmt.Errorf("%w: %v: rank %d has %d call(s), rank 0 has %d; every rank of the communicator is in this process and must take part, or the others wait forever",
-					hw.ErrBadArgument, op, r, len(byRank[r]), len(byRank[0]))
+		first := local[0]
+		for _, r := range local {
+			if len(byRank[r]) != len(byRank[first]) {
+				return fmt.Errorf("%w: %v: rank %d has %d call(s), rank %d has %d; every rank of the communicator in this process must take part, or the others wait forever",
+					hw.ErrBadArgument, op, r, len(byRank[r]), first, len(byRank[first]))
 			}
 			for j, i := range byRank[r] {
-				if err := agree(calls[byRank[0][j]], calls[i], op.String()); err != nil {
+				if err := agree(calls[byRank[first][j]], calls[i], op.String()); err != nil {
 					return err
 				}
 			}
 		}
 	}
+	// Only pairs of local ranks can be matched here.
+	both := func(k pair) bool { return n.devs[k.from] != nil && n.devs[k.to] != nil }
 	keys := make([]pair, 0, len(sends)+len(recvs))
 	for k := range sends {
-		keys = append(keys, k)
+		if both(k) {
+			keys = append(keys, k)
+		}
 	}
 	for k := range recvs {
-		if _, ok := sends[k]; !ok {
+		if _, ok := sends[k]; !ok && both(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -524,7 +555,7 @@ func (n *NativeComm) matchCalls(calls []NCCLCall) error {
 	for _, k := range keys {
 		s, r := sends[k], recvs[k]
 		if len(s) != len(r) {
-			return fmt.Errorf("%w: %d send(s) from rank %d to rank %d but %d matching recv(s) at rank %d; every rank is in this process, so an unmatched send or recv waits forever",
+			return fmt.Errorf("%w: %d send(s) from rank %d to rank %d but %d matching recv(s) at rank %d; both ranks are in this process, so an unmatched send or recv waits forever",
 				hw.ErrBadArgument, len(s), k.from, k.to, len(r), k.to)
 		}
 		for j := range s {

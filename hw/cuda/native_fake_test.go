@@ -19,10 +19,14 @@ import (
 // arithmetic, so the native glue runs end to end (ops.Executor included)
 // without a GPU. The fake driver runs every call when it is issued, so
 // computing at issue is what a GPU running the group in stream order
-// would produce.
+// would produce. With net set it is one process's NCCL in a job of
+// several (see fakeNet): ncclGetUniqueId and ncclCommInitRank work, and a
+// group on such a communicator computes once every process launched its
+// part.
 type fakeNCCL struct {
 	f   *fakeCUDA
 	lib *ncclLib
+	net *fakeNet
 
 	mu     sync.Mutex
 	log    []string
@@ -38,6 +42,7 @@ type fakeNCCL struct {
 type fakeNCCLComm struct {
 	rank, nranks int
 	closed       string
+	job          *fakeJob // nil unless made by ncclCommInitRank
 }
 
 type fakeNCCLCall struct {
@@ -45,6 +50,7 @@ type fakeNCCLCall struct {
 	rank, nranks      int
 	send, recv, count uintptr
 	dt, red, peer     int32
+	job               *fakeJob
 }
 
 func newFakeNCCL(f *fakeCUDA) *fakeNCCL {
@@ -56,7 +62,7 @@ func newFakeNCCL(f *fakeCUDA) *fakeNCCL {
 		if cm == nil || cm.closed != "" {
 			return 4 // ncclInvalidArgument
 		}
-		c.rank, c.nranks = cm.rank, cm.nranks
+		c.rank, c.nranks, c.job = cm.rank, cm.nranks, cm.job
 		if c.op == x.failOp {
 			return 2
 		}
@@ -68,12 +74,31 @@ func newFakeNCCL(f *fakeCUDA) *fakeNCCL {
 		return 0
 	}
 	x.lib = &ncclLib{
-		path:        "fake",
-		version:     22105,
-		getVersion:  func(v *int32) ncclResult { *v = 22105; return 0 },
-		getUniqueID: func(*NCCLUniqueID) ncclResult { return 5 },
-		commInitRank: func(*uintptr, int32, ncclUniqueIDArg, int32) ncclResult {
-			return 5 // the glue only uses ncclCommInitAll
+		path:       "fake",
+		version:    22105,
+		getVersion: func(v *int32) ncclResult { *v = 22105; return 0 },
+		getUniqueID: func(id *NCCLUniqueID) ncclResult {
+			if x.net == nil {
+				return 5
+			}
+			*id = x.net.newID()
+			return 0
+		},
+		commInitRank: func(comm *uintptr, nranks int32, id ncclUniqueIDArg, rank int32) ncclResult {
+			if x.net == nil {
+				return 5 // Device.NewNativeComm uses ncclCommInitAll
+			}
+			job, r := x.net.join(id.Internal, int(nranks), int(rank))
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			x.log = append(x.log, fmt.Sprintf("initRank nranks=%d rank=%d", nranks, rank))
+			if r != 0 {
+				return r
+			}
+			x.next++
+			x.comms[x.next] = &fakeNCCLComm{rank: int(rank), nranks: int(nranks), job: job}
+			*comm = x.next
+			return 0
 		},
 		commInitAll: func(comms *uintptr, ndev int32, devlist *int32) ncclResult {
 			x.mu.Lock()
@@ -187,13 +212,25 @@ var (
 	fakeNCCLOps = map[int32]hw.ReduceOp{ncclSum: hw.Sum, ncclProd: hw.Prod, ncclMax: hw.Max, ncclMin: hw.Min, ncclAvg: hw.Avg}
 )
 
-// runLocked computes the queued calls: every input is read before any
-// output is written, as in place calls need. The k-th call of an op on
-// each rank form one collective; the k-th send from a to b meets the k-th
-// receive at b from a.
+// runLocked computes the queued calls, or for a communicator of several
+// processes hands them to the job (releasing the lock while it waits for
+// the other processes).
 func (x *fakeNCCL) runLocked() ncclResult {
 	calls := x.queued
 	x.queued = nil
+	if len(calls) > 0 && calls[0].job != nil {
+		x.mu.Unlock()
+		defer x.mu.Lock()
+		return x.net.submit(calls[0].job, calls)
+	}
+	return runFakeCalls(x.f, calls)
+}
+
+// runFakeCalls computes calls on f's memory: every input is read before
+// any output is written, as in place calls need. The k-th call of an op on
+// each rank form one collective; the k-th send from a to b meets the k-th
+// receive at b from a.
+func runFakeCalls(f *fakeCUDA, calls []fakeNCCLCall) ncclResult {
 	type inst struct {
 		op  string
 		occ int
@@ -209,7 +246,7 @@ func (x *fakeNCCL) runLocked() ncclResult {
 		switch c.op {
 		case "send":
 			k := [2]int{c.rank, int(c.peer)}
-			sends[k] = append(sends[k], clone(x.f.bytes(uint64(c.send), int(c.count*size))))
+			sends[k] = append(sends[k], clone(f.bytes(uint64(c.send), int(c.count*size))))
 			continue
 		case "recv":
 			continue
@@ -241,7 +278,7 @@ func (x *fakeNCCL) runLocked() ncclResult {
 					continue
 				}
 			}
-			in[c.rank] = clone(x.f.bytes(uint64(c.send), inLen*size))
+			in[c.rank] = clone(f.bytes(uint64(c.send), inLen*size))
 		}
 		reduce := func(off, m int) []byte {
 			acc := clone(in[0][off*size : (off+m)*size])
@@ -276,7 +313,7 @@ func (x *fakeNCCL) runLocked() ncclResult {
 			case "broadcast":
 				out = in[c0.peer]
 			}
-			dst := x.f.bytes(uint64(c.recv), len(out))
+			dst := f.bytes(uint64(c.recv), len(out))
 			writes = append(writes, func() { copy(dst, out) })
 		}
 	}
@@ -292,7 +329,7 @@ func (x *fakeNCCL) runLocked() ncclResult {
 		}
 		msg := msgs[got[k]]
 		got[k]++
-		dst := x.f.bytes(uint64(c.recv), len(msg))
+		dst := f.bytes(uint64(c.recv), len(msg))
 		writes = append(writes, func() { copy(dst, msg) })
 	}
 	for _, w := range writes {

@@ -3,11 +3,16 @@
 package cuda
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
 )
 
 // TestNCCLNativeOps runs algorithm native through ops.Executor on real
@@ -80,5 +85,56 @@ func TestNCCLNativeRefusesVirtualRanks(t *testing.T) {
 	_, err := devs[0].NewNativeComm([]hw.Device{devs[0], devs[1]})
 	if !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "use one GPU per rank (placement gpu)") {
 		t.Fatalf("virtual ranks: %v", err)
+	}
+}
+
+// TestNCCLJoinNative runs a multi-process communicator with goroutines as
+// the processes, one per GPU (up to 4): each opens its own one-rank world
+// with JoinNative over a loopback rendezvous (its own ncclCommInitRank on
+// its own thread, as separate processes would) and runs every native op
+// through ops.RunNativeRank, launching only its rank; i32 sums are checked
+// exactly. It skips without libnccl.so.2 or a GPU. scripts/gpu-check.sh
+// runs it in its nccl part.
+func TestNCCLJoinNative(t *testing.T) {
+	if err := NCCLAvailable(); err != nil {
+		t.Skipf("libnccl.so.2 not found: %v", err)
+	}
+	p := min(needGPU(t), 4)
+	t.Logf("%d goroutine-processes, one GPU each", p)
+	addr := loopbackAddr(t)
+	procs := make([]joined, p)
+	errs := make([]error, p)
+	var wg sync.WaitGroup
+	for r := range p {
+		wg.Go(func() {
+			rdv := Rendezvous{Addr: addr, Rank: r, Size: p, Timeout: time.Minute}
+			w, comm, closeFn, err := JoinNative(context.Background(), rdv, r)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			t.Cleanup(func() {
+				if err := closeFn(); err != nil {
+					t.Errorf("rank %d: close: %v", r, err)
+				}
+			})
+			procs[r] = joined{w: w, dev: w.Devices()[0].(*Device), comm: comm.(*NativeComm)}
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	for _, n := range []int{5, 1 << 20} {
+		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.SendRecv} {
+			for _, inPlace := range []bool{false, true} {
+				spec := ops.Spec{Op: op, Algo: ops.Native, Ranks: p, Count: n, Root: p - 1, DType: hw.I32, Redop: hw.Sum}
+				t.Run(fmt.Sprintf("%v/n=%d/inplace=%v", op, n, inPlace), func(t *testing.T) {
+					runJoined(t, procs, spec, inPlace)
+				})
+			}
+		}
 	}
 }

@@ -149,8 +149,18 @@ func (l *ncclLib) uniqueID() (NCCLUniqueID, error) {
 // it. Only rank 0 loads NCCL here; a missing library on rank 0 fails the
 // meeting there and times out the others.
 func NCCLRendezvous(ctx context.Context, r Rendezvous) (NCCLUniqueID, error) {
+	return ncclRendezvous(ctx, r, loadNCCL)
+}
+
+// ncclRendezvous is NCCLRendezvous with NCCL from load (the real library
+// or a test's stand-in).
+func ncclRendezvous(ctx context.Context, r Rendezvous, load func() (*ncclLib, error)) (NCCLUniqueID, error) {
 	b, err := r.Exchange(ctx, NCCLUniqueIDBytes, func() ([]byte, error) {
-		id, err := NCCLGetUniqueID()
+		l, err := load()
+		if err != nil {
+			return nil, err
+		}
+		id, err := l.uniqueID()
 		return id[:], err
 	})
 	if err != nil {

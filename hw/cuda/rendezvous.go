@@ -90,9 +90,13 @@ const (
 // (a Go duration such as "90s"). With none of them set it returns a
 // one-process world {Rank: 0, Size: 1}. A bad or missing value gives an
 // error wrapping hw.ErrBadArgument that names the variable and the value.
-func RendezvousFromEnv() (Rendezvous, error) { return rendezvousFromLookup(os.LookupEnv) }
+func RendezvousFromEnv() (Rendezvous, error) { return RendezvousFromLookup(os.LookupEnv) }
 
-func rendezvousFromLookup(lookup func(string) (string, bool)) (Rendezvous, error) {
+// RendezvousFromLookup is RendezvousFromEnv reading the variables through
+// lookup (os.LookupEnv's signature), so a caller can put values of its own,
+// such as command-line flags, over the environment. Errors name the
+// variables.
+func RendezvousFromLookup(lookup func(key string) (value string, ok bool)) (Rendezvous, error) {
 	bad := func(format string, args ...any) (Rendezvous, error) {
 		return Rendezvous{}, fmt.Errorf("rendezvous: %w: "+format, append([]any{hw.ErrBadArgument}, args...)...)
 	}

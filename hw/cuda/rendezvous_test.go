@@ -314,3 +314,25 @@ func TestNCCLRendezvousWithoutNCCL(t *testing.T) {
 		t.Fatalf("rank 0 without NCCL: %v", err)
 	}
 }
+
+// RendezvousFromLookup reads the same variables through the lookup given,
+// so values of the caller's own (flags) can fill in for the environment.
+func TestRendezvousFromLookup(t *testing.T) {
+	env := map[string]string{cuda.EnvWorldSize: "4", cuda.EnvAddr: "node0:29500"}
+	lookup := func(rank string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			if k == cuda.EnvRank {
+				return rank, true
+			}
+			v, ok := env[k]
+			return v, ok
+		}
+	}
+	got, err := cuda.RendezvousFromLookup(lookup("3"))
+	if want := (cuda.Rendezvous{Addr: "node0:29500", Rank: 3, Size: 4}); err != nil || got != want {
+		t.Errorf("got %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := cuda.RendezvousFromLookup(lookup("4")); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), `COMMSIM_RANK="4" is out of range [0, 4)`) {
+		t.Errorf("rank 4 of 4: %v", err)
+	}
+}
