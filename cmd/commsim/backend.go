@@ -20,6 +20,7 @@ type backendFlags struct {
 	backend   string
 	ranks     int
 	placement string
+	multi     *multiProc // bench in a multi-process run (multiproc.go)
 }
 
 func (f *backendFlags) register(cmd *cobra.Command) {
@@ -33,7 +34,8 @@ func (f *backendFlags) register(cmd *cobra.Command) {
 type backendPlan struct {
 	name  string
 	ranks int
-	gpus  []int // cuda: GPU of each rank
+	gpus  []int      // cuda: GPU of each rank (of this process's one rank in a multi-process run)
+	multi *multiProc // set in a multi-process run
 }
 
 // resolve checks the backend flags against the topology flag. A real
@@ -55,6 +57,9 @@ func (f *backendFlags) resolve(topoSet bool, topoSpec string) (*backendPlan, *to
 	case "cuda", "metal":
 	default:
 		return nil, nil, usagef("unknown backend %q (want sim, cuda or metal)", f.backend)
+	}
+	if f.multi != nil {
+		return f.resolveMulti(topoSet, topoSpec)
 	}
 	if f.ranks < 0 || f.ranks > 4096 {
 		return nil, nil, usagef("--ranks %d out of range 1..4096", f.ranks)
@@ -95,18 +100,28 @@ func (f *backendFlags) resolve(topoSet bool, topoSpec string) (*backendPlan, *to
 			return nil, nil, usageError{err}
 		}
 	}
+	topo, err := f.costModel(bp, topoSet, topoSpec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bp, topo, nil
+}
+
+// costModel is a real backend's topology: --topo, which must have bp's
+// ranks, or switch:ranks. It is only auto's cost model.
+func (f *backendFlags) costModel(bp *backendPlan, topoSet bool, topoSpec string) (*topology.Topology, error) {
 	spec := topoSpec
 	if !topoSet {
 		spec = fmt.Sprintf("switch:%d", bp.ranks)
 	}
 	topo, err := topology.Resolve(spec)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, usageError{err}
 	}
 	if topo.NumGPUs() != bp.ranks {
-		return nil, nil, usagef("--topo %s has %d GPUs but the %s backend runs %d ranks; with a real backend --topo is only auto's cost model", spec, topo.NumGPUs(), f.backend, bp.ranks)
+		return nil, usagef("--topo %s has %d GPUs but the %s backend runs %d ranks; with a real backend --topo is only auto's cost model", spec, topo.NumGPUs(), f.backend, bp.ranks)
 	}
-	return bp, topo, nil
+	return topo, nil
 }
 
 // openedWorld is a sweep's world: a simulated cluster, or real devices.
@@ -140,10 +155,13 @@ func (b *backendPlan) open(topo *topology.Topology, cfg sim.Config) (*openedWorl
 
 // describe says what the times are, for report headers.
 func (b *backendPlan) describe(timingOnly bool) (backend, times string) {
-	switch b.name {
-	case "cuda":
+	switch {
+	case b.multi != nil:
+		return fmt.Sprintf("cuda (multi-process, %d ranks, one GPU per process)", b.ranks),
+			"times are measured with CUDA events on every rank: each is the slowest rank's, and #wrong adds up every rank's"
+	case b.name == "cuda":
 		return fmt.Sprintf("cuda (GPUs %s)", joinInts(b.gpus)), "times are measured with CUDA events"
-	case "metal":
+	case b.name == "metal":
 		return fmt.Sprintf("metal (%d virtual ranks on one GPU)", b.ranks), "times are measured with Metal GPU timestamps"
 	}
 	mode := "data"

@@ -222,6 +222,7 @@ type row struct {
 
 func newBenchCmd() *cobra.Command {
 	var f benchFlags
+	var pf procFlags
 	var plot string
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -230,13 +231,33 @@ func newBenchCmd() *cobra.Command {
 prints nccl-tests' columns: size, count, type, redop, root, time, algbw, busbw
 and #wrong. Sizes follow nccl-tests: bytes per rank for allreduce, broadcast,
 reduce and sendrecv; the total size for allgather, reducescatter, gather and
-alltoall. Times are simulated on the topology (no GPU needed).`,
+alltoall. Times are simulated on the topology (no GPU needed), or measured
+with --backend cuda or metal.
+
+With --nranks N > 1 (or COMMSIM_WORLD_SIZE) the sweep runs across N processes,
+one GPU each, on one host or many, through NCCL (--backend cuda --algo native):
+start the command once per rank with its --rank (or COMMSIM_RANK) and the same
+--addr (or COMMSIM_ADDR), host:port where rank 0 serves the rendezvous. Each
+size's time is the slowest rank's and #wrong the sum over ranks; rank 0 writes
+the report. COMMSIM_TIMEOUT bounds the rendezvous (default 5m) and
+COMMSIM_NCCL_TIMEOUT each collective (default 5m).`,
 		Example: `  commsim bench --topo dgx-h100 --op allreduce
   commsim bench --topo switch:64 --op allgather --algo rd -b 1KiB -e 1GiB --timing-only
-  commsim bench --topo ring:8 --op reduce --root 3 --dtype bf16 --redop max --check --format json`,
+  commsim bench --topo ring:8 --op reduce --root 3 --dtype bf16 --redop max --check --format json
+  commsim bench --backend cuda --algo native --nranks 2 --rank 0 --addr node0:29500 -e 1GiB   # and --rank 1 elsewhere`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.topoSet = cmd.Flags().Changed("topo")
+			multi, err := pf.resolve(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			if multi != nil {
+				if err := multi.check(&f); err != nil {
+					return err
+				}
+				f.multi = multi
+			}
 			s, err := f.parse()
 			if err != nil {
 				return err
@@ -251,15 +272,25 @@ alltoall. Times are simulated on the topology (no GPU needed).`,
 	f.register(cmd, "auto")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "write a Perfetto trace of the whole sweep (every run, every rank, transfers, link rates) to FILE")
 	cmd.Flags().StringVar(&plot, "plot", "", "also draw busbw against size (out of place) into FILE.png or FILE.svg")
+	pf.register(cmd)
 	return cmd
 }
 
 // run performs the sweep and writes the report.
 func (s *sweep) run(stdout, stderr io.Writer) error {
+	if s.backend.multi != nil {
+		return s.runMulti(stdout, stderr)
+	}
 	rows, err := s.measure(stderr)
 	if err != nil {
 		return err
 	}
+	return s.report(stdout, rows)
+}
+
+// report writes the measured sweep, draws its plot and fails if --check
+// found wrong elements.
+func (s *sweep) report(stdout io.Writer, rows []row) error {
 	if err := writeReport(stdout, s, rows); err != nil {
 		return err
 	}
@@ -307,11 +338,7 @@ func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
 		if err != nil {
 			return nil, err
 		}
-		r := row{op: s.op.String(), algo: plan.Algo, topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
-			ranks: spec.Ranks, root: s.root, bytes: moved, count: int(moved) / s.dtype.Size()}
-		if !s.op.Reduces() {
-			r.redop = "none"
-		}
+		r := s.newRow(plan, moved)
 		for _, inPlace := range []bool{false, true} {
 			res, err := s.runOnce(w.World, exec, plan, inPlace, moved)
 			if err != nil {
@@ -338,6 +365,26 @@ func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
 		}
 	}
 	return rows, nil
+}
+
+// newRow starts the report row of one size, run with plan.
+func (s *sweep) newRow(plan *ops.Plan, moved int64) row {
+	r := row{op: s.op.String(), algo: plan.Algo, topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
+		ranks: plan.Ranks, root: s.root, bytes: moved, count: int(moved) / s.dtype.Size()}
+	if !s.op.Reduces() {
+		r.redop = "none"
+	}
+	return r
+}
+
+// timed is a run's result from its time, with nccl-tests' bandwidths.
+func timed(secs float64, moved int64, op ops.Op, p int) result {
+	res := result{timeUS: secs * 1e6, wrong: -1}
+	if secs > 0 {
+		res.algbw = float64(moved) / secs / 1e9
+		res.busbw = res.algbw * busFactor(op, p)
+	}
+	return res
 }
 
 // Host-time model for refusing sweeps that would run for hours: about a
@@ -460,11 +507,7 @@ func (s *sweep) runOnce(w *hw.World, exec *ops.Executor, plan *ops.Plan, inPlace
 	if err != nil {
 		return result{}, err
 	}
-	res := result{timeUS: secs * 1e6, wrong: -1}
-	if secs > 0 {
-		res.algbw = float64(moved) / secs / 1e9
-		res.busbw = res.algbw * busFactor(plan.Op, p)
-	}
+	res := timed(secs, moved, plan.Op, p)
 	if s.check {
 		outputs := make([][]byte, p)
 		for r := range p {

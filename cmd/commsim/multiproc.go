@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/hw/cuda"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/proptest"
+	"github.com/commsim/commsim/topology"
+)
+
+// Multi-process bench: N copies of `commsim bench --backend cuda --algo
+// native`, one per GPU and on any hosts, each holding one rank of one NCCL
+// communicator. They meet through cuda.JoinNative (rank 0 serves NCCL's
+// unique id over TCP), run the same sweep in lockstep, and combine their
+// measurements through the communicator itself, as nccl-tests does across
+// MPI ranks: a size's time is the slowest rank's (an allreduce max) and
+// #wrong the sum over ranks (an allreduce sum). Rank 0 writes the report.
+
+// Test hooks: the join and the count of local GPUs.
+var (
+	joinNative = cuda.JoinNative
+	localGPUs  = func() (int, error) {
+		devs, err := cuda.Devices()
+		return len(devs), err
+	}
+)
+
+// procFlags are bench's flags of a multi-process run. Each defaults to its
+// environment variable (read by cuda.RendezvousFromLookup).
+type procFlags struct {
+	nranks, rank, gpu int
+	addr              string
+}
+
+func (f *procFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.nranks, "nranks", 0, "multi-process run: how many processes (ranks) run this sweep together, one GPU each; over 1 needs --backend cuda --algo native (default $"+cuda.EnvWorldSize+", else 1)")
+	fl.IntVar(&f.rank, "rank", 0, "multi-process run: this process's rank, 0 to nranks-1; rank 0 serves the rendezvous and writes the report (default $"+cuda.EnvRank+")")
+	fl.StringVar(&f.addr, "addr", "", "multi-process run: host:port where rank 0 listens for the others, the same for every process (default $"+cuda.EnvAddr+")")
+	fl.IntVar(&f.gpu, "gpu", 0, "multi-process run: this process's local GPU (default: rank mod the number of local GPUs)")
+}
+
+// multiProc is a checked multi-process setting.
+type multiProc struct {
+	rdv cuda.Rendezvous
+	gpu int // -1 until resolveMulti picks the default
+}
+
+// resolve merges the flags over the environment. It returns nil for a
+// one-process run.
+func (f *procFlags) resolve(fl *pflag.FlagSet) (*multiProc, error) {
+	set := fl.Changed
+	switch {
+	case set("nranks") && f.nranks < 1:
+		return nil, usagef("--nranks %d must be at least 1", f.nranks)
+	case set("rank") && f.rank < 0:
+		return nil, usagef("--rank %d must not be negative", f.rank)
+	case set("nranks") && set("rank") && f.rank >= f.nranks:
+		return nil, usagef("--rank %d is out of range 0..%d for --nranks %d", f.rank, f.nranks-1, f.nranks)
+	case set("gpu") && f.gpu < 0:
+		return nil, usagef("--gpu %d must not be negative", f.gpu)
+	}
+	inEnv := func(key string) bool { _, ok := os.LookupEnv(key); return ok }
+	switch {
+	case !set("nranks") && !inEnv(cuda.EnvWorldSize) && (set("rank") || set("addr") || set("gpu")):
+		return nil, usagef("--rank, --addr and --gpu are for multi-process runs: add --nranks N (or set %s)", cuda.EnvWorldSize)
+	case set("nranks") && f.nranks > 1 && !set("rank") && !inEnv(cuda.EnvRank):
+		return nil, usagef("--nranks %d needs this process's --rank (or %s)", f.nranks, cuda.EnvRank)
+	case set("nranks") && f.nranks > 1 && !set("addr") && !inEnv(cuda.EnvAddr):
+		return nil, usagef("--nranks %d needs --addr, host:port of rank 0 (or %s)", f.nranks, cuda.EnvAddr)
+	}
+	lookup := func(key string) (string, bool) {
+		switch {
+		case key == cuda.EnvWorldSize && set("nranks"):
+			return strconv.Itoa(f.nranks), true
+		case key == cuda.EnvRank && set("rank"):
+			return strconv.Itoa(f.rank), true
+		case key == cuda.EnvAddr && set("addr"):
+			return f.addr, true
+		}
+		return os.LookupEnv(key)
+	}
+	rdv, err := cuda.RendezvousFromLookup(lookup)
+	if err != nil {
+		return nil, usagef("multi-process settings (--nranks, --rank and --addr over %s, %s and %s): %v", cuda.EnvWorldSize, cuda.EnvRank, cuda.EnvAddr, err)
+	}
+	if rdv.Size == 1 {
+		if set("rank") || set("addr") || set("gpu") {
+			return nil, usagef("--rank, --addr and --gpu are for multi-process runs: add --nranks N (or set %s)", cuda.EnvWorldSize)
+		}
+		return nil, nil
+	}
+	m := &multiProc{rdv: rdv, gpu: -1}
+	if set("gpu") {
+		m.gpu = f.gpu
+	}
+	return m, nil
+}
+
+// check refuses the bench flags a multi-process run cannot honour.
+func (m *multiProc) check(f *benchFlags) error {
+	if f.backend != "cuda" || f.algo != ops.Native {
+		return usagef("a multi-process run (%d ranks, from --nranks or %s) needs --backend cuda --algo native: it runs NCCL's collectives; got --backend %s --algo %s",
+			m.rdv.Size, cuda.EnvWorldSize, f.backend, f.algo)
+	}
+	if f.ranks != 0 || f.placement != "" || f.trace != "" || f.timingOnly {
+		return usagef("--ranks, --placement, --trace and --timing-only do not apply to a multi-process run: each process holds one rank on one GPU")
+	}
+	return nil
+}
+
+// resolveMulti is backendFlags.resolve for a multi-process run: this
+// process's GPU, and the communicator's ranks for the cost model.
+func (f *backendFlags) resolveMulti(topoSet bool, topoSpec string) (*backendPlan, *topology.Topology, error) {
+	m := f.multi
+	n, err := localGPUs()
+	if err != nil {
+		return nil, nil, err
+	}
+	if n == 0 {
+		return nil, nil, errors.New("cuda: no GPU on this host")
+	}
+	if m.gpu < 0 {
+		m.gpu = m.rdv.Rank % n
+	} else if m.gpu >= n {
+		return nil, nil, usagef("--gpu %d: this host has %d GPU(s), 0..%d", m.gpu, n, n-1)
+	}
+	bp := &backendPlan{name: "cuda", ranks: m.rdv.Size, gpus: []int{m.gpu}, multi: m}
+	topo, err := f.costModel(bp, topoSet, topoSpec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bp, topo, nil
+}
+
+// rankError is a multi-process run's failure on one rank, on one line.
+type rankError struct {
+	rank, size int
+	err        error
+}
+
+func (e rankError) Error() string {
+	return fmt.Sprintf("rank %d of %d: %s", e.rank, e.size, strings.ReplaceAll(e.err.Error(), "\n", "; "))
+}
+
+func (e rankError) Unwrap() error { return e.err }
+
+// runMulti runs this process's rank of the sweep. Rank 0 writes the
+// report; the other ranks write nothing unless they fail.
+func (s *sweep) runMulti(stdout, stderr io.Writer) error {
+	rdv := s.backend.multi.rdv
+	rows, err := s.measureMulti(stderr)
+	if err != nil {
+		return rankError{rdv.Rank, rdv.Size, err}
+	}
+	if rdv.Rank == 0 {
+		return s.report(stdout, rows)
+	}
+	if wrong, _ := totalWrong(rows); wrong > 0 {
+		return rankError{rdv.Rank, rdv.Size, fmt.Errorf("--check found %d wrong elements over all ranks (rank 0 reports them)", wrong)}
+	}
+	return nil
+}
+
+// rankRun is one process's share of a multi-process sweep.
+type rankRun struct {
+	s          *sweep
+	comm       hw.NativeComm
+	dev        hw.Device
+	stream     hw.Stream
+	rank, size int
+	times      hw.Slice // f64 × 2: out-of-place and in-place seconds
+	wrongs     hw.Slice // i64 × 2: their wrong elements
+}
+
+// measureMulti joins the communicator, checks that every rank runs the same
+// sweep, and measures each size on this rank, combined over all ranks.
+func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
+	m := s.backend.multi
+	w, comm, closeFn, err := joinNative(context.Background(), m.rdv, m.gpu)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, closeFn()) }()
+	dev := w.Devices()[0]
+	rr := &rankRun{s: s, comm: comm, dev: dev, rank: m.rdv.Rank, size: m.rdv.Size}
+	if rr.stream, err = dev.NewStream(); err != nil {
+		return nil, err
+	}
+	for _, b := range []struct {
+		s  *hw.Slice
+		dt hw.DType
+	}{{&rr.times, hw.F64}, {&rr.wrongs, hw.I64}} {
+		buf, err := dev.Alloc(b.dt, 2)
+		if err != nil {
+			return nil, err
+		}
+		*b.s = hw.Whole(buf)
+	}
+	if err := rr.agree(); err != nil {
+		return nil, err
+	}
+	var bar *progressbar.ProgressBar
+	if rr.rank == 0 {
+		bar = newProgress(stderr, len(s.sizes))
+	}
+	for _, bytes := range s.sizes {
+		spec, moved := s.spec(bytes)
+		plan, err := s.plan(spec)
+		if err != nil {
+			return nil, err
+		}
+		var secs [2]float64
+		var wrong [2]int64
+		for i, inPlace := range []bool{false, true} {
+			if secs[i], wrong[i], err = rr.runOnce(plan, inPlace); err != nil {
+				return nil, fmt.Errorf("%v (%d bytes, %s): %w", s.op, moved, map[bool]string{false: "out of place", true: "in place"}[inPlace], err)
+			}
+		}
+		if err := rr.combine(&secs, &wrong); err != nil {
+			return nil, err
+		}
+		r := s.newRow(plan, moved)
+		r.outOfPlace, r.inPlace = timed(secs[0], moved, s.op, rr.size), timed(secs[1], moved, s.op, rr.size)
+		if s.check {
+			r.outOfPlace.wrong, r.inPlace.wrong = int(wrong[0]), int(wrong[1])
+		}
+		rows = append(rows, r)
+		if bar != nil {
+			bar.Add(1)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	return rows, nil
+}
+
+// runOnce runs one size on this rank and checks its output: this rank's
+// time and wrong elements.
+func (rr *rankRun) runOnce(plan *ops.Plan, inPlace bool) (secs float64, wrong int64, err error) {
+	s := rr.s
+	var in, out hw.Slice
+	if inPlace {
+		whole, err := s.buffer(rr.dev, 0, plan.DType, max(plan.InLen, plan.OutLen))
+		if err != nil {
+			return 0, 0, err
+		}
+		in, out = plan.InPlace(rr.rank, whole)
+	} else {
+		if in, err = s.buffer(rr.dev, 0, plan.DType, plan.InLen); err != nil {
+			return 0, 0, err
+		}
+		if out, err = s.buffer(rr.dev, 1, plan.DType, plan.OutLen); err != nil {
+			return 0, 0, err
+		}
+	}
+	// As in the one-process sweep, values matter only for --check. The
+	// reference needs every rank's input; they are deterministic, so each
+	// rank makes them all and writes its own.
+	var inputs [][]byte
+	if s.check {
+		inputs = make([][]byte, plan.Ranks)
+		for q := range inputs {
+			if inputs[q], err = hw.FromFloat64s(plan.DType, inputValues(plan.Spec, q, plan.InLen)); err != nil {
+				return 0, 0, err
+			}
+		}
+		if err := writeBytes(in, inputs[rr.rank]); err != nil {
+			return 0, 0, err
+		}
+	}
+	if secs, err = ops.RunNativeRank(rr.comm, rr.stream, plan, rr.rank, in, out); err != nil {
+		return 0, 0, err
+	}
+	if !s.check {
+		return secs, 0, nil
+	}
+	got, err := readBytes(out)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, _, err := proptest.CountWrongRank(proptest.Case{Spec: plan.Spec, Inputs: inputs}, rr.rank, got)
+	return secs, int64(n), err
+}
+
+// combine replaces this rank's times by the slowest rank's and, with
+// --check, its wrong counts by every rank's sum: allreduces over the
+// communicator.
+func (rr *rankRun) combine(secs *[2]float64, wrong *[2]int64) error {
+	if err := rr.allReduce(rr.times, hw.Max, hw.Encode(secs[:]), func(b []byte) error {
+		v, err := hw.Decode[float64](b)
+		copy(secs[:], v)
+		return err
+	}); err != nil {
+		return fmt.Errorf("combining the ranks' times: %w", err)
+	}
+	if !rr.s.check {
+		return nil
+	}
+	if err := rr.allReduce(rr.wrongs, hw.Sum, hw.Encode(wrong[:]), func(b []byte) error {
+		v, err := hw.Decode[int64](b)
+		copy(wrong[:], v)
+		return err
+	}); err != nil {
+		return fmt.Errorf("adding up the ranks' wrong elements: %w", err)
+	}
+	return nil
+}
+
+// agree checks that every rank runs the same sweep: ranks that disagree on
+// the op, sizes or dtype would hand NCCL mismatched calls, which hang or
+// corrupt memory. It allreduces (h, −h) with max for a hash h of the sweep:
+// every rank has the same h when the result is (h, −h).
+func (rr *rankRun) agree() error {
+	s := rr.s
+	f := fnv.New64a()
+	fmt.Fprintf(f, "%v|%s|%v|%v|%v|%d|%v", s.op, s.algo, s.dtype, s.redop, s.sizes, s.root, s.check)
+	h := int64(f.Sum64() >> 1)
+	var got [2]int64
+	err := rr.allReduce(rr.wrongs, hw.Max, hw.Encode([]int64{h, -h}), func(b []byte) error {
+		v, err := hw.Decode[int64](b)
+		copy(got[:], v)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("checking that the ranks agree on the sweep: %w", err)
+	}
+	if got[0] != h || got[1] != -h {
+		return fmt.Errorf("the ranks run different sweeps: every process needs the same --op, --dtype, --redop, sizes (-b, -e, -f), --root and --check")
+	}
+	return nil
+}
+
+// allReduce reduces vals (two elements of buf's dtype) over every rank in
+// place in buf, and hands the result to read.
+func (rr *rankRun) allReduce(buf hw.Slice, op hw.ReduceOp, vals []byte, read func([]byte) error) error {
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: ops.Native, Ranks: rr.size, Count: buf.Len, DType: buf.DType(), Redop: op})
+	if err != nil {
+		return err
+	}
+	if err := buf.Buf.Write(vals); err != nil {
+		return err
+	}
+	if _, err := ops.RunNativeRank(rr.comm, rr.stream, plan, rr.rank, buf, buf); err != nil {
+		return err
+	}
+	got := make([]byte, len(vals))
+	if err := buf.Buf.Read(got); err != nil {
+		return err
+	}
+	return read(got)
+}
