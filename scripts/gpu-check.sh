@@ -19,6 +19,7 @@
 #   equivalence  sim vs cuda (virtual ranks) bit for bit: every algorithm x op x
 #                dtype x reduce op for p = 2..8, then 200 generated cases
 #   bandwidth    reduce kernels vs a device-to-device copy; ring all-reduce busbw
+#   cli          commsim bench --backend cuda on 4 virtual ranks, ring, --check
 #   nccl         NCCL sanity and algorithm native through ops.Executor, one rank
 #                per GPU (every test of cuda.test named *NCCL*); SKIP, with the
 #                reason, when a test could not reach NCCL or a GPU (no
@@ -51,6 +52,7 @@ part() {
   if [ $rc -ne 0 ]; then
     result=FAIL
     [ $rc -eq 124 ] && result="FAIL (timed out after ${limit}s)"
+    grep -q 'no usable NVIDIA driver' "$log" && result="SKIP (no driver)"
   elif [ "$name" = devices ]; then
     grep -qE '^cuda: +none' "$log" && result=SKIP
   elif [ "$name" = nccl ]; then
@@ -91,6 +93,9 @@ run() {
     -test.run '^(TestEquivalenceWithSimGrid|TestEquivalenceWithSimGenerated)$/gpu'
   part bandwidth 120 "$t" -test.v -test.timeout 110s \
     -test.run '^(TestReduceBandwidth|TestRingAllReduceBusBW)$/gpu'
+
+  part cli 120 "$out/commsim" bench --backend cuda --ranks 4 --placement virtual \
+    --op allreduce --algo ring -b 1KiB -e 64MiB -f 8 --check
 
   # ---- NCCL sanity --------------------------------------------------------
   # The NCCL tests live in the same test binary (hw/cuda/nccl*_test.go and
