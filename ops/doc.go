@@ -1,0 +1,25 @@
+// Package ops holds commsim's collectives as plans, and the one executor
+// that runs any plan on any hw world. It imports hw only.
+//
+// An algorithm (ring, rd, rhd, tree, dbtree, direct, pairwise) compiles a
+// Spec — the op, the ranks, the count, the dtype, the reduce op — into a
+// Plan: for every rank, an ordered list of steps (send, recv, reduce,
+// copy, divide) on one or more lanes, with explicit dependencies. Because
+// the plan fixes every reduction's order, results are bit for bit the same
+// on every backend that follows hw's arithmetic contract.
+//
+// A plan is plain data:
+//
+//   - Check proves it correct without running it: every send received, no
+//     deadlock, no unordered access, every output element holding exactly
+//     its contributions in the documented order;
+//   - Cost prices it with the α-β-γ model over a topology's paths, and
+//     Select picks the cheapest plan ("auto");
+//   - Executor.Run runs it on a world and times it with events.
+//
+// Plans of more than StreamAbove steps are streamed: Compile counts them
+// and the executor makes each rank's steps as a backend that implements
+// hw.Feeder asks for them, so memory grows with the ranks, not the steps.
+// Algorithm "native" is the backend's own library (NCCL), reached through
+// hw.NativeCollectives.
+package ops
