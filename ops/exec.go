@@ -292,6 +292,10 @@ func (e *Executor) releaseRetired(r int) error {
 // 4 on a 1024-rank ring), and a refill costs two coroutine switches.
 const feedBatch = 4
 
+// genBatch is how many steps a streamed rank's generator makes per switch
+// to its coroutine.
+const genBatch = 32
+
 // enqueue puts rank r's steps on its lanes, after the events in after,
 // between events start and end. With feed, a single-lane plan on a stream
 // that is a hw.Feeder is handed over lazily, so the backend holds a few
@@ -382,12 +386,23 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 // puller returns rank r's steps feedBatch at a time: from memory, or made
 // as they are pulled for a streamed plan (its generator is stopped by Run).
 func (e *Executor) puller(plan *Plan, r int) func() ([]Step, bool) {
+	var steps []Step
 	if plan.Streamed() {
-		next, stop := iter.Pull(plan.rankBatches(r, feedBatch))
+		next, stop := iter.Pull(plan.rankBatches(r, genBatch))
 		e.stops = append(e.stops, stop)
-		return next
+		return func() ([]Step, bool) {
+			if len(steps) == 0 {
+				var ok bool
+				if steps, ok = next(); !ok {
+					return nil, false
+				}
+			}
+			batch := steps[:min(feedBatch, len(steps))]
+			steps = steps[len(batch):]
+			return batch, true
+		}
 	}
-	steps := plan.Steps[r]
+	steps = plan.Steps[r]
 	return func() ([]Step, bool) {
 		if len(steps) == 0 {
 			return nil, false
