@@ -164,6 +164,16 @@ func (s *Stream) Feed(refill func() (more bool, err error)) error {
 	return nil
 }
 
+// lockToEnqueue takes the cluster lock for an enqueueing call and reports
+// whether it did: a refill runs inside Synchronize, which already holds it.
+func (s *Stream) lockToEnqueue() bool {
+	if s.refilling {
+		return false
+	}
+	s.dev.c.mu.Lock()
+	return true
+}
+
 // refill asks the feed for more work and reports whether some arrived.
 func (s *Stream) refill() bool {
 	if s.feed == nil {
@@ -225,8 +235,7 @@ func (s *Stream) checkArg(what, which string, sl hw.Slice) error {
 
 // Copy enqueues dst = src. Local copies take no simulated time.
 func (s *Stream) Copy(dst, src hw.Slice) error {
-	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
-		s.dev.c.mu.Lock()
+	if s.lockToEnqueue() {
 		defer s.dev.c.mu.Unlock()
 	}
 	if err := s.checkPair("copy", dst, src); err != nil {
@@ -250,8 +259,7 @@ func (s *Stream) checkPair(what string, dst, src hw.Slice) error {
 
 // Reduce enqueues dst = op(dst, src), taking bytes/reduce_bw.
 func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
-	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
-		s.dev.c.mu.Lock()
+	if s.lockToEnqueue() {
 		defer s.dev.c.mu.Unlock()
 	}
 	if rop == hw.Avg || !rop.Valid() {
@@ -265,8 +273,7 @@ func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
 
 // Divide enqueues dst = dst / n, costed like a reduce.
 func (s *Stream) Divide(dst hw.Slice, n int) error {
-	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
-		s.dev.c.mu.Lock()
+	if s.lockToEnqueue() {
 		defer s.dev.c.mu.Unlock()
 	}
 	if n < 1 {
@@ -292,8 +299,7 @@ func (s *Stream) checkPeer(what string, peer hw.Device) (*Device, error) {
 
 // Send enqueues an eager send of src to peer.
 func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
-	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
-		s.dev.c.mu.Lock()
+	if s.lockToEnqueue() {
 		defer s.dev.c.mu.Unlock()
 	}
 	p, err := s.checkPeer("send", peer)
@@ -308,8 +314,7 @@ func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
 
 // Recv enqueues a receive into dst of the next message from peer with tag.
 func (s *Stream) Recv(dst hw.Slice, peer hw.Device, tag uint64) error {
-	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
-		s.dev.c.mu.Lock()
+	if s.lockToEnqueue() {
 		defer s.dev.c.mu.Unlock()
 	}
 	p, err := s.checkPeer("recv", peer)
@@ -332,8 +337,7 @@ func (s *Stream) checkEvent(what string, ev hw.Event) (*Event, error) {
 
 // Record enqueues a record of ev.
 func (s *Stream) Record(ev hw.Event) error {
-	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
-		s.dev.c.mu.Lock()
+	if s.lockToEnqueue() {
 		defer s.dev.c.mu.Unlock()
 	}
 	e, err := s.checkEvent("record", ev)
@@ -346,8 +350,7 @@ func (s *Stream) Record(ev hw.Event) error {
 
 // Wait enqueues a wait for the latest Record of ev enqueued so far.
 func (s *Stream) Wait(ev hw.Event) error {
-	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
-		s.dev.c.mu.Lock()
+	if s.lockToEnqueue() {
 		defer s.dev.c.mu.Unlock()
 	}
 	e, err := s.checkEvent("wait", ev)
@@ -359,8 +362,7 @@ func (s *Stream) Wait(ev hw.Event) error {
 
 // Compute occupies the stream for the given simulated seconds.
 func (s *Stream) Compute(seconds float64, label string) error {
-	if !s.refilling { // a refill runs inside Synchronize, which holds the lock
-		s.dev.c.mu.Lock()
+	if s.lockToEnqueue() {
 		defer s.dev.c.mu.Unlock()
 	}
 	if !(seconds >= 0) || math.IsInf(seconds, 0) {
