@@ -384,26 +384,25 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 }
 
 // puller returns rank r's steps feedBatch at a time: from memory, or made
-// as they are pulled for a streamed plan (its generator is stopped by Run).
+// genBatch at a time as they are pulled for a streamed plan (its generator
+// is stopped by Run).
 func (e *Executor) puller(plan *Plan, r int) func() ([]Step, bool) {
 	var steps []Step
+	var next func() ([]Step, bool)
 	if plan.Streamed() {
-		next, stop := iter.Pull(plan.rankBatches(r, genBatch))
+		var stop func()
+		next, stop = iter.Pull(plan.rankBatches(r, genBatch))
 		e.stops = append(e.stops, stop)
-		return func() ([]Step, bool) {
-			if len(steps) == 0 {
-				var ok bool
-				if steps, ok = next(); !ok {
-					return nil, false
-				}
-			}
-			batch := steps[:min(feedBatch, len(steps))]
-			steps = steps[len(batch):]
-			return batch, true
-		}
+	} else {
+		steps = plan.Steps[r]
 	}
-	steps = plan.Steps[r]
 	return func() ([]Step, bool) {
+		if len(steps) == 0 && next != nil {
+			var ok bool
+			if steps, ok = next(); !ok {
+				return nil, false
+			}
+		}
 		if len(steps) == 0 {
 			return nil, false
 		}
