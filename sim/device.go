@@ -14,8 +14,8 @@ type Device struct {
 	node        int
 	name        string
 	reducer     link
-	reducerPath []*link              // just &reducer, so flows need no new slice
-	inbox       map[mailKey]*mailbox // messages arrived from peers, by sender and tag
+	reducerPath []*link // just &reducer, so flows need no new slice
+	inbox       inbox   // messages arrived from peers, by sender and tag
 
 	stalledUntil Time // RankStall: no operation starts before this
 	crashed      bool

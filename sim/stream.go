@@ -477,8 +477,8 @@ func (s *Stream) begin(o *op, now Time) bool {
 		m, ok := mb.take()
 		if ok && mb.head == len(mb.msgs) && len(mb.waiters) == 0 {
 			// Drop drained mailboxes: plans use a fresh tag per step, and a
-			// map of live ones stays small and fast.
-			delete(s.dev.inbox, mailKey{from: o.peer, tag: o.tag})
+			// table of live ones stays small and fast.
+			s.dev.inbox.remove(o.peer, o.tag)
 			s.dev.c.freeBoxes = append(s.dev.c.freeBoxes, mb)
 		}
 		if !ok {
@@ -621,11 +621,6 @@ func (m message) writeTo(dst hw.Slice) error {
 	return nil
 }
 
-type mailKey struct {
-	from *Device
-	tag  uint64
-}
-
 // mailbox holds messages from one device with one tag, in arrival order.
 type mailbox struct {
 	msgs    []message
@@ -648,11 +643,7 @@ func (mb *mailbox) take() (message, bool) {
 }
 
 func (d *Device) mailboxTo(dst *Device, tag uint64) *mailbox {
-	if dst.inbox == nil {
-		dst.inbox = make(map[mailKey]*mailbox)
-	}
-	k := mailKey{from: d, tag: tag}
-	mb := dst.inbox[k]
+	mb := dst.inbox.get(d, tag)
 	if mb == nil {
 		c := d.c
 		if n := len(c.freeBoxes); n > 0 {
@@ -661,7 +652,7 @@ func (d *Device) mailboxTo(dst *Device, tag uint64) *mailbox {
 		} else {
 			mb = &mailbox{}
 		}
-		dst.inbox[k] = mb
+		dst.inbox.put(d, tag, mb)
 	}
 	return mb
 }
