@@ -42,26 +42,27 @@ const DefaultMaxDataBytes = 6 << 30
 // the ops executor does; a wait that can never finish returns an error
 // wrapping hw.ErrDeadlock that lists every blocked stream.
 type Cluster struct {
-	mu        sync.Mutex
-	topo      *topology.Topology
-	cfg       Config
-	eng       engine
-	fab       fabric
-	devices   []*Device
-	world     *hw.World
-	edges     []*link // one per directed topology edge, created on first use
-	routes    map[[2]int32]route
-	streams   []*Stream
-	freeOps   []*op
-	opSlab    []op // ops are carved from slabs: a plan enqueues millions at once
-	freeBoxes []*mailbox
-	nodeIndex map[string]int // node name -> index, built when a fault names a link
-	linkDown  []bool         // per topology link, once a link has gone down
-	faultLog  []string
-	events    int
-	data      int64
-	trace     *tracer
-	closed    bool
+	mu         sync.Mutex
+	topo       *topology.Topology
+	cfg        Config
+	eng        engine
+	fab        fabric
+	devices    []*Device
+	world      *hw.World
+	edges      []*link // one per directed topology edge, created on first use
+	routes     map[[2]int32]route
+	routeEpoch int // bumped by forgetRoutes, invalidating devices' lastRoute
+	streams    []*Stream
+	freeOps    []*op
+	opSlab     []op // ops are carved from slabs: a plan enqueues millions at once
+	freeBoxes  []*mailbox
+	nodeIndex  map[string]int // node name -> index, built when a fault names a link
+	linkDown   []bool         // per topology link, once a link has gone down
+	faultLog   []string
+	events     int
+	data       int64
+	trace      *tracer
+	closed     bool
 }
 
 type route struct {
@@ -173,10 +174,15 @@ func (c *Cluster) Close() error {
 }
 
 // routeBetween returns the links and latency from device a to device b,
-// computed once per pair.
+// computed once per pair. Each device also remembers its latest route,
+// since most algorithms send to one peer many times in a row.
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
+	if last := &a.lastRoute; last.peer == b && last.epoch == c.routeEpoch {
+		return last.route, nil
+	}
 	key := [2]int32{int32(a.rank), int32(b.rank)}
 	if r, ok := c.routes[key]; ok {
+		a.lastRoute = cachedRoute{peer: b, epoch: c.routeEpoch, route: r}
 		return r, nil
 	}
 	var p topology.Path
@@ -194,7 +200,22 @@ func (c *Cluster) routeBetween(a, b *Device) (route, error) {
 		r.links[i] = c.edge(e)
 	}
 	c.routes[key] = r
+	a.lastRoute = cachedRoute{peer: b, epoch: c.routeEpoch, route: r}
 	return r, nil
+}
+
+// cachedRoute is a device's latest route, valid while the cluster's
+// routeEpoch is unchanged.
+type cachedRoute struct {
+	peer  *Device
+	epoch int
+	route route
+}
+
+// forgetRoutes drops every computed route: links went down.
+func (c *Cluster) forgetRoutes() {
+	c.routes = make(map[[2]int32]route)
+	c.routeEpoch++
 }
 
 func (c *Cluster) edge(e int) *link {

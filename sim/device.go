@@ -16,6 +16,7 @@ type Device struct {
 	reducer     link
 	reducerPath []*link // just &reducer, so flows need no new slice
 	inbox       inbox   // messages arrived from peers, by sender and tag
+	lastRoute   cachedRoute
 
 	stalledUntil Time // RankStall: no operation starts before this
 	crashed      bool

@@ -260,7 +260,7 @@ func (c *Cluster) apply(f Fault, now Time) {
 				c.linkDown = make([]bool, len(c.topo.Links))
 			}
 			c.linkDown[l] = true
-			c.routes = make(map[[2]int32]route) // routes change around the hole
+			c.forgetRoutes() // routes change around the hole
 			for _, e := range []int{2 * l, 2*l + 1} {
 				for _, fl := range append([]*flow(nil), c.edges[e].flows...) {
 					c.reroute(fl, now)
