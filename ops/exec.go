@@ -3,7 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
-	"iter"
+	"sync"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -20,8 +20,11 @@ type Executor struct {
 	ends       []hw.Event // per rank, recorded after them
 	laneEvents [][]hw.Event
 	retired    [][]hw.Buffer // per rank: outgrown scratch, freed after a wait
-	stops      []func()      // ends the step generators of fed ranks
-	native     hw.NativeComm // made by the first native plan
+	// producers make a streamed plan's steps ahead of the simulation;
+	// closing stopProducers ends them.
+	producers     sync.WaitGroup
+	stopProducers chan struct{}
+	native        hw.NativeComm // made by the first native plan
 }
 
 // NewExecutor prepares to run plans on w.
@@ -292,9 +295,12 @@ func (e *Executor) releaseRetired(r int) error {
 // 4 on a 1024-rank ring), and a refill costs two coroutine switches.
 const feedBatch = 4
 
-// genBatch is how many steps a streamed rank's generator makes per switch
-// to its coroutine.
-const genBatch = 32
+// genBatch is how many steps a streamed rank's producer hands over at a
+// time, and prefetchDepth how many such batches it may make ahead.
+const (
+	genBatch      = 32
+	prefetchDepth = 2
+)
 
 // enqueue puts rank r's steps on its lanes, after the events in after,
 // between events start and end. With feed, a single-lane plan on a stream
@@ -383,16 +389,13 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 	return lanes[0].Record(end)
 }
 
-// puller returns rank r's steps feedBatch at a time: from memory, or made
-// genBatch at a time as they are pulled for a streamed plan (its generator
-// is stopped by Run).
+// puller returns rank r's steps feedBatch at a time: from memory, or, for
+// a streamed plan, from a generator that makes them ahead (see prefetch).
 func (e *Executor) puller(plan *Plan, r int) func() ([]Step, bool) {
 	var steps []Step
 	var next func() ([]Step, bool)
 	if plan.Streamed() {
-		var stop func()
-		next, stop = iter.Pull(plan.rankBatches(r, genBatch))
-		e.stops = append(e.stops, stop)
+		next = e.prefetch(plan, r)
 	} else {
 		steps = plan.Steps[r]
 	}
@@ -409,6 +412,43 @@ func (e *Executor) puller(plan *Plan, r int) func() ([]Step, bool) {
 		batch := steps[:min(feedBatch, len(steps))]
 		steps = steps[len(batch):]
 		return batch, true
+	}
+}
+
+// prefetch runs rank r's generator on a goroutine of its own, which makes
+// the next genBatch steps while the previous ones are simulated: with a
+// spare core, making steps then costs the simulation nothing. Only the
+// order of steps matters to results, and each rank's is fixed, so which
+// goroutine runs when cannot change them. The returned function gives the
+// batches in order; each is valid until the next call.
+func (e *Executor) prefetch(plan *Plan, r int) func() ([]Step, bool) {
+	if e.stopProducers == nil {
+		e.stopProducers = make(chan struct{})
+	}
+	stop := e.stopProducers
+	// The consumer reads one buffer, the channel holds prefetchDepth more
+	// and the producer fills one: a buffer is refilled only after the
+	// consumer has asked for the next, which is when it is done with it.
+	ch := make(chan []Step, prefetchDepth)
+	e.producers.Add(1)
+	go func() {
+		defer e.producers.Done()
+		defer close(ch)
+		var bufs [prefetchDepth + 2][]Step
+		i := 0
+		for batch := range plan.rankBatches(r, genBatch) {
+			buf := append(bufs[i][:0], batch...)
+			bufs[i], i = buf, (i+1)%len(bufs)
+			select {
+			case ch <- buf:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return func() ([]Step, bool) {
+		b, ok := <-ch
+		return b, ok
 	}
 }
 
@@ -461,9 +501,12 @@ func (rs *rankSteps) enqueue(s hw.Stream, i int, st Step) error {
 	return nil
 }
 
+// stopGenerators ends the producers of a streamed plan's steps, including
+// those of ranks whose run failed, and waits until they have returned.
 func (e *Executor) stopGenerators() {
-	for _, stop := range e.stops {
-		stop()
+	if e.stopProducers != nil {
+		close(e.stopProducers)
+		e.producers.Wait()
+		e.stopProducers = nil
 	}
-	e.stops = e.stops[:0]
 }

@@ -1,10 +1,12 @@
 package ops_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -449,5 +451,35 @@ func TestStreamedRunsEqualHeldRuns(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestStreamedRunStopsItsProducers: a streamed run that fails half way
+// (a rank crashes) returns the error and leaves none of the goroutines
+// that make its ranks' steps behind, and the executor runs again.
+func TestStreamedRunStopsItsProducers(t *testing.T) {
+	restore := ops.StreamEverything()
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 64, Count: 64 << 10, DType: hw.F32, Redop: hw.Sum})
+	restore()
+	if err != nil || !plan.Streamed() {
+		t.Fatalf("streamed %v, %v", plan != nil && plan.Streamed(), err)
+	}
+	before := runtime.NumGoroutine()
+	c, _ := world(t, "switch:64", sim.Config{TimingOnly: true})
+	if err := c.Inject(sim.Fault{Kind: sim.RankCrash, Rank: 5, At: 20 * sim.Microsecond}); err != nil {
+		t.Fatal(err)
+	}
+	in, out := buffers(t, c, plan, false)
+	exec := ops.NewExecutor(c.World())
+	if _, err := exec.Run(plan, in, out); !errors.Is(err, sim.ErrCrashed) {
+		t.Fatalf("run with a crashed rank: %v, want an error wrapping sim.ErrCrashed", err)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after the failed run, %d before: its step producers were not stopped", n, before)
+	}
+	c2, _ := world(t, "switch:64", sim.Config{TimingOnly: true})
+	in, out = buffers(t, c2, plan, false)
+	if _, err := ops.NewExecutor(c2.World()).Run(plan, in, out); err != nil {
+		t.Fatal(err)
 	}
 }
