@@ -14,9 +14,9 @@ type Device struct {
 	node        int
 	name        string
 	reducer     link
-	reducerPath []*link // just &reducer, so flows need no new slice
-	inbox       inbox   // messages arrived from peers, by sender and tag
-	lastRoute   cachedRoute
+	reducerPath []*link        // just &reducer, so flows need no new slice
+	inbox       inbox          // messages arrived from peers, by sender and tag
+	routes      [8]cachedRoute // recent routes from here, by a hash of the peer
 
 	stalledUntil Time // RankStall: no operation starts before this
 	crashed      bool

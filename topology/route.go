@@ -62,6 +62,9 @@ func (t *Topology) Route(src, dst int) (Path, error) {
 	if src == dst {
 		return Path{}, nil
 	}
+	if p, ok := t.leafRoute(src, dst); ok {
+		return p, nil // cheaper than the cache, and keeps it for harder routes
+	}
 	key := uint64(src)<<32 | uint64(dst)
 	t.mu.Lock()
 	p, ok := t.routes[key]
@@ -102,19 +105,28 @@ func (t *Topology) RouteRanks(srcRank, dstRank int) (Path, error) {
 }
 
 func (t *Topology) shortest(src, dst int) (Path, error) {
-	// Two leaves on one node (GPUs on a switch): the only way is through
-	// it, so skip Dijkstra, which would first list all the node's leaves.
-	if t.degree(int64(src)) == 1 && t.degree(int64(dst)) == 1 {
-		up, down := t.adj[t.adjStart[src]], t.adj[t.adjStart[dst]]
-		if up.nbr == down.nbr {
-			back, ok := t.edgeBetween(int64(up.nbr), int64(dst))
-			if ok {
-				ps := math.Round(t.Links[up.edge/2].Latency*1e12) + math.Round(t.Links[back/2].Latency*1e12)
-				return Path{Edges: []int{int(up.edge), back}, Latency: ps / 1e12}, nil
-			}
-		}
+	if p, ok := t.leafRoute(src, dst); ok {
+		return p, nil
 	}
 	return t.shortestIn(routeGraph{fullGraph{t}, int32(dst)}, src, dst)
+}
+
+// leafRoute is the route between two leaves on one node (GPUs on a
+// switch): the only way is through it, so Dijkstra, which would first list
+// all the node's leaves, is skipped.
+func (t *Topology) leafRoute(src, dst int) (Path, bool) {
+	if t.degree(int64(src)) != 1 || t.degree(int64(dst)) != 1 {
+		return Path{}, false
+	}
+	up, down := t.adj[t.adjStart[src]], t.adj[t.adjStart[dst]]
+	if up.nbr != down.nbr {
+		return Path{}, false
+	}
+	// A leaf's one link joins it to its one neighbour: the other
+	// direction of that link is the way in.
+	back := int(down.edge ^ 1)
+	ps := math.Round(t.Links[up.edge/2].Latency*1e12) + math.Round(t.Links[back/2].Latency*1e12)
+	return Path{Edges: []int{int(up.edge), back}, Latency: ps / 1e12}, true
 }
 
 // RouteAvoiding is Route over the links for which down returns false: the
