@@ -14,6 +14,7 @@ type builder struct {
 	p     *Plan
 	mode  buildMode
 	steps int   // steps added so far, all ranks kept or counted
+	limit int   // modeKeep and modeCount: the most steps allowed
 	only  int   // modeStream: the rank streamed
 	n     int   // modeStream: steps of that rank so far
 	count []int // modeCount: steps per rank so far
@@ -31,7 +32,7 @@ const (
 	modeStream
 )
 
-// planTooLarge unwinds a generator that passed MaxPlanSteps; Compile
+// planTooLarge unwinds a generator that passed the builder's limit; Compile
 // recovers it (and only it) and returns ErrTooLarge. Generators are plain
 // loops with no error path per step, and this stops them at once instead
 // of emitting millions of steps that would be thrown away.
@@ -42,7 +43,7 @@ type planTooLarge struct{ steps int }
 type streamStopped struct{}
 
 func newBuilder(spec Spec, inLen, outLen int) *builder {
-	return &builder{p: &Plan{Spec: spec, InLen: inLen, OutLen: outLen, Lanes: 1, Steps: make([][]Step, spec.Ranks)}}
+	return &builder{p: &Plan{Spec: spec, InLen: inLen, OutLen: outLen, Lanes: 1, Steps: make([][]Step, spec.Ranks)}, limit: MaxPlanSteps}
 }
 
 // ranks is the ranks a generator builds: all of them, or the one streamed.
@@ -65,7 +66,7 @@ func (b *builder) add(r int, s Step) int {
 	}
 	switch b.mode {
 	case modeCount:
-		if b.steps++; b.steps > MaxStreamedSteps {
+		if b.steps++; b.steps > b.limit {
 			panic(planTooLarge{b.steps})
 		}
 		b.count[r]++
@@ -80,7 +81,7 @@ func (b *builder) add(r int, s Step) int {
 		}
 		return b.n - 1
 	}
-	if b.steps++; b.steps > MaxPlanSteps {
+	if b.steps++; b.steps > b.limit {
 		panic(planTooLarge{b.steps})
 	}
 	b.p.Steps[r] = append(b.p.Steps[r], s)
@@ -108,10 +109,10 @@ func (b *builder) last(r int) int {
 }
 
 // expect refuses the plan at once if perRank steps on every rank would pass
-// MaxPlanSteps: O(p²) algorithms call it so they fail fast at scale.
+// the limit: O(p²) algorithms call it so they fail fast at scale.
 func (b *builder) expect(perRank int) {
 	total := perRank * b.p.Ranks
-	if b.mode == modeKeep && total > MaxPlanSteps || b.mode == modeCount && total > MaxStreamedSteps {
+	if b.mode != modeStream && total > b.limit {
 		panic(planTooLarge{total + 1})
 	}
 }

@@ -261,3 +261,37 @@ func TestStreamedPlansEqualHeldPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileCorrectsLowEstimates: Compile guesses a plan's size from rank
+// 0. When rank 0 is lighter than the others (a gather whose root is rank
+// 1) and the guess is under the streaming threshold but the plan is over
+// it, the plan is still streamed, whole; at the threshold it is held.
+func TestCompileCorrectsLowEstimates(t *testing.T) {
+	spec := Spec{Op: Gather, Algo: "direct", Ranks: 64, Count: 3, Root: 1, DType: hw.F32}
+	held := mustPlan(t, spec)
+	in, out := spec.BufferLens()
+	rank0, ok := rankStepCount(spec, directPlans[Gather], in, out, 0)
+	total := held.NumSteps()
+	if !ok || rank0*spec.Ranks >= total {
+		t.Fatalf("rank 0 has %d steps (ok %v) of %d: it should be lighter than the average", rank0, ok, total)
+	}
+	defer func() { streamAbove = StreamAbove }()
+	for _, tc := range []struct {
+		above    int
+		streamed bool
+	}{{rank0 * spec.Ranks, true}, {total - 1, true}, {total, false}} {
+		streamAbove = tc.above
+		plan, err := Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Streamed() != tc.streamed || plan.NumSteps() != total {
+			t.Fatalf("threshold %d: streamed %v with %d steps, want streamed %v with %d", tc.above, plan.Streamed(), plan.NumSteps(), tc.streamed, total)
+		}
+		for r := range spec.Ranks {
+			if !reflect.DeepEqual(plan.Rank(r), held.Steps[r]) {
+				t.Fatalf("threshold %d: rank %d differs from the held plan", tc.above, r)
+			}
+		}
+	}
+}

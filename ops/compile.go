@@ -161,22 +161,58 @@ func Compile(s Spec) (*Plan, error) {
 	}
 	in, out := s.BufferLens()
 	if algorithmTable[i].streams {
-		// Count first: a plan too big to hold is streamed instead.
-		b := newBuilder(s, in, out)
-		b.mode, b.count, b.p.Steps = modeCount, make([]int, s.Ranks), nil
-		if err := generate(gen, b); err != nil {
-			return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
-		}
-		if b.steps > streamAbove {
-			b.p.gen, b.p.numSteps = gen, b.steps
-			return b.p, nil
-		}
+		return compileStreamable(s, gen, in, out)
 	}
 	b := newBuilder(s, in, out)
 	if err := generate(gen, b); err != nil {
 		return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
 	}
 	return b.p, nil
+}
+
+// compileStreamable holds a plan of up to streamAbove steps and streams a
+// larger one. Rank 0's steps, made alone, estimate the size, so a small
+// plan is made once. An estimate that was too low (rank 0 lighter than
+// most) is caught when the held plan passes streamAbove, and the plan is
+// counted after all.
+func compileStreamable(s Spec, gen generator, in, out int) (*Plan, error) {
+	wrap := func(err error) error { return fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err) }
+	if rank0, ok := rankStepCount(s, gen, in, out, 0); ok && rank0*s.Ranks <= streamAbove {
+		b := newBuilder(s, in, out)
+		b.limit = streamAbove
+		err := generate(gen, b)
+		if !errors.Is(err, ErrTooLarge) {
+			if err != nil {
+				return nil, wrap(err)
+			}
+			return b.p, nil
+		}
+	}
+	b := newBuilder(s, in, out)
+	b.mode, b.count, b.p.Steps, b.limit = modeCount, make([]int, s.Ranks), nil, MaxStreamedSteps
+	if err := generate(gen, b); err != nil {
+		return nil, wrap(err)
+	}
+	if b.steps > streamAbove {
+		b.p.gen, b.p.numSteps = gen, b.steps
+		return b.p, nil
+	}
+	b = newBuilder(s, in, out)
+	if err := generate(gen, b); err != nil {
+		return nil, wrap(err)
+	}
+	return b.p, nil
+}
+
+// rankStepCount makes rank r's steps alone and counts them; ok is false if
+// the generator failed, which the full pass then reports.
+func rankStepCount(s Spec, gen generator, in, out, r int) (n int, ok bool) {
+	b := &builder{p: &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}, mode: modeStream, only: r,
+		buf: make([]Step, 0, 64), emit: func([]Step) bool { return true }}
+	if err := generate(gen, b); err != nil {
+		return 0, false
+	}
+	return b.n, true
 }
 
 // blocksPerRank reports whether a buffer of the op holds one block per rank.
@@ -193,12 +229,8 @@ func generate(gen generator, b *builder) (err error) {
 			if !ok {
 				panic(r)
 			}
-			limit := MaxPlanSteps
-			if b.mode == modeCount {
-				limit = MaxStreamedSteps
-			}
 			err = fmt.Errorf("%w: at least %d plan steps, over the limit of %d; algorithms with O(p log p) steps (rd, rhd, tree) scale further",
-				ErrTooLarge, big.steps-1, limit)
+				ErrTooLarge, big.steps-1, b.limit)
 		}
 	}()
 	return gen(b)
