@@ -83,3 +83,24 @@ func BenchmarkAtScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompile makes plans small enough to hold in memory, as a bench
+// sweep does for every size.
+func BenchmarkCompile(b *testing.B) {
+	for _, tc := range []struct {
+		algo string
+		p    int
+	}{{"ring", 256}, {"rhd", 1024}, {"tree", 1024}} {
+		b.Run(fmt.Sprintf("%s/%d", tc.algo, tc.p), func(b *testing.B) {
+			spec := ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Ranks: tc.p, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum}
+			var plan *ops.Plan
+			for range b.N {
+				var err error
+				if plan, err = ops.Compile(spec); err != nil || plan.Streamed() {
+					b.Fatalf("streamed %v, %v", plan != nil && plan.Streamed(), err)
+				}
+			}
+			b.ReportMetric(float64(plan.NumSteps()*b.N)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}
