@@ -331,7 +331,10 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 		pull := e.puller(plan, r)
 		i := 0
 		return f.Feed(func() (bool, error) {
-			batch, ok := pull()
+			batch, ok, err := pull()
+			if err != nil {
+				return false, err
+			}
 			if !ok {
 				return false, lanes[0].Record(end)
 			}
@@ -367,7 +370,11 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 				}
 			}
 		}
-		if err := rs.enqueue(s, i, st); err != nil {
+		fs, err := feedable(st)
+		if err == nil {
+			err = rs.enqueue(s, i, fs)
+		}
+		if err != nil {
 			return err
 		}
 		if ev, ok := marks[i]; ok {
@@ -391,27 +398,38 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 
 // puller returns rank r's steps feedBatch at a time: from memory, or, for
 // a streamed plan, from a generator that makes them ahead (see prefetch).
-func (e *Executor) puller(plan *Plan, r int) func() ([]Step, bool) {
-	var steps []Step
-	var next func() ([]Step, bool)
+func (e *Executor) puller(plan *Plan, r int) func() ([]fedStep, bool, error) {
+	var fed []fedStep
 	if plan.Streamed() {
-		next = e.prefetch(plan, r)
-	} else {
-		steps = plan.Steps[r]
+		next := e.prefetch(plan, r)
+		return func() ([]fedStep, bool, error) {
+			if len(fed) == 0 {
+				var ok bool
+				var err error
+				if fed, ok, err = next(); !ok || err != nil {
+					return nil, false, err
+				}
+			}
+			batch := fed[:min(feedBatch, len(fed))]
+			fed = fed[len(batch):]
+			return batch, true, nil
+		}
 	}
-	return func() ([]Step, bool) {
-		if len(steps) == 0 && next != nil {
-			var ok bool
-			if steps, ok = next(); !ok {
-				return nil, false
+	steps := plan.Steps[r]
+	var buf [feedBatch]fedStep
+	return func() ([]fedStep, bool, error) {
+		if len(steps) == 0 {
+			return nil, false, nil
+		}
+		n := min(feedBatch, len(steps))
+		for i, st := range steps[:n] {
+			var err error
+			if buf[i], err = feedable(st); err != nil {
+				return nil, false, err
 			}
 		}
-		if len(steps) == 0 {
-			return nil, false
-		}
-		batch := steps[:min(feedBatch, len(steps))]
-		steps = steps[len(batch):]
-		return batch, true
+		steps = steps[n:]
+		return buf[:n], true, nil
 	}
 }
 
@@ -421,7 +439,7 @@ func (e *Executor) puller(plan *Plan, r int) func() ([]Step, bool) {
 // order of steps matters to results, and each rank's is fixed, so which
 // goroutine runs when cannot change them. The returned function gives the
 // batches in order; each is valid until the next call.
-func (e *Executor) prefetch(plan *Plan, r int) func() ([]Step, bool) {
+func (e *Executor) prefetch(plan *Plan, r int) func() ([]fedStep, bool, error) {
 	if e.stopProducers == nil {
 		e.stopProducers = make(chan struct{})
 	}
@@ -429,26 +447,36 @@ func (e *Executor) prefetch(plan *Plan, r int) func() ([]Step, bool) {
 	// The consumer reads one buffer, the channel holds prefetchDepth more
 	// and the producer fills one: a buffer is refilled only after the
 	// consumer has asked for the next, which is when it is done with it.
-	ch := make(chan []Step, prefetchDepth)
+	ch := make(chan fedBatch, prefetchDepth)
 	e.producers.Add(1)
 	go func() {
 		defer e.producers.Done()
 		defer close(ch)
-		var bufs [prefetchDepth + 2][]Step
+		var bufs [prefetchDepth + 2][]fedStep
 		i := 0
 		for batch := range plan.rankBatches(r, genBatch) {
-			buf := append(bufs[i][:0], batch...)
-			bufs[i], i = buf, (i+1)%len(bufs)
+			fb := fedBatch{steps: bufs[i][:0]}
+			for _, st := range batch {
+				var fs fedStep
+				if fs, fb.err = feedable(st); fb.err != nil {
+					break
+				}
+				fb.steps = append(fb.steps, fs)
+			}
+			bufs[i], i = fb.steps, (i+1)%len(bufs)
 			select {
-			case ch <- buf:
+			case ch <- fb:
+				if fb.err != nil {
+					return
+				}
 			case <-stop:
 				return
 			}
 		}
 	}()
-	return func() ([]Step, bool) {
+	return func() ([]fedStep, bool, error) {
 		b, ok := <-ch
-		return b, ok
+		return b.steps, ok, b.err
 	}
 }
 
@@ -473,32 +501,38 @@ func (rs *rankSteps) resolve(ref Ref) hw.Slice {
 }
 
 // enqueue puts step i, st, on stream s.
-func (rs *rankSteps) enqueue(s hw.Stream, i int, st Step) error {
+func (rs *rankSteps) enqueue(s hw.Stream, i int, st fedStep) error {
 	var err error
-	switch st.Kind {
+	switch st.kind {
 	case StepSend, StepRecv:
 		// The world's Send and Recv would look up s's device for every
 		// step; the executor made s on rank r's device.
-		if st.Peer < 0 || st.Peer >= len(rs.e.devs) {
-			err = fmt.Errorf("%w: peer rank %d not in world of %d ranks", hw.ErrUnknownPeer, st.Peer, len(rs.e.devs))
-		} else if st.Kind == StepSend {
-			err = s.Send(rs.resolve(st.Src), rs.e.devs[st.Peer], rs.e.w.Tag(st.Tag))
+		if st.peer < 0 || int(st.peer) >= len(rs.e.devs) {
+			err = fmt.Errorf("%w: peer rank %d not in world of %d ranks", hw.ErrUnknownPeer, st.peer, len(rs.e.devs))
+		} else if st.kind == StepSend {
+			err = s.Send(rs.resolve(st.src()), rs.e.devs[st.peer], rs.e.w.Tag(st.tag))
 		} else {
-			err = s.Recv(rs.resolve(st.Dst), rs.e.devs[st.Peer], rs.e.w.Tag(st.Tag))
+			err = s.Recv(rs.resolve(st.dst()), rs.e.devs[st.peer], rs.e.w.Tag(st.tag))
 		}
 	case StepReduce:
-		err = s.Reduce(rs.redop, rs.resolve(st.Dst), rs.resolve(st.Src))
+		err = s.Reduce(rs.redop, rs.resolve(st.dst()), rs.resolve(st.src()))
 	case StepCopy:
-		err = s.Copy(rs.resolve(st.Dst), rs.resolve(st.Src))
+		err = s.Copy(rs.resolve(st.dst()), rs.resolve(st.src()))
 	case StepDivide:
-		err = s.Divide(rs.resolve(st.Dst), rs.plan.Ranks)
+		err = s.Divide(rs.resolve(st.dst()), rs.plan.Ranks)
 	default:
-		err = fmt.Errorf("unknown step kind %v", st.Kind)
+		err = fmt.Errorf("unknown step kind %v", st.kind)
 	}
 	if err != nil {
-		return fmt.Errorf("step %d (%v): %w", i, st, err)
+		return fmt.Errorf("step %d (%v): %w", i, st.step(), err)
 	}
 	return nil
+}
+
+// fedBatch is a batch of steps from a producer, or the error that ended it.
+type fedBatch struct {
+	steps []fedStep
+	err   error
 }
 
 // stopGenerators ends the producers of a streamed plan's steps, including

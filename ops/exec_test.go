@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -481,5 +482,29 @@ func TestStreamedRunStopsItsProducers(t *testing.T) {
 	in, out = buffers(t, c2, plan, false)
 	if _, err := ops.NewExecutor(c2.World()).Run(plan, in, out); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunRefusesStepsThatDoNotFit: the executor feeds steps with 32-bit
+// offsets. A plan made by hand with an offset past that is refused with a
+// clear error, not truncated into a step on other data.
+func TestRunRefusesStepsThatDoNotFit(t *testing.T) {
+	spec := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 2, Count: 4, DType: hw.F32, Redop: hw.Sum}
+	plan, err := ops.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := world(t, "switch:2", sim.Config{})
+	in, out := buffers(t, c, plan, false)
+	steps := plan.Steps[1]
+	for i := range steps {
+		if steps[i].Kind == ops.StepSend {
+			steps[i].Src.Off += 1 << 32 // the low 32 bits still name a valid range
+			break
+		}
+	}
+	_, err = ops.NewExecutor(c.World()).Run(plan, in, out)
+	if !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "does not fit in 32 bits") {
+		t.Fatalf("run of a step with offset 2^32: %v, want a refusal wrapping hw.ErrBadArgument", err)
 	}
 }
