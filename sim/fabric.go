@@ -266,6 +266,12 @@ func (fb *fabric) settle(now Time) {
 		if d.mark == ep {
 			continue
 		}
+		if len(d.flows) == 0 && fb.trace == nil {
+			// No rate on d to re-solve. The flows that shared another
+			// link with the one that left d are reached through that
+			// link, which is dirty too.
+			continue
+		}
 		// Collect the component of d: links and flows joined by sharing,
 		// breadth first, and solve it on its own.
 		d.mark = ep
