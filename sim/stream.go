@@ -51,15 +51,15 @@ type op struct {
 func (o *op) String() string {
 	switch o.kind {
 	case opCopy:
-		return fmt.Sprintf("copy %d x %s", o.dst.Len, o.dst.DType())
+		return hw.DescribeCopy(o.dst)
 	case opReduce:
-		return fmt.Sprintf("reduce %s %d x %s", o.redop, o.dst.Len, o.dst.DType())
+		return hw.DescribeReduce(o.redop, o.dst)
 	case opDivide:
-		return fmt.Sprintf("divide %d x %s by %d", o.dst.Len, o.dst.DType(), o.n)
+		return hw.DescribeDivide(o.dst, o.n)
 	case opSend:
-		return fmt.Sprintf("send %d x %s (%d bytes) to rank %d (%s) tag %#x", o.src.Len, o.src.DType(), o.src.Bytes(), o.peer.rank, o.peer.name, o.tag)
+		return hw.DescribeSend(o.src, o.peer.rank, o.peer, o.tag)
 	case opRecv:
-		return fmt.Sprintf("recv %d x %s (%d bytes) from rank %d (%s) tag %#x", o.dst.Len, o.dst.DType(), o.dst.Bytes(), o.peer.rank, o.peer.name, o.tag)
+		return hw.DescribeRecv(o.dst, o.peer.rank, o.peer, o.tag)
 	case opRecord:
 		return fmt.Sprintf("record event %d", o.ev.id)
 	case opWait:
