@@ -49,9 +49,9 @@ type Cluster struct {
 	fab        fabric
 	devices    []*Device
 	world      *hw.World
-	edges      []*link // one per directed topology edge, created on first use
-	routes     map[[2]int32]route
-	routeEpoch int // bumped by forgetRoutes, emptying the devices' route caches
+	edges      []*link            // one per directed topology edge, created on first use
+	routeEpoch int                // bumped by forgetRoutes, emptying the devices' route caches
+	detours    map[[2]int32]route // routes around the links that are down
 	streams    []*Stream
 	freeOps    []*op
 	opSlab     []op // ops are carved from slabs: a plan enqueues millions at once
@@ -178,25 +178,33 @@ func (c *Cluster) Close() error {
 // send to one peer many times in a row, or to a few peers in turn, and a
 // cluster-wide map of every pair grew large enough on 16,384 ranks to cost
 // a sixth of a run in cache misses. The topology caches the routes that
-// are costly to find.
+// are costly to find, except detours around links that are down, which
+// the cluster keeps until the next link goes down.
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
 	slot := &a.routes[mix64(uint64(b.rank))%uint64(len(a.routes))]
 	if slot.peer == b && slot.epoch == c.routeEpoch {
 		return slot.route, nil
 	}
-	var p topology.Path
-	var err error
-	if c.linkDown == nil {
-		p, err = c.topo.RouteRanks(a.rank, b.rank)
-	} else {
-		p, err = c.topo.RouteAvoiding(a.node, b.node, c.isDown)
-	}
-	if err != nil {
-		return route{}, err
-	}
-	r := route{links: make([]*link, len(p.Edges)), latency: FromSeconds(p.Latency)}
-	for i, e := range p.Edges {
-		r.links[i] = c.edge(e)
+	key := [2]int32{int32(a.rank), int32(b.rank)}
+	r, ok := c.detours[key]
+	if !ok {
+		var p topology.Path
+		var err error
+		if c.linkDown == nil {
+			p, err = c.topo.RouteRanks(a.rank, b.rank)
+		} else {
+			p, err = c.topo.RouteAvoiding(a.node, b.node, c.isDown)
+		}
+		if err != nil {
+			return route{}, err
+		}
+		r = route{links: make([]*link, len(p.Edges)), latency: FromSeconds(p.Latency)}
+		for i, e := range p.Edges {
+			r.links[i] = c.edge(e)
+		}
+		if c.linkDown != nil {
+			c.detours[key] = r
+		}
 	}
 	*slot = cachedRoute{peer: b, epoch: c.routeEpoch, route: r}
 	return r, nil
@@ -210,8 +218,11 @@ type cachedRoute struct {
 	route route
 }
 
-// forgetRoutes drops every cached route: links went down or came back.
-func (c *Cluster) forgetRoutes() { c.routeEpoch++ }
+// forgetRoutes drops every cached route: a link went down.
+func (c *Cluster) forgetRoutes() {
+	c.routeEpoch++
+	c.detours = make(map[[2]int32]route)
+}
 
 func (c *Cluster) edge(e int) *link {
 	if c.edges == nil {
