@@ -44,8 +44,9 @@ func edgeWeight(lat float64) float64 {
 // the destination; this changes no route's weight and keeps routes through a
 // big switch cheap.
 //
-// Routes are computed lazily, once per (src, dst), and cached; Route is safe
-// for concurrent use. The route from dst to src is computed on its own and
+// Routes are computed lazily, once per (src, dst), and cached, except
+// between two leaves of one node, which costs less than the cache and is
+// computed on every call; Route is safe for concurrent use. The route from dst to src is computed on its own and
 // may differ from the reverse of this one when there are ties. A route costs
 // O(E log V) the first time and a map lookup after. The returned Edges slice
 // is shared with the cache: do not modify it.
