@@ -52,6 +52,7 @@ type Cluster struct {
 	edges      []*link            // one per directed topology edge, created on first use
 	routeEpoch int                // bumped by forgetRoutes, emptying the devices' route caches
 	detours    map[[2]int32]route // routes around the links that are down
+	leafPath   [2]*link           // scratch for a route between leaves (routeBetween)
 	streams    []*Stream
 	freeOps    []*op
 	opSlab     []op // ops are carved from slabs: a plan enqueues millions at once
@@ -91,11 +92,12 @@ func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
 		c.fab.trace = c.trace
 	}
 	gpus := topo.GPUs()
+	leaves := leavesOf(topo)
 	c.devices = make([]*Device, len(gpus))
 	devs := make([]hw.Device, len(gpus))
 	for r, n := range gpus {
 		node := topo.Nodes[n]
-		d := &Device{c: c, rank: r, node: n, name: "sim:" + node.Name}
+		d := &Device{c: c, rank: r, node: n, name: "sim:" + node.Name, leaf: leaves[n]}
 		d.reducer.id = -1 - r
 		d.reducer.name = node.Name + ".reduce"
 		d.reducer.capacity = perPicosecond(node.ReduceBW)
@@ -180,7 +182,15 @@ func (c *Cluster) Close() error {
 // a sixth of a run in cache misses. The topology caches the routes that
 // are costly to find, except detours around links that are down, which
 // the cluster keeps until the next link goes down.
+//
+// A route between two GPUs that are leaves of one switch, the commonest
+// case, is made directly and costs no allocation; its links are scratch
+// space, valid until the next call (flows copy short paths).
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
+	if a.leaf.ok && b.leaf.ok && a.leaf.nbr == b.leaf.nbr && c.linkDown == nil {
+		c.leafPath = [2]*link{c.edge(a.leaf.out), c.edge(b.leaf.in)}
+		return route{links: c.leafPath[:], latency: FromSeconds((a.leaf.outPS + b.leaf.inPS) / 1e12)}, nil
+	}
 	slot := &a.routes[mix64(uint64(b.rank))%uint64(len(a.routes))]
 	if slot.peer == b && slot.epoch == c.routeEpoch {
 		return slot.route, nil
@@ -208,6 +218,37 @@ func (c *Cluster) routeBetween(a, b *Device) (route, error) {
 	}
 	*slot = cachedRoute{peer: b, epoch: c.routeEpoch, route: r}
 	return r, nil
+}
+
+// leafLink is a node's only link, when it has one: its neighbour, the
+// directed edges out and in, and their latencies in whole picoseconds.
+// Between two leaves of one node, the topology routes out of one and into
+// the other, summing latencies rounded this way (topology.Route).
+type leafLink struct {
+	ok          bool
+	nbr         int
+	out, in     int
+	outPS, inPS float64
+}
+
+// leavesOf finds every node's only link.
+func leavesOf(t *topology.Topology) []leafLink {
+	degree := make([]int, len(t.Nodes))
+	for _, l := range t.Links {
+		degree[l.A]++
+		degree[l.B]++
+	}
+	leaves := make([]leafLink, len(t.Nodes))
+	for i, l := range t.Links {
+		ps := math.Round(l.Latency * 1e12)
+		if degree[l.A] == 1 {
+			leaves[l.A] = leafLink{ok: true, nbr: l.B, out: 2 * i, in: 2*i + 1, outPS: ps, inPS: ps}
+		}
+		if degree[l.B] == 1 {
+			leaves[l.B] = leafLink{ok: true, nbr: l.A, out: 2*i + 1, in: 2 * i, outPS: ps, inPS: ps}
+		}
+	}
+	return leaves
 }
 
 // cachedRoute is a route in a device's cache, valid while the cluster's

@@ -35,23 +35,24 @@ const (
 // latency, then drains at its max-min fair rate; so an uncontended flow of
 // s bytes takes latency + s/bandwidth, the cut-through α-β cost.
 type flow struct {
-	links     []*link
-	pos       []int32 // index of this flow in links[i].flows
-	posInline [4]int32
-	bytes     float64
-	remaining float64
-	rate      float64 // bytes per picosecond
-	prevRate  float64
-	scheduled bool // a finish event for the current rate is queued
-	updated   Time // when remaining was last brought up to date
-	start     Time
-	gen       uint64
-	mark      uint64
-	fixed     bool
-	state     flowState
-	fab       *fabric
-	owner     flowOwner // told when the last byte arrives
-	op        *op       // the owner's operation, if any
+	links       []*link
+	linksInline [4]*link // links of a short path, copied: routes may be scratch
+	pos         []int32  // index of this flow in links[i].flows
+	posInline   [4]int32
+	bytes       float64
+	remaining   float64
+	rate        float64 // bytes per picosecond
+	prevRate    float64
+	scheduled   bool // a finish event for the current rate is queued
+	updated     Time // when remaining was last brought up to date
+	start       Time
+	gen         uint64
+	mark        uint64
+	fixed       bool
+	state       flowState
+	fab         *fabric
+	owner       flowOwner // told when the last byte arrives
+	op          *op       // the owner's operation, if any
 }
 
 // fabric keeps the set of active flows and their max-min fair rates. Rates
@@ -102,10 +103,20 @@ func (fb *fabric) start(links []*link, latency Time, n float64, owner flowOwner,
 	}
 	// gen and mark carry over: stale batch entries hold older generations
 	// and marks are compared with an epoch that only grows.
-	f.links, f.bytes, f.remaining, f.owner, f.op, f.start = links, n, n, owner, o, fb.eng.now
+	f.links, f.bytes, f.remaining, f.owner, f.op, f.start = f.keep(links), n, n, owner, o, fb.eng.now
 	f.rate, f.prevRate, f.updated, f.scheduled, f.fixed, f.state = 0, 0, 0, false, false, flowLatency
 	fb.at(fb.eng.now+latency, f)
 	return f
+}
+
+// keep returns links for f to hold: a copy in f's own storage when the
+// path is short, as paths between leaves of a switch are made in scratch
+// space (see Cluster.routeBetween).
+func (f *flow) keep(links []*link) []*link {
+	if len(links) <= len(f.linksInline) {
+		return append(f.linksInline[:0], links...)
+	}
+	return links
 }
 
 // flowBatch is every flow due at one instant, in the order they were
@@ -223,7 +234,7 @@ func (fb *fabric) detach(f *flow) {
 func (fb *fabric) restart(f *flow, links []*link, latency Time) {
 	fb.detach(f)
 	f.gen++
-	f.links, f.pos = links, nil
+	f.links, f.pos = f.keep(links), nil
 	f.rate, f.prevRate, f.scheduled = 0, 0, false
 	f.state = flowLatency
 	fb.at(fb.eng.now+latency, f)
