@@ -455,6 +455,9 @@ func (e *Executor) prefetch(plan *Plan, r int) func() ([]fedStep, bool, error) {
 		var bufs [prefetchDepth + 2][]fedStep
 		i := 0
 		for batch := range plan.rankBatches(r, genBatch) {
+			if bufs[i] == nil {
+				bufs[i] = make([]fedStep, 0, genBatch)
+			}
 			fb := fedBatch{steps: bufs[i][:0]}
 			for _, st := range batch {
 				var fs fedStep

@@ -666,11 +666,12 @@ func (c *Cluster) deliver(from *Device, o *op, now Time) {
 	}
 	mb := from.mailboxTo(o.peer, o.tag)
 	mb.msgs = append(mb.msgs, m)
-	ws := mb.waiters
-	mb.waiters = nil
-	for _, w := range ws {
+	// kick only schedules, so nothing waits again while this loops, and the
+	// list's storage is kept for the mailbox's next waiter.
+	for _, w := range mb.waiters {
 		c.kick(w)
 	}
+	mb.waiters = mb.waiters[:0]
 	if c.trace != nil {
 		c.trace.transfer(from, o, now)
 	}
