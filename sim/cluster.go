@@ -191,6 +191,11 @@ func (c *Cluster) routeBetween(a, b *Device) (route, error) {
 		c.leafPath = [2]*link{c.edge(a.leaf.out), c.edge(b.leaf.in)}
 		return route{links: c.leafPath[:], latency: FromSeconds((a.leaf.outPS + b.leaf.inPS) / 1e12)}, nil
 	}
+	if a.routes == nil {
+		// Not in the Device itself: leaves of a switch never need it, and
+		// a thousand ranks' devices stay smaller in cache.
+		a.routes = new([8]cachedRoute)
+	}
 	slot := &a.routes[mix64(uint64(b.rank))%uint64(len(a.routes))]
 	if slot.peer == b && slot.epoch == c.routeEpoch {
 		return slot.route, nil

@@ -14,10 +14,10 @@ type Device struct {
 	node        int
 	name        string
 	reducer     link
-	reducerPath []*link        // just &reducer, so flows need no new slice
-	inbox       inbox          // messages arrived from peers, by sender and tag
-	routes      [8]cachedRoute // recent routes from here, by a hash of the peer
-	leaf        leafLink       // the device's only link, if it has one
+	reducerPath []*link         // just &reducer, so flows need no new slice
+	inbox       inbox           // messages arrived from peers, by sender and tag
+	routes      *[8]cachedRoute // recent routes from here, by a hash of the peer; made on first use
+	leaf        leafLink        // the device's only link, if it has one
 
 	stalledUntil Time // RankStall: no operation starts before this
 	crashed      bool
