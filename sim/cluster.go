@@ -187,7 +187,7 @@ func (c *Cluster) Close() error {
 // case, is made directly and costs no allocation; its links are scratch
 // space, valid until the next call (flows copy short paths).
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
-	if a.leaf.ok && b.leaf.ok && a.leaf.nbr == b.leaf.nbr && c.linkDown == nil {
+	if a != b && a.leaf.ok && b.leaf.ok && a.leaf.nbr == b.leaf.nbr && c.linkDown == nil {
 		c.leafPath = [2]*link{c.edge(a.leaf.out), c.edge(b.leaf.in)}
 		return route{links: c.leafPath[:], latency: FromSeconds((a.leaf.outPS + b.leaf.inPS) / 1e12)}, nil
 	}
