@@ -452,6 +452,15 @@ func (s *Stream) begin(o *op, now Time) bool {
 		}
 		return true
 	case opReduce, opDivide:
+		if math.IsInf(s.dev.reducer.capacity, 1) && c.trace == nil {
+			// An unlimited reduction unit takes no time however it is
+			// shared, so the fabric has nothing to decide.
+			if err := s.apply(o); err != nil {
+				s.fail(o, err)
+				return false
+			}
+			return true
+		}
 		n := float64(o.dst.Bytes())
 		s.busy = true
 		s.flow = c.fab.start(s.dev.reducerPath, 0, n, s, o)
