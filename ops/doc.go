@@ -17,9 +17,11 @@
 //     Select picks the cheapest plan ("auto");
 //   - Executor.Run runs it on a world and times it with events.
 //
-// Plans of more than StreamAbove steps are streamed: Compile counts them
-// and the executor makes each rank's steps as a backend that implements
-// hw.Feeder asks for them, so memory grows with the ranks, not the steps.
+// Plans of more than StreamAbove steps are streamed: Compile counts them,
+// and the executor makes each rank's steps on a goroutine of its own, a
+// few batches ahead of a backend that implements hw.Feeder and asks for
+// them, so memory grows with the ranks, not the steps, and a spare core
+// makes steps while the simulation runs.
 // Algorithm "native" is the backend's own library (NCCL), reached through
 // hw.NativeCollectives.
 package ops
