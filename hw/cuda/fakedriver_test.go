@@ -332,20 +332,7 @@ func openFakeWorld(t testing.TB, p int, pl Placement) (*hw.World, []*Device) {
 		t.Fatal(err)
 	}
 	w, closeWorld, err := newWorld(d, gpus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := closeWorld(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	devs := make([]*Device, p)
-	for r := range devs {
-		dev, _ := w.Device(r)
-		devs[r] = dev.(*Device)
-	}
-	return w, devs
+	return w, keepWorld(t, w, closeWorld, err)
 }
 
 // env is where a backend test runs: a real GPU or the fake driver.

@@ -34,6 +34,13 @@ func needGPU(t testing.TB) int {
 func openWorld(t testing.TB, p int, pl Placement) (*hw.World, []*Device) {
 	t.Helper()
 	w, closeWorld, err := NewWorld(p, pl)
+	return w, keepWorld(t, w, closeWorld, err)
+}
+
+// keepWorld fails t if opening w failed, closes w when t ends, and
+// returns its devices in rank order.
+func keepWorld(t testing.TB, w *hw.World, closeWorld func() error, err error) []*Device {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,12 +49,12 @@ func openWorld(t testing.TB, p int, pl Placement) (*hw.World, []*Device) {
 			t.Errorf("close: %v", err)
 		}
 	})
-	devs := make([]*Device, p)
+	devs := make([]*Device, w.Size())
 	for r := range devs {
 		d, _ := w.Device(r)
 		devs[r] = d.(*Device)
 	}
-	return w, devs
+	return devs
 }
 
 func alloc(t testing.TB, d hw.Device, dt hw.DType, n int) hw.Buffer {

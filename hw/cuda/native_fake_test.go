@@ -353,19 +353,7 @@ func openNativeFake(t *testing.T, p int, d *driver) (*hw.World, []*Device, *fake
 		t.Fatal(err)
 	}
 	w, closeWorld, err := newWorld(d, gpus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := closeWorld(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	devs := make([]*Device, p)
-	for r := range devs {
-		dev, _ := w.Device(r)
-		devs[r] = dev.(*Device)
-	}
+	devs := keepWorld(t, w, closeWorld, err)
 	x := newFakeNCCL(f)
 	devs[0].h.nccl = func() (*ncclLib, error) { return x.lib, nil }
 	return w, devs, x
