@@ -73,7 +73,7 @@ func (t *Topology) Route(src, dst int) (Path, error) {
 	if ok {
 		return p, nil
 	}
-	p, err := t.shortest(src, dst)
+	p, err := t.shortestIn(routeGraph{fullGraph{t}, int32(dst)}, src, dst)
 	if err != nil {
 		return Path{}, err
 	}
@@ -103,13 +103,6 @@ func (t *Topology) RouteRanks(srcRank, dstRank int) (Path, error) {
 		return Path{}, newErr(ErrRoute, "route: destination rank %d out of range 0..%d", dstRank, n-1)
 	}
 	return t.Route(t.gpus[srcRank], t.gpus[dstRank])
-}
-
-func (t *Topology) shortest(src, dst int) (Path, error) {
-	if p, ok := t.leafRoute(src, dst); ok {
-		return p, nil
-	}
-	return t.shortestIn(routeGraph{fullGraph{t}, int32(dst)}, src, dst)
 }
 
 // leafRoute is the route between two leaves on one node (GPUs on a
