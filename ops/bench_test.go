@@ -104,3 +104,17 @@ func BenchmarkCompile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompileStreamed sizes a plan too large to hold: every rank's
+// steps are made and counted, on every core, and none is kept.
+func BenchmarkCompileStreamed(b *testing.B) {
+	spec := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 1024, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum}
+	var plan *ops.Plan
+	for range b.N {
+		var err error
+		if plan, err = ops.Compile(spec); err != nil || !plan.Streamed() {
+			b.Fatalf("streamed %v, %v", plan != nil && plan.Streamed(), err)
+		}
+	}
+	b.ReportMetric(float64(plan.NumSteps()*b.N)/b.Elapsed().Seconds(), "steps/s")
+}

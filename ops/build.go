@@ -1,6 +1,9 @@
 package ops
 
-import "iter"
+import (
+	"iter"
+	"sync/atomic"
+)
 
 // builder accumulates a plan's steps. Algorithms call its methods rank by
 // rank, looping over b.ranks(); each returns the index of the step it added
@@ -13,11 +16,17 @@ import "iter"
 type builder struct {
 	p     *Plan
 	mode  buildMode
-	steps int   // steps added so far, all ranks kept or counted
-	limit int   // modeKeep and modeCount: the most steps allowed
-	only  int   // modeStream: the rank streamed
-	n     int   // modeStream: steps of that rank so far
-	count []int // modeCount: steps per rank so far
+	steps int // steps added so far, all ranks kept or counted
+	limit int // modeKeep and modeCount: the most steps allowed
+	only  int // modeStream: the rank streamed
+	n     int // modeStream: steps of that rank so far
+	// modeCount: ranks lo..hi-1 are counted, count[r-lo] steps so far.
+	// Counters of other ranges run in parallel and add their steps to
+	// total now and then, so all of them stop soon after the sum passes
+	// the limit.
+	count  []int
+	lo, hi int
+	total  *atomic.Int64
 	// modeStream: steps are collected in buf and handed to emit a batch
 	// at a time, which costs one switch to the consumer per batch.
 	buf  []Step
@@ -31,6 +40,11 @@ const (
 	modeCount
 	modeStream
 )
+
+// countShare is how many steps a counter makes between reports to the
+// shared total: often enough to stop a plan far over the limit early,
+// rarely enough that counters on different cores seldom touch it.
+const countShare = 1 << 12
 
 // planTooLarge unwinds a generator that passed the builder's limit; Compile
 // recovers it (and only it) and returns ErrTooLarge. Generators are plain
@@ -51,8 +65,12 @@ func (b *builder) ranks() iter.Seq[int] {
 	if b.mode == modeStream {
 		return func(yield func(int) bool) { yield(b.only) }
 	}
+	lo, hi := 0, b.p.Ranks
+	if b.mode == modeCount {
+		lo, hi = b.lo, b.hi
+	}
 	return func(yield func(int) bool) {
-		for r := range b.p.Ranks {
+		for r := lo; r < hi; r++ {
 			if !yield(r) {
 				return
 			}
@@ -66,11 +84,16 @@ func (b *builder) add(r int, s Step) int {
 	}
 	switch b.mode {
 	case modeCount:
-		if b.steps++; b.steps > b.limit {
-			panic(planTooLarge{b.steps})
+		if r < b.lo || r >= b.hi {
+			return -1
 		}
-		b.count[r]++
-		return b.count[r] - 1
+		if b.steps++; b.steps%countShare == 0 {
+			if sum := b.total.Add(countShare); sum > int64(b.limit) {
+				panic(planTooLarge{int(sum)})
+			}
+		}
+		b.count[r-b.lo]++
+		return b.count[r-b.lo] - 1
 	case modeStream:
 		if r != b.only {
 			return -1
@@ -101,7 +124,10 @@ func (b *builder) flush() {
 func (b *builder) last(r int) int {
 	switch b.mode {
 	case modeCount:
-		return b.count[r] - 1
+		if r < b.lo || r >= b.hi {
+			return -1
+		}
+		return b.count[r-b.lo] - 1
 	case modeStream:
 		return b.n - 1
 	}

@@ -222,7 +222,8 @@ func TestAvgOnlyDividesReductions(t *testing.T) {
 
 // TestStreamedPlansEqualHeldPlans: a streamed plan's ranks, made one at a
 // time, are step for step the plan Compile holds in memory, for every
-// algorithm that streams and every op.
+// algorithm that streams and every op. At 130 ranks the count that sizes
+// a streamed plan is split between goroutines, by ranges of ranks.
 func TestStreamedPlansEqualHeldPlans(t *testing.T) {
 	for _, a := range algorithmTable {
 		if !a.streams {
@@ -232,7 +233,7 @@ func TestStreamedPlansEqualHeldPlans(t *testing.T) {
 			if a.gens[op] == nil {
 				continue
 			}
-			for _, p := range []int{1, 2, 5, 8, 13} {
+			for _, p := range []int{1, 2, 5, 8, 13, 130} {
 				spec := Spec{Op: op, Algo: a.name, Ranks: p, Count: 7, Root: p / 2, DType: hw.F32, Redop: hw.Avg}
 				if op == Barrier {
 					spec.Count = 0

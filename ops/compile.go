@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -188,20 +191,54 @@ func compileStreamable(s Spec, gen generator, in, out int) (*Plan, error) {
 			return b.p, nil
 		}
 	}
-	b := newBuilder(s, in, out)
-	b.mode, b.count, b.p.Steps, b.limit = modeCount, make([]int, s.Ranks), nil, MaxStreamedSteps
-	if err := generate(gen, b); err != nil {
+	steps, shape, err := countSteps(s, gen, in, out)
+	if err != nil {
 		return nil, wrap(err)
 	}
-	if b.steps > streamAbove {
-		b.p.gen, b.p.numSteps = gen, b.steps
-		return b.p, nil
+	if steps > streamAbove {
+		shape.gen, shape.numSteps = gen, steps
+		return shape, nil
 	}
-	b = newBuilder(s, in, out)
+	b := newBuilder(s, in, out)
 	if err := generate(gen, b); err != nil {
 		return nil, wrap(err)
 	}
 	return b.p, nil
+}
+
+// countSteps makes every rank's steps and counts them, without keeping
+// them, on one goroutine per core, each taking a range of ranks: the
+// streamable algorithms make a rank's steps without the others'. The
+// returned plan has no steps, only the shape the generator set (Lanes,
+// TmpLen).
+func countSteps(s Spec, gen generator, in, out int) (int, *Plan, error) {
+	workers := min(runtime.GOMAXPROCS(0), 1+s.Ranks/64)
+	var total atomic.Int64
+	counters := make([]*builder, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*s.Ranks/workers, (w+1)*s.Ranks/workers
+		b := &builder{p: &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}, mode: modeCount,
+			limit: MaxStreamedSteps, lo: lo, hi: hi, count: make([]int, hi-lo), total: &total}
+		counters[w] = b
+		wg.Go(func() { errs[w] = generate(gen, b) })
+	}
+	wg.Wait()
+	shape := &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}
+	steps := 0
+	for w, b := range counters {
+		if errs[w] != nil {
+			return 0, nil, errs[w]
+		}
+		steps += b.steps
+		shape.Lanes = max(shape.Lanes, b.p.Lanes)
+		shape.TmpLen = max(shape.TmpLen, b.p.TmpLen)
+	}
+	if steps > MaxStreamedSteps {
+		return 0, nil, fmt.Errorf("%w: %d plan steps, over the limit of %d", ErrTooLarge, steps, MaxStreamedSteps)
+	}
+	return steps, shape, nil
 }
 
 // rankStepCount makes rank r's steps alone and counts them; ok is false if
