@@ -10,11 +10,11 @@ import (
 	"github.com/commsim/commsim/sim"
 )
 
-// benchRun compiles and runs one collective per iteration (timing-only
-// unless data is set), reporting plan steps per second and allocations per
+// benchRun compiles and runs one collective per iteration on a cluster
+// configured by cfg, reporting plan steps per second and allocations per
 // step.
-func benchRun(b *testing.B, topo string, spec ops.Spec, data ...bool) {
-	c, _ := world(b, topo, sim.Config{TimingOnly: len(data) == 0 || !data[0]})
+func benchRun(b *testing.B, topo string, spec ops.Spec, cfg sim.Config) {
+	c, _ := world(b, topo, cfg)
 	spec.Ranks = len(c.Devices())
 	plan, err := ops.Compile(spec)
 	if err != nil {
@@ -42,10 +42,23 @@ func benchRun(b *testing.B, topo string, spec ops.Spec, data ...bool) {
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/collective")
 }
 
+var (
+	timingOnly = sim.Config{TimingOnly: true}
+	// mirrored lets symmetric plans run as one rank (Config.Symmetry).
+	mirrored = sim.Config{TimingOnly: true, Symmetry: true}
+)
+
 // BenchmarkRingAllReduce1024 is the target: a timing-only ring
-// all-reduce of 1 MiB on switch:1024, compile and run.
+// all-reduce of 1 MiB on switch:1024, compile and run, every rank
+// simulated.
 func BenchmarkRingAllReduce1024(b *testing.B) {
-	benchRun(b, "switch:1024", ops.Spec{Op: ops.AllReduce, Algo: "ring", Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+	benchRun(b, "switch:1024", ops.Spec{Op: ops.AllReduce, Algo: "ring", Count: 1 << 18, DType: hw.F32, Redop: hw.Sum}, timingOnly)
+}
+
+// BenchmarkRingAllReduce1024Mirrored is the same with Config.Symmetry:
+// compile, check the plan's symmetry, and simulate rank 0 alone.
+func BenchmarkRingAllReduce1024Mirrored(b *testing.B) {
+	benchRun(b, "switch:1024", ops.Spec{Op: ops.AllReduce, Algo: "ring", Count: 1 << 18, DType: hw.F32, Redop: hw.Sum}, mirrored)
 }
 
 func BenchmarkAllReduce(b *testing.B) {
@@ -54,7 +67,7 @@ func BenchmarkAllReduce(b *testing.B) {
 		p    int
 	}{{"ring", 64}, {"ring", 256}, {"rd", 1024}, {"rhd", 1024}, {"tree", 1024}} {
 		b.Run(fmt.Sprintf("%s/%d", tc.algo, tc.p), func(b *testing.B) {
-			benchRun(b, fmt.Sprintf("switch:%d", tc.p), ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+			benchRun(b, fmt.Sprintf("switch:%d", tc.p), ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum}, timingOnly)
 		})
 	}
 }
@@ -65,22 +78,28 @@ func BenchmarkAllReduceData(b *testing.B) {
 	for _, algo := range []string{"ring", "rhd"} {
 		b.Run(algo+"/8x16MiB", func(b *testing.B) {
 			b.SetBytes(16 << 20)
-			benchRun(b, "switch:8", ops.Spec{Op: ops.AllReduce, Algo: algo, Count: 4 << 20, DType: hw.F32, Redop: hw.Sum}, true)
+			benchRun(b, "switch:8", ops.Spec{Op: ops.AllReduce, Algo: algo, Count: 4 << 20, DType: hw.F32, Redop: hw.Sum}, sim.Config{})
 		})
 	}
 }
 
 // BenchmarkAtScale is the large-world targets, timing-only, one
 // collective per iteration on a cluster built once (the first iteration
-// also pays for computing routes). Run with -benchtime 1x.
+// also pays for computing routes), every rank simulated and mirrored.
+// Run with -benchtime 1x.
 func BenchmarkAtScale(b *testing.B) {
 	for _, tc := range []struct {
 		algo string
 		p    int
 	}{{"rhd", 16384}, {"ring", 4096}} {
-		b.Run(fmt.Sprintf("%s/%d", tc.algo, tc.p), func(b *testing.B) {
-			benchRun(b, fmt.Sprintf("switch:%d", tc.p), ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
-		})
+		for _, mode := range []struct {
+			name string
+			cfg  sim.Config
+		}{{"full", timingOnly}, {"mirrored", mirrored}} {
+			b.Run(fmt.Sprintf("%s/%d/%s", tc.algo, tc.p, mode.name), func(b *testing.B) {
+				benchRun(b, fmt.Sprintf("switch:%d", tc.p), ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum}, mode.cfg)
+			})
+		}
 	}
 }
 

@@ -27,6 +27,7 @@ type builder struct {
 	count  []int
 	lo, hi int
 	total  *atomic.Int64
+	sym    symmetryCheck // modeCount: whether the ranks follow rank 0
 	// modeStream: steps are collected in buf and handed to emit a batch
 	// at a time, which costs one switch to the consumer per batch.
 	buf  []Step
@@ -92,8 +93,12 @@ func (b *builder) add(r int, s Step) int {
 				panic(planTooLarge{int(sum)})
 			}
 		}
+		i := b.count[r-b.lo]
 		b.count[r-b.lo]++
-		return b.count[r-b.lo] - 1
+		if b.sym.alive != 0 {
+			b.sym.step(r, i, s)
+		}
+		return i
 	case modeStream:
 		if r != b.only {
 			return -1

@@ -180,7 +180,8 @@ func Compile(s Spec) (*Plan, error) {
 // counted after all.
 func compileStreamable(s Spec, gen generator, in, out int) (*Plan, error) {
 	wrap := func(err error) error { return fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err) }
-	if rank0, ok := rankStepCount(s, gen, in, out, 0); ok && rank0*s.Ranks <= streamAbove {
+	n0, rank0, ok := rankAlone(s, gen, in, out, 0)
+	if ok && n0*s.Ranks <= streamAbove {
 		b := newBuilder(s, in, out)
 		b.limit = streamAbove
 		err := generate(gen, b)
@@ -191,7 +192,7 @@ func compileStreamable(s Spec, gen generator, in, out int) (*Plan, error) {
 			return b.p, nil
 		}
 	}
-	steps, shape, err := countSteps(s, gen, in, out)
+	steps, shape, err := countSteps(s, gen, in, out, rank0)
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -210,8 +211,9 @@ func compileStreamable(s Spec, gen generator, in, out int) (*Plan, error) {
 // them, on one goroutine per core, each taking a range of ranks: the
 // streamable algorithms make a rank's steps without the others'. The
 // returned plan has no steps, only the shape the generator set (Lanes,
-// TmpLen).
-func countSteps(s Spec, gen generator, in, out int) (int, *Plan, error) {
+// TmpLen) and its symmetry: whether every rank followed rank0, rank 0's
+// steps made alone.
+func countSteps(s Spec, gen generator, in, out int, rank0 []Step) (int, *Plan, error) {
 	workers := min(runtime.GOMAXPROCS(0), 1+s.Ranks/64)
 	var total atomic.Int64
 	counters := make([]*builder, workers)
@@ -220,13 +222,14 @@ func countSteps(s Spec, gen generator, in, out int) (int, *Plan, error) {
 	for w := range workers {
 		lo, hi := w*s.Ranks/workers, (w+1)*s.Ranks/workers
 		b := &builder{p: &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}, mode: modeCount,
-			limit: MaxStreamedSteps, lo: lo, hi: hi, count: make([]int, hi-lo), total: &total}
+			limit: MaxStreamedSteps, lo: lo, hi: hi, count: make([]int, hi-lo), total: &total,
+			sym: newSymmetryCheck(rank0, s.Ranks, 1)}
 		counters[w] = b
 		wg.Go(func() { errs[w] = generate(gen, b) })
 	}
 	wg.Wait()
 	shape := &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}
-	steps := 0
+	steps, sym := 0, newSymmetryCheck(rank0, s.Ranks, 1)
 	for w, b := range counters {
 		if errs[w] != nil {
 			return 0, nil, errs[w]
@@ -234,6 +237,13 @@ func countSteps(s Spec, gen generator, in, out int) (int, *Plan, error) {
 		steps += b.steps
 		shape.Lanes = max(shape.Lanes, b.p.Lanes)
 		shape.TmpLen = max(shape.TmpLen, b.p.TmpLen)
+		for _, n := range b.count {
+			b.sym.rankDone(n)
+		}
+		sym.alive &= b.sym.alive
+	}
+	if shape.Lanes == 1 {
+		shape.sym = sym.group()
 	}
 	if steps > MaxStreamedSteps {
 		return 0, nil, fmt.Errorf("%w: %d plan steps, over the limit of %d", ErrTooLarge, steps, MaxStreamedSteps)
@@ -241,15 +251,25 @@ func countSteps(s Spec, gen generator, in, out int) (int, *Plan, error) {
 	return steps, shape, nil
 }
 
-// rankStepCount makes rank r's steps alone and counts them; ok is false if
-// the generator failed, which the full pass then reports.
-func rankStepCount(s Spec, gen generator, in, out, r int) (n int, ok bool) {
+// rankAlone makes rank r's steps alone and counts them, keeping them
+// unless there are more than maxMirroredSteps; ok is false if the
+// generator failed, which the full pass then reports.
+func rankAlone(s Spec, gen generator, in, out, r int) (n int, steps []Step, ok bool) {
 	b := &builder{p: &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}, mode: modeStream, only: r,
-		buf: make([]Step, 0, 64), emit: func([]Step) bool { return true }}
+		buf: make([]Step, 0, 64), emit: func(batch []Step) bool {
+			if len(steps)+len(batch) <= maxMirroredSteps {
+				steps = append(steps, batch...)
+			}
+			return true
+		}}
 	if err := generate(gen, b); err != nil {
-		return 0, false
+		return 0, nil, false
 	}
-	return b.n, true
+	b.flush()
+	if b.n > len(steps) {
+		steps = nil // too long to keep
+	}
+	return b.n, steps, true
 }
 
 // blocksPerRank reports whether a buffer of the op holds one block per rank.

@@ -192,6 +192,7 @@ type Plan struct {
 	gen      generator // a streamed plan's algorithm
 	numSteps int       // a streamed plan's step count
 	native   bool      // algorithm native: see Native
+	sym      rankMap   // a streamed plan's symmetry, found by Compile
 }
 
 // Streamed reports whether the plan keeps no steps in memory: Compile

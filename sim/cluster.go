@@ -23,6 +23,14 @@ type Config struct {
 	// interleaving of independent work. Results must not change; times may
 	// differ in the last picosecond from floating-point summation order.
 	Seed uint64
+	// Symmetry lets the ops executor time a rank-symmetric collective by
+	// simulating one rank of it (see hw.Mirrorer and Device.Mirror): the
+	// same picoseconds, thousands of times faster on thousands of ranks.
+	// Such a run leaves no trace in the cluster: its clock, link usage
+	// and event count stay as they were. Only timing-only clusters without
+	// a trace or faults, whose GPUs all hang off one switch behind
+	// identical links, are mirrored; others ignore it.
+	Symmetry bool
 	// MaxDataBytes caps the bytes of real (non-phantom) buffers the cluster
 	// holds at once; 0 means DefaultMaxDataBytes. Larger experiments belong
 	// in timing-only mode.
@@ -64,6 +72,9 @@ type Cluster struct {
 	data       int64
 	trace      *tracer
 	closed     bool
+	faulted    bool     // a fault was injected: no mirror
+	loopback   bool     // a mirror: a device's sends to itself cross its link out and back
+	mirror     *Cluster // made by the first Mirror
 }
 
 type route struct {
@@ -172,6 +183,9 @@ func (c *Cluster) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
+	if c.mirror != nil {
+		return c.mirror.Close()
+	}
 	return nil
 }
 
@@ -187,7 +201,7 @@ func (c *Cluster) Close() error {
 // case, is made directly and costs no allocation; its links are scratch
 // space, valid until the next call (flows copy short paths).
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
-	if a != b && a.leaf.ok && b.leaf.ok && a.leaf.nbr == b.leaf.nbr && c.linkDown == nil {
+	if (a != b || c.loopback) && a.leaf.ok && b.leaf.ok && a.leaf.nbr == b.leaf.nbr && c.linkDown == nil {
 		c.leafPath = [2]*link{c.edge(a.leaf.out), c.edge(b.leaf.in)}
 		return route{links: c.leafPath[:], latency: FromSeconds((a.leaf.outPS + b.leaf.inPS) / 1e12)}, nil
 	}

@@ -196,6 +196,7 @@ func (c *Cluster) Inject(f Fault) error {
 	if f.Kind == RankStall && f.For < 0 {
 		return fmt.Errorf("sim: inject %v: negative stall", f)
 	}
+	c.faulted = true
 	c.eng.schedule(f.At, &faultEvent{c: c, f: f}, 0)
 	return nil
 }

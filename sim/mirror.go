@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/commsim/commsim/hw"
+)
+
+var _ hw.Mirrorer = (*Device)(nil)
+
+// Mirror implements hw.Mirrorer. It returns device 0 of a second,
+// timing-only cluster over the same topology, made once, in which a
+// device's sends to itself go out over its link to the switch and back in:
+// the path, latency and sharing of a send between any two GPUs of the
+// fabric. ok is false unless the cluster was made with Config.Symmetry,
+// is timing-only, untraced, unseeded and free of faults, devs is its
+// whole world in rank order, and its fabric is uniform (see uniform).
+func (d *Device) Mirror(devs []hw.Device) (hw.Device, bool, error) {
+	c := d.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false, fmt.Errorf("sim: %s: mirror: %w", d.name, hw.ErrClosed)
+	}
+	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.loopback ||
+		len(devs) != len(c.devices) || !c.uniform() {
+		return nil, false, nil
+	}
+	for r, dev := range devs {
+		if dev != hw.Device(c.devices[r]) {
+			return nil, false, nil
+		}
+	}
+	if c.mirror == nil {
+		m, err := NewCluster(c.topo, Config{TimingOnly: true})
+		if err != nil {
+			return nil, false, err
+		}
+		m.loopback = true
+		c.mirror = m
+	}
+	return c.mirror.devices[0], true, nil
+}
+
+// uniform reports whether the fabric looks the same from every GPU: each
+// is a leaf of one common node, over links of equal bandwidth each way and
+// equal latency, with equal reduction bandwidth. Every route between two
+// GPUs is then a link out and a link in, and any renaming of the GPUs maps
+// the fabric onto itself.
+func (c *Cluster) uniform() bool {
+	d0 := c.devices[0]
+	if !d0.leaf.ok {
+		return false
+	}
+	bw := func(d *Device) [2]float64 { return [2]float64{c.topo.EdgeBW(d.leaf.out), c.topo.EdgeBW(d.leaf.in)} }
+	for _, d := range c.devices {
+		if !d.leaf.ok || d.leaf.nbr != d0.leaf.nbr || d.leaf.outPS != d0.leaf.outPS || d.leaf.inPS != d0.leaf.inPS ||
+			bw(d) != bw(d0) || d.reducer.capacity != d0.reducer.capacity {
+			return false
+		}
+	}
+	return true
+}
