@@ -28,8 +28,9 @@ type Executor struct {
 	// mirror runs symmetric plans on the world's mirror (see runMirrored);
 	// mirrored marks that executor, which runs rank 0 alone and sends
 	// every message to itself.
-	mirror   *Executor
-	mirrored bool
+	mirror       *Executor
+	mirrored     bool
+	mirroredRuns int
 }
 
 // NewExecutor prepares to run plans on w.

@@ -180,5 +180,20 @@ func (e *Executor) runMirrored(plan *Plan) (seconds float64, ok bool, err error)
 	}
 	in, out := hw.Slice{Buf: bufs[0], Len: plan.InLen}, hw.Slice{Buf: bufs[1], Len: plan.OutLen}
 	seconds, err = e.mirror.run(plan, []hw.Slice{in}, []hw.Slice{out})
+	if err == nil {
+		e.mirroredRuns++
+	}
 	return seconds, true, err
 }
+
+// MirroredRuns counts the runs this executor timed by running rank 0
+// alone on the world's mirror (see hw.Mirrorer and Plan.RankSymmetric).
+func (e *Executor) MirroredRuns() int { return e.mirroredRuns }
+
+// RankSymmetric reports whether every rank runs rank 0's steps with its
+// peers renamed by one rotation or xor of the ranks, with the same kinds,
+// sizes and tags, and with rank 0's messages pairing up as a mirror needs.
+// The Executor times such a plan on a world with a mirror (hw.Mirrorer)
+// by running rank 0 alone. For a plan held in memory this checks every
+// step.
+func (p *Plan) RankSymmetric() bool { return p.symmetry() != notSymmetric }

@@ -249,29 +249,37 @@ func moreParams(topo *topology.Topology) (a, b, g float64) {
 // moreTime runs spec timing-only on topo and returns the simulated time and
 // the plan.
 func moreTime(spec ops.Spec, topo *topology.Topology) (float64, *ops.Plan, error) {
-	plan, err := ops.Compile(spec)
+	t, plan, _, err := moreTimeWith(spec, topo, sim.Config{TimingOnly: true})
+	return t, plan, err
+}
+
+// moreTimeWith is moreTime on a cluster configured by cfg; mirrored says
+// whether the executor ran the plan on the cluster's mirror.
+func moreTimeWith(spec ops.Spec, topo *topology.Topology, cfg sim.Config) (t float64, plan *ops.Plan, mirrored bool, err error) {
+	plan, err = ops.Compile(spec)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
-	cl, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+	cl, err := sim.NewCluster(topo, cfg)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	defer cl.Close()
 	in, out := make([]hw.Slice, plan.Ranks), make([]hw.Slice, plan.Ranks)
 	for r, d := range cl.Devices() {
 		ib, err := d.Alloc(plan.DType, plan.InLen)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, false, err
 		}
 		ob, err := d.Alloc(plan.DType, plan.OutLen)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, false, err
 		}
 		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
 	}
-	t, err := ops.NewExecutor(cl.World()).Run(plan, in, out)
-	return t, plan, err
+	exec := ops.NewExecutor(cl.World())
+	t, err = exec.Run(plan, in, out)
+	return t, plan, exec.MirroredRuns() > 0, err
 }
 
 // moreRounding is how far rounding finish times to the picosecond may move
@@ -467,7 +475,10 @@ func FormulaTimeProperty() gopter.Prop {
 // moreBoundCaseGen generates any algorithm × op with p from 1 to 12, counts
 // from 1 to 5000 (0 for barrier), any root, dtype and reduction, on a
 // fabric of quantum 1 (exact fabrics take whole picoseconds per byte).
-func moreBoundCaseGen() gopter.Gen {
+func moreBoundCaseGen() gopter.Gen { return moreBoundCaseGenOf(gen.IntRange(1, 12)) }
+
+// moreBoundCaseGenOf is moreBoundCaseGen with the ranks drawn from pGen.
+func moreBoundCaseGenOf(pGen gopter.Gen) gopter.Gen {
 	type pair struct {
 		op   ops.Op
 		algo string
@@ -499,7 +510,7 @@ func moreBoundCaseGen() gopter.Gen {
 			return c.Index, c.Size, c.Spec.DType, c.Root, c.Redop, c.Fabric
 		},
 		gen.IntRange(0, len(pairs)-1), gen.IntRange(1, 5000), moreDTypeGen(), gen.IntRange(0, 11),
-		gen.IntRange(0, len(redops)-1), moreFabricGen(gen.IntRange(1, 12), 1),
+		gen.IntRange(0, len(redops)-1), moreFabricGen(pGen, 1),
 	)
 }
 

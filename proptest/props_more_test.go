@@ -21,3 +21,7 @@ func TestLowerBoundProperty(t *testing.T) {
 func TestMaxMinFairProperty(t *testing.T) {
 	eqCheck(t, "MaxMinFair is max-min fair", MaxMinFairProperty(), 100000)
 }
+
+func TestMirrorProperty(t *testing.T) {
+	eqCheck(t, "mirrored runs take the full simulation's time", MirrorProperty(), 3000)
+}

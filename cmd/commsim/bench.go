@@ -26,7 +26,7 @@ type benchFlags struct {
 	minBytes, maxBytes                   string
 	factor                               float64
 	root                                 int
-	check, timingOnly                    bool
+	check, timingOnly, symmetry          bool
 	trace                                string // bench and what-if only
 	topoSet                              bool   // --topo was given
 	backendFlags
@@ -45,6 +45,7 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl.IntVar(&f.root, "root", 0, "root rank of gather, broadcast and reduce")
 	fl.BoolVar(&f.check, "check", false, "verify every rank's result against a float64 reference")
 	fl.BoolVar(&f.timingOnly, "timing-only", false, "simulate times without data (phantom buffers): for large worlds and sizes")
+	fl.BoolVar(&f.symmetry, "symmetry", true, "with --timing-only on a fabric that looks the same from every GPU (switch:N), time a plan that every rank runs alike (ring, rd, rhd, pairwise on even shapes) by simulating rank 0 alone: the same times, far faster; =false simulates every rank")
 	fl.StringVar(&f.format, "format", "table", "output: table|csv|json (JSON Lines)")
 	f.backendFlags.register(cmd)
 }
@@ -69,6 +70,8 @@ type sweep struct {
 	root       int
 	check      bool
 	timingOnly bool
+	symmetry   bool // let the simulator mirror symmetric plans
+	mirrored   int  // runs timed on a mirror
 	format     string
 	trace      string
 	plot       string                      // bench --plot
@@ -78,7 +81,7 @@ type sweep struct {
 
 // parse validates every flag; each failure is a usage error.
 func (f *benchFlags) parse() (*sweep, error) {
-	s := &sweep{check: f.check, timingOnly: f.timingOnly, format: f.format, topoName: f.topo, trace: f.trace}
+	s := &sweep{check: f.check, timingOnly: f.timingOnly, symmetry: f.symmetry, format: f.format, topoName: f.topo, trace: f.trace}
 	var err error
 	if s.op, err = ops.ParseOp(f.op); err != nil {
 		return nil, usageError{err}
@@ -320,14 +323,17 @@ func totalWrong(rows []row) (wrong int, checked bool) {
 
 // measure runs every size out of place and in place.
 func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
-	w, err := s.backend.open(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != ""})
+	w, err := s.backend.open(s.topo, s.simConfig())
 	if err != nil {
 		return nil, err
 	}
 	exec := ops.NewExecutor(w.World)
-	defer func() { err = errors.Join(err, exec.Close(), w.close()) }()
+	defer func() {
+		s.mirrored = exec.MirroredRuns()
+		err = errors.Join(err, exec.Close(), w.close())
+	}()
 	if w.cluster != nil {
-		if err := s.checkDuration(); err != nil {
+		if err := s.checkDuration(mirrors(w.World)); err != nil {
 			return nil, err
 		}
 	}
@@ -387,20 +393,40 @@ func timed(secs float64, moved int64, op ops.Op, p int) result {
 	return res
 }
 
+// simConfig is the simulator's configuration for the sweep.
+func (s *sweep) simConfig() sim.Config {
+	return sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != "", Symmetry: s.symmetry}
+}
+
+// mirrors reports whether w's devices can time symmetric plans on a
+// mirror (see hw.Mirrorer).
+func mirrors(w *hw.World) bool {
+	devs := w.Devices()
+	m, ok := devs[0].(hw.Mirrorer)
+	if !ok {
+		return false
+	}
+	_, ok, err := m.Mirror(devs)
+	return ok && err == nil
+}
+
 // Host-time model for refusing sweeps that would run for hours: about a
 // microsecond per plan step (measured: 0.5–1.8 M steps/s on a 2-core
 // machine), and in data mode a reduction throughput of about 200 MB/s per
-// byte of input on every rank.
+// byte of input on every rank. A mirrored run makes and checks every step
+// (about 20 ns each, measured) and simulates one rank's.
 const (
-	secondsPerStep  = 1e-6
-	dataBytesPerSec = 200e6
-	maxSweepSeconds = 3600
+	secondsPerStep        = 1e-6
+	secondsPerCheckedStep = 5e-8
+	dataBytesPerSec       = 200e6
+	maxSweepSeconds       = 3600
 )
 
 // checkDuration estimates the sweep's host time from the plan of its
 // largest size and refuses it, with the figures, if it would take over
-// an hour.
-func (s *sweep) checkDuration() error {
+// an hour. mirrored says whether the world times symmetric plans on a
+// mirror.
+func (s *sweep) checkDuration(mirrored bool) error {
 	top := s.sizes[len(s.sizes)-1]
 	spec, moved := s.spec(top)
 	plan, err := s.plan(spec)
@@ -409,6 +435,19 @@ func (s *sweep) checkDuration() error {
 	}
 	runs := float64(2 * len(s.sizes))
 	est := runs * float64(plan.NumSteps()) * secondsPerStep
+	if mirrored && plan.RankSymmetric() {
+		// Sizes whose count does not split evenly over the ranks make
+		// chunked plans (ring, rhd) unsymmetric: count them in full.
+		est = 0
+		mirroredRun := float64(plan.NumSteps()) * (secondsPerCheckedStep + secondsPerStep/float64(plan.Ranks))
+		for _, bytes := range s.sizes {
+			if spec, _ := s.spec(bytes); spec.Count%spec.Ranks == 0 {
+				est += 2 * mirroredRun
+			} else {
+				est += 2 * float64(plan.NumSteps()) * secondsPerStep
+			}
+		}
+	}
 	if !s.timingOnly {
 		est += runs * float64(moved) * float64(plan.Ranks) / dataBytesPerSec
 	}

@@ -236,3 +236,32 @@ func TestBenchTraceMatchesReportedTime(t *testing.T) {
 		t.Fatalf("%d link counters, %d transfer arrows", counters, arrows)
 	}
 }
+
+// TestBenchSymmetryChangesNothingButSpeed: on a switch, symmetric plans are
+// timed from rank 0 alone by default; the figures are the full
+// simulation's, digit for digit, and the table says how many runs were
+// mirrored.
+func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
+	for _, tc := range []struct{ op, algo string }{{"allreduce", "ring"}, {"allreduce", "rhd"}, {"alltoall", "pairwise"}, {"allreduce", "auto"}} {
+		args := []string{"bench", "--topo", "switch:64,reduce=500GB/s", "--op", tc.op, "--algo", tc.algo, "-b", "1KiB", "-e", "4MiB", "-f", "8", "--timing-only"}
+		var csv [2]string
+		for i, symmetry := range []string{"--symmetry=true", "--symmetry=false"} {
+			status, out, errOut := commsim(append(args, symmetry, "--format", "csv")...)
+			if status != 0 {
+				t.Fatalf("%v %s: status %d: %s", args, symmetry, status, errOut)
+			}
+			csv[i] = out
+		}
+		if csv[0] != csv[1] {
+			t.Errorf("%s/%s: mirrored and full runs differ:\n%s\n---\n%s", tc.op, tc.algo, csv[0], csv[1])
+		}
+		_, table, _ := commsim(args...)
+		if !strings.Contains(table, "runs were timed by simulating rank 0 alone") {
+			t.Errorf("%s/%s: the table does not say that runs were mirrored:\n%s", tc.op, tc.algo, table)
+		}
+		_, table, _ = commsim(append(args, "--symmetry=false")...)
+		if strings.Contains(table, "rank 0 alone") {
+			t.Errorf("%s/%s: --symmetry=false still mirrored:\n%s", tc.op, tc.algo, table)
+		}
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/commsim/commsim/ops"
-	"github.com/commsim/commsim/sim"
 )
 
 // compareFlags are bench's flags with --algo replaced by --algos, plus --plot.
@@ -171,12 +170,15 @@ func (c *comparison) run(stdout, stderr io.Writer) error {
 // measure runs every size with every algorithm, out of place, on one
 // cluster, through bench's plan and runOnce.
 func (c *comparison) measure(stderr io.Writer) (rows []cmpRow, err error) {
-	w, err := c.s.backend.open(c.s.topo, sim.Config{TimingOnly: c.s.timingOnly})
+	w, err := c.s.backend.open(c.s.topo, c.s.simConfig())
 	if err != nil {
 		return nil, err
 	}
 	exec := ops.NewExecutor(w.World)
-	defer func() { err = errors.Join(err, exec.Close(), w.close()) }()
+	defer func() {
+		c.s.mirrored = exec.MirroredRuns()
+		err = errors.Join(err, exec.Close(), w.close())
+	}()
 	bar := newProgress(stderr, len(c.s.sizes)*len(c.algos))
 	rows = make([]cmpRow, 0, len(c.s.sizes))
 	for _, bytes := range c.s.sizes {
@@ -246,6 +248,7 @@ func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend %s, algorithms %s\n",
 		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
 	fmt.Fprintf(w, "# %s, out of place; best is the fastest algorithm at each size\n", times)
+	writeMirrored(w, s.mirrored, len(rows)*len(c.algos))
 	header := []string{"size(B)", "count"}
 	for _, a := range c.algos {
 		header = append(header, a+" busbw(GB/s)", a+" time(us)")

@@ -45,6 +45,13 @@ var columns = []string{"size(B)", "count", "type", "redop", "root",
 	"time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
 	"in-place time(us)", "in-place algbw(GB/s)", "in-place busbw(GB/s)", "in-place #wrong"}
 
+// writeMirrored says how many of the runs were timed on a mirror.
+func writeMirrored(w io.Writer, mirrored, runs int) {
+	if mirrored > 0 {
+		fmt.Fprintf(w, "# %d of %d runs were timed by simulating rank 0 alone: every rank runs those plans alike, on a fabric that looks the same from every GPU, so the times are exact (--symmetry=false simulates every rank)\n", mirrored, runs)
+	}
+}
+
 func writeTable(w io.Writer, s *sweep, rows []row) error {
 	backend, times := s.backend.describe(s.timingOnly)
 	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
@@ -52,6 +59,7 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", s.topo.Name)
 	}
 	fmt.Fprintf(w, "# %s; out-of-place then in-place\n", times)
+	writeMirrored(w, s.mirrored, 2*len(rows))
 	header := append([]string{}, columns...)
 	if s.algo == "auto" {
 		header = append(header, "algo")
