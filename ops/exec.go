@@ -54,10 +54,7 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 	if err := e.checkArgs(plan, in, out); err != nil {
 		return 0, err
 	}
-	if t, ok, err := e.runMirrored(plan); ok || err != nil {
-		if err != nil {
-			return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
-		}
+	if t, ok := e.runMirrored(plan); ok {
 		return t, nil
 	}
 	return e.run(plan, in, out)

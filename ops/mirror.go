@@ -1,6 +1,10 @@
 package ops
 
-import "github.com/commsim/commsim/hw"
+import (
+	"errors"
+
+	"github.com/commsim/commsim/hw"
+)
 
 // rankMap is a group of rank renamings under which a plan may be
 // symmetric: rank r's program is rank 0's with every peer q renamed to
@@ -149,41 +153,45 @@ func mirrorsMessages(rank0 []Step, g rankMap, p int) bool {
 }
 
 // runMirrored times plan on the world's mirror (hw.Mirrorer) by running
-// rank 0 alone, when the world offers one and the plan is symmetric; ok
-// is false when it cannot, and Run then runs every rank.
-func (e *Executor) runMirrored(plan *Plan) (seconds float64, ok bool, err error) {
+// rank 0 alone, when the world offers one and the plan is symmetric. ok is
+// false when it cannot, or when the mirrored run fails: Run then runs
+// every rank, which reports the failure as it really happens.
+func (e *Executor) runMirrored(plan *Plan) (seconds float64, ok bool) {
 	if e.mirrored || plan.native || plan.Lanes != 1 || plan.Ranks < 2 {
-		return 0, false, nil
+		return 0, false
 	}
 	m, isMirrorer := e.devs[0].(hw.Mirrorer)
 	if !isMirrorer {
-		return 0, false, nil
+		return 0, false
 	}
 	dev, ok, err := m.Mirror(e.devs)
 	if err != nil || !ok || plan.symmetry() == notSymmetric {
-		return 0, false, err
+		return 0, false
 	}
 	if e.mirror == nil || e.mirror.devs[0] != dev {
 		w, err := hw.NewWorld([]hw.Device{dev})
 		if err != nil {
-			return 0, false, err
+			return 0, false
 		}
 		e.mirror = NewExecutor(w)
 		e.mirror.mirrored = true
 	}
-	var bufs [2]hw.Buffer
-	for i, n := range []int{plan.InLen, plan.OutLen} {
-		if bufs[i], err = dev.Alloc(plan.DType, n); err != nil {
-			return 0, false, err
+	in, errIn := dev.Alloc(plan.DType, plan.InLen)
+	out, errOut := dev.Alloc(plan.DType, plan.OutLen)
+	if errIn == nil && errOut == nil {
+		seconds, err = e.mirror.run(plan, []hw.Slice{hw.Whole(in)}, []hw.Slice{hw.Whole(out)})
+	}
+	for _, b := range []hw.Buffer{in, out} {
+		if b != nil {
+			err = errors.Join(err, b.Free())
 		}
-		defer bufs[i].Free()
 	}
-	in, out := hw.Slice{Buf: bufs[0], Len: plan.InLen}, hw.Slice{Buf: bufs[1], Len: plan.OutLen}
-	seconds, err = e.mirror.run(plan, []hw.Slice{in}, []hw.Slice{out})
-	if err == nil {
-		e.mirroredRuns++
+	if err = errors.Join(errIn, errOut, err); err != nil {
+		e.mirror = nil
+		return 0, false
 	}
-	return seconds, true, err
+	e.mirroredRuns++
+	return seconds, true
 }
 
 // MirroredRuns counts the runs this executor timed by running rank 0

@@ -13,7 +13,7 @@ var _ hw.Mirrorer = (*Device)(nil)
 // device's sends to itself go out over its link to the switch and back in:
 // the path, latency and sharing of a send between any two GPUs of the
 // fabric. ok is false unless the cluster was made with Config.Symmetry,
-// is timing-only, untraced, unseeded and free of faults, devs is its
+// is timing-only, untraced, unseeded, free of faults and idle, devs is its
 // whole world in rank order, and its fabric is uniform (see uniform).
 func (d *Device) Mirror(devs []hw.Device) (hw.Device, bool, error) {
 	c := d.c
@@ -23,13 +23,18 @@ func (d *Device) Mirror(devs []hw.Device) (hw.Device, bool, error) {
 		return nil, false, fmt.Errorf("sim: %s: mirror: %w", d.name, hw.ErrClosed)
 	}
 	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.loopback ||
-		len(devs) != len(c.devices) || !c.uniform() {
+		len(devs) != len(c.devices) || !c.idle() || !c.uniform() {
 		return nil, false, nil
 	}
 	for r, dev := range devs {
 		if dev != hw.Device(c.devices[r]) {
 			return nil, false, nil
 		}
+	}
+	if c.mirror != nil && !c.mirror.idleLocked() {
+		// A run on it failed and left work behind: start afresh.
+		_ = c.mirror.Close()
+		c.mirror = nil
 	}
 	if c.mirror == nil {
 		m, err := NewCluster(c.topo, Config{TimingOnly: true})
@@ -40,6 +45,27 @@ func (d *Device) Mirror(devs []hw.Device) (hw.Device, bool, error) {
 		c.mirror = m
 	}
 	return c.mirror.devices[0], true, nil
+}
+
+// idle reports whether nothing is pending: no event and no stream with
+// work, so a collective enqueued now starts on every rank at this instant.
+func (c *Cluster) idle() bool {
+	if len(c.eng.queue) > 0 || len(c.eng.soon) > 0 {
+		return false
+	}
+	for _, s := range c.streams {
+		if s.head < len(s.queue) || s.busy || s.feed != nil || s.err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// idleLocked is idle for a cluster whose lock the caller does not hold.
+func (c *Cluster) idleLocked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idle()
 }
 
 // uniform reports whether the fabric looks the same from every GPU: each

@@ -47,6 +47,16 @@ links:
 			}
 			return c.World().Devices()
 		}},
+		{name: "work pending", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) []hw.Device {
+			s, err := c.devices[5].NewStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.(*Stream).Compute(1e-6, "busy"); err != nil {
+				t.Fatal(err)
+			}
+			return c.World().Devices()
+		}},
 		{name: "part of the world", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) []hw.Device {
 			return c.World().Devices()[:4]
 		}},
