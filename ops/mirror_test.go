@@ -9,6 +9,7 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
 )
 
 // timeOn runs spec once, timing-only, on a fresh cluster, and reports the
@@ -165,4 +166,28 @@ func TestSymmetryFindsTheGroup(t *testing.T) {
 			t.Errorf("%s: full run %s, with symmetry %s (seconds, deadlock)", tc.name, results[0], results[1])
 		}
 	}
+}
+
+// A ring all-reduce of 1 MiB per rank on 1024 GPUs behind one switch,
+// timing only, with Config.Symmetry: every rank runs the ring alike, so
+// the executor times it by simulating rank 0 alone, exactly (the time is
+// the α-β formula's), in a tenth of a second instead of two.
+func ExampleExecutor_Run_mirrored() {
+	topo, _ := topology.Parse("switch:1024")
+	c, _ := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: true})
+	plan, _ := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 1024, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+	in, out := make([]hw.Slice, 1024), make([]hw.Slice, 1024)
+	for r, d := range c.Devices() {
+		ib, _ := d.Alloc(hw.F32, plan.InLen)
+		ob, _ := d.Alloc(hw.F32, plan.OutLen)
+		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
+	}
+	exec := ops.NewExecutor(c.World())
+	secs, err := exec.Run(plan, in, out)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%.2f us, %d plan steps, %d run on the mirror\n", secs*1e6, plan.NumSteps(), exec.MirroredRuns())
+	// Output: 4112.95 us, 5238784 plan steps, 1 run on the mirror
 }
