@@ -66,7 +66,7 @@ func (c *symmetryCheck) step(r, i int, s Step) {
 	}
 }
 
-// rankDone checks that rank r, which had n steps, had no fewer than rank 0.
+// rankDone checks that a rank that made n steps made as many as rank 0.
 func (c *symmetryCheck) rankDone(n int) {
 	if n != len(c.rank0) {
 		c.alive = 0
