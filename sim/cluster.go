@@ -103,12 +103,12 @@ func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
 		c.fab.trace = c.trace
 	}
 	gpus := topo.GPUs()
-	leaves := leavesOf(topo)
 	c.devices = make([]*Device, len(gpus))
 	devs := make([]hw.Device, len(gpus))
 	for r, n := range gpus {
 		node := topo.Nodes[n]
-		d := &Device{c: c, rank: r, node: n, name: "sim:" + node.Name, leaf: leaves[n]}
+		d := &Device{c: c, rank: r, node: n, name: "sim:" + node.Name}
+		d.leaf.Leaf, d.leaf.ok = topo.Leaf(n)
 		d.reducer.id = -1 - r
 		d.reducer.name = node.Name + ".reduce"
 		d.reducer.capacity = perPicosecond(node.ReduceBW)
@@ -201,9 +201,9 @@ func (c *Cluster) Close() error {
 // case, is made directly and costs no allocation; its links are scratch
 // space, valid until the next call (flows copy short paths).
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
-	if (a != b || c.loopback) && a.leaf.ok && b.leaf.ok && a.leaf.nbr == b.leaf.nbr && c.linkDown == nil {
-		c.leafPath = [2]*link{c.edge(a.leaf.out), c.edge(b.leaf.in)}
-		return route{links: c.leafPath[:], latency: FromSeconds((a.leaf.outPS + b.leaf.inPS) / 1e12)}, nil
+	if (a != b || c.loopback) && a.leaf.ok && b.leaf.ok && a.leaf.Neighbour == b.leaf.Neighbour && c.linkDown == nil {
+		c.leafPath = [2]*link{c.edge(a.leaf.Out), c.edge(b.leaf.In)}
+		return route{links: c.leafPath[:], latency: FromSeconds((a.leaf.LatencyPS + b.leaf.LatencyPS) / 1e12)}, nil
 	}
 	if a.routes == nil {
 		// Not in the Device itself: leaves of a switch never need it, and
@@ -239,35 +239,10 @@ func (c *Cluster) routeBetween(a, b *Device) (route, error) {
 	return r, nil
 }
 
-// leafLink is a node's only link, when it has one: its neighbour, the
-// directed edges out and in, and their latencies in whole picoseconds.
-// Between two leaves of one node, the topology routes out of one and into
-// the other, summing latencies rounded this way (topology.Route).
+// leafLink is a device's only link, if it has one (topology.Leaf).
 type leafLink struct {
-	ok          bool
-	nbr         int
-	out, in     int
-	outPS, inPS float64
-}
-
-// leavesOf finds every node's only link.
-func leavesOf(t *topology.Topology) []leafLink {
-	degree := make([]int, len(t.Nodes))
-	for _, l := range t.Links {
-		degree[l.A]++
-		degree[l.B]++
-	}
-	leaves := make([]leafLink, len(t.Nodes))
-	for i, l := range t.Links {
-		ps := math.Round(l.Latency * 1e12)
-		if degree[l.A] == 1 {
-			leaves[l.A] = leafLink{ok: true, nbr: l.B, out: 2 * i, in: 2*i + 1, outPS: ps, inPS: ps}
-		}
-		if degree[l.B] == 1 {
-			leaves[l.B] = leafLink{ok: true, nbr: l.A, out: 2*i + 1, in: 2 * i, outPS: ps, inPS: ps}
-		}
-	}
-	return leaves
+	topology.Leaf
+	ok bool
 }
 
 // cachedRoute is a route in a device's cache, valid while the cluster's

@@ -78,9 +78,9 @@ func (c *Cluster) uniform() bool {
 	if !d0.leaf.ok {
 		return false
 	}
-	bw := func(d *Device) [2]float64 { return [2]float64{c.topo.EdgeBW(d.leaf.out), c.topo.EdgeBW(d.leaf.in)} }
+	bw := func(d *Device) [2]float64 { return [2]float64{c.topo.EdgeBW(d.leaf.Out), c.topo.EdgeBW(d.leaf.In)} }
 	for _, d := range c.devices {
-		if !d.leaf.ok || d.leaf.nbr != d0.leaf.nbr || d.leaf.outPS != d0.leaf.outPS || d.leaf.inPS != d0.leaf.inPS ||
+		if !d.leaf.ok || d.leaf.Neighbour != d0.leaf.Neighbour || d.leaf.LatencyPS != d0.leaf.LatencyPS ||
 			bw(d) != bw(d0) || d.reducer.capacity != d0.reducer.capacity {
 			return false
 		}

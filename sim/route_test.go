@@ -24,7 +24,7 @@ func TestRoutesMatchTheTopology(t *testing.T) {
 		for range 2 {
 			for _, a := range c.devices {
 				for _, b := range c.devices {
-					if a != b && a.leaf.ok && b.leaf.ok && a.leaf.nbr == b.leaf.nbr {
+					if a != b && a.leaf.ok && b.leaf.ok && a.leaf.Neighbour == b.leaf.Neighbour {
 						leaves++
 					}
 					got, err := c.routeBetween(a, b)

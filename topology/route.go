@@ -105,22 +105,36 @@ func (t *Topology) RouteRanks(srcRank, dstRank int) (Path, error) {
 	return t.Route(t.gpus[srcRank], t.gpus[dstRank])
 }
 
+// Leaf is a node's only link, when it has exactly one (a GPU on a
+// switch): its neighbour, the directed edges out of the node and into it,
+// and the link's latency in whole picoseconds, rounded as Route rounds
+// every link's latency before summing.
+type Leaf struct {
+	Neighbour, Out, In int
+	LatencyPS          float64
+}
+
+// Leaf returns node's only link; ok is false unless node has exactly one.
+func (t *Topology) Leaf(node int) (leaf Leaf, ok bool) {
+	if !t.built() || t.degree(int64(node)) != 1 {
+		return Leaf{}, false
+	}
+	// A leaf's one link joins it to its one neighbour: the other
+	// direction of that link is the way in.
+	a := t.adj[t.adjStart[node]]
+	return Leaf{Neighbour: int(a.nbr), Out: int(a.edge), In: int(a.edge ^ 1), LatencyPS: math.Round(t.Links[a.edge/2].Latency * 1e12)}, true
+}
+
 // leafRoute is the route between two leaves on one node (GPUs on a
 // switch): the only way is through it, so Dijkstra, which would first list
 // all the node's leaves, is skipped.
 func (t *Topology) leafRoute(src, dst int) (Path, bool) {
-	if t.degree(int64(src)) != 1 || t.degree(int64(dst)) != 1 {
+	up, ok := t.Leaf(src)
+	down, ok2 := t.Leaf(dst)
+	if !ok || !ok2 || up.Neighbour != down.Neighbour {
 		return Path{}, false
 	}
-	up, down := t.adj[t.adjStart[src]], t.adj[t.adjStart[dst]]
-	if up.nbr != down.nbr {
-		return Path{}, false
-	}
-	// A leaf's one link joins it to its one neighbour: the other
-	// direction of that link is the way in.
-	back := int(down.edge ^ 1)
-	ps := math.Round(t.Links[up.edge/2].Latency*1e12) + math.Round(t.Links[back/2].Latency*1e12)
-	return Path{Edges: []int{int(up.edge), back}, Latency: ps / 1e12}, true
+	return Path{Edges: []int{up.Out, down.In}, Latency: (up.LatencyPS + down.LatencyPS) / 1e12}, true
 }
 
 // RouteAvoiding is Route over the links for which down returns false: the

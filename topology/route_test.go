@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -321,4 +322,30 @@ func TestRouteBigSwitch(t *testing.T) {
 		t.Fatalf("switch:16384 0->16383 = %+v, %v", p, err)
 	}
 	checkPath(t, tp, 0, 16383, p)
+}
+
+// TestLeaf: a GPU on a switch is a leaf whose edges lead out to the switch
+// and back; a switch, and GPUs of a ring, are not.
+func TestLeaf(t *testing.T) {
+	topo, err := Parse("switch:3,lat=1.5ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := slices.IndexFunc(topo.Nodes, func(n Node) bool { return n.Kind == Switch })
+	for _, g := range topo.GPUs() {
+		l, ok := topo.Leaf(g)
+		if !ok || l.Neighbour != sw || l.In != l.Out^1 || l.LatencyPS != 1500 {
+			t.Fatalf("GPU %d: %+v, %v", g, l, ok)
+		}
+		if a, b := topo.EdgeEnds(l.Out); a != g || b != sw {
+			t.Fatalf("GPU %d: edge out %d runs %d->%d", g, l.Out, a, b)
+		}
+	}
+	if _, ok := topo.Leaf(sw); ok {
+		t.Fatal("the switch is a leaf")
+	}
+	ring, _ := Parse("ring:4")
+	if _, ok := ring.Leaf(ring.GPUs()[0]); ok {
+		t.Fatal("a GPU of a ring is a leaf")
+	}
 }
