@@ -357,14 +357,9 @@ func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
 			}
 		}
 		rows = append(rows, r)
-		if bar != nil {
-			bar.Add(1)
-		}
+		bar.step()
 	}
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr)
-	}
+	bar.done()
 	if s.trace != "" {
 		if err := writeTraceFile(w.cluster, s.trace); err != nil {
 			return nil, err
@@ -584,14 +579,35 @@ func readBytes(s hw.Slice) ([]byte, error) {
 	return all[s.Off*size : (s.Off+s.Len)*size], nil
 }
 
-// newProgress returns a progress bar on stderr when it is a terminal.
-func newProgress(stderr io.Writer, n int) *progressbar.ProgressBar {
+// progress is a progress bar of a sweep on stderr. newProgress makes one
+// only when stderr is a terminal; the methods of a nil progress do nothing.
+type progress struct {
+	bar    *progressbar.ProgressBar
+	stderr io.Writer
+}
+
+func newProgress(stderr io.Writer, n int) *progress {
 	f, ok := stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || n < 2 {
 		return nil
 	}
-	return progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("sizes"),
-		progressbar.OptionClearOnFinish())
+	return &progress{progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("sizes"),
+		progressbar.OptionClearOnFinish()), stderr}
+}
+
+// step marks one more unit done.
+func (p *progress) step() {
+	if p != nil {
+		_ = p.bar.Add(1)
+	}
+}
+
+// done clears the bar.
+func (p *progress) done() {
+	if p != nil {
+		_ = p.bar.Finish()
+		fmt.Fprintln(p.stderr)
+	}
 }
 
 // writeTraceFile writes the cluster's Perfetto trace to path.

@@ -200,16 +200,11 @@ func (c *comparison) measure(stderr io.Writer) (rows []cmpRow, err error) {
 			if res.timeUS < r.res[r.best].timeUS {
 				r.best = i
 			}
-			if bar != nil {
-				bar.Add(1)
-			}
+			bar.step()
 		}
 		rows = append(rows, r)
 	}
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr)
-	}
+	bar.done()
 	return rows, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -213,7 +212,7 @@ func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 	if err := rr.agree(); err != nil {
 		return nil, err
 	}
-	var bar *progressbar.ProgressBar
+	var bar *progress
 	if rr.rank == 0 {
 		bar = newProgress(stderr, len(s.sizes))
 	}
@@ -239,14 +238,9 @@ func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 			r.outOfPlace.wrong, r.inPlace.wrong = int(wrong[0]), int(wrong[1])
 		}
 		rows = append(rows, r)
-		if bar != nil {
-			bar.Add(1)
-		}
+		bar.step()
 	}
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(stderr)
-	}
+	bar.done()
 	return rows, nil
 }
 
