@@ -1,25 +1,26 @@
 package hw
 
 // Mirrorer is an optional interface of a Device whose backend can time a
-// rank-symmetric program by running one rank of it.
+// rank-symmetric program by running a few of its ranks.
 //
-// Take a program in which every rank does what rank 0 does, with peers
-// renamed by a group of rank permutations that takes rank 0 to any other
-// rank (rotation r ↦ r+x mod p, or r ↦ r xor x), on a fabric that looks
-// the same from every rank (every device on one switch behind identical
-// links, with identical reduction units). Then every rank starts each step
-// at the same instant as rank 0, and a flow of rank 0 shares each of its
-// links with exactly the images of rank 0's other flows. Running rank 0's
-// part alone on a device whose sends to itself cross its own link out and
-// back in, taking each message it receives from the one it sent with the
-// same tag, gives every rank's times exactly.
+// Take a program in which every rank r does what rank 0 does with its
+// peers renamed by q ↦ q+r mod p (rotation) or q ↦ q xor r (xor, p a
+// power of two), and a fabric that the renamings by multiples of some
+// block b map onto itself (every GPU on one switch: b = 1; nodes of b
+// GPUs on a network: b = the node size). Then rank r+k·b starts each step
+// at the same instant as rank r, and each flow shares its links only with
+// images of the flows of ranks 0..b-1. Running ranks 0..b-1 alone, on a
+// mirror where every link stands for its orbit and messages to rank q go
+// to rank q mod b, gives every rank's times exactly, provided the
+// messages pair up (the program's business: see ops).
 //
-// Mirror returns such a device when devs is the backend's whole world, in
-// rank order, and the backend can promise the above: for the simulator,
-// timing-only, untraced, without faults, over such a fabric, and only when
-// the cluster was configured to allow it. ok is false otherwise. The
-// mirror's buffers hold no data; the world's own clock, streams and link
-// counters do not move while the mirror runs.
+// Mirror returns the mirror's devices, in rank order, and b, when devs is
+// the backend's whole world in rank order and the backend can promise the
+// above: for the simulator, timing-only, untraced, without faults, idle,
+// and only when the cluster was configured to allow it. xor selects the
+// renaming. ok is false otherwise. The mirror's buffers hold no data; the
+// world's own clock, streams and link counters do not move while the
+// mirror runs.
 type Mirrorer interface {
-	Mirror(devs []Device) (mirror Device, ok bool, err error)
+	Mirror(devs []Device, xor bool) (mirror []Device, block int, ok bool, err error)
 }

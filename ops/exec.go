@@ -25,11 +25,8 @@ type Executor struct {
 	producers     sync.WaitGroup
 	stopProducers chan struct{}
 	native        hw.NativeComm // made by the first native plan
-	// mirror runs symmetric plans on the world's mirror (see runMirrored);
-	// mirrored marks that executor, which runs rank 0 alone and sends
-	// every message to itself.
+	// mirror runs symmetric plans on the world's mirror (see runMirrored).
 	mirror       *Executor
-	mirrored     bool
 	mirroredRuns int
 }
 
@@ -61,7 +58,7 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 }
 
 // run is Run after the checks, for ranks 0..len(in)-1: every rank, or
-// rank 0 alone on a mirror.
+// on a mirror the ranks that stand for all.
 func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 	p := len(in)
 	starts, ends := e.starts, e.ends
@@ -525,16 +522,12 @@ func (rs *rankSteps) enqueue(s hw.Stream, i int, st fedStep) error {
 	case StepSend, StepRecv:
 		// The world's Send and Recv would look up s's device for every
 		// step; the executor made s on rank r's device.
-		peer := int(st.peer)
-		if rs.e.mirrored {
-			peer = 0 // the mirror stands for every rank
-		}
-		if peer < 0 || peer >= len(rs.e.devs) {
+		if st.peer < 0 || int(st.peer) >= len(rs.e.devs) {
 			err = fmt.Errorf("%w: peer rank %d not in world of %d ranks", hw.ErrUnknownPeer, st.peer, len(rs.e.devs))
 		} else if st.kind == StepSend {
-			err = s.Send(rs.resolve(st.src()), rs.e.devs[peer], rs.e.w.Tag(st.tag))
+			err = s.Send(rs.resolve(st.src()), rs.e.devs[st.peer], rs.e.w.Tag(st.tag))
 		} else {
-			err = s.Recv(rs.resolve(st.dst()), rs.e.devs[peer], rs.e.w.Tag(st.tag))
+			err = s.Recv(rs.resolve(st.dst()), rs.e.devs[st.peer], rs.e.w.Tag(st.tag))
 		}
 	case StepReduce:
 		err = s.Reduce(rs.redop, rs.resolve(st.dst()), rs.resolve(st.src()))

@@ -39,16 +39,15 @@ type symmetryCheck struct {
 }
 
 // newSymmetryCheck starts a check against rank 0's program, with the
-// groups that fit p and under which rank 0's messages pair up.
+// groups that fit p.
 func newSymmetryCheck(rank0 []Step, p, lanes int) symmetryCheck {
 	c := symmetryCheck{rank0: rank0, p: p}
 	if p < 2 || lanes != 1 || rank0 == nil {
 		return c
 	}
-	for _, g := range []rankMap{rotation, xor} {
-		if (g != xor || p&(p-1) == 0) && mirrorsMessages(rank0, g, p) {
-			c.alive |= 1 << g
-		}
+	c.alive = 1 << rotation
+	if p&(p-1) == 0 {
+		c.alive |= 1 << xor
 	}
 	return c
 }
@@ -84,8 +83,7 @@ func (c *symmetryCheck) group() rankMap {
 }
 
 // symmetry is the group under which every rank runs rank 0's program, up
-// to offsets (which do not change times), with rank 0's messages pairing
-// up as mirroring needs (see mirrorsMessages). Compile finds a streamed
+// to offsets (which do not change times). Compile finds a streamed
 // plan's while counting its steps. A held plan's is found on each call:
 // its steps are plain data that may have been edited since.
 func (p *Plan) symmetry() rankMap {
@@ -114,37 +112,62 @@ func sameStep(a, b Step, g rankMap, r, p int) bool {
 	return true
 }
 
-// mirrorsMessages reports whether rank 0's messages pair up as a mirror
-// runs them: the mirror's i-th receive with tag t takes the i-th message it
-// sent itself with tag t. In the full plan, rank 0's receive from x takes
-// the next message x sends it with that tag, which is, renamed, rank 0's
-// next send with the tag to the q that x's renaming takes to 0. So for
-// every tag, the i-th receive (from x) and the i-th send (to q) must have
-// g(x, q) = 0 and one size; and no rank may send to itself, since a
-// mirror's sends to itself cross links.
-func mirrorsMessages(rank0 []Step, g rankMap, p int) bool {
-	type message struct{ peer, size int }
-	sent, got := map[uint32][]message{}, map[uint32][]message{}
-	for _, s := range rank0 {
-		switch {
-		case s.Kind == StepSend && s.Peer != 0:
-			sent[s.Tag] = append(sent[s.Tag], message{s.Peer, s.Src.Len})
-		case s.Kind == StepRecv && s.Peer != 0:
-			got[s.Tag] = append(got[s.Tag], message{s.Peer, s.Dst.Len})
-		case s.Kind == StepSend || s.Kind == StepRecv:
-			return false
+// inverse is the renaming that undoes renaming by off.
+func (g rankMap) inverse(off, p int) int {
+	if g == xor {
+		return off
+	}
+	return (p - off) % p
+}
+
+// between is the renaming that takes rank s to rank x.
+func (g rankMap) between(s, x, p int) int {
+	if g == xor {
+		return s ^ x
+	}
+	return (x - s + p) % p
+}
+
+// pairsUp reports whether the messages of ranks 0..block-1 pair up as a
+// mirror with that block runs them (see hw.Mirrorer): there, rank j's
+// i-th receive from x with tag t takes the i-th message that rank x mod
+// block sent with tag t to any rank congruent to j. In the full plan it
+// takes the i-th message x sends j, which is, renamed, what x mod block
+// sends the rank that x's renaming takes to j. So for every sender,
+// receiver and tag, the i-th send must go to that rank, with the size of
+// the i-th receive. Ranks 0..block-1 run rank0 renamed by g.
+func pairsUp(rank0 []Step, g rankMap, p, block int) bool {
+	type key struct {
+		from, to int // ranks below block
+		tag      uint32
+	}
+	type message struct{ peer, size int } // the rank at the other end
+	sent, got := map[key][]message{}, map[key][]message{}
+	for j := range block {
+		for _, s := range rank0 {
+			switch s.Kind {
+			case StepSend:
+				q := g.apply(j, s.Peer, p)
+				k := key{j, q % block, s.Tag}
+				sent[k] = append(sent[k], message{q, s.Src.Len})
+			case StepRecv:
+				x := g.apply(j, s.Peer, p)
+				k := key{x % block, j, s.Tag}
+				got[k] = append(got[k], message{x, s.Dst.Len})
+			}
 		}
 	}
 	if len(sent) != len(got) {
 		return false
 	}
-	for tag, ins := range got {
-		outs := sent[tag]
+	for k, ins := range got {
+		outs := sent[k]
 		if len(outs) != len(ins) {
 			return false
 		}
 		for i, in := range ins {
-			if outs[i].size != in.size || g.apply(in.peer, outs[i].peer, p) != 0 {
+			want := g.apply(g.inverse(g.between(k.from, in.peer, p), p), k.to, p)
+			if outs[i].peer != want || outs[i].size != in.size {
 				return false
 			}
 		}
@@ -153,40 +176,51 @@ func mirrorsMessages(rank0 []Step, g rankMap, p int) bool {
 }
 
 // runMirrored times plan on the world's mirror (hw.Mirrorer) by running
-// rank 0 alone, when the world offers one and the plan is symmetric. ok is
-// false when it cannot, or when the mirrored run fails: Run then runs
-// every rank, which reports the failure as it really happens.
+// the ranks that stand for all, when the world offers a mirror, the plan
+// is symmetric and its messages pair up. ok is false when it cannot, or
+// when the mirrored run fails: Run then runs every rank, which reports the
+// failure as it really happens.
 func (e *Executor) runMirrored(plan *Plan) (seconds float64, ok bool) {
-	if e.mirrored || plan.native || plan.Lanes != 1 || plan.Ranks < 2 {
+	if plan.native || plan.Lanes != 1 || plan.Ranks < 2 {
 		return 0, false
 	}
 	m, isMirrorer := e.devs[0].(hw.Mirrorer)
-	if !isMirrorer {
+	g := plan.symmetry()
+	if !isMirrorer || g == notSymmetric {
 		return 0, false
 	}
-	dev, ok, err := m.Mirror(e.devs)
-	if err != nil || !ok || plan.symmetry() == notSymmetric {
+	world, block, ok, err := m.Mirror(e.devs, g == xor)
+	if err != nil || !ok || !pairsUp(plan.Rank(0), g, plan.Ranks, block) {
 		return 0, false
 	}
-	if e.mirror == nil || e.mirror.devs[0] != dev {
-		w, err := hw.NewWorld([]hw.Device{dev})
+	if e.mirror == nil || e.mirror.devs[0] != world[0] {
+		w, err := hw.NewWorld(world)
 		if err != nil {
 			return 0, false
 		}
 		e.mirror = NewExecutor(w)
-		e.mirror.mirrored = true
 	}
-	in, errIn := dev.Alloc(plan.DType, plan.InLen)
-	out, errOut := dev.Alloc(plan.DType, plan.OutLen)
-	if errIn == nil && errOut == nil {
-		seconds, err = e.mirror.run(plan, []hw.Slice{hw.Whole(in)}, []hw.Slice{hw.Whole(out)})
-	}
-	for _, b := range []hw.Buffer{in, out} {
-		if b != nil {
-			err = errors.Join(err, b.Free())
+	in, out := make([]hw.Slice, block), make([]hw.Slice, block)
+	var bufs []hw.Buffer
+	for r := range block {
+		for _, s := range []struct {
+			slice *hw.Slice
+			n     int
+		}{{&in[r], plan.InLen}, {&out[r], plan.OutLen}} {
+			b, berr := world[r].Alloc(plan.DType, s.n)
+			if err = errors.Join(err, berr); berr == nil {
+				*s.slice = hw.Whole(b)
+				bufs = append(bufs, b)
+			}
 		}
 	}
-	if err = errors.Join(errIn, errOut, err); err != nil {
+	if err == nil {
+		seconds, err = e.mirror.run(plan, in, out)
+	}
+	for _, b := range bufs {
+		err = errors.Join(err, b.Free())
+	}
+	if err != nil {
 		e.mirror = nil
 		return 0, false
 	}
@@ -200,8 +234,8 @@ func (e *Executor) MirroredRuns() int { return e.mirroredRuns }
 
 // RankSymmetric reports whether every rank runs rank 0's steps with its
 // peers renamed by one rotation or xor of the ranks, with the same kinds,
-// sizes and tags, and with rank 0's messages pairing up as a mirror needs.
-// The Executor times such a plan on a world with a mirror (hw.Mirrorer)
-// by running rank 0 alone. For a plan held in memory this checks every
+// sizes and tags. The Executor times such a plan on a world with a mirror
+// (hw.Mirrorer) by running the few ranks that stand for all, when its
+// messages pair up there. For a plan held in memory this checks every
 // step.
 func (p *Plan) RankSymmetric() bool { return p.symmetry() != notSymmetric }

@@ -23,5 +23,5 @@ func TestMaxMinFairProperty(t *testing.T) {
 }
 
 func TestMirrorProperty(t *testing.T) {
-	eqCheck(t, "mirrored runs take the full simulation's time", MirrorProperty(), 3000)
+	eqCheck(t, "mirrored runs take the full simulation's time", MirrorProperty(), 600)
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -24,12 +25,13 @@ type Config struct {
 	// differ in the last picosecond from floating-point summation order.
 	Seed uint64
 	// Symmetry lets the ops executor time a rank-symmetric collective by
-	// simulating one rank of it (see hw.Mirrorer and Device.Mirror): the
-	// same picoseconds, thousands of times faster on thousands of ranks.
+	// simulating the few ranks that stand for all (see hw.Mirrorer and
+	// Device.Mirror): one on a switch, a node's on a cluster of nodes. The
+	// same picoseconds, hundreds of times faster on thousands of ranks.
 	// Such a run leaves no trace in the cluster: its clock, link usage
-	// and event count stay as they were. Only timing-only clusters without
-	// a trace or faults, whose GPUs all hang off one switch behind
-	// identical links, are mirrored; others ignore it.
+	// and event count stay as they were. Only idle timing-only clusters
+	// without a trace or faults, over fabrics that renamings of the ranks
+	// map onto themselves, are mirrored; others ignore it.
 	Symmetry bool
 	// MaxDataBytes caps the bytes of real (non-phantom) buffers the cluster
 	// holds at once; 0 means DefaultMaxDataBytes. Larger experiments belong
@@ -72,9 +74,9 @@ type Cluster struct {
 	data       int64
 	trace      *tracer
 	closed     bool
-	faulted    bool     // a fault was injected: no mirror
-	loopback   bool     // a mirror: a device's sends to itself cross its link out and back
-	mirror     *Cluster // made by the first Mirror
+	faulted    bool      // a fault was injected: no mirror
+	mirrors    [2]mirror // by renaming: rotation, xor (see Mirror)
+	quot       *quotient // a mirror's folding of the fabric
 }
 
 type route struct {
@@ -183,10 +185,13 @@ func (c *Cluster) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	if c.mirror != nil {
-		return c.mirror.Close()
+	var errs []error
+	for _, m := range c.mirrors {
+		if m.cluster != nil {
+			errs = append(errs, m.cluster.Close())
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // routeBetween returns the links and latency from device a to device b.
@@ -201,7 +206,19 @@ func (c *Cluster) Close() error {
 // case, is made directly and costs no allocation; its links are scratch
 // space, valid until the next call (flows copy short paths).
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
-	if (a != b || c.loopback) && a.leaf.ok && b.leaf.ok && a.leaf.Neighbour == b.leaf.Neighbour && c.linkDown == nil {
+	if c.quot != nil {
+		r, err := c.unfolded(a, b)
+		if err != nil {
+			return route{}, err
+		}
+		return c.foldRoute(a, b, r)
+	}
+	return c.unfolded(a, b)
+}
+
+// unfolded is routeBetween on the whole fabric.
+func (c *Cluster) unfolded(a, b *Device) (route, error) {
+	if a != b && a.leaf.ok && b.leaf.ok && a.leaf.Neighbour == b.leaf.Neighbour && c.linkDown == nil {
 		c.leafPath = [2]*link{c.edge(a.leaf.Out), c.edge(b.leaf.In)}
 		return route{links: c.leafPath[:], latency: FromSeconds((a.leaf.LatencyPS + b.leaf.LatencyPS) / 1e12)}, nil
 	}

@@ -8,43 +8,202 @@ import (
 
 var _ hw.Mirrorer = (*Device)(nil)
 
-// Mirror implements hw.Mirrorer. It returns device 0 of a second,
-// timing-only cluster over the same topology, made once, in which a
-// device's sends to itself go out over its link to the switch and back in:
-// the path, latency and sharing of a send between any two GPUs of the
-// fabric. ok is false unless the cluster was made with Config.Symmetry,
-// is timing-only, untraced, unseeded, free of faults and idle, devs is its
-// whole world in rank order, and its fabric is uniform (see uniform).
-func (d *Device) Mirror(devs []hw.Device) (hw.Device, bool, error) {
+// quotient is how a mirror cluster folds the whole fabric onto the ranks
+// 0..block-1 that stand in for all (see Device.Mirror).
+type quotient struct {
+	block int
+	// edgeRep is each directed edge's stand-in: the lowest edge of its
+	// orbit under the renamings.
+	edgeRep []int32
+	// tree: the fabric is a tree, where every route is the only path.
+	// Elsewhere a route must be the only shortest path (unique caches the
+	// counts by source rank): equal paths are told apart by the router's
+	// tie-break, which renamings do not respect.
+	tree   bool
+	unique map[int][]uint8
+}
+
+// renamingOf is one renaming of the fabric.
+type renamingOf struct {
+	rank []int
+	edge []int
+}
+
+// Mirror implements hw.Mirrorer. It looks for the smallest block b such
+// that renaming ranks by r ↦ r+b mod p (rotation), or by r ↦ r xor k·b
+// (xor), maps the fabric onto itself and moves every link (see
+// topology.Automorphism): then ranks 0..b-1 stand for all. It returns the
+// devices of a second, timing-only cluster over the same topology, made
+// once, in which
+//   - a flow crosses, in place of each link of its route, the lowest link
+//     of that link's orbit, and a route that would cross one orbit twice
+//     fails the send;
+//   - a message to rank q is delivered to rank q mod b, and a receive from
+//     rank x takes what rank x mod b sent.
+//
+// ok is false unless the cluster was made with Config.Symmetry, is
+// timing-only, untraced, unseeded, free of faults and idle, devs is its
+// whole world in rank order, and such a block exists.
+func (d *Device) Mirror(devs []hw.Device, xor bool) (world []hw.Device, block int, ok bool, err error) {
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, false, fmt.Errorf("sim: %s: mirror: %w", d.name, hw.ErrClosed)
+		return nil, 0, false, fmt.Errorf("sim: %s: mirror: %w", d.name, hw.ErrClosed)
 	}
-	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.loopback ||
-		len(devs) != len(c.devices) || !c.idle() || !c.uniform() {
-		return nil, false, nil
+	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil ||
+		len(devs) != len(c.devices) || !c.idle() {
+		return nil, 0, false, nil
 	}
 	for r, dev := range devs {
 		if dev != hw.Device(c.devices[r]) {
-			return nil, false, nil
+			return nil, 0, false, nil
 		}
 	}
-	if c.mirror != nil && !c.mirror.idleLocked() {
+	kind := 0
+	if xor {
+		kind = 1
+	}
+	m := &c.mirrors[kind]
+	if m.cluster != nil && !m.cluster.idleLocked() {
 		// A run on it failed and left work behind: start afresh.
-		_ = c.mirror.Close()
-		c.mirror = nil
+		_ = m.cluster.Close()
+		m.cluster = nil
 	}
-	if c.mirror == nil {
-		m, err := NewCluster(c.topo, Config{TimingOnly: true})
-		if err != nil {
-			return nil, false, err
+	if m.cluster == nil && !m.tried {
+		m.tried = true
+		if q := c.fold(xor); q != nil {
+			mc, err := NewCluster(c.topo, Config{TimingOnly: true})
+			if err != nil {
+				return nil, 0, false, err
+			}
+			mc.quot = q
+			m.cluster = mc
 		}
-		m.loopback = true
-		c.mirror = m
 	}
-	return c.mirror.devices[0], true, nil
+	if m.cluster == nil {
+		return nil, 0, false, nil
+	}
+	return m.cluster.world.Devices(), m.cluster.quot.block, true, nil
+}
+
+// mirror is a cluster's mirror for one kind of renaming, made on first use.
+type mirror struct {
+	cluster *Cluster
+	tried   bool // fold was asked, so a nil cluster means there is none
+}
+
+// fold finds the smallest block whose renamings map the fabric onto itself
+// with every directed edge's orbit as large as the group (no renaming but
+// the identity leaves an edge in place), or returns nil.
+func (c *Cluster) fold(xor bool) *quotient {
+	p := len(c.devices)
+	for b := 1; b < p; b++ {
+		if p%b != 0 || (xor && (p&(p-1) != 0 || b&(b-1) != 0)) {
+			continue
+		}
+		var gens []renamingOf // generators of the group
+		ok := true
+		for k := b; ok && k < p; k *= 2 {
+			g := renamingOf{rank: make([]int, p)}
+			for r := range g.rank {
+				if xor {
+					g.rank[r] = r ^ k
+				} else {
+					g.rank[r] = (r + b) % p
+				}
+			}
+			g.edge, ok = c.topo.Automorphism(g.rank)
+			gens = append(gens, g)
+			if !xor {
+				break // one shift generates the rotations
+			}
+		}
+		if !ok {
+			continue
+		}
+		if q := c.orbits(gens, p/b); q != nil {
+			q.block = b
+			q.tree = len(c.topo.Links) == len(c.topo.Nodes)-1
+			q.unique = map[int][]uint8{}
+			return q
+		}
+	}
+	return nil
+}
+
+// orbits joins every directed edge with its images under gens and returns
+// each edge's lowest-numbered fellow, or nil when an orbit is not of size
+// order.
+func (c *Cluster) orbits(gens []renamingOf, order int) *quotient {
+	n := c.topo.NumEdges()
+	parent := make([]int32, n)
+	for e := range parent {
+		parent[e] = int32(e)
+	}
+	find := func(e int32) int32 {
+		for parent[e] != e {
+			parent[e] = parent[parent[e]]
+			e = parent[e]
+		}
+		return e
+	}
+	for _, g := range gens {
+		for e, f := range g.edge {
+			a, b := find(int32(e)), find(int32(f))
+			if a != b {
+				parent[max(a, b)] = min(a, b)
+			}
+		}
+	}
+	q := &quotient{edgeRep: make([]int32, n)}
+	size := make([]int, n)
+	for e := range q.edgeRep {
+		q.edgeRep[e] = find(int32(e))
+		size[q.edgeRep[e]]++
+	}
+	for _, rep := range q.edgeRep {
+		if size[rep] != order {
+			return nil
+		}
+	}
+	return q
+}
+
+// standIn is the device that receives for d in a mirror.
+func (c *Cluster) standIn(d *Device) *Device {
+	if c.quot == nil {
+		return d
+	}
+	return c.devices[d.rank%c.quot.block]
+}
+
+// foldRoute maps the route r from a to b onto the orbits' stand-in links.
+// It fails when r would cross one orbit twice, or when r is not the only
+// shortest path (then the routes between renamed pairs need not be r
+// renamed).
+func (c *Cluster) foldRoute(a, b *Device, r route) (route, error) {
+	q := c.quot
+	links := make([]*link, len(r.links))
+	for i, l := range r.links {
+		links[i] = c.edge(int(q.edgeRep[l.id]))
+		for _, earlier := range links[:i] {
+			if earlier == links[i] {
+				return route{}, fmt.Errorf("mirror: the route from %s to %s crosses %s and another link like it", a.name, b.name, l.name)
+			}
+		}
+	}
+	if !q.tree && a != b {
+		counts, ok := q.unique[a.rank]
+		if !ok {
+			counts = c.topo.ShortestRoutes(a.node)
+			q.unique[a.rank] = counts
+		}
+		if counts[b.node] != 1 {
+			return route{}, fmt.Errorf("mirror: the route from %s to %s is one of several equal paths, which renamings need not keep", a.name, b.name)
+		}
+	}
+	return route{links: links, latency: r.latency}, nil
 }
 
 // idle reports whether nothing is pending: no event and no stream with
@@ -66,24 +225,4 @@ func (c *Cluster) idleLocked() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.idle()
-}
-
-// uniform reports whether the fabric looks the same from every GPU: each
-// is a leaf of one common node, over links of equal bandwidth each way and
-// equal latency, with equal reduction bandwidth. Every route between two
-// GPUs is then a link out and a link in, and any renaming of the GPUs maps
-// the fabric onto itself.
-func (c *Cluster) uniform() bool {
-	d0 := c.devices[0]
-	if !d0.leaf.ok {
-		return false
-	}
-	bw := func(d *Device) [2]float64 { return [2]float64{c.topo.EdgeBW(d.leaf.Out), c.topo.EdgeBW(d.leaf.In)} }
-	for _, d := range c.devices {
-		if !d.leaf.ok || d.leaf.Neighbour != d0.leaf.Neighbour || d.leaf.LatencyPS != d0.leaf.LatencyPS ||
-			bw(d) != bw(d0) || d.reducer.capacity != d0.reducer.capacity {
-			return false
-		}
-	}
-	return true
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -9,8 +10,10 @@ import (
 )
 
 // TestMirrorOnlyWhereExact: a cluster offers a mirror only when asked to,
-// timing-only, untraced, unseeded and fault-free, for its whole world in
-// rank order, over a fabric that looks the same from every GPU.
+// timing-only, untraced, unseeded, fault-free and idle, for its whole
+// world in rank order, over a fabric that renamings by multiples of a
+// block map onto itself, moving every link; the block is the smallest
+// such.
 func TestMirrorOnlyWhereExact(t *testing.T) {
 	unevenYAML := `
 nodes:
@@ -25,22 +28,24 @@ links:
 `
 	symmetric := Config{TimingOnly: true, Symmetry: true}
 	for _, tc := range []struct {
-		name   string
-		topo   string // a spec, or YAML when it starts with a newline
-		cfg    Config
-		before func(c *Cluster) []hw.Device // the world to mirror
-		want   bool
+		name     string
+		topo     string // a spec, or YAML when it starts with a newline
+		cfg      Config
+		before   func(c *Cluster) []hw.Device // the world to mirror
+		rot, xor int                          // the blocks, 0 for none
 	}{
-		{name: "a switch", topo: "switch:8", cfg: symmetric, want: true},
-		{name: "a switch with slow reductions", topo: "switch:5,reduce=100GB/s,lat=3us", cfg: symmetric, want: true},
+		{name: "a switch", topo: "switch:8", cfg: symmetric, rot: 1, xor: 1},
+		{name: "a switch of 5 with slow reductions", topo: "switch:5,reduce=100GB/s,lat=3us", cfg: symmetric, rot: 1},
+		{name: "nodes of 4 on a network", topo: "cluster:2x4", cfg: symmetric, rot: 4, xor: 1},
+		{name: "a DGX pair", topo: "dgx-h100x2", cfg: symmetric, rot: 8, xor: 1},
+		{name: "a ring", topo: "ring:8", cfg: symmetric, rot: 1, xor: 4},
+		{name: "a mesh", topo: "mesh:8", cfg: symmetric, rot: 1, xor: 1},
+		{name: "rails, whose spine links every node shares", topo: "cluster:4x2,rail=true", cfg: symmetric},
+		{name: "one slower link", topo: unevenYAML, cfg: symmetric},
 		{name: "not asked", topo: "switch:8", cfg: Config{TimingOnly: true}},
 		{name: "real data", topo: "switch:8", cfg: Config{Symmetry: true}},
 		{name: "traced", topo: "switch:8", cfg: Config{TimingOnly: true, Symmetry: true, Trace: true}},
 		{name: "seeded", topo: "switch:8", cfg: Config{TimingOnly: true, Symmetry: true, Seed: 3}},
-		{name: "a node of nodes", topo: "cluster:2x4", cfg: symmetric},
-		{name: "a ring", topo: "ring:8", cfg: symmetric},
-		{name: "a torus", topo: "torus:2x4", cfg: symmetric},
-		{name: "one slower link", topo: unevenYAML, cfg: symmetric},
 		{name: "a fault", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) []hw.Device {
 			if err := c.Inject(Fault{Kind: RankStall, Rank: 3, At: Microsecond, For: Microsecond}); err != nil {
 				t.Fatal(err)
@@ -66,90 +71,128 @@ links:
 			return devs
 		}},
 	} {
-		var topo *topology.Topology
-		var err error
-		if tc.topo[0] == '\n' {
-			topo, err = topology.ReadYAML([]byte(tc.topo))
-		} else {
-			topo, err = topology.Parse(tc.topo)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := NewCluster(topo, tc.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mirrorCluster(t, tc.topo, tc.cfg)
 		devs := c.World().Devices()
 		if tc.before != nil {
 			devs = tc.before(c)
 		}
-		m, ok, err := c.devices[0].Mirror(devs)
-		if err != nil || ok != tc.want || (m != nil) != ok {
-			t.Errorf("%s: mirror %v, ok %v, err %v; want ok %v", tc.name, m, ok, err, tc.want)
+		for i, want := range []int{tc.rot, tc.xor} {
+			m, block, ok, err := c.devices[0].Mirror(devs, i == 1)
+			if err != nil || ok != (want > 0) || block != want || (m != nil) != ok {
+				t.Errorf("%s, xor %v: %d devices, block %d, ok %v, err %v; want block %d", tc.name, i == 1, len(m), block, ok, err, want)
+			}
 		}
 	}
 }
 
-// TestMirrorSendsToItselfAcrossTheFabric: a mirror's send to itself takes
-// exactly as long as a send between two GPUs of its cluster, and the
-// cluster's own clock does not move; closing the cluster closes the
-// mirror.
-func TestMirrorSendsToItselfAcrossTheFabric(t *testing.T) {
-	topo, err := topology.Parse("switch:4,bw=40GB/s,lat=1300ns")
+func mirrorCluster(t *testing.T, spec string, cfg Config) *Cluster {
+	t.Helper()
+	var topo *topology.Topology
+	var err error
+	if spec[0] == '\n' {
+		topo, err = topology.ReadYAML([]byte(spec))
+	} else {
+		topo, err = topology.Parse(spec)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCluster(topo, Config{TimingOnly: true, Symmetry: true})
+	c, err := NewCluster(topo, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeSend := func(from, to hw.Device) Time {
-		t.Helper()
-		buf, err := from.Alloc(hw.F32, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst, err := to.Alloc(hw.F32, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := from.NewStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := to.NewStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		start, _ := from.NewEvent()
-		end, _ := to.NewEvent()
-		for _, err := range []error{s.Record(start), s.Send(hw.Whole(buf), to, 7), r.Recv(hw.Whole(dst), from, 7), r.Record(end), r.Synchronize()} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		seconds, err := end.ElapsedSince(start)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return FromSeconds(seconds)
-	}
-	m, ok, err := c.devices[0].Mirror(c.World().Devices())
-	if err != nil || !ok {
-		t.Fatalf("no mirror: %v", err)
-	}
-	mirrored := timeSend(m, m)
-	if c.Now() != 0 {
-		t.Fatalf("the cluster's clock moved to %v", c.Now())
-	}
-	if full := timeSend(c.devices[1], c.devices[2]); mirrored != full || full != 2*1300*Nanosecond+100*Nanosecond {
-		t.Fatalf("mirror's send to itself took %v, a send between GPUs %v, want 2.7us", mirrored, full)
-	}
-	if err := c.Close(); err != nil {
+	return c
+}
+
+// sendTime times a send of 1000 f32 from one device to another (to), and
+// its receive on device on from device recvFrom, under tag. Off a mirror,
+// on is to and recvFrom is from.
+func sendTime(t *testing.T, from, to, on, recvFrom hw.Device, tag uint64) (Time, error) {
+	t.Helper()
+	src, err := from.Alloc(hw.F32, 1000)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.NewStream(); !errors.Is(err, hw.ErrClosed) {
-		t.Fatalf("mirror after Close: %v, want ErrClosed", err)
+	dst, err := on.Alloc(hw.F32, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := from.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := on.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := from.NewEvent()
+	end, _ := on.NewEvent()
+	for _, err := range []error{s.Record(start), s.Send(hw.Whole(src), to, tag), r.Recv(hw.Whole(dst), recvFrom, tag), r.Record(end)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		return 0, err
+	}
+	if err := r.Synchronize(); err != nil {
+		return 0, err
+	}
+	seconds, err := end.ElapsedSince(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return FromSeconds(seconds), nil
+}
+
+// TestMirrorFoldsLinksAndMessages: on a mirror, a send to rank q crosses
+// the stand-ins of its route's links and is received from any rank that q
+// stands for; it takes as long as on the cluster, whose clock does not
+// move; a route that would cross two links of one orbit fails; closing
+// the cluster closes its mirrors.
+func TestMirrorFoldsLinksAndMessages(t *testing.T) {
+	for _, tc := range []struct {
+		topo                string
+		from, to, standIn   int // the mirror's ranks: to is received from standIn
+		recvFrom, wantBlock int
+		fullFrom, fullTo    int
+		want                Time
+	}{
+		// On a switch rank 0 stands for all: its send to 2 is received
+		// from 3, and takes 2 × 1.3 us + 4000 B / 40 GB/s.
+		{topo: "switch:4,bw=40GB/s,lat=1300ns", from: 0, to: 2, standIn: 0, recvFrom: 3, wantBlock: 1, fullFrom: 1, fullTo: 2, want: 2700 * Nanosecond},
+		// On two nodes of 4, rank 3's send to rank 4 of the next node is
+		// received by rank 0 from rank 7, over the NICs.
+		{topo: "cluster:2x4", from: 3, to: 4, standIn: 0, recvFrom: 7, wantBlock: 4, fullFrom: 3, fullTo: 4},
+	} {
+		c := mirrorCluster(t, tc.topo, Config{TimingOnly: true, Symmetry: true})
+		world, block, ok, err := c.devices[0].Mirror(c.World().Devices(), false)
+		if err != nil || !ok || block != tc.wantBlock {
+			t.Fatalf("%s: block %d, ok %v, err %v", tc.topo, block, ok, err)
+		}
+		mirrored, err := sendTime(t, world[tc.from], world[tc.to], world[tc.standIn], world[tc.recvFrom], 7)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.topo, err)
+		}
+		if c.Now() != 0 {
+			t.Fatalf("%s: the cluster's clock moved to %v", tc.topo, c.Now())
+		}
+		full, err := sendTime(t, c.devices[tc.fullFrom], c.devices[tc.fullTo], c.devices[tc.fullTo], c.devices[tc.fullFrom], 7)
+		if err != nil || mirrored != full || (tc.want != 0 && full != tc.want) {
+			t.Fatalf("%s: mirrored send took %v, on the cluster %v (%v), want %v", tc.topo, mirrored, full, err, tc.want)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := world[0].NewStream(); !errors.Is(err, hw.ErrClosed) {
+			t.Fatalf("%s: mirror after Close: %v, want ErrClosed", tc.topo, err)
+		}
+	}
+	// On a ring of 8, rank 0's route to rank 2 crosses 0->1 and 1->2,
+	// both standing for 0->1.
+	c := mirrorCluster(t, "ring:8", Config{TimingOnly: true, Symmetry: true})
+	world, _, _, _ := c.devices[0].Mirror(c.World().Devices(), false)
+	if _, err := sendTime(t, world[0], world[2], world[0], world[6], 1); err == nil || !strings.Contains(err.Error(), "crosses") {
+		t.Fatalf("a route across one orbit twice: %v", err)
 	}
 }

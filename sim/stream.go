@@ -482,12 +482,12 @@ func (s *Stream) begin(o *op, now Time) bool {
 		s.flow = c.fab.start(r.links, r.latency, float64(o.src.Bytes()), s, o)
 		return false
 	case opRecv:
-		mb := o.peer.mailboxTo(s.dev, o.tag)
+		mb := c.standIn(o.peer).mailboxTo(s.dev, o.tag)
 		m, ok := mb.take()
 		if ok && mb.head == len(mb.msgs) && len(mb.waiters) == 0 {
 			// Drop drained mailboxes: plans use a fresh tag per step, and a
 			// table of live ones stays small and fast.
-			s.dev.inbox.remove(o.peer, o.tag)
+			s.dev.inbox.remove(c.standIn(o.peer), o.tag)
 			s.dev.c.freeBoxes = append(s.dev.c.freeBoxes, mb)
 		}
 		if !ok {
@@ -673,7 +673,7 @@ func (c *Cluster) deliver(from *Device, o *op, now Time) {
 	if !c.cfg.TimingOnly {
 		m.data = append([]byte(nil), sliceBytes(o.src)...)
 	}
-	mb := from.mailboxTo(o.peer, o.tag)
+	mb := from.mailboxTo(c.standIn(o.peer), o.tag)
 	mb.msgs = append(mb.msgs, m)
 	// kick only schedules, so nothing waits again while this loops, and the
 	// list's storage is kept for the mailbox's next waiter.

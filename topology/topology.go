@@ -151,6 +151,13 @@ type Topology struct {
 
 	mu     sync.Mutex
 	routes map[uint64]Path // lazily filled route cache, see Route
+
+	// Every node's place by its nearest GPUs, the node at each place and
+	// the links by their ends, for Automorphism; made once.
+	placeOnce sync.Once
+	place     []placement
+	placed    map[string]int
+	linkAt    map[[2]int]int // link index by its ends, A then B
 }
 
 // adjItem is one directed edge leaving a node.

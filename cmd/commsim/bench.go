@@ -45,7 +45,7 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl.IntVar(&f.root, "root", 0, "root rank of gather, broadcast and reduce")
 	fl.BoolVar(&f.check, "check", false, "verify every rank's result against a float64 reference")
 	fl.BoolVar(&f.timingOnly, "timing-only", false, "simulate times without data (phantom buffers): for large worlds and sizes")
-	fl.BoolVar(&f.symmetry, "symmetry", true, "with --timing-only on a fabric that looks the same from every GPU (switch:N), time a plan that every rank runs alike (ring, rd, rhd, pairwise on even shapes) by simulating rank 0 alone: the same times, far faster; =false simulates every rank")
+	fl.BoolVar(&f.symmetry, "symmetry", true, "with --timing-only on a fabric that looks alike from every GPU or node (switch:N, cluster:MxG, dgx-h100xN), time a plan that every rank runs alike (ring, rd, rhd, pairwise on even shapes) by simulating only the ranks that stand for all: the same times, far faster; =false simulates every rank")
 	fl.StringVar(&f.format, "format", "table", "output: table|csv|json (JSON Lines)")
 	f.backendFlags.register(cmd)
 }
@@ -340,7 +340,7 @@ func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
 		err = errors.Join(err, exec.Close(), w.close())
 	}()
 	if w.cluster != nil {
-		if err := s.checkDuration(mirrors(w.World)); err != nil {
+		if err := s.checkDuration(mirrorBlock(w.World)); err != nil {
 			return nil, err
 		}
 	}
@@ -400,23 +400,30 @@ func (s *sweep) simConfig() sim.Config {
 	return sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != "", Symmetry: s.symmetry}
 }
 
-// mirrors reports whether w's devices can time symmetric plans on a
-// mirror (see hw.Mirrorer).
-func mirrors(w *hw.World) bool {
+// mirrorBlock is how many ranks stand for all when w times a symmetric
+// plan on a mirror (see hw.Mirrorer), the larger for the two kinds of
+// renaming, or 0 when it cannot.
+func mirrorBlock(w *hw.World) int {
 	devs := w.Devices()
 	m, ok := devs[0].(hw.Mirrorer)
 	if !ok {
-		return false
+		return 0
 	}
-	_, ok, err := m.Mirror(devs)
-	return ok && err == nil
+	most := 0
+	for _, xor := range []bool{false, true} {
+		if _, block, ok, err := m.Mirror(devs, xor); ok && err == nil {
+			most = max(most, block)
+		}
+	}
+	return most
 }
 
 // Host-time model for refusing sweeps that would run for hours: about a
 // microsecond per plan step (measured: 0.5–1.8 M steps/s on a 2-core
 // machine), and in data mode a reduction throughput of about 200 MB/s per
 // byte of input on every rank. A mirrored run makes and checks every step
-// (about 20 ns each, measured) and simulates one rank's.
+// (about 20 ns each, measured) and simulates those of the ranks that stand
+// for all.
 const (
 	secondsPerStep        = 1e-6
 	secondsPerCheckedStep = 5e-8
@@ -426,9 +433,10 @@ const (
 
 // checkDuration estimates the sweep's host time from the plan of its
 // largest size and refuses it, with the figures, if it would take over
-// an hour. mirrored says whether the world times symmetric plans on a
+// an hour. block is how many ranks stand for all when the world times a
+// symmetric plan on a
 // mirror.
-func (s *sweep) checkDuration(mirrored bool) error {
+func (s *sweep) checkDuration(block int) error {
 	top := s.sizes[len(s.sizes)-1]
 	spec, moved := s.spec(top)
 	plan, err := s.plan(spec)
@@ -438,11 +446,11 @@ func (s *sweep) checkDuration(mirrored bool) error {
 	s.largest.spec, s.largest.plan = spec, plan
 	runs := float64(2 * len(s.sizes))
 	est := runs * float64(plan.NumSteps()) * secondsPerStep
-	if mirrored && plan.RankSymmetric() {
+	if block > 0 && plan.RankSymmetric() {
 		// Sizes whose count does not split evenly over the ranks make
 		// chunked plans (ring, rhd) unsymmetric: count them in full.
 		est = 0
-		mirroredRun := float64(plan.NumSteps()) * (secondsPerCheckedStep + secondsPerStep/float64(plan.Ranks))
+		mirroredRun := float64(plan.NumSteps()) * (secondsPerCheckedStep + secondsPerStep*float64(block)/float64(plan.Ranks))
 		for _, bytes := range s.sizes {
 			if spec, _ := s.spec(bytes); spec.Count%spec.Ranks == 0 {
 				est += 2 * mirroredRun

@@ -237,13 +237,17 @@ func TestBenchTraceMatchesReportedTime(t *testing.T) {
 	}
 }
 
-// TestBenchSymmetryChangesNothingButSpeed: on a switch, symmetric plans are
-// timed from rank 0 alone by default; the figures are the full
-// simulation's, digit for digit, and the table says how many runs were
-// mirrored.
+// TestBenchSymmetryChangesNothingButSpeed: on a switch and on a cluster of
+// DGX nodes, symmetric plans are timed by default from the ranks that
+// stand for all; the figures are the full simulation's, digit for digit,
+// and the table says how many runs were mirrored.
 func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
-	for _, tc := range []struct{ op, algo string }{{"allreduce", "ring"}, {"allreduce", "rhd"}, {"alltoall", "pairwise"}, {"allreduce", "auto"}} {
-		args := []string{"bench", "--topo", "switch:64,reduce=500GB/s", "--op", tc.op, "--algo", tc.algo, "-b", "1KiB", "-e", "4MiB", "-f", "8", "--timing-only"}
+	for _, tc := range []struct{ topo, op, algo string }{
+		{"switch:64,reduce=500GB/s", "allreduce", "ring"}, {"switch:64,reduce=500GB/s", "allreduce", "rhd"},
+		{"switch:64,reduce=500GB/s", "alltoall", "pairwise"}, {"switch:64,reduce=500GB/s", "allreduce", "auto"},
+		{"dgx-h100x4", "allreduce", "ring"}, {"dgx-h100x4", "allgather", "rd"},
+	} {
+		args := []string{"bench", "--topo", tc.topo, "--op", tc.op, "--algo", tc.algo, "-b", "1KiB", "-e", "4MiB", "-f", "8", "--timing-only"}
 		var csv [2]string
 		for i, symmetry := range []string{"--symmetry=true", "--symmetry=false"} {
 			status, out, errOut := commsim(append(args, symmetry, "--format", "csv")...)
@@ -253,15 +257,15 @@ func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
 			csv[i] = out
 		}
 		if csv[0] != csv[1] {
-			t.Errorf("%s/%s: mirrored and full runs differ:\n%s\n---\n%s", tc.op, tc.algo, csv[0], csv[1])
+			t.Errorf("%s/%s on %s: mirrored and full runs differ:\n%s\n---\n%s", tc.op, tc.algo, tc.topo, csv[0], csv[1])
 		}
 		_, table, _ := commsim(args...)
-		if !strings.Contains(table, "runs were timed by simulating rank 0 alone") {
-			t.Errorf("%s/%s: the table does not say that runs were mirrored:\n%s", tc.op, tc.algo, table)
+		if !strings.Contains(table, "runs were timed by simulating only the ranks that stand for all") {
+			t.Errorf("%s/%s on %s: the table does not say that runs were mirrored:\n%s", tc.op, tc.algo, tc.topo, table)
 		}
 		_, table, _ = commsim(append(args, "--symmetry=false")...)
-		if strings.Contains(table, "rank 0 alone") {
-			t.Errorf("%s/%s: --symmetry=false still mirrored:\n%s", tc.op, tc.algo, table)
+		if strings.Contains(table, "stand for all") {
+			t.Errorf("%s/%s on %s: --symmetry=false still mirrored:\n%s", tc.op, tc.algo, tc.topo, table)
 		}
 	}
 }
