@@ -65,32 +65,33 @@ func (d *Device) Mirror(devs []hw.Device, xor bool) (world []hw.Device, block in
 		kind = 1
 	}
 	m := &c.mirrors[kind]
+	if !m.tried {
+		m.tried, m.quot = true, c.fold(xor)
+	}
+	if m.quot == nil {
+		return nil, 0, false, nil
+	}
 	if m.cluster != nil && !m.cluster.idleLocked() {
 		// A run on it failed and left work behind: start afresh.
 		_ = m.cluster.Close()
 		m.cluster = nil
 	}
-	if m.cluster == nil && !m.tried {
-		m.tried = true
-		if q := c.fold(xor); q != nil {
-			mc, err := NewCluster(c.topo, Config{TimingOnly: true})
-			if err != nil {
-				return nil, 0, false, err
-			}
-			mc.quot = q
-			m.cluster = mc
-		}
-	}
 	if m.cluster == nil {
-		return nil, 0, false, nil
+		mc, err := NewCluster(c.topo, Config{TimingOnly: true})
+		if err != nil {
+			return nil, 0, false, err
+		}
+		mc.quot = m.quot
+		m.cluster = mc
 	}
-	return m.cluster.world.Devices(), m.cluster.quot.block, true, nil
+	return m.cluster.world.Devices(), m.quot.block, true, nil
 }
 
 // mirror is a cluster's mirror for one kind of renaming, made on first use.
 type mirror struct {
+	tried   bool      // fold was asked: a nil quot means there is no mirror
+	quot    *quotient // how the fabric folds
 	cluster *Cluster
-	tried   bool // fold was asked, so a nil cluster means there is none
 }
 
 // fold finds the smallest block whose renamings map the fabric onto itself

@@ -195,4 +195,12 @@ func TestMirrorFoldsLinksAndMessages(t *testing.T) {
 	if _, err := sendTime(t, world[0], world[2], world[0], world[6], 1); err == nil || !strings.Contains(err.Error(), "crosses") {
 		t.Fatalf("a route across one orbit twice: %v", err)
 	}
+	// The failed run left work behind on that mirror: the next is fresh.
+	again, _, ok, err := c.devices[0].Mirror(c.World().Devices(), false)
+	if err != nil || !ok || again[0] == world[0] {
+		t.Fatalf("after a failed run: a fresh mirror %v, ok %v, err %v", again[0] != world[0], ok, err)
+	}
+	if _, err := sendTime(t, again[0], again[1], again[0], again[7], 1); err != nil {
+		t.Fatalf("on the fresh mirror: %v", err)
+	}
 }
