@@ -228,8 +228,9 @@ func (e *Executor) runMirrored(plan *Plan) (seconds float64, ok bool) {
 	return seconds, true
 }
 
-// MirroredRuns counts the runs this executor timed by running rank 0
-// alone on the world's mirror (see hw.Mirrorer and Plan.RankSymmetric).
+// MirroredRuns counts the runs this executor timed by running only the
+// ranks that stand for all on the world's mirror (see hw.Mirrorer and
+// Plan.RankSymmetric).
 func (e *Executor) MirroredRuns() int { return e.mirroredRuns }
 
 // RankSymmetric reports whether every rank runs rank 0's steps with its
