@@ -181,18 +181,11 @@ func pairsUp(rank0 []Step, g rankMap, p, block int) bool {
 // when the mirrored run fails: Run then runs every rank, which reports the
 // failure as it really happens.
 func (e *Executor) runMirrored(plan *Plan) (seconds float64, ok bool) {
-	if plan.native || plan.Lanes != 1 || plan.Ranks < 2 {
+	world, block, ok := e.mirrorFor(plan)
+	if !ok {
 		return 0, false
 	}
-	m, isMirrorer := e.devs[0].(hw.Mirrorer)
-	g := plan.symmetry()
-	if !isMirrorer || g == notSymmetric {
-		return 0, false
-	}
-	world, block, ok, err := m.Mirror(e.devs, g == xor)
-	if err != nil || !ok || !pairsUp(plan.Rank(0), g, plan.Ranks, block) {
-		return 0, false
-	}
+	var err error
 	if e.mirror == nil || e.mirror.devs[0] != world[0] {
 		w, err := hw.NewWorld(world)
 		if err != nil {
@@ -226,6 +219,33 @@ func (e *Executor) runMirrored(plan *Plan) (seconds float64, ok bool) {
 	}
 	e.mirroredRuns++
 	return seconds, true
+}
+
+// mirrorFor finds the world's mirror for plan and the block of ranks that
+// stand for all there, when the world offers one, the plan is symmetric
+// and its messages pair up.
+func (e *Executor) mirrorFor(plan *Plan) (world []hw.Device, block int, ok bool) {
+	if plan.native || plan.Lanes != 1 || plan.Ranks < 2 {
+		return nil, 0, false
+	}
+	m, isMirrorer := e.devs[0].(hw.Mirrorer)
+	g := plan.symmetry()
+	if !isMirrorer || g == notSymmetric {
+		return nil, 0, false
+	}
+	world, block, ok, err := m.Mirror(e.devs, g == xor)
+	if err != nil || !ok || !pairsUp(plan.Rank(0), g, plan.Ranks, block) {
+		return nil, 0, false
+	}
+	return world, block, true
+}
+
+// MirrorBlock is how many ranks Run would simulate for plan, standing for
+// all on the world's mirror (see hw.Mirrorer), or 0 when Run would run
+// every rank.
+func (e *Executor) MirrorBlock(plan *Plan) int {
+	_, block, _ := e.mirrorFor(plan)
+	return block
 }
 
 // MirroredRuns counts the runs this executor timed by running only the

@@ -206,3 +206,28 @@ func ExampleExecutor_Run_mirrored() {
 	fmt.Printf("%.2f us, %d plan steps, %d run on the mirror\n", secs*1e6, plan.NumSteps(), exec.MirroredRuns())
 	// Output: 4112.95 us, 5238784 plan steps, 1 run on the mirror
 }
+
+// TestMirrorBlock: the executor says how many ranks Run would simulate
+// for a plan: one on a switch, a node's on a cluster, none (every rank)
+// for a tree or without Config.Symmetry.
+func TestMirrorBlock(t *testing.T) {
+	for _, tc := range []struct {
+		topo, algo string
+		symmetry   bool
+		want       int
+	}{
+		{"switch:8", "ring", true, 1},
+		{"cluster:2x4", "ring", true, 4},
+		{"cluster:2x4", "tree", true, 0},
+		{"switch:8", "ring", false, 0},
+	} {
+		c, _ := world(t, tc.topo, sim.Config{TimingOnly: true, Symmetry: tc.symmetry})
+		plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: tc.algo, Ranks: 8, Count: 64, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ops.NewExecutor(c.World()).MirrorBlock(plan); got != tc.want {
+			t.Errorf("%s on %s, symmetry %v: block %d, want %d", tc.algo, tc.topo, tc.symmetry, got, tc.want)
+		}
+	}
+}

@@ -340,7 +340,7 @@ func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
 		err = errors.Join(err, exec.Close(), w.close())
 	}()
 	if w.cluster != nil {
-		if err := s.checkDuration(mirrorBlock(w.World)); err != nil {
+		if err := s.checkDuration(exec); err != nil {
 			return nil, err
 		}
 	}
@@ -400,24 +400,6 @@ func (s *sweep) simConfig() sim.Config {
 	return sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != "", Symmetry: s.symmetry}
 }
 
-// mirrorBlock is how many ranks stand for all when w times a symmetric
-// plan on a mirror (see hw.Mirrorer), the larger for the two kinds of
-// renaming, or 0 when it cannot.
-func mirrorBlock(w *hw.World) int {
-	devs := w.Devices()
-	m, ok := devs[0].(hw.Mirrorer)
-	if !ok {
-		return 0
-	}
-	most := 0
-	for _, xor := range []bool{false, true} {
-		if _, block, ok, err := m.Mirror(devs, xor); ok && err == nil {
-			most = max(most, block)
-		}
-	}
-	return most
-}
-
 // Host-time model for refusing sweeps that would run for hours: about a
 // microsecond per plan step (measured: 0.5–1.8 M steps/s on a 2-core
 // machine), and in data mode a reduction throughput of about 200 MB/s per
@@ -433,10 +415,9 @@ const (
 
 // checkDuration estimates the sweep's host time from the plan of its
 // largest size and refuses it, with the figures, if it would take over
-// an hour. block is how many ranks stand for all when the world times a
-// symmetric plan on a
+// an hour. exec, when not nil, tells which plans it would time on a
 // mirror.
-func (s *sweep) checkDuration(block int) error {
+func (s *sweep) checkDuration(exec *ops.Executor) error {
 	top := s.sizes[len(s.sizes)-1]
 	spec, moved := s.spec(top)
 	plan, err := s.plan(spec)
@@ -446,7 +427,11 @@ func (s *sweep) checkDuration(block int) error {
 	s.largest.spec, s.largest.plan = spec, plan
 	runs := float64(2 * len(s.sizes))
 	est := runs * float64(plan.NumSteps()) * secondsPerStep
-	if block > 0 && plan.RankSymmetric() {
+	block := 0
+	if exec != nil {
+		block = exec.MirrorBlock(plan)
+	}
+	if block > 0 {
 		// Sizes whose count does not split evenly over the ranks make
 		// chunked plans (ring, rhd) unsymmetric: count them in full.
 		est = 0
