@@ -205,15 +205,15 @@ func (c *Cluster) Close() error {
 // A route between two GPUs that are leaves of one switch, the commonest
 // case, is made directly and costs no allocation; its links are scratch
 // space, valid until the next call (flows copy short paths).
+//
+// On a mirror the route is then folded onto its links' stand-ins
+// (foldRoute).
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
-	if c.quot != nil {
-		r, err := c.unfolded(a, b)
-		if err != nil {
-			return route{}, err
-		}
-		return c.foldRoute(a, b, r)
+	r, err := c.unfolded(a, b)
+	if err != nil || c.quot == nil {
+		return r, err
 	}
-	return c.unfolded(a, b)
+	return c.foldRoute(a, b, r)
 }
 
 // unfolded is routeBetween on the whole fabric.

@@ -103,23 +103,16 @@ func (c *Cluster) fold(xor bool) *quotient {
 		if p%b != 0 || (xor && (p&(p-1) != 0 || b&(b-1) != 0)) {
 			continue
 		}
-		var gens []renamingOf // generators of the group
-		ok := true
-		for k := b; ok && k < p; k *= 2 {
-			g := renamingOf{rank: make([]int, p)}
-			for r := range g.rank {
-				if xor {
-					g.rank[r] = r ^ k
-				} else {
-					g.rank[r] = (r + b) % p
-				}
-			}
-			g.edge, ok = c.topo.Automorphism(g.rank)
-			gens = append(gens, g)
-			if !xor {
-				break // one shift generates the rotations
+		// Generators of the group: one shift makes the rotations; the
+		// xors by b, 2b, 4b, … make the xors by multiples of b.
+		renames := []func(int) int{func(r int) int { return (r + b) % p }}
+		if xor {
+			renames = nil
+			for k := b; k < p; k *= 2 {
+				renames = append(renames, func(r int) int { return r ^ k })
 			}
 		}
+		gens, ok := c.renamings(renames)
 		if !ok {
 			continue
 		}
@@ -131,6 +124,24 @@ func (c *Cluster) fold(xor bool) *quotient {
 		}
 	}
 	return nil
+}
+
+// renamings extends each renaming of ranks to the fabric, or reports
+// false if one does not map it onto itself.
+func (c *Cluster) renamings(renames []func(int) int) ([]renamingOf, bool) {
+	gens := make([]renamingOf, len(renames))
+	for i, rename := range renames {
+		g := renamingOf{rank: make([]int, len(c.devices))}
+		for r := range g.rank {
+			g.rank[r] = rename(r)
+		}
+		var ok bool
+		if g.edge, ok = c.topo.Automorphism(g.rank); !ok {
+			return nil, false
+		}
+		gens[i] = g
+	}
+	return gens, true
 }
 
 // orbits joins every directed edge with its images under gens and returns
