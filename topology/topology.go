@@ -149,8 +149,10 @@ type Topology struct {
 	adjLeaf  []int32
 	adj      []adjItem
 
-	mu     sync.Mutex
-	routes map[uint64]Path // lazily filled route cache, see Route
+	mu          sync.Mutex
+	routes      map[uint64]Path      // lazily filled route cache, see Route
+	costs       map[int]*sourceCosts // PathCost's tables, by source rank
+	cachedCosts int                  // entries in costs' tables
 
 	// Every node's place by its nearest GPUs, the node at each place and
 	// the links by their ends, for Automorphism; made once.

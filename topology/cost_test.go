@@ -1,0 +1,68 @@
+package topology
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestPathCostsFromOneSearchMatchRoutes: the routes of a source's
+// whole-fabric search, which PathCost costs, are those Route finds one by
+// one, link for link, on fabrics with ties (rings, tori, meshes), leaves
+// and unequal links, for every pair of GPUs; and PathCost agrees with
+// Route's costs whether or not it has made its tables.
+func TestPathCostsFromOneSearchMatchRoutes(t *testing.T) {
+	for _, spec := range []string{"ring:9", "torus:3x4", "torus:4x4", "torus:3x3x3", "torus:2x2x3", "mesh:5", "switch:6", "cluster:3x4", "cluster:2x4,rail=true",
+		"dgx-h100x2", "cluster:3x2,bw=80GB/s,nicbw=30GB/s,niclat=3us"} {
+		topo, err := Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := topo.NumGPUs()
+		for src := range p {
+			all := topo.costsFrom(src)
+			for dst := range p {
+				if dst == src {
+					continue
+				}
+				r, err := topo.RouteRanks(src, dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				alpha, beta, _ := topo.pathCostOf(r.Edges, r.Latency)
+				if got := all[dst]; got.err != nil || got.alpha != alpha || got.beta != beta {
+					t.Errorf("%s: %d -> %d: one search gives %+v, Route α %v β %v", spec, src, dst, got, alpha, beta)
+				}
+			}
+			// The predecessors make Route's routes, link for link.
+			pred := topo.searchFrom(src)
+			for dst, node := range topo.gpus {
+				if dst == src {
+					continue
+				}
+				r, _ := topo.RouteRanks(src, dst)
+				via, last := topo.lastHop(node)
+				var edges []int
+				for v := via; v != topo.gpus[src]; v = int(pred[v]) {
+					e, _ := topo.edgeBetween(int64(pred[v]), int64(v))
+					edges = append([]int{e}, edges...)
+				}
+				if last >= 0 {
+					edges = append(edges, last)
+				}
+				if fmt.Sprint(edges) != fmt.Sprint(r.Edges) {
+					t.Errorf("%s: %d -> %d: one search's route %v, Route's %v", spec, src, dst, edges, r.Edges)
+				}
+			}
+		}
+		// And through PathCost, whose tables start after a few asks.
+		for src := range p {
+			for dst := range p {
+				r, _ := topo.RouteRanks(src, dst)
+				wantA, wantB, _ := topo.pathCostOf(r.Edges, r.Latency)
+				if a, b, err := topo.PathCost(src, dst); err != nil || a != wantA || b != wantB {
+					t.Errorf("%s: PathCost(%d, %d) = %v, %v, %v; want %v, %v", spec, src, dst, a, b, err, wantA, wantB)
+				}
+			}
+		}
+	}
+}
