@@ -16,5 +16,7 @@
 // that a Device may also implement, found with As, which looks through
 // decorators that implement Unwrapper.
 //
+// Package hwtest checks a backend against this contract.
+//
 // hw imports nothing else from commsim.
 package hw

@@ -33,6 +33,9 @@ var (
 	// ErrDeadlock is wrapped by errors that report work which can never
 	// finish; backends attach which ranks wait for what.
 	ErrDeadlock = errors.New("deadlock")
+	// ErrPeerFailed is wrapped, with the sender's cause, by the error of a
+	// receive whose sender's stream failed before sending the message.
+	ErrPeerFailed = errors.New("the sender failed before sending")
 )
 
 // BlockedStream is one stream that can never finish, as the deadlock

@@ -58,7 +58,9 @@ type NativeComm interface {
 }
 
 // NativeCollectives is an optional interface of a Device whose backend has
-// a collective library. ops uses it only for algorithm "native".
+// a collective library. ops uses it only for algorithm "native". Without
+// it, algorithm native fails with an error saying the backend has none;
+// every other algorithm runs as a plan over the Stream methods.
 type NativeCollectives interface {
 	// NewNativeComm returns a communicator over devs, where devs[r] is rank
 	// r and every device is local to this process. It returns an error if the

@@ -47,8 +47,10 @@
 // Device.Abort (hw.Aborter) makes blocked workers give up.
 //
 // After a failure a stream skips the rest of its queue; the events it
-// would have recorded fail their waiters, and Synchronize returns the first
-// failure, naming the rank, the device, the stream, the op and the cause.
+// would have recorded fail their waiters, the messages it would have sent
+// fail their receivers with its cause (not a deadlock), and Synchronize
+// returns the first failure, naming the rank, the device, the stream, the
+// op and the cause.
 // Bad arguments are refused at enqueue time with the hw sentinels.
 //
 // # Kernels and the arithmetic contract

@@ -27,7 +27,10 @@ type mailKey struct {
 // mailbox holds messages sent and not yet received, oldest first.
 type mailbox struct{ msgs []*message }
 
-// message is a send whose data sits in a staging block on the sender's GPU.
+// message is a send whose data sits in a staging block on the sender's GPU,
+// or, when err is set, a send that its failed stream skipped: it holds no
+// data, and its receiver fails with err instead of waiting for a message
+// that will never come.
 type message struct {
 	from    *Device
 	dt      hw.DType
@@ -36,6 +39,22 @@ type message struct {
 	class   int     // staging's size class in its pool
 	ev      uintptr // recorded after the copy into staging (no timing)
 	pool    *pool   // the sender's GPU pool, owner of staging and ev
+	err     error   // the sender's failure
+}
+
+// post appends msg to the mailbox of (msg.from, to, tag) and wakes to's
+// streams; the caller holds the hub lock.
+func (h *hub) post(to *Device, tag uint64, msg *message) {
+	k := mailKey{from: msg.from, to: to, tag: tag}
+	mb := h.boxes[k]
+	if mb == nil {
+		mb = &mailbox{}
+		h.boxes[k] = mb
+	}
+	mb.msgs = append(mb.msgs, msg)
+	for _, r := range to.strms {
+		r.wake.Signal()
+	}
 }
 
 // release returns staging memory and events to their pools once the CUDA
@@ -114,11 +133,14 @@ func (h *hub) ready(o *op) bool {
 }
 
 // skip drops o from a failed stream: a Record's generation fails its
-// waiters, a Wait lets go of its generation.
+// waiters, a Send posts the failure to its receiver, a Wait lets go of its
+// generation.
 func (s *Stream) skip(o *op) {
 	switch o.kind {
 	case opRecord:
 		o.gen.failed(s.err)
+	case opSend:
+		s.dev.h.post(o.peer, o.tag, &message{from: s.dev, err: s.err})
 	case opWait:
 		if o.gen != nil {
 			o.gen.release()
@@ -163,6 +185,10 @@ func (s *Stream) step(o *op) {
 			// Plans use fresh tags per step: keep the map small.
 			delete(h.boxes, k)
 		}
+		if msg.err != nil {
+			s.fail(o, fmt.Errorf("%w: %w", hw.ErrPeerFailed, msg.err))
+			return
+		}
 		if err := checkMessage(msg.from, msg.dt, msg.n, o.dst); err != nil {
 			// The data is not needed, but the staging block is free only
 			// once the copy into it is done.
@@ -195,16 +221,7 @@ func (s *Stream) step(o *op) {
 	switch o.kind {
 	case opSend:
 		if err == nil {
-			k := mailKey{from: s.dev, to: o.peer, tag: o.tag}
-			mb := h.boxes[k]
-			if mb == nil {
-				mb = &mailbox{}
-				h.boxes[k] = mb
-			}
-			mb.msgs = append(mb.msgs, res.msg)
-			for _, r := range o.peer.strms {
-				r.wake.Signal()
-			}
+			h.post(o.peer, o.tag, res.msg)
 		}
 	case opRecord:
 		if err == nil {
@@ -217,8 +234,11 @@ func (s *Stream) step(o *op) {
 	}
 	if err != nil {
 		s.fail(o, err)
-		if o.kind == opRecord {
+		switch o.kind {
+		case opRecord:
 			o.gen.err = s.err
+		case opSend:
+			s.skip(o) // its receiver fails too
 		}
 	}
 }

@@ -80,6 +80,8 @@ func (c *cluster) stuck() []*Stream {
 	var blocked []*Stream
 	for _, s := range c.streams {
 		switch {
+		case s.err != nil && s.head < len(s.ops):
+			return nil // still skipping: its Sends will fail their receivers
 		case s.err != nil:
 		case s.inflight > 0 || s.open != nil:
 			return nil // the GPU is still working

@@ -471,8 +471,22 @@ type mailKey struct {
 // mailbox holds sent messages not yet received, in send order.
 type mailbox struct{ msgs []*message }
 
+// post appends m to the mailbox of (from, to, tag). Callers hold c.mu and
+// announce progress, which wakes the receiver.
+func (c *cluster) post(from, to *Device, tag uint64, m *message) {
+	k := mailKey{from: from, to: to, tag: tag}
+	mb := c.mail[k]
+	if mb == nil {
+		mb = &mailbox{}
+		c.mail[k] = mb
+	}
+	mb.msgs = append(mb.msgs, m)
+}
+
 // message is a send whose copy into staging has been committed: the
 // receiver waits for sig on the GPU, then copies staging into its buffer.
+// A send that failed, or that its failed stream skipped, is a message whose
+// sig has an error: the receiver fails with it.
 type message struct {
 	dt      hw.DType
 	n       int

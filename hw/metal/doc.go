@@ -61,8 +61,9 @@
 // goroutine on the host, where it can be seen and cancelled. Hence:
 //
 //   - Failures: a stream whose op fails (a bad message, a freed buffer, a
-//     command buffer with an error) skips the rest of its queue, and the
-//     Records it skips fail their waiters. A command buffer that fails on
+//     command buffer with an error) skips the rest of its queue, the
+//     Records it skips fail their waiters, and the Sends it skips fail
+//     their receivers with its cause. A command buffer that fails on
 //     the GPU also fails the Records and Sends it would have signalled, and
 //     the stream's shared event is raised from the CPU so no GPU wait on it
 //     hangs; a stream whose command buffer waited on a failed point fails

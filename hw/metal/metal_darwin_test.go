@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/hw/hwtest"
 	"github.com/commsim/commsim/hw/metal/internal/mtl"
 	"github.com/commsim/commsim/proptest"
 )
@@ -66,6 +67,11 @@ func TestMetalEvents(t *testing.T)          { testEvents(t, metalWorld) }
 func TestMetalBadArguments(t *testing.T)    { testBadArguments(t, metalWorld) }
 func TestMetalAbort(t *testing.T)           { testAbort(t, metalWorld) }
 func TestMetalDeadlock(t *testing.T)        { testDeadlock(t, metalWorld) }
+
+func TestMetalConformance(t *testing.T) {
+	needMetal(t)
+	hwtest.Conformance(t, conformanceBackend(NewWorld))
+}
 
 func TestMetalClosed(t *testing.T) {
 	needMetal(t)

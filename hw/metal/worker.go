@@ -73,11 +73,14 @@ func (s *Stream) work() {
 }
 
 // skip counts o as finished without running it; a Record that will now
-// never happen fails its waiters.
+// never happen fails its waiters, and a Send its receiver.
 func (s *Stream) skip(o *op) {
 	s.finished++
-	if o.kind == opRecord && o.sig.err == nil {
+	switch {
+	case o.kind == opRecord && o.sig.err == nil:
 		o.sig.err = s.err
+	case o.kind == opSend:
+		s.dev.c.post(s.dev, o.peer, o.tag, &message{sig: &signalPoint{s: s, err: s.err}})
 	}
 }
 
@@ -353,13 +356,7 @@ func (s *Stream) send(o *op) error {
 	}
 	sig := &signalPoint{s: s}
 	s.signal(b, o, sig)
-	k := mailKey{from: s.dev, to: o.peer, tag: o.tag}
-	mb := c.mail[k]
-	if mb == nil {
-		mb = &mailbox{}
-		c.mail[k] = mb
-	}
-	mb.msgs = append(mb.msgs, &message{dt: o.src.DType(), n: o.src.Len, staging: stg, sig: sig})
+	c.post(s.dev, o.peer, o.tag, &message{dt: o.src.DType(), n: o.src.Len, staging: stg, sig: sig})
 	return nil
 }
 
@@ -387,12 +384,12 @@ func (s *Stream) recv(o *op) error {
 		return err
 	}
 	switch {
+	case m.sig.err != nil:
+		return fail(fmt.Errorf("%w (%s): %w", hw.ErrPeerFailed, m.sig, m.sig.err))
 	case m.dt != o.dst.DType():
 		return fail(fmt.Errorf("%w: message is %d x %s, receive buffer %d x %s", hw.ErrDTypeMismatch, m.n, m.dt, o.dst.Len, o.dst.DType()))
 	case m.n != o.dst.Len:
 		return fail(fmt.Errorf("%w: message is %d x %s, receive buffer %d x %s", hw.ErrSizeMismatch, m.n, m.dt, o.dst.Len, o.dst.DType()))
-	case m.sig.err != nil:
-		return fail(fmt.Errorf("the message's %s failed: %w", m.sig, m.sig.err))
 	}
 	if err := live(o.dst); err != nil {
 		return fail(err)
