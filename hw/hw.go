@@ -42,7 +42,9 @@ type Buffer interface {
 // method checks its arguments at once and returns an error without
 // enqueueing anything if they are wrong. Failures found while the work runs
 // are returned by Synchronize. After a failure the stream skips the rest of
-// its queue, and events it would have recorded fail their waiters.
+// its queue, events it would have recorded fail their waiters, and
+// messages it would have sent fail their receivers with its cause,
+// wrapped in ErrPeerFailed (not a deadlock). Package hwtest checks a backend against this contract.
 type Stream interface {
 	Device() Device
 	// Copy copies src to dst (same dtype and length, same device).
@@ -83,42 +85,23 @@ type Event interface {
 	ElapsedSince(start Event) (float64, error)
 }
 
-// Computer is an optional interface of a Stream that models compute:
-// Compute occupies the stream for the given seconds, as a kernel of that
-// length would, so communication can be timed against it (training-step
-// experiments). The simulator implements it; on real devices compute is
-// real and this interface is not needed.
-type Computer interface {
-	Compute(seconds float64, label string) error
-}
-
 // Aborter is an optional interface of a Device whose stuck work can be
 // cancelled, as NCCL's ncclCommAbort cancels a communicator: after Abort,
 // pending and later Synchronize calls on the device's streams return an
 // error wrapping reason instead of waiting. Watchdogs (ops/comm) call it
 // when a collective runs past its timeout. Without it the watchdog still
-// returns its error, but the stuck streams stay stuck.
+// returns its error, but the stuck streams stay stuck: their Synchronize
+// calls return only if the backend finds a deadlock. (The simulator's
+// devices are no Aborters; its Synchronize reports every stuck state as a
+// deadlock.)
 type Aborter interface {
 	Abort(reason error) error
 }
 
-// Feeder is an optional interface of a Stream that pulls its work instead
-// of holding all of it. Feed registers refill; the stream calls it whenever
-// it has finished everything enqueued so far, at that point of its own
-// timeline, so the work runs exactly when it would have run had it been
-// enqueued up front. refill enqueues more work on the stream through the
-// ordinary methods and reports whether more will follow. The simulator
-// implements it so that plans of millions of steps run in memory that grows
-// with the ranks, not the steps. Work enqueued before Feed runs first;
-// nothing else may be enqueued on the stream until refill has reported the
-// end.
-type Feeder interface {
-	Feed(refill func() (more bool, err error)) error
-}
-
 // Unwrapper is an optional interface implemented by a Device that decorates
 // another one (tracing, fault injection, timing). Capability lookups go
-// through it; see As.
+// through it; see As. Without it a decorator hides the optional interfaces
+// of the device inside: As sees only the decorator's own methods.
 type Unwrapper interface {
 	Unwrap() Device
 }

@@ -9,20 +9,25 @@ var dbtreePlans = map[Op]generator{
 	Reduce:    dbtreeReduce,
 }
 
-// dtree is one binary tree over the ranks.
+// dtree is one binary tree over the p ranks: NCCL's binary tree over
+// labels 0…n−1 (n = p, or p−1 under a root set on top), mapped onto ranks.
+// Links are found per rank in O(log p), so a streamed plan's rank makes
+// its steps without building the whole tree.
 type dtree struct {
-	root   int
-	parent []int   // −1 at the root
-	kids   [][]int // at most two, in fold order: child 0, then child 1
+	p, n  int
+	root  int             // the rank at the top
+	rank  func(v int) int // label → rank
+	label func(r int) int // rank → label; −1 for a root set above label 0
 }
 
-// ncclBtree is NCCL's binary tree over labels 0…p−1 (ncclGetBtree in
-// src/graph/trees.cc). Label 0 is the root and has one child, the largest
-// power of two below p. Any other label v with lowest set bit `bit` has
-// parent (v ^ bit) | (bit << 1), or v ^ bit when that is out of range;
-// with low = bit/2 > 0 its children are v − low (child 0) and v + l
-// (child 1) for the largest power of two l <= low with v + l < p, if any.
-// So the interior nodes are the even labels and the leaves the odd ones:
+// btreeLinks are label v's links in ncclBtree over n labels
+// (ncclGetBtree in src/graph/trees.cc). Label 0 is the root and has one
+// child, the largest power of two below n. Any other label v with lowest
+// set bit `bit` has parent (v ^ bit) | (bit << 1), or v ^ bit when that is
+// out of range; with low = bit/2 > 0 its children are v − low (child 0)
+// and v + l (child 1) for the largest power of two l <= low with v + l < n,
+// if any. So the interior nodes are the even labels and the leaves the odd
+// ones:
 //
 //	0---------------8
 //	         ______/ \______
@@ -31,57 +36,69 @@ type dtree struct {
 //	    2       6       10     \
 //	   / \     / \     /  \     \
 //	  1   3   5   7   9   11    13
-func ncclBtree(p int) dtree {
-	t := dtree{parent: make([]int, p), kids: make([][]int, p)}
-	for v := range p {
-		bit := 1
-		for bit < p && v&bit == 0 {
-			bit <<= 1
+func btreeLinks(n, v int) (parent int, kids [2]int, nkids int) {
+	bit := 1
+	for bit < n && v&bit == 0 {
+		bit <<= 1
+	}
+	if v == 0 {
+		if n > 1 {
+			return -1, [2]int{bit >> 1}, 1
 		}
-		if v == 0 {
-			t.parent[0] = -1
-			if p > 1 {
-				t.kids[0] = []int{bit >> 1}
-			}
-			continue
-		}
-		up := (v ^ bit) | (bit << 1)
-		if up >= p {
-			up = v ^ bit
-		}
-		t.parent[v] = up
-		low := bit >> 1
-		if low == 0 {
-			continue
-		}
-		t.kids[v] = []int{v - low}
-		for l := low; l > 0; l >>= 1 {
-			if v+l < p {
-				t.kids[v] = append(t.kids[v], v+l)
-				break
-			}
+		return -1, kids, 0
+	}
+	parent = (v ^ bit) | (bit << 1)
+	if parent >= n {
+		parent = v ^ bit
+	}
+	low := bit >> 1
+	if low == 0 {
+		return parent, kids, 0
+	}
+	kids[0], nkids = v-low, 1
+	for l := low; l > 0; l >>= 1 {
+		if v+l < n {
+			kids[1], nkids = v+l, 2
+			break
 		}
 	}
-	return t
+	return parent, kids, nkids
 }
 
-// relabel returns t with label v renamed rank(v), keeping each node's
-// child order; the result is over p ranks (rank must be one to one into
-// 0…p−1, and ranks it misses are left alone: no parent, no children).
-func (t dtree) relabel(p int, rank func(v int) int) dtree {
-	u := dtree{root: rank(t.root), parent: make([]int, p), kids: make([][]int, p)}
-	for i := range u.parent {
-		u.parent[i] = -1
-	}
-	for v := range t.parent {
-		if t.parent[v] >= 0 {
-			u.parent[rank(v)] = rank(t.parent[v])
+// ncclBtree is btreeLinks over p labels, each label its own rank.
+func ncclBtree(p int) dtree {
+	id := func(v int) int { return v }
+	return dtree{p: p, n: p, root: 0, rank: id, label: id}
+}
+
+// parentOf is rank r's parent, −1 at the root.
+func (t dtree) parentOf(r int) int {
+	v := t.label(r)
+	switch {
+	case v < 0:
+		return -1
+	case v == 0:
+		if top := t.rank(0); top != t.root {
+			return t.root
 		}
-		for _, k := range t.kids[v] {
-			u.kids[rank(v)] = append(u.kids[rank(v)], rank(k))
-		}
+		return -1
 	}
-	return u
+	parent, _, _ := btreeLinks(t.n, v)
+	return t.rank(parent)
+}
+
+// kidsOf is rank r's children in fold order: child 0, then child 1.
+func (t dtree) kidsOf(r int) []int {
+	v := t.label(r)
+	if v < 0 {
+		return []int{t.rank(0)}
+	}
+	_, kids, n := btreeLinks(t.n, v)
+	out := make([]int, n)
+	for i := range out {
+		out[i] = t.rank(kids[i])
+	}
+	return out
 }
 
 // dbtreeAllReduceTrees are NCCL's two trees (ncclGetDtree): tree 0 is
@@ -93,9 +110,11 @@ func (t dtree) relabel(p int, rank func(v int) int) dtree {
 func dbtreeAllReduceTrees(p int) [2]dtree {
 	t0 := ncclBtree(p)
 	if p%2 == 0 {
-		return [2]dtree{t0, t0.relabel(p, func(v int) int { return p - 1 - v })}
+		mirror := func(v int) int { return p - 1 - v }
+		return [2]dtree{t0, {p: p, n: p, root: p - 1, rank: mirror, label: mirror}}
 	}
-	return [2]dtree{t0, t0.relabel(p, func(v int) int { return (v + 1) % p })}
+	return [2]dtree{t0, {p: p, n: p, root: 1 % p,
+		rank: func(v int) int { return (v + 1) % p }, label: func(r int) int { return mod(r-1, p) }}}
 }
 
 // dbtreeRootedTrees are two trees that both have root at the top. NCCL's
@@ -111,16 +130,13 @@ func dbtreeAllReduceTrees(p int) [2]dtree {
 // So every leaf of tree 0 is interior in tree 1 and vice versa, except vr
 // 0, which is the root of both.
 func dbtreeRootedTrees(p, root int) [2]dtree {
-	rank := func(vr int) int { return mod(vr+root, p) }
-	t0 := ncclBtree(p).relabel(p, rank)
+	t0 := dtree{p: p, n: p, root: root,
+		rank: func(v int) int { return mod(v+root, p) }, label: func(r int) int { return mod(r-root, p) }}
 	if p == 1 {
 		return [2]dtree{t0, t0}
 	}
-	rest := ncclBtree(p-1).relabel(p, func(v int) int { return rank(v + 1) })
-	t1 := rest
-	t1.root = root
-	t1.kids[root] = []int{rest.root}
-	t1.parent[rest.root] = root
+	t1 := dtree{p: p, n: p - 1, root: root,
+		rank: func(v int) int { return mod(v+1+root, p) }, label: func(r int) int { return mod(r-root, p) - 1 }}
 	return [2]dtree{t0, t1}
 }
 
@@ -157,8 +173,8 @@ func (l laneBuilder) finishAvg(r int, dst Ref) {
 // dbtreeHalves calls f for each half h of the n elements that is not
 // empty, with half h's range at offset off: chunk(n, 2, h), so half 0 has
 // the odd element. Half h travels on tree h, on lane h.
-func dbtreeHalves(n int, f func(h, off, l int)) {
-	for h := range 2 {
+func dbtreeHalves(b *builder, n int, f func(h, off, l int)) {
+	for h := range b.lanes(2) {
 		if off, l := chunk(n, 2, h); l > 0 {
 			f(h, off, l)
 		}
@@ -171,7 +187,7 @@ func dbtreeHalves(n int, f func(h, off, l int)) {
 // non-root sends its partial to its parent. It returns the partial.
 func dtreeUp(l laneBuilder, t dtree, r int, own, acc, inc Ref, tag uint32) Ref {
 	cur := own
-	for _, k := range t.kids[r] {
+	for _, k := range t.kidsOf(r) {
 		if cur == own {
 			l.copy(r, acc, own)
 			cur = acc
@@ -179,8 +195,8 @@ func dtreeUp(l laneBuilder, t dtree, r int, own, acc, inc Ref, tag uint32) Ref {
 		l.recv(r, k, inc, tag)
 		l.reduce(r, acc, inc)
 	}
-	if t.parent[r] >= 0 {
-		l.send(r, t.parent[r], cur, tag)
+	if parent := t.parentOf(r); parent >= 0 {
+		l.send(r, parent, cur, tag)
 	}
 	return cur
 }
@@ -188,10 +204,10 @@ func dtreeUp(l laneBuilder, t dtree, r int, own, acc, inc Ref, tag uint32) Ref {
 // dtreeDown emits rank r's broadcast down tree t on lane l: receive buf
 // from the parent (not at the root), then send it to child 0, child 1.
 func dtreeDown(l laneBuilder, t dtree, r int, buf Ref, tag uint32) {
-	if t.parent[r] >= 0 {
-		l.recv(r, t.parent[r], buf, tag)
+	if parent := t.parentOf(r); parent >= 0 {
+		l.recv(r, parent, buf, tag)
 	}
-	for _, k := range t.kids[r] {
+	for _, k := range t.kidsOf(r) {
 		l.send(r, k, buf, tag)
 	}
 }
@@ -211,7 +227,7 @@ func dbtreeAllReduce(b *builder) error {
 	if p > 1 {
 		b.tmp(n)
 	}
-	dbtreeHalves(n, func(h, off, ln int) {
+	dbtreeHalves(b, n, func(h, off, ln int) {
 		t, l := trees[h], laneBuilder{b, h}
 		for r := range b.ranks() {
 			acc := ref(Out, off, ln)
@@ -233,7 +249,7 @@ func dbtreeAllReduce(b *builder) error {
 func dbtreeBroadcast(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	trees := dbtreeRootedTrees(p, root)
-	dbtreeHalves(n, func(h, off, ln int) {
+	dbtreeHalves(b, n, func(h, off, ln int) {
 		l := laneBuilder{b, h}
 		for r := range b.ranks() {
 			if r == root {
@@ -257,7 +273,7 @@ func dbtreeReduce(b *builder) error {
 	if p > 1 {
 		b.tmp(2 * n)
 	}
-	dbtreeHalves(n, func(h, off, ln int) {
+	dbtreeHalves(b, n, func(h, off, ln int) {
 		l := laneBuilder{b, h}
 		for r := range b.ranks() {
 			res := dtreeUp(l, trees[h], r, ref(In, off, ln), ref(Tmp, off, ln), ref(Tmp, n+off, ln), uint32(h))

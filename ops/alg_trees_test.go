@@ -57,8 +57,8 @@ func TestTreeBroadcastP8Root3(t *testing.T) {
 // agree, at most two children, everything reachable from the root once.
 func checkTree(t *testing.T, name string, tr dtree, p int) {
 	t.Helper()
-	if tr.parent[tr.root] != -1 {
-		t.Fatalf("%s: root %d has parent %d", name, tr.root, tr.parent[tr.root])
+	if tr.parentOf(tr.root) != -1 {
+		t.Fatalf("%s: root %d has parent %d", name, tr.root, tr.parentOf(tr.root))
 	}
 	seen := make([]bool, p)
 	queue := []int{tr.root}
@@ -69,12 +69,12 @@ func checkTree(t *testing.T, name string, tr dtree, p int) {
 			t.Fatalf("%s: rank %d reached twice", name, v)
 		}
 		seen[v] = true
-		if len(tr.kids[v]) > 2 {
-			t.Fatalf("%s: rank %d has %d children", name, v, len(tr.kids[v]))
+		if len(tr.kidsOf(v)) > 2 {
+			t.Fatalf("%s: rank %d has %d children", name, v, len(tr.kidsOf(v)))
 		}
-		for _, k := range tr.kids[v] {
-			if tr.parent[k] != v {
-				t.Fatalf("%s: %d is a child of %d but its parent is %d", name, k, v, tr.parent[k])
+		for _, k := range tr.kidsOf(v) {
+			if tr.parentOf(k) != v {
+				t.Fatalf("%s: %d is a child of %d but its parent is %d", name, k, v, tr.parentOf(k))
 			}
 			queue = append(queue, k)
 		}
@@ -86,7 +86,8 @@ func checkTree(t *testing.T, name string, tr dtree, p int) {
 
 func leaves(tr dtree) []int {
 	var out []int
-	for v, k := range tr.kids {
+	for v := range tr.p {
+		k := tr.kidsOf(v)
 		if len(k) == 0 {
 			out = append(out, v)
 		}
@@ -98,8 +99,8 @@ func TestNCCLBtreeMatchesNCCLFigure(t *testing.T) {
 	tr := ncclBtree(14)
 	want := map[int][]int{0: {8}, 8: {4, 12}, 4: {2, 6}, 12: {10, 13}, 2: {1, 3}, 6: {5, 7}, 10: {9, 11}}
 	for v := range 14 {
-		if !slices.Equal(tr.kids[v], want[v]) {
-			t.Errorf("rank %d children %v, want %v", v, tr.kids[v], want[v])
+		if !slices.Equal(tr.kidsOf(v), want[v]) {
+			t.Errorf("rank %d children %v, want %v", v, tr.kidsOf(v), want[v])
 		}
 	}
 }
@@ -142,7 +143,7 @@ func TestDbtreeTreesComplement(t *testing.T) {
 			// or interior in both.
 			both := 0
 			for v := range p {
-				if (len(tr[0].kids[v]) == 0) == (len(tr[1].kids[v]) == 0) {
+				if (len(tr[0].kidsOf(v)) == 0) == (len(tr[1].kidsOf(v)) == 0) {
 					both++
 				}
 			}

@@ -8,11 +8,12 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 )
 
 // benchRun compiles and runs one collective per iteration on a cluster
-// configured by cfg, reporting plan steps per second and allocations per
-// step.
+// configured by cfg, with the simulator's driver, reporting plan steps per
+// second and allocations per step.
 func benchRun(b *testing.B, topo string, spec ops.Spec, cfg sim.Config) {
 	c, _ := world(b, topo, cfg)
 	spec.Ranks = len(c.Devices())
@@ -21,7 +22,7 @@ func benchRun(b *testing.B, topo string, spec ops.Spec, cfg sim.Config) {
 		b.Fatal(err)
 	}
 	in, out := buffers(b, c, plan, false)
-	exec := ops.NewExecutor(c.World())
+	exec := simexec.NewExecutor(c)
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	b.ResetTimer()
@@ -136,4 +137,17 @@ func BenchmarkCompileStreamed(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(plan.NumSteps()*b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// BenchmarkSelectRing1024 prices every all-reduce candidate at 1 GiB on a
+// ring of 1024 GPUs, as auto does for one size: ring and direct are
+// streamed plans of 5M steps, direct's to every pair of ranks.
+func BenchmarkSelectRing1024(b *testing.B) {
+	topo := mustTopo(b, "ring:1024")
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 1024, Count: 1 << 28, DType: hw.F32, Redop: hw.Sum}
+	for range b.N {
+		if _, _, err := ops.Select(spec, topo); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"iter"
 	"sync/atomic"
 )
@@ -19,7 +20,8 @@ type builder struct {
 	steps int // steps added so far, all ranks kept or counted
 	limit int // modeKeep and modeCount: the most steps allowed
 	only  int // modeStream: the rank streamed
-	n     int // modeStream: steps of that rank so far
+	lane  int // modeStream: the lane streamed, or -1 for all of them
+	n     int // modeStream: steps of that rank (and lane) so far
 	// modeCount: ranks lo..hi-1 are counted, count[r-lo] steps so far.
 	// Counters of other ranges run in parallel and add their steps to
 	// total now and then, so all of them stop soon after the sum passes
@@ -57,8 +59,29 @@ type planTooLarge struct{ steps int }
 // pulling.
 type streamStopped struct{}
 
+// badStep unwinds a generator that made a step a streamed plan cannot
+// hold (see builder.add); Compile reports it. Only a bug in an algorithm
+// can cause it.
+type badStep struct{ err error }
+
 func newBuilder(spec Spec, inLen, outLen int) *builder {
 	return &builder{p: &Plan{Spec: spec, InLen: inLen, OutLen: outLen, Lanes: 1, Steps: make([][]Step, spec.Ranks)}, limit: MaxPlanSteps}
+}
+
+// lanes is the lanes of n a generator builds: all of them, or the one
+// streamed. A generator of many lanes loops over them, so that streaming
+// one lane does not make the others' steps only to drop them.
+func (b *builder) lanes(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for l := range n {
+			if b.mode == modeStream && b.lane >= 0 && l != b.lane {
+				continue
+			}
+			if !yield(l) {
+				return
+			}
+		}
+	}
 }
 
 // ranks is the ranks a generator builds: all of them, or the one streamed.
@@ -83,6 +106,10 @@ func (b *builder) add(r int, s Step) int {
 	if s.Lane+1 > b.p.Lanes {
 		b.p.Lanes = s.Lane + 1
 	}
+	if b.mode != modeKeep && len(s.After) > 0 {
+		// A lane streamed alone cannot know the other lanes' step numbers.
+		panic(badStep{fmt.Errorf("rank %d: step %v orders lanes with After, which only a plan held in memory can", r, s)})
+	}
 	switch b.mode {
 	case modeCount:
 		if r < b.lo || r >= b.hi {
@@ -96,11 +123,11 @@ func (b *builder) add(r int, s Step) int {
 		i := b.count[r-b.lo]
 		b.count[r-b.lo]++
 		if b.sym.alive != 0 {
-			b.sym.step(r, i, s)
+			b.sym.step(r, i, &s)
 		}
 		return i
 	case modeStream:
-		if r != b.only {
+		if r != b.only || (b.lane >= 0 && s.Lane != b.lane) {
 			return -1
 		}
 		b.n++

@@ -28,18 +28,20 @@ import (
 //   - after a barrier every rank has heard, through messages, from every
 //     other rank.
 //
-// The cost is proportional to the plan's steps times their lengths, so
-// check small counts.
+// The cost is proportional to the plan's steps times their lengths, and
+// its memory to the ranks times their buffers' elements (refused with
+// ErrTooLarge past MaxCheckElements), so check small counts. A streamed
+// plan is read lane by lane, as it runs.
 func Check(p *Plan) error {
-	if p.native {
+	if p != nil && p.native {
 		return fmt.Errorf("ops: check %v: %w", p.Spec, errNativePlan)
-	}
-	p, err := p.Materialized()
-	if err != nil {
-		return err
 	}
 	if err := checkShape(p); err != nil {
 		return fmt.Errorf("ops: check %v: %w", p.Spec, err)
+	}
+	if n := int64(p.Ranks) * int64(p.InLen+p.OutLen+p.TmpLen); n > MaxCheckElements {
+		return fmt.Errorf("ops: check %v: %w: %d ranks × %d buffer elements is %d symbolic elements, over the limit of %d; check a smaller count",
+			p.Spec, ErrTooLarge, p.Ranks, p.InLen+p.OutLen+p.TmpLen, n, MaxCheckElements)
 	}
 	for _, inPlace := range []bool{false, true} {
 		if err := newSymRun(p, inPlace).run(); err != nil {
@@ -53,61 +55,9 @@ func Check(p *Plan) error {
 	return nil
 }
 
-func checkShape(p *Plan) error {
-	if len(p.Steps) != p.Ranks {
-		return fmt.Errorf("plan has programs for %d ranks, want %d", len(p.Steps), p.Ranks)
-	}
-	if p.Lanes < 1 {
-		return fmt.Errorf("plan has %d lanes", p.Lanes)
-	}
-	for r, steps := range p.Steps {
-		for i, s := range steps {
-			bad := func(format string, args ...any) error {
-				return fmt.Errorf("rank %d step %d (%v): %s", r, i, s, fmt.Sprintf(format, args...))
-			}
-			if s.Lane < 0 || s.Lane >= p.Lanes {
-				return bad("lane %d outside 0..%d", s.Lane, p.Lanes-1)
-			}
-			for _, a := range s.After {
-				if a < 0 || a >= i {
-					return bad("After names step %d, not an earlier step", a)
-				}
-			}
-			var refs []Ref
-			switch s.Kind {
-			case StepSend, StepRecv:
-				if s.Peer < 0 || s.Peer >= p.Ranks || s.Peer == r {
-					return bad("peer %d is not another rank of %d", s.Peer, p.Ranks)
-				}
-				refs = []Ref{s.Src}
-				if s.Kind == StepRecv {
-					refs = []Ref{s.Dst}
-				}
-			case StepReduce, StepCopy:
-				if s.Kind == StepReduce && !p.Op.Reduces() {
-					return bad("reduce in a %s plan", p.Op)
-				}
-				if s.Src.Len != s.Dst.Len {
-					return bad("src has %d elements, dst %d", s.Src.Len, s.Dst.Len)
-				}
-				refs = []Ref{s.Src, s.Dst}
-			case StepDivide:
-				if !isAvg(p.Spec) {
-					return bad("divide in a plan that does not average")
-				}
-				refs = []Ref{s.Dst}
-			default:
-				return bad("unknown step kind %d", s.Kind)
-			}
-			for _, ref := range refs {
-				if ref.Buf > Tmp || ref.Off < 0 || ref.Len < 0 || ref.Off+ref.Len > p.Len(ref.Buf) {
-					return bad("%v outside %s of %d elements", ref, ref.Buf, p.Len(ref.Buf))
-				}
-			}
-		}
-	}
-	return nil
-}
+// MaxCheckElements bounds the elements Check follows, every rank's
+// buffers together: each takes about 50 bytes.
+const MaxCheckElements = 1 << 22
 
 // sym is an interned symbolic value: 0 is "never written".
 type sym int32
@@ -220,10 +170,15 @@ type symRun struct {
 	bases   [][3]int      // per rank: offset of each Buf in its array
 	alias   [][3]int      // per rank: which array each Buf uses
 	acc     [][3][]access // per rank, per array
-	done    [][]bool
-	vclock  [][][]int32 // per rank, per step: last step of each lane known to precede it
-	heard   [][]bool
-	mail    map[msgKey][]symMsg
+	lanes   [][]laneReader
+	// A step's vector clock holds, per lane of its rank, the last step
+	// of that lane known to have finished before it. laneClock is the
+	// clock of each lane's latest step, markClock that of each step
+	// other lanes await, by its mark.
+	laneClock [][][]int32
+	markClock []map[int][]int32
+	heard     [][]bool
+	mail      map[msgKey][]symMsg
 }
 
 func newSymRun(p *Plan, inPlace bool) *symRun {
@@ -233,8 +188,8 @@ func newSymRun(p *Plan, inPlace bool) *symRun {
 	s.bases = make([][3]int, n)
 	s.alias = make([][3]int, n)
 	s.acc = make([][3][]access, n)
-	s.done = make([][]bool, n)
-	s.vclock = make([][][]int32, n)
+	s.laneClock = make([][][]int32, n)
+	s.markClock = make([]map[int][]int32, n)
 	s.heard = make([][]bool, n)
 	for r := range n {
 		s.alias[r] = [3]int{0, 1, 2}
@@ -263,8 +218,10 @@ func newSymRun(p *Plan, inPlace bool) *symRun {
 			arr, off := s.loc(r, Ref{Buf: In, Off: i, Len: 1})
 			arr[off] = s.t.leaf(r, i)
 		}
-		s.done[r] = make([]bool, len(p.Steps[r]))
-		s.vclock[r] = make([][]int32, len(p.Steps[r]))
+		s.laneClock[r] = make([][]int32, p.Lanes)
+		for l := range p.Lanes {
+			s.laneClock[r][l] = slices.Repeat([]int32{-1}, p.Lanes)
+		}
 		s.heard[r] = make([]bool, n)
 		s.heard[r][r] = true
 	}
@@ -279,21 +236,28 @@ func (s *symRun) loc(r int, ref Ref) ([]sym, int) {
 
 func (s *symRun) run() error {
 	p := s.p
-	// Lane cursors: the next unfinished step index per lane.
-	next := make([][]int, p.Ranks)
-	for r := range p.Ranks {
-		next[r] = make([]int, p.Lanes)
-		for l := range p.Lanes {
-			next[r][l] = s.nextOnLane(r, l, 0)
+	s.lanes = make([][]laneReader, p.Ranks)
+	defer func() {
+		for _, ls := range s.lanes {
+			for _, l := range ls {
+				l.close()
+			}
 		}
+	}()
+	for r := range p.Ranks {
+		cursors, err := p.Cursors(r)
+		if err != nil {
+			return err
+		}
+		s.lanes[r] = newLaneReaders(cursors)
 	}
 	for progress := true; progress; {
 		progress = false
 		for r := range p.Ranks {
 			for l := range p.Lanes {
-				for next[r][l] < len(p.Steps[r]) {
-					i := next[r][l]
-					ran, err := s.try(r, i)
+				lane := &s.lanes[r][l]
+				for op := lane.peek(); op != nil; op = lane.peek() {
+					ran, err := s.try(r, op)
 					if err != nil {
 						return err
 					}
@@ -301,7 +265,7 @@ func (s *symRun) run() error {
 						break
 					}
 					progress = true
-					next[r][l] = s.nextOnLane(r, l, i+1)
+					lane.advance()
 				}
 			}
 		}
@@ -309,8 +273,8 @@ func (s *symRun) run() error {
 	var blocked []string
 	for r := range p.Ranks {
 		for l := range p.Lanes {
-			if i := next[r][l]; i < len(p.Steps[r]) {
-				blocked = append(blocked, fmt.Sprintf("rank %d lane %d at step %d (%v)", r, l, i, p.Steps[r][i]))
+			if op := s.lanes[r][l].peek(); op != nil {
+				blocked = append(blocked, fmt.Sprintf("rank %d lane %d at step %d (%v)", r, l, op.Index, op))
 			}
 		}
 	}
@@ -342,41 +306,35 @@ func cmpInts(pairs ...int) int {
 	return 0
 }
 
-func (s *symRun) nextOnLane(r, lane, from int) int {
-	steps := s.p.Steps[r]
-	for from < len(steps) && steps[from].Lane != lane {
-		from++
+// where names op of rank r in errors: its lane only when the plan has
+// several.
+func (s *symRun) where(r int, op *Operation) string {
+	if s.p.Lanes == 1 {
+		return fmt.Sprintf("rank %d step %d (%v)", r, op.Index, op)
 	}
-	return from
+	return fmt.Sprintf("rank %d lane %d step %d (%v)", r, op.Lane, op.Index, op)
 }
 
-// try runs step i of rank r if it can run now.
-func (s *symRun) try(r, i int) (bool, error) {
-	st := s.p.Steps[r][i]
-	for _, a := range st.After {
-		if !s.done[r][a] {
+// try runs op of rank r if it can run now.
+func (s *symRun) try(r int, st *Operation) (bool, error) {
+	for _, a := range st.Awaits {
+		if _, ok := s.markClock[r][a]; !ok {
 			return false, nil
 		}
 	}
 	fail := func(format string, args ...any) (bool, error) {
-		return false, fmt.Errorf("rank %d step %d (%v): %s", r, i, st, fmt.Sprintf(format, args...))
+		return false, fmt.Errorf("%s: %s", s.where(r, st), fmt.Sprintf(format, args...))
 	}
 	// The step's vector clock: what is known to have finished before it.
-	vc := slices.Repeat([]int32{-1}, s.p.Lanes)
-	for j := i - 1; j >= 0; j-- {
-		if s.p.Steps[r][j].Lane == st.Lane {
-			copyMax(vc, s.vclock[r][j])
-			break
-		}
+	vc := slices.Clone(s.laneClock[r][st.Lane])
+	for _, a := range st.Awaits {
+		copyMax(vc, s.markClock[r][a])
 	}
-	for _, a := range st.After {
-		copyMax(vc, s.vclock[r][a])
-	}
-	vc[st.Lane] = int32(i)
+	vc[st.Lane] = int32(st.Index)
 
 	switch st.Kind {
 	case StepSend:
-		vals, err := s.read(r, i, vc, st.Src)
+		vals, err := s.read(r, st, vc, st.Src)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -396,46 +354,51 @@ func (s *symRun) try(r, i int) (bool, error) {
 		for j, h := range m.heard {
 			s.heard[r][j] = s.heard[r][j] || h
 		}
-		if err := s.write(r, i, vc, st.Dst, m.vals); err != nil {
+		if err := s.write(r, st, vc, st.Dst, m.vals); err != nil {
 			return fail("%v", err)
 		}
 	case StepCopy:
-		vals, err := s.read(r, i, vc, st.Src)
+		vals, err := s.read(r, st, vc, st.Src)
 		if err != nil {
 			return fail("%v", err)
 		}
-		if err := s.write(r, i, vc, st.Dst, vals); err != nil {
+		if err := s.write(r, st, vc, st.Dst, vals); err != nil {
 			return fail("%v", err)
 		}
 	case StepReduce:
-		src, err := s.read(r, i, vc, st.Src)
+		src, err := s.read(r, st, vc, st.Src)
 		if err != nil {
 			return fail("%v", err)
 		}
-		dst, err := s.read(r, i, vc, st.Dst)
+		dst, err := s.read(r, st, vc, st.Dst)
 		if err != nil {
 			return fail("%v", err)
 		}
 		for j := range dst {
 			dst[j] = s.t.combine(dst[j], src[j])
 		}
-		if err := s.write(r, i, vc, st.Dst, dst); err != nil {
+		if err := s.write(r, st, vc, st.Dst, dst); err != nil {
 			return fail("%v", err)
 		}
 	case StepDivide:
-		vals, err := s.read(r, i, vc, st.Dst)
+		vals, err := s.read(r, st, vc, st.Dst)
 		if err != nil {
 			return fail("%v", err)
 		}
 		for j := range vals {
 			vals[j] = s.t.intern(symNode{kind: symDivide, a: int32(vals[j])})
 		}
-		if err := s.write(r, i, vc, st.Dst, vals); err != nil {
+		if err := s.write(r, st, vc, st.Dst, vals); err != nil {
 			return fail("%v", err)
 		}
 	}
-	s.vclock[r][i] = vc
-	s.done[r][i] = true
+	s.laneClock[r][st.Lane] = vc
+	if st.Signals {
+		if s.markClock[r] == nil {
+			s.markClock[r] = map[int][]int32{}
+		}
+		s.markClock[r][st.Mark] = vc
+	}
 	return true, nil
 }
 
@@ -449,11 +412,11 @@ func copyMax(dst, src []int32) {
 // vector clock vc.
 func ordered(vc []int32, lane, idx int32) bool { return idx < 0 || vc[lane] >= idx }
 
-func (s *symRun) read(r, i int, vc []int32, ref Ref) ([]sym, error) {
+func (s *symRun) read(r int, st *Operation, vc []int32, ref Ref) ([]sym, error) {
 	arr, off := s.loc(r, ref)
 	accs := s.acc[r][s.alias[r][ref.Buf]]
 	out := make([]sym, ref.Len)
-	lane := int32(s.p.Steps[r][i].Lane)
+	lane, i := int32(st.Lane), st.Index
 	for j := range ref.Len {
 		a := &accs[off+j]
 		if !ordered(vc, a.wlane, a.writer) {
@@ -468,13 +431,13 @@ func (s *symRun) read(r, i int, vc []int32, ref Ref) ([]sym, error) {
 	return out, nil
 }
 
-func (s *symRun) write(r, i int, vc []int32, ref Ref, vals []sym) error {
+func (s *symRun) write(r int, st *Operation, vc []int32, ref Ref, vals []sym) error {
 	if ref.Buf == In && !s.inPlace && ref.Len > 0 {
 		return fmt.Errorf("writes its input %v; out of place the caller's input must be left as it was", ref)
 	}
 	arr, off := s.loc(r, ref)
 	accs := s.acc[r][s.alias[r][ref.Buf]]
-	lane := int32(s.p.Steps[r][i].Lane)
+	lane, i := int32(st.Lane), st.Index
 	for j := range ref.Len {
 		a := &accs[off+j]
 		if !ordered(vc, a.wlane, a.writer) {

@@ -193,7 +193,7 @@ func TestCompileStreamsLargePlansAndRefusesHugeOnes(t *testing.T) {
 	if got := len(plan.Rank(4095)); got != 5*4095+1 {
 		t.Fatalf("rank 4095 has %d steps, want %d", got, 5*4095+1)
 	}
-	if err := Check(plan); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "limit 16777216") {
+	if err := Check(plan); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 4194304") {
 		t.Fatalf("Check: err = %v, want ErrTooLarge naming the limit", err)
 	}
 	// direct on 32768 ranks: 2·32767·32768 ≈ 2.1G steps, refused at once.
@@ -221,14 +221,12 @@ func TestAvgOnlyDividesReductions(t *testing.T) {
 }
 
 // TestStreamedPlansEqualHeldPlans: a streamed plan's ranks, made one at a
-// time, are step for step the plan Compile holds in memory, for every
-// algorithm that streams and every op. At 130 ranks the count that sizes
-// a streamed plan is split between goroutines, by ranges of ranks.
+// time, are step for step the plan Compile holds in memory, and each of
+// its lanes, made alone, yields the held plan's operations on that lane,
+// for every algorithm and every op. At 130 ranks the count that sizes a
+// streamed plan is split between goroutines, by ranges of ranks.
 func TestStreamedPlansEqualHeldPlans(t *testing.T) {
 	for _, a := range algorithmTable {
-		if !a.streams {
-			continue
-		}
 		for _, op := range Ops() {
 			if a.gens[op] == nil {
 				continue
@@ -253,6 +251,9 @@ func TestStreamedPlansEqualHeldPlans(t *testing.T) {
 				for r := range p {
 					if got, want := streamed.Rank(r), held.Steps[r]; !reflect.DeepEqual(got, want) {
 						t.Fatalf("%v rank %d:\nstreamed %v\nheld     %v", spec, r, got, want)
+					}
+					if got, want := allOperations(t, streamed, r), allOperations(t, held, r); !reflect.DeepEqual(got, want) {
+						t.Fatalf("%v rank %d operations:\nstreamed %v\nheld     %v", spec, r, got, want)
 					}
 				}
 				if got, want := streamed.Describe(), held.Describe(); got != want {
@@ -295,4 +296,22 @@ func TestCompileCorrectsLowEstimates(t *testing.T) {
 			}
 		}
 	}
+}
+
+// allOperations drains every lane of rank r's cursors, a few operations
+// at a time.
+func allOperations(t *testing.T, p *Plan, r int) [][]Operation {
+	t.Helper()
+	cursors, err := p.Cursors(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]Operation, len(cursors))
+	for l, c := range cursors {
+		buf := make([]Operation, 3)
+		for n := c.Next(buf); n > 0; n = c.Next(buf) {
+			out[l] = append(out[l], buf[:n]...)
+		}
+	}
+	return out
 }

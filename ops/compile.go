@@ -17,9 +17,8 @@ import (
 const MaxRanks = 1 << 20
 
 // MaxPlanSteps bounds the steps of a plan held in memory, all ranks
-// together: about 100 bytes a step, so 16M steps is a few GB. Larger plans
-// of the algorithms that stream (all but dbtree) are streamed instead;
-// others are refused with ErrTooLarge and the figure.
+// together: about 100 bytes a step, so 16M steps is a few GB. Compile
+// streams larger plans; Materialized refuses them with ErrTooLarge.
 const MaxPlanSteps = 16 << 20
 
 // StreamAbove is the size, in steps, above which Compile streams a plan:
@@ -27,7 +26,7 @@ const MaxPlanSteps = 16 << 20
 // garbage collection than making the steps again as they are needed.
 const StreamAbove = 1 << 20
 
-// streamAbove is StreamAbove; tests lower it to stream small plans.
+// streamAbove is StreamAbove; tests move it.
 var streamAbove = StreamAbove
 
 // MaxStreamedSteps bounds a streamed plan: past a billion steps a run
@@ -51,22 +50,18 @@ type algorithm struct {
 	name string
 	doc  string // one line: what it is and its reduction order
 	gens map[Op]generator
-	// streams: one rank's steps cost about as much to make as the rank's
-	// share of the plan, so the plan can be streamed (see Plan.Streamed).
-	// dbtree builds both trees over every rank first and cannot.
-	streams bool
 }
 
 // algorithmTable lists the algorithms in the order help text shows them.
 // Each alg_*.go file defines its generator map.
 var algorithmTable = []algorithm{
-	{"ring", ringDoc, ringPlans, true},
-	{"rd", rdDoc, rdPlans, true},
-	{"rhd", rhdDoc, rhdPlans, true},
-	{"tree", treeDoc, treePlans, true},
-	{"dbtree", dbtreeDoc, dbtreePlans, false},
-	{"direct", directDoc, directPlans, true},
-	{"pairwise", pairwiseDoc, pairwisePlans, true},
+	{"ring", ringDoc, ringPlans},
+	{"rd", rdDoc, rdPlans},
+	{"rhd", rhdDoc, rhdPlans},
+	{"tree", treeDoc, treePlans},
+	{"dbtree", dbtreeDoc, dbtreePlans},
+	{"direct", directDoc, directPlans},
+	{"pairwise", pairwiseDoc, pairwisePlans},
 }
 
 // Algorithms lists the algorithm names Compile knows, in a fixed order.
@@ -143,10 +138,18 @@ func (s Spec) BufferLens() (in, out int) {
 	return 0, 0
 }
 
-// Compile builds the plan of s.Algo for s. For "native" the plan has no
+// Compile builds the plan of s.Algo for s: held in memory, or streamed
+// when it has more than StreamAbove steps. For "native" the plan has no
 // steps: the Executor hands it to the backend's library (see Native).
 // "auto" is not an algorithm: see Select.
-func Compile(s Spec) (*Plan, error) {
+func Compile(s Spec) (*Plan, error) { return compileAbove(s, streamAbove) }
+
+// CompileStreamed is Compile for a plan streamed whatever its size: its
+// steps are made as they are asked for, and never held.
+func CompileStreamed(s Spec) (*Plan, error) { return compileAbove(s, -1) }
+
+// compileAbove is Compile, streaming plans of more than above steps.
+func compileAbove(s Spec, above int) (*Plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -163,27 +166,19 @@ func Compile(s Spec) (*Plan, error) {
 			ErrUnsupported, s.Algo, s.Op, s.Op, strings.Join(AlgorithmsFor(s.Op), ", "))
 	}
 	in, out := s.BufferLens()
-	if algorithmTable[i].streams {
-		return compileStreamable(s, gen, in, out)
-	}
-	b := newBuilder(s, in, out)
-	if err := generate(gen, b); err != nil {
-		return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
-	}
-	return b.p, nil
+	return compile(s, gen, in, out, above)
 }
 
-// compileStreamable holds a plan of up to streamAbove steps and streams a
-// larger one. Rank 0's steps, made alone, estimate the size, so a small
+// compile holds a plan of up to above steps and streams a larger one. Rank 0's steps, made alone, estimate the size, so a small
 // plan is made once. An estimate that was too low (rank 0 lighter than
-// most) is caught when the held plan passes streamAbove, and the plan is
+// most) is caught when the held plan passes above, and the plan is
 // counted after all.
-func compileStreamable(s Spec, gen generator, in, out int) (*Plan, error) {
+func compile(s Spec, gen generator, in, out, above int) (*Plan, error) {
 	wrap := func(err error) error { return fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err) }
 	n0, rank0, ok := rankAlone(s, gen, in, out, 0)
-	if ok && n0*s.Ranks <= streamAbove {
+	if ok && n0*s.Ranks <= above {
 		b := newBuilder(s, in, out)
-		b.limit = streamAbove
+		b.limit = above
 		err := generate(gen, b)
 		if !errors.Is(err, ErrTooLarge) {
 			if err != nil {
@@ -196,7 +191,7 @@ func compileStreamable(s Spec, gen generator, in, out int) (*Plan, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if steps > streamAbove {
+	if steps > above {
 		shape.gen, shape.numSteps = gen, steps
 		return shape, nil
 	}
@@ -209,10 +204,10 @@ func compileStreamable(s Spec, gen generator, in, out int) (*Plan, error) {
 
 // countSteps makes every rank's steps and counts them, without keeping
 // them, on one goroutine per core, each taking a range of ranks: the
-// streamable algorithms make a rank's steps without the others'. The
-// returned plan has no steps, only the shape the generator set (Lanes,
-// TmpLen) and its symmetry: whether every rank followed rank0, rank 0's
-// steps made alone.
+// streamable algorithms make a rank's steps without the others'. While
+// counting it checks whether every rank follows rank0, rank 0's steps
+// made alone (the plan's symmetry). The returned plan has no steps, only the shape
+// the generator set (Lanes, TmpLen) and the symmetry.
 func countSteps(s Spec, gen generator, in, out int, rank0 []Step) (int, *Plan, error) {
 	workers := min(runtime.GOMAXPROCS(0), 1+s.Ranks/64)
 	var total atomic.Int64
@@ -223,13 +218,13 @@ func countSteps(s Spec, gen generator, in, out int, rank0 []Step) (int, *Plan, e
 		lo, hi := w*s.Ranks/workers, (w+1)*s.Ranks/workers
 		b := &builder{p: &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}, mode: modeCount,
 			limit: MaxStreamedSteps, lo: lo, hi: hi, count: make([]int, hi-lo), total: &total,
-			sym: newSymmetryCheck(rank0, s.Ranks, 1)}
+			sym: newSymmetryCheck(rank0, s.Ranks)}
 		counters[w] = b
 		wg.Go(func() { errs[w] = generate(gen, b) })
 	}
 	wg.Wait()
 	shape := &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}
-	steps, sym := 0, newSymmetryCheck(rank0, s.Ranks, 1)
+	steps, sym := 0, newSymmetryCheck(rank0, s.Ranks)
 	for w, b := range counters {
 		if errs[w] != nil {
 			return 0, nil, errs[w]
@@ -242,9 +237,7 @@ func countSteps(s Spec, gen generator, in, out int, rank0 []Step) (int, *Plan, e
 		}
 		sym.alive &= b.sym.alive
 	}
-	if shape.Lanes == 1 {
-		shape.sym = sym.group()
-	}
+	shape.sym = sym.group()
 	if steps > MaxStreamedSteps {
 		return 0, nil, fmt.Errorf("%w: %d plan steps, over the limit of %d", ErrTooLarge, steps, MaxStreamedSteps)
 	}
@@ -255,8 +248,8 @@ func countSteps(s Spec, gen generator, in, out int, rank0 []Step) (int, *Plan, e
 // unless there are more than maxMirroredSteps; ok is false if the
 // generator failed, which the full pass then reports.
 func rankAlone(s Spec, gen generator, in, out, r int) (n int, steps []Step, ok bool) {
-	b := &builder{p: &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}, mode: modeStream, only: r,
-		buf: make([]Step, 0, 64), emit: func(batch []Step) bool {
+	b := &builder{p: &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}, mode: modeStream, only: r, lane: -1,
+		buf: make([]Step, 0, genBatch), emit: func(batch []Step) bool {
 			if len(steps)+len(batch) <= maxMirroredSteps {
 				steps = append(steps, batch...)
 			}
@@ -277,17 +270,19 @@ func (o Op) blocksPerRank() bool {
 	return o == ReduceScatter || o == AllGather || o == Gather || o == AllToAll
 }
 
-// generate runs gen, turning the builder's planTooLarge unwinding into an
-// error. Any other panic is a bug and keeps going.
+// generate runs gen, turning the builder's planTooLarge and badStep
+// unwinding into errors. Any other panic is a bug and keeps going.
 func generate(gen generator, b *builder) (err error) {
 	defer func() {
-		if r := recover(); r != nil {
-			big, ok := r.(planTooLarge)
-			if !ok {
-				panic(r)
-			}
+		switch r := recover().(type) {
+		case nil:
+		case planTooLarge:
 			err = fmt.Errorf("%w: at least %d plan steps, over the limit of %d; algorithms with O(p log p) steps (rd, rhd, tree) scale further",
-				ErrTooLarge, big.steps-1, b.limit)
+				ErrTooLarge, r.steps-1, b.limit)
+		case badStep:
+			err = fmt.Errorf("%w: %w", ErrBadPlan, r.err)
+		default:
+			panic(r)
 		}
 	}()
 	return gen(b)

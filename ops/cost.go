@@ -3,7 +3,6 @@ package ops
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // CostModel gives the α-β-γ parameters of a fabric, by rank. A
@@ -22,53 +21,91 @@ type CostModel interface {
 // nothing, and a receive waits for its message. Lanes run in parallel,
 // ordered by After. On an uncontended fabric this is what the simulator
 // measures, and for the textbook algorithms it equals the formulas of
-// REFERENCE.md.
+// REFERENCE.md. It reads each lane through a Cursor, so a streamed plan
+// is costed in memory that grows with its ranks, as it runs.
 func Cost(plan *Plan, m CostModel) (float64, error) {
-	if err := checkShape(plan); err != nil {
-		return 0, fmt.Errorf("ops: cost %v: %w", plan.Spec, err)
-	}
-	if plan.native {
+	if plan != nil && plan.native {
 		return 0, fmt.Errorf("ops: cost %v: %w: %w", plan.Spec, ErrUnsupported, errNativePlan)
 	}
-	plan, err := plan.Materialized()
-	if err != nil {
-		return 0, err
+	if err := plan.validate(); err != nil {
+		return 0, fmt.Errorf("ops: cost %v: %w", plan.Spec, err)
 	}
-	c := &costRun{plan: plan, m: m, size: float64(plan.DType.Size()), paths: map[[2]int][2]float64{}}
+	c := &costRun{plan: plan, m: m, size: float64(plan.DType.Size()),
+		paths: make([]*[pathSlots]pathSlot, plan.Ranks), mail: make([]map[uint64][]float64, plan.Ranks)}
+	defer c.close()
 	return c.run()
+}
+
+// costLane is one lane of one rank while Cost runs, and when it is next
+// free.
+type costLane struct {
+	laneReader
+	at float64
 }
 
 type costRun struct {
 	plan  *Plan
 	m     CostModel
 	size  float64
-	paths map[[2]int][2]float64
-	mail  map[msgKey][]float64
+	paths []*[pathSlots]pathSlot // per sender: its recent paths, by a hash of the receiver
+	mail  []map[uint64][]float64 // per receiver: arrival times, by sender and tag
+	lanes [][]costLane           // per rank, per lane
+	marks []map[int]float64      // per rank: when each awaited step finished
 }
 
+func (c *costRun) close() {
+	for _, ls := range c.lanes {
+		for _, l := range ls {
+			l.close()
+		}
+	}
+}
+
+// pathSlot is a path's α and β, in a sender's small cache: most plans send
+// to a few peers many times, and a direct one to every peer once, which a
+// table of every pair would hold for nothing.
+type pathSlot struct {
+	peer        int
+	alpha, beta float64
+}
+
+const pathSlots = 8
+
 func (c *costRun) path(a, b int) (float64, float64, error) {
-	k := [2]int{a, b}
-	if v, ok := c.paths[k]; ok {
-		return v[0], v[1], nil
+	if c.paths[a] == nil {
+		c.paths[a] = new([pathSlots]pathSlot)
+		for i := range c.paths[a] {
+			c.paths[a][i].peer = -1
+		}
+	}
+	slot := &c.paths[a][uint(b)%pathSlots]
+	if slot.peer == b {
+		return slot.alpha, slot.beta, nil
 	}
 	alpha, beta, err := c.m.PathCost(a, b)
 	if err != nil {
 		return 0, 0, err
 	}
-	c.paths[k] = [2]float64{alpha, beta}
+	*slot = pathSlot{b, alpha, beta}
 	return alpha, beta, nil
 }
 
+// mailKey names a receiver's messages from one sender with one tag.
+func mailKey(from int, tag uint32) uint64 { return uint64(from)<<32 | uint64(tag) }
+
 func (c *costRun) run() (float64, error) {
 	p := c.plan
-	c.mail = map[msgKey][]float64{}
-	finish := make([][]float64, p.Ranks)
-	next := make([][]int, p.Ranks)       // per rank, per lane: next step index
-	laneAt := make([][]float64, p.Ranks) // per rank, per lane: when it is free
+	c.lanes = make([][]costLane, p.Ranks)
+	c.marks = make([]map[int]float64, p.Ranks)
 	for r := range p.Ranks {
-		finish[r] = slices.Repeat([]float64{-1}, len(p.Steps[r]))
-		next[r] = make([]int, p.Lanes)
-		laneAt[r] = make([]float64, p.Lanes)
+		cursors, err := p.Cursors(r)
+		if err != nil {
+			return 0, err
+		}
+		c.lanes[r] = make([]costLane, len(cursors))
+		for l, lr := range newLaneReaders(cursors) {
+			c.lanes[r][l].laneReader = lr
+		}
 	}
 	// Work list of ranks that may be able to progress, in FIFO order.
 	queue := make([]int, 0, p.Ranks)
@@ -77,85 +114,52 @@ func (c *costRun) run() (float64, error) {
 		queue = append(queue, r)
 		queued[r] = true
 	}
+	wake := func(r int) {
+		if !queued[r] {
+			queue = append(queue, r)
+			queued[r] = true
+		}
+	}
 	end := 0.0
 	for len(queue) > 0 {
 		r := queue[0]
 		queue = queue[1:]
 		queued[r] = false
-		steps := p.Steps[r]
 		for progress := true; progress; {
 			progress = false
-			for l := range p.Lanes {
+			for l := range c.lanes[r] {
+				lane := &c.lanes[r][l]
 				for {
-					i := next[r][l]
-					for i < len(steps) && steps[i].Lane != l {
-						i++
-					}
-					next[r][l] = i
-					if i == len(steps) {
+					op := lane.peek()
+					if op == nil {
 						break
 					}
-					st := steps[i]
-					start := laneAt[r][l]
-					ready := true
-					for _, a := range st.After {
-						if finish[r][a] < 0 {
-							ready = false
-							break
-						}
-						start = max(start, finish[r][a])
+					done, ready, err := c.try(r, lane.at, op, wake)
+					if err != nil {
+						return 0, fmt.Errorf("ops: cost %v: rank %d lane %d step %d: %w", p.Spec, r, l, op.Index, err)
 					}
 					if !ready {
 						break
 					}
-					var done float64
-					switch st.Kind {
-					case StepSend:
-						alpha, beta, err := c.path(r, st.Peer)
-						if err != nil {
-							return 0, fmt.Errorf("ops: cost %v: rank %d step %d: %w", p.Spec, r, i, err)
+					if op.Signals {
+						if c.marks[r] == nil {
+							c.marks[r] = map[int]float64{}
 						}
-						done = start + alpha + float64(st.Src.Len)*c.size*beta
-						k := msgKey{r, st.Peer, st.Tag}
-						c.mail[k] = append(c.mail[k], done)
-						if !queued[st.Peer] {
-							queue = append(queue, st.Peer)
-							queued[st.Peer] = true
-						}
-					case StepRecv:
-						k := msgKey{st.Peer, r, st.Tag}
-						q := c.mail[k]
-						if len(q) == 0 {
-							ready = false
-							break
-						}
-						done = max(start, q[0])
-						c.mail[k] = q[1:]
-					case StepReduce, StepDivide:
-						g := c.m.ReduceCost(r)
-						done = start
-						if g > 0 && st.Dst.Len > 0 {
-							done += float64(st.Dst.Len) * c.size * g
-						}
-					case StepCopy:
-						done = start
+						c.marks[r][op.Mark] = done
+						wake(r)
 					}
-					if !ready {
-						break
-					}
-					finish[r][i] = done
-					laneAt[r][l] = done
+					lane.at = done
 					end = max(end, done)
-					next[r][l] = i + 1
+					lane.advance()
 					progress = true
 				}
 			}
 		}
 	}
-	for r := range p.Ranks {
-		for l := range p.Lanes {
-			if i := next[r][l]; i < len(p.Steps[r]) {
-				return 0, fmt.Errorf("ops: cost %v: deadlock at rank %d step %d (%v); run Check for details", p.Spec, r, i, p.Steps[r][i])
+	for r, ls := range c.lanes {
+		for l := range ls {
+			if op := ls[l].peek(); op != nil {
+				return 0, fmt.Errorf("ops: cost %v: deadlock at rank %d lane %d step %d (%v); run Check for details", p.Spec, r, l, op.Index, op)
 			}
 		}
 	}
@@ -164,6 +168,58 @@ func (c *costRun) run() (float64, error) {
 	}
 	return end, nil
 }
+
+// try runs op of rank r, on a lane free from at, if it can run now, and
+// returns when it finishes.
+func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done float64, ready bool, err error) {
+	start := at
+	for _, a := range op.Awaits {
+		t, ok := c.marks[r][a]
+		if !ok {
+			return 0, false, nil
+		}
+		start = max(start, t)
+	}
+	switch op.Kind {
+	case StepSend:
+		alpha, beta, err := c.path(r, op.Peer)
+		if err != nil {
+			return 0, false, err
+		}
+		done = start + alpha + float64(op.Src.Len)*c.size*beta
+		if c.mail[op.Peer] == nil {
+			c.mail[op.Peer] = map[uint64][]float64{}
+		}
+		k := mailKey(r, op.Tag)
+		c.mail[op.Peer][k] = append(c.mail[op.Peer][k], done)
+		wake(op.Peer)
+	case StepRecv:
+		k := mailKey(op.Peer, op.Tag)
+		q := c.mail[r][k]
+		if len(q) == 0 {
+			return 0, false, nil
+		}
+		done = max(start, q[0])
+		if len(q) == 1 {
+			delete(c.mail[r], k)
+		} else {
+			c.mail[r][k] = q[1:]
+		}
+	case StepReduce, StepDivide:
+		g := c.m.ReduceCost(r)
+		done = start
+		if g > 0 && op.Dst.Len > 0 {
+			done += float64(op.Dst.Len) * c.size * g
+		}
+	case StepCopy:
+		done = start
+	}
+	return done, true, nil
+}
+
+// tieTolerance is how much cheaper, relatively, a plan must be to beat
+// an earlier one in Select.
+const tieTolerance = 1e-9
 
 // Candidate is one algorithm considered by Select, with its cost or the
 // reason it was not possible.
@@ -174,8 +230,12 @@ type Candidate struct {
 }
 
 // Select compiles every algorithm that implements s.Op, costs each on m, and
-// returns the cheapest plan (ties go to the earlier algorithm in
-// Algorithms order) with every candidate considered.
+// returns the cheapest plan with every candidate considered. Costs within
+// a relative tieTolerance are ties, and ties go to the earlier algorithm
+// in Algorithms order: the same α-β terms summed in another order differ
+// in the last bits. (On a ring of GPUs, ring and rhd cost the same under
+// α-β, which sees no contention; rhd's exchanges share links and
+// simulate far slower, and ring, earlier, wins the tie.)
 func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 	var best *Plan
 	bestCost := math.Inf(1)
@@ -186,7 +246,7 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 		cand := Candidate{Algo: name, Err: err}
 		if err == nil {
 			cand.Cost, cand.Err = Cost(plan, m)
-			if cand.Err == nil && cand.Cost < bestCost {
+			if cand.Err == nil && cand.Cost < bestCost*(1-tieTolerance) {
 				best, bestCost = plan, cand.Cost
 			}
 		}

@@ -3,7 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -13,6 +13,7 @@ import (
 // runs, so a sweep reuses them. An Executor is not safe for concurrent use.
 type Executor struct {
 	w          *hw.World
+	driver     Driver
 	devs       []hw.Device // by rank
 	lanes      [][]hw.Stream
 	tmp        []hw.Buffer
@@ -20,22 +21,31 @@ type Executor struct {
 	ends       []hw.Event // per rank, recorded after them
 	laneEvents [][]hw.Event
 	retired    [][]hw.Buffer // per rank: outgrown scratch, freed after a wait
-	// producers make a streamed plan's steps ahead of the simulation;
-	// closing stopProducers ends them.
-	producers     sync.WaitGroup
-	stopProducers chan struct{}
-	native        hw.NativeComm // made by the first native plan
-	// mirror runs symmetric plans on the world's mirror (see runMirrored).
-	mirror       *Executor
-	mirroredRuns int
+	native     hw.NativeComm // made by the first native plan
 }
 
-// NewExecutor prepares to run plans on w.
-func NewExecutor(w *hw.World) *Executor {
+// NewExecutor prepares to run plans on w with the generic driver, which
+// enqueues every operation of a rank at once through hw.
+func NewExecutor(w *hw.World) *Executor { return NewExecutorWith(w, nil) }
+
+// NewExecutorWith prepares to run plans on w through d (nil: the generic
+// driver). A backend's driver may do better than enqueueing everything up
+// front: package simexec feeds the simulator lazily and mirrors
+// symmetric plans.
+func NewExecutorWith(w *hw.World, d Driver) *Executor {
+	if d == nil {
+		d = genericDriver{}
+	}
 	n := w.Size()
-	return &Executor{w: w, devs: w.Devices(), lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
+	return &Executor{w: w, driver: d, devs: w.Devices(), lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
 		starts: make([]hw.Event, n), ends: make([]hw.Event, n), laneEvents: make([][]hw.Event, n), retired: make([][]hw.Buffer, n)}
 }
+
+// World is the world the executor runs on.
+func (e *Executor) World() *hw.World { return e.w }
+
+// Driver is the executor's driver.
+func (e *Executor) Driver() Driver { return e.driver }
 
 // Run executes plan with rank r reading in[r] and writing out[r], and
 // returns the collective's time in seconds: the longest any rank took, from
@@ -47,22 +57,28 @@ func NewExecutor(w *hw.World) *Executor {
 // sendrecv and alltoall; in[r] = out[r].Sub(r·Count, Count) for allgather
 // and gather; out[r] = in[r].Sub(r·Count, Count) for reducescatter. Other
 // overlaps are refused.
+//
+// A plan made or edited by hand is checked first (see ErrBadPlan): a
+// malformed one is refused before anything runs.
 func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 	if err := e.checkArgs(plan, in, out); err != nil {
 		return 0, err
 	}
-	if t, ok := e.runMirrored(plan); ok {
-		return t, nil
+	if err := plan.validate(); err != nil {
+		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
+	}
+	if sc, ok := e.driver.(Shortcut); ok && !plan.native {
+		if t, ok := sc.TimeRun(e.w, plan); ok {
+			return t, nil
+		}
 	}
 	return e.run(plan, in, out)
 }
 
-// run is Run after the checks, for ranks 0..len(in)-1: every rank, or
-// on a mirror the ranks that stand for all.
+// run is Run after the checks.
 func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
-	p := len(in)
+	p := plan.Ranks
 	starts, ends := e.starts, e.ends
-	defer e.stopGenerators()
 	for r := range p {
 		if err := e.prepare(plan, r); err != nil {
 			return 0, err
@@ -74,29 +90,40 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		}
 	} else {
 		for r := range p {
-			if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r], nil, true); err != nil {
+			if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r], nil); err != nil {
 				return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
 			}
 		}
 	}
 	var errs []error
+	var followers []int // ranks that failed because a peer had
 	deadlock := false
 	for r := range p {
 		for _, s := range e.lanes[r][:plan.Lanes] {
 			err := s.Synchronize()
-			if err == nil {
+			switch {
+			case err == nil:
 				continue
-			}
-			// A deadlock report already lists every blocked stream: keep one.
-			if errors.Is(err, hw.ErrDeadlock) {
-				if deadlock {
-					break
+			case errors.Is(err, hw.ErrDeadlock):
+				// A deadlock report already lists every blocked stream:
+				// keep one.
+				if !deadlock {
+					errs = append(errs, err)
 				}
 				deadlock = true
+			case errors.Is(err, hw.ErrPeerFailed):
+				followers = append(followers, r)
+			default:
+				errs = append(errs, err)
 			}
-			errs = append(errs, err)
 			break
 		}
+	}
+	if len(followers) > 0 {
+		// Each says which failure reached it first: name them once,
+		// after the failures themselves.
+		errs = append(errs, fmt.Errorf("%w: rank(s) %s, whose peers failed before sending to them",
+			hw.ErrPeerFailed, joinRanks(followers)))
 	}
 	for r := range p {
 		if err := e.releaseRetired(r); err != nil {
@@ -119,7 +146,7 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 
 func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {
 	if plan == nil {
-		return fmt.Errorf("ops: run: nil plan")
+		return fmt.Errorf("ops: run: %w: nil plan", ErrBadPlan)
 	}
 	if plan.Ranks != e.w.Size() {
 		return fmt.Errorf("ops: run %v: plan is for %d ranks, world has %d", plan.Spec, plan.Ranks, e.w.Size())
@@ -201,7 +228,7 @@ func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ..
 	if end, err = dev.NewEvent(); err != nil {
 		return nil, nil, err
 	}
-	if err := e.enqueue(plan, rank, in, out, start, end, after, false); err != nil {
+	if err := e.enqueue(plan, rank, in, out, start, end, after); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue %v: rank %d: %w", plan.Spec, rank, err)
 	}
 	return start, end, nil
@@ -301,101 +328,24 @@ func (e *Executor) releaseRetired(r int) error {
 	return errors.Join(errs...)
 }
 
-// feedBatch is how many steps a fed stream takes per refill. Few is
-// better: with a thousand ranks, every rank's queued ops must stay in cache
-// between its turns (64 measured about 20% slower than 4 on a 1024-rank
-// ring).
-const feedBatch = 4
-
-// genBatch is how many steps a streamed rank's producer hands over at a
-// time, and prefetchDepth how many such batches it may make ahead.
-const (
-	genBatch      = 32
-	prefetchDepth = 2
-)
-
-// enqueue puts rank r's steps on its lanes, after the events in after,
-// between events start and end. With feed, a single-lane plan on a stream
-// that is a hw.Feeder is handed over lazily, so the backend holds a few
-// steps per rank instead of all of them; only Run may feed, since it owns
-// the streams until they drain.
-func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Event, after []hw.Event, feed bool) error {
+// enqueue puts rank r's part of plan on its lanes through the driver,
+// after the events in after, between events start and end: lane 0 waits
+// for after and records start, the other lanes wait for start, and at the
+// end every lane joins lane 0 before end.
+func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Event, after []hw.Event) error {
 	lanes := e.lanes[r][:plan.Lanes]
-	rs := rankSteps{e: e, plan: plan, r: r, in: in, out: out, redop: plan.Redop}
-	if rs.redop == hw.Avg || !plan.Op.Reduces() {
-		rs.redop = hw.Sum
-	}
-	for _, ev := range after {
-		if err := lanes[0].Wait(ev); err != nil {
-			return err
-		}
-	}
-	if err := lanes[0].Record(start); err != nil {
+	cursors, err := plan.Cursors(r)
+	if err != nil {
 		return err
 	}
-	dev, _ := e.w.Device(r)
-	for _, s := range lanes[1:] {
-		if err := s.Wait(start); err != nil {
-			return err
-		}
+	job := &RankJob{Plan: plan, Rank: r, Streams: lanes, Cursors: cursors, exec: e, in: in, out: out}
+	if err := e.begin(lanes, start, after); err != nil {
+		job.closeCursors()
+		return err
 	}
-	if f, ok := lanes[0].(hw.Feeder); ok && feed && plan.Lanes == 1 {
-		pull := e.puller(plan, r)
-		i := 0
-		return f.Feed(func() (bool, error) {
-			batch, ok, err := pull()
-			if err != nil {
-				return false, err
-			}
-			if !ok {
-				return false, lanes[0].Record(end)
-			}
-			for _, st := range batch {
-				if err := rs.enqueue(lanes[0], i, st); err != nil {
-					return false, err
-				}
-				i++
-			}
-			return true, nil
-		})
+	if err := e.driver.Enqueue(job); err != nil {
+		return err
 	}
-	steps := plan.Rank(r)
-	// Record an event after every step that another lane waits for.
-	marks := map[int]hw.Event{}
-	for _, st := range steps {
-		for _, a := range st.After {
-			if _, ok := marks[a]; !ok && steps[a].Lane != st.Lane {
-				ev, err := dev.NewEvent()
-				if err != nil {
-					return err
-				}
-				marks[a] = ev
-			}
-		}
-	}
-	for i, st := range steps {
-		s := lanes[st.Lane]
-		for _, a := range st.After {
-			if ev, ok := marks[a]; ok && steps[a].Lane != st.Lane {
-				if err := s.Wait(ev); err != nil {
-					return err
-				}
-			}
-		}
-		fs, err := feedable(st)
-		if err == nil {
-			err = rs.enqueue(s, i, fs)
-		}
-		if err != nil {
-			return err
-		}
-		if ev, ok := marks[i]; ok {
-			if err := s.Record(ev); err != nil {
-				return err
-			}
-		}
-	}
-	// Join the lanes on lane 0 before the end event.
 	for l, s := range lanes[1:] {
 		ev := e.laneEvents[r][l+1]
 		if err := s.Record(ev); err != nil {
@@ -408,154 +358,37 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 	return lanes[0].Record(end)
 }
 
-// puller returns rank r's steps feedBatch at a time: from memory, or, for
-// a streamed plan, from a generator that makes them ahead (see prefetch).
-func (e *Executor) puller(plan *Plan, r int) func() ([]fedStep, bool, error) {
-	var fed []fedStep
-	if plan.Streamed() {
-		next := e.prefetch(plan, r)
-		return func() ([]fedStep, bool, error) {
-			if len(fed) == 0 {
-				var ok bool
-				var err error
-				if fed, ok, err = next(); !ok || err != nil {
-					return nil, false, err
-				}
-			}
-			batch := fed[:min(feedBatch, len(fed))]
-			fed = fed[len(batch):]
-			return batch, true, nil
+// begin orders a rank's lanes after the events in after and records start.
+func (e *Executor) begin(lanes []hw.Stream, start hw.Event, after []hw.Event) error {
+	for _, ev := range after {
+		if err := lanes[0].Wait(ev); err != nil {
+			return err
 		}
 	}
-	steps := plan.Steps[r]
-	var buf [feedBatch]fedStep
-	return func() ([]fedStep, bool, error) {
-		if len(steps) == 0 {
-			return nil, false, nil
+	if err := lanes[0].Record(start); err != nil {
+		return err
+	}
+	for _, s := range lanes[1:] {
+		if err := s.Wait(start); err != nil {
+			return err
 		}
-		n := min(feedBatch, len(steps))
-		for i, st := range steps[:n] {
-			var err error
-			if buf[i], err = feedable(st); err != nil {
-				return nil, false, err
-			}
-		}
-		steps = steps[n:]
-		return buf[:n], true, nil
-	}
-}
-
-// prefetch runs rank r's generator on a goroutine of its own, which makes
-// the next genBatch steps while the previous ones are simulated: with a
-// spare core, making steps then costs the simulation nothing. Only the
-// order of steps matters to results, and each rank's is fixed, so which
-// goroutine runs when cannot change them. The returned function gives the
-// batches in order; each is valid until the next call.
-func (e *Executor) prefetch(plan *Plan, r int) func() ([]fedStep, bool, error) {
-	if e.stopProducers == nil {
-		e.stopProducers = make(chan struct{})
-	}
-	stop := e.stopProducers
-	// The consumer reads one buffer, the channel holds prefetchDepth more
-	// and the producer fills one: a buffer is refilled only after the
-	// consumer has asked for the next, which is when it is done with it.
-	ch := make(chan fedBatch, prefetchDepth)
-	e.producers.Add(1)
-	go func() {
-		defer e.producers.Done()
-		defer close(ch)
-		var bufs [prefetchDepth + 2][]fedStep
-		i := 0
-		for batch := range plan.rankBatches(r, genBatch) {
-			if bufs[i] == nil {
-				bufs[i] = make([]fedStep, 0, genBatch)
-			}
-			fb := fedBatch{steps: bufs[i][:0]}
-			for _, st := range batch {
-				var fs fedStep
-				if fs, fb.err = feedable(st); fb.err != nil {
-					break
-				}
-				fb.steps = append(fb.steps, fs)
-			}
-			bufs[i], i = fb.steps, (i+1)%len(bufs)
-			select {
-			case ch <- fb:
-				if fb.err != nil {
-					return
-				}
-			case <-stop:
-				return
-			}
-		}
-	}()
-	return func() ([]fedStep, bool, error) {
-		b, ok := <-ch
-		return b.steps, ok, b.err
-	}
-}
-
-// rankSteps enqueues the steps of rank r of plan, resolving their buffer
-// references against the rank's in, out and scratch.
-type rankSteps struct {
-	e       *Executor
-	plan    *Plan
-	r       int
-	in, out hw.Slice
-	redop   hw.ReduceOp // the elementwise op: Sum for Avg and for copies
-}
-
-func (rs *rankSteps) resolve(ref Ref) hw.Slice {
-	switch ref.Buf {
-	case In:
-		return rs.in.Sub(ref.Off, ref.Len)
-	case Out:
-		return rs.out.Sub(ref.Off, ref.Len)
-	}
-	return hw.Slice{Buf: rs.e.tmp[rs.r], Off: ref.Off, Len: ref.Len}
-}
-
-// enqueue puts step i, st, on stream s.
-func (rs *rankSteps) enqueue(s hw.Stream, i int, st fedStep) error {
-	var err error
-	switch st.kind {
-	case StepSend, StepRecv:
-		// The world's Send and Recv would look up s's device for every
-		// step; the executor made s on rank r's device.
-		if st.peer < 0 || int(st.peer) >= len(rs.e.devs) {
-			err = fmt.Errorf("%w: peer rank %d not in world of %d ranks", hw.ErrUnknownPeer, st.peer, len(rs.e.devs))
-		} else if st.kind == StepSend {
-			err = s.Send(rs.resolve(st.src()), rs.e.devs[st.peer], rs.e.w.Tag(st.tag))
-		} else {
-			err = s.Recv(rs.resolve(st.dst()), rs.e.devs[st.peer], rs.e.w.Tag(st.tag))
-		}
-	case StepReduce:
-		err = s.Reduce(rs.redop, rs.resolve(st.dst()), rs.resolve(st.src()))
-	case StepCopy:
-		err = s.Copy(rs.resolve(st.dst()), rs.resolve(st.src()))
-	case StepDivide:
-		err = s.Divide(rs.resolve(st.dst()), rs.plan.Ranks)
-	default:
-		err = fmt.Errorf("unknown step kind %v", st.kind)
-	}
-	if err != nil {
-		return fmt.Errorf("step %d (%v): %w", i, st.step(), err)
 	}
 	return nil
 }
 
-// fedBatch is a batch of steps from a producer, or the error that ended it.
-type fedBatch struct {
-	steps []fedStep
-	err   error
-}
-
-// stopGenerators ends the producers of a streamed plan's steps, including
-// those of ranks whose run failed, and waits until they have returned.
-func (e *Executor) stopGenerators() {
-	if e.stopProducers != nil {
-		close(e.stopProducers)
-		e.producers.Wait()
-		e.stopProducers = nil
+// joinRanks lists ranks for an error: all of them, or the first few.
+func joinRanks(ranks []int) string {
+	const most = 16
+	var b strings.Builder
+	for i, r := range ranks {
+		if i == most {
+			fmt.Fprintf(&b, " and %d more", len(ranks)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, r)
 	}
+	return b.String()
 }

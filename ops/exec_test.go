@@ -6,10 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
@@ -364,7 +362,7 @@ func TestEnqueueLetsRanksStartApart(t *testing.T) {
 	}
 	compute, _ := d[1].NewStream()
 	ready, _ := d[1].NewEvent()
-	compute.(hw.Computer).Compute(10e-6, "backward")
+	compute.(*sim.Stream).Compute(10e-6, "backward")
 	compute.Record(ready)
 	if _, err := e.Enqueue(plan, 0, bufs[0], bufs[0]); err != nil {
 		t.Fatal(err)
@@ -390,9 +388,9 @@ func TestEnqueueLetsRanksStartApart(t *testing.T) {
 	}
 }
 
-// TestStreamedRunsEqualHeldRuns: a streamed plan, fed to the simulator step
-// by step, gives the held plan's results bit for bit and its time to the
-// picosecond, for every algorithm that streams and every op.
+// TestStreamedRunsEqualHeldRuns: a streamed plan, made lane by lane as
+// the generic driver drains its cursors, gives the held plan's results bit
+// for bit and its time to the picosecond, for every algorithm and op.
 func TestStreamedRunsEqualHeldRuns(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, op := range ops.Ops() {
@@ -406,17 +404,16 @@ func TestStreamedRunsEqualHeldRuns(t *testing.T) {
 				var outs [2][][]byte
 				var times [2]float64
 				for i, stream := range []bool{false, true} {
-					restore := func() {}
+					compile := ops.Compile
 					if stream {
-						restore = ops.StreamEverything()
+						compile = ops.CompileStreamed
 					}
-					plan, err := ops.Compile(spec)
-					restore()
+					plan, err := compile(spec)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if stream && !plan.Streamed() {
-						break // dbtree holds its plans
+					if stream != plan.Streamed() {
+						t.Fatalf("%v: streamed %v, want %v", spec, plan.Streamed(), stream)
 					}
 					c, _ := world(t, fmt.Sprintf("switch:%d", p), sim.Config{})
 					in, out := buffers(t, c, plan, false)
@@ -456,64 +453,58 @@ func TestStreamedRunsEqualHeldRuns(t *testing.T) {
 	}
 }
 
-// TestStreamedRunStopsItsProducers: a streamed run that fails half way
-// (a rank crashes) returns the error and leaves none of the goroutines
-// that make its ranks' steps behind, and the executor runs again.
-func TestStreamedRunStopsItsProducers(t *testing.T) {
-	restore := ops.StreamEverything()
-	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 64, Count: 64 << 10, DType: hw.F32, Redop: hw.Sum})
-	restore()
-	if err != nil || !plan.Streamed() {
-		t.Fatalf("streamed %v, %v", plan != nil && plan.Streamed(), err)
-	}
-	before := runtime.NumGoroutine()
-	c, _ := world(t, "switch:64", sim.Config{TimingOnly: true})
-	if err := c.Inject(sim.Fault{Kind: sim.RankCrash, Rank: 5, At: 20 * sim.Microsecond}); err != nil {
-		t.Fatal(err)
-	}
-	in, out := buffers(t, c, plan, false)
-	exec := ops.NewExecutor(c.World())
-	if _, err := exec.Run(plan, in, out); !errors.Is(err, sim.ErrCrashed) {
-		t.Fatalf("run with a crashed rank: %v, want an error wrapping sim.ErrCrashed", err)
-	}
-	// Run waits for its producers to return, but a goroutine that has
-	// returned is counted until the runtime has torn it down: give that a
-	// moment, as goleak does, before calling any goroutine leaked.
-	n := runtime.NumGoroutine()
-	for try := 0; n > before && try < 200; try++ {
-		time.Sleep(time.Millisecond)
-		n = runtime.NumGoroutine()
-	}
-	if n > before {
-		t.Fatalf("%d goroutines after the failed run, %d before: its step producers were not stopped", n, before)
-	}
-	c2, _ := world(t, "switch:64", sim.Config{TimingOnly: true})
-	in, out = buffers(t, c2, plan, false)
-	if _, err := ops.NewExecutor(c2.World()).Run(plan, in, out); err != nil {
-		t.Fatal(err)
+// TestRunRefusesMalformedPlans: a plan made or edited by hand with a
+// structural fault is refused by Run with an error wrapping ErrBadPlan
+// that says what is wrong, before anything runs, and never panics; a plan
+// whose sends and receives do not pair up names the unpaired message. The
+// executor then runs a good plan.
+func TestRunRefusesMalformedPlans(t *testing.T) {
+	spec := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
+	for _, tc := range []struct {
+		name string
+		edit func(p *ops.Plan)
+		want string
+	}{
+		{"a lane out of range", func(p *ops.Plan) { p.Steps[2][3].Lane = 1 }, "rank 2 step 3 (reduce out[2:4] += tmp[0:2] lane 1): lane 1 outside 0..0"},
+		{"a negative lane", func(p *ops.Plan) { p.Steps[1][0].Lane = -1 }, "lane -1 outside 0..0"},
+		{"After pointing forward", func(p *ops.Plan) { p.Steps[0][2].After = []int{5} }, "rank 0 step 2 (recv tmp[0:2] from 3 tag 0 after [5]): After names step 5, not an earlier step"},
+		{"After naming itself", func(p *ops.Plan) { p.Steps[0][2].After = []int{2} }, "After names step 2"},
+		{"a send to itself", func(p *ops.Plan) { p.Steps[3][1].Peer = 3 }, "rank 3 step 1 (send out[6:8] to 3 tag 0): peer 3 is not another rank of 4"},
+		{"a peer out of range", func(p *ops.Plan) { p.Steps[3][1].Peer = 9 }, "peer 9 is not another rank of 4"},
+		{"an offset past 2^32", func(p *ops.Plan) { p.Steps[1][1].Src.Off += 1 << 32 }, "outside out of 8 elements"},
+		{"no lanes", func(p *ops.Plan) { p.Lanes = 0 }, "plan has 0 lanes"},
+		{"negative lanes", func(p *ops.Plan) { p.Lanes = -2 }, "plan has -2 lanes"},
+		{"fewer programs than ranks", func(p *ops.Plan) { p.Steps = p.Steps[:3] }, "plan has programs for 3 ranks, want 4"},
+		{"a send nobody receives", func(p *ops.Plan) { p.Steps[1][1].Tag = 40 },
+			"rank 1 step 1 sends 2 elements to rank 2 with tag 40, and rank 2 never receives it"},
+		{"a send of the wrong size", func(p *ops.Plan) { p.Steps[2][1].Src.Len = 1 },
+			"rank 2 step 1 sends 1 elements to rank 3 with tag 0, which receives 2 at step 2"},
+	} {
+		plan, err := ops.Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := world(t, "switch:4", sim.Config{})
+		in, out := buffers(t, c, plan, false)
+		tc.edit(plan)
+		secs, err := ops.NewExecutor(c.World()).Run(plan, in, out)
+		if !errors.Is(err, ops.ErrBadPlan) || !strings.Contains(err.Error(), tc.want) || secs != 0 {
+			t.Errorf("%s: %v s, %v; want an error wrapping ErrBadPlan with %q", tc.name, secs, err, tc.want)
+		}
+		if c.EventsFired() != 0 {
+			t.Errorf("%s: the refused plan ran", tc.name)
+		}
+		if _, err := ops.Cost(plan, mustTopo(t, "switch:4")); !errors.Is(err, ops.ErrBadPlan) {
+			t.Errorf("%s: Cost: %v, want ErrBadPlan", tc.name, err)
+		}
 	}
 }
 
-// TestRunRefusesStepsThatDoNotFit: the executor feeds steps with 32-bit
-// offsets. A plan made by hand with an offset past that is refused with a
-// clear error, not truncated into a step on other data.
-func TestRunRefusesStepsThatDoNotFit(t *testing.T) {
-	spec := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 2, Count: 4, DType: hw.F32, Redop: hw.Sum}
-	plan, err := ops.Compile(spec)
+func mustTopo(t testing.TB, spec string) *topology.Topology {
+	t.Helper()
+	topo, err := topology.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := world(t, "switch:2", sim.Config{})
-	in, out := buffers(t, c, plan, false)
-	steps := plan.Steps[1]
-	for i := range steps {
-		if steps[i].Kind == ops.StepSend {
-			steps[i].Src.Off += 1 << 32 // the low 32 bits still name a valid range
-			break
-		}
-	}
-	_, err = ops.NewExecutor(c.World()).Run(plan, in, out)
-	if !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "does not fit in 32 bits") {
-		t.Fatalf("run of a step with offset 2^32: %v, want a refusal wrapping hw.ErrBadArgument", err)
-	}
+	return topo
 }

@@ -53,7 +53,7 @@ func (c *procComm) Launch(calls []hw.NativeCall) error {
 		return nil
 	}
 	s := calls[0].Stream
-	if err := s.(hw.Computer).Compute(delay(calls[0].Rank), "waiting for the peers"); err != nil {
+	if err := s.(*sim.Stream).Compute(delay(calls[0].Rank), "waiting for the peers"); err != nil {
 		return err
 	}
 	if err := s.Synchronize(); err != nil {

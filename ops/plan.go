@@ -192,7 +192,7 @@ type Plan struct {
 	gen      generator // a streamed plan's algorithm
 	numSteps int       // a streamed plan's step count
 	native   bool      // algorithm native: see Native
-	sym      rankMap   // a streamed plan's symmetry, found by Compile
+	sym      Symmetry  // a streamed plan's symmetry, found by Compile
 }
 
 // Streamed reports whether the plan keeps no steps in memory: Compile
@@ -209,7 +209,7 @@ func (p *Plan) RankSteps(r int) iter.Seq[Step] {
 		return slices.Values(p.Steps[r])
 	}
 	return func(yield func(Step) bool) {
-		for batch := range p.rankBatches(r, 64) {
+		for batch := range p.rankBatches(r, -1, genBatch) {
 			for _, s := range batch {
 				if !yield(s) {
 					return
@@ -219,12 +219,13 @@ func (p *Plan) RankSteps(r int) iter.Seq[Step] {
 	}
 }
 
-// rankBatches yields a streamed plan's rank r in batches of up to n steps.
-// A batch is valid until the next is asked for.
-func (p *Plan) rankBatches(r, n int) iter.Seq[[]Step] {
+// rankBatches yields a streamed plan's rank r, on one lane or (lane -1)
+// all of them, in batches of up to n steps. A batch is valid until the
+// next is asked for.
+func (p *Plan) rankBatches(r, lane, n int) iter.Seq[[]Step] {
 	return func(yield func([]Step) bool) {
 		scratch := &Plan{Spec: p.Spec, InLen: p.InLen, OutLen: p.OutLen, Lanes: 1}
-		b := &builder{p: scratch, mode: modeStream, only: r, buf: make([]Step, 0, n), emit: yield}
+		b := &builder{p: scratch, mode: modeStream, only: r, lane: lane, buf: make([]Step, 0, n), emit: yield}
 		defer func() {
 			if x := recover(); x != nil {
 				if _, ok := x.(streamStopped); !ok {

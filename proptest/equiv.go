@@ -109,6 +109,33 @@ func formatBits(dt hw.DType, bits uint64) string {
 	return fmt.Sprintf("0x%0*x", 2*dt.Size(), bits)
 }
 
+// elemText prints one element's value: integers in decimal, floats as the
+// shortest decimal (f16 and bf16 widen exactly to float32).
+func elemText(dt hw.DType, bits uint64) string {
+	switch dt {
+	case hw.I32:
+		return strconv.FormatInt(int64(int32(bits)), 10)
+	case hw.I64:
+		return strconv.FormatInt(int64(bits), 10)
+	case hw.U8:
+		return strconv.FormatUint(bits&0xFF, 10)
+	}
+	return strconv.FormatFloat(floatValue(dt, bits), 'g', -1, cond(dt == hw.F64, 64, 32))
+}
+
+// floatValue is a float element's exact value.
+func floatValue(dt hw.DType, bits uint64) float64 {
+	switch dt {
+	case hw.F16:
+		return hw.Float16(bits).Float64()
+	case hw.BF16:
+		return hw.BFloat16(bits).Float64()
+	case hw.F32:
+		return float64(math.Float32frombits(uint32(bits)))
+	}
+	return math.Float64frombits(bits)
+}
+
 // Equivalent runs c on ref and on test, each out of place and in place (with
 // Run), and requires bit-identical outputs: test's out-of-place outputs
 // equal ref's on every rank, test's in-place outputs equal its own

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/leanovate/gopter"
@@ -17,6 +15,7 @@ import (
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
 )
 
 // The properties below take the world factory of the backend under test,
@@ -63,7 +62,7 @@ func ConsistencyProperty(newWorld func(Case) (*hw.World, func(), error), gens ..
 			}
 		}
 		for r := range res[0].Outputs {
-			if defined(c.Spec, r) && !bytes.Equal(res[0].Outputs[r], res[1].Outputs[r]) {
+			if verify.Defined(c.Spec, r) && !bytes.Equal(res[0].Outputs[r], res[1].Outputs[r]) {
 				return fmt.Errorf("rank %d: in place differs from out of place at element %d", r, firstDiff(res[0].Outputs[r], res[1].Outputs[r], c.Spec.DType))
 			}
 		}
@@ -150,71 +149,11 @@ func Describe(c Case, err error) string {
 	}
 	if n <= 64 {
 		for r, in := range c.Inputs {
-			fmt.Fprintf(&b, "input %d: %s\n", r, formatElems(c.Spec.DType, in))
+			fmt.Fprintf(&b, "input %d: %s\n", r, verify.FormatElems(c.Spec.DType, in))
 		}
 	}
 	fmt.Fprintf(&b, "reproduce: %s", c.Reproducer())
 	return b.String()
-}
-
-// formatElems prints encoded elements as values, with raw bits for NaNs.
-func formatElems(dt hw.DType, b []byte) string {
-	var parts []string
-	for i := 0; i+dt.Size() <= len(b); i += dt.Size() {
-		parts = append(parts, fmtElem(dt, leBits(b[i:i+dt.Size()])))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
-
-// elemText prints one element's value: integers in decimal, floats as the
-// shortest decimal (f16 and bf16 widen exactly to float32).
-func elemText(dt hw.DType, bits uint64) string {
-	switch dt {
-	case hw.I32:
-		return strconv.FormatInt(int64(int32(bits)), 10)
-	case hw.I64:
-		return strconv.FormatInt(int64(bits), 10)
-	case hw.U8:
-		return strconv.FormatUint(bits&0xFF, 10)
-	}
-	return strconv.FormatFloat(floatValue(dt, bits), 'g', -1, cond(dt == hw.F64, 64, 32))
-}
-
-// fmtElem is elemText with the bits of NaNs and zeros, whose decimal hides
-// them.
-func fmtElem(dt hw.DType, bits uint64) string {
-	s := elemText(dt, bits)
-	if !dt.IsFloat() {
-		return s
-	}
-	if v := floatValue(dt, bits); math.IsNaN(v) || v == 0 {
-		s += fmt.Sprintf("(0x%0*x)", 2*dt.Size(), bits)
-	}
-	return s
-}
-
-// floatValue is a float element's exact value.
-func floatValue(dt hw.DType, bits uint64) float64 {
-	switch dt {
-	case hw.F16:
-		return hw.Float16(bits).Float64()
-	case hw.BF16:
-		return hw.BFloat16(bits).Float64()
-	case hw.F32:
-		return float64(math.Float32frombits(uint32(bits)))
-	}
-	return math.Float64frombits(bits)
-}
-
-// defined reports whether the op defines rank r's output.
-func defined(s ops.Spec, r int) bool {
-	switch s.Op {
-	case ops.Gather, ops.Reduce:
-		return r == s.Root
-	case ops.Barrier:
-		return false
-	}
-	return true
 }
 
 // firstDiff is the index of the first element where a and b differ.
@@ -396,7 +335,7 @@ func sameResults(plan, bad *ops.Plan) error {
 			return fmt.Errorf("%s: %w", modes[cond(inPlace, 1, 0)], err)
 		}
 		for r := range got {
-			if defined(plan.Spec, r) && !bytes.Equal(got[r], want[r]) {
+			if verify.Defined(plan.Spec, r) && !bytes.Equal(got[r], want[r]) {
 				return fmt.Errorf("%s: rank %d's output differs at element %d", modes[cond(inPlace, 1, 0)], r, firstDiff(got[r], want[r], hw.I64))
 			}
 		}
@@ -480,312 +419,18 @@ func mutate(plan *ops.Plan, kind, pos int, up bool) (*ops.Plan, string, bool) {
 }
 
 // CheckReference returns nil when outputs (every rank's output buffer, as
-// Run returns them) are what c's collective must compute from c.Inputs,
-// and otherwise an error naming the first wrong element and how many are
-// wrong. Outputs the op leaves undefined (gather and reduce off the root)
-// are not looked at. The expectations:
-//
-//   - copies (allgather, gather, broadcast, alltoall, sendrecv) and every
-//     result of one rank (p = 1, a plain copy, or a division by 1 for avg)
-//     are bit-exact;
-//   - integers: exact, with the dtype's wrap-around; avg truncates the
-//     wrapped sum toward zero;
-//   - float min and max: exact bits (IEEE 754-2019: NaN anywhere gives the
-//     canonical NaN, −0 < +0), since they are associative bit for bit;
-//   - float sum: NaN anywhere, or +Inf and −Inf, give the canonical NaN;
-//     one sign of Inf gives that Inf; a finite result lies within
-//     γ(p−1)·Σ|x| of the exact sum, γ(k) = k·u/(1−k·u) and u the unit
-//     roundoff (2^-24 f32, 2^-53 f64, 2^-11 f16, 2^-8 bf16): the bound of
-//     any order of the p−1 additions each plan makes, each rounded once
-//     (hw's f16 and bf16 double rounding equals single rounding);
-//   - float avg: the sum's rules, the bound divided by p, plus u·|avg|
-//     and one subnormal step η for the division;
-//   - float prod: NaN for NaN or 0 × Inf; the sign is always the product
-//     of the signs; a finite result within γ(p−1)·|Πx| + 4p·η·M^(p−1)
-//     (M the largest |x|, at least 1: the underflow term);
-//   - where partial results could overflow (Σ|x| or Π max(1,|x|) reaching
-//     the dtype's largest finite) any non-finite result is accepted, and
-//     where a partial product could underflow to 0 before meeting an Inf,
-//     NaN is accepted for ±Inf.
-//
-// The exact values come from double-double arithmetic (TwoSum, and FMA
-// for products): about 106 bits, so even f64 is checked against something
-// far more precise; its own error (2^-100·Σ|x| and the underflow term) is
-// added to the bound.
-func CheckReference(c Case, outputs [][]byte) error {
-	wrong, first, err := CountWrong(c, outputs)
-	if err != nil {
-		return err
-	}
-	if wrong > 0 {
-		return fmt.Errorf("%w: %s; %d element(s) wrong", errWrong, first, wrong)
-	}
-	return nil
-}
+// Run returns them) are what c's collective must compute from c.Inputs; it
+// is verify.CheckReference, whose comment states the expectations and the
+// error bounds.
+func CheckReference(c Case, outputs [][]byte) error { return verify.CheckReference(c, outputs) }
 
-// CountWrong is CheckReference's verdict as numbers: how many output
-// elements (on the ranks the op defines) break the bounds, and the first of
-// them described. err reports outputs of the wrong shape.
+// CountWrong is CheckReference's verdict as numbers (verify.CountWrong).
 func CountWrong(c Case, outputs [][]byte) (wrong int, first string, err error) {
-	p := c.Spec.Ranks
-	if len(outputs) != p || len(c.Inputs) != p {
-		return 0, "", fmt.Errorf("%w: %d outputs and %d inputs for %d ranks", errWrong, len(outputs), len(c.Inputs), p)
-	}
-	for r := range p {
-		n, f, err := countWrongRank(c, r, outputs[r])
-		if err != nil {
-			return 0, "", err
-		}
-		if wrong == 0 {
-			first = f
-		}
-		wrong += n
-	}
-	return wrong, first, nil
+	return verify.CountWrong(c, outputs)
 }
 
-// CountWrongRank is CountWrong for the output of one rank only, judged
-// against every rank's input in c.Inputs: what a process that holds one
-// rank of a multi-process collective can check. A rank whose output the op
-// leaves undefined (gather and reduce off the root) has none wrong.
+// CountWrongRank is CountWrong for the output of one rank only
+// (verify.CountWrongRank).
 func CountWrongRank(c Case, rank int, output []byte) (wrong int, first string, err error) {
-	if p := c.Spec.Ranks; len(c.Inputs) != p || rank < 0 || rank >= p {
-		return 0, "", fmt.Errorf("%w: rank %d with %d inputs for %d ranks", errWrong, rank, len(c.Inputs), p)
-	}
-	return countWrongRank(c, rank, output)
-}
-
-// countWrongRank judges rank r's output; the caller has checked the inputs'
-// number.
-func countWrongRank(c Case, r int, output []byte) (wrong int, first string, err error) {
-	s := c.Spec
-	p, n, size := s.Ranks, s.Count, s.DType.Size()
-	if !defined(s, r) {
-		return 0, "", nil
-	}
-	in := func(q, i int) uint64 { return leBits(c.Inputs[q][i*size : (i+1)*size]) }
-	_, outLen := s.BufferLens()
-	if len(output) != outLen*size {
-		return 0, "", fmt.Errorf("%w: rank %d output has %d bytes, want %d", errWrong, r, len(output), outLen*size)
-	}
-	vals := make([]uint64, p)
-	for j := range outLen {
-		got := leBits(output[j*size : (j+1)*size])
-		var ok bool
-		var want string
-		if s.Op.Reduces() {
-			base := cond(s.Op == ops.ReduceScatter, r*n, 0)
-			for q := range p {
-				vals[q] = in(q, base+j)
-			}
-			ok, want = judgeReduce(s.DType, s.Redop, vals, got)
-		} else {
-			var w uint64
-			switch s.Op {
-			case ops.AllGather, ops.Gather:
-				w = in(j/n, j%n)
-			case ops.Broadcast:
-				w = in(s.Root, j)
-			case ops.AllToAll:
-				w = in(j/n, r*n+j%n)
-			case ops.SendRecv:
-				w = in((r+p-1)%p, j)
-			}
-			ok, want = got == w, fmtElem(s.DType, w)
-		}
-		if !ok {
-			if wrong++; wrong == 1 {
-				first = fmt.Sprintf("rank %d element %d = %s, want %s", r, j, fmtElem(s.DType, got), want)
-				if s.Op.Reduces() {
-					var b []byte
-					for _, v := range vals {
-						b = appendElem(b, s.DType, v)
-					}
-					first += " (inputs " + formatElems(s.DType, b) + ")"
-				}
-			}
-		}
-	}
-	return wrong, first, nil
-}
-
-// errWrong is wrapped by CheckReference's errors.
-var errWrong = errors.New("proptest: wrong output")
-
-// dd is a double-double: the unevaluated sum hi + lo.
-type dd struct{ hi, lo float64 }
-
-func twoSum(a, b float64) (s, e float64) {
-	s = a + b
-	bb := s - a
-	return s, (a - (s - bb)) + (b - bb)
-}
-
-func (d dd) add(x float64) dd {
-	s, e := twoSum(d.hi, x)
-	e += d.lo
-	hi := s + e
-	return dd{hi, e - (hi - s)}
-}
-
-func (d dd) mul(x float64) dd {
-	p := d.hi * x
-	e := math.FMA(d.hi, x, -p) + d.lo*x
-	hi := p + e
-	return dd{hi, e - (hi - p)}
-}
-
-// minus is |x − d|, nearly exactly.
-func (d dd) minus(x float64) float64 {
-	s, e := twoSum(x, -d.hi)
-	return math.Abs(s + (e - d.lo))
-}
-
-// unitRoundoff is half the gap from 1 to the next float of dt; tiny is
-// its smallest subnormal.
-func unitRoundoff(dt hw.DType) (u, tiny float64) {
-	f := floatFormat(dt)
-	return math.Ldexp(1, -int(f.mbits)-1), floatValue(dt, 1)
-}
-
-// judgeReduce decides whether got is an acceptable reduction of vals (one
-// element of every rank) and describes what was expected.
-func judgeReduce(dt hw.DType, op hw.ReduceOp, vals []uint64, got uint64) (bool, string) {
-	p := len(vals)
-	if !dt.IsFloat() {
-		w := intReduce(dt, op, vals)
-		return got == w, fmtElem(dt, w)
-	}
-	f := floatFormat(dt)
-	nan := f.canonicalNaN()
-	g := floatValue(dt, got)
-	if p == 1 { // a copy, or a division by 1 (which canonicalises NaN)
-		w := vals[0]
-		if op == hw.Avg && math.IsNaN(floatValue(dt, w)) {
-			w = nan
-		}
-		return got == w, fmtElem(dt, w)
-	}
-	xs := make([]float64, p)
-	hasNaN, pos, neg, zero, signNeg := false, false, false, false, false
-	for i, v := range vals {
-		xs[i] = floatValue(dt, v)
-		hasNaN = hasNaN || math.IsNaN(xs[i])
-		pos, neg = pos || math.IsInf(xs[i], 1), neg || math.IsInf(xs[i], -1)
-		zero = zero || xs[i] == 0
-		signNeg = signNeg != (v&f.sign() != 0)
-	}
-	if op == hw.Min || op == hw.Max {
-		w := vals[0]
-		for _, v := range vals[1:] {
-			if key(f, v) < key(f, w) == (op == hw.Min) && key(f, v) != key(f, w) {
-				w = v
-			}
-		}
-		if hasNaN {
-			w = nan
-		}
-		return got == w, fmtElem(dt, w)
-	}
-	u, tiny := unitRoundoff(dt)
-	gamma := float64(p-1) * u / (1 - float64(p-1)*u) * (1 + 0x1p-50)
-	maxFinite := floatValue(dt, f.inf()-1)
-	finite := !math.IsNaN(g) && !math.IsInf(g, 0)
-	inf := func(negative bool) uint64 { return f.inf() | cond(negative, f.sign(), 0) }
-	if op == hw.Prod {
-		acc, m, lo, hi := dd{hi: 1}, 1.0, 1.0, 1.0
-		for _, x := range xs {
-			if finite := !math.IsNaN(x) && !math.IsInf(x, 0); finite && x != 0 {
-				acc = acc.mul(x)
-				m, lo, hi = max(m, math.Abs(x)), lo*min(1, math.Abs(x)), hi*max(1, math.Abs(x))
-			}
-		}
-		abs := 4 * float64(p) * tiny * math.Pow(m, float64(p-1))
-		over := hi*(1+gamma) >= maxFinite
-		under := lo*(1-gamma) <= abs
-		switch {
-		case hasNaN || (pos || neg) && zero:
-			return got == nan, fmtElem(dt, nan)
-		case pos || neg:
-			return got == inf(signNeg) || under && got == nan, fmtElem(dt, inf(signNeg)) + cond(under, " or NaN", "")
-		case zero:
-			w := cond(signNeg, f.sign(), 0)
-			return got == w || over && !finite, fmtElem(dt, w)
-		}
-		if over {
-			return true, "anything (partial products may overflow)"
-		}
-		tol := gamma*math.Abs(acc.hi) + abs
-		return finite && acc.minus(g) <= tol, fmt.Sprintf("%g ± %g", acc.hi, tol)
-	}
-	acc, abs := dd{}, 0.0 // Sum and Avg
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
-			acc, abs = acc.add(x), abs+math.Abs(x)
-		}
-	}
-	abs *= 1 + 0x1p-48
-	over := abs*(1+gamma) >= maxFinite
-	switch {
-	case hasNaN || pos && neg:
-		return got == nan, fmtElem(dt, nan)
-	case pos || neg:
-		return got == inf(neg) || over && !finite, fmtElem(dt, inf(neg))
-	}
-	if over {
-		return true, "anything (partial sums may overflow)"
-	}
-	tol := gamma*abs + 0x1p-100*abs
-	diff := acc.minus(g)
-	if op == hw.Avg {
-		q := float64(p)
-		qh := acc.hi / q // the exact average as a double-double
-		diff = dd{qh, (math.FMA(-qh, q, acc.hi) + acc.lo) / q}.minus(g)
-		tol = tol/q*(1+u) + u*math.Abs(acc.hi/q) + tiny
-		return finite && diff <= tol, fmt.Sprintf("%g ± %g", acc.hi/q, tol)
-	}
-	return finite && diff <= tol, fmt.Sprintf("%g ± %g", acc.hi, tol)
-}
-
-// key orders a float's bits as IEEE 754-2019 minimum and maximum do: −0
-// just below +0 (NaNs are handled apart).
-func key(f floatFmt, v uint64) uint64 {
-	if v&f.sign() != 0 {
-		return f.sign() - 1 - (v &^ f.sign())
-	}
-	return f.sign() + v
-}
-
-// intReduce is the exact wrapped reduction of integer elements.
-func intReduce(dt hw.DType, op hw.ReduceOp, vals []uint64) uint64 {
-	bits := 8 * dt.Size()
-	mask := uint64(math.MaxUint64) >> (64 - bits)
-	signed := func(v uint64) int64 { return int64(v<<(64-bits)) >> (64 - bits) }
-	less := func(a, b uint64) bool {
-		if dt == hw.U8 {
-			return a < b
-		}
-		return signed(a) < signed(b)
-	}
-	acc := vals[0]
-	for _, v := range vals[1:] {
-		switch op {
-		case hw.Sum, hw.Avg:
-			acc += v
-		case hw.Prod:
-			acc *= v
-		case hw.Min:
-			acc = cond(less(v, acc), v, acc)
-		case hw.Max:
-			acc = cond(less(acc, v), v, acc)
-		}
-	}
-	acc &= mask
-	if op == hw.Avg {
-		if dt == hw.U8 {
-			return acc / uint64(len(vals))
-		}
-		return uint64(signed(acc)/int64(len(vals))) & mask
-	}
-	return acc
+	return verify.CountWrongRank(c, rank, output)
 }

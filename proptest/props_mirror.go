@@ -8,6 +8,7 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
+	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
 )
@@ -36,9 +37,9 @@ func (f mirrorFabric) spec(c moreTimingCase) string {
 // reduction bandwidth, exact or decimal) or cluster (nodes of any size,
 // any NIC bandwidth and latency). Half the cases round the count to a
 // multiple of the ranks, so that chunked plans (ring, rhd) are symmetric.
-// It also checks that on a switch, every plan ops.Plan.RankSymmetric
-// accepts whose messages pair up is run on the mirror: there, ring, rd,
-// rhd and pairwise plans always are.
+// It also checks that on a switch, every plan that ops.Plan.Symmetry
+// finds symmetric and whose messages pair up is run on the mirror: there,
+// ring, rd, rhd and pairwise plans always are.
 func MirrorProperty() gopter.Prop {
 	return prop.ForAll(func(c moreTimingCase, even bool, f mirrorFabric) string {
 		spec := c.Spec
@@ -62,7 +63,7 @@ func MirrorProperty() gopter.Prop {
 			return fmt.Sprintf("%v on %s: mirrored %v: %.15g s, full simulation %.15g s", spec, fabric, mirrored, fast, full)
 		}
 		pairs := map[string]bool{"ring": true, "rd": true, "rhd": true, "pairwise": true}
-		if f.Nodes == 0 && plan.RankSymmetric() && pairs[spec.Algo] && !mirrored {
+		if f.Nodes == 0 && plan.Symmetry() != ops.NotSymmetric && pairs[spec.Algo] && !mirrored {
 			return fmt.Sprintf("%v on %s: rank-symmetric but not mirrored", spec, fabric)
 		}
 		return ""

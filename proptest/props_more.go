@@ -15,6 +15,7 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -253,8 +254,9 @@ func moreTime(spec ops.Spec, topo *topology.Topology) (float64, *ops.Plan, error
 	return t, plan, err
 }
 
-// moreTimeWith is moreTime on a cluster configured by cfg; mirrored says
-// whether the executor ran the plan on the cluster's mirror.
+// moreTimeWith is moreTime on a cluster configured by cfg, with the
+// simulator's driver; mirrored says whether it timed the plan on the
+// cluster's mirror.
 func moreTimeWith(spec ops.Spec, topo *topology.Topology, cfg sim.Config) (t float64, plan *ops.Plan, mirrored bool, err error) {
 	plan, err = ops.Compile(spec)
 	if err != nil {
@@ -277,9 +279,9 @@ func moreTimeWith(spec ops.Spec, topo *topology.Topology, cfg sim.Config) (t flo
 		}
 		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
 	}
-	exec := ops.NewExecutor(cl.World())
-	t, err = exec.Run(plan, in, out)
-	return t, plan, exec.MirroredRuns() > 0, err
+	driver := simexec.NewDriver(cl)
+	t, err = ops.NewExecutorWith(cl.World(), driver).Run(plan, in, out)
+	return t, plan, driver.MirroredRuns() > 0, err
 }
 
 // moreRounding is how far rounding finish times to the picosecond may move

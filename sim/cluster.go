@@ -24,10 +24,11 @@ type Config struct {
 	// interleaving of independent work. Results must not change; times may
 	// differ in the last picosecond from floating-point summation order.
 	Seed uint64
-	// Symmetry lets the ops executor time a rank-symmetric collective by
-	// simulating the few ranks that stand for all (see hw.Mirrorer and
-	// Device.Mirror): one on a switch, a node's on a cluster of nodes. The
-	// same picoseconds, hundreds of times faster on thousands of ranks.
+	// Symmetry lets the simulator's driver (package simexec) time a
+	// rank-symmetric collective by simulating the few ranks that stand
+	// for all (see Cluster.Mirror): one on a switch, a node's on a cluster
+	// of nodes. The same picoseconds, hundreds of times faster on
+	// thousands of ranks.
 	// Such a run leaves no trace in the cluster: its clock, link usage
 	// and event count stay as they were. Only idle timing-only clusters
 	// without a trace or faults, over fabrics that renamings of the ranks
@@ -168,7 +169,7 @@ func (c *Cluster) Run() error {
 	}
 	for c.eng.step() {
 	}
-	if err := c.deadlock(); err != nil {
+	if err := c.failDeadlocked(); err != nil {
 		return err
 	}
 	for _, s := range c.streams {
@@ -185,6 +186,13 @@ func (c *Cluster) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
+	for _, s := range c.streams {
+		for _, o := range s.queue[s.head:] {
+			if o.kind == opFeed {
+				o.feed.close()
+			}
+		}
+	}
 	var errs []error
 	for _, m := range c.mirrors {
 		if m.cluster != nil {

@@ -472,7 +472,7 @@ func TestComputeOccupiesTheStream(t *testing.T) {
 	d := c.Devices()
 	compute, comm := try(d[0].NewStream())(t), try(d[0].NewStream())(t)
 	ev := try(d[0].NewEvent())(t)
-	ok(t, compute.(hw.Computer).Compute(5e-6, "layer 3 backward"))
+	ok(t, compute.(*sim.Stream).Compute(5e-6, "layer 3 backward"))
 	ok(t, compute.Record(ev))
 	ok(t, comm.Wait(ev))
 	src, dst := try(d[0].Alloc(hw.U8, 1_000_000))(t), try(d[1].Alloc(hw.U8, 1_000_000))(t)
@@ -484,7 +484,7 @@ func TestComputeOccupiesTheStream(t *testing.T) {
 	if now := c.Now(); now != 16*sim.Microsecond {
 		t.Fatalf("finished at %v, want 16us", now)
 	}
-	if err := compute.(hw.Computer).Compute(-1, "x"); !errors.Is(err, hw.ErrBadArgument) {
+	if err := compute.(*sim.Stream).Compute(-1, "x"); !errors.Is(err, hw.ErrBadArgument) {
 		t.Fatalf("negative compute: %v", err)
 	}
 	var buf bytes.Buffer
@@ -498,7 +498,7 @@ func TestCrashDuringComputeDoesNotPanic(t *testing.T) {
 	c := newCluster(t, "ring:2", sim.Config{})
 	ok(t, c.Inject(try(sim.ParseFault("rank 0 crash at 1us"))(t)))
 	s := try(c.Devices()[0].NewStream())(t)
-	ok(t, s.(hw.Computer).Compute(5e-6, "busy"))
+	ok(t, s.(*sim.Stream).Compute(5e-6, "busy"))
 	if err := s.Synchronize(); !errors.Is(err, sim.ErrCrashed) {
 		t.Fatalf("Synchronize = %v, want ErrCrashed", err)
 	}

@@ -282,7 +282,7 @@ func (c *Cluster) apply(f Fault, now Time) {
 			switch {
 			case s.dev == d:
 				s.crash(fmt.Errorf("%w: rank %d (%s) crashed at %v", ErrCrashed, d.rank, d.name, now))
-			case s.busy && s.flow != nil && s.head < len(s.queue) && s.queue[s.head].kind == opSend && s.queue[s.head].peer == d:
+			case s.busy && s.flow != nil && s.peek().kind == opSend && s.peek().peer == d:
 				s.crash(fmt.Errorf("%w: peer rank %d (%s) crashed at %v during the transfer", ErrCrashed, d.rank, d.name, now))
 			}
 		}
@@ -291,7 +291,7 @@ func (c *Cluster) apply(f Fault, now Time) {
 
 // crash cancels the stream's transfer in flight, if any, and fails it.
 func (s *Stream) crash(err error) {
-	if s.err != nil || s.head >= len(s.queue) {
+	if s.err != nil || s.empty() {
 		if s.err == nil {
 			s.err = fmt.Errorf("sim: rank %d (%s) stream %d: %w", s.dev.rank, s.dev.name, s.id, err)
 		}
@@ -301,7 +301,7 @@ func (s *Stream) crash(err error) {
 		s.dev.c.fab.cancel(s.flow)
 		s.flow = nil
 	}
-	s.fail(s.queue[s.head], err)
+	s.fail(s.peek(), err)
 }
 
 // reroute moves a transfer whose path lost a link onto the best remaining

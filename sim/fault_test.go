@@ -98,8 +98,10 @@ func TestLinkDownWithoutDetourFailsAndNamesTheLink(t *testing.T) {
 	if sendErr == nil || !strings.Contains(sendErr.Error(), "gpu1-sw0") || !strings.Contains(sendErr.Error(), "rank 0") || !strings.Contains(sendErr.Error(), "rank 1") {
 		t.Fatalf("send error %v should name the link and both ranks", sendErr)
 	}
-	if !errors.Is(recvErr, hw.ErrDeadlock) {
-		t.Fatalf("receiver: %v, want a deadlock report rather than a hang", recvErr)
+	// The receiver fails with the sender's cause, neither hanging nor
+	// calling it a deadlock.
+	if !errors.Is(recvErr, hw.ErrPeerFailed) || errors.Is(recvErr, hw.ErrDeadlock) || !strings.Contains(recvErr.Error(), "gpu1-sw0 down") {
+		t.Fatalf("receiver: %v, want the sender's failure", recvErr)
 	}
 }
 

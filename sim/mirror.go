@@ -6,8 +6,6 @@ import (
 	"github.com/commsim/commsim/hw"
 )
 
-var _ hw.Mirrorer = (*Device)(nil)
-
 // quotient is how a mirror cluster folds the whole fabric onto the ranks
 // 0..block-1 that stand in for all (see Device.Mirror).
 type quotient struct {
@@ -29,50 +27,53 @@ type renamingOf struct {
 	edge []int
 }
 
-// Mirror implements hw.Mirrorer. It looks for the smallest block b such
-// that renaming ranks by r ↦ r+b mod p (rotation), or by r ↦ r xor k·b
-// (xor), maps the fabric onto itself and moves every link (see
-// topology.Automorphism): then ranks 0..b-1 stand for all. It returns the
-// devices of a second, timing-only cluster over the same topology, made
-// once, in which
+// Renaming is a group of renamings of the ranks, by which a mirror folds
+// a fabric (see Cluster.Mirror).
+type Renaming uint8
+
+const (
+	// Rotation renames rank r to r+k mod p.
+	Rotation Renaming = iota + 1
+	// Xor renames rank r to r xor k (p a power of two).
+	Xor
+)
+
+// Mirror returns the cluster's mirror under the renamings g, made once,
+// and the block b of ranks that stand for all there; package simexec
+// explains what a mirror is for and why it is exact. It looks for the
+// smallest b such that renaming ranks by r ↦ r+b mod p (Rotation), or by
+// r ↦ r xor k·b (Xor), maps the fabric onto itself and moves every link
+// (see topology.Automorphism). The mirror is a second, timing-only
+// cluster over the same topology in which
 //   - a flow crosses, in place of each link of its route, the lowest link
-//     of that link's orbit, and a route that would cross one orbit twice
-//     fails the send;
+//     of that link's orbit, and a route that would cross one orbit twice,
+//     or that is not the only shortest path, fails the send;
 //   - a message to rank q is delivered to rank q mod b, and a receive from
 //     rank x takes what rank x mod b sent.
 //
 // ok is false unless the cluster was made with Config.Symmetry, is
-// timing-only, untraced, unseeded, free of faults and idle, devs is its
-// whole world in rank order, and such a block exists.
-func (d *Device) Mirror(devs []hw.Device, xor bool) (world []hw.Device, block int, ok bool, err error) {
-	c := d.c
+// timing-only, untraced, unseeded, free of faults and idle, and such a b
+// exists. A mirror left with work by a failed run is replaced.
+func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, 0, false, fmt.Errorf("sim: %s: mirror: %w", d.name, hw.ErrClosed)
+		return nil, 0, false, fmt.Errorf("sim: mirror: %w", hw.ErrClosed)
 	}
-	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil ||
-		len(devs) != len(c.devices) || !c.idle() {
+	if g != Rotation && g != Xor {
+		return nil, 0, false, fmt.Errorf("sim: mirror: %w: renaming %d", hw.ErrBadArgument, g)
+	}
+	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil || !c.idle() {
 		return nil, 0, false, nil
 	}
-	for r, dev := range devs {
-		if dev != hw.Device(c.devices[r]) {
-			return nil, 0, false, nil
-		}
-	}
-	kind := 0
-	if xor {
-		kind = 1
-	}
-	m := &c.mirrors[kind]
+	m := &c.mirrors[g-1]
 	if !m.tried {
-		m.tried, m.quot = true, c.fold(xor)
+		m.tried, m.quot = true, c.fold(g == Xor)
 	}
 	if m.quot == nil {
 		return nil, 0, false, nil
 	}
 	if m.cluster != nil && !m.cluster.idleLocked() {
-		// A run on it failed and left work behind: start afresh.
 		_ = m.cluster.Close()
 		m.cluster = nil
 	}
@@ -84,7 +85,7 @@ func (d *Device) Mirror(devs []hw.Device, xor bool) (world []hw.Device, block in
 		mc.quot = m.quot
 		m.cluster = mc
 	}
-	return m.cluster.world.Devices(), m.quot.block, true, nil
+	return m.cluster, m.quot.block, true, nil
 }
 
 // mirror is a cluster's mirror for one kind of renaming, made on first use.
@@ -225,7 +226,7 @@ func (c *Cluster) idle() bool {
 		return false
 	}
 	for _, s := range c.streams {
-		if s.head < len(s.queue) || s.busy || s.feed != nil || s.err != nil {
+		if !s.empty() || s.busy || s.err != nil {
 			return false
 		}
 	}

@@ -10,10 +10,9 @@ import (
 )
 
 // TestMirrorOnlyWhereExact: a cluster offers a mirror only when asked to,
-// timing-only, untraced, unseeded, fault-free and idle, for its whole
-// world in rank order, over a fabric that renamings by multiples of a
-// block map onto itself, moving every link; the block is the smallest
-// such.
+// timing-only, untraced, unseeded, fault-free and idle, over a fabric
+// that renamings by multiples of a block map onto itself, moving every
+// link; the block is the smallest such.
 func TestMirrorOnlyWhereExact(t *testing.T) {
 	unevenYAML := `
 nodes:
@@ -31,8 +30,8 @@ links:
 		name     string
 		topo     string // a spec, or YAML when it starts with a newline
 		cfg      Config
-		before   func(c *Cluster) []hw.Device // the world to mirror
-		rot, xor int                          // the blocks, 0 for none
+		before   func(c *Cluster) // what happens before the mirror is asked for
+		rot, xor int              // the blocks, 0 for none
 	}{
 		{name: "a switch", topo: "switch:8", cfg: symmetric, rot: 1, xor: 1},
 		{name: "a switch of 5 with slow reductions", topo: "switch:5,reduce=100GB/s,lat=3us", cfg: symmetric, rot: 1},
@@ -46,13 +45,12 @@ links:
 		{name: "real data", topo: "switch:8", cfg: Config{Symmetry: true}},
 		{name: "traced", topo: "switch:8", cfg: Config{TimingOnly: true, Symmetry: true, Trace: true}},
 		{name: "seeded", topo: "switch:8", cfg: Config{TimingOnly: true, Symmetry: true, Seed: 3}},
-		{name: "a fault", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) []hw.Device {
+		{name: "a fault", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) {
 			if err := c.Inject(Fault{Kind: RankStall, Rank: 3, At: Microsecond, For: Microsecond}); err != nil {
 				t.Fatal(err)
 			}
-			return c.World().Devices()
 		}},
-		{name: "work pending", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) []hw.Device {
+		{name: "work pending", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) {
 			s, err := c.devices[5].NewStream()
 			if err != nil {
 				t.Fatal(err)
@@ -60,28 +58,22 @@ links:
 			if err := s.(*Stream).Compute(1e-6, "busy"); err != nil {
 				t.Fatal(err)
 			}
-			return c.World().Devices()
-		}},
-		{name: "part of the world", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) []hw.Device {
-			return c.World().Devices()[:4]
-		}},
-		{name: "the world out of order", topo: "switch:8", cfg: symmetric, before: func(c *Cluster) []hw.Device {
-			devs := c.World().Devices()
-			devs[0], devs[1] = devs[1], devs[0]
-			return devs
 		}},
 	} {
 		c := mirrorCluster(t, tc.topo, tc.cfg)
-		devs := c.World().Devices()
 		if tc.before != nil {
-			devs = tc.before(c)
+			tc.before(c)
 		}
 		for i, want := range []int{tc.rot, tc.xor} {
-			m, block, ok, err := c.devices[0].Mirror(devs, i == 1)
+			g := []Renaming{Rotation, Xor}[i]
+			m, block, ok, err := c.Mirror(g)
 			if err != nil || ok != (want > 0) || block != want || (m != nil) != ok {
-				t.Errorf("%s, xor %v: %d devices, block %d, ok %v, err %v; want block %d", tc.name, i == 1, len(m), block, ok, err, want)
+				t.Errorf("%s, renaming %d: mirror %v, block %d, ok %v, err %v; want block %d", tc.name, g, m != nil, block, ok, err, want)
 			}
 		}
+	}
+	if _, _, _, err := mirrorCluster(t, "switch:4", symmetric).Mirror(7); !errors.Is(err, hw.ErrBadArgument) {
+		t.Errorf("an unknown renaming: %v, want ErrBadArgument", err)
 	}
 }
 
@@ -166,10 +158,11 @@ func TestMirrorFoldsLinksAndMessages(t *testing.T) {
 		{topo: "cluster:2x4", from: 3, to: 4, standIn: 0, recvFrom: 7, wantBlock: 4, fullFrom: 3, fullTo: 4},
 	} {
 		c := mirrorCluster(t, tc.topo, Config{TimingOnly: true, Symmetry: true})
-		world, block, ok, err := c.devices[0].Mirror(c.World().Devices(), false)
+		mc, block, ok, err := c.Mirror(Rotation)
 		if err != nil || !ok || block != tc.wantBlock {
 			t.Fatalf("%s: block %d, ok %v, err %v", tc.topo, block, ok, err)
 		}
+		world := mc.World().Devices()
 		mirrored, err := sendTime(t, world[tc.from], world[tc.to], world[tc.standIn], world[tc.recvFrom], 7)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.topo, err)
@@ -191,15 +184,17 @@ func TestMirrorFoldsLinksAndMessages(t *testing.T) {
 	// On a ring of 8, rank 0's route to rank 2 crosses 0->1 and 1->2,
 	// both standing for 0->1.
 	c := mirrorCluster(t, "ring:8", Config{TimingOnly: true, Symmetry: true})
-	world, _, _, _ := c.devices[0].Mirror(c.World().Devices(), false)
+	mc, _, _, _ := c.Mirror(Rotation)
+	world := mc.World().Devices()
 	if _, err := sendTime(t, world[0], world[2], world[0], world[6], 1); err == nil || !strings.Contains(err.Error(), "crosses") {
 		t.Fatalf("a route across one orbit twice: %v", err)
 	}
 	// The failed run left work behind on that mirror: the next is fresh.
-	again, _, ok, err := c.devices[0].Mirror(c.World().Devices(), false)
-	if err != nil || !ok || again[0] == world[0] {
-		t.Fatalf("after a failed run: a fresh mirror %v, ok %v, err %v", again[0] != world[0], ok, err)
+	fresh, _, ok, err := c.Mirror(Rotation)
+	if err != nil || !ok || fresh == mc {
+		t.Fatalf("after a failed run: a fresh mirror %v, ok %v, err %v", fresh != mc, ok, err)
 	}
+	again := fresh.World().Devices()
 	if _, err := sendTime(t, again[0], again[1], again[0], again[7], 1); err != nil {
 		t.Fatalf("on the fresh mirror: %v", err)
 	}

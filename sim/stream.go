@@ -8,20 +8,36 @@ import (
 	"github.com/commsim/commsim/hw"
 )
 
-type opKind uint8
+// OpKind is what an Op does.
+type OpKind uint8
 
+// The kinds of Op a Source can feed, one per Stream method; the others
+// are the stream's own.
 const (
-	opCopy opKind = iota
-	opReduce
-	opDivide
-	opSend
-	opRecv
-	opRecord
-	opWait
+	OpCopy OpKind = iota
+	OpReduce
+	OpDivide
+	OpSend
+	OpRecv
+	OpRecord
+	OpWait
 	opCompute
+	opFeed
 )
 
-var opNames = [...]string{
+const (
+	opCopy    = OpCopy
+	opReduce  = OpReduce
+	opDivide  = OpDivide
+	opSend    = OpSend
+	opRecv    = OpRecv
+	opRecord  = OpRecord
+	opWait    = OpWait
+	opKinds   = opFeed + 1
+	opUnknown = "op?"
+)
+
+var opNames = [opKinds]string{
 	opCopy:    "copy",
 	opReduce:  "reduce",
 	opDivide:  "divide",
@@ -30,12 +46,13 @@ var opNames = [...]string{
 	opRecord:  "record",
 	opWait:    "wait",
 	opCompute: "compute",
+	opFeed:    "feed",
 }
 
 // op is one queued stream operation: plain data, described by String.
 type op struct {
-	kind     opKind
-	index    int // position in the stream, from 0
+	kind     OpKind
+	index    int // position in the stream, from 0, given when it starts
 	dst, src hw.Slice
 	redop    hw.ReduceOp
 	n        int
@@ -46,6 +63,7 @@ type op struct {
 	dur      Time   // Compute
 	label    string // Compute
 	start    Time
+	feed     *feed // Feed
 }
 
 func (o *op) String() string {
@@ -66,8 +84,10 @@ func (o *op) String() string {
 		return fmt.Sprintf("wait for event %d of %s (record #%d; %d done)", o.ev.id, o.ev.dev.name, o.target, o.ev.completed)
 	case opCompute:
 		return fmt.Sprintf("compute %q for %v", o.label, o.dur)
+	case opFeed:
+		return "feed"
 	}
-	return "op?"
+	return opUnknown
 }
 
 // Stream is a simulated FIFO of work on one device.
@@ -75,25 +95,19 @@ type Stream struct {
 	dev         *Device
 	id          int
 	queue       []*op
-	head        int  // first op not yet finished
-	busy        bool // the head op is in flight
+	head        int // first op of queue not yet finished
+	fed         []*op
+	fedHead     int  // fed[fedHead:] came from the feed at queue[head] and run before it
+	busy        bool // the front op is in flight
 	kickPending bool
-	issued      int   // ops ever enqueued, numbering them
-	flow        *flow // the head op's transfer or reduction while busy
-	computing   *op   // the head op while a Compute runs
+	started     int   // ops ever started, numbering them
+	flow        *flow // the front op's transfer or reduction while busy
+	computing   *op   // the front op while a Compute runs
 	computes    bool  // ever enqueued a Compute: named so in traces
 	err         error
-	// feed refills the queue when it drains (hw.Feeder); refilling is set
-	// while it runs, when pushes need no kick because advance goes on.
-	feed      func() (bool, error)
-	refilling bool
 }
 
-var (
-	_ hw.Stream   = (*Stream)(nil)
-	_ hw.Computer = (*Stream)(nil)
-	_ hw.Feeder   = (*Stream)(nil)
-)
+var _ hw.Stream = (*Stream)(nil)
 
 // computeDone is the event generation that ends a Compute (kicks use 0).
 const computeDone = 1
@@ -104,17 +118,99 @@ func (s *Stream) Device() hw.Device { return s.dev }
 // ID numbers the stream within its cluster.
 func (s *Stream) ID() int { return s.id }
 
-func (s *Stream) enqueue(o op) error {
+// enqueue checks o as the Stream method of its kind does, and queues it.
+// The caller holds the cluster's lock.
+func (s *Stream) enqueue(o Op) error {
 	c := s.dev.c
 	if c.closed {
-		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, opNames[o.kind], hw.ErrClosed)
+		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, o.Kind, hw.ErrClosed)
 	}
-	return s.push(c.newOp(o))
+	q, err := s.prepare(o)
+	if err != nil {
+		return err
+	}
+	s.queue = append(s.queue, c.newOp(q))
+	c.kick(s)
+	return nil
+}
+
+// prepare checks o and makes the op to queue. A Record counts as enqueued
+// here, so a Wait prepared after it waits for it.
+func (s *Stream) prepare(o Op) (op, error) {
+	switch o.Kind {
+	case OpCopy:
+		if err := s.checkPair("copy", o.Dst, o.Src); err != nil {
+			return op{}, err
+		}
+		return op{kind: opCopy, dst: o.Dst, src: o.Src}, nil
+	case OpReduce:
+		if o.Redop == hw.Avg || !o.Redop.Valid() {
+			return op{}, fmt.Errorf("sim: %s: reduce: %w: op %s is not elementwise (use Sum, Prod, Min or Max; Avg is Sum then Divide)", s.dev.name, hw.ErrBadArgument, o.Redop)
+		}
+		if err := s.checkPair("reduce", o.Dst, o.Src); err != nil {
+			return op{}, err
+		}
+		return op{kind: opReduce, redop: o.Redop, dst: o.Dst, src: o.Src}, nil
+	case OpDivide:
+		if o.Divisor < 1 {
+			return op{}, fmt.Errorf("sim: %s: divide: %w: divisor %d < 1", s.dev.name, hw.ErrBadArgument, o.Divisor)
+		}
+		if err := s.checkSlice("divide", o.Dst); err != nil {
+			return op{}, err
+		}
+		return op{kind: opDivide, dst: o.Dst, n: o.Divisor}, nil
+	case OpSend, OpRecv:
+		what, sl := "send", o.Src
+		if o.Kind == OpRecv {
+			what, sl = "recv", o.Dst
+		}
+		if o.Peer == nil || o.Peer.c != s.dev.c {
+			name := "<nil>"
+			if o.Peer != nil {
+				name = o.Peer.name
+			}
+			return op{}, fmt.Errorf("sim: %s: %s: %w: %s is not a device of this cluster", s.dev.name, what, hw.ErrUnknownPeer, name)
+		}
+		if err := s.checkSlice(what, sl); err != nil {
+			return op{}, err
+		}
+		return op{kind: o.Kind, src: o.Src, dst: o.Dst, peer: o.Peer, tag: o.Tag}, nil
+	case OpRecord, OpWait:
+		what := "record"
+		if o.Kind == OpWait {
+			what = "wait"
+		}
+		e := o.Event
+		if e == nil || e.dev.c != s.dev.c {
+			return op{}, fmt.Errorf("sim: %s: %s: %w: event is not from this cluster", s.dev.name, what, hw.ErrBadArgument)
+		}
+		if o.Kind == OpRecord {
+			e.enqueued++
+			return op{kind: opRecord, ev: e}, nil
+		}
+		if o.Count < 0 {
+			return op{}, fmt.Errorf("sim: %s: wait: %w: record count %d < 0", s.dev.name, hw.ErrBadArgument, o.Count)
+		}
+		target := o.Count
+		if target == 0 {
+			target = e.enqueued
+		}
+		return op{kind: opWait, ev: e, target: target}, nil
+	}
+	return op{}, fmt.Errorf("sim: %s: %w: unknown op kind %d", s.dev.name, hw.ErrBadArgument, o.Kind)
+}
+
+func (k OpKind) String() string {
+	if k < opKinds {
+		return opNames[k]
+	}
+	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
 
 // newOp takes an op from the cluster's free list: a long simulation
 // enqueues millions and keeps few alive.
 func (c *Cluster) newOp(o op) *op {
+	o.index = -1
 	if n := len(c.freeOps); n > 0 {
 		p := c.freeOps[n-1]
 		c.freeOps = c.freeOps[:n-1]
@@ -130,83 +226,9 @@ func (c *Cluster) newOp(o op) *op {
 	return p
 }
 
-func (s *Stream) push(o *op) error {
-	c := s.dev.c
-	if s.feed != nil && !s.refilling {
-		*o = op{}
-		c.freeOps = append(c.freeOps, o)
-		return fmt.Errorf("sim: %s stream %d: %w: the stream is being fed; enqueue after its feed has ended", s.dev.name, s.id, hw.ErrBadArgument)
-	}
-	o.index = s.issued
-	s.issued++
-	s.queue = append(s.queue, o)
-	if !s.refilling {
-		c.kick(s)
-	}
-	return nil
-}
-
-// Feed implements hw.Feeder: refill runs inside the simulation, at the
-// instant the stream drains, so fed work starts exactly when work enqueued
-// up front would have.
-func (s *Stream) Feed(refill func() (more bool, err error)) error {
-	c := s.dev.c
-	switch {
-	case c.closed:
-		return fmt.Errorf("sim: %s: feed: %w", s.dev.name, hw.ErrClosed)
-	case refill == nil:
-		return fmt.Errorf("sim: %s stream %d: feed: %w: nil refill", s.dev.name, s.id, hw.ErrBadArgument)
-	case s.feed != nil:
-		return fmt.Errorf("sim: %s stream %d: feed: %w: the stream already has a feed", s.dev.name, s.id, hw.ErrBadArgument)
-	}
-	s.feed = refill
-	c.kick(s)
-	return nil
-}
-
-// lockToEnqueue takes the cluster lock for an enqueueing call and reports
-// whether it did: a refill runs inside Synchronize, which already holds it.
-func (s *Stream) lockToEnqueue() bool {
-	if s.refilling {
-		return false
-	}
-	s.dev.c.mu.Lock()
-	return true
-}
-
-// refill asks the feed for more work and reports whether some arrived.
-func (s *Stream) refill() bool {
-	if s.feed == nil {
-		return false
-	}
-	before := s.issued
-	s.refilling = true
-	more, err := s.feed()
-	s.refilling = false
-	if !more {
-		s.feed = nil
-	}
-	switch {
-	case err != nil:
-		s.failFeed(err)
-		return false
-	case more && s.issued == before:
-		s.failFeed(errors.New("refill enqueued nothing yet promised more"))
-		return false
-	}
-	return s.head < len(s.queue)
-}
-
-// failFeed fails the stream for an error of its feed, after the ops the
-// feed had already enqueued.
-func (s *Stream) failFeed(err error) {
-	s.feed = nil
-	err = fmt.Errorf("feed: %w", err)
-	if s.head < len(s.queue) {
-		s.fail(s.queue[s.head], err)
-		return
-	}
-	s.err = fmt.Errorf("sim: rank %d (%s) stream %d, op #%d: %w", s.dev.rank, s.dev.name, s.id, s.issued, err)
+func (c *Cluster) freeOp(o *op) {
+	*o = op{}
+	c.freeOps = append(c.freeOps, o)
 }
 
 func (s *Stream) checkSlice(what string, sl hw.Slice) error {
@@ -233,17 +255,6 @@ func (s *Stream) checkArg(what, which string, sl hw.Slice) error {
 	return nil
 }
 
-// Copy enqueues dst = src. Local copies take no simulated time.
-func (s *Stream) Copy(dst, src hw.Slice) error {
-	if s.lockToEnqueue() {
-		defer s.dev.c.mu.Unlock()
-	}
-	if err := s.checkPair("copy", dst, src); err != nil {
-		return err
-	}
-	return s.enqueue(op{kind: opCopy, dst: dst, src: src})
-}
-
 func (s *Stream) checkPair(what string, dst, src hw.Slice) error {
 	if err := s.checkArg(what, "dst", dst); err != nil {
 		return err
@@ -257,119 +268,91 @@ func (s *Stream) checkPair(what string, dst, src hw.Slice) error {
 	return nil
 }
 
+// locked runs f with the cluster's lock held.
+func (s *Stream) locked(f func() error) error {
+	c := s.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return f()
+}
+
+// Copy enqueues dst = src. Local copies take no simulated time.
+func (s *Stream) Copy(dst, src hw.Slice) error {
+	return s.locked(func() error { return s.enqueue(Op{Kind: OpCopy, Dst: dst, Src: src}) })
+}
+
 // Reduce enqueues dst = op(dst, src), taking bytes/reduce_bw.
 func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
-	if s.lockToEnqueue() {
-		defer s.dev.c.mu.Unlock()
-	}
-	if rop == hw.Avg || !rop.Valid() {
-		return fmt.Errorf("sim: %s: reduce: %w: op %s is not elementwise (use Sum, Prod, Min or Max; Avg is Sum then Divide)", s.dev.name, hw.ErrBadArgument, rop)
-	}
-	if err := s.checkPair("reduce", dst, src); err != nil {
-		return err
-	}
-	return s.enqueue(op{kind: opReduce, redop: rop, dst: dst, src: src})
+	return s.locked(func() error { return s.enqueue(Op{Kind: OpReduce, Redop: rop, Dst: dst, Src: src}) })
 }
 
 // Divide enqueues dst = dst / n, costed like a reduce.
 func (s *Stream) Divide(dst hw.Slice, n int) error {
-	if s.lockToEnqueue() {
-		defer s.dev.c.mu.Unlock()
-	}
-	if n < 1 {
-		return fmt.Errorf("sim: %s: divide: %w: divisor %d < 1", s.dev.name, hw.ErrBadArgument, n)
-	}
-	if err := s.checkSlice("divide", dst); err != nil {
-		return err
-	}
-	return s.enqueue(op{kind: opDivide, dst: dst, n: n})
+	return s.locked(func() error { return s.enqueue(Op{Kind: OpDivide, Dst: dst, Divisor: n}) })
 }
 
-func (s *Stream) checkPeer(what string, peer hw.Device) (*Device, error) {
-	p, ok := peer.(*Device)
-	if !ok || p == nil || p.c != s.dev.c {
-		name := "<nil>"
-		if peer != nil {
-			name = peer.Name()
-		}
-		return nil, fmt.Errorf("sim: %s: %s: %w: %s is not a device of this cluster", s.dev.name, what, hw.ErrUnknownPeer, name)
-	}
-	return p, nil
+// device is peer as a device of this cluster, or nil.
+func (s *Stream) device(peer hw.Device) *Device {
+	p, _ := peer.(*Device)
+	return p
 }
 
 // Send enqueues an eager send of src to peer.
 func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
-	if s.lockToEnqueue() {
-		defer s.dev.c.mu.Unlock()
-	}
-	p, err := s.checkPeer("send", peer)
-	if err != nil {
-		return err
-	}
-	if err := s.checkSlice("send", src); err != nil {
-		return err
-	}
-	return s.enqueue(op{kind: opSend, src: src, peer: p, tag: tag})
+	return s.locked(func() error {
+		return s.checkedPeer("send", peer, Op{Kind: OpSend, Src: src, Peer: s.device(peer), Tag: tag})
+	})
 }
 
 // Recv enqueues a receive into dst of the next message from peer with tag.
 func (s *Stream) Recv(dst hw.Slice, peer hw.Device, tag uint64) error {
-	if s.lockToEnqueue() {
-		defer s.dev.c.mu.Unlock()
-	}
-	p, err := s.checkPeer("recv", peer)
-	if err != nil {
-		return err
-	}
-	if err := s.checkSlice("recv", dst); err != nil {
-		return err
-	}
-	return s.enqueue(op{kind: opRecv, dst: dst, peer: p, tag: tag})
+	return s.locked(func() error {
+		return s.checkedPeer("recv", peer, Op{Kind: OpRecv, Dst: dst, Peer: s.device(peer), Tag: tag})
+	})
 }
 
-func (s *Stream) checkEvent(what string, ev hw.Event) (*Event, error) {
-	e, ok := ev.(*Event)
-	if !ok || e == nil || e.dev.c != s.dev.c {
-		return nil, fmt.Errorf("sim: %s: %s: %w: event is not from this cluster", s.dev.name, what, hw.ErrBadArgument)
+// checkedPeer enqueues o, naming peer (which may be another backend's
+// device, or nil) when it is not of this cluster.
+func (s *Stream) checkedPeer(what string, peer hw.Device, o Op) error {
+	if o.Peer == nil && peer != nil {
+		return fmt.Errorf("sim: %s: %s: %w: %s is not a device of this cluster", s.dev.name, what, hw.ErrUnknownPeer, peer.Name())
 	}
-	return e, nil
+	return s.enqueue(o)
+}
+
+// event is ev as an event of this cluster, or nil.
+func (s *Stream) event(ev hw.Event) *Event {
+	e, _ := ev.(*Event)
+	return e
 }
 
 // Record enqueues a record of ev.
 func (s *Stream) Record(ev hw.Event) error {
-	if s.lockToEnqueue() {
-		defer s.dev.c.mu.Unlock()
-	}
-	e, err := s.checkEvent("record", ev)
-	if err != nil {
-		return err
-	}
-	e.enqueued++
-	return s.enqueue(op{kind: opRecord, ev: e})
+	return s.locked(func() error { return s.enqueue(Op{Kind: OpRecord, Event: s.event(ev)}) })
 }
 
 // Wait enqueues a wait for the latest Record of ev enqueued so far.
 func (s *Stream) Wait(ev hw.Event) error {
-	if s.lockToEnqueue() {
-		defer s.dev.c.mu.Unlock()
-	}
-	e, err := s.checkEvent("wait", ev)
-	if err != nil {
-		return err
-	}
-	return s.enqueue(op{kind: opWait, ev: e, target: e.enqueued})
+	return s.locked(func() error { return s.enqueue(Op{Kind: OpWait, Event: s.event(ev)}) })
 }
 
-// Compute occupies the stream for the given simulated seconds.
+// Compute occupies the stream for the given simulated seconds, as a
+// kernel of that length would, so communication can be timed against
+// compute (training steps). It is the simulator's own: real devices
+// compute for real.
 func (s *Stream) Compute(seconds float64, label string) error {
-	if s.lockToEnqueue() {
-		defer s.dev.c.mu.Unlock()
-	}
-	if !(seconds >= 0) || math.IsInf(seconds, 0) {
-		return fmt.Errorf("sim: %s: compute %q: %w: duration %v s", s.dev.name, label, hw.ErrBadArgument, seconds)
-	}
-	s.computes = true
-	return s.enqueue(op{kind: opCompute, dur: FromSeconds(seconds), label: label})
+	return s.locked(func() error {
+		if s.dev.c.closed {
+			return fmt.Errorf("sim: %s: compute: %w", s.dev.name, hw.ErrClosed)
+		}
+		if !(seconds >= 0) || math.IsInf(seconds, 0) {
+			return fmt.Errorf("sim: %s: compute %q: %w: duration %v s", s.dev.name, label, hw.ErrBadArgument, seconds)
+		}
+		s.computes = true
+		s.queue = append(s.queue, s.dev.c.newOp(op{kind: opCompute, dur: FromSeconds(seconds), label: label}))
+		s.dev.c.kick(s)
+		return nil
+	})
 }
 
 // Synchronize runs the simulation until the stream's queue is empty, and
@@ -381,18 +364,34 @@ func (s *Stream) Synchronize() error {
 	if c.closed {
 		return fmt.Errorf("sim: %s: synchronize: %w", s.dev.name, hw.ErrClosed)
 	}
-	for s.err == nil && (s.head < len(s.queue) || s.feed != nil) {
+	for s.err == nil && !s.empty() {
 		if !c.eng.step() {
-			if err := c.deadlock(); err != nil {
+			if err := c.failDeadlocked(); err != nil {
 				return err
-			}
-			if s.head == len(s.queue) {
-				c.kick(s) // a feed with nothing queued: refill now
 			}
 		}
 	}
 	return s.err
 }
+
+// empty reports whether the stream has nothing left to do.
+func (s *Stream) empty() bool { return s.fedHead == len(s.fed) && s.head == len(s.queue) }
+
+// peek is the op the stream is at: one pulled from a feed, or the next
+// queued (perhaps a feed not yet pulled), or nil.
+func (s *Stream) peek() *op {
+	if s.fedHead < len(s.fed) {
+		return s.fed[s.fedHead]
+	}
+	if s.head < len(s.queue) {
+		return s.queue[s.head]
+	}
+	return nil
+}
+
+// pending counts the ops queued after the one the stream is at (a feed
+// counts as one).
+func (s *Stream) pending() int { return len(s.fed) - s.fedHead + len(s.queue) - s.head - 1 }
 
 // kick makes the stream look at its queue again at the current instant.
 func (c *Cluster) kick(s *Stream) {
@@ -421,7 +420,8 @@ func (s *Stream) fire(now Time, gen uint64) {
 // advance starts queued operations until one is in flight or blocked.
 func (s *Stream) advance(now Time) {
 	for !s.busy && s.err == nil {
-		if s.head == len(s.queue) && !s.refill() {
+		o := s.front()
+		if o == nil {
 			return
 		}
 		if until := s.dev.stalledUntil; until > now {
@@ -432,8 +432,10 @@ func (s *Stream) advance(now Time) {
 			}
 			return
 		}
-		o := s.queue[s.head]
-		o.start = now
+		if o.start = now; o.index < 0 {
+			o.index = s.started
+			s.started++
+		}
 		if !s.begin(o, now) {
 			return
 		}
@@ -447,6 +449,10 @@ func (s *Stream) begin(o *op, now Time) bool {
 	c := s.dev.c
 	switch o.kind {
 	case opCopy:
+		if freed(o.dst, o.src) {
+			s.fail(o, hw.ErrFreed)
+			return false
+		}
 		if !c.cfg.TimingOnly {
 			copy(sliceBytes(o.dst), sliceBytes(o.src))
 		}
@@ -466,6 +472,10 @@ func (s *Stream) begin(o *op, now Time) bool {
 		s.flow = c.fab.start(s.dev.reducerPath, 0, n, s, o)
 		return false
 	case opSend:
+		if freed(o.src) {
+			s.fail(o, hw.ErrFreed)
+			return false
+		}
 		if o.peer.crashed {
 			s.fail(o, fmt.Errorf("%w: peer rank %d (%s) crashed at %v", ErrCrashed, o.peer.rank, o.peer.name, o.peer.crashedAt))
 			return false
@@ -484,7 +494,11 @@ func (s *Stream) begin(o *op, now Time) bool {
 	case opRecv:
 		mb := c.standIn(o.peer).mailboxTo(s.dev, o.tag)
 		m, ok := mb.take()
-		if ok && mb.head == len(mb.msgs) && len(mb.waiters) == 0 {
+		if !ok && mb.senderErr != nil {
+			s.fail(o, mb.senderErr)
+			return false
+		}
+		if ok && mb.head == len(mb.msgs) && len(mb.waiters) == 0 && mb.senderErr == nil {
 			// Drop drained mailboxes: plans use a fresh tag per step, and a
 			// table of live ones stays small and fast.
 			s.dev.inbox.remove(c.standIn(o.peer), o.tag)
@@ -532,6 +546,10 @@ func (s *Stream) begin(o *op, now Time) bool {
 // flowDone finishes the stream's in-flight send, reduce or divide.
 func (s *Stream) flowDone(now Time, o *op) {
 	s.busy, s.flow = false, nil
+	if o.kind == opSend && freed(o.src) {
+		s.fail(o, hw.ErrFreed)
+		return
+	}
 	if o.kind == opSend {
 		s.dev.c.deliver(s.dev, o, now)
 	} else if err := s.apply(o); err != nil {
@@ -550,13 +568,11 @@ func (e *Event) wake() []*Stream {
 
 // apply performs the data effect of a reduce or divide.
 func (s *Stream) apply(o *op) error {
+	if freed(o.dst, o.src) {
+		return hw.ErrFreed
+	}
 	if s.dev.c.cfg.TimingOnly {
 		return nil
-	}
-	for _, b := range []hw.Slice{o.dst, o.src} {
-		if b.Buf != nil && b.Buf.(*Buffer).freed {
-			return hw.ErrFreed
-		}
 	}
 	switch o.kind {
 	case opReduce:
@@ -567,38 +583,95 @@ func (s *Stream) apply(o *op) error {
 	return nil
 }
 
+// complete retires o, the op the stream is at.
 func (s *Stream) complete(o *op, now Time) {
-	s.queue[s.head] = nil
-	s.head++
 	c := s.dev.c
+	if s.fedHead < len(s.fed) {
+		s.fed[s.fedHead] = nil
+		if s.fedHead++; s.fedHead == len(s.fed) {
+			s.fed, s.fedHead = s.fed[:0], 0
+		}
+	} else {
+		s.queue[s.head] = nil
+		if s.head++; s.head == len(s.queue) {
+			// Reuse the queue's storage once it drains.
+			s.queue, s.head = s.queue[:0], 0
+		}
+	}
 	if c.trace != nil {
 		c.trace.op(s, o, now)
 	}
-	*o = op{}
-	c.freeOps = append(c.freeOps, o)
-	if s.head == len(s.queue) {
-		// Reuse the queue's storage once it drains.
-		s.queue = s.queue[:0]
-		s.head = 0
-	}
+	c.freeOp(o)
 }
 
-// fail stops the stream: the failing op and everything after it are
-// skipped, and events it would have recorded fail their waiters.
+// fail stops the stream at o: o and everything after it are skipped,
+// events it would have recorded fail their waiters, and messages it
+// would have sent fail their receivers.
 func (s *Stream) fail(o *op, cause error) {
+	s.abort(fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, o.index, o, cause), cause)
+}
+
+// abort stops the stream with err, as fail does; cause is what went
+// wrong, which the receivers of its skipped sends are told.
+func (s *Stream) abort(err, cause error) {
 	c := s.dev.c
-	s.busy, s.flow, s.computing, s.feed = false, nil, nil, nil
-	s.err = fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, o.index, o, cause)
-	for _, rest := range s.queue[s.head:] {
-		if rest.kind == opRecord {
-			rest.ev.err = s.err
-			for _, w := range rest.ev.wake() {
-				c.kick(w)
+	s.busy, s.flow, s.computing = false, nil, nil
+	s.err = err
+	failed := peerFailed(s.dev, cause)
+	for _, rest := range [2][]*op{s.fed[s.fedHead:], s.queue[s.head:]} {
+		for _, o := range rest {
+			switch o.kind {
+			case opSend:
+				c.poison(s.dev, o.peer, o.tag, failed)
+			case opRecord:
+				o.ev.err = s.err
+				for _, w := range o.ev.wake() {
+					c.kick(w)
+				}
+			case opFeed:
+				// The sends it has yet to give fail their receivers too.
+				o.feed.drain(func(send Op) { c.poison(s.dev, send.Peer, send.Tag, failed) })
+				o.feed.close()
 			}
 		}
 	}
-	s.queue = s.queue[:0]
-	s.head = 0
+	s.fed, s.fedHead = s.fed[:0], 0
+	s.queue, s.head = s.queue[:0], 0
+}
+
+// senderFailed is why a receive failed: its sender's stream failed first,
+// for cause.
+type senderFailed struct {
+	rank  int
+	name  string
+	cause error
+}
+
+// peerFailed is what the receivers of d's skipped sends are told: d's
+// failure, named by the first cause of a chain of such failures.
+func peerFailed(d *Device, cause error) *senderFailed {
+	var first *senderFailed
+	if errors.As(cause, &first) {
+		cause = first.cause
+	}
+	return &senderFailed{rank: d.rank, name: d.name, cause: cause}
+}
+
+func (e *senderFailed) Error() string {
+	return fmt.Sprintf("%v: rank %d (%s): %v", hw.ErrPeerFailed, e.rank, e.name, e.cause)
+}
+
+func (e *senderFailed) Unwrap() []error { return []error{hw.ErrPeerFailed, e.cause} }
+
+// freed reports whether a slice's buffer has been freed since its op was
+// enqueued.
+func freed(slices ...hw.Slice) bool {
+	for _, sl := range slices {
+		if sl.Buf != nil && sl.Buf.(*Buffer).freed {
+			return true
+		}
+	}
+	return false
 }
 
 func sliceBytes(sl hw.Slice) []byte {
@@ -635,6 +708,10 @@ type mailbox struct {
 	msgs    []message
 	head    int // msgs[head:] are waiting
 	waiters []*Stream
+	// senderErr is the failure of a sender stream that dropped a send
+	// to this mailbox: a receive that finds no message fails with it
+	// instead of waiting for what will never come.
+	senderErr error
 }
 
 // take removes the oldest message, reusing the queue's storage once empty.
@@ -686,6 +763,22 @@ func (c *Cluster) deliver(from *Device, o *op, now Time) {
 	}
 }
 
+// poison marks the mailbox of a send from d to peer with tag, skipped by
+// a failure, so that its receivers fail with err, and wakes those waiting.
+func (c *Cluster) poison(d, peer *Device, tag uint64, err error) {
+	if peer == nil || peer.c != c {
+		return
+	}
+	mb := d.mailboxTo(c.standIn(peer), tag)
+	if mb.senderErr == nil {
+		mb.senderErr = err
+	}
+	for _, w := range mb.waiters {
+		c.kick(w)
+	}
+	mb.waiters = mb.waiters[:0]
+}
+
 // DeadlockError reports work that can never finish: every stream still
 // holding work, and what its first unfinished operation waits for.
 type DeadlockError struct {
@@ -707,26 +800,40 @@ func (e *DeadlockError) Error() string {
 func (e *DeadlockError) Unwrap() error { return hw.ErrDeadlock }
 
 // deadlock describes every stream with unfinished work, or returns nil.
-func (c *Cluster) deadlock() error {
+func (c *Cluster) deadlock() *DeadlockError {
 	var blocked []BlockedStream
 	for _, s := range c.streams {
-		if s.err != nil || s.head >= len(s.queue) {
+		if s.err != nil || s.empty() {
 			continue
 		}
-		o := s.queue[s.head]
+		o := s.peek()
 		waiting := o.String()
 		if o.kind == opRecv && o.peer.crashed {
 			waiting += fmt.Sprintf(", but rank %d crashed at %v", o.peer.rank, o.peer.crashedAt)
 		}
 		blocked = append(blocked, BlockedStream{
 			Rank: s.dev.rank, Device: s.dev.name, Stream: s.id, Op: o.index,
-			Waiting: waiting, Pending: len(s.queue) - s.head - 1,
+			Waiting: waiting, Pending: s.pending(),
 		})
 	}
 	if len(blocked) == 0 {
 		return nil
 	}
 	return &DeadlockError{At: c.eng.now, Blocked: blocked}
+}
+
+// failDeadlocked fails every stream that can never finish with the report
+// that lists them all, so each returns it from Synchronize and lets go of
+// its work (feeds included), or returns nil when none is stuck.
+func (c *Cluster) failDeadlocked() error {
+	dl := c.deadlock()
+	if dl == nil {
+		return nil
+	}
+	for _, b := range dl.Blocked {
+		c.streams[b.Stream].abort(dl, dl)
+	}
+	return dl
 }
 
 // IsDeadlock reports whether err reports a deadlock.

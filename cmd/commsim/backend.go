@@ -9,7 +9,9 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/hw/cuda"
 	"github.com/commsim/commsim/hw/metal"
+	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -127,8 +129,37 @@ func (f *backendFlags) costModel(bp *backendPlan, topoSet bool, topoSpec string)
 // openedWorld is a sweep's world: a simulated cluster, or real devices.
 type openedWorld struct {
 	*hw.World
-	cluster *sim.Cluster // nil on real backends
+	cluster *sim.Cluster    // nil on real backends
+	driver  *simexec.Driver // the cluster's, made by newExecutor
 	close   func() error
+}
+
+// newExecutor returns an executor over the world: on the simulator, with
+// its driver, which feeds plans as the streams drain and mirrors
+// symmetric ones.
+func (w *openedWorld) newExecutor() *ops.Executor {
+	if w.cluster == nil {
+		return ops.NewExecutor(w.World)
+	}
+	w.driver = simexec.NewDriver(w.cluster)
+	return ops.NewExecutorWith(w.World, w.driver)
+}
+
+// mirroredRuns counts the runs the simulator timed on its mirror.
+func (w *openedWorld) mirroredRuns() int {
+	if w.driver == nil {
+		return 0
+	}
+	return w.driver.MirroredRuns()
+}
+
+// mirrorBlock is how many ranks the simulator would run for plan, standing
+// for all on its mirror, or 0 when it would run every rank.
+func (w *openedWorld) mirrorBlock(plan *ops.Plan) int {
+	if w.driver == nil {
+		return 0
+	}
+	return w.driver.MirrorBlock(w.World, plan)
 }
 
 func (b *backendPlan) open(topo *topology.Topology, cfg sim.Config) (*openedWorld, error) {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
-	"github.com/commsim/commsim/proptest"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
 )
 
 // benchFlags are the flags of bench (and compare, which shares the sweep).
@@ -74,9 +74,9 @@ type sweep struct {
 	mirrored   int  // runs timed on a mirror
 	format     string
 	trace      string
-	plot       string                      // bench --plot
-	backend    *backendPlan                // where the ranks live
-	bufs       map[hw.Device]*[2]hw.Buffer // reused across sizes
+	plot       string        // bench --plot
+	backend    *backendPlan  // where the ranks live
+	runner     verify.Runner // its buffers serve every size
 	// largest is the plan of the largest size, made by checkDuration and
 	// kept for the sweep's last size: a plan of millions of steps takes a
 	// second or two to count.
@@ -334,13 +334,13 @@ func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	exec := ops.NewExecutor(w.World)
+	exec := w.newExecutor()
 	defer func() {
-		s.mirrored = exec.MirroredRuns()
+		s.mirrored = w.mirroredRuns()
 		err = errors.Join(err, exec.Close(), w.close())
 	}()
 	if w.cluster != nil {
-		if err := s.checkDuration(exec); err != nil {
+		if err := s.checkDuration(w); err != nil {
 			return nil, err
 		}
 	}
@@ -415,9 +415,9 @@ const (
 
 // checkDuration estimates the sweep's host time from the plan of its
 // largest size and refuses it, with the figures, if it would take over
-// an hour. exec, when not nil, tells which plans it would time on a
+// an hour. w, when not nil, tells which plans it would time on a
 // mirror.
-func (s *sweep) checkDuration(exec *ops.Executor) error {
+func (s *sweep) checkDuration(w *openedWorld) error {
 	top := s.sizes[len(s.sizes)-1]
 	spec, moved := s.spec(top)
 	plan, err := s.plan(spec)
@@ -428,8 +428,8 @@ func (s *sweep) checkDuration(exec *ops.Executor) error {
 	runs := float64(2 * len(s.sizes))
 	est := runs * float64(plan.NumSteps()) * secondsPerStep
 	block := 0
-	if exec != nil {
-		block = exec.MirrorBlock(plan)
+	if w != nil {
+		block = w.mirrorBlock(plan)
 	}
 	if block > 0 {
 		// Sizes whose count does not split evenly over the ranks make
@@ -477,110 +477,31 @@ func (s *sweep) plan(spec ops.Spec) (*ops.Plan, error) {
 	return p, nil
 }
 
-// buffer returns the first n elements of rank d's buffer number which (0
-// or 1), growing it when needed: a sweep reuses its buffers from size to
-// size instead of allocating each time.
-func (s *sweep) buffer(d hw.Device, which int, dt hw.DType, n int) (hw.Slice, error) {
-	if s.bufs == nil {
-		s.bufs = map[hw.Device]*[2]hw.Buffer{}
-	}
-	pair := s.bufs[d]
-	if pair == nil {
-		pair = &[2]hw.Buffer{}
-		s.bufs[d] = pair
-	}
-	if b := pair[which]; b == nil || b.Len() < n {
-		if b != nil {
-			if err := b.Free(); err != nil {
-				return hw.Slice{}, err
-			}
-		}
-		b, err := d.Alloc(dt, n)
-		if err != nil {
-			return hw.Slice{}, err
-		}
-		pair[which] = b
-	}
-	return hw.Slice{Buf: pair[which], Len: n}, nil
-}
-
-// runOnce allocates buffers, fills inputs, runs the plan and checks.
+// runOnce runs the plan once on every rank and, with --check, judges the
+// outputs against verify's reference (double-double, with the error bounds
+// documented on verify.CheckReference).
 func (s *sweep) runOnce(w *hw.World, exec *ops.Executor, plan *ops.Plan, inPlace bool, moved int64) (result, error) {
-	devs := w.Devices()
-	p := plan.Ranks
-	in, out := make([]hw.Slice, p), make([]hw.Slice, p)
-	for r, d := range devs {
+	// Without --check the values do not matter: the run is timed on what
+	// the buffers hold (zeros at first), and reductions still run on real
+	// data.
+	c := verify.Case{Spec: plan.Spec}
+	if s.check {
 		var err error
-		if !inPlace {
-			if in[r], err = s.buffer(d, 0, plan.DType, plan.InLen); err != nil {
-				return result{}, err
-			}
-			if out[r], err = s.buffer(d, 1, plan.DType, plan.OutLen); err != nil {
-				return result{}, err
-			}
-			continue
-		}
-		whole, err := s.buffer(d, 0, plan.DType, max(plan.InLen, plan.OutLen))
-		if err != nil {
+		if c.Inputs, err = verify.PatternInputs(plan.Spec); err != nil {
 			return result{}, err
 		}
-		in[r], out[r] = plan.InPlace(r, whole)
 	}
-	// Without --check the values do not matter: buffers start zeroed and
-	// the reductions still run on real data.
-	var inputs [][]byte
-	if s.check {
-		inputs = make([][]byte, p)
-		for r := range p {
-			var err error
-			if inputs[r], err = hw.FromFloat64s(plan.DType, inputValues(plan.Spec, r, plan.InLen)); err != nil {
-				return result{}, err
-			}
-			if err := writeBytes(in[r], inputs[r]); err != nil {
-				return result{}, err
-			}
-		}
-	}
-	secs, err := exec.Run(plan, in, out)
+	run, err := s.runner.Run(exec, w, plan, c.Inputs, inPlace)
 	if err != nil {
 		return result{}, err
 	}
-	res := timed(secs, moved, plan.Op, p)
+	res := timed(run.Seconds, moved, plan.Op, plan.Ranks)
 	if s.check {
-		outputs := make([][]byte, p)
-		for r := range p {
-			if outputs[r], err = readBytes(out[r]); err != nil {
-				return result{}, err
-			}
-		}
-		// proptest's reference: double-double, with the error bounds
-		// documented on proptest.CheckReference.
-		if res.wrong, _, err = proptest.CountWrong(proptest.Case{Spec: plan.Spec, Inputs: inputs}, outputs); err != nil {
+		if res.wrong, _, err = verify.CountWrong(c, run.Outputs); err != nil {
 			return result{}, err
 		}
 	}
 	return res, nil
-}
-
-// writeBytes stores little-endian elements into a slice of a buffer.
-func writeBytes(s hw.Slice, raw []byte) error {
-	size := s.DType().Size()
-	all := make([]byte, s.Buf.Len()*size)
-	if err := s.Buf.Read(all); err != nil {
-		return err
-	}
-	copy(all[s.Off*size:], raw)
-	return s.Buf.Write(all)
-}
-
-// readBytes reads a slice of a buffer.
-func readBytes(s hw.Slice) ([]byte, error) {
-	size := s.DType().Size()
-	all := make([]byte, s.Buf.Len()*size)
-	if err := s.Buf.Read(all); err != nil {
-		return nil, err
-	}
-	return all[s.Off*size : (s.Off+s.Len)*size], nil
 }
 
 // progress is a progress bar of a sweep on stderr. newProgress makes one

@@ -416,55 +416,6 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-func TestParseLogLayouts(t *testing.T) {
-	cases := []struct {
-		name, text string
-		bytes      []int64
-		times      []float64
-	}{
-		{"timestamps and big times", "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong  timestamp\n" +
-			"  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0  2025-01-02 03:04:05\n" +
-			"  1073741824  268435456  float  sum  -1  12345  86.98  152.2  0  12346  86.97  152.2  0  2025-01-02 03:04:06\n",
-			[]int64{1024, 1 << 30}, []float64{10, 12345}},
-		{"per-iteration columns", "#  size  count  type  redop  root  time  algbw  busbw  #wrong  i_min  i_max  i_p99  i_cv%  time  algbw  busbw  #wrong  i_min  i_max  i_p99  i_cv%\n" +
-			"  2048  512  float  sum  -1  11.00  0.19  0.33  0  10.9  11.2  11.2  0.50  11.10  0.18  0.32  0  11.0  11.3  11.3  0.40\n",
-			[]int64{2048}, []float64{11}},
-		{"no header, no root", "  1024  256  float  sum  10.00  0.10  0.18  0e+00  10.50  0.10  0.17  0e+00\n",
-			[]int64{1024}, []float64{10}},
-		{"no header, root", "  1024  256  float  sum  -1  10.00  0.10  0.18  N/A  10.50  0.10  0.17  N/A\n",
-			[]int64{1024}, []float64{10}},
-		{"old gather without redop, NCCL INFO lines, CRLF, repeats averaged",
-			"#  size  count  type  redop  time  algbw  busbw  error  time  algbw  busbw  error\r\n" +
-				"node01:123:123 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\r\n" +
-				"  4096  128  float  30.00  0.14  0.13  0e+00  31.00  0.13  0.12  0e+00\r\n" +
-				"  4096  128  float  32.00  0.14  0.13  0e+00  31.00  0.13  0.12  0e+00\r\n",
-			[]int64{4096}, []float64{31}},
-		{"bench csv", strings.Join(append([]string{"op", "algo", "topology", "ranks"}, columns...), ",") + "\n" +
-			`allreduce,ring,"switch:8,bw=1GB/s",8,64,16,f32,sum,-1,5.50,0.01,0.02,N/A,5.50,0.01,0.02,N/A` + "\n",
-			[]int64{64}, []float64{5.5}},
-	}
-	for _, c := range cases {
-		lg, err := parseLog("x", []byte(c.text))
-		if err != nil {
-			t.Errorf("%s: %v", c.name, err)
-			continue
-		}
-		if len(lg.rows) != len(c.bytes) {
-			t.Errorf("%s: %d rows, want %d", c.name, len(lg.rows), len(c.bytes))
-			continue
-		}
-		for i, r := range lg.rows {
-			if r.bytes != c.bytes[i] || r.timeUS != c.times[i] {
-				t.Errorf("%s: row %d = %d B %.2f us, want %d B %.2f us", c.name, i, r.bytes, r.timeUS, c.bytes[i], c.times[i])
-			}
-		}
-	}
-	lg, err := parseLog("x", []byte(cases[5].text))
-	if err != nil || lg.format != "csv" || lg.op != "allreduce" || lg.ranks != 8 || lg.dtype != "f32" {
-		t.Errorf("bench csv: %+v, %v", lg, err)
-	}
-}
-
 func TestCalibrateCSVReport(t *testing.T) {
 	status, out, errOut := commsim("calibrate", "--log", "testdata/nccl-tests/sim-dgx-h100-all_reduce.txt", "--topo", "dgx-h100", "--format", "csv")
 	if status != 0 {

@@ -174,9 +174,9 @@ func (c *comparison) measure(stderr io.Writer) (rows []cmpRow, err error) {
 	if err != nil {
 		return nil, err
 	}
-	exec := ops.NewExecutor(w.World)
+	exec := w.newExecutor()
 	defer func() {
-		c.s.mirrored = exec.MirroredRuns()
+		c.s.mirrored = w.mirroredRuns()
 		err = errors.Join(err, exec.Close(), w.close())
 	}()
 	bar := newProgress(stderr, len(c.s.sizes)*len(c.algos))

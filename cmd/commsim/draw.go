@@ -20,6 +20,7 @@ import (
 
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -156,7 +157,7 @@ func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.runOnce(c.World(), ops.NewExecutor(c.World()), plan, false, moved)
+	res, err := s.runOnce(c.World(), simexec.NewExecutor(c), plan, false, moved)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/hw/cuda"
 	"github.com/commsim/commsim/ops"
-	"github.com/commsim/commsim/proptest"
 	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
 )
 
 // Multi-process bench: N copies of `commsim bench --backend cuda --algo
@@ -248,48 +248,24 @@ func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 // time and wrong elements.
 func (rr *rankRun) runOnce(plan *ops.Plan, inPlace bool) (secs float64, wrong int64, err error) {
 	s := rr.s
-	var in, out hw.Slice
-	if inPlace {
-		whole, err := s.buffer(rr.dev, 0, plan.DType, max(plan.InLen, plan.OutLen))
-		if err != nil {
-			return 0, 0, err
-		}
-		in, out = plan.InPlace(rr.rank, whole)
-	} else {
-		if in, err = s.buffer(rr.dev, 0, plan.DType, plan.InLen); err != nil {
-			return 0, 0, err
-		}
-		if out, err = s.buffer(rr.dev, 1, plan.DType, plan.OutLen); err != nil {
-			return 0, 0, err
-		}
-	}
 	// As in the one-process sweep, values matter only for --check. The
 	// reference needs every rank's input; they are deterministic, so each
-	// rank makes them all and writes its own.
-	var inputs [][]byte
+	// rank makes them all and the runner writes its own.
+	c := verify.Case{Spec: plan.Spec}
 	if s.check {
-		inputs = make([][]byte, plan.Ranks)
-		for q := range inputs {
-			if inputs[q], err = hw.FromFloat64s(plan.DType, inputValues(plan.Spec, q, plan.InLen)); err != nil {
-				return 0, 0, err
-			}
-		}
-		if err := writeBytes(in, inputs[rr.rank]); err != nil {
+		if c.Inputs, err = verify.PatternInputs(plan.Spec); err != nil {
 			return 0, 0, err
 		}
 	}
-	if secs, err = ops.RunNativeRank(rr.comm, rr.stream, plan, rr.rank, in, out); err != nil {
-		return 0, 0, err
+	rank := verify.Rank{Index: rr.rank, Device: rr.dev, Launch: func(plan *ops.Plan, in, out hw.Slice) (float64, error) {
+		return ops.RunNativeRank(rr.comm, rr.stream, plan, rr.rank, in, out)
+	}}
+	run, err := s.runner.RunRank(rank, plan, c.Inputs, inPlace)
+	if err != nil || !s.check {
+		return run.Seconds, 0, err
 	}
-	if !s.check {
-		return secs, 0, nil
-	}
-	got, err := readBytes(out)
-	if err != nil {
-		return 0, 0, err
-	}
-	n, _, err := proptest.CountWrongRank(proptest.Case{Spec: plan.Spec, Inputs: inputs}, rr.rank, got)
-	return secs, int64(n), err
+	n, _, err := verify.CountWrongRank(c, rr.rank, run.Outputs[rr.rank])
+	return run.Seconds, int64(n), err
 }
 
 // combine replaces this rank's times by the slowest rank's and, with

@@ -197,7 +197,7 @@ func (j *fakeJob) Abort(reason error) error { return reason }
 
 func (j *fakeJob) Launch(calls []hw.NativeCall) error {
 	s := calls[0].Stream
-	if err := s.(hw.Computer).Compute(float64(calls[0].Rank+1)*1e-6, "peers"); err != nil {
+	if err := s.(*sim.Stream).Compute(float64(calls[0].Rank+1)*1e-6, "peers"); err != nil {
 		return err
 	}
 	if err := s.Synchronize(); err != nil {
@@ -388,4 +388,27 @@ func TestMultiProcessRanksMustAgree(t *testing.T) {
 			t.Errorf("rank %d: status %d, stdout %q, stderr %q", r, status[r], stdout[r], stderr[r])
 		}
 	}
+}
+
+// readBytes reads a slice of a buffer.
+func readBytes(s hw.Slice) ([]byte, error) {
+	size := s.DType().Size()
+	all := make([]byte, s.Buf.Len()*size)
+	if err := s.Buf.Read(all); err != nil {
+		return nil, err
+	}
+	return all[s.Off*size : (s.Off+s.Len)*size], nil
+}
+
+// writeBytes stores little-endian elements into a slice of a buffer,
+// leaving the rest of the buffer as it is, as a collective writes its
+// output.
+func writeBytes(s hw.Slice, raw []byte) error {
+	size := s.DType().Size()
+	all := make([]byte, s.Buf.Len()*size)
+	if err := s.Buf.Read(all); err != nil {
+		return err
+	}
+	copy(all[s.Off*size:], raw)
+	return s.Buf.Write(all)
 }

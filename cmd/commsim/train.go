@@ -16,6 +16,7 @@ import (
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -163,7 +164,7 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 			return rep, c, usageError{err}
 		}
 	}
-	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: st.bucket, Algo: st.algo, Cost: topo})
+	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: st.bucket, Algo: st.algo, Cost: topo, Driver: simexec.NewDriver(c)})
 	if err != nil {
 		return rep, c, usageError{err}
 	}
@@ -195,7 +196,10 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 		if err != nil {
 			return rep, c, err
 		}
-		compute := stream.(hw.Computer)
+		compute, ok := stream.(*sim.Stream)
+		if !ok {
+			return rep, c, fmt.Errorf("train: %s made a stream that is not simulated", d.Name())
+		}
 		if start[r], err = d.NewEvent(); err != nil {
 			return rep, c, err
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 )
 
 // whatIfFlags are bench's flags (one size) plus the faults.
@@ -126,7 +126,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 		if withFaults {
 			sc.Name = "with faults"
 		}
-		res, err := s.runOnce(c.World(), ops.NewExecutor(c.World()), plan, false, moved)
+		res, err := s.runOnce(c.World(), simexec.NewExecutor(c), plan, false, moved)
 		if err != nil {
 			sc.Error = err.Error()
 		} else {

@@ -53,6 +53,10 @@ type Config struct {
 	Algo string
 	// Cost prices plans for "auto".
 	Cost ops.CostModel
+	// Driver puts the collectives on the world's streams; nil is ops'
+	// generic driver. On the simulator, simexec.NewDriver feeds plans as
+	// the streams drain.
+	Driver ops.Driver
 }
 
 // Call is what one rank asks for. Count follows ops.Spec's meaning per op.
@@ -125,7 +129,7 @@ func New(w *hw.World, cfg Config) (*Comm, error) {
 			cfg.Algo = "auto"
 		}
 	}
-	return &Comm{w: w, cfg: cfg, exec: ops.NewExecutor(w), next: make([]int, w.Size()), slots: map[int]*slot{}}, nil
+	return &Comm{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), next: make([]int, w.Size()), slots: map[int]*slot{}}, nil
 }
 
 // Close fails every open slot and later calls with ErrClosed.

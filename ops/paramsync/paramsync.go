@@ -73,6 +73,10 @@ type Config struct {
 	Algo        string        // default "ring"; "auto" needs Cost
 	Cost        ops.CostModel // prices plans for "auto"
 	Timeout     time.Duration // how long Sync waits for missing gradients; default 30 s
+	// Driver puts the collectives on the world's streams; nil is ops'
+	// generic driver. On the simulator, simexec.NewDriver feeds plans as
+	// the streams drain, so worlds of thousands of ranks fit in memory.
+	Driver ops.Driver
 }
 
 // Bucket is a group of parameters whose collectives start together.
@@ -130,7 +134,7 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 	if cfg.Algo == "auto" && cfg.Cost == nil {
 		return nil, fmt.Errorf("paramsync: algorithm auto needs Config.Cost")
 	}
-	s := &Server{w: w, cfg: cfg, exec: ops.NewExecutor(w), plans: map[Param]*ops.Plan{}, ranks: make([]*rankState, w.Size())}
+	s := &Server{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), plans: map[Param]*ops.Plan{}, ranks: make([]*rankState, w.Size())}
 	s.changed = sync.NewCond(&s.mu)
 	for r := range s.ranks {
 		s.ranks[r] = &rankState{}

@@ -17,6 +17,7 @@ import (
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -211,10 +212,22 @@ func TestBucketsFillInReverseOrderAndSplitSharding(t *testing.T) {
 }
 
 // TestCommunicationOverlapsCompute: with two buckets, the first one's
-// all-reduce runs while the earlier layer is still computing.
+// all-reduce runs while the earlier layer is still computing, whether the
+// generic driver enqueues it or the simulator's feeds it as the streams
+// drain.
 func TestCommunicationOverlapsCompute(t *testing.T) {
+	for _, fed := range []bool{false, true} {
+		communicationOverlapsCompute(t, fed)
+	}
+}
+
+func communicationOverlapsCompute(t *testing.T, fed bool) {
 	c := cluster(t, 4, sim.Config{TimingOnly: true})
-	srv, _ := paramsync.Start(c.World(), paramsync.Config{BucketBytes: 1 << 20})
+	cfg := paramsync.Config{BucketBytes: 1 << 20}
+	if fed {
+		cfg.Driver = simexec.NewDriver(c)
+	}
+	srv, _ := paramsync.Start(c.World(), cfg)
 	params := []paramsync.Param{{ID: "l0", Len: 1 << 18, DType: hw.F32}, {ID: "l1", Len: 1 << 18, DType: hw.F32}}
 	const layer = 50e-6 // backward seconds per layer
 	var last []hw.Event
@@ -224,7 +237,7 @@ func TestCommunicationOverlapsCompute(t *testing.T) {
 		}
 		compute, _ := d.NewStream()
 		for _, i := range []int{1, 0} { // backward: last layer first
-			compute.(hw.Computer).Compute(layer, params[i].ID)
+			compute.(*sim.Stream).Compute(layer, params[i].ID)
 			ev, _ := d.NewEvent()
 			compute.Record(ev)
 			g, _ := d.Alloc(hw.F32, params[i].Len)
@@ -246,7 +259,7 @@ func TestCommunicationOverlapsCompute(t *testing.T) {
 	comm := 2*3*2e-6 + 2*0.75*(1<<20)/50e9 + 0.75*(1<<20)/500e9 + 0.25*(1<<20)/500e9
 	step := c.Now().Seconds()
 	if want := 2*layer + comm; abs(step-want) > 1e-9 {
-		t.Fatalf("step = %g s, want compute %g + one exposed all-reduce %g", step, 2*layer, comm)
+		t.Fatalf("fed %v: step = %g s, want compute %g + one exposed all-reduce %g", fed, step, 2*layer, comm)
 	}
 	if step >= 2*layer+2*comm-1e-9 {
 		t.Fatal("no overlap: both all-reduces are exposed")

@@ -1,0 +1,230 @@
+package calibrate
+
+import (
+	"cmp"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// Sample is one size of a log.
+type Sample struct {
+	Bytes  int64
+	TimeUS float64 // out of place, the mean of the log's rows of this size
+	Line   int     // the line of its first row
+}
+
+// Log is what an nccl-tests log says.
+type Log struct {
+	Format string // "nccl-tests table" or "csv"
+	// Op is commsim's name of the collective (allreduce, …), "" where the
+	// log does not name it.
+	Op string
+	// Type is the element type as the log writes it (nccl-tests' float,
+	// half, …, or commsim's f32, …), "" where it writes none.
+	Type string
+	// Ranks is the number of ranks, 0 where the log does not say.
+	Ranks int
+	// Samples are the sizes, smallest first.
+	Samples []Sample
+}
+
+// LogError is a log that cannot be read: the line at fault, why, and its
+// text. Line is 0 when the log as a whole is at fault (it has no result
+// rows).
+type LogError struct {
+	Name   string // the log's name, as given to ParseLog
+	Line   int
+	Reason string
+	Text   string // the line, cut to 120 characters
+}
+
+func (e *LogError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.Name, e.Reason)
+	}
+	return fmt.Sprintf("%s:%d: %s: %q", e.Name, e.Line, e.Reason, e.Text)
+}
+
+var (
+	testOps = map[string]string{"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
+		"broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "gather": "gather", "sendrecv": "sendrecv"}
+	rankRE  = regexp.MustCompile(`^#\s*Rank\s+\d+\s`)
+	startRE = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
+	noiseRE = regexp.MustCompile(`\bNCCL (INFO|WARN|TRACE)\b`)
+	dateRE  = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
+	// CSV header names, lower case, and the column each stands for.
+	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",
+		"time_us": "time", "cputime": "time", "op": "op", "ranks": "ranks", "type": "type", "dtype": "type"}
+	// Element sizes of nccl-tests type names hw.ParseDType does not know.
+	extraTypes = map[string]hw.DType{"int8": hw.U8, "char": hw.U8, "f8e4m3": hw.U8, "f8e5m2": hw.U8, "uint32": hw.I32, "uint64": hw.I64}
+)
+
+// DType is a dtype of the size of the log's element type, which is what a
+// size's element count depends on (uint32 is i32, f8e4m3 is u8); false
+// when the log names no type or one of unknown size.
+func (l *Log) DType() (hw.DType, bool) {
+	if d, err := hw.ParseDType(l.Type); err == nil {
+		return d, true
+	}
+	d, ok := extraTypes[l.Type]
+	return d, ok
+}
+
+func isNum(s string) bool { _, err := strconv.ParseFloat(s, 64); return err == nil }
+
+// tableRow parses size count type [redop] [root] time algbw busbw … [date
+// time]; hasRoot is 1 or 0 from the header, -1 without one (then the
+// column count decides: nccl-tests prints 4 or 8 columns per half).
+func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
+	if len(f) >= 2 && dateRE.MatchString(f[len(f)-2]) {
+		f = f[:len(f)-2]
+	}
+	if _, err := strconv.ParseInt(f[min(1, len(f)-1)], 10, 64); len(f) < 6 || f[0][0] < '0' || f[0][0] > '9' || err != nil || isNum(f[2]) {
+		return s, "", "want a result row (size count type [redop] [root] time algbw busbw …), a # comment or a blank line"
+	}
+	k := 3
+	if !isNum(f[k]) { // redop: older nccl-tests leave it out for gathers
+		k++
+	}
+	if hasRoot == 1 || (hasRoot == -1 && (len(f)-k)%2 == 1) {
+		k++
+	}
+	if len(f) < k+3 || !isNum(f[k+1]) || !isNum(f[k+2]) {
+		return s, "", "want time, algbw and busbw after the size, count, type, redop and root columns"
+	}
+	s, msg = sizeTime(f[0], f[k])
+	return s, f[2], msg
+}
+
+func sizeTime(size, time string) (s Sample, msg string) {
+	var err error
+	if s.Bytes, err = strconv.ParseInt(size, 10, 64); err != nil {
+		return s, fmt.Sprintf("size %q is not a byte count", size)
+	}
+	if s.TimeUS, err = strconv.ParseFloat(time, 64); err != nil {
+		return s, fmt.Sprintf("time %q is not a number", time)
+	}
+	return s, ""
+}
+
+// csvRow parses a CSV record by the header's columns.
+func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg string) {
+	get := func(c string) string {
+		if j, ok := cols[c]; ok {
+			return strings.TrimSpace(rec[j])
+		}
+		return ""
+	}
+	s, msg = sizeTime(get("size"), get("time"))
+	if n, err := strconv.Atoi(get("ranks")); err == nil {
+		l.Ranks = n
+	}
+	l.Op = cmp.Or(get("op"), l.Op)
+	return s, get("type"), msg
+}
+
+// ParseLog reads nccl-tests output: its text table, in the layouts of old
+// and new versions (with or without the root and redop columns, with
+// per-iteration columns or timestamps), among NCCL INFO lines and comments;
+// or a CSV with a header naming size and time columns (commsim bench's
+// CSV, say), recognised by a comma in the first data line. Repeated sizes
+// are averaged. name is the log's name for errors, which are *LogError.
+func ParseLog(name string, data []byte) (*Log, error) {
+	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
+	lg := &Log{}
+	hasRoot := -1
+	var cols map[string]int // the CSV header's columns
+	width := 0              // and its number of fields
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" || noiseRE.MatchString(t) {
+			continue
+		}
+		if t[0] == '#' {
+			if m := startRE.FindStringSubmatch(t); m != nil {
+				lg.Op = testOps[m[1]]
+			}
+			if rankRE.MatchString(t) {
+				lg.Ranks++
+			}
+			if f := strings.Fields(strings.TrimPrefix(t, "#")); len(f) > 1 && f[0] == "size" && f[1] == "count" {
+				hasRoot = 0
+				if slices.Contains(f, "root") {
+					hasRoot = 1
+				}
+			}
+			continue
+		}
+		if lg.Format == "" {
+			lg.Format = map[bool]string{true: "csv", false: "nccl-tests table"}[strings.Contains(t, ",")]
+		}
+		var s Sample
+		var typ, msg string
+		if lg.Format == "csv" {
+			rec, err := csv.NewReader(strings.NewReader(t)).Read()
+			switch {
+			case err != nil:
+				msg = fmt.Sprintf("not CSV (%v)", err)
+			case cols == nil:
+				cols, width = map[string]int{}, len(rec)
+				for j, h := range rec {
+					c, ok := csvNames[strings.ToLower(strings.TrimSpace(h))]
+					if _, seen := cols[c]; ok && !seen {
+						cols[c] = j
+					}
+				}
+				if _, ok := cols["size"]; !ok {
+					msg = "CSV header has no size column (size(B), size or bytes)"
+				} else if _, ok := cols["time"]; !ok {
+					msg = "CSV header has no time column (time(us), time or time_us)"
+				} else {
+					continue
+				}
+			case len(rec) != width:
+				msg = fmt.Sprintf("%d fields, the header has %d", len(rec), width)
+			default:
+				s, typ, msg = lg.csvRow(rec, cols)
+			}
+		} else {
+			s, typ, msg = tableRow(strings.Fields(t), hasRoot)
+		}
+		if msg == "" && (!(s.TimeUS > 0) || math.IsInf(s.TimeUS, 0) || s.Bytes < 0) {
+			msg = "want a size >= 0 and a time > 0 µs"
+		}
+		if msg == "" && typ != "" && lg.Type != "" && typ != lg.Type {
+			msg = fmt.Sprintf("type %s after %s: calibrate one type per log", typ, lg.Type)
+		}
+		if msg != "" {
+			text := strings.TrimSpace(lines[i])
+			if len(text) > 120 {
+				text = text[:117] + "..."
+			}
+			return nil, &LogError{Name: name, Line: i + 1, Reason: msg, Text: text}
+		}
+		s.Line, lg.Type = i+1, cmp.Or(typ, lg.Type)
+		lg.Samples = append(lg.Samples, s)
+	}
+	if len(lg.Samples) == 0 {
+		return nil, &LogError{Name: name, Reason: "no result rows (want nccl-tests output or a CSV with size and time columns)"}
+	}
+	slices.SortStableFunc(lg.Samples, func(a, b Sample) int { return cmp.Compare(a.Bytes, b.Bytes) })
+	var rows []Sample
+	for i := 0; i < len(lg.Samples); {
+		j, sum := i, 0.0
+		for ; j < len(lg.Samples) && lg.Samples[j].Bytes == lg.Samples[i].Bytes; j++ {
+			sum += lg.Samples[j].TimeUS
+		}
+		r := lg.Samples[i]
+		r.TimeUS = sum / float64(j-i)
+		rows, i = append(rows, r), j
+	}
+	lg.Samples = rows
+	return lg, nil
+}

@@ -1,0 +1,113 @@
+package calibrate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+)
+
+func TestParseLogLayouts(t *testing.T) {
+	benchCSV := "op,algo,topology,ranks,size(B),count,type,redop,root,time(us),algbw(GB/s),busbw(GB/s),#wrong," +
+		"in-place time(us),in-place algbw(GB/s),in-place busbw(GB/s),in-place #wrong\n" +
+		`allreduce,ring,"switch:8,bw=1GB/s",8,64,16,f32,sum,-1,5.50,0.01,0.02,N/A,5.50,0.01,0.02,N/A` + "\n"
+	cases := []struct {
+		name, text string
+		bytes      []int64
+		times      []float64
+	}{
+		{"timestamps and big times", "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong  timestamp\n" +
+			"  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0  2025-01-02 03:04:05\n" +
+			"  1073741824  268435456  float  sum  -1  12345  86.98  152.2  0  12346  86.97  152.2  0  2025-01-02 03:04:06\n",
+			[]int64{1024, 1 << 30}, []float64{10, 12345}},
+		{"per-iteration columns", "#  size  count  type  redop  root  time  algbw  busbw  #wrong  i_min  i_max  i_p99  i_cv%  time  algbw  busbw  #wrong  i_min  i_max  i_p99  i_cv%\n" +
+			"  2048  512  float  sum  -1  11.00  0.19  0.33  0  10.9  11.2  11.2  0.50  11.10  0.18  0.32  0  11.0  11.3  11.3  0.40\n",
+			[]int64{2048}, []float64{11}},
+		{"no header, no root", "  1024  256  float  sum  10.00  0.10  0.18  0e+00  10.50  0.10  0.17  0e+00\n",
+			[]int64{1024}, []float64{10}},
+		{"no header, root", "  1024  256  float  sum  -1  10.00  0.10  0.18  N/A  10.50  0.10  0.17  N/A\n",
+			[]int64{1024}, []float64{10}},
+		{"old gather without redop, NCCL INFO lines, CRLF, repeats averaged",
+			"#  size  count  type  redop  time  algbw  busbw  error  time  algbw  busbw  error\r\n" +
+				"node01:123:123 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\r\n" +
+				"  4096  128  float  30.00  0.14  0.13  0e+00  31.00  0.13  0.12  0e+00\r\n" +
+				"  4096  128  float  32.00  0.14  0.13  0e+00  31.00  0.13  0.12  0e+00\r\n",
+			[]int64{4096}, []float64{31}},
+		{"bench csv", benchCSV, []int64{64}, []float64{5.5}},
+	}
+	for _, c := range cases {
+		lg, err := ParseLog("x", []byte(c.text))
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if len(lg.Samples) != len(c.bytes) {
+			t.Errorf("%s: %d rows, want %d", c.name, len(lg.Samples), len(c.bytes))
+			continue
+		}
+		for i, r := range lg.Samples {
+			if r.Bytes != c.bytes[i] || r.TimeUS != c.times[i] {
+				t.Errorf("%s: row %d = %d B %.2f us, want %d B %.2f us", c.name, i, r.Bytes, r.TimeUS, c.bytes[i], c.times[i])
+			}
+		}
+	}
+	lg, err := ParseLog("x", []byte(benchCSV))
+	if err != nil || lg.Format != "csv" || lg.Op != "allreduce" || lg.Ranks != 8 || lg.Type != "f32" {
+		t.Errorf("bench csv: %+v, %v", lg, err)
+	}
+}
+
+// The header of nccl-tests names the collective, the rank lines count the
+// ranks, and the type column the element type.
+func TestParseLogHeader(t *testing.T) {
+	text := "# Collective test starting: reduce_scatter_perf\n" +
+		"#  Rank  0 Group  0 Pid   4242 on     node01 device  0 [0x18] NVIDIA H100 80GB HBM3\n" +
+		"#  Rank  1 Group  0 Pid   4243 on     node01 device  1 [0x19] NVIDIA H100 80GB HBM3\n" +
+		"#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+		"  2048  256  uint32  sum  -1  9.00  0.2  0.1  0  9.10  0.2  0.1  0\n" +
+		"  1024  128  uint32  sum  -1  8.00  0.1  0.1  0  8.10  0.1  0.1  0\n"
+	lg, err := ParseLog("rs.txt", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dt, ok := lg.DType()
+	if lg.Format != "nccl-tests table" || lg.Op != "reducescatter" || lg.Ranks != 2 || lg.Type != "uint32" || !ok || dt != hw.I32 {
+		t.Errorf("%+v, dtype %v %v", lg, dt, ok)
+	}
+	if len(lg.Samples) != 2 || lg.Samples[0] != (Sample{1024, 8, 6}) || lg.Samples[1] != (Sample{2048, 9, 5}) {
+		t.Errorf("samples %+v, want sorted by size with their lines", lg.Samples)
+	}
+	if _, ok := (&Log{Type: "quaternion"}).DType(); ok {
+		t.Error("an unknown type has a dtype")
+	}
+}
+
+// Each bad log is a *LogError naming the line and quoting it.
+func TestParseLogErrorsNameTheLine(t *testing.T) {
+	hdr := "# Collective test starting: all_reduce_perf\n#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+	row := "     1048576   262144  float  sum  -1   20.00  52.43  91.75  0   20.00  52.43  91.75  0\n"
+	for _, c := range []struct {
+		name, text string
+		line       int
+		want       string
+	}{
+		{"bad time", hdr + row + "     2097152   524288  float  sum  -1   abc  52.43  91.75  0   20.00  52.43  91.75  0\n", 4, `log:4: time "abc" is not a number: "2097152`},
+		{"garbage", hdr + row + "mpirun noticed that process rank 3 exited\n", 4, `log:4: want a result row`},
+		{"short row", hdr + "  1048576  262144  float  sum  -1  20.00  52.43\n", 3, `log:3: want time, algbw and busbw`},
+		{"zero time", hdr + "  1048576  262144  float  sum  -1  0.00  0  0  0  0.00  0  0  0\n", 3, `log:3: want a size >= 0 and a time > 0 µs`},
+		{"bad size", hdr + "  1e6  262144  float  sum  -1  20.00  52.43  91.75  0  20.00  52.43  91.75  0\n", 3, `log:3: size "1e6" is not a byte count`},
+		{"mixed types", hdr + row + "     2097152   524288  half  sum  -1   30.00  52.43  91.75  0   20.00  52.43  91.75  0\n", 4, `log:4: type half after float`},
+		{"long line", hdr + strings.Repeat("x", 200) + "\n", 3, `..."`},
+		{"no rows", hdr + "# Avg bus bandwidth : 0\n", 0, "log: no result rows"},
+		{"csv no time", "size(B),count\n8,2\n", 1, `log:1: CSV header has no time column`},
+		{"csv fields", "size(B),time(us)\n8,20.5\n16,20.5,7\n", 3, `log:3: 3 fields, the header has 2`},
+		{"csv bad time", "# comment\nsize,time\n8,fast\n", 3, `log:3: time "fast" is not a number: "8,fast"`},
+	} {
+		_, err := ParseLog("log", []byte(c.text))
+		var le *LogError
+		if !errors.As(err, &le) || le.Line != c.line || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v (line %v), want line %d and %q", c.name, err, le, c.line, c.want)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// Driver puts a rank's operations on its streams for an Executor: the one
+// place where a plan meets a backend. Run, Enqueue, and so paramsync and
+// ops/comm, reach the backend only through it.
+//
+// The generic driver (NewExecutor's) drains every cursor at once through
+// the hw API, which suits real devices: their queues hold the work anyway.
+// Package simexec's driver hands the simulator lanes that it pulls as
+// they drain, so plans of millions of steps run in memory that grows with
+// the ranks, and it times symmetric plans from a few ranks (Shortcut).
+type Driver interface {
+	// Enqueue puts job's operations on job's streams, lane l's on
+	// Streams[l], after the work already there and before any enqueued
+	// later; it may defer the work, as long as the streams run it in that
+	// place. It owns job's cursors and closes each, drained or not.
+	Enqueue(job *RankJob) error
+}
+
+// Shortcut is an optional interface of a Driver that can time a whole run
+// without running every rank. Without it, Run runs every rank.
+type Shortcut interface {
+	// TimeRun returns the seconds that Run of plan on w would return, and
+	// true, when the driver can promise them without running every rank;
+	// false otherwise, or when its own attempt failed (Run then runs
+	// every rank and reports what happens). It is only asked after Run
+	// has checked the plan and its buffers.
+	TimeRun(w *hw.World, plan *Plan) (seconds float64, ok bool)
+}
+
+// RankJob is one rank's part of a run, as an Executor hands it to a
+// Driver: the rank's lanes of operations and the streams they go on, and
+// how the operations' references resolve on the rank.
+type RankJob struct {
+	Plan    *Plan
+	Rank    int
+	Streams []hw.Stream // one per lane, on the rank's device
+	Cursors []*Cursor   // the operations of each lane
+
+	exec    *Executor
+	in, out hw.Slice
+}
+
+// Marks lists the marks of the rank's operations that other lanes await
+// (see Operation), in order: those a driver must record.
+func (j *RankJob) Marks() []int {
+	if len(j.Cursors) == 0 {
+		return nil
+	}
+	var marks []int
+	for i, m := range j.Cursors[0].marked {
+		if m {
+			marks = append(marks, i)
+		}
+	}
+	return marks
+}
+
+// Device is the rank's device.
+func (j *RankJob) Device() hw.Device { return j.exec.devs[j.Rank] }
+
+// Slice resolves a reference to the rank's memory: its input, its output
+// or the executor's scratch.
+func (j *RankJob) Slice(ref Ref) hw.Slice {
+	switch ref.Buf {
+	case In:
+		return j.in.Sub(ref.Off, ref.Len)
+	case Out:
+		return j.out.Sub(ref.Off, ref.Len)
+	}
+	return hw.Slice{Buf: j.exec.tmp[j.Rank], Off: ref.Off, Len: ref.Len}
+}
+
+// Peer is the device of rank q.
+func (j *RankJob) Peer(q int) (hw.Device, error) {
+	if q < 0 || q >= len(j.exec.devs) {
+		return nil, fmt.Errorf("%w: peer rank %d not in world of %d ranks", hw.ErrUnknownPeer, q, len(j.exec.devs))
+	}
+	return j.exec.devs[q], nil
+}
+
+// Tag is what streams see for a plan's tag: the world's namespace of it.
+func (j *RankJob) Tag(tag uint32) uint64 { return j.exec.w.Tag(tag) }
+
+// ReduceOp is the elementwise op of the plan's reduce steps: its reduce
+// op, or Sum for Avg (whose division is a step of its own).
+func (j *RankJob) ReduceOp() hw.ReduceOp {
+	if j.Plan.Redop == hw.Avg || !j.Plan.Op.Reduces() {
+		return hw.Sum
+	}
+	return j.Plan.Redop
+}
+
+// Enqueue puts op (not its marks: see Operation) on s through the hw API,
+// as the generic driver does.
+func (j *RankJob) Enqueue(s hw.Stream, op *Operation) error {
+	var err error
+	switch op.Kind {
+	case StepSend, StepRecv:
+		var peer hw.Device
+		if peer, err = j.Peer(op.Peer); err != nil {
+			break
+		}
+		if op.Kind == StepSend {
+			err = s.Send(j.Slice(op.Src), peer, j.Tag(op.Tag))
+		} else {
+			err = s.Recv(j.Slice(op.Dst), peer, j.Tag(op.Tag))
+		}
+	case StepReduce:
+		err = s.Reduce(j.ReduceOp(), j.Slice(op.Dst), j.Slice(op.Src))
+	case StepCopy:
+		err = s.Copy(j.Slice(op.Dst), j.Slice(op.Src))
+	case StepDivide:
+		err = s.Divide(j.Slice(op.Dst), j.Plan.Ranks)
+	default:
+		err = fmt.Errorf("%w: unknown step kind %v", ErrBadPlan, op.Kind)
+	}
+	if err != nil {
+		return j.Errorf(op, err)
+	}
+	return nil
+}
+
+// Errorf wraps err with where op is: its step, and its lane when the plan
+// has several.
+func (j *RankJob) Errorf(op *Operation, err error) error {
+	if j.Plan.Lanes == 1 {
+		return fmt.Errorf("step %d (%v): %w", op.Index, op, err)
+	}
+	return fmt.Errorf("lane %d step %d (%v): %w", op.Lane, op.Index, op, err)
+}
+
+func (j *RankJob) closeCursors() {
+	for _, c := range j.Cursors {
+		c.Close()
+	}
+}
+
+// genericDriver enqueues every operation at once through hw. It drains
+// the lanes in turn, leaving a lane when its next operation awaits a mark
+// not yet enqueued and coming back to it later: hw's Wait waits for the
+// latest Record enqueued before it, so every mark's Record must be
+// enqueued before the Waits for it. After lists point backwards, so some
+// lane can always go on.
+type genericDriver struct{}
+
+func (genericDriver) Enqueue(j *RankJob) error {
+	defer j.closeCursors()
+	lanes := newLaneReaders(j.Cursors)
+	var marks map[int]hw.Event
+	for left := len(lanes); left > 0; {
+		progress := false
+		left = 0
+		for l := range lanes {
+			lane, s := &lanes[l], j.Streams[l]
+			op := lane.peek()
+			for ; op != nil && marked(marks, op.Awaits); op = lane.peek() {
+				for _, m := range op.Awaits {
+					if err := s.Wait(marks[m]); err != nil {
+						return j.Errorf(op, err)
+					}
+				}
+				if err := j.Enqueue(s, op); err != nil {
+					return err
+				}
+				if op.Signals {
+					ev, err := j.Device().NewEvent()
+					if err == nil {
+						err = s.Record(ev)
+					}
+					if err != nil {
+						return j.Errorf(op, err)
+					}
+					if marks == nil {
+						marks = map[int]hw.Event{}
+					}
+					marks[op.Mark] = ev
+				}
+				lane.advance()
+				progress = true
+			}
+			if op != nil {
+				left++
+			}
+		}
+		if left > 0 && !progress {
+			return fmt.Errorf("%w: rank %d's lanes await each other", ErrBadPlan, j.Rank)
+		}
+	}
+	return nil
+}
+
+// marked reports whether every mark in awaits has been recorded.
+func marked(marks map[int]hw.Event, awaits []int) bool {
+	for _, m := range awaits {
+		if _, ok := marks[m]; !ok {
+			return false
+		}
+	}
+	return true
+}

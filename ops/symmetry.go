@@ -1,0 +1,209 @@
+package ops
+
+import "slices"
+
+// Symmetry is a group of rank renamings under which a plan may be
+// symmetric: every rank r runs rank 0's program with each peer q renamed
+// to r+q mod p (Rotation) or r xor q (Xor, p a power of two). Either group
+// takes rank 0 to any rank, and no renaming but the identity fixes a rank.
+// A simulator uses it to time a plan from a few ranks that stand for all
+// (package simexec explains mirroring).
+type Symmetry uint8
+
+const (
+	NotSymmetric Symmetry = iota
+	Rotation
+	Xor
+)
+
+func (g Symmetry) String() string {
+	return [...]string{NotSymmetric: "none", Rotation: "rotation", Xor: "xor"}[g]
+}
+
+// Rename is the peer that rank r's program names where rank 0's names q.
+func (g Symmetry) Rename(r, q, p int) int {
+	if g == Xor {
+		return r ^ q
+	}
+	return (r + q) % p
+}
+
+// maxMirroredSteps bounds rank 0's program, which the check holds in
+// memory (about 100 bytes a step).
+const maxMirroredSteps = 1 << 18
+
+// symmetryCheck finds which groups every rank's program follows: rank r's
+// i-th step must be rank 0's renamed (see sameStep). Workers checking
+// ranges of ranks each hold a copy, and their verdicts are ANDed.
+type symmetryCheck struct {
+	rank0 []Step
+	p     int
+	alive uint8 // bit g: every step seen so far follows group g
+}
+
+// newSymmetryCheck starts a check against rank 0's program, with the
+// groups that fit p.
+func newSymmetryCheck(rank0 []Step, p int) symmetryCheck {
+	c := symmetryCheck{rank0: rank0, p: p}
+	if p < 2 || rank0 == nil {
+		return c
+	}
+	c.alive = 1 << Rotation
+	if p&(p-1) == 0 {
+		c.alive |= 1 << Xor
+	}
+	return c
+}
+
+// step checks step i of rank r.
+func (c *symmetryCheck) step(r, i int, s *Step) {
+	if i >= len(c.rank0) {
+		c.alive = 0
+		return
+	}
+	for _, g := range []Symmetry{Rotation, Xor} {
+		if c.alive&(1<<g) != 0 && !sameStep(&c.rank0[i], s, g, r, c.p) {
+			c.alive &^= 1 << g
+		}
+	}
+}
+
+// rankDone checks that a rank that made n steps made as many as rank 0.
+func (c *symmetryCheck) rankDone(n int) {
+	if n != len(c.rank0) {
+		c.alive = 0
+	}
+}
+
+// group is the group found, rotation first, or NotSymmetric.
+func (c *symmetryCheck) group() Symmetry {
+	for _, g := range []Symmetry{Rotation, Xor} {
+		if c.alive&(1<<g) != 0 {
+			return g
+		}
+	}
+	return NotSymmetric
+}
+
+// Symmetry is the group under which every rank runs rank 0's program, up
+// to offsets (which do not change times): the same kinds, sizes, tags,
+// lanes and After lists, with peers renamed. Compile finds a streamed
+// plan's while counting its steps. A held plan's is found on each call:
+// its steps are plain data that may have been edited since.
+func (p *Plan) Symmetry() Symmetry {
+	if p.Streamed() || p.native || len(p.Steps) != p.Ranks || p.Ranks < 2 {
+		return p.sym
+	}
+	c := newSymmetryCheck(p.Steps[0], p.Ranks)
+	for r := 1; r < p.Ranks && c.alive != 0; r++ {
+		for i := range p.Steps[r] {
+			c.step(r, i, &p.Steps[r][i])
+		}
+		c.rankDone(len(p.Steps[r]))
+	}
+	return c.group()
+}
+
+// sameStep reports whether b, on rank r, is a, of rank 0, renamed by g.
+// Only what sets times must agree: kinds, sizes, tags, lanes, ordering
+// and peers.
+func sameStep(a, b *Step, g Symmetry, r, p int) bool {
+	if a.Kind != b.Kind || a.Tag != b.Tag || a.Src.Len != b.Src.Len || a.Dst.Len != b.Dst.Len || a.Lane != b.Lane ||
+		len(a.After) != len(b.After) || (len(a.After) > 0 && !slices.Equal(a.After, b.After)) {
+		return false
+	}
+	if a.Kind == StepSend || a.Kind == StepRecv {
+		return b.Peer == g.Rename(r, a.Peer, p)
+	}
+	return true
+}
+
+// inverse is the renaming that undoes renaming by off.
+func (g Symmetry) inverse(off, p int) int {
+	if g == Xor {
+		return off
+	}
+	return (p - off) % p
+}
+
+// between is the renaming that takes rank s to rank x.
+func (g Symmetry) between(s, x, p int) int {
+	if g == Xor {
+		return s ^ x
+	}
+	return (x - s + p) % p
+}
+
+// PairsUpInBlocks reports whether a symmetric plan's messages pair up
+// when only ranks 0..block-1 run and a message to rank q goes to rank q
+// mod block, as on a simulator's mirror (see package simexec). There,
+// rank j's i-th receive from x with tag t takes the i-th message that
+// rank x mod block sent with tag t to any rank congruent to j. In the
+// full plan it takes the i-th message x sends j, which is, renamed, what
+// x mod block sends the rank that x's renaming takes to j. So for every
+// sender, receiver and tag, the i-th send must go to that rank, with the
+// size of the i-th receive, and on one lane (lanes would race for the
+// order). It is false for a plan that is not symmetric, or whose rank 0
+// is too long to hold.
+func (p *Plan) PairsUpInBlocks(block int) bool {
+	g := p.Symmetry()
+	if g == NotSymmetric || block < 1 || p.Ranks%block != 0 {
+		return false
+	}
+	rank0, ok := p.rank0()
+	return ok && pairsUp(rank0, g, p.Ranks, block)
+}
+
+// rank0 is rank 0's program, unless it is too long to hold.
+func (p *Plan) rank0() ([]Step, bool) {
+	if !p.Streamed() {
+		return p.Steps[0], true
+	}
+	var steps []Step
+	for s := range p.RankSteps(0) {
+		if len(steps) == maxMirroredSteps {
+			return nil, false
+		}
+		steps = append(steps, s)
+	}
+	return steps, true
+}
+
+func pairsUp(rank0 []Step, g Symmetry, p, block int) bool {
+	type key struct {
+		from, to int // ranks below block
+		tag      uint32
+	}
+	type message struct{ peer, size, lane int } // the rank at the other end
+	sent, got := map[key][]message{}, map[key][]message{}
+	for j := range block {
+		for _, s := range rank0 {
+			switch s.Kind {
+			case StepSend:
+				q := g.Rename(j, s.Peer, p)
+				k := key{j, q % block, s.Tag}
+				sent[k] = append(sent[k], message{q, s.Src.Len, s.Lane})
+			case StepRecv:
+				x := g.Rename(j, s.Peer, p)
+				k := key{x % block, j, s.Tag}
+				got[k] = append(got[k], message{x, s.Dst.Len, s.Lane})
+			}
+		}
+	}
+	if len(sent) != len(got) {
+		return false
+	}
+	for k, ins := range got {
+		outs := sent[k]
+		if len(outs) != len(ins) {
+			return false
+		}
+		for i, in := range ins {
+			want := g.Rename(g.inverse(g.between(k.from, in.peer, p), p), k.to, p)
+			if outs[i].peer != want || outs[i].size != in.size || in.lane != ins[0].lane || outs[i].lane != outs[0].lane {
+				return false
+			}
+		}
+	}
+	return true
+}

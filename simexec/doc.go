@@ -1,0 +1,56 @@
+// Package simexec runs ops plans on the simulator: it is the simulator's
+// driver for ops.Executor, the package above both ops and sim (which
+// import neither each other nor it).
+//
+//	c, _ := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: true})
+//	exec := simexec.NewExecutor(c)
+//	seconds, err := exec.Run(plan, in, out)
+//
+// # Feeding
+//
+// ops hands a driver each rank's lanes as cursors (ops.Cursor), plain data
+// pulled a few operations at a time. The generic driver drains them onto
+// the streams at once, as a real device's queue holds its work anyway.
+// This driver instead gives each lane to its simulated stream as a
+// sim.Source: the stream pulls the next few operations at the simulated
+// instant it has run the ones before, which gives the same times, to the
+// picosecond, as enqueueing everything up front, while the simulation
+// holds a few operations per lane. So a plan of a billion steps runs in
+// memory that grows with the ranks and lanes, not the steps. A streamed
+// plan's lanes are made on goroutines of their own, a couple of batches
+// ahead, so a spare core makes steps while the simulation runs; only the
+// order of each lane's steps reaches the simulation, and that is fixed, so
+// no goroutine schedule can change a result.
+//
+// # Mirroring
+//
+// A plan is rank-symmetric (ops.Plan.Symmetry) when every rank r runs
+// what rank 0 runs with its peers renamed, q ↦ q+r mod p (rotation: rings,
+// pairwise exchanges) or q ↦ q xor r (xor: recursive halving and doubling
+// on 2^k ranks), with the same kinds, sizes, tags and lanes. A fabric
+// folds (sim.Cluster.Mirror) when the renamings of ranks by multiples of a
+// block b map it onto itself, moving every link: b = 1 for GPUs on one
+// switch, b = the node size for nodes on a network (cluster:MxG,
+// dgx-h100xN).
+//
+// Then rank r+k·b starts every step at the same instant as rank r, and
+// each flow shares its links only with images of the flows of ranks
+// 0..b-1. So ranks 0..b-1, run alone on a mirror where every link stands
+// for its orbit and a message to rank q goes to rank q mod b, take exactly
+// the time of the full run, provided the messages pair up there
+// (ops.Plan.PairsUpInBlocks). A 1024-rank ring on a switch is timed by
+// simulating one rank.
+//
+// The driver mirrors only what it can promise: Executor.Run (every rank
+// starting at once on an idle cluster) of a symmetric plan whose messages
+// pair up, on a cluster made with sim.Config.Symmetry that is timing-only,
+// untraced, unseeded and free of faults, over a fabric that folds with no
+// route crossing an orbit twice or tied with another shortest path. A run
+// that fails on the mirror is run again on every rank, which reports the
+// failure as it really happens. Tests hold mirrored and full runs equal to
+// the picosecond.
+//
+// A whole workload of ranks that all do the same (a training step with no
+// faults) can be mirrored the same way by running only ranks 0..b-1 of it
+// on the mirror: see Driver.Mirror.
+package simexec

@@ -1,0 +1,199 @@
+package simexec_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
+)
+
+// result is what a run gave: every rank's output, and the time.
+type result struct {
+	outs    [][]byte
+	seconds float64
+}
+
+// runWith runs plan on a fresh switch:p with random inputs from seed, on
+// an executor made by newExec, and reads every output back.
+func runWith(t *testing.T, plan *ops.Plan, seed uint64, newExec func(*sim.Cluster) *ops.Executor) result {
+	t.Helper()
+	c, _ := world(t, fmt.Sprintf("switch:%d", plan.Ranks), sim.Config{})
+	in, out := buffers(t, c, plan, false)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	size := plan.DType.Size()
+	for r := range plan.Ranks {
+		b := make([]byte, in[r].Buf.Len()*size)
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		if err := in[r].Buf.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secs, err := newExec(c).Run(plan, in, out)
+	if err != nil {
+		t.Fatalf("%v: %v", plan.Spec, err)
+	}
+	res := result{seconds: secs}
+	for r := range plan.Ranks {
+		b := make([]byte, out[r].Buf.Len()*size)
+		if err := out[r].Buf.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		res.outs = append(res.outs, b)
+	}
+	return res
+}
+
+func generic(c *sim.Cluster) *ops.Executor { return ops.NewExecutor(c.World()) }
+
+// TestFedRunsEqualEnqueuedRuns: every plan, held or streamed, fed lane by
+// lane to the simulator as its streams drain gives bit for bit the
+// results, and to the picosecond the time, of the generic driver, which
+// enqueues everything up front.
+func TestFedRunsEqualEnqueuedRuns(t *testing.T) {
+	for _, op := range ops.Ops() {
+		for _, alg := range ops.AlgorithmsFor(op) {
+			for _, p := range []int{3, 8} {
+				spec := ops.Spec{Op: op, Algo: alg, Ranks: p, Count: 7, Root: 1, DType: hw.F32, Redop: hw.Sum}
+				if op == ops.Barrier {
+					spec.Count = 0
+				}
+				for _, stream := range []bool{false, true} {
+					compile := ops.Compile
+					if stream {
+						compile = ops.CompileStreamed
+					}
+					plan, err := compile(spec)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := runWith(t, plan, 7, generic)
+					got := runWith(t, plan, 7, simexec.NewExecutor)
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("%v streamed %v: fed %v s, enqueued %v s, outputs equal %v", spec, stream,
+							got.seconds, want.seconds, reflect.DeepEqual(got.outs, want.outs))
+					}
+				}
+			}
+		}
+	}
+}
+
+// crossLanes is an all-reduce of 8 elements on 2 ranks over two lanes
+// that order each other with After. Lane 0 exchanges a warm-up message,
+// copies the input to the output, then exchanges and sums the first half;
+// lane 1 may send the second half only once that copy is done (else it
+// would send the output's zeros), and lane 0 ends by reading lane 1's sum.
+func crossLanes() *ops.Plan {
+	plan := &ops.Plan{Spec: ops.Spec{Op: ops.AllReduce, Algo: "lanes", Ranks: 2, Count: 8, DType: hw.I32, Redop: hw.Sum},
+		InLen: 8, OutLen: 8, TmpLen: 8, Lanes: 2, Steps: make([][]ops.Step, 2)}
+	ref := func(b ops.Buf, off int) ops.Ref { return ops.Ref{Buf: b, Off: off, Len: 4} }
+	for r := range 2 {
+		q := 1 - r
+		plan.Steps[r] = []ops.Step{
+			{Kind: ops.StepSend, Peer: q, Tag: 2, Src: ref(ops.In, 0)},
+			{Kind: ops.StepRecv, Peer: q, Tag: 2, Dst: ref(ops.Tmp, 0)},
+			{Kind: ops.StepCopy, Dst: ops.Ref{Buf: ops.Out, Len: 8}, Src: ops.Ref{Buf: ops.In, Len: 8}},
+			{Kind: ops.StepSend, Peer: q, Tag: 1, Src: ref(ops.Out, 4), Lane: 1, After: []int{2}},
+			{Kind: ops.StepSend, Peer: q, Tag: 0, Src: ref(ops.Out, 0)},
+			{Kind: ops.StepRecv, Peer: q, Tag: 0, Dst: ref(ops.Tmp, 0)},
+			{Kind: ops.StepReduce, Dst: ref(ops.Out, 0), Src: ref(ops.Tmp, 0)},
+			{Kind: ops.StepRecv, Peer: q, Tag: 1, Dst: ref(ops.Tmp, 4), Lane: 1},
+			{Kind: ops.StepReduce, Dst: ref(ops.Out, 4), Src: ref(ops.Tmp, 4), Lane: 1},
+			{Kind: ops.StepCopy, Dst: ref(ops.Tmp, 0), Src: ref(ops.Out, 4), After: []int{8}},
+		}
+	}
+	return plan
+}
+
+// TestLanesOrderedByAfter: a held plan whose lanes order each other runs
+// on both drivers alike and right, and Check and Cost accept it; without
+// its After lists, Check finds the lanes racing.
+func TestLanesOrderedByAfter(t *testing.T) {
+	plan := crossLanes()
+	if err := ops.Check(plan); err != nil {
+		t.Fatal(err)
+	}
+	want := runWith(t, plan, 3, generic)
+	got := runWith(t, plan, 3, simexec.NewExecutor)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fed: %v s; enqueued: %v s", got.seconds, want.seconds)
+	}
+	ins := [2][]int32{}
+	rng := rand.New(rand.NewPCG(3, 1))
+	for r := range 2 {
+		b := make([]byte, 32)
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		vals, _ := hw.ToFloat64s(hw.I32, b)
+		for _, v := range vals {
+			ins[r] = append(ins[r], int32(v))
+		}
+	}
+	for r := range 2 {
+		vals, _ := hw.ToFloat64s(hw.I32, got.outs[r])
+		for i, v := range vals {
+			if int32(v) != ins[0][i]+ins[1][i] {
+				t.Fatalf("rank %d out[%d] = %d, want %d", r, i, int32(v), ins[0][i]+ins[1][i])
+			}
+		}
+	}
+	topo, _ := world(t, "switch:2", sim.Config{})
+	if _, err := ops.Cost(plan, topo.Topology()); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		for i := range plan.Steps[r] {
+			plan.Steps[r][i].After = nil
+		}
+	}
+	if err := ops.Check(plan); err == nil {
+		t.Fatal("Check accepts lanes that race")
+	}
+}
+
+// TestStreamedRunStopsItsProducers: a streamed run that fails half way
+// (a rank crashes) returns the error and leaves none of the goroutines
+// that make its lanes' steps behind, and the plan runs again.
+func TestStreamedRunStopsItsProducers(t *testing.T) {
+	plan, err := ops.CompileStreamed(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 64, Count: 64 << 10, DType: hw.F32, Redop: hw.Sum})
+	if err != nil || !plan.Streamed() {
+		t.Fatalf("streamed %v, %v", plan != nil && plan.Streamed(), err)
+	}
+	before := runtime.NumGoroutine()
+	c, _ := world(t, "switch:64", sim.Config{TimingOnly: true})
+	if err := c.Inject(sim.Fault{Kind: sim.RankCrash, Rank: 5, At: 20 * sim.Microsecond}); err != nil {
+		t.Fatal(err)
+	}
+	in, out := buffers(t, c, plan, false)
+	if _, err := simexec.NewExecutor(c).Run(plan, in, out); !errors.Is(err, sim.ErrCrashed) {
+		t.Fatalf("run with a crashed rank: %v, want an error wrapping sim.ErrCrashed", err)
+	}
+	// Failed streams close their sources, which wait for their producers
+	// to return; but a goroutine that has returned is counted until the
+	// runtime has torn it down: give that a moment, as goleak does,
+	// before calling any goroutine leaked.
+	n := runtime.NumGoroutine()
+	for try := 0; n > before && try < 200; try++ {
+		time.Sleep(time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	if n > before {
+		t.Fatalf("%d goroutines after the failed run, %d before: its step producers were not stopped", n, before)
+	}
+	c2, _ := world(t, "switch:64", sim.Config{TimingOnly: true})
+	in, out = buffers(t, c2, plan, false)
+	if _, err := simexec.NewExecutor(c2).Run(plan, in, out); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,89 @@
+package simexec
+
+import (
+	"fmt"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+)
+
+// Driver is the simulator's ops.Driver for one cluster: it feeds every
+// lane to its stream as the stream drains, and times symmetric plans on
+// the cluster's mirror (see the package doc).
+type Driver struct {
+	c *sim.Cluster
+	// mirror is the executor over the cluster's mirror of the last run
+	// timed there, reused while the mirror is.
+	mirror       *ops.Executor
+	mirrorOf     *sim.Cluster
+	mirroredRuns int
+}
+
+var _ ops.Shortcut = (*Driver)(nil)
+
+// NewDriver returns the driver for c's worlds.
+func NewDriver(c *sim.Cluster) *Driver { return &Driver{c: c} }
+
+// NewExecutor returns an executor over c's world, driven by NewDriver(c).
+func NewExecutor(c *sim.Cluster) *ops.Executor {
+	return ops.NewExecutorWith(c.World(), NewDriver(c))
+}
+
+// Cluster is the cluster the driver drives.
+func (d *Driver) Cluster() *sim.Cluster { return d.c }
+
+// Enqueue implements ops.Driver: each lane becomes a sim.Source fed to its
+// stream.
+func (d *Driver) Enqueue(job *ops.RankJob) error {
+	streams := make([]*sim.Stream, len(job.Streams))
+	for l, s := range job.Streams {
+		ss, ok := s.(*sim.Stream)
+		if !ok {
+			for _, c := range job.Cursors {
+				c.Close()
+			}
+			return fmt.Errorf("simexec: rank %d lane %d: %w: the stream is not simulated", job.Rank, l, hw.ErrBadArgument)
+		}
+		streams[l] = ss
+	}
+	marks, err := newRankMarks(job)
+	if err != nil {
+		for _, c := range job.Cursors {
+			c.Close()
+		}
+		return err
+	}
+	for l, ss := range streams {
+		src := newLaneSource(job, job.Cursors[l], marks)
+		if err := ss.Feed(src); err != nil {
+			for _, c := range job.Cursors[l:] {
+				c.Close()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// rankMarks are the events of one rank's marks in one run (see
+// ops.Operation), made up front: sources run inside the simulation, which
+// cannot make events. A lane may reach a Wait before the lane that records
+// its event is fed that far, so waits count records (sim.Op.Count) rather
+// than take the latest.
+type rankMarks map[int]*sim.Event
+
+func newRankMarks(job *ops.RankJob) (rankMarks, error) {
+	var m rankMarks
+	for _, mark := range job.Marks() {
+		ev, err := job.Device().NewEvent()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			m = rankMarks{}
+		}
+		m[mark] = ev.(*sim.Event)
+	}
+	return m, nil
+}

@@ -1,0 +1,57 @@
+package verify
+
+import (
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+)
+
+// PatternInputs returns every rank's input of s (InLen elements each,
+// little-endian): the deterministic pattern that `commsim bench --check`
+// runs, so that Case.Reproducer's command checks the same values every
+// time. The values are pseudo-random and exactly representable in the
+// dtype: in [-1, 1) for floats (near 1 for prod, so that products neither
+// overflow nor underflow), small integers for i32 and i64, and all of
+// 0..255 for u8.
+func PatternInputs(s ops.Spec) ([][]byte, error) {
+	n, _ := s.BufferLens()
+	out := make([][]byte, s.Ranks)
+	for r := range out {
+		var err error
+		if out[r], err = hw.FromFloat64s(s.DType, patternValues(s, r, n)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// patternValues is rank r's input as float64 values exactly representable
+// in the dtype.
+func patternValues(s ops.Spec, r, n int) []float64 {
+	vals := make([]float64, n)
+	for i := range vals {
+		h := splitmix64(uint64(r)<<40 ^ uint64(i) ^ uint64(s.Op)<<56)
+		u := float64(h>>11) / (1 << 53) // [0, 1)
+		switch {
+		case s.DType == hw.U8:
+			vals[i] = float64(h & 0xff)
+		case !s.DType.IsFloat():
+			vals[i] = float64(int64(h%17) - 8)
+		case s.Redop == hw.Prod && s.Op.Reduces():
+			vals[i] = 1 + (2*u-1)/16
+		default:
+			vals[i] = 2*u - 1
+		}
+	}
+	// Round floats to the dtype so the reference sees what the device sees.
+	raw, _ := hw.FromFloat64s(s.DType, vals)
+	exact, _ := hw.ToFloat64s(s.DType, raw)
+	return exact
+}
+
+// splitmix64 is a small, well-mixed hash for input patterns.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
