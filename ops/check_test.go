@@ -252,8 +252,11 @@ func TestStreamedPlansEqualHeldPlans(t *testing.T) {
 					if got, want := streamed.Rank(r), held.Steps[r]; !reflect.DeepEqual(got, want) {
 						t.Fatalf("%v rank %d:\nstreamed %v\nheld     %v", spec, r, got, want)
 					}
-					if got, want := allOperations(t, streamed, r), allOperations(t, held, r); !reflect.DeepEqual(got, want) {
-						t.Fatalf("%v rank %d operations:\nstreamed %v\nheld     %v", spec, r, got, want)
+					want := allOperations(t, held, r, false)
+					for _, batched := range []bool{false, true} {
+						if got := allOperations(t, streamed, r, batched); !reflect.DeepEqual(got, want) {
+							t.Fatalf("%v rank %d operations (batched %v):\nstreamed %v\nheld     %v", spec, r, batched, got, want)
+						}
 					}
 				}
 				if got, want := streamed.Describe(), held.Describe(); got != want {
@@ -299,8 +302,8 @@ func TestCompileCorrectsLowEstimates(t *testing.T) {
 }
 
 // allOperations drains every lane of rank r's cursors, a few operations
-// at a time.
-func allOperations(t *testing.T, p *Plan, r int) [][]Operation {
+// at a time, with Next or with Batches.
+func allOperations(t *testing.T, p *Plan, r int, batched bool) [][]Operation {
 	t.Helper()
 	cursors, err := p.Cursors(r)
 	if err != nil {
@@ -308,6 +311,12 @@ func allOperations(t *testing.T, p *Plan, r int) [][]Operation {
 	}
 	out := make([][]Operation, len(cursors))
 	for l, c := range cursors {
+		if batched {
+			for batch := range c.Batches(3) {
+				out[l] = append(out[l], batch...)
+			}
+			continue
+		}
 		buf := make([]Operation, 3)
 		for n := c.Next(buf); n > 0; n = c.Next(buf) {
 			out[l] = append(out[l], buf[:n]...)

@@ -237,7 +237,7 @@ func countSteps(s Spec, gen generator, in, out int, rank0 []Step) (int, *Plan, e
 		}
 		sym.alive &= b.sym.alive
 	}
-	shape.sym = sym.group()
+	shape.symmetric = sym.alive
 	if steps > MaxStreamedSteps {
 		return 0, nil, fmt.Errorf("%w: %d plan steps, over the limit of %d", ErrTooLarge, steps, MaxStreamedSteps)
 	}

@@ -93,9 +93,7 @@ func (p *Plan) Cursors(rank int) ([]*Cursor, error) {
 	out := make([]*Cursor, p.Lanes)
 	for l := range out {
 		c := &Cursor{plan: p, rank: rank, lane: l, marked: marked}
-		if p.Streamed() {
-			c.pull, c.stop = iter.Pull(p.rankBatches(rank, l, genBatch))
-		} else {
+		if !p.Streamed() {
 			c.steps = p.Steps[rank]
 		}
 		out[l] = c
@@ -129,8 +127,12 @@ func (c *Cursor) Rank() int { return c.rank }
 func (c *Cursor) Lane() int { return c.lane }
 
 // Next fills ops with the lane's next operations and returns how many it
-// wrote: 0 at the end.
+// wrote: 0 at the end. A streamed plan's generator runs as a coroutine
+// that Next switches to once per batch of steps.
 func (c *Cursor) Next(ops []Operation) int {
+	if c.plan.Streamed() && c.pull == nil && !c.done {
+		c.pull, c.stop = iter.Pull(c.plan.rankBatches(c.rank, c.lane, genBatch))
+	}
 	n := 0
 	for n < len(ops) && !c.done {
 		s, mark, ok := c.step()
@@ -138,18 +140,51 @@ func (c *Cursor) Next(ops []Operation) int {
 			c.Close()
 			break
 		}
-		o := &ops[n]
-		*o = Operation{Kind: s.Kind, Peer: s.Peer, Tag: s.Tag, Src: s.Src, Dst: s.Dst, Lane: s.Lane, Index: c.index}
-		if c.marked != nil {
-			if c.marked[mark] {
-				o.Signals, o.Mark = true, mark
-			}
-			o.Awaits = c.crossLane(s)
-		}
-		c.index++
+		c.operation(&ops[n], s, mark)
 		n++
 	}
 	return n
+}
+
+// Batches yields the rest of the lane in batches of up to n operations,
+// each valid until the next is asked for, and closes the cursor. For a
+// streamed plan not yet read with Next, the plan's generator runs inside
+// the loop itself, without the coroutine Next switches to: the way for a
+// driver that reads a lane on a goroutine of its own.
+func (c *Cursor) Batches(n int) iter.Seq[[]Operation] {
+	return func(yield func([]Operation) bool) {
+		defer c.Close()
+		buf := make([]Operation, max(n, 1))
+		if c.plan.Streamed() && c.pull == nil && !c.done {
+			for steps := range c.plan.rankBatches(c.rank, c.lane, len(buf)) {
+				for i := range steps {
+					c.operation(&buf[i], &steps[i], 0)
+				}
+				if !yield(buf[:len(steps)]) {
+					return
+				}
+			}
+			return
+		}
+		for k := c.Next(buf); k > 0; k = c.Next(buf) {
+			if !yield(buf[:k]) {
+				return
+			}
+		}
+	}
+}
+
+// operation makes o the lane's next operation, step s (mark is its index
+// in a held plan's rank).
+func (c *Cursor) operation(o *Operation, s *Step, mark int) {
+	*o = Operation{Kind: s.Kind, Peer: s.Peer, Tag: s.Tag, Src: s.Src, Dst: s.Dst, Lane: s.Lane, Index: c.index}
+	if c.marked != nil {
+		if c.marked[mark] {
+			o.Signals, o.Mark = true, mark
+		}
+		o.Awaits = c.crossLane(s)
+	}
+	c.index++
 }
 
 // step returns the lane's next step and, in a held plan, its index in the

@@ -136,7 +136,9 @@ func (j *RankJob) Errorf(op *Operation, err error) error {
 	return fmt.Errorf("lane %d step %d (%v): %w", op.Lane, op.Index, op, err)
 }
 
-func (j *RankJob) closeCursors() {
+// CloseCursors closes every cursor of the job: what a driver that gives
+// up on a job does.
+func (j *RankJob) CloseCursors() {
 	for _, c := range j.Cursors {
 		c.Close()
 	}
@@ -151,7 +153,7 @@ func (j *RankJob) closeCursors() {
 type genericDriver struct{}
 
 func (genericDriver) Enqueue(j *RankJob) error {
-	defer j.closeCursors()
+	defer j.CloseCursors()
 	lanes := newLaneReaders(j.Cursors)
 	var marks map[int]hw.Event
 	for left := len(lanes); left > 0; {

@@ -340,7 +340,7 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Ev
 	}
 	job := &RankJob{Plan: plan, Rank: r, Streams: lanes, Cursors: cursors, exec: e, in: in, out: out}
 	if err := e.begin(lanes, start, after); err != nil {
-		job.closeCursors()
+		job.CloseCursors()
 		return err
 	}
 	if err := e.driver.Enqueue(job); err != nil {

@@ -189,10 +189,10 @@ type Plan struct {
 	// ranks are generated on demand (see Streamed).
 	Steps [][]Step
 
-	gen      generator // a streamed plan's algorithm
-	numSteps int       // a streamed plan's step count
-	native   bool      // algorithm native: see Native
-	sym      Symmetry  // a streamed plan's symmetry, found by Compile
+	gen       generator // a streamed plan's algorithm
+	numSteps  int       // a streamed plan's step count
+	native    bool      // algorithm native: see Native
+	symmetric uint8     // a streamed plan's groups (bit g for Symmetry g), found by Compile
 }
 
 // Streamed reports whether the plan keeps no steps in memory: Compile

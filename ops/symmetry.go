@@ -75,24 +75,39 @@ func (c *symmetryCheck) rankDone(n int) {
 	}
 }
 
-// group is the group found, rotation first, or NotSymmetric.
-func (c *symmetryCheck) group() Symmetry {
+// Symmetry is a group under which every rank runs rank 0's program, up
+// to offsets (which do not change times): the same kinds, sizes, tags,
+// lanes and After lists, with peers renamed; Rotation when the plan
+// follows both groups, NotSymmetric when it follows neither.
+func (p *Plan) Symmetry() Symmetry {
+	groups := p.symmetries()
 	for _, g := range []Symmetry{Rotation, Xor} {
-		if c.alive&(1<<g) != 0 {
+		if groups&(1<<g) != 0 {
 			return g
 		}
 	}
 	return NotSymmetric
 }
 
-// Symmetry is the group under which every rank runs rank 0's program, up
-// to offsets (which do not change times): the same kinds, sizes, tags,
-// lanes and After lists, with peers renamed. Compile finds a streamed
-// plan's while counting its steps. A held plan's is found on each call:
-// its steps are plain data that may have been edited since.
-func (p *Plan) Symmetry() Symmetry {
-	if p.Streamed() || p.native || len(p.Steps) != p.Ranks || p.Ranks < 2 {
-		return p.sym
+// SymmetricUnder reports whether every rank runs rank 0's program renamed
+// by g (see Symmetry).
+func (p *Plan) SymmetricUnder(g Symmetry) bool {
+	return g != NotSymmetric && p.symmetries()&(1<<g) != 0
+}
+
+// symmetries is the set of groups the plan follows, bit g for group g.
+// Compile finds a streamed plan's while counting its steps. A held plan's
+// are found on each call: its steps are plain data that may have been
+// edited since.
+func (p *Plan) symmetries() uint8 {
+	if p.native || p.Ranks < 2 {
+		return 0
+	}
+	if p.Streamed() {
+		return p.symmetric
+	}
+	if len(p.Steps) != p.Ranks {
+		return 0
 	}
 	c := newSymmetryCheck(p.Steps[0], p.Ranks)
 	for r := 1; r < p.Ranks && c.alive != 0; r++ {
@@ -101,7 +116,7 @@ func (p *Plan) Symmetry() Symmetry {
 		}
 		c.rankDone(len(p.Steps[r]))
 	}
-	return c.group()
+	return c.alive
 }
 
 // sameStep reports whether b, on rank r, is a, of rank 0, renamed by g.
@@ -134,20 +149,20 @@ func (g Symmetry) between(s, x, p int) int {
 	return (x - s + p) % p
 }
 
-// PairsUpInBlocks reports whether a symmetric plan's messages pair up
-// when only ranks 0..block-1 run and a message to rank q goes to rank q
-// mod block, as on a simulator's mirror (see package simexec). There,
+// PairsUpInBlocks reports whether the messages of a plan symmetric under
+// g pair up when only ranks 0..block-1 run and a message to rank q goes
+// to rank q mod block, as on a simulator's mirror (see package simexec).
+// There,
 // rank j's i-th receive from x with tag t takes the i-th message that
 // rank x mod block sent with tag t to any rank congruent to j. In the
 // full plan it takes the i-th message x sends j, which is, renamed, what
 // x mod block sends the rank that x's renaming takes to j. So for every
 // sender, receiver and tag, the i-th send must go to that rank, with the
 // size of the i-th receive, and on one lane (lanes would race for the
-// order). It is false for a plan that is not symmetric, or whose rank 0
-// is too long to hold.
-func (p *Plan) PairsUpInBlocks(block int) bool {
-	g := p.Symmetry()
-	if g == NotSymmetric || block < 1 || p.Ranks%block != 0 {
+// order). It is false for a plan that is not symmetric under g, or whose
+// rank 0 is too long to hold.
+func (p *Plan) PairsUpInBlocks(g Symmetry, block int) bool {
+	if !p.SymmetricUnder(g) || block < 1 || p.Ranks%block != 0 {
 		return false
 	}
 	rank0, ok := p.rank0()

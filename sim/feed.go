@@ -70,7 +70,6 @@ func (f *feed) drain(see func(Op)) {
 			if f.buf[i].Kind == OpSend {
 				see(f.buf[i])
 			}
-			f.buf[i] = Op{}
 		}
 	}
 }
@@ -146,14 +145,14 @@ func (s *Stream) pull(fo *op) bool {
 		return true
 	}
 	for i := range f.buf[:n] {
-		q, err := s.prepare(f.buf[i])
-		f.buf[i] = Op{} // let go of the slices' buffers
-		if err != nil {
+		q := c.allocOp()
+		if err := s.prepare(q, &f.buf[i]); err != nil {
+			c.freeOp(q)
 			fo.index = s.started
 			s.fail(fo, err)
 			return false
 		}
-		s.fed = append(s.fed, c.newOp(q))
+		s.fed = append(s.fed, q)
 	}
 	return true
 }

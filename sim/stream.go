@@ -125,40 +125,44 @@ func (s *Stream) enqueue(o Op) error {
 	if c.closed {
 		return fmt.Errorf("sim: %s: %s: %w", s.dev.name, o.Kind, hw.ErrClosed)
 	}
-	q, err := s.prepare(o)
-	if err != nil {
+	q := c.allocOp()
+	if err := s.prepare(q, &o); err != nil {
+		c.freeOp(q)
 		return err
 	}
-	s.queue = append(s.queue, c.newOp(q))
+	s.queue = append(s.queue, q)
 	c.kick(s)
 	return nil
 }
 
-// prepare checks o and makes the op to queue. A Record counts as enqueued
+// prepare checks o and makes q the op to queue. A Record counts as enqueued
 // here, so a Wait prepared after it waits for it.
-func (s *Stream) prepare(o Op) (op, error) {
+func (s *Stream) prepare(q *op, o *Op) error {
 	switch o.Kind {
 	case OpCopy:
 		if err := s.checkPair("copy", o.Dst, o.Src); err != nil {
-			return op{}, err
+			return err
 		}
-		return op{kind: opCopy, dst: o.Dst, src: o.Src}, nil
+		*q = op{index: -1, kind: opCopy, dst: o.Dst, src: o.Src}
+		return nil
 	case OpReduce:
 		if o.Redop == hw.Avg || !o.Redop.Valid() {
-			return op{}, fmt.Errorf("sim: %s: reduce: %w: op %s is not elementwise (use Sum, Prod, Min or Max; Avg is Sum then Divide)", s.dev.name, hw.ErrBadArgument, o.Redop)
+			return fmt.Errorf("sim: %s: reduce: %w: op %s is not elementwise (use Sum, Prod, Min or Max; Avg is Sum then Divide)", s.dev.name, hw.ErrBadArgument, o.Redop)
 		}
 		if err := s.checkPair("reduce", o.Dst, o.Src); err != nil {
-			return op{}, err
+			return err
 		}
-		return op{kind: opReduce, redop: o.Redop, dst: o.Dst, src: o.Src}, nil
+		*q = op{index: -1, kind: opReduce, redop: o.Redop, dst: o.Dst, src: o.Src}
+		return nil
 	case OpDivide:
 		if o.Divisor < 1 {
-			return op{}, fmt.Errorf("sim: %s: divide: %w: divisor %d < 1", s.dev.name, hw.ErrBadArgument, o.Divisor)
+			return fmt.Errorf("sim: %s: divide: %w: divisor %d < 1", s.dev.name, hw.ErrBadArgument, o.Divisor)
 		}
 		if err := s.checkSlice("divide", o.Dst); err != nil {
-			return op{}, err
+			return err
 		}
-		return op{kind: opDivide, dst: o.Dst, n: o.Divisor}, nil
+		*q = op{index: -1, kind: opDivide, dst: o.Dst, n: o.Divisor}
+		return nil
 	case OpSend, OpRecv:
 		what, sl := "send", o.Src
 		if o.Kind == OpRecv {
@@ -169,12 +173,13 @@ func (s *Stream) prepare(o Op) (op, error) {
 			if o.Peer != nil {
 				name = o.Peer.name
 			}
-			return op{}, fmt.Errorf("sim: %s: %s: %w: %s is not a device of this cluster", s.dev.name, what, hw.ErrUnknownPeer, name)
+			return fmt.Errorf("sim: %s: %s: %w: %s is not a device of this cluster", s.dev.name, what, hw.ErrUnknownPeer, name)
 		}
 		if err := s.checkSlice(what, sl); err != nil {
-			return op{}, err
+			return err
 		}
-		return op{kind: o.Kind, src: o.Src, dst: o.Dst, peer: o.Peer, tag: o.Tag}, nil
+		*q = op{index: -1, kind: o.Kind, src: o.Src, dst: o.Dst, peer: o.Peer, tag: o.Tag}
+		return nil
 	case OpRecord, OpWait:
 		what := "record"
 		if o.Kind == OpWait {
@@ -182,22 +187,24 @@ func (s *Stream) prepare(o Op) (op, error) {
 		}
 		e := o.Event
 		if e == nil || e.dev.c != s.dev.c {
-			return op{}, fmt.Errorf("sim: %s: %s: %w: event is not from this cluster", s.dev.name, what, hw.ErrBadArgument)
+			return fmt.Errorf("sim: %s: %s: %w: event is not from this cluster", s.dev.name, what, hw.ErrBadArgument)
 		}
 		if o.Kind == OpRecord {
 			e.enqueued++
-			return op{kind: opRecord, ev: e}, nil
+			*q = op{index: -1, kind: opRecord, ev: e}
+			return nil
 		}
 		if o.Count < 0 {
-			return op{}, fmt.Errorf("sim: %s: wait: %w: record count %d < 0", s.dev.name, hw.ErrBadArgument, o.Count)
+			return fmt.Errorf("sim: %s: wait: %w: record count %d < 0", s.dev.name, hw.ErrBadArgument, o.Count)
 		}
 		target := o.Count
 		if target == 0 {
 			target = e.enqueued
 		}
-		return op{kind: opWait, ev: e, target: target}, nil
+		*q = op{index: -1, kind: opWait, ev: e, target: target}
+		return nil
 	}
-	return op{}, fmt.Errorf("sim: %s: %w: unknown op kind %d", s.dev.name, hw.ErrBadArgument, o.Kind)
+	return fmt.Errorf("sim: %s: %w: unknown op kind %d", s.dev.name, hw.ErrBadArgument, o.Kind)
 }
 
 func (k OpKind) String() string {
@@ -207,14 +214,20 @@ func (k OpKind) String() string {
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
 
-// newOp takes an op from the cluster's free list: a long simulation
-// enqueues millions and keeps few alive.
+// newOp takes an op from the cluster's free list and makes it o.
 func (c *Cluster) newOp(o op) *op {
-	o.index = -1
+	p := c.allocOp()
+	*p = o
+	p.index = -1
+	return p
+}
+
+// allocOp takes a zeroed op from the cluster's free list: a long
+// simulation enqueues millions and keeps few alive.
+func (c *Cluster) allocOp() *op {
 	if n := len(c.freeOps); n > 0 {
 		p := c.freeOps[n-1]
 		c.freeOps = c.freeOps[:n-1]
-		*p = o
 		return p
 	}
 	if len(c.opSlab) == 0 {
@@ -222,7 +235,6 @@ func (c *Cluster) newOp(o op) *op {
 	}
 	p := &c.opSlab[0]
 	c.opSlab = c.opSlab[1:]
-	*p = o
 	return p
 }
 

@@ -2,6 +2,7 @@ package simexec
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
@@ -77,23 +78,75 @@ func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks int) (seconds float64, 
 // that stand for all there, when w is the cluster's whole world, the plan
 // is symmetric and its messages pair up there.
 func (d *Driver) mirrorFor(w *hw.World, plan *ops.Plan) (mirror *sim.Cluster, block int, ok bool) {
-	if w != d.c.World() || plan.Native() || plan.Ranks < 2 {
+	if d.workload != nil || w != d.c.World() || plan.Native() || plan.Ranks < 2 {
 		return nil, 0, false
 	}
-	var g sim.Renaming
-	switch plan.Symmetry() {
-	case ops.Rotation:
-		g = sim.Rotation
-	case ops.Xor:
-		g = sim.Xor
-	default:
+	g := plan.Symmetry()
+	if g == ops.NotSymmetric {
 		return nil, 0, false
 	}
-	mirror, block, ok, err := d.c.Mirror(g)
-	if err != nil || !ok || !plan.PairsUpInBlocks(block) {
+	mirror, block, ok, err := d.c.Mirror(renaming(g))
+	if err != nil || !ok || !plan.PairsUpInBlocks(g, block) {
 		return nil, 0, false
 	}
 	return mirror, block, true
+}
+
+// renaming is sim's name for the group g.
+func renaming(g ops.Symmetry) sim.Renaming {
+	if g == ops.Xor {
+		return sim.Xor
+	}
+	return sim.Rotation
+}
+
+// ErrNotMirrorable is wrapped by a workload mirror's refusal of a plan
+// that is not symmetric under the workload's renamings, or whose messages
+// would not pair up on the mirror (see Driver.Mirror).
+var ErrNotMirrorable = errors.New("plan cannot be timed on a mirror")
+
+// workload is what a driver made by Mirror promises its plans are.
+type workload struct {
+	g       ops.Symmetry
+	block   int
+	checked map[*ops.Plan]bool
+}
+
+// Mirror returns a driver over the cluster's mirror for a whole workload
+// in which every rank does what rank 0 does with its peers renamed by g
+// (a training step with no faults: the same compute on every rank, the
+// same collectives). Run ranks 0..block-1 of the workload on the mirror's
+// world (mirror.Cluster().World()) through it, all starting at the same
+// instant, and their times are every rank's, for the reasons the package
+// doc gives. The caller answers for the compute; the driver checks every
+// plan it is given, and refuses one that is not symmetric under g or
+// whose messages do not pair up, with an error wrapping ErrNotMirrorable:
+// time the workload in full then. ok is false when the cluster has no
+// mirror (see sim.Cluster.Mirror).
+func (d *Driver) Mirror(g ops.Symmetry) (mirror *Driver, block int, ok bool, err error) {
+	if g != ops.Rotation && g != ops.Xor {
+		return nil, 0, false, fmt.Errorf("simexec: mirror: %w: symmetry %v", hw.ErrBadArgument, g)
+	}
+	mc, block, ok, err := d.c.Mirror(renaming(g))
+	if err != nil || !ok {
+		return nil, 0, false, err
+	}
+	return &Driver{c: mc, workload: &workload{g: g, block: block, checked: map[*ops.Plan]bool{}}}, block, true, nil
+}
+
+// check refuses a plan the workload's promise does not cover. A plan is
+// checked once: held plans are plain data, and one edited between two
+// runs of a workload is the caller's to recheck with a fresh mirror.
+func (w *workload) check(plan *ops.Plan) error {
+	ok, seen := w.checked[plan]
+	if !seen {
+		ok = !plan.Native() && plan.PairsUpInBlocks(w.g, w.block)
+		w.checked[plan] = ok
+	}
+	if !ok {
+		return fmt.Errorf("simexec: %v: %w: it is not %v-symmetric with messages that pair up in blocks of %d ranks", plan.Spec, ErrNotMirrorable, w.g, w.block)
+	}
+	return nil
 }
 
 // MirrorBlock is how many ranks Run on w would simulate for plan, standing

@@ -18,6 +18,9 @@ type Driver struct {
 	mirror       *ops.Executor
 	mirrorOf     *sim.Cluster
 	mirroredRuns int
+	// workload is set on a driver made by Mirror: its cluster is a
+	// mirror, and every plan must keep the workload's promise.
+	workload *workload
 }
 
 var _ ops.Shortcut = (*Driver)(nil)
@@ -36,34 +39,40 @@ func (d *Driver) Cluster() *sim.Cluster { return d.c }
 // Enqueue implements ops.Driver: each lane becomes a sim.Source fed to its
 // stream.
 func (d *Driver) Enqueue(job *ops.RankJob) error {
-	streams := make([]*sim.Stream, len(job.Streams))
-	for l, s := range job.Streams {
-		ss, ok := s.(*sim.Stream)
-		if !ok {
-			for _, c := range job.Cursors {
-				c.Close()
-			}
-			return fmt.Errorf("simexec: rank %d lane %d: %w: the stream is not simulated", job.Rank, l, hw.ErrBadArgument)
-		}
-		streams[l] = ss
-	}
-	marks, err := newRankMarks(job)
+	streams, marks, err := d.prepare(job)
 	if err != nil {
-		for _, c := range job.Cursors {
-			c.Close()
-		}
+		job.CloseCursors()
 		return err
 	}
 	for l, ss := range streams {
-		src := newLaneSource(job, job.Cursors[l], marks)
-		if err := ss.Feed(src); err != nil {
+		if err := ss.Feed(newLaneSource(job, job.Cursors[l], marks)); err != nil {
 			for _, c := range job.Cursors[l:] {
-				c.Close()
+				c.Close() // the lanes fed before own theirs now
 			}
 			return err
 		}
 	}
 	return nil
+}
+
+// prepare checks job and finds what feeding it needs: its streams as the
+// simulator's, and its marks' events.
+func (d *Driver) prepare(job *ops.RankJob) ([]*sim.Stream, rankMarks, error) {
+	if d.workload != nil {
+		if err := d.workload.check(job.Plan); err != nil {
+			return nil, nil, err
+		}
+	}
+	streams := make([]*sim.Stream, len(job.Streams))
+	for l, s := range job.Streams {
+		ss, ok := s.(*sim.Stream)
+		if !ok {
+			return nil, nil, fmt.Errorf("simexec: rank %d lane %d: %w: the stream is not simulated", job.Rank, l, hw.ErrBadArgument)
+		}
+		streams[l] = ss
+	}
+	marks, err := newRankMarks(job)
+	return streams, marks, err
 }
 
 // rankMarks are the events of one rank's marks in one run (see

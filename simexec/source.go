@@ -17,11 +17,13 @@ type laneSource struct {
 	cur   *ops.Cursor
 	marks rankMarks
 	prod  *producer // nil for a held plan's lane
-	// ops are the lane's operations read and not yet handed over, and
-	// spill the stream ops of one operation that did not fit.
+	// A held lane's operations read and not yet handed over, and spill
+	// the stream ops of one operation that did not fit; a streamed lane's
+	// from its producer.
 	ops   []ops.Operation
-	held  []ops.Operation // storage for ops when there is no producer
+	held  []ops.Operation // storage for ops
 	spill []sim.Op
+	fed   []fedOp
 }
 
 // sourceBatch is how many operations a held plan's lane reads at a time.
@@ -37,11 +39,19 @@ func newLaneSource(job *ops.RankJob, cur *ops.Cursor, marks rankMarks) *laneSour
 
 // Next implements sim.Source.
 func (s *laneSource) Next(out []sim.Op) (int, error) {
+	if s.prod != nil {
+		return s.nextFed(out)
+	}
 	n := copy(out, s.spill)
 	s.spill = s.spill[n:]
 	for n < len(out) {
-		if len(s.ops) == 0 && !s.read() {
-			break
+		if len(s.ops) == 0 {
+			if s.held == nil {
+				s.held = make([]ops.Operation, sourceBatch)
+			}
+			if s.ops = s.held[:s.cur.Next(s.held)]; len(s.ops) == 0 {
+				break
+			}
 		}
 		op := &s.ops[0]
 		s.ops = s.ops[1:]
@@ -54,17 +64,58 @@ func (s *laneSource) Next(out []sim.Op) (int, error) {
 	return n, nil
 }
 
-// read gets the lane's next operations, and reports false at its end.
-func (s *laneSource) read() bool {
-	if s.prod != nil {
-		s.ops = s.prod.next()
-		return len(s.ops) > 0
+// nextFed is Next for a streamed lane.
+func (s *laneSource) nextFed(out []sim.Op) (int, error) {
+	j := s.job
+	n := 0
+	for n < len(out) {
+		if len(s.fed) == 0 {
+			batch := s.prod.next()
+			if batch.err != nil {
+				return 0, batch.err
+			}
+			if s.fed = batch.ops; len(s.fed) == 0 {
+				break
+			}
+		}
+		f := &s.fed[0]
+		s.fed = s.fed[1:]
+		o := &out[n]
+		switch f.kind {
+		case ops.StepSend, ops.StepRecv:
+			dev, err := s.peer(int(f.peer))
+			if err != nil {
+				return 0, err
+			}
+			*o = sim.Op{Kind: sim.OpSend, Src: j.Slice(f.src()), Peer: dev, Tag: j.Tag(f.tag)}
+			if f.kind == ops.StepRecv {
+				*o = sim.Op{Kind: sim.OpRecv, Dst: j.Slice(f.dst()), Peer: dev, Tag: j.Tag(f.tag)}
+			}
+		case ops.StepReduce:
+			*o = sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(f.dst()), Src: j.Slice(f.src())}
+		case ops.StepCopy:
+			*o = sim.Op{Kind: sim.OpCopy, Dst: j.Slice(f.dst()), Src: j.Slice(f.src())}
+		case ops.StepDivide:
+			*o = sim.Op{Kind: sim.OpDivide, Dst: j.Slice(f.dst()), Divisor: j.Plan.Ranks}
+		default:
+			return 0, fmt.Errorf("simexec: rank %d: %w: unknown step kind %v", j.Rank, ops.ErrBadPlan, f.kind)
+		}
+		n++
 	}
-	if s.held == nil {
-		s.held = make([]ops.Operation, sourceBatch)
+	return n, nil
+}
+
+// peer is rank q's simulated device.
+func (s *laneSource) peer(q int) (*sim.Device, error) {
+	peer, err := s.job.Peer(q)
+	if err != nil {
+		return nil, err
 	}
-	s.ops = s.held[:s.cur.Next(s.held)]
-	return len(s.ops) > 0
+	dev, ok := peer.(*sim.Device)
+	if !ok {
+		return nil, fmt.Errorf("%w: peer %s is not simulated", hw.ErrUnknownPeer, peer.Name())
+	}
+	return dev, nil
 }
 
 // convert writes op as the stream's ops to out: the waits for the marks
@@ -75,13 +126,9 @@ func (s *laneSource) convert(op *ops.Operation, out []sim.Op) (int, error) {
 	var o sim.Op
 	switch op.Kind {
 	case ops.StepSend, ops.StepRecv:
-		peer, err := j.Peer(op.Peer)
+		dev, err := s.peer(op.Peer)
 		if err != nil {
 			return 0, j.Errorf(op, err)
-		}
-		dev, ok := peer.(*sim.Device)
-		if !ok {
-			return 0, j.Errorf(op, fmt.Errorf("%w: peer %s is not simulated", hw.ErrUnknownPeer, peer.Name()))
 		}
 		o = sim.Op{Kind: sim.OpSend, Src: j.Slice(op.Src), Peer: dev, Tag: j.Tag(op.Tag)}
 		if op.Kind == ops.StepRecv {
@@ -122,14 +169,52 @@ func (s *laneSource) Close() {
 	s.cur.Close()
 }
 
+// fedOp is a streamed lane's operation as its producer hands it over:
+// 28 bytes where an ops.Operation takes 130, so that the batches of a
+// thousand lanes waiting to be fed stay in cache (reading them was a
+// fifth of a 1024-rank ring all-reduce). Offsets and lengths fit in 32
+// bits, as Spec.Validate keeps every buffer under 2^31 elements.
+type fedOp struct {
+	kind           ops.StepKind
+	srcBuf, dstBuf ops.Buf
+	tag            uint32
+	peer           int32
+	srcOff, srcLen int32
+	dstOff, dstLen int32
+}
+
+// compact is op as a fedOp, or an error for what a streamed lane cannot
+// hold (a value past 32 bits, marks between lanes).
+func compact(op *ops.Operation) (fedOp, error) {
+	for _, v := range [...]int{op.Peer, op.Src.Off, op.Src.Len, op.Dst.Off, op.Dst.Len} {
+		if int(int32(v)) != v {
+			return fedOp{}, fmt.Errorf("%w: step %v: %d does not fit in 32 bits", hw.ErrBadArgument, op, v)
+		}
+	}
+	if op.Signals || len(op.Awaits) > 0 {
+		return fedOp{}, fmt.Errorf("%w: step %v: a streamed lane cannot order other lanes", ops.ErrBadPlan, op)
+	}
+	return fedOp{kind: op.Kind, srcBuf: op.Src.Buf, dstBuf: op.Dst.Buf, tag: op.Tag, peer: int32(op.Peer),
+		srcOff: int32(op.Src.Off), srcLen: int32(op.Src.Len), dstOff: int32(op.Dst.Off), dstLen: int32(op.Dst.Len)}, nil
+}
+
+func (f *fedOp) src() ops.Ref { return ops.Ref{Buf: f.srcBuf, Off: int(f.srcOff), Len: int(f.srcLen)} }
+func (f *fedOp) dst() ops.Ref { return ops.Ref{Buf: f.dstBuf, Off: int(f.dstOff), Len: int(f.dstLen)} }
+
 // producer reads a streamed plan's lane on a goroutine of its own, a
 // couple of batches ahead of the stream, so that a spare core makes the
 // steps while the simulation runs. It starts when the stream first asks.
 type producer struct {
 	cur     *ops.Cursor
-	batches chan []ops.Operation
+	batches chan fedBatch
 	quit    chan struct{}
 	done    chan struct{}
+}
+
+// fedBatch is a batch of a lane's operations, or the error that ended it.
+type fedBatch struct {
+	ops []fedOp
+	err error
 }
 
 // The producer hands over batches of produceBatch operations and may
@@ -140,7 +225,7 @@ const (
 )
 
 func (p *producer) start() {
-	p.batches = make(chan []ops.Operation, prefetchDepth)
+	p.batches = make(chan fedBatch, prefetchDepth)
 	p.quit, p.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(p.done)
@@ -150,17 +235,23 @@ func (p *producer) start() {
 		// more and the producer fills one: a buffer is refilled only
 		// after the consumer has asked for the next, when it is done with
 		// it.
-		var bufs [prefetchDepth + 2][]ops.Operation
-		for i := 0; ; i = (i + 1) % len(bufs) {
-			if bufs[i] == nil {
-				bufs[i] = make([]ops.Operation, produceBatch)
+		var bufs [prefetchDepth + 2][]fedOp
+		i := 0
+		for read := range p.cur.Batches(produceBatch) {
+			b := fedBatch{ops: bufs[i][:0]}
+			for k := range read {
+				var f fedOp
+				if f, b.err = compact(&read[k]); b.err != nil {
+					break
+				}
+				b.ops = append(b.ops, f)
 			}
-			n := p.cur.Next(bufs[i])
-			if n == 0 {
-				return
-			}
+			bufs[i], i = b.ops, (i+1)%len(bufs)
 			select {
-			case p.batches <- bufs[i][:n]:
+			case p.batches <- b:
+				if b.err != nil {
+					return
+				}
 			case <-p.quit:
 				return
 			}
@@ -170,7 +261,7 @@ func (p *producer) start() {
 
 // next is the lane's next batch, empty at its end. A batch is valid until
 // the next call.
-func (p *producer) next() []ops.Operation {
+func (p *producer) next() fedBatch {
 	if p.batches == nil {
 		p.start()
 	}

@@ -22,7 +22,7 @@ import (
 
 type trainFlags struct {
 	model, topo, bucket, algo, format, trace string
-	sharded                                  bool
+	sharded, symmetry                        bool
 }
 
 func newTrainCmd() *cobra.Command {
@@ -51,6 +51,7 @@ communication, overlap, and a per-bucket timeline. Timing-only: no data.`,
 	fl.StringVar(&f.algo, "algo", "ring", "collective algorithm: "+fmt.Sprint(append(ops.Algorithms(), "auto")))
 	fl.StringVar(&f.format, "format", "table", "output: table|csv|json")
 	fl.StringVar(&f.trace, "trace", "", "write a Perfetto trace of the step (compute and communication tracks) to FILE")
+	fl.BoolVar(&f.symmetry, "symmetry", true, "time the step on the fabric's mirror by the ranks that stand for all, where it folds (same figures)")
 	return cmd
 }
 
@@ -80,6 +81,9 @@ type stepReport struct {
 	ExposedCommUS float64       `json:"exposed_comm_us"`
 	OverlapPct    float64       `json:"overlap_pct"`
 	Buckets       []bucketTimes `json:"buckets"`
+	// standingRanks is how many ranks were simulated when the step was
+	// timed on a mirror, 0 when every rank was.
+	standingRanks int
 }
 
 // step is a validated training-step experiment.
@@ -90,6 +94,7 @@ type step struct {
 	bucket   int64
 	algo     string
 	sharded  bool
+	symmetry bool // time the step on the fabric's mirror where it can
 }
 
 // parseStep validates the flags that describe a step; failures are usage
@@ -121,6 +126,7 @@ func (f *trainFlags) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	st.symmetry = f.symmetry
 	rep, c, err := st.simulate(nil, f.trace != "")
 	if err != nil {
 		return err
@@ -150,12 +156,16 @@ func (f *trainFlags) run(w io.Writer) error {
 }
 
 // simulate runs one step on a fresh cluster with the given faults (their
-// times count from the start of the step).
+// times count from the start of the step). With symmetry, no fault and
+// no trace, every rank runs the same step, so it is timed on the
+// cluster's mirror by the ranks that stand for all (simexec.Driver.Mirror)
+// when the fabric folds and every collective keeps the promise; the
+// figures are the full simulation's, to the picosecond (tested). Any
+// failure there sends the step to the full simulation.
 func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Cluster, error) {
-	prof, topo, f := st.prof, st.topo, st
 	var rep stepReport
-	p := topo.NumGPUs()
-	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Trace: trace})
+	mirror := st.symmetry && len(faults) == 0 && !trace
+	c, err := sim.NewCluster(st.topo, sim.Config{TimingOnly: true, Trace: trace, Symmetry: mirror})
 	if err != nil {
 		return rep, nil, err
 	}
@@ -164,9 +174,40 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 			return rep, c, usageError{err}
 		}
 	}
-	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: st.bucket, Algo: st.algo, Cost: topo, Driver: simexec.NewDriver(c)})
+	driver := simexec.NewDriver(c)
+	for _, g := range []ops.Symmetry{ops.Rotation, ops.Xor} {
+		if !mirror {
+			break
+		}
+		md, block, ok, err := driver.Mirror(g)
+		if err != nil {
+			return rep, c, err
+		}
+		if !ok {
+			continue
+		}
+		// A step that cannot be timed on the mirror (a plan that breaks
+		// the symmetry, a route the mirror cannot fold) is timed in full,
+		// which also reports a real failure as it really happens.
+		if rep, err := st.run(md, block); err == nil {
+			rep.standingRanks = block
+			return rep, c, nil
+		}
+	}
+	rep, err = st.run(driver, c.World().Size())
+	return rep, c, err
+}
+
+// run simulates ranks 0..ranks-1 of the step on the driver's cluster and
+// reports rank 0's timeline.
+func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
+	prof, f := st.prof, st
+	c := d.Cluster()
+	p := c.World().Size()
+	var rep stepReport
+	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: st.bucket, Algo: st.algo, Cost: st.topo, Driver: d, Callers: ranks})
 	if err != nil {
-		return rep, c, usageError{err}
+		return rep, usageError{err}
 	}
 	defer srv.Close()
 	// Sharded parameters are padded to a multiple of the ranks, as FSDP pads
@@ -179,51 +220,52 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 			n = (n + int64(p) - 1) / int64(p) * int64(p)
 		}
 		if n > math.MaxInt32*int64(max(1, p)) {
-			return rep, c, usagef("layer %q has %d parameters, too many for one tensor here", l.Name, n)
+			return rep, usagef("layer %q has %d parameters, too many for one tensor here", l.Name, n)
 		}
 		params[i] = paramsync.Param{ID: l.Name, Len: int(n), DType: l.DType, Sharded: sharded}
 	}
-	devs := c.Devices()
-	start := make([]hw.Event, p)
-	computeDone := make([]hw.Event, p)
-	ready := make([][]hw.Event, p) // per rank, per layer
+	devs := c.Devices()[:ranks]
+	t0 := c.Now()
+	start := make([]hw.Event, ranks)
+	computeDone := make([]hw.Event, ranks)
+	ready := make([][]hw.Event, ranks) // per rank, per layer
 	var computeStreams []hw.Stream
 	for r, d := range devs {
 		if err := srv.Register(r, params); err != nil {
-			return rep, c, usageError{err}
+			return rep, usageError{err}
 		}
 		stream, err := d.NewStream()
 		if err != nil {
-			return rep, c, err
+			return rep, err
 		}
 		compute, ok := stream.(*sim.Stream)
 		if !ok {
-			return rep, c, fmt.Errorf("train: %s made a stream that is not simulated", d.Name())
+			return rep, fmt.Errorf("train: %s made a stream that is not simulated", d.Name())
 		}
 		if start[r], err = d.NewEvent(); err != nil {
-			return rep, c, err
+			return rep, err
 		}
 		stream.Record(start[r])
 		for _, l := range prof.Layers {
 			if err := compute.Compute(l.Forward, l.Name+" forward"); err != nil {
-				return rep, c, err
+				return rep, err
 			}
 		}
 		ready[r] = make([]hw.Event, len(params))
 		for i := len(prof.Layers) - 1; i >= 0; i-- {
 			l := prof.Layers[i]
 			if err := compute.Compute(l.Backward, l.Name+" backward"); err != nil {
-				return rep, c, err
+				return rep, err
 			}
 			ev, _ := d.NewEvent()
 			stream.Record(ev)
 			ready[r][i] = ev
 			grad, err := d.Alloc(params[i].DType, params[i].Len)
 			if err != nil {
-				return rep, c, err
+				return rep, err
 			}
 			if err := srv.SubmitGradient(r, params[i].ID, grad, ev); err != nil {
-				return rep, c, err
+				return rep, err
 			}
 		}
 		computeDone[r], _ = d.NewEvent()
@@ -233,10 +275,10 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 	// Every rank's step is enqueued: now let simulated time run.
 	for r := range devs {
 		if err := srv.Sync(r); err != nil {
-			return rep, c, err
+			return rep, err
 		}
 		if err := computeStreams[r].Synchronize(); err != nil {
-			return rep, c, err
+			return rep, err
 		}
 	}
 	rep = stepReport{Model: prof.Name, Topology: f.topoName, Ranks: p, Algo: f.algo, BucketBytes: f.bucket, Params: prof.TotalParams()}
@@ -248,7 +290,7 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 		return s * 1e6
 	}
 	rep.ComputeUS = since(computeDone[0])
-	rep.StepUS = c.Now().Micros() // everything, every rank, has finished
+	rep.StepUS = (c.Now() - t0).Micros() // everything, every rank, has finished
 	prevEnd := 0.0
 	for b, bk := range srv.Buckets() {
 		bt := bucketTimes{Index: b, Params: len(bk.Params), Bytes: bk.Bytes, Sharded: bk.Sharded}
@@ -267,7 +309,7 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 	if rep.CommUS > 0 {
 		rep.OverlapPct = 100 * (rep.CommUS - rep.ExposedCommUS) / rep.CommUS
 	}
-	return rep, c, nil
+	return rep, nil
 }
 
 func contains(list []string, s string) bool {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -105,6 +107,54 @@ func TestTrainBadInputExits2(t *testing.T) {
 		status, _, errOut := commsim(args...)
 		if status != 2 || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
 			t.Errorf("%s: status %d, stderr %q", name, status, errOut)
+		}
+	}
+}
+
+// TestMirroredStepsTakeTheFullTime: a training step timed on the fabric's
+// mirror by the ranks that stand for all reports what simulating every
+// rank reports, byte for byte, for replicated and sharded models, ring
+// (rotation) and rhd (xor) buckets, on switches, clusters and DGX pairs;
+// and it was mirrored where the fabric folds.
+func TestMirroredStepsTakeTheFullTime(t *testing.T) {
+	for _, tc := range []struct {
+		model, topo, algo string
+		sharded           bool
+		block             int // ranks standing for all; 0: every rank simulated
+	}{
+		{"gpt2-small", "switch:16", "ring", false, 1},
+		{"gpt2-small", "switch:16", "rhd", false, 1},
+		{"gpt2-small", "cluster:2x4", "ring", true, 4},
+		{"llama-7b", "dgx-h100x2", "ring", false, 8},
+		{"gpt2-small", "torus:2x4", "ring", false, 0}, // ties between equal paths: not mirrored
+		{"gpt2-small", "switch:12", "tree", false, 0}, // a tree is not symmetric
+	} {
+		var reps [2]stepReport
+		for i, symmetry := range []bool{false, true} {
+			st, err := parseStep(tc.model, tc.topo, "25MiB", tc.algo, tc.sharded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.symmetry = symmetry
+			rep, c, err := st.simulate(nil, false)
+			if err != nil {
+				t.Fatalf("%+v, symmetry %v: %v", tc, symmetry, err)
+			}
+			c.Close()
+			reps[i] = rep
+		}
+		if reps[1].standingRanks != tc.block || reps[0].standingRanks != 0 {
+			t.Errorf("%+v: %d ranks stood for all with symmetry, %d without", tc, reps[1].standingRanks, reps[0].standingRanks)
+		}
+		reps[1].standingRanks = 0
+		var outs [2]bytes.Buffer
+		for i := range reps {
+			if err := writeTrainTable(&outs[i], reps[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !reflect.DeepEqual(reps[0], reps[1]) || outs[0].String() != outs[1].String() {
+			t.Errorf("%+v: mirrored step\n%s\nfull step\n%s", tc, outs[1].String(), outs[0].String())
 		}
 	}
 }

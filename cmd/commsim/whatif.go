@@ -197,6 +197,7 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 	if err != nil {
 		return err
 	}
+	st.symmetry = f.symmetry
 	base, c0, err := st.simulate(nil, false)
 	if c0 != nil {
 		defer c0.Close()

@@ -77,6 +77,11 @@ type Config struct {
 	// generic driver. On the simulator, simexec.NewDriver feeds plans as
 	// the streams drain, so worlds of thousands of ranks fit in memory.
 	Driver ops.Driver
+	// Callers is how many ranks use the server, ranks 0..Callers-1; 0
+	// means every rank of the world. Fewer is for a simulator's mirror,
+	// on which a few ranks stand for all (simexec.Driver.Mirror): the
+	// collectives still span the whole world.
+	Callers int
 }
 
 // Bucket is a group of parameters whose collectives start together.
@@ -134,7 +139,13 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 	if cfg.Algo == "auto" && cfg.Cost == nil {
 		return nil, fmt.Errorf("paramsync: algorithm auto needs Config.Cost")
 	}
-	s := &Server{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), plans: map[Param]*ops.Plan{}, ranks: make([]*rankState, w.Size())}
+	if cfg.Callers < 0 || cfg.Callers > w.Size() {
+		return nil, fmt.Errorf("paramsync: %d callers for a world of %d ranks", cfg.Callers, w.Size())
+	}
+	if cfg.Callers == 0 {
+		cfg.Callers = w.Size()
+	}
+	s := &Server{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), plans: map[Param]*ops.Plan{}, ranks: make([]*rankState, cfg.Callers)}
 	s.changed = sync.NewCond(&s.mu)
 	for r := range s.ranks {
 		s.ranks[r] = &rankState{}
