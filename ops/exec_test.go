@@ -10,52 +10,17 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/internal/simtest"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
 )
 
-// world builds a simulated world over spec.
-func world(t testing.TB, spec string, cfg sim.Config) (*sim.Cluster, *topology.Topology) {
-	t.Helper()
-	topo, err := topology.Parse(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster(topo, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, topo
-}
-
-// buffers allocates in and out on every rank; in place, out aliases in as
-// NCCL does.
-func buffers(t testing.TB, c *sim.Cluster, plan *ops.Plan, inPlace bool) (in, out []hw.Slice) {
-	t.Helper()
-	for r, d := range c.Devices() {
-		if !inPlace {
-			ib, err := d.Alloc(plan.DType, plan.InLen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ob, err := d.Alloc(plan.DType, plan.OutLen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, out = append(in, hw.Whole(ib)), append(out, hw.Whole(ob))
-			continue
-		}
-		size := max(plan.InLen, plan.OutLen)
-		b, err := d.Alloc(plan.DType, size)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i, o := plan.InPlace(r, hw.Whole(b))
-		in, out = append(in, i), append(out, o)
-	}
-	return in, out
-}
+// world and buffers make simulated clusters and collective buffers.
+var (
+	world   = simtest.World
+	buffers = simtest.Buffers
+)
 
 // expected computes what rank r's output must hold, from every rank's
 // input, with exact integer arithmetic (sum or max).

@@ -19,6 +19,7 @@ import (
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
 )
 
 // Backend is a kind of device that the equivalence harness can run a Case
@@ -100,40 +101,13 @@ type Mismatch struct {
 func (m *Mismatch) Error() string {
 	return fmt.Sprintf("proptest: rank %d element %d (%s): %s = %s (%s), %s = %s (%s) in %v\nreproduce: %s",
 		m.Rank, m.Index, m.DType,
-		m.Got, elemText(m.DType, m.GotBits), formatBits(m.DType, m.GotBits),
-		m.Want, elemText(m.DType, m.WantBits), formatBits(m.DType, m.WantBits),
+		m.Got, verify.ElemText(m.DType, m.GotBits), formatBits(m.DType, m.GotBits),
+		m.Want, verify.ElemText(m.DType, m.WantBits), formatBits(m.DType, m.WantBits),
 		m.Case, m.Reproducer)
 }
 
 func formatBits(dt hw.DType, bits uint64) string {
 	return fmt.Sprintf("0x%0*x", 2*dt.Size(), bits)
-}
-
-// elemText prints one element's value: integers in decimal, floats as the
-// shortest decimal (f16 and bf16 widen exactly to float32).
-func elemText(dt hw.DType, bits uint64) string {
-	switch dt {
-	case hw.I32:
-		return strconv.FormatInt(int64(int32(bits)), 10)
-	case hw.I64:
-		return strconv.FormatInt(int64(bits), 10)
-	case hw.U8:
-		return strconv.FormatUint(bits&0xFF, 10)
-	}
-	return strconv.FormatFloat(floatValue(dt, bits), 'g', -1, cond(dt == hw.F64, 64, 32))
-}
-
-// floatValue is a float element's exact value.
-func floatValue(dt hw.DType, bits uint64) float64 {
-	switch dt {
-	case hw.F16:
-		return hw.Float16(bits).Float64()
-	case hw.BF16:
-		return hw.BFloat16(bits).Float64()
-	case hw.F32:
-		return float64(math.Float32frombits(uint32(bits)))
-	}
-	return math.Float64frombits(bits)
 }
 
 // Equivalent runs c on ref and on test, each out of place and in place (with

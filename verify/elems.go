@@ -33,9 +33,10 @@ func FormatElems(dt hw.DType, b []byte) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-// elemText prints one element's value: integers in decimal, floats as the
-// shortest decimal (f16 and bf16 widen exactly to float32).
-func elemText(dt hw.DType, bits uint64) string {
+// ElemText prints one element's value, given its bits: integers in
+// decimal, floats as the shortest decimal (f16 and bf16 widen exactly to
+// float32).
+func ElemText(dt hw.DType, bits uint64) string {
 	switch dt {
 	case hw.I32:
 		return strconv.FormatInt(int64(int32(bits)), 10)
@@ -49,7 +50,7 @@ func elemText(dt hw.DType, bits uint64) string {
 
 // fmtElem is elemText with the bits of NaNs and zeros.
 func fmtElem(dt hw.DType, bits uint64) string {
-	s := elemText(dt, bits)
+	s := ElemText(dt, bits)
 	if !dt.IsFloat() {
 		return s
 	}

@@ -1,0 +1,54 @@
+// Package simtest makes simulated clusters and collective buffers for the
+// tests of the packages that run plans on the simulator (ops, simexec).
+package simtest
+
+import (
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
+)
+
+// World builds a simulated cluster over spec, closed when the test ends.
+func World(t testing.TB, spec string, cfg sim.Config) (*sim.Cluster, *topology.Topology) {
+	t.Helper()
+	topo, err := topology.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(topo, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, topo
+}
+
+// Buffers allocates plan's input and output on every rank of c; in place,
+// the output aliases the input as NCCL lays it out (ops.Plan.InPlace).
+func Buffers(t testing.TB, c *sim.Cluster, plan *ops.Plan, inPlace bool) (in, out []hw.Slice) {
+	t.Helper()
+	for r, d := range c.Devices() {
+		if !inPlace {
+			ib, err := d.Alloc(plan.DType, plan.InLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ob, err := d.Alloc(plan.DType, plan.OutLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, out = append(in, hw.Whole(ib)), append(out, hw.Whole(ob))
+			continue
+		}
+		b, err := d.Alloc(plan.DType, max(plan.InLen, plan.OutLen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, o := plan.InPlace(r, hw.Whole(b))
+		in, out = append(in, i), append(out, o)
+	}
+	return in, out
+}
