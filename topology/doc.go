@@ -77,6 +77,10 @@
 //	             pciebw=64GB/s, pcielat=0 (rail=true for rail-optimised)
 //	gb200-nvl72  72 B200 on one switch, 900GB/s, 468.125ns per link, reduce 2.39TB/s
 //	mac-tb5:N    ring of N Macs over Thunderbolt 5, 10GB/s, 10us, reduce 163GB/s
+//	h200-virtual:N  N virtual ranks on one H200 (the cuda backend's --placement
+//	             virtual): a switch standing for the HBM, 1/N of 1.075TB/s of
+//	             messages and of 1.43TB/s of reduction each, latency 0 until
+//	             measured
 //
 // The single-node presets take bw, lat and reduce; dgx-h100xN takes the
 // cluster keys.

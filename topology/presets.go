@@ -84,6 +84,14 @@ const (
 	m4MaxReduceBW = 163e9
 )
 
+// Virtual ranks on one GPU (commsim's cuda backend, placement virtual): a
+// message is two device-to-device copies, into the sender's staging block
+// and out of it into the receiver's buffer, each reading and writing every
+// byte. So the H200's copy throughput of 4.3 TB/s read+written moves
+// 4.3e12/4 = 1.075e12 bytes of messages per second, shared by every rank
+// that sends at once, as the reductions share the reduce bandwidth.
+const h200VirtualMsgBW = h200CopyBW / 4
+
 var (
 	srcA100NVLink = "DGX A100 NVLink3: 12 links × 25 GB/s = 300 GB/s per direction per GPU (REFERENCE.md; nccl-tests#149, #178: all-reduce busbw ≈230 GB/s)"
 	srcH100NVLink = "DGX H100 NVLink4: 18 links, 450 GB/s per direction per GPU (REFERENCE.md; nccl-tests#212: ring busbw ≈365–370 GB/s; nccl#1455)"
@@ -101,6 +109,9 @@ var (
 	srcPCIe       = "GPU-NIC: PCIe Gen5 x16 ≈ 64 GB/s per direction (REFERENCE.md), latency 0 (folded into the network hop)"
 	srcTB5        = "Thunderbolt 5: 80 Gb/s per direction = 10 GB/s (REFERENCE.md)"
 	srcTCP        = "latency: TCP between hosts, tens of µs (REFERENCE.md); 10 µs taken"
+	srcVirtualBW  = "virtual ranks on one H200: a message is two device-to-device copies (into staging, out of it), each reading and writing every byte; the copy measured ≈4.3 TB/s read+written (REFERENCE.md) moves 4.3/4 = 1.075 TB/s of messages, split evenly: each of N ranks' links gets 1/N, as they share the HBM (bw= sets the GPU's total)"
+	srcVirtualRed = srcReduce + ", split evenly: each of N ranks reduces at 1/N of it (reduce= sets the GPU's total)"
+	srcVirtualLat = "latency: no figure for a virtual-rank message in REFERENCE.md yet; 0 until a GPU run measures it (scripts/gpu-check.sh's cli part prints the simulator beside the measurement); set it with lat="
 )
 
 type presetDef struct {
@@ -123,6 +134,16 @@ func fixedSwitch(n int) func(string, []int, params) ([]Node, []Link, error) {
 	}
 }
 
+// virtualRanks builds n ranks sharing one GPU: each rank on a switch that
+// stands for the GPU's memory, with 1/n of the GPU's message and reduce
+// bandwidth (p.bw, p.reduce), so that n ranks moving data at once share it
+// as they share the HBM.
+func virtualRanks(spec string, n []int, p params) ([]Node, []Link, error) {
+	p.bw /= float64(n[0])
+	p.reduce /= float64(n[0])
+	return buildSwitch(spec, n, p)
+}
+
 // dgxNodes builds n[0] DGX nodes of 8 GPUs as a cluster.
 func dgxNodes(spec string, n []int, p params) ([]Node, []Link, error) {
 	return buildCluster(spec, []int{n[0], 8}, p)
@@ -136,6 +157,9 @@ func presetTable() []presetDef {
 
 	mac := genericParams()
 	mac.bw, mac.lat, mac.reduce = tb5BW, tcpLat, m4MaxReduceBW
+
+	virtual := genericParams()
+	virtual.bw, virtual.lat, virtual.reduce = h200VirtualMsgBW, 0, h200ReduceBW
 
 	return []presetDef{
 		{Preset: Preset{"dgx-a100", "8× A100 80GB on NVSwitch, 300 GB/s per direction per GPU",
@@ -157,6 +181,10 @@ func presetTable() []presetDef {
 		{Preset: Preset{"mac-tb5:N", "ring of N Macs (M4 Max) cabled with Thunderbolt 5, 10 GB/s per direction",
 			[]string{srcTB5, srcTCP, srcM4Reduce}},
 			fam:   family{"mac-tb5", plainKeys, mac, buildRing},
+			shape: true},
+		{Preset: Preset{"h200-virtual:N", "N virtual ranks sharing one H200 (commsim's cuda backend, --placement virtual): each on a switch standing for the HBM, with 1/N of 1.075 TB/s of messages and of 1.43 TB/s of reduction",
+			[]string{srcVirtualBW, srcVirtualRed, srcVirtualLat}},
+			fam:   family{"h200-virtual", plainKeys, virtual, virtualRanks},
 			shape: true},
 	}
 }

@@ -24,6 +24,10 @@ func TestPresets(t *testing.T) {
 		{"mac-tb5:1", 1, 0, 0, 163e9},
 		{"mac-tb5:2", 2, 10e9, 10e-6, 163e9},
 		{"mac-tb5:4", 4, 10e9, 10e-6, 163e9},
+		{"h200-virtual:1", 1, 1.075e12, 0, 1.43e12},
+		{"h200-virtual:4", 4, 1.075e12 / 4, 0, 1.43e12 / 4},
+		{"h200-virtual:8,lat=5us", 8, 1.075e12 / 8, 5e-6, 1.43e12 / 8},
+		{"h200-virtual:2,bw=2TB/s,reduce=1TB/s", 2, 1e12, 0, 0.5e12},
 	}
 	for _, tc := range tests {
 		tp, err := Parse(tc.spec)
@@ -48,7 +52,7 @@ func TestPresets(t *testing.T) {
 
 func TestPresetList(t *testing.T) {
 	ps := Presets()
-	want := []string{"dgx-a100", "dgx-h100", "hgx-h200", "dgx-h100xN", "gb200-nvl72", "mac-tb5:N"}
+	want := []string{"dgx-a100", "dgx-h100", "hgx-h200", "dgx-h100xN", "gb200-nvl72", "mac-tb5:N", "h200-virtual:N"}
 	if len(ps) != len(want) {
 		t.Fatalf("%d presets, want %d", len(ps), len(want))
 	}

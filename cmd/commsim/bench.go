@@ -77,6 +77,9 @@ type sweep struct {
 	plot       string        // bench --plot
 	backend    *backendPlan  // where the ranks live
 	runner     verify.Runner // its buffers serve every size
+
+	simTopo *topology.Topology // --sim-topo (simtopo.go), or nil
+
 	// largest is the plan of the largest size, made by checkDuration and
 	// kept for the sweep's last size: a plan of millions of steps takes a
 	// second or two to count.
@@ -228,12 +231,13 @@ type row struct {
 	bytes                            int64
 	count                            int
 	outOfPlace, inPlace              result
+	sim                              *prediction // --sim-topo's, or nil
 }
 
 func newBenchCmd() *cobra.Command {
 	var f benchFlags
 	var pf procFlags
-	var plot string
+	var plot, simTopo string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run an nccl-tests-style size sweep of one collective",
@@ -275,6 +279,9 @@ COMMSIM_NCCL_TIMEOUT each collective (default 5m).`,
 			if err := checkPlotFile(plot, s); err != nil {
 				return err
 			}
+			if err := s.setSimTopo(simTopo); err != nil {
+				return err
+			}
 			s.plot = plot
 			return s.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -282,6 +289,7 @@ COMMSIM_NCCL_TIMEOUT each collective (default 5m).`,
 	f.register(cmd, "auto")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "write a Perfetto trace of the whole sweep (every run, every rank, transfers, link rates) to FILE")
 	cmd.Flags().StringVar(&plot, "plot", "", "also draw busbw against size (out of place) into FILE.png or FILE.svg")
+	registerSimTopo(cmd, &simTopo)
 	pf.register(cmd)
 	return cmd
 }
@@ -293,6 +301,9 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 	}
 	rows, err := s.measure(stderr)
 	if err != nil {
+		return err
+	}
+	if err := s.predict(rows); err != nil {
 		return err
 	}
 	return s.report(stdout, rows)

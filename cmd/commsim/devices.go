@@ -31,14 +31,16 @@ func listDevices(w io.Writer) {
 		fmt.Fprintf(w, "cuda:  none: %v\n", err)
 	} else {
 		v, _ := cuda.DriverVersion()
-		fmt.Fprintf(w, "cuda:  %d GPU(s), driver supports CUDA %d.%d\n", len(devs), v/1000, v%1000/10)
+		lib, _ := cuda.DriverLibrary()
+		fmt.Fprintf(w, "cuda:  %d GPU(s), driver supports CUDA %d.%d, %s\n", len(devs), v/1000, v%1000/10, lib)
 		for _, d := range devs {
 			fmt.Fprintf(w, "  %d: %s, %d MiB, sm_%d%d\n", d.Index, d.Name, d.MemoryBytes>>20, d.Major, d.Minor)
 		}
 		if v, err := cuda.NCCLVersion(); err != nil {
 			fmt.Fprintf(w, "  native (NCCL): none: %v\n", err)
 		} else {
-			fmt.Fprintf(w, "  native (NCCL): version %d\n", v)
+			lib, _ := cuda.NCCLLibrary()
+			fmt.Fprintf(w, "  native (NCCL): NCCL %s, %s\n", cuda.NCCLVersionString(v), lib)
 		}
 	}
 	if name, err := metal.DeviceName(); err != nil {

@@ -38,28 +38,36 @@ var (
 )
 
 // procFlags are bench's flags of a multi-process run. Each defaults to its
-// environment variable (read by cuda.RendezvousFromLookup).
+// COMMSIM_* variable, then to the launcher's (see launchenv.go).
 type procFlags struct {
 	nranks, rank, gpu int
 	addr              string
+	cmd               *cobra.Command // whose context holds the environment
 }
 
 func (f *procFlags) register(cmd *cobra.Command) {
+	f.cmd = cmd
 	fl := cmd.Flags()
-	fl.IntVar(&f.nranks, "nranks", 0, "multi-process run: how many processes (ranks) run this sweep together, one GPU each; over 1 needs --backend cuda --algo native (default $"+cuda.EnvWorldSize+", else 1)")
-	fl.IntVar(&f.rank, "rank", 0, "multi-process run: this process's rank, 0 to nranks-1; rank 0 serves the rendezvous and writes the report (default $"+cuda.EnvRank+")")
-	fl.StringVar(&f.addr, "addr", "", "multi-process run: host:port where rank 0 listens for the others, the same for every process (default $"+cuda.EnvAddr+")")
-	fl.IntVar(&f.gpu, "gpu", 0, "multi-process run: this process's local GPU (default: rank mod the number of local GPUs)")
+	fl.IntVar(&f.nranks, "nranks", 0, "multi-process run: how many processes (ranks) run this sweep together, one GPU each; over 1 needs --backend cuda --algo native (default $"+cuda.EnvWorldSize+", else torchrun's WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_SIZE or Slurm's SLURM_NTASKS, else 1)")
+	fl.IntVar(&f.rank, "rank", 0, "multi-process run: this process's rank, 0 to nranks-1; rank 0 serves the rendezvous and writes the report (default $"+cuda.EnvRank+", else RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID)")
+	fl.StringVar(&f.addr, "addr", "", "multi-process run: host:port where rank 0 listens for the others, the same for every process (default $"+cuda.EnvAddr+", else $MASTER_ADDR:$MASTER_PORT)")
+	fl.IntVar(&f.gpu, "gpu", 0, "multi-process run: this process's local GPU (default $"+EnvLocalRank+", else LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID modulo the host's GPUs, else the rank mod the number of local GPUs)")
 }
 
 // multiProc is a checked multi-process setting.
 type multiProc struct {
 	rdv cuda.Rendezvous
 	gpu int // -1 until resolveMulti picks the default
+	// gpuFrom names where gpu came from, for errors; gpuWraps says that
+	// it is a launcher's local rank, taken modulo the host's GPUs (a
+	// Slurm task bound to one GPU sees it as GPU 0 whatever its local
+	// rank).
+	gpuFrom  string
+	gpuWraps bool
 }
 
-// resolve merges the flags over the environment. It returns nil for a
-// one-process run.
+// resolve merges the flags over COMMSIM_* over the launcher's variables.
+// It returns nil for a one-process run.
 func (f *procFlags) resolve(fl *pflag.FlagSet) (*multiProc, error) {
 	set := fl.Changed
 	switch {
@@ -72,25 +80,53 @@ func (f *procFlags) resolve(fl *pflag.FlagSet) (*multiProc, error) {
 	case set("gpu") && f.gpu < 0:
 		return nil, usagef("--gpu %d must not be negative", f.gpu)
 	}
-	inEnv := func(key string) bool { _, ok := os.LookupEnv(key); return ok }
+	env := os.LookupEnv
+	if f.cmd != nil {
+		env = envFrom(f.cmd.Context())
+	}
+	inEnv := func(key string) bool { _, ok := env(key); return ok }
+	var ls launchSettings
+	if fl.Lookup("backend").Value.String() == "cuda" && fl.Lookup("algo").Value.String() == ops.Native {
+		var err error
+		if ls, err = fromLauncher(env); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case !set("nranks") && !inEnv(cuda.EnvWorldSize) && (set("rank") || set("addr") || set("gpu")):
+	case !set("nranks") && !inEnv(cuda.EnvWorldSize) && !ls.size.set && (set("rank") || set("addr") || set("gpu")):
 		return nil, usagef("--rank, --addr and --gpu are for multi-process runs: add --nranks N (or set %s)", cuda.EnvWorldSize)
-	case set("nranks") && f.nranks > 1 && !set("rank") && !inEnv(cuda.EnvRank):
+	case set("nranks") && f.nranks > 1 && !set("rank") && !inEnv(cuda.EnvRank) && !ls.rank.set:
 		return nil, usagef("--nranks %d needs this process's --rank (or %s)", f.nranks, cuda.EnvRank)
-	case set("nranks") && f.nranks > 1 && !set("addr") && !inEnv(cuda.EnvAddr):
-		return nil, usagef("--nranks %d needs --addr, host:port of rank 0 (or %s)", f.nranks, cuda.EnvAddr)
+	case set("nranks") && f.nranks > 1 && !set("addr") && !inEnv(cuda.EnvAddr) && !ls.addr.set:
+		return nil, usagef("--nranks %d needs --addr, host:port of rank 0 (or %s, or %s and %s)", f.nranks, cuda.EnvAddr, envMasterAddr, envMasterPort)
+	}
+	// pick is a setting's value: its flag, its COMMSIM_* variable, or
+	// the launcher's.
+	pick := func(flag, flagValue, key string, launched setting) setting {
+		if set(flag) {
+			return setting{value: flagValue, from: "--" + flag, set: true}
+		}
+		if v, ok := env(key); ok {
+			return setting{value: v, from: key, set: true}
+		}
+		return launched
+	}
+	size := pick("nranks", strconv.Itoa(f.nranks), cuda.EnvWorldSize, ls.size)
+	rank := pick("rank", strconv.Itoa(f.rank), cuda.EnvRank, ls.rank)
+	addr := pick("addr", f.addr, cuda.EnvAddr, ls.addr)
+	if err := checkLaunched(size, rank, addr); err != nil {
+		return nil, err
 	}
 	lookup := func(key string) (string, bool) {
-		switch {
-		case key == cuda.EnvWorldSize && set("nranks"):
-			return strconv.Itoa(f.nranks), true
-		case key == cuda.EnvRank && set("rank"):
-			return strconv.Itoa(f.rank), true
-		case key == cuda.EnvAddr && set("addr"):
-			return f.addr, true
+		switch key {
+		case cuda.EnvWorldSize:
+			return size.value, size.set
+		case cuda.EnvRank:
+			return rank.value, rank.set
+		case cuda.EnvAddr:
+			return addr.value, addr.set
 		}
-		return os.LookupEnv(key)
+		return env(key)
 	}
 	rdv, err := cuda.RendezvousFromLookup(lookup)
 	if err != nil {
@@ -103,10 +139,43 @@ func (f *procFlags) resolve(fl *pflag.FlagSet) (*multiProc, error) {
 		return nil, nil
 	}
 	m := &multiProc{rdv: rdv, gpu: -1}
-	if set("gpu") {
-		m.gpu = f.gpu
+	switch {
+	case set("gpu"):
+		m.gpu, m.gpuFrom = f.gpu, fmt.Sprintf("--gpu %d", f.gpu)
+	case inEnv(EnvLocalRank):
+		v, _ := env(EnvLocalRank)
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return nil, usagef("%s=%q is not a non-negative integer", EnvLocalRank, v)
+		}
+		m.gpu, m.gpuFrom = n, fmt.Sprintf("%s=%d", EnvLocalRank, n)
+	case ls.localRank.set:
+		m.gpu, _ = strconv.Atoi(ls.localRank.value)
+		m.gpuFrom, m.gpuWraps = ls.localRank.from, true
 	}
 	return m, nil
+}
+
+// checkLaunched checks what the launcher's variables supplied, so that
+// errors name them rather than the COMMSIM_* variables they stand in for.
+func checkLaunched(size, rank, addr setting) error {
+	if !size.launched && !rank.launched {
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(size.value))
+	if !size.set || err != nil || n <= 1 {
+		return nil // a one-process run, or an error RendezvousFromLookup names
+	}
+	if !rank.set {
+		return usagef("a world of %d ranks (from %s) needs this process's rank: --rank, %s, or the launcher's", n, size.from, cuda.EnvRank)
+	}
+	if r, err := strconv.Atoi(strings.TrimSpace(rank.value)); err == nil && r >= n {
+		return usagef("rank %d (from %s) is out of range 0..%d for a world of %d ranks (from %s)", r, rank.from, n-1, n, size.from)
+	}
+	if !addr.set {
+		return missingAddr(size)
+	}
+	return nil
 }
 
 // check refuses the bench flags a multi-process run cannot honour.
@@ -132,10 +201,13 @@ func (f *backendFlags) resolveMulti(topoSet bool, topoSpec string) (*backendPlan
 	if n == 0 {
 		return nil, nil, errors.New("cuda: no GPU on this host")
 	}
-	if m.gpu < 0 {
+	switch {
+	case m.gpu < 0:
 		m.gpu = m.rdv.Rank % n
-	} else if m.gpu >= n {
-		return nil, nil, usagef("--gpu %d: this host has %d GPU(s), 0..%d", m.gpu, n, n-1)
+	case m.gpu >= n && m.gpuWraps:
+		m.gpu %= n
+	case m.gpu >= n:
+		return nil, nil, usagef("%s: this host has %d GPU(s), 0..%d", m.gpuFrom, n, n-1)
 	}
 	bp := &backendPlan{name: "cuda", ranks: m.rdv.Size, gpus: []int{m.gpu}, multi: m}
 	topo, err := f.costModel(bp, topoSet, topoSpec)

@@ -18,11 +18,15 @@ import (
 	"github.com/commsim/commsim/topology"
 )
 
-// clearRendezvousEnv unsets the COMMSIM_* variables of a multi-process
-// run for the test (restoring them after).
+// clearRendezvousEnv unsets the variables of a multi-process run, ours
+// and the launchers', for the test (restoring them after).
 func clearRendezvousEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{cuda.EnvRank, cuda.EnvWorldSize, cuda.EnvAddr, cuda.EnvTimeout} {
+	keys := []string{cuda.EnvRank, cuda.EnvWorldSize, cuda.EnvAddr, cuda.EnvTimeout, EnvLocalRank, envMasterAddr, envMasterPort}
+	for _, l := range launchers {
+		keys = append(keys, l.rank, l.size, l.localRank)
+	}
+	for _, k := range keys {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -65,7 +69,7 @@ func TestMultiProcessFlagMisuseIsUsageError(t *testing.T) {
 		"no such gpu":      {args: append([]string{"--gpu", "2"}, mp...), text: "--gpu 2: this host has 2 GPU(s), 0..1"},
 		"rank alone":       {args: []string{"--rank", "1"}, text: "--rank, --addr and --gpu are for multi-process runs"},
 		"gpu alone":        {args: []string{"--backend", "cuda", "--gpu", "1"}, text: "add --nranks N"},
-		"no address":       {args: []string{"--backend", "cuda", "--algo", "native", "--nranks", "2", "--rank", "1"}, text: "--nranks 2 needs --addr, host:port of rank 0 (or COMMSIM_ADDR)"},
+		"no address":       {args: []string{"--backend", "cuda", "--algo", "native", "--nranks", "2", "--rank", "1"}, text: "--nranks 2 needs --addr, host:port of rank 0 (or COMMSIM_ADDR, or MASTER_ADDR and MASTER_PORT)"},
 		"no rank":          {args: []string{"--backend", "cuda", "--algo", "native", "--nranks", "2", "--addr", "h:1"}, text: "--nranks 2 needs this process's --rank (or COMMSIM_RANK)"},
 		"env no address":   {args: []string{"--backend", "cuda", "--algo", "native", "--rank", "1"}, env: map[string]string{cuda.EnvWorldSize: "2"}, text: "COMMSIM_ADDR is not set"},
 		"bad address":      {args: append(append([]string{}, mp...), "--addr", "node0"), text: `COMMSIM_ADDR="node0": want host:port`},

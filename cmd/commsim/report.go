@@ -60,7 +60,8 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 	}
 	fmt.Fprintf(w, "# %s; out-of-place then in-place\n", times)
 	writeMirrored(w, s.mirrored, 2*len(rows))
-	header := append([]string{}, columns...)
+	simHeader(w, rows)
+	header := append(append([]string{}, columns...), simColumns(rows)...)
 	if s.algo == "auto" {
 		header = append(header, "algo")
 	}
@@ -68,7 +69,7 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 	t.Header(header)
 	sum := 0.0
 	for _, r := range rows {
-		c := cells(r)
+		c := append(cells(r), simCells(r)...)
 		if s.algo == "auto" {
 			c = append(c, r.algo)
 		}
@@ -90,9 +91,9 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 }
 
 func writeCSV(w io.Writer, rows []row) error {
-	out := [][]string{append([]string{"op", "algo", "topology", "ranks"}, columns...)}
+	out := [][]string{append(append([]string{"op", "algo", "topology", "ranks"}, columns...), simColumns(rows)...)}
 	for _, r := range rows {
-		out = append(out, append([]string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks)}, cells(r)...))
+		out = append(out, append(append([]string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks)}, cells(r)...), simCells(r)...))
 	}
 	return writeCSVRows(w, out)
 }
@@ -123,6 +124,7 @@ type jsonRow struct {
 	InAlgBW  float64 `json:"inplace_algbw_gbps"`
 	InBusBW  float64 `json:"inplace_busbw_gbps"`
 	InWrong  *int    `json:"inplace_wrong"`
+	simJSON
 }
 
 func wrongPtr(n int) *int {
@@ -137,7 +139,7 @@ func writeJSON(w io.Writer, rows []row) error {
 	for _, r := range rows {
 		o, i := r.outOfPlace, r.inPlace
 		if err := enc.Encode(jsonRow{jsonRecord{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
-			o.timeUS, o.algbw, o.busbw, wrongPtr(o.wrong)}, i.timeUS, i.algbw, i.busbw, wrongPtr(i.wrong)}); err != nil {
+			o.timeUS, o.algbw, o.busbw, wrongPtr(o.wrong)}, i.timeUS, i.algbw, i.busbw, wrongPtr(i.wrong), simFields(r)}); err != nil {
 			return err
 		}
 	}

@@ -2,9 +2,22 @@
 // (libcuda.so.1) and NCCL (libnccl.so.2), both loaded with purego: there is
 // no cgo. Every driver symbol is resolved once into a typed function
 // variable and checked (a missing library or symbol is an error naming it,
-// never a crash), every CUresult becomes a Go error naming the call and the
-// driver's message, and Go memory handed to the driver is pinned
+// never a crash; _v2 entry points first, an older name only where its C
+// signature is the same), every CUresult becomes a Go error naming the call
+// and the driver's message, and Go memory handed to the driver is pinned
 // (runtime.Pinner) for the call.
+//
+// # Finding the libraries
+//
+// The libraries are looked for where people have them (libsearch.go): the
+// driver in COMMSIM_CUDA_LIBRARY, on the loader's path, then in the
+// directories containers, WSL2 and NixOS put it; NCCL in
+// COMMSIM_NCCL_LIBRARY (alone, when set), on the loader's path, then under
+// nvidia/nccl/lib in the site-packages of $VIRTUAL_ENV, $CONDA_PREFIX, the
+// user's and the system's Python directories, and last in those python3 on
+// PATH reports, which is where pip's nvidia-nccl-cu12/-cu13 wheels put it.
+// The error names every place tried; DriverLibrary and NCCLLibrary say
+// which file was loaded and from where.
 //
 // # Worlds and virtual ranks
 //
@@ -83,17 +96,22 @@
 // devices (ncclCommInitAll), and Launch enqueues the calls, as one NCCL
 // group, on the ranks' streams in order with their other work. NCCL needs
 // one GPU per rank (placement gpu, OnePerGPU): virtual ranks are refused
-// with an error that says so. NCCL is loaded on first use from
-// libnccl.so.2, or from the path in COMMSIM_NCCL_LIBRARY (pip installs it
-// off the loader's path); without it plans still run and only algorithm
-// native fails, with an error wrapping ErrNoNCCL.
+// with an error that says so. NCCL is loaded on first use (see Finding the
+// libraries); without it plans still run and only algorithm native fails,
+// with an error wrapping ErrNoNCCL.
 //
 // Across processes (one GPU each, on one host or many), JoinNative opens a
 // one-rank world on the process's GPU, meets the other processes through a
 // TCP rendezvous (Rendezvous, RendezvousFromEnv: rank 0 serves NCCL's
-// unique id) and joins its rank with ncclCommInitRank. The communicator
-// has every process's ranks and launches this process's only; each process
-// runs its rank's part of a native plan with ops.RunNativeRank.
+// unique id) and joins its rank as a nonblocking communicator
+// (ncclCommInitRankConfig, blocking = 0; ncclCommInitRank before NCCL
+// 2.14). The communicator has every process's ranks and launches this
+// process's only; each process runs its rank's part of a native plan with
+// ops.RunNativeRank. Nonblocking, NCCL's calls return ncclInProgress while
+// it works, and ncclCommGetAsyncError says when it is done: the join, and
+// the first collective, inside which NCCL connects to the peers, can be
+// given up on (ncclCommAbort) when a peer is dead, where a blocking call
+// would hang its caller, the watchdog and Abort alike.
 //
 // Native results are not bit-identical with the plans' and no test demands
 // it: NCCL picks its own reduction order (ring or tree, split over
@@ -112,7 +130,13 @@
 // communicators that include the device as well. See native_launch.go for
 // how one thread issues the group while every stream keeps its own worker.
 //
+// Closing a world synchronises every stream on every GPU before anything
+// is freed: a receiver's peer copy reads the sender's staging memory on
+// another GPU.
+//
 // Tests that need a GPU skip with the reason when the driver or a GPU is
 // missing; scripts/gpu-check.sh builds the test binary here and runs it on
-// a GPU machine.
+// a GPU machine, where a skip fails the check. The GPU tests append their
+// measurements to the file COMMSIM_FIGURES names, for the check's
+// summary.json.
 package cuda

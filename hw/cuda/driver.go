@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 )
-
-// LibCUDA is the driver library's name.
-const LibCUDA = "libcuda.so.1"
 
 // ErrNoDriver is wrapped by every error that comes from the driver library
 // being absent or unusable.
@@ -25,14 +23,13 @@ type cuResult int32
 // driver holds the resolved driver entry points. Each is bound once, after
 // Dlsym found it, so a missing symbol is an error rather than a panic.
 type driver struct {
-	cuInit              func(flags uint32) cuResult
-	cuDriverGetVersion  func(version *int32) cuResult
-	cuDeviceGetCount    func(count *int32) cuResult
-	cuDeviceGet         func(dev *int32, ordinal int32) cuResult
-	cuDeviceGetName     func(name *byte, length int32, dev int32) cuResult
-	cuDeviceTotalMem    func(bytes *uint64, dev int32) cuResult
-	cuGetErrorString    func(result cuResult, str **byte) cuResult
-	cuDeviceComputeCapa func(major, minor *int32, dev int32) cuResult
+	cuInit             func(flags uint32) cuResult
+	cuDriverGetVersion func(version *int32) cuResult
+	cuDeviceGetCount   func(count *int32) cuResult
+	cuDeviceGet        func(dev *int32, ordinal int32) cuResult
+	cuDeviceGetName    func(name *byte, length int32, dev int32) cuResult
+	cuDeviceTotalMem   func(bytes *uint64, dev int32) cuResult
+	cuGetErrorString   func(result cuResult, str **byte) cuResult
 
 	// Contexts, streams, events, memory and modules: the backend proper.
 	// Handles (CUcontext, CUstream, CUevent, CUmodule, CUfunction) are
@@ -71,73 +68,142 @@ const (
 	cudaErrorPeerAccessAlreadyEnabled cuResult = 704
 )
 
-var (
-	loadOnce sync.Once
-	loaded   *driver
-	loadErr  error
+// CUdevice_attribute values (cuda.h).
+const (
+	attrMultiprocessorCount = 16
+	attrComputeCapMajor     = 75
+	attrComputeCapMinor     = 76
 )
 
-// load opens the driver library and resolves its symbols, once.
+var (
+	loadOnce  sync.Once
+	loaded    *driver
+	loadedLib Library
+	loadErr   error
+)
+
+// driverSymbol is one entry point and the names it may have, newest first.
+// A later name is listed only where its C signature is the same: the _v2
+// of cuMemAlloc, cuMemFree, the async copies and cuDeviceTotalMem take
+// 64-bit sizes and pointers where the old names took 32-bit ones, so those
+// have no fallback. cuEventElapsedTime_v2 (CUDA 12.8) has the old one's
+// signature, and newer drivers may keep only the _v2.
+type driverSymbol struct {
+	names []string
+	fn    any
+}
+
+func (d *driver) symbols() []driverSymbol {
+	one := func(name string, fn any) driverSymbol { return driverSymbol{[]string{name}, fn} }
+	v2 := func(name string, fn any) driverSymbol { return driverSymbol{[]string{name + "_v2", name}, fn} }
+	return []driverSymbol{
+		one("cuInit", &d.cuInit),
+		one("cuDriverGetVersion", &d.cuDriverGetVersion),
+		one("cuDeviceGetCount", &d.cuDeviceGetCount),
+		one("cuDeviceGet", &d.cuDeviceGet),
+		one("cuDeviceGetName", &d.cuDeviceGetName),
+		one("cuDeviceTotalMem_v2", &d.cuDeviceTotalMem),
+		one("cuGetErrorString", &d.cuGetErrorString),
+		one("cuDeviceGetAttribute", &d.cuDeviceGetAttribute),
+		one("cuDeviceCanAccessPeer", &d.cuDeviceCanAccessPeer),
+		one("cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain),
+		v2("cuDevicePrimaryCtxRelease", &d.cuDevicePrimaryCtxRelease),
+		one("cuCtxSetCurrent", &d.cuCtxSetCurrent),
+		one("cuCtxEnablePeerAccess", &d.cuCtxEnablePeerAccess),
+		one("cuMemAlloc_v2", &d.cuMemAlloc),
+		one("cuMemFree_v2", &d.cuMemFree),
+		one("cuMemsetD8Async", &d.cuMemsetD8Async),
+		one("cuMemcpyHtoDAsync_v2", &d.cuMemcpyHtoDAsync),
+		one("cuMemcpyDtoHAsync_v2", &d.cuMemcpyDtoHAsync),
+		one("cuMemcpyDtoDAsync_v2", &d.cuMemcpyDtoDAsync),
+		one("cuMemcpyPeerAsync", &d.cuMemcpyPeerAsync),
+		one("cuStreamCreate", &d.cuStreamCreate),
+		v2("cuStreamDestroy", &d.cuStreamDestroy),
+		one("cuStreamSynchronize", &d.cuStreamSynchronize),
+		one("cuStreamWaitEvent", &d.cuStreamWaitEvent),
+		one("cuEventCreate", &d.cuEventCreate),
+		v2("cuEventDestroy", &d.cuEventDestroy),
+		one("cuEventRecord", &d.cuEventRecord),
+		one("cuEventQuery", &d.cuEventQuery),
+		v2("cuEventElapsedTime", &d.cuEventElapsedTime),
+		one("cuModuleLoadDataEx", &d.cuModuleLoadDataEx),
+		one("cuModuleGetFunction", &d.cuModuleGetFunction),
+		one("cuLaunchKernel", &d.cuLaunchKernel),
+	}
+}
+
+// bindDriver resolves every entry point through lookup (Dlsym on the
+// library) and binds it with register (purego.RegisterFunc), trying each
+// symbol's names in order. It returns the names bound, by the first name
+// of their symbol, or an error naming the symbol that has none.
+func bindDriver(lookup func(name string) (uintptr, error), register func(fn any, addr uintptr)) (*driver, map[string]string, error) {
+	d := &driver{}
+	bound := map[string]string{}
+	for _, sym := range d.symbols() {
+		var addr uintptr
+		var err error
+		for _, name := range sym.names {
+			if addr, err = lookup(name); err == nil {
+				bound[sym.names[0]] = name
+				break
+			}
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("no symbol %s: %v", strings.Join(sym.names, " or "), err)
+		}
+		register(sym.fn, addr)
+	}
+	return d, bound, nil
+}
+
+// openDriver opens one candidate library file and initialises the driver.
+// A driver that loads but fails cuInit (no GPU, a driver/kernel mismatch)
+// stops the search: another copy of libcuda would not do better.
+func openDriver(file string) (*driver, error) {
+	h, err := purego.Dlopen(file, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, err
+	}
+	d, _, err := bindDriver(func(name string) (uintptr, error) { return purego.Dlsym(h, name) }, purego.RegisterFunc)
+	if err != nil {
+		purego.Dlclose(h)
+		return nil, err
+	}
+	if err := d.check("cuInit", d.cuInit(0)); err != nil {
+		return nil, stopSearch{err}
+	}
+	return d, nil
+}
+
+// load finds the driver library, resolves its symbols and initialises it,
+// once (see driverPlaces for where it looks).
 func load() (*driver, error) {
 	loadOnce.Do(func() {
-		h, err := purego.Dlopen(LibCUDA, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		var d *driver
+		lib, err := findLibrary(osLibEnv.driverPlaces(), func(file string) error {
+			var err error
+			d, err = openDriver(file)
+			return err
+		})
 		if err != nil {
-			loadErr = fmt.Errorf("%w: %s not found (needs an NVIDIA driver): %v", ErrNoDriver, LibCUDA, err)
-			return
-		}
-		d := &driver{}
-		for _, sym := range []struct {
-			name string
-			fn   any
-		}{
-			{"cuInit", &d.cuInit},
-			{"cuDriverGetVersion", &d.cuDriverGetVersion},
-			{"cuDeviceGetCount", &d.cuDeviceGetCount},
-			{"cuDeviceGet", &d.cuDeviceGet},
-			{"cuDeviceGetName", &d.cuDeviceGetName},
-			{"cuDeviceTotalMem_v2", &d.cuDeviceTotalMem},
-			{"cuGetErrorString", &d.cuGetErrorString},
-			{"cuDeviceComputeCapability", &d.cuDeviceComputeCapa},
-			{"cuDeviceGetAttribute", &d.cuDeviceGetAttribute},
-			{"cuDeviceCanAccessPeer", &d.cuDeviceCanAccessPeer},
-			{"cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain},
-			{"cuDevicePrimaryCtxRelease_v2", &d.cuDevicePrimaryCtxRelease},
-			{"cuCtxSetCurrent", &d.cuCtxSetCurrent},
-			{"cuCtxEnablePeerAccess", &d.cuCtxEnablePeerAccess},
-			{"cuMemAlloc_v2", &d.cuMemAlloc},
-			{"cuMemFree_v2", &d.cuMemFree},
-			{"cuMemsetD8Async", &d.cuMemsetD8Async},
-			{"cuMemcpyHtoDAsync_v2", &d.cuMemcpyHtoDAsync},
-			{"cuMemcpyDtoHAsync_v2", &d.cuMemcpyDtoHAsync},
-			{"cuMemcpyDtoDAsync_v2", &d.cuMemcpyDtoDAsync},
-			{"cuMemcpyPeerAsync", &d.cuMemcpyPeerAsync},
-			{"cuStreamCreate", &d.cuStreamCreate},
-			{"cuStreamDestroy_v2", &d.cuStreamDestroy},
-			{"cuStreamSynchronize", &d.cuStreamSynchronize},
-			{"cuStreamWaitEvent", &d.cuStreamWaitEvent},
-			{"cuEventCreate", &d.cuEventCreate},
-			{"cuEventDestroy_v2", &d.cuEventDestroy},
-			{"cuEventRecord", &d.cuEventRecord},
-			{"cuEventQuery", &d.cuEventQuery},
-			{"cuEventElapsedTime", &d.cuEventElapsedTime},
-			{"cuModuleLoadDataEx", &d.cuModuleLoadDataEx},
-			{"cuModuleGetFunction", &d.cuModuleGetFunction},
-			{"cuLaunchKernel", &d.cuLaunchKernel},
-		} {
-			addr, err := purego.Dlsym(h, sym.name)
-			if err != nil {
-				loadErr = fmt.Errorf("%w: %s has no symbol %s: %v", ErrNoDriver, LibCUDA, sym.name, err)
-				return
+			var se *searchError
+			if errors.As(err, &se) && se.cause != nil {
+				loadErr = fmt.Errorf("%w: %s loads but does not work: %v", ErrNoDriver, LibCUDA, err)
+			} else {
+				loadErr = fmt.Errorf("%w: %s not found (it comes with the NVIDIA driver; %s names the file): %v", ErrNoDriver, LibCUDA, EnvCUDALibrary, err)
 			}
-			purego.RegisterFunc(sym.fn, addr)
-		}
-		if err := d.check("cuInit", d.cuInit(0)); err != nil {
-			loadErr = fmt.Errorf("%w: %v", ErrNoDriver, err)
 			return
 		}
-		loaded = d
+		loaded, loadedLib = d, lib
 	})
 	return loaded, loadErr
+}
+
+// DriverLibrary says which driver library was loaded and from where, or
+// why none could be.
+func DriverLibrary() (Library, error) {
+	_, err := load()
+	return loadedLib, err
 }
 
 // check turns a CUresult into an error naming the call and the driver's
@@ -202,6 +268,10 @@ func Devices() ([]DeviceInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	return d.devices()
+}
+
+func (d *driver) devices() ([]DeviceInfo, error) {
 	var count int32
 	var pin runtime.Pinner
 	defer pin.Unpin()
@@ -226,10 +296,15 @@ func Devices() ([]DeviceInfo, error) {
 		if err := d.check("cuDeviceTotalMem_v2", d.cuDeviceTotalMem(&mem, dev)); err != nil {
 			return nil, err
 		}
+		// The attributes, not the deprecated cuDeviceComputeCapability,
+		// which newer drivers need not export.
 		var major, minor int32
 		pin.Pin(&major)
 		pin.Pin(&minor)
-		if err := d.check("cuDeviceComputeCapability", d.cuDeviceComputeCapa(&major, &minor, dev)); err != nil {
+		if err := d.check("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", d.cuDeviceGetAttribute(&major, attrComputeCapMajor, dev)); err != nil {
+			return nil, err
+		}
+		if err := d.check("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", d.cuDeviceGetAttribute(&minor, attrComputeCapMinor, dev)); err != nil {
 			return nil, err
 		}
 		out = append(out, DeviceInfo{Index: int(i), Name: cString(name), MemoryBytes: mem, Major: int(major), Minor: int(minor)})

@@ -23,6 +23,9 @@ type DeviceInfo struct {
 // Available explains that this OS is not supported.
 func Available() error { return errors.Join(ErrNoDriver, errors.New("cuda backend: needs Linux")) }
 
+// DriverLibrary is unavailable on this OS.
+func DriverLibrary() (Library, error) { return Library{}, Available() }
+
 // DriverVersion is unavailable on this OS.
 func DriverVersion() (int, error) { return 0, Available() }
 

@@ -102,11 +102,19 @@ func (f *fakeCUDA) driver() *driver {
 			copy(unsafe.Slice(name, n), fmt.Sprintf("Fake GPU %d\x00", dev))
 			return 0
 		},
-		cuDeviceTotalMem:    func(b *uint64, dev int32) cuResult { *b = 1 << 30; return 0 },
-		cuGetErrorString:    func(cuResult, **byte) cuResult { return fakeInvalidValue },
-		cuDeviceComputeCapa: func(major, minor *int32, dev int32) cuResult { *major, *minor = 9, 0; return 0 },
+		cuDeviceTotalMem: func(b *uint64, dev int32) cuResult { *b = 1 << 30; return 0 },
+		cuGetErrorString: func(cuResult, **byte) cuResult { return fakeInvalidValue },
 		cuDeviceGetAttribute: func(v *int32, attr int32, dev int32) cuResult {
-			*v = 4
+			switch attr {
+			case attrMultiprocessorCount:
+				*v = 4
+			case attrComputeCapMajor:
+				*v = 9
+			case attrComputeCapMinor:
+				*v = 0
+			default:
+				return fakeInvalidValue
+			}
 			return 0
 		},
 		cuDeviceCanAccessPeer:     func(can *int32, a, b int32) cuResult { *can = 1; return 0 },

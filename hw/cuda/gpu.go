@@ -77,7 +77,7 @@ func (g *gpu) init(d *driver) error {
 	}
 	var sms int32
 	pin.Pin(&sms)
-	if err := d.check("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", d.cuDeviceGetAttribute(&sms, 16, g.dev)); err != nil {
+	if err := d.check("cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", d.cuDeviceGetAttribute(&sms, attrMultiprocessorCount, g.dev)); err != nil {
 		return err
 	}
 	g.sms = max(int(sms), 1)

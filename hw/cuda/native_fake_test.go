@@ -20,9 +20,13 @@ import (
 // without a GPU. The fake driver runs every call when it is issued, so
 // computing at issue is what a GPU running the group in stream order
 // would produce. With net set it is one process's NCCL in a job of
-// several (see fakeNet): ncclGetUniqueId and ncclCommInitRank work, and a
-// group on such a communicator computes once every process launched its
-// part.
+// several (see fakeNet): ncclGetUniqueId, ncclCommInitRank and
+// ncclCommInitRankConfig work, and a group on such a communicator computes
+// once every process launched its part. A nonblocking communicator
+// (ncclCommInitRankConfig with blocking = 0) does its init and each group
+// in the background: the call returns ncclInProgress, and
+// ncclCommGetAsyncError says ncclInProgress until the job's other
+// processes have come, as NCCL's does while it connects to its peers.
 type fakeNCCL struct {
 	f   *fakeCUDA
 	lib *ncclLib
@@ -42,7 +46,11 @@ type fakeNCCL struct {
 type fakeNCCLComm struct {
 	rank, nranks int
 	closed       string
-	job          *fakeJob // nil unless made by ncclCommInitRank
+	job          *fakeJob // nil unless made by ncclCommInitRank(Config)
+	id           NCCLUniqueID
+	nonblocking  bool
+	busy         int        // nonblocking calls still running
+	failed       ncclResult // what the last of them returned, when not success
 }
 
 type fakeNCCLCall struct {
@@ -51,6 +59,7 @@ type fakeNCCLCall struct {
 	send, recv, count uintptr
 	dt, red, peer     int32
 	job               *fakeJob
+	comm              *fakeNCCLComm
 }
 
 func newFakeNCCL(f *fakeCUDA) *fakeNCCL {
@@ -62,7 +71,7 @@ func newFakeNCCL(f *fakeCUDA) *fakeNCCL {
 		if cm == nil || cm.closed != "" {
 			return 4 // ncclInvalidArgument
 		}
-		c.rank, c.nranks, c.job = cm.rank, cm.nranks, cm.job
+		c.rank, c.nranks, c.job, c.comm = cm.rank, cm.nranks, cm.job, cm
 		if c.op == x.failOp {
 			return 2
 		}
@@ -99,6 +108,35 @@ func newFakeNCCL(f *fakeCUDA) *fakeNCCL {
 			x.comms[x.next] = &fakeNCCLComm{rank: int(rank), nranks: int(nranks), job: job}
 			*comm = x.next
 			return 0
+		},
+		commInitRankConfig: func(comm *uintptr, nranks int32, id ncclUniqueIDArg, rank int32, config *ncclConfig) ncclResult {
+			if x.net == nil {
+				return 5
+			}
+			if config.magic != ncclConfigMagic || config.size != ncclConfigSize || config.version != ncclConfigVersion {
+				return 4
+			}
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			x.log = append(x.log, fmt.Sprintf("initRankConfig nranks=%d rank=%d blocking=%d", nranks, rank, config.blocking))
+			x.next++
+			cm := &fakeNCCLComm{rank: int(rank), nranks: int(nranks), id: id.Internal, nonblocking: config.blocking == 0, busy: 1}
+			x.comms[x.next] = cm
+			*comm = x.next
+			join := func() {
+				job, r := x.net.join(id.Internal, int(nranks), int(rank))
+				x.mu.Lock()
+				defer x.mu.Unlock()
+				cm.job, cm.busy, cm.failed = job, 0, r
+			}
+			if cm.nonblocking {
+				go join()
+				return ncclInProgress
+			}
+			x.mu.Unlock()
+			join()
+			x.mu.Lock()
+			return cm.failed
 		},
 		commInitAll: func(comms *uintptr, ndev int32, devlist *int32) ncclResult {
 			x.mu.Lock()
@@ -161,7 +199,14 @@ func newFakeNCCL(f *fakeCUDA) *fakeNCCL {
 			if cm == nil || cm.closed != "" {
 				return 4
 			}
-			*r = x.async[cm.rank]
+			switch {
+			case cm.busy > 0:
+				*r = ncclInProgress
+			case cm.failed != ncclSuccess:
+				*r = cm.failed
+			default:
+				*r = x.async[cm.rank]
+			}
 			return 0
 		},
 		commAbort:      func(comm uintptr) ncclResult { return x.close(comm, "abort") },
@@ -180,6 +225,11 @@ func (x *fakeNCCL) close(comm uintptr, how string) ncclResult {
 	}
 	cm.closed = how
 	x.log = append(x.log, fmt.Sprintf("%s rank=%d", how, cm.rank))
+	if how == "abort" && x.net != nil && cm.busy > 0 {
+		// Like ncclCommAbort, end what the communicator still waits for;
+		// its peers then see it gone.
+		x.net.kill(cm.id)
+	}
 	return 0
 }
 
@@ -218,12 +268,25 @@ var (
 func (x *fakeNCCL) runLocked() ncclResult {
 	calls := x.queued
 	x.queued = nil
-	if len(calls) > 0 && calls[0].job != nil {
-		x.mu.Unlock()
-		defer x.mu.Lock()
-		return x.net.submit(calls[0].job, calls)
+	if len(calls) == 0 || calls[0].job == nil {
+		return runFakeCalls(x.f, calls)
 	}
-	return runFakeCalls(x.f, calls)
+	if cm := calls[0].comm; cm.nonblocking {
+		cm.busy++
+		go func() {
+			r := x.net.submit(calls[0].job, calls)
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			cm.busy--
+			if r != ncclSuccess {
+				cm.failed = r
+			}
+		}()
+		return ncclInProgress
+	}
+	x.mu.Unlock()
+	defer x.mu.Lock()
+	return x.net.submit(calls[0].job, calls)
 }
 
 // runFakeCalls computes calls on f's memory: every input is read before

@@ -114,20 +114,34 @@ func joinNative(ctx context.Context, d *driver, loadLib func() (*ncclLib, error)
 }
 
 // initRankTimed joins the rank with dev current, giving up after rdv's
-// timeout or when ctx ends. NCCL's call cannot be cancelled, so on giving
-// up it is left running and abandoned is true: whatever the call makes is
-// aborted once it returns, and then cleanup runs (closing the world under
-// it). Otherwise cleanup is not called.
+// timeout or when ctx ends. The communicator is a nonblocking one
+// (ncclCommInitRankConfig, NCCL ≥ 2.14): the join runs in NCCL's
+// background while this polls for its end, and giving up aborts it
+// (ncclCommAbort), so nothing is left behind; its collectives can then be
+// given up on too while NCCL connects (see native_launch.go). An older
+// NCCL joins with the blocking ncclCommInitRank, which cannot be
+// cancelled: on giving up that call is left running and abandoned is true;
+// whatever it makes is aborted once it returns, and then cleanup runs
+// (closing the world under it). Otherwise cleanup is not called.
 func initRankTimed(ctx context.Context, d *driver, lib *ncclLib, dev *Device, id NCCLUniqueID, rdv Rendezvous, cleanup func()) (c *NCCLComm, abandoned bool, err error) {
+	setDevice := func() error { return d.check("cuCtxSetCurrent", d.cuCtxSetCurrent(dev.g.ctx)) }
+	c, ok, err := lib.initRankNonblocking(id, rdv.Size, rdv.Rank, setDevice)
+	if ok {
+		if err != nil {
+			return nil, false, fmt.Errorf("GPU %d: %w", dev.GPU(), err)
+		}
+		if err := waitJoined(ctx, c, rdv); err != nil {
+			return nil, false, fmt.Errorf("GPU %d: %w", dev.GPU(), err)
+		}
+		return c, false, nil
+	}
 	type result struct {
 		c   *NCCLComm
 		err error
 	}
 	res := make(chan result, 1)
 	go func() {
-		c, err := lib.initRanks(id, rdv.Size, []int{rdv.Rank}, func(int) error {
-			return d.check("cuCtxSetCurrent", d.cuCtxSetCurrent(dev.g.ctx))
-		})
+		c, err := lib.initRanks(id, rdv.Size, []int{rdv.Rank}, func(int) error { return setDevice() })
 		res <- result{c, err}
 	}()
 	timer := time.NewTimer(rdv.timeout())
@@ -150,6 +164,37 @@ func initRankTimed(ctx context.Context, d *driver, lib *ncclLib, dev *Device, id
 		}
 		cleanup()
 	}()
-	return nil, true, fmt.Errorf("GPU %d: ncclCommInitRank(rank %d of %d) did not return: %w (every rank joins right after the rendezvous: a process may have failed in between; NCCL's call is left running)",
+	return nil, true, fmt.Errorf("GPU %d: ncclCommInitRank(rank %d of %d) did not return: %w (every rank joins right after the rendezvous: a process may have failed in between; NCCL's call is left running, since this NCCL has no nonblocking init)",
 		dev.GPU(), rdv.Rank, rdv.Size, why)
+}
+
+// waitJoined polls a nonblocking communicator until its join is done, NCCL
+// reports an error, rdv's timeout passes or ctx ends; in the last three
+// cases it aborts the communicator.
+func waitJoined(ctx context.Context, c *NCCLComm, rdv Rendezvous) error {
+	timer := time.NewTimer(rdv.timeout())
+	defer timer.Stop()
+	delay := ncclWatchMinDelay
+	for {
+		ok, err := c.Ready()
+		if ok {
+			return nil
+		}
+		var why error
+		if err != nil {
+			why = err
+		} else {
+			select {
+			case <-time.After(delay):
+				delay = min(2*delay, ncclWatchMaxDelay)
+				continue
+			case <-timer.C:
+				why = fmt.Errorf("%w after %v", context.DeadlineExceeded, rdv.timeout())
+			case <-ctx.Done():
+				why = ctx.Err()
+			}
+		}
+		return errors.Join(fmt.Errorf("ncclCommInitRankConfig(rank %d of %d) did not finish: %w (every rank joins right after the rendezvous: a process may have failed in between); communicator aborted",
+			rdv.Rank, rdv.Size, why), c.Abort())
+	}
 }

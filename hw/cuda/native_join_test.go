@@ -47,6 +47,7 @@ type fakeJob struct {
 	arrived int
 	calls   []fakeNCCLCall
 	result  ncclResult
+	dead    bool // a process aborted: waits end with ncclRemoteError
 }
 
 func newFakeNet(f *fakeCUDA) *fakeNet {
@@ -109,10 +110,20 @@ func (n *fakeNet) join(id NCCLUniqueID, nranks, rank int) (*fakeJob, ncclResult)
 	}
 	job.joined[rank] = true
 	n.cond.Broadcast()
-	if !n.waitFor(func() bool { return len(job.joined) == job.nranks }) {
+	if !n.waitFor(func() bool { return len(job.joined) == job.nranks || job.dead }) || job.dead {
 		return nil, 6 // ncclRemoteError: the peers never came
 	}
 	return job, 0
+}
+
+// kill ends the waits of the job named by id, as a process's abort does.
+func (n *fakeNet) kill(id NCCLUniqueID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if job := n.jobs[id]; job != nil {
+		job.dead = true
+		n.cond.Broadcast()
+	}
 }
 
 func (n *fakeNet) submit(job *fakeJob, calls []fakeNCCLCall) ncclResult {
@@ -127,7 +138,7 @@ func (n *fakeNet) submit(job *fakeJob, calls []fakeNCCLCall) ncclResult {
 		n.cond.Broadcast()
 		return job.result
 	}
-	if !n.waitFor(func() bool { return job.round != round }) {
+	if !n.waitFor(func() bool { return job.round != round || job.dead }) || job.round == round {
 		return 6
 	}
 	return job.result
@@ -207,7 +218,7 @@ func TestJoinNativeEmulated(t *testing.T) {
 				if pr.w.Size() != 1 || pr.comm.Ranks() != p || !slices.Equal(pr.comm.LocalRanks(), []int{r}) || pr.dev.GPU() != r%2 {
 					t.Fatalf("rank %d: world of %d, communicator of %d ranks holding %v, GPU %d", r, pr.w.Size(), pr.comm.Ranks(), pr.comm.LocalRanks(), pr.dev.GPU())
 				}
-				if log := pr.x.take(); !slices.Equal(log, []string{fmt.Sprintf("initRank nranks=%d rank=%d", p, r)}) {
+				if log := pr.x.take(); !slices.Equal(log, []string{fmt.Sprintf("initRankConfig nranks=%d rank=%d blocking=0", p, r)}) {
 					t.Errorf("rank %d: transcript %q", r, log)
 				}
 			}
@@ -358,27 +369,41 @@ func TestJoinNativeFailures(t *testing.T) {
 	}
 }
 
-// A rank that takes the id but never joins leaves the others in
-// ncclCommInitRank: they give up after the rendezvous timeout instead of
-// hanging.
+// A rank that takes the id but never joins leaves the others waiting in
+// the join: they give up after the rendezvous timeout instead of hanging,
+// aborting the nonblocking join (ncclCommAbort). An NCCL without
+// ncclCommInitRankConfig joins with the blocking call, which is left
+// running.
 func TestJoinNativeInitTimeout(t *testing.T) {
-	f, d := fake()
-	fn := newFakeNet(f)
-	fn.wait = 300 * time.Millisecond
-	addr := loopbackAddr(t)
-	const timeout = 100 * time.Millisecond
-	fetched := make(chan error, 1)
-	go func() {
-		_, err := Rendezvous{Addr: addr, Rank: 1, Size: 2, Timeout: 5 * time.Second}.Fetch(context.Background(), NCCLUniqueIDBytes)
-		fetched <- err
-	}()
-	x := fn.process()
-	_, _, _, err := joinNative(context.Background(), d, func() (*ncclLib, error) { return x.lib, nil }, Rendezvous{Addr: addr, Rank: 0, Size: 2, Timeout: timeout}, 0)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "ncclCommInitRank(rank 0 of 2) did not return") {
-		t.Errorf("init without the peer: %v", err)
-	}
-	if err := <-fetched; err != nil {
-		t.Errorf("rank 1's fetch: %v", err)
+	for _, nonblocking := range []bool{true, false} {
+		t.Run(fmt.Sprint("nonblocking=", nonblocking), func(t *testing.T) {
+			f, d := fake()
+			fn := newFakeNet(f)
+			fn.wait = 300 * time.Millisecond
+			addr := loopbackAddr(t)
+			const timeout = 100 * time.Millisecond
+			fetched := make(chan error, 1)
+			go func() {
+				_, err := Rendezvous{Addr: addr, Rank: 1, Size: 2, Timeout: 5 * time.Second}.Fetch(context.Background(), NCCLUniqueIDBytes)
+				fetched <- err
+			}()
+			x := fn.process()
+			want := "ncclCommInitRankConfig(rank 0 of 2) did not finish"
+			if !nonblocking {
+				x.lib.commInitRankConfig = nil
+				want = "ncclCommInitRank(rank 0 of 2) did not return"
+			}
+			_, _, _, err := joinNative(context.Background(), d, func() (*ncclLib, error) { return x.lib, nil }, Rendezvous{Addr: addr, Rank: 0, Size: 2, Timeout: timeout}, 0)
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), want) {
+				t.Errorf("init without the peer: %v", err)
+			}
+			if err := <-fetched; err != nil {
+				t.Errorf("rank 1's fetch: %v", err)
+			}
+			if log := x.take(); nonblocking && (len(log) != 2 || log[1] != "abort rank=0") {
+				t.Errorf("transcript %q, want the join and its abort", log)
+			}
+		})
 	}
 }
 

@@ -41,6 +41,15 @@ import (
 // group was issued skips its op, which fails the launch for every other
 // participant with an error naming it (nativeLaunch.skipped).
 //
+// On a nonblocking communicator (JoinNative's) ncclGroupEnd returns
+// ncclInProgress while NCCL still issues the group, which on the first
+// collective includes connecting to the peers: the launcher then waits,
+// without launchMu, until ncclCommGetAsyncError says the group is issued,
+// under the same timeout, and Abort can end the wait. A blocking group end
+// could not be left (NCCL allows no ncclCommAbort while a call is being
+// issued), so a dead peer at the first collective would have hung the
+// launcher, Abort and the watchdog alike.
+//
 // A collective whose peer is stuck never finishes, and nothing in CUDA says
 // so. After the group is issued a goroutine runs NCCLComm's watchdog over the
 // marker events (cuEventQuery: CUDA_SUCCESS done, CUDA_ERROR_NOT_READY not
@@ -232,7 +241,7 @@ func (l *nativeLaunch) launch(s *Stream) (launched bool, err error) {
 	n := l.n
 	d := n.h.d
 	n.launchMu.Lock()
-	err = n.comm.Launch(l.calls)
+	pending, err := n.comm.launch(l.calls)
 	var ne *NCCLError
 	if errors.As(err, &ne) {
 		// NCCL failed inside the group, which may have issued part of it:
@@ -242,6 +251,19 @@ func (l *nativeLaunch) launch(s *Stream) (launched bool, err error) {
 		} else {
 			err = fmt.Errorf("%w; communicator aborted, since part of the group may have been issued", err)
 		}
+	}
+	if err == nil && pending {
+		// A nonblocking communicator is still issuing the group: on its
+		// first collective NCCL connects to the peers, which never ends if
+		// one is dead. The kernels are not on the streams yet, so the
+		// markers wait; launchMu is let go meanwhile, so that Abort and
+		// the watchdog's timeout can end the wait (ncclCommAbort).
+		n.launchMu.Unlock()
+		err = n.comm.watch(context.Background(), l.timeout, n.comm.Ready, n.abortComm)
+		if err != nil {
+			err = fmt.Errorf("issuing the group: %w", err)
+		}
+		n.launchMu.Lock()
 	}
 	if err == nil {
 		launched = true
@@ -330,11 +352,7 @@ func (l *nativeLaunch) watch() {
 	n := l.n
 	h := n.h
 	defer h.watches.Done()
-	err := n.comm.watch(context.Background(), l.timeout, l.done, func() error {
-		n.launchMu.Lock()
-		defer n.launchMu.Unlock()
-		return n.comm.Abort()
-	})
+	err := n.comm.watch(context.Background(), l.timeout, l.done, n.abortComm)
 	l.putMarkers()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -354,6 +372,13 @@ func (l *nativeLaunch) watch() {
 	}
 	n.watching--
 	h.idle.Broadcast()
+}
+
+// abortComm aborts the communicator outside any group being issued.
+func (n *NativeComm) abortComm() error {
+	n.launchMu.Lock()
+	defer n.launchMu.Unlock()
+	return n.comm.Abort()
 }
 
 // watching reports whether a watchdog still runs for one of the stream's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -50,25 +49,29 @@ type ncclUniqueIDArg struct {
 // device pointer (ncclComm_t, cudaStream_t, void*) as uintptr, since they
 // point to memory Go must not touch.
 type ncclLib struct {
-	path    string
+	path    string // the file opened
+	from    string // where the search found it (see ncclPlaces)
 	version int
 
-	getVersion        func(version *int32) ncclResult
-	getUniqueID       func(id *NCCLUniqueID) ncclResult
-	commInitRank      func(comm *uintptr, nranks int32, id ncclUniqueIDArg, rank int32) ncclResult
-	commInitAll       func(comms *uintptr, ndev int32, devlist *int32) ncclResult
-	allReduce         func(send, recv, count uintptr, dt, op int32, comm, stream uintptr) ncclResult
-	allGather         func(send, recv, sendcount uintptr, dt int32, comm, stream uintptr) ncclResult
-	reduceScatter     func(send, recv, recvcount uintptr, dt, op int32, comm, stream uintptr) ncclResult
-	broadcast         func(send, recv, count uintptr, dt, root int32, comm, stream uintptr) ncclResult
-	send              func(buf, count uintptr, dt, peer int32, comm, stream uintptr) ncclResult
-	recv              func(buf, count uintptr, dt, peer int32, comm, stream uintptr) ncclResult
-	groupStart        func() ncclResult
-	groupEnd          func() ncclResult
-	commGetAsyncError func(comm uintptr, result *ncclResult) ncclResult
-	commAbort         func(comm uintptr) ncclResult
-	commDestroy       func(comm uintptr) ncclResult
-	getErrorString    func(result ncclResult) string
+	getVersion   func(version *int32) ncclResult
+	getUniqueID  func(id *NCCLUniqueID) ncclResult
+	commInitRank func(comm *uintptr, nranks int32, id ncclUniqueIDArg, rank int32) ncclResult
+	// commInitRankConfig is optional (NCCL ≥ 2.14); nil when the library
+	// lacks it, and then JoinNative's communicators block as before.
+	commInitRankConfig func(comm *uintptr, nranks int32, id ncclUniqueIDArg, rank int32, config *ncclConfig) ncclResult
+	commInitAll        func(comms *uintptr, ndev int32, devlist *int32) ncclResult
+	allReduce          func(send, recv, count uintptr, dt, op int32, comm, stream uintptr) ncclResult
+	allGather          func(send, recv, sendcount uintptr, dt int32, comm, stream uintptr) ncclResult
+	reduceScatter      func(send, recv, recvcount uintptr, dt, op int32, comm, stream uintptr) ncclResult
+	broadcast          func(send, recv, count uintptr, dt, root int32, comm, stream uintptr) ncclResult
+	send               func(buf, count uintptr, dt, peer int32, comm, stream uintptr) ncclResult
+	recv               func(buf, count uintptr, dt, peer int32, comm, stream uintptr) ncclResult
+	groupStart         func() ncclResult
+	groupEnd           func() ncclResult
+	commGetAsyncError  func(comm uintptr, result *ncclResult) ncclResult
+	commAbort          func(comm uintptr) ncclResult
+	commDestroy        func(comm uintptr) ncclResult
+	getErrorString     func(result ncclResult) string
 	// getLastError is optional (NCCL ≥ 2.13); nil when the library lacks it.
 	getLastError func(comm uintptr) string
 }
@@ -79,16 +82,47 @@ var (
 	ncclLoadErr error
 )
 
-// loadNCCL opens NCCL once, from COMMSIM_NCCL_LIBRARY if set, else LibNCCL.
+// loadNCCL finds and opens NCCL once: COMMSIM_NCCL_LIBRARY when set, else
+// the loader's path, then the places pip and conda put it (ncclPlaces).
 func loadNCCL() (*ncclLib, error) {
 	ncclOnce.Do(func() {
-		path := LibNCCL
-		if p := os.Getenv(EnvNCCLLibrary); p != "" {
-			path = p
-		}
-		ncclLoaded, ncclLoadErr = openNCCL(path)
+		ncclLoaded, ncclLoadErr = findNCCL(osLibEnv)
 	})
 	return ncclLoaded, ncclLoadErr
+}
+
+func findNCCL(e libEnv) (*ncclLib, error) {
+	var l *ncclLib
+	found, err := findLibrary(e.ncclPlaces(), func(file string) error {
+		var err error
+		l, err = openNCCL(file)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: no usable %s (native collectives need NCCL 2.7 or later: pip install nvidia-nccl-cu12, or set %s to the file): %v",
+			ErrNoNCCL, LibNCCL, EnvNCCLLibrary, err)
+	}
+	l.path, l.from = found.Path, found.From
+	return l, nil
+}
+
+// NCCLLibrary says which NCCL was loaded and from where, or why none
+// could be.
+func NCCLLibrary() (Library, error) {
+	l, err := loadNCCL()
+	if err != nil {
+		return Library{}, err
+	}
+	return Library{Path: l.path, From: l.from}, nil
+}
+
+// NCCLVersionString spells an NCCL version code: 22703 is "2.27.3", 2708
+// (before 2.9) "2.7.8".
+func NCCLVersionString(code int) string {
+	if code < 10000 {
+		return fmt.Sprintf("%d.%d.%d", code/1000, code%1000/100, code%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", code/10000, code%10000/100, code%100)
 }
 
 // check turns a result into an *NCCLError naming the call, with NCCL's text
@@ -185,6 +219,11 @@ type NCCLComm struct {
 	ranks   []int     // global ranks held here, ascending
 	handles []uintptr // ncclComm_t of ranks[i]
 	devices []int     // CUDA ordinal of ranks[i], or -1 when NCCL chose
+
+	// nonblocking communicators (ncclConfig_t.blocking = 0) return
+	// ncclInProgress from calls NCCL is still working on, and
+	// ncclCommGetAsyncError reports ncclInProgress until it is done.
+	nonblocking bool
 
 	// mu orders async-error polling against Abort and Destroy, so a poll
 	// never reads a freed communicator. It is never held across a call
@@ -480,6 +519,9 @@ func (c *NCCLComm) enqueue(k NCCLCall, a ncclArgs) error {
 	case hw.NativeRecv:
 		r = l.recv(k.Recv, a.count, a.dt, a.peer, a.handle, k.Stream)
 	}
+	if c.nonblocking && r == ncclInProgress {
+		return nil // queued; the group's end says when it is issued
+	}
 	return l.check(fmt.Sprintf("%s(rank %d)", ncclFuncName[k.Op], k.Rank), a.handle, r)
 }
 
@@ -548,19 +590,39 @@ func (c *NCCLComm) Recv(rank int, buf uintptr, count int, dt hw.DType, peer int,
 // pair balanced; calls fn made before failing may then still launch, and a
 // caller that cannot tell should Abort. Launch avoids this by validating
 // every call first.
+//
+// On a nonblocking communicator (JoinNative's) Group returns once NCCL has
+// issued the group, polling ncclCommGetAsyncError while it is in progress.
 func (c *NCCLComm) Group(fn func() error) error {
+	pending, err := c.group(fn)
+	if err == nil && pending {
+		err = c.waitReady()
+	}
+	return err
+}
+
+// group is Group without the wait: pending says that NCCL is still issuing
+// the group of a nonblocking communicator (ncclGroupEnd returned
+// ncclInProgress, which it does while it connects to the peers on a first
+// collective), so its work is not on the streams yet; Ready says when it
+// is.
+func (c *NCCLComm) group(fn func() error) (pending bool, err error) {
 	if err := c.isClosed(); err != nil {
-		return err
+		return false, err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := c.lib.check("ncclGroupStart", 0, c.lib.groupStart()); err != nil {
-		return err
+		return false, err
 	}
 	c.groups.Add(1)
 	ferr := fn()
 	c.groups.Add(-1)
-	return errors.Join(ferr, c.lib.check("ncclGroupEnd", 0, c.lib.groupEnd()))
+	r := c.lib.groupEnd()
+	if c.nonblocking && r == ncclInProgress {
+		return ferr == nil, ferr
+	}
+	return false, errors.Join(ferr, c.lib.check("ncclGroupEnd", 0, r))
 }
 
 // Launch validates calls and then issues them as one group: one call per
@@ -569,18 +631,28 @@ func (c *NCCLComm) Group(fn func() error) error {
 // returns once the work is queued on the calls' streams; use Watch to wait.
 // Nothing is issued if any call is invalid.
 func (c *NCCLComm) Launch(calls []NCCLCall) error {
+	pending, err := c.launch(calls)
+	if err == nil && pending {
+		err = c.waitReady()
+	}
+	return err
+}
+
+// launch is Launch without waiting for a nonblocking communicator's group
+// to be issued (see group).
+func (c *NCCLComm) launch(calls []NCCLCall) (pending bool, err error) {
 	if err := c.isClosed(); err != nil {
-		return err
+		return false, err
 	}
 	if len(calls) == 0 {
-		return nil
+		return false, nil
 	}
 	args := make([]ncclArgs, len(calls))
 	perOp := map[hw.NativeOp]map[int]int{}
 	for i, k := range calls {
 		a, err := c.prepare(k)
 		if err != nil {
-			return fmt.Errorf("nccl: launch call %d: %w", i, err)
+			return false, fmt.Errorf("nccl: launch call %d: %w", i, err)
 		}
 		args[i] = a
 		if k.Op != hw.NativeSend && k.Op != hw.NativeRecv {
@@ -594,12 +666,12 @@ func (c *NCCLComm) Launch(calls []NCCLCall) error {
 		want := byRank[c.ranks[0]]
 		for _, r := range c.ranks {
 			if byRank[r] != want {
-				return fmt.Errorf("nccl: %w: launch has %d %v call(s) for rank %d but %d for rank %d; every local rank (%v) must take part equally",
+				return false, fmt.Errorf("nccl: %w: launch has %d %v call(s) for rank %d but %d for rank %d; every local rank (%v) must take part equally",
 					hw.ErrBadArgument, byRank[r], op, r, want, c.ranks[0], c.ranks)
 			}
 		}
 	}
-	return c.Group(func() error {
+	return c.group(func() error {
 		for i, k := range calls {
 			if err := c.enqueue(k, args[i]); err != nil {
 				return err
@@ -611,12 +683,20 @@ func (c *NCCLComm) Launch(calls []NCCLCall) error {
 
 // AsyncError polls ncclCommGetAsyncError on every local rank and returns
 // their errors joined, or nil. An async error means the communicator is
-// broken and its streams may never finish: Abort it.
+// broken and its streams may never finish: Abort it. ncclInProgress (a
+// nonblocking call NCCL is still working on) is not an error.
 func (c *NCCLComm) AsyncError() error {
+	_, err := c.pollAsync()
+	return err
+}
+
+// pollAsync is AsyncError, and whether some local rank is still in
+// progress.
+func (c *NCCLComm) pollAsync() (inProgress bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed != nil {
-		return c.closed
+		return false, c.closed
 	}
 	res := new(ncclResult)
 	var pin runtime.Pinner
@@ -630,11 +710,15 @@ func (c *NCCLComm) AsyncError() error {
 			errs = append(errs, err)
 			continue
 		}
-		if *res != ncclSuccess && *res != ncclInProgress {
+		switch *res {
+		case ncclSuccess:
+		case ncclInProgress:
+			inProgress = true
+		default:
 			errs = append(errs, c.lib.check(fmt.Sprintf("rank %d: asynchronous error", c.ranks[i]), h, *res))
 		}
 	}
-	return errors.Join(errs...)
+	return inProgress, errors.Join(errs...)
 }
 
 // Destroy frees the communicator after its queued work has finished
@@ -671,13 +755,15 @@ func (c *NCCLComm) close(name string, why error, fn func(uintptr) ncclResult) er
 		errs = append(errs, c.lib.check("ncclGroupStart", 0, c.lib.groupStart()))
 	}
 	for i, h := range c.handles {
-		// No ncclGetLastError here: the handle may be gone already.
-		if r := fn(h); r != ncclSuccess {
+		// No ncclGetLastError here: the handle may be gone already. A
+		// nonblocking communicator may answer ncclInProgress: NCCL then
+		// finishes freeing it on its own.
+		if r := fn(h); r != ncclSuccess && !(c.nonblocking && r == ncclInProgress) {
 			errs = append(errs, &NCCLError{Call: fmt.Sprintf("%s(rank %d)", name, c.ranks[i]), Result: int(r), Text: c.lib.getErrorString(r)})
 		}
 	}
 	if grouped {
-		if r := c.lib.groupEnd(); r != ncclSuccess {
+		if r := c.lib.groupEnd(); r != ncclSuccess && !(c.nonblocking && r == ncclInProgress) {
 			errs = append(errs, &NCCLError{Call: "ncclGroupEnd(" + name + ")", Result: int(r), Text: c.lib.getErrorString(r)})
 		}
 	}

@@ -20,8 +20,7 @@ import (
 func openNCCL(path string) (*ncclLib, error) {
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s not found (native collectives need NCCL; set %s to its path if it is installed off the loader path): %v",
-			ErrNoNCCL, path, EnvNCCLLibrary, err)
+		return nil, err
 	}
 	l := &ncclLib{path: path}
 	for _, sym := range []struct {
@@ -32,6 +31,7 @@ func openNCCL(path string) (*ncclLib, error) {
 		{"ncclGetVersion", &l.getVersion, false},
 		{"ncclGetUniqueId", &l.getUniqueID, false},
 		{"ncclCommInitRank", &l.commInitRank, false},
+		{"ncclCommInitRankConfig", &l.commInitRankConfig, true},
 		{"ncclCommInitAll", &l.commInitAll, false},
 		{"ncclAllReduce", &l.allReduce, false},
 		{"ncclAllGather", &l.allGather, false},
@@ -53,7 +53,7 @@ func openNCCL(path string) (*ncclLib, error) {
 				continue
 			}
 			purego.Dlclose(h)
-			return nil, fmt.Errorf("%w: %s has no symbol %s (NCCL 2.7 or later is needed): %v", ErrNoNCCL, path, sym.name, err)
+			return nil, fmt.Errorf("no symbol %s (NCCL 2.7 or later is needed): %v", sym.name, err)
 		}
 		purego.RegisterFunc(sym.fn, addr)
 	}
@@ -63,7 +63,7 @@ func openNCCL(path string) (*ncclLib, error) {
 	defer pin.Unpin()
 	if r := l.getVersion(v); r != ncclSuccess {
 		purego.Dlclose(h)
-		return nil, fmt.Errorf("%w: %s: ncclGetVersion: ncclResult %d: %s", ErrNoNCCL, path, r, l.getErrorString(r))
+		return nil, fmt.Errorf("ncclGetVersion: ncclResult %d: %s", r, l.getErrorString(r))
 	}
 	l.version = int(*v)
 	return l, nil

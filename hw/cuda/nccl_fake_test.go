@@ -76,6 +76,20 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
 	*comm = newComm(rank, nranks, -1);
 	return 0;
 }
+typedef struct {
+	size_t size; unsigned int magic, version;
+	int blocking, cgaClusterSize, minCTAs, maxCTAs;
+	const char *netName;
+} ncclConfig_t;
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config) {
+	lastId = id;
+	logf_("initRankConfig nranks=%d rank=%d id[0]=%d id[127]=%d size=%zu magic=%#x version=%u blocking=%d cga=%d min=%d max=%d net=%p",
+		nranks, rank, (unsigned char)id.internal[0], (unsigned char)id.internal[127], config->size, config->magic,
+		config->version, config->blocking, config->cgaClusterSize, config->minCTAs, config->maxCTAs, (void *)config->netName);
+	if (rank < 0 || rank >= nranks) return 4;
+	*comm = newComm(rank, nranks, -1);
+	return config->blocking == 0 ? 7 : 0;
+}
 ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) {
 	logf_("initAll ndev=%d devs=%d,%d", ndev, devlist[0], ndev > 1 ? devlist[1] : -1);
 	for (int i = 0; i < ndev; i++) comms[i] = newComm(i, ndev, devlist[i]);
@@ -128,6 +142,7 @@ const char *ncclGetLastError(ncclComm_t c) { return "fake last error"; }
 // ncclFake is the compiled stand-in with its test hooks bound.
 type ncclFake struct {
 	lib      *ncclLib
+	so       string // the compiled stand-in
 	log      func() string
 	reset    func()
 	lastID   func(out *NCCLUniqueID)
@@ -173,7 +188,7 @@ func openNCCLFake(t *testing.T) *ncclFake {
 			ncclFakeErr = err
 			return
 		}
-		f := &ncclFake{lib: l}
+		f := &ncclFake{lib: l, so: so}
 		purego.RegisterLibFunc(&f.log, h, "fake_log")
 		purego.RegisterLibFunc(&f.reset, h, "fake_reset")
 		purego.RegisterLibFunc(&f.lastID, h, "fake_last_id")
@@ -232,6 +247,63 @@ func TestNCCLFakeUniqueIDByValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expect(t, "destroy rank=2")
+}
+
+// ncclCommInitRankConfig gets the id by value, the rank and the config
+// pointer in their C places, and the config as NCCL_CONFIG_INITIALIZER
+// with blocking = 0; ncclInProgress is not an error there.
+func TestNCCLFakeInitRankConfigNonblocking(t *testing.T) {
+	f := openNCCLFake(t)
+	if f.lib.commInitRankConfig == nil {
+		t.Fatal("ncclCommInitRankConfig not bound")
+	}
+	var id NCCLUniqueID
+	for i := range id {
+		id[i] = byte(i*5 + 1)
+	}
+	c, ok, err := f.lib.initRankNonblocking(id, 3, 1, func() error { return nil })
+	if !ok || err != nil {
+		t.Fatalf("initRankNonblocking: %v, %v", ok, err)
+	}
+	var seen NCCLUniqueID
+	f.lastID(&seen)
+	if seen != id {
+		t.Fatalf("ncclCommInitRankConfig received a different id:\n got % x\nwant % x", seen[:16], id[:16])
+	}
+	f.expect(t, "initRankConfig nranks=3 rank=1 id[0]=1 id[127]=124 size=40 magic=0xcafebeef version=21700 blocking=0 cga=-2147483648 min=-2147483648 max=-2147483648 net=(nil)")
+	if ready, err := c.Ready(); !ready || err != nil || !c.nonblocking {
+		t.Errorf("ready %v, %v, nonblocking %v", ready, err, c.nonblocking)
+	}
+	if err := c.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	f.expect(t, "abort rank=1")
+}
+
+// NCCL installed by pip into a virtualenv is found and loaded, and says
+// where it came from.
+func TestNCCLFakeFoundInVirtualEnv(t *testing.T) {
+	f := openNCCLFake(t)
+	if h, err := purego.Dlopen(LibNCCL, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
+		purego.Dlclose(h)
+		t.Skip("an NCCL on the loader's path would be found first")
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "venv/lib/python3.12/site-packages/nvidia/nccl/lib")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(f.so, filepath.Join(dir, LibNCCL)); err != nil {
+		t.Fatal(err)
+	}
+	e := fakeLibEnv(root, map[string]string{"VIRTUAL_ENV": "$ROOT/venv"}, nil, errors.New("not asked"))
+	l, err := findNCCL(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.path != filepath.Join(dir, LibNCCL) || l.from != "site-packages of $VIRTUAL_ENV" || l.version != 22105 {
+		t.Errorf("loaded %s from %q, version %d", l.path, l.from, l.version)
+	}
 }
 
 func TestNCCLFakeInitRanksGrouped(t *testing.T) {

@@ -7,13 +7,13 @@ import (
 	"github.com/commsim/commsim/hw"
 )
 
-// LibNCCL is the NCCL library's name. The environment variable
-// COMMSIM_NCCL_LIBRARY, when set, names another file to load instead (NCCL
-// installed by pip lives in site-packages/nvidia/nccl/lib, off the loader's
-// path).
+// LibNCCL is the NCCL library's name. It is looked for on the loader's
+// path and where pip and conda put it (see NCCLLibrary); the environment
+// variable COMMSIM_NCCL_LIBRARY, when set, names the file to load instead.
 const LibNCCL = "libnccl.so.2"
 
-// EnvNCCLLibrary overrides LibNCCL with a path.
+// EnvNCCLLibrary names the NCCL file to load; when it is set nothing else is
+// tried.
 const EnvNCCLLibrary = "COMMSIM_NCCL_LIBRARY"
 
 // Sentinel errors of the NCCL capability.
@@ -39,13 +39,48 @@ const NCCLUniqueIDBytes = 128
 // processes with Rendezvous (see NCCLRendezvous).
 type NCCLUniqueID [NCCLUniqueIDBytes]byte
 
+// ncclConfig is the head of ncclConfig_t (nccl.h) as NCCL 2.17 laid it out:
+// size, magic and version, then the attributes, of which only blocking is
+// set here. NCCL copies min(size, its own sizeof) bytes and takes the
+// attributes the version says the caller knew of, so a newer NCCL reads
+// this prefix and defaults the rest; it copies the struct during the call,
+// so pinned Go memory serves. On 64-bit targets: size at 0 (size_t),
+// magic at 8, version at 12, blocking at 16, cgaClusterSize, minCTAs and
+// maxCTAs at 20, 24 and 28, netName at 32; 40 bytes.
+type ncclConfig struct {
+	size           uintptr
+	magic          uint32
+	version        uint32
+	blocking       int32
+	cgaClusterSize int32
+	minCTAs        int32
+	maxCTAs        int32
+	netName        uintptr
+}
+
+const (
+	ncclConfigMagic    = 0xcafebeef          // NCCL_API_MAGIC
+	ncclConfigVersion  = 21700               // NCCL_VERSION(2, 17, 0): the layout above
+	ncclConfigUndefInt = -(1 << 31)          // NCCL_CONFIG_UNDEF_INT (INT_MIN): NCCL's default
+	ncclConfigSize     = 8 + 4 + 4 + 4*4 + 8 // sizeof on 64-bit targets
+)
+
+// nonblockingConfig is NCCL_CONFIG_INITIALIZER with blocking = 0: calls on
+// the communicator (its init, a group's end) return ncclInProgress instead
+// of blocking while NCCL works, and ncclCommGetAsyncError says when it is
+// done, so a dead peer can be given up on with ncclCommAbort.
+func nonblockingConfig() ncclConfig {
+	return ncclConfig{size: ncclConfigSize, magic: ncclConfigMagic, version: ncclConfigVersion, blocking: 0,
+		cgaClusterSize: ncclConfigUndefInt, minCTAs: ncclConfigUndefInt, maxCTAs: ncclConfigUndefInt}
+}
+
 // ncclResult is ncclResult_t.
 type ncclResult int32
 
 // The ncclResult_t values this package treats specially.
 const (
 	ncclSuccess    ncclResult = 0
-	ncclInProgress ncclResult = 7 // nonblocking init still running; not an error
+	ncclInProgress ncclResult = 7 // a nonblocking call still running; not an error
 	ncclTimeout    ncclResult = 8 // NCCL ≥ 2.23
 )
 

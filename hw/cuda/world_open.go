@@ -52,9 +52,10 @@ func newWorld(d *driver, gpus []int) (w *hw.World, close func() error, err error
 	return w, h.close, nil
 }
 
-// close ends the world: workers stop (blocked ones give up), then each
-// GPU's streams are drained and destroyed and the world's memory and
-// events freed. Later calls on its devices return hw.ErrClosed.
+// close ends the world: workers stop (blocked ones give up), then every
+// stream on every GPU is drained, and only then are the streams destroyed
+// and the world's memory and events freed. Later calls on its devices
+// return hw.ErrClosed.
 func (h *hub) close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -84,31 +85,42 @@ func (h *hub) close() error {
 		}
 		byGPU[dev.g] = append(byGPU[dev.g], dev)
 	}
-	for _, g := range order {
-		err := withContext(h.d, g.ctx, func() error {
-			var errs []error
-			for _, dev := range byGPU[g] {
-				for _, s := range dev.strms {
-					errs = append(errs, h.d.check("cuStreamSynchronize", h.d.cuStreamSynchronize(s.cu)),
-						h.d.check("cuStreamDestroy_v2", h.d.cuStreamDestroy(s.cu)))
-				}
+	// Every stream of every GPU finishes before anything is freed: a
+	// receiver's peer copy reads the sender's staging on another GPU, so
+	// freeing one GPU's memory after only its own streams are done could
+	// pull it from under a copy still queued elsewhere (after an error or
+	// an abort left work behind).
+	onEach := func(what string, fn func(g *gpu) []error) {
+		for _, g := range order {
+			if err := withContext(h.d, g.ctx, func() error { return errors.Join(fn(g)...) }); err != nil {
+				errs = append(errs, fmt.Errorf("cuda: close gpu %d: %s: %w", g.ordinal, what, err))
 			}
-			for _, dev := range byGPU[g] {
-				for b := range dev.bufs {
-					if b.ptr != 0 {
-						errs = append(errs, h.d.check("cuMemFree_v2", h.d.cuMemFree(b.ptr)))
-					}
-				}
-				dev.bufs = nil
-			}
-			if p := h.pools[g]; p != nil {
-				errs = append(errs, p.release(h.d))
-			}
-			return errors.Join(errs...)
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("cuda: close gpu %d: %w", g.ordinal, err))
 		}
 	}
+	onEach("synchronizing its streams", func(g *gpu) (errs []error) {
+		for _, dev := range byGPU[g] {
+			for _, s := range dev.strms {
+				errs = append(errs, h.d.check("cuStreamSynchronize", h.d.cuStreamSynchronize(s.cu)))
+			}
+		}
+		return errs
+	})
+	onEach("freeing", func(g *gpu) (errs []error) {
+		for _, dev := range byGPU[g] {
+			for _, s := range dev.strms {
+				errs = append(errs, h.d.check("cuStreamDestroy_v2", h.d.cuStreamDestroy(s.cu)))
+			}
+			for b := range dev.bufs {
+				if b.ptr != 0 {
+					errs = append(errs, h.d.check("cuMemFree_v2", h.d.cuMemFree(b.ptr)))
+				}
+			}
+			dev.bufs = nil
+		}
+		if p := h.pools[g]; p != nil {
+			errs = append(errs, p.release(h.d))
+		}
+		return errs
+	})
 	return errors.Join(errs...)
 }
