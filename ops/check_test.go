@@ -138,7 +138,8 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 		"bad dtype":     func(s *Spec) { s.DType = 0 },
 		"bad redop":     func(s *Spec) { s.Redop = 0 },
 		"root":          func(s *Spec) { s.Op, s.Root = Broadcast, 4 },
-		"overflow":      func(s *Spec) { s.Op, s.Count, s.Ranks = AllGather, 1<<30, 1<<10 },
+		"overflow":      func(s *Spec) { s.Op, s.Count, s.Ranks = AllGather, 1<<52, 1<<10 },
+		"huge count":    func(s *Spec) { s.Count, s.DType = 1<<61, hw.F64 },
 		"unimplemented": func(s *Spec) { s.Op = AllToAll },
 		"barrier data":  func(s *Spec) { s.Op, s.Algo = Barrier, "direct" },
 	}

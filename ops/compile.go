@@ -105,12 +105,12 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("ops: %s: %d ranks is more than the limit of %d", s.Op, s.Ranks, MaxRanks)
 	case s.Count < 0:
 		return fmt.Errorf("ops: %s: count must be >= 0, got %d", s.Op, s.Count)
-	case s.Count > math.MaxInt32/s.Ranks && s.Op.blocksPerRank():
-		return fmt.Errorf("ops: %s: count %d x %d ranks is over the limit of %d elements per buffer", s.Op, s.Count, s.Ranks, math.MaxInt32)
-	case s.Count > math.MaxInt32:
-		return fmt.Errorf("ops: %s: count %d is over the limit of %d elements per buffer", s.Op, s.Count, math.MaxInt32)
 	case !s.DType.Valid():
 		return fmt.Errorf("ops: %s: invalid dtype %v", s.Op, s.DType)
+	case s.Count > math.MaxInt64/s.DType.Size():
+		return fmt.Errorf("ops: %s: %d elements of %s are over the limit of %d bytes per buffer", s.Op, s.Count, s.DType, int64(math.MaxInt64))
+	case s.Op.blocksPerRank() && s.Count > math.MaxInt64/s.DType.Size()/s.Ranks:
+		return fmt.Errorf("ops: %s: %d ranks x %d elements of %s are over the limit of %d bytes per buffer", s.Op, s.Ranks, s.Count, s.DType, int64(math.MaxInt64))
 	case s.Op.Reduces() && !s.Redop.Valid():
 		return fmt.Errorf("ops: %s: invalid reduce op %v", s.Op, s.Redop)
 	case s.Op.Rooted() && (s.Root < 0 || s.Root >= s.Ranks):

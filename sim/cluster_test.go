@@ -560,3 +560,19 @@ func TestTraceIsConsistentWithSimulatedTimes(t *testing.T) {
 		t.Fatalf("trace ends at %vus, simulation at %vus", end, want)
 	}
 }
+
+// TestAllocPastTheByteRangeIsRefused: a buffer whose bytes would not fit
+// in an int64 is refused, phantom or not, rather than overflowing later.
+func TestAllocPastTheByteRangeIsRefused(t *testing.T) {
+	for _, cfg := range []sim.Config{{}, {TimingOnly: true}} {
+		c := newCluster(t, "switch:2", cfg)
+		if _, err := c.Devices()[0].Alloc(hw.F64, 1<<60); !errors.Is(err, hw.ErrBadArgument) {
+			t.Errorf("timing-only %v: alloc of 2^60 x f64: %v, want ErrBadArgument", cfg.TimingOnly, err)
+		}
+	}
+	c := newCluster(t, "switch:2", sim.Config{TimingOnly: true})
+	b, err := c.Devices()[0].Alloc(hw.F64, 1<<59) // 4 EiB of phantom: fine
+	if err != nil || b.Len() != 1<<59 {
+		t.Fatalf("phantom of 2^59 x f64: %v", err)
+	}
+}

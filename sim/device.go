@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -51,6 +52,9 @@ func (d *Device) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
 	}
 	if n < 0 {
 		return nil, fmt.Errorf("sim: %s: alloc: %w: negative length %d", d.name, hw.ErrBadArgument, n)
+	}
+	if n > math.MaxInt64/dt.Size() {
+		return nil, fmt.Errorf("sim: %s: alloc: %w: %d x %s is over the limit of %d bytes", d.name, hw.ErrBadArgument, n, dt, int64(math.MaxInt64))
 	}
 	b := &Buffer{dev: d, dt: dt, n: n}
 	if c.cfg.TimingOnly {

@@ -3,6 +3,7 @@ package simexec_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -195,5 +196,25 @@ func TestStreamedRunStopsItsProducers(t *testing.T) {
 	in, out = buffers(t, c2, plan, false)
 	if _, err := simexec.NewExecutor(c2).Run(plan, in, out); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCountsPastInt32: a streamed plan whose offsets pass 2^31 elements
+// (nccl-tests' 16 GiB and more) is fed whole to the simulator, in the time
+// the α-β cost model gives.
+func TestCountsPastInt32(t *testing.T) {
+	plan, err := ops.CompileStreamed(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 3 << 31, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, topo := world(t, "switch:4", sim.Config{TimingOnly: true})
+	in, out := buffers(t, c, plan, false)
+	got, err := simexec.NewExecutor(c).Run(plan, in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ops.Cost(plan, topo)
+	if err != nil || math.Abs(got-want) > 1e-9*want {
+		t.Fatalf("simulated %v s, cost model %v s (%v)", got, want, err)
 	}
 }

@@ -170,36 +170,31 @@ func (s *laneSource) Close() {
 }
 
 // fedOp is a streamed lane's operation as its producer hands it over:
-// 28 bytes where an ops.Operation takes 130, so that the batches of a
+// 48 bytes where an ops.Operation takes 130, so that the batches of a
 // thousand lanes waiting to be fed stay in cache (reading them was a
-// fifth of a 1024-rank ring all-reduce). Offsets and lengths fit in 32
-// bits, as Spec.Validate keeps every buffer under 2^31 elements.
+// fifth of a 1024-rank ring all-reduce). Ranks fit in 32 bits (MaxRanks
+// is 2^20); offsets and lengths take 64, for buffers up to 2^63 bytes.
 type fedOp struct {
 	kind           ops.StepKind
 	srcBuf, dstBuf ops.Buf
 	tag            uint32
 	peer           int32
-	srcOff, srcLen int32
-	dstOff, dstLen int32
+	srcOff, srcLen int
+	dstOff, dstLen int
 }
 
 // compact is op as a fedOp, or an error for what a streamed lane cannot
-// hold (a value past 32 bits, marks between lanes).
+// hold (marks between lanes, which only held plans have).
 func compact(op *ops.Operation) (fedOp, error) {
-	for _, v := range [...]int{op.Peer, op.Src.Off, op.Src.Len, op.Dst.Off, op.Dst.Len} {
-		if int(int32(v)) != v {
-			return fedOp{}, fmt.Errorf("%w: step %v: %d does not fit in 32 bits", hw.ErrBadArgument, op, v)
-		}
-	}
 	if op.Signals || len(op.Awaits) > 0 {
 		return fedOp{}, fmt.Errorf("%w: step %v: a streamed lane cannot order other lanes", ops.ErrBadPlan, op)
 	}
 	return fedOp{kind: op.Kind, srcBuf: op.Src.Buf, dstBuf: op.Dst.Buf, tag: op.Tag, peer: int32(op.Peer),
-		srcOff: int32(op.Src.Off), srcLen: int32(op.Src.Len), dstOff: int32(op.Dst.Off), dstLen: int32(op.Dst.Len)}, nil
+		srcOff: op.Src.Off, srcLen: op.Src.Len, dstOff: op.Dst.Off, dstLen: op.Dst.Len}, nil
 }
 
-func (f *fedOp) src() ops.Ref { return ops.Ref{Buf: f.srcBuf, Off: int(f.srcOff), Len: int(f.srcLen)} }
-func (f *fedOp) dst() ops.Ref { return ops.Ref{Buf: f.dstBuf, Off: int(f.dstOff), Len: int(f.dstLen)} }
+func (f *fedOp) src() ops.Ref { return ops.Ref{Buf: f.srcBuf, Off: f.srcOff, Len: f.srcLen} }
+func (f *fedOp) dst() ops.Ref { return ops.Ref{Buf: f.dstBuf, Off: f.dstOff, Len: f.dstLen} }
 
 // producer reads a streamed plan's lane on a goroutine of its own, a
 // couple of batches ahead of the stream, so that a spare core makes the

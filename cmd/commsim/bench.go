@@ -143,17 +143,16 @@ func (f *benchFlags) parse() (*sweep, error) {
 			return nil, usagef("size %d bytes is not a multiple of %s's %d bytes", b, s.dtype, size)
 		}
 	}
-	for b := lo; b <= hi; {
+	for b := lo; ; {
 		s.sizes = append(s.sizes, b)
-		next := int64(math.Ceil(float64(b) * f.factor))
-		next -= next % size
-		if next <= b {
-			next = b + size
-		}
-		b = next
 		if len(s.sizes) > 10000 {
 			return nil, usagef("the sweep from %s to %s by %v has over 10000 sizes", f.minBytes, f.maxBytes, f.factor)
 		}
+		if next, ok := nextSize(b, hi, size, f.factor); ok {
+			b = next
+			continue
+		}
+		break
 	}
 	if s.op == ops.Barrier {
 		s.sizes = []int64{0}

@@ -269,3 +269,33 @@ func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSizesLikeNcclTests: nccl-tests' usual top sizes, 16G and 32G,
+// run in timing-only mode with counts past 2^31 (every byte count exact in
+// the JSON), and data mode refuses them naming the bytes it would need.
+func TestBenchSizesLikeNcclTests(t *testing.T) {
+	code, out, errOut := commsim("bench", "--topo", "switch:8", "--op", "allgather", "-b", "16G", "-e", "32G", "--timing-only", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	type row struct {
+		Bytes int64   `json:"bytes"`
+		Count int64   `json:"count"`
+		Time  float64 `json:"time_us"`
+	}
+	var rows []row
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r row
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) != 2 || rows[0].Bytes != 16<<30 || rows[1].Bytes != 32<<30 || rows[1].Count != 32<<30/4 || !(rows[1].Time > rows[0].Time) {
+		t.Fatalf("rows %+v, want 16 GiB and 32 GiB (count %d)", rows, 32<<30/4)
+	}
+	code, _, errOut = commsim("bench", "--topo", "switch:8", "--op", "allreduce", "-b", "16G", "-e", "16G")
+	if code != 2 || !strings.Contains(errOut, "384GiB") || !strings.Contains(errOut, "--timing-only") {
+		t.Fatalf("data mode at 16G: exit %d, %q; want a usage error naming the bytes", code, errOut)
+	}
+}

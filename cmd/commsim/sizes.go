@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -20,8 +21,34 @@ var byteUnits = []struct {
 	{"B", 1},
 }
 
-// maxBytes bounds a size flag: far beyond any memory, far below overflow.
-const maxBytes = 1 << 50
+// maxBytes bounds a size flag: the largest byte count an int64 holds.
+const maxBytes = math.MaxInt64
+
+// nextSize is the sweep's size after b, b×factor rounded up and then
+// down to a multiple of the element size (at least one element more), and
+// whether it is still at most hi. The product is exact (a float64 factor
+// is a binary fraction, and 128 bits hold it times any int64), so sizes
+// near 2^63 and factors near 1 or beyond 1e18 step as they should.
+func nextSize(b, hi, elem int64, factor float64) (int64, bool) {
+	prod := new(big.Float).SetPrec(256).SetInt64(b)
+	prod.Mul(prod, new(big.Float).SetFloat64(factor))
+	whole, acc := prod.Int(nil)
+	if acc == big.Below {
+		whole.Add(whole, big.NewInt(1)) // the ceiling
+	}
+	if !whole.IsInt64() || whole.Int64() > hi {
+		return 0, false
+	}
+	next := whole.Int64()
+	next -= next % elem
+	if next <= b {
+		if b > hi-elem {
+			return 0, false
+		}
+		next = b + elem
+	}
+	return next, next <= hi
+}
 
 // parseBytes reads a byte size such as "8", "1KiB", "1MiB", "1GB" or "32M".
 func parseBytes(s string) (int64, error) {
@@ -46,7 +73,7 @@ func parseBytes(s string) (int64, error) {
 		if whole != math.Trunc(whole) {
 			return 0, fmt.Errorf("byte size %q is not a whole number of bytes", s)
 		}
-		if whole > maxBytes {
+		if whole >= 1<<63 {
 			return 0, fmt.Errorf("byte size %q is over the limit of %d bytes", s, int64(maxBytes))
 		}
 		return int64(whole), nil

@@ -5,6 +5,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -136,6 +137,9 @@ func checkAlloc(name string, dt hw.DType, n int) error {
 	}
 	if n < 0 {
 		return fmt.Errorf("cuda: %s: alloc: %w: negative length %d", name, hw.ErrBadArgument, n)
+	}
+	if n > math.MaxInt64/dt.Size() {
+		return fmt.Errorf("cuda: %s: alloc: %w: %d x %s is over the limit of %d bytes", name, hw.ErrBadArgument, n, dt, int64(math.MaxInt64))
 	}
 	return nil
 }

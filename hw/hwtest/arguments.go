@@ -80,7 +80,8 @@ func BadArgumentsAreRefused(t *testing.T, b Backend) {
 		name string
 		dt   hw.DType
 		n    int
-	}{{"alloc a negative length", hw.I32, -1}, {"alloc dtype 0", 0, 1}, {"alloc dtype 99", 99, 1}} {
+	}{{"alloc a negative length", hw.I32, -1}, {"alloc dtype 0", 0, 1}, {"alloc dtype 99", 99, 1},
+		{"alloc past 2^63 bytes", hw.F64, 1 << 61}} {
 		_, err := d[0].Alloc(n.dt, n.n)
 		wantErr(t, n.name, err, hw.ErrBadArgument, d[0].Name())
 	}
