@@ -131,7 +131,11 @@ func (f *fitter) scaled(sa, sb float64) (*topology.Topology, error) {
 			l.Latency, l.BW = round4(l.Latency), round4(l.BW)
 		}
 	}
-	return topology.New(base.Name+"-calibrated", base.Nodes, links)
+	t, err := topology.New(base.Name+"-calibrated", base.Nodes, links)
+	if err == nil {
+		t.HostCPU = base.HostCPU
+	}
+	return t, err
 }
 
 // times simulates every size at scales (sa, sb), in seconds, sharing the

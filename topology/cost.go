@@ -191,6 +191,47 @@ func (g watchedGraph) Weight(x, y int64) (float64, bool) {
 	return w, ok
 }
 
+// The classes of path a communication library tells apart (the order of
+// ops.PathNVLink, ops.PathPCI and ops.PathNet): GPUs joined by NVLink,
+// directly or through an NVSwitch; through a host's PCIe (a CPU node);
+// over the network (a NIC node).
+const (
+	ClassNVLink = iota
+	ClassPCI
+	ClassNet
+)
+
+// EdgeClass is the class of a path through directed edge e: the network
+// when either end is a NIC, PCIe when either is a CPU, else NVLink.
+func (t *Topology) EdgeClass(e int) int {
+	l := t.Links[e/2]
+	class := ClassNVLink
+	for _, n := range [2]int{l.A, l.B} {
+		switch t.Nodes[n].Kind {
+		case NIC:
+			class = max(class, ClassNet)
+		case CPU:
+			class = max(class, ClassPCI)
+		}
+	}
+	return class
+}
+
+// PathClass is the class of the route from GPU rank src to rank dst: the
+// highest of its links' (EdgeClass). With PathCost it prices a plan's
+// wire (ops.PathClasser).
+func (t *Topology) PathClass(src, dst int) (int, error) {
+	p, err := t.RouteRanks(src, dst)
+	if err != nil {
+		return 0, err
+	}
+	class := ClassNVLink
+	for _, e := range p.Edges {
+		class = max(class, t.EdgeClass(e))
+	}
+	return class, nil
+}
+
 // ReduceCost returns γ, the seconds per byte of a reduction on GPU rank r
 // (0 when reduction is free or r is out of range).
 func (t *Topology) ReduceCost(rank int) float64 {

@@ -22,7 +22,7 @@ func ExampleParse() {
 	// Output:
 	// 4 gpus, 4 links
 	// gpu3 - gpu0 50GB/s 500ns
-	// topology: spec "ring:4,nicbw=50GB/s": key "nicbw" does not apply to ring (ring takes bw, lat, reduce)
+	// topology: spec "ring:4,nicbw=50GB/s": key "nicbw" does not apply to ring (ring takes bw, lat, reduce, arch, cpu)
 }
 
 func ExampleTopology_Route() {

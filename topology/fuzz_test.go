@@ -57,6 +57,9 @@ func FuzzParse(f *testing.F) {
 		"ring:4,foo=1", "ring:4,nicbw=1GB/s", "ring:4,bw=inf", "ring:4,bw=-5GB/s", "ring:4,bw=1e400GB/s",
 		"ring:4,lat=2s", "ring:4,bw=1GB/s,bw=1GB/s", "dgx-a100:3", "dgx-h100x", "mac-tb5",
 		"cluster:2x2,rail=true,nicbw=1e308B/s", "ring:3,lat=1e-400s", "ring:3,bw=5e-324B/s",
+		"hgx-b200", "dgx-b200x2", "hgx-h200x2", "dgx-a100x2,rail=false", "gb200-nvl72x1",
+		"switch:4,nvls=inf,arch=hopper,cpu=intel", "cluster:2x2,sharp=off,nvls=off", "dgx-h100,nvls=0",
+		"ring:2,arch=sm90", "cluster:2x2,cpu=", "switch:2,nvls=1e-400GB/s",
 	} {
 		f.Add(s)
 	}
@@ -74,7 +77,8 @@ func FuzzParse(f *testing.F) {
 }
 
 func FuzzReadYAML(f *testing.F) {
-	for _, s := range []string{"ring:3", "switch:2", "cluster:2x2,rail=true", "dgx-a100", "mesh:3,lat=0,bw=46.5GB/s"} {
+	for _, s := range []string{"ring:3", "switch:2", "cluster:2x2,rail=true", "dgx-a100", "mesh:3,lat=0,bw=46.5GB/s",
+		"dgx-h100", "cluster:1x2,rail=true,arch=blackwell,cpu=arm,nvls=482GB/s,sharp=inf"} {
 		var buf bytes.Buffer
 		if err := mustParse(f, s).WriteYAML(&buf); err != nil {
 			f.Fatal(err)
@@ -92,6 +96,8 @@ func FuzzReadYAML(f *testing.F) {
 		"nodes: [{name: &a g, kind: gpu}, {name: *a, kind: gpu}]\n",
 		"a: &x [*x]\n", "nodes: !!binary Z3B1MA==\n", "---\n---\n", "{", "[", "- - - -\n",
 		"nodes: [{name: 'null', kind: gpu}, {name: '~', kind: cpu}]\nlinks: [{a: 'null', b: '~', bw: 1B/s, lat: 1e-15s}]\n",
+		"cpu: amd\nnodes: [{name: g, kind: gpu, arch: ampere}, {name: s, kind: switch, reduce: 5e-324B/s}]\nlinks: [{a: g, b: s, bw: 1GB/s, lat: 0}]\n",
+		"cpu: [x]\nnodes: [{name: g, kind: gpu, arch: volta}]\n", "nodes: [{name: g, kind: nic, arch: hopper}]\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -17,10 +18,15 @@ func TestPresets(t *testing.T) {
 		{"dgx-a100", 8, 300e9, 468.125e-9, 609e9},
 		{"dgx-h100", 8, 450e9, 468.125e-9, 1e12},
 		{"hgx-h200", 8, 450e9, 468.125e-9, 1.43e12},
+		{"hgx-b200", 8, 900e9, 468.125e-9, 2.39e12},
 		{"dgx-h100x1", 8, 450e9, 468.125e-9, 1e12},
 		{"dgx-h100x4", 32, 450e9, 468.125e-9, 1e12},
 		{"DGX-H100x3", 24, 450e9, 468.125e-9, 1e12},
+		{"dgx-a100x2", 16, 300e9, 468.125e-9, 609e9},
+		{"hgx-h200x3", 24, 450e9, 468.125e-9, 1.43e12},
+		{"dgx-b200x4", 32, 900e9, 468.125e-9, 2.39e12},
 		{"gb200-nvl72", 72, 900e9, 468.125e-9, 2.39e12},
+		{"gb200-nvl72x2", 144, 900e9, 468.125e-9, 2.39e12},
 		{"mac-tb5:1", 1, 0, 0, 163e9},
 		{"mac-tb5:2", 2, 10e9, 10e-6, 163e9},
 		{"mac-tb5:4", 4, 10e9, 10e-6, 163e9},
@@ -50,9 +56,42 @@ func TestPresets(t *testing.T) {
 	}
 }
 
+// TestPresetsKeepTheirLinks pins the links of the presets that existed
+// before arch, cpu and NVLS were added (their commsim outputs are golden
+// files): each must have exactly the links of the generic spec with its
+// documented numbers.
+func TestPresetsKeepTheirLinks(t *testing.T) {
+	for preset, generic := range map[string]string{
+		"dgx-a100":             "switch:8,bw=300GB/s,lat=468.125ns",
+		"dgx-h100":             "switch:8,bw=450GB/s,lat=468.125ns",
+		"hgx-h200":             "switch:8,bw=450GB/s,lat=468.125ns",
+		"gb200-nvl72":          "switch:72,bw=900GB/s,lat=468.125ns",
+		"dgx-h100x3":           "cluster:3x8,bw=450GB/s,lat=468.125ns,nicbw=400Gb/s,niclat=7us,pciebw=64GB/s,pcielat=0",
+		"dgx-h100x2,rail=true": "cluster:2x8,bw=450GB/s,lat=468.125ns,nicbw=400Gb/s,niclat=7us,pciebw=64GB/s,pcielat=0,rail=true",
+	} {
+		p, g := mustParse(t, preset), mustParse(t, generic)
+		if len(p.Nodes) != len(g.Nodes) || len(p.Links) != len(g.Links) {
+			t.Errorf("%s: %d nodes, %d links; %s has %d, %d", preset, len(p.Nodes), len(p.Links), generic, len(g.Nodes), len(g.Links))
+			continue
+		}
+		for i := range p.Nodes {
+			if p.Nodes[i].Name != g.Nodes[i].Name || p.Nodes[i].Kind != g.Nodes[i].Kind {
+				t.Errorf("%s: node %d is %s %s, want %s %s", preset, i, p.Nodes[i].Kind, p.Nodes[i].Name, g.Nodes[i].Kind, g.Nodes[i].Name)
+			}
+		}
+		for i := range p.Links {
+			if p.Links[i] != g.Links[i] {
+				t.Errorf("%s: link %d is %+v, want %+v", preset, i, p.Links[i], g.Links[i])
+				break
+			}
+		}
+	}
+}
+
 func TestPresetList(t *testing.T) {
 	ps := Presets()
-	want := []string{"dgx-a100", "dgx-h100", "hgx-h200", "dgx-h100xN", "gb200-nvl72", "mac-tb5:N", "h200-virtual:N"}
+	want := []string{"dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200", "dgx-h100xN", "dgx-a100xN", "hgx-h200xN", "dgx-b200xN",
+		"gb200-nvl72", "gb200-nvl72xN", "mac-tb5:N", "h200-virtual:N"}
 	if len(ps) != len(want) {
 		t.Fatalf("%d presets, want %d", len(ps), len(want))
 	}
@@ -64,14 +103,21 @@ func TestPresetList(t *testing.T) {
 			t.Errorf("preset %s: summary %q, %d sources", p.Name, p.Summary, len(p.Sources))
 		}
 		for _, s := range p.Sources {
-			if !strings.Contains(s, "REFERENCE.md") && !strings.Contains(s, "NVIDIA") && !strings.Contains(s, "Apple") {
+			cites := false
+			for _, doc := range []string{"REFERENCE.md", "NCCL-MODEL.md", "nccl-logs/", "NVIDIA", "Apple"} {
+				cites = cites || strings.Contains(s, doc)
+			}
+			if !cites {
 				t.Errorf("preset %s: source %q cites nothing", p.Name, s)
 			}
 		}
 		spec := strings.Replace(p.Name, "N", "3", 1)
-		if _, err := Parse(spec); err != nil {
+		tp, err := Parse(spec)
+		if err != nil {
 			t.Errorf("preset %s as %q: %v", p.Name, spec, err)
+			continue
 		}
+		roundTrip(t, tp)
 	}
 	// Presets returns copies: changing them changes nothing.
 	ps[0].Sources[0] = "changed"
@@ -120,5 +166,141 @@ func TestPresetNumbers(t *testing.T) {
 	}
 	if nvswitchLinkLat != 468.125e-9 || ndrBW != 50e9 || tb5BW != 10e9 || a100NVLinkBW != 300e9 || b200NVLinkBW != 900e9 {
 		t.Error("a preset constant changed")
+	}
+	// The NVLS figures are the measured 8-GPU all-reduce peaks (algbw at
+	// 16 GiB in nccl-logs), rounded to 3 significant figures.
+	for _, c := range []struct {
+		name          string
+		got, measured float64
+	}{{"Hopper", nvlsHopperBW, 276.03e9}, {"Blackwell", nvlsBlackwellBW, 481.66e9}} {
+		if rel := math.Abs(c.got-c.measured) / c.measured; rel > 0.005 {
+			t.Errorf("%s NVLS %v, measured %v", c.name, c.got, c.measured)
+		}
+	}
+	if hdrBW != 25e9 || pcieGen4BW != 32e9 {
+		t.Error("hdrBW or pcieGen4BW changed")
+	}
+}
+
+// TestPresetFacts checks what each preset says about its hardware: what
+// NCCL's model reads from a fabric (NCCL-MODEL.md §3, §5, §6), as the
+// comments in preset_numbers.go claim it.
+func TestPresetFacts(t *testing.T) {
+	tests := []struct {
+		spec    string
+		arch    Arch
+		cpu     CPUVendor
+		nvlinks int     // NVLinks per GPU: GPU-switch link BW / Arch.NVLinkRate
+		nvls    float64 // the GPUs' own switches' ReduceBW
+		nicbw   float64 // 0: no network
+		pciebw  float64 // GPU-NIC link: 64e9 PCIe Gen5 x16, 32e9 Gen4 x16
+		rails   int     // leaf switches (rail<g>); 0: one flat netsw
+	}{
+		{"dgx-a100", Ampere, AMDCPU, 12, 0, 0, 0, 0},
+		{"dgx-h100", Hopper, IntelCPU, 18, 276e9, 0, 0, 0},
+		{"hgx-h200", Hopper, UnknownCPU, 18, 276e9, 0, 0, 0},
+		{"hgx-b200", Blackwell, UnknownCPU, 18, 482e9, 0, 0, 0},
+		{"gb200-nvl72", Blackwell, ARMCPU, 18, 482e9, 0, 0, 0},
+		{"dgx-h100x2", Hopper, IntelCPU, 18, 276e9, 50e9, 64e9, 0},
+		{"dgx-h100x2,rail=true", Hopper, IntelCPU, 18, 276e9, 50e9, 64e9, 8},
+		{"dgx-a100x3", Ampere, AMDCPU, 12, 0, 25e9, 32e9, 8},
+		{"hgx-h200x2", Hopper, UnknownCPU, 18, 276e9, 50e9, 64e9, 8},
+		{"dgx-b200x4", Blackwell, IntelCPU, 18, 482e9, 50e9, 64e9, 8},
+		{"dgx-b200x2,rail=false", Blackwell, IntelCPU, 18, 482e9, 50e9, 64e9, 0},
+		{"gb200-nvl72x2", Blackwell, ARMCPU, 18, 482e9, 50e9, 64e9, 72},
+	}
+	for _, tc := range tests {
+		tp := mustParse(t, tc.spec)
+		if tp.HostCPU != tc.cpu {
+			t.Errorf("%s: host cpu %s, want %s", tc.spec, tp.HostCPU, tc.cpu)
+		}
+		nics := map[int]int{} // NICs per GPU
+		for i, l := range tp.Links {
+			a, b := tp.Nodes[l.A], tp.Nodes[l.B]
+			switch {
+			case a.Kind == GPU && b.Kind == Switch:
+				if n := l.BW / a.Arch.NVLinkRate(); n != float64(tc.nvlinks) {
+					t.Errorf("%s: link %d (%s): %v NVLinks, want %d", tc.spec, i, tp.linkLabel(i), n, tc.nvlinks)
+				}
+			case a.Kind == GPU && b.Kind == NIC:
+				nics[l.A]++
+				if l.BW != tc.pciebw {
+					t.Errorf("%s: link %d (%s): bw %v, want PCIe %v", tc.spec, i, tp.linkLabel(i), l.BW, tc.pciebw)
+				}
+			case a.Kind == NIC && b.Kind == Switch:
+				if l.BW != tc.nicbw {
+					t.Errorf("%s: link %d (%s): bw %v, want the NIC's %v", tc.spec, i, tp.linkLabel(i), l.BW, tc.nicbw)
+				}
+			}
+		}
+		rails, nodes := 0, 0
+		for i, n := range tp.Nodes {
+			switch {
+			case n.Kind == GPU:
+				if n.Arch != tc.arch {
+					t.Errorf("%s: %s arch %s, want %s", tc.spec, n.Name, n.Arch, tc.arch)
+				}
+				if want := map[bool]int{true: 1, false: 0}[tc.nicbw > 0]; nics[i] != want {
+					t.Errorf("%s: %s has %d NICs, want %d", tc.spec, n.Name, nics[i], want)
+				}
+			case n.Kind == Switch && strings.HasPrefix(n.Name, "sw"):
+				nodes++
+				if n.ReduceBW != tc.nvls {
+					t.Errorf("%s: %s reduce %v, want NVLS %v", tc.spec, n.Name, n.ReduceBW, tc.nvls)
+				}
+			case n.Kind == Switch: // the network: no SHARP unless sharp= says so
+				if strings.HasPrefix(n.Name, "rail") {
+					rails++
+				}
+				if n.ReduceBW != 0 {
+					t.Errorf("%s: %s reduce %v, want 0 (sharp off)", tc.spec, n.Name, n.ReduceBW)
+				}
+			}
+		}
+		if rails != tc.rails {
+			t.Errorf("%s: %d rail switches, want %d", tc.spec, rails, tc.rails)
+		}
+		if tc.rails == 0 {
+			continue
+		}
+		// Rail-optimised: NIC i's leaf is rail<i mod G>, and every leaf has
+		// as much bandwidth up to the spine as down to its NICs.
+		g := tp.NumGPUs() / nodes
+		for i, l := range tp.Links {
+			a, b := tp.Nodes[l.A], tp.Nodes[l.B]
+			if a.Kind == NIC {
+				k, err := strconv.Atoi(strings.TrimPrefix(a.Name, "nic"))
+				if err != nil || b.Name != "rail"+strconv.Itoa(k%g) {
+					t.Errorf("%s: link %d is %s, want nic%d on rail%d", tc.spec, i, tp.linkLabel(i), k, k%g)
+				}
+			}
+			if b.Name == "spine" && l.BW != float64(nodes)*tc.nicbw {
+				t.Errorf("%s: link %d (%s): bw %v, want %d nodes × %v", tc.spec, i, tp.linkLabel(i), l.BW, nodes, tc.nicbw)
+			}
+		}
+	}
+}
+
+// TestPresetOverrides checks the keys a preset takes for its new facts.
+func TestPresetOverrides(t *testing.T) {
+	tp := mustParse(t, "dgx-h100,nvls=off,arch=ampere,cpu=amd")
+	if tp.Nodes[8].ReduceBW != 0 || tp.Nodes[0].Arch != Ampere || tp.HostCPU != AMDCPU {
+		t.Errorf("dgx-h100 overridden: sw0 reduce %v, gpu0 arch %s, cpu %s", tp.Nodes[8].ReduceBW, tp.Nodes[0].Arch, tp.HostCPU)
+	}
+	tp = mustParse(t, "dgx-b200x2,sharp=50GB/s,nvls=inf")
+	for _, n := range tp.Nodes {
+		want := map[bool]float64{true: math.Inf(1), false: 50e9}[strings.HasPrefix(n.Name, "sw")]
+		if n.Kind == Switch && n.ReduceBW != want {
+			t.Errorf("dgx-b200x2,sharp=50GB/s,nvls=inf: %s reduce %v, want %v", n.Name, n.ReduceBW, want)
+		}
+	}
+	tp = mustParse(t, "cluster:2x4,arch=blackwell,cpu=arm,nvls=1TB/s,sharp=400Gb/s")
+	if tp.Nodes[0].Arch != Blackwell || tp.HostCPU != ARMCPU || tp.Nodes[8].ReduceBW != 1e12 || tp.Nodes[len(tp.Nodes)-1].ReduceBW != 50e9 {
+		t.Errorf("cluster with facts: %+v %s", tp.Nodes, tp.HostCPU)
+	}
+	// Spec-built fabrics say nothing unless asked.
+	tp = mustParse(t, "switch:4")
+	if tp.Nodes[0].Arch != UnknownArch || tp.HostCPU != UnknownCPU || tp.Nodes[4].ReduceBW != 0 {
+		t.Errorf("switch:4: arch %s, cpu %s, sw0 reduce %v", tp.Nodes[0].Arch, tp.HostCPU, tp.Nodes[4].ReduceBW)
 	}
 }

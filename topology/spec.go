@@ -24,21 +24,29 @@ const (
 	keyBW      = "bw"
 	keyLat     = "lat"
 	keyReduce  = "reduce"
+	keyArch    = "arch"
+	keyCPU     = "cpu"
+	keyNVLS    = "nvls"
 	keyNICBW   = "nicbw"
 	keyNICLat  = "niclat"
 	keyPCIeBW  = "pciebw"
 	keyPCIeLat = "pcielat"
 	keyRail    = "rail"
+	keySHARP   = "sharp"
 )
 
-var allKeys = []string{keyBW, keyLat, keyReduce, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail}
+var allKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP}
 
 // params are the numbers a generator builds with: defaults, then overrides.
 type params struct {
 	bw, lat, reduce float64
+	arch            Arch      // of every GPU
+	cpu             CPUVendor // the topology's HostCPU
+	nvls            float64   // ReduceBW of the GPUs' own switches (sw<m>), 0: none
 	nicbw, niclat   float64
 	pciebw, pcielat float64
 	rail            bool
+	sharp           float64 // ReduceBW of the network switches (netsw, rails, spine), 0: none
 }
 
 func genericParams() params {
@@ -50,8 +58,9 @@ func genericParams() params {
 }
 
 var (
-	plainKeys   = []string{keyBW, keyLat, keyReduce}
-	clusterKeys = []string{keyBW, keyLat, keyReduce, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail}
+	plainKeys   = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU}
+	switchKeys  = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS}
+	clusterKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP}
 )
 
 // Parse builds a topology from a spec string KIND:SHAPE[,key=value…] or a
@@ -87,6 +96,7 @@ func Parse(spec string) (*Topology, error) {
 	if err != nil {
 		return nil, wrapErr(ErrSpec, err, "spec %q", spec)
 	}
+	t.HostCPU = p.cpu
 	return t, nil
 }
 
@@ -103,7 +113,7 @@ func lookupFamily(spec, kind, shape string, hasShape bool) (family, []int, error
 	generic := map[string]family{
 		"ring":    {"ring", plainKeys, genericParams(), buildRing},
 		"mesh":    {"mesh", plainKeys, genericParams(), buildMesh},
-		"switch":  {"switch", plainKeys, genericParams(), buildSwitch},
+		"switch":  {"switch", switchKeys, genericParams(), buildSwitch},
 		"torus":   {"torus", plainKeys, genericParams(), buildTorus},
 		"cluster": {"cluster", clusterKeys, genericParams(), buildCluster},
 	}
@@ -257,6 +267,31 @@ func setParam(p *params, key, val string) error {
 			return newErr(ErrSpec, "rail must be true or false")
 		}
 		p.rail = v
+	case keyArch:
+		a, err := ParseArch(val)
+		if err != nil {
+			return err
+		}
+		p.arch = a
+	case keyCPU:
+		c, err := ParseCPUVendor(val)
+		if err != nil {
+			return err
+		}
+		p.cpu = c
+	case keyNVLS, keySHARP:
+		v := 0.0 // off: the switches do not reduce
+		if !strings.EqualFold(val, "off") {
+			var err error
+			if v, err = ParseBandwidth(val); err != nil {
+				return wrapErr(ErrSpec, err, "%s takes a bandwidth, inf or off", key)
+			}
+		}
+		if key == keyNVLS {
+			p.nvls = v
+		} else {
+			p.sharp = v
+		}
 	}
 	return nil
 }
@@ -276,9 +311,10 @@ func (b *builder) add(name string, k Kind, reduce float64) int {
 	return len(b.nodes) - 1
 }
 
-func (b *builder) addGPUs(n int, reduce float64) {
+// addGPUs adds gpu0..gpu(n-1) with p's reduce bandwidth and arch.
+func (b *builder) addGPUs(n int, p params) {
 	for i := 0; i < n; i++ {
-		b.add("gpu"+strconv.Itoa(i), GPU, reduce)
+		b.nodes = append(b.nodes, Node{Name: "gpu" + strconv.Itoa(i), Kind: GPU, ReduceBW: p.reduce, Arch: p.arch})
 	}
 }
 
@@ -294,7 +330,7 @@ func buildRing(_ string, count []int, p params) ([]Node, []Link, error) {
 		nl = n - 1
 	}
 	b := newBuilder(n, nl)
-	b.addGPUs(n, p.reduce)
+	b.addGPUs(n, p)
 	for i := 0; i < nl; i++ {
 		b.link(i, (i+1)%n, p.bw, p.lat)
 	}
@@ -309,7 +345,7 @@ func buildMesh(spec string, count []int, p params) ([]Node, []Link, error) {
 		return nil, nil, newErr(ErrSpec, "spec %q: mesh:%d needs %d links, more than the limit of %d", spec, n, nl, MaxLinks)
 	}
 	b := newBuilder(n, nl)
-	b.addGPUs(n, p.reduce)
+	b.addGPUs(n, p)
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
 			b.link(i, j, p.bw, p.lat)
@@ -318,15 +354,16 @@ func buildMesh(spec string, count []int, p params) ([]Node, []Link, error) {
 	return b.nodes, b.links, nil
 }
 
-// buildSwitch: GPUs gpu0..gpuN-1, then sw0; link i joins gpu i to sw0.
+// buildSwitch: GPUs gpu0..gpuN-1, then sw0 (reducing at nvls); link i
+// joins gpu i to sw0.
 func buildSwitch(spec string, count []int, p params) ([]Node, []Link, error) {
 	n := count[0]
 	if n+1 > MaxNodes {
 		return nil, nil, newErr(ErrSpec, "spec %q: switch:%d needs %d nodes, more than the limit of %d", spec, n, n+1, MaxNodes)
 	}
 	b := newBuilder(n+1, n)
-	b.addGPUs(n, p.reduce)
-	sw := b.add("sw0", Switch, 0)
+	b.addGPUs(n, p)
+	sw := b.add("sw0", Switch, p.nvls)
 	for i := 0; i < n; i++ {
 		b.link(i, sw, p.bw, p.lat)
 	}
@@ -345,7 +382,7 @@ func buildTorus(spec string, dims []int, p params) ([]Node, []Link, error) {
 		n *= d
 	}
 	b := newBuilder(n, n*len(dims))
-	b.addGPUs(n, p.reduce)
+	b.addGPUs(n, p)
 	coord := make([]int, len(dims))
 	for i := 0; i < n; i++ {
 		stride := 1
@@ -369,11 +406,11 @@ func buildTorus(spec string, dims []int, p params) ([]Node, []Link, error) {
 }
 
 // buildCluster: M nodes of G GPUs. Node order: gpu0..gpu(MG-1) (node m's
-// local GPU g is gpu(m*G+g)), node switches sw0..sw(M-1), NICs
-// nic0..nic(MG-1) (nic i belongs to gpu i), then netsw, or rail0..rail(G-1)
-// and spine with rail=true. Link order: gpu-sw (bw, lat), gpu-nic (pciebw,
-// pcielat), nic-netsw or nic-rail (nicbw, niclat), rail-spine (M*nicbw,
-// niclat).
+// local GPU g is gpu(m*G+g)), node switches sw0..sw(M-1) (reducing at
+// nvls), NICs nic0..nic(MG-1) (nic i belongs to gpu i), then netsw, or
+// rail0..rail(G-1) and spine with rail=true (all reducing at sharp). Link
+// order: gpu-sw (bw, lat), gpu-nic (pciebw, pcielat), nic-netsw or
+// nic-rail (nicbw, niclat), rail-spine (M*nicbw, niclat).
 func buildCluster(spec string, dims []int, p params) ([]Node, []Link, error) {
 	m, g := dims[0], dims[1]
 	if m > MaxNodes/g {
@@ -392,10 +429,10 @@ func buildCluster(spec string, dims []int, p params) ([]Node, []Link, error) {
 		nlinks += g
 	}
 	b := newBuilder(nnodes, nlinks)
-	b.addGPUs(ngpu, p.reduce)
+	b.addGPUs(ngpu, p)
 	sw0 := len(b.nodes)
 	for i := 0; i < m; i++ {
-		b.add("sw"+strconv.Itoa(i), Switch, 0)
+		b.add("sw"+strconv.Itoa(i), Switch, p.nvls)
 	}
 	nic0 := len(b.nodes)
 	for i := 0; i < ngpu; i++ {
@@ -408,7 +445,7 @@ func buildCluster(spec string, dims []int, p params) ([]Node, []Link, error) {
 		b.link(i, nic0+i, p.pciebw, p.pcielat)
 	}
 	if !p.rail {
-		net := b.add("netsw", Switch, 0)
+		net := b.add("netsw", Switch, p.sharp)
 		for i := 0; i < ngpu; i++ {
 			b.link(nic0+i, net, p.nicbw, p.niclat)
 		}
@@ -416,9 +453,9 @@ func buildCluster(spec string, dims []int, p params) ([]Node, []Link, error) {
 	}
 	rail0 := len(b.nodes)
 	for r := 0; r < g; r++ {
-		b.add("rail"+strconv.Itoa(r), Switch, 0)
+		b.add("rail"+strconv.Itoa(r), Switch, p.sharp)
 	}
-	spine := b.add("spine", Switch, 0)
+	spine := b.add("spine", Switch, p.sharp)
 	for i := 0; i < ngpu; i++ {
 		b.link(nic0+i, rail0+i%g, p.nicbw, p.niclat)
 	}

@@ -10,8 +10,9 @@ import (
 // Automorphism extends a renaming of the ranks (rank r becomes rank
 // perm[r]) to the whole fabric, if it can: a renaming of every node and
 // directed edge under which the fabric is the same, node kinds, reduction
-// bandwidths, link bandwidths and latencies included. It returns, for
-// every directed edge, the edge it becomes.
+// bandwidths (of switches too), GPU architectures, link bandwidths and
+// latencies included. It returns, for every directed edge, the edge it
+// becomes.
 //
 // Every node that is not a GPU is placed by the GPUs nearest to it (and
 // their hop distance): a NIC by its GPU, a node's switch by the node's
@@ -39,7 +40,7 @@ func (t *Topology) Automorphism(perm []int) (edges []int, ok bool) {
 	for v, k := range place {
 		if k.dist == 0 { // a GPU: rank k.ranks[0]
 			node[v] = t.gpus[perm[k.ranks[0]]]
-			if t.Nodes[node[v]].ReduceBW != t.Nodes[v].ReduceBW {
+			if g := t.Nodes[node[v]]; g.ReduceBW != t.Nodes[v].ReduceBW || g.Arch != t.Nodes[v].Arch {
 				return nil, false
 			}
 			continue

@@ -116,10 +116,26 @@ func ParseKind(s string) (Kind, error) {
 type Node struct {
 	Name string
 	Kind Kind
-	// ReduceBW is, for GPUs only, the bytes per second of elementwise
-	// reduction (a reduce of s bytes takes s/ReduceBW); math.Inf(1) means
-	// reduction is free. It is 0 for every other kind.
+	// ReduceBW is the bytes per second of reduction the node can do.
+	//
+	// On a GPU it is elementwise reduction: a reduce of s bytes takes
+	// s/ReduceBW; math.Inf(1) means reduction is free. It must be > 0.
+	//
+	// On a switch it is in-network reduction (NVLS on an NVSwitch, SHARP
+	// on an InfiniBand switch): the switch combines the contributions of
+	// several GPUs, s bytes each, into s bytes of result and multicasts
+	// the result back. ReduceBW is the rate at which it produces results:
+	// reducing s bytes takes s/ReduceBW of it, whatever the number of
+	// contributions, shared by all reductions through the switch; the
+	// links still carry every contribution in and the result out. 0 means
+	// the switch cannot reduce; +Inf that it reduces as fast as its links
+	// deliver.
+	//
+	// It is 0 on NICs and CPUs.
 	ReduceBW float64
+	// Arch is, for GPUs only, the GPU's architecture; UnknownArch when
+	// the fabric does not say. It is UnknownArch for every other kind.
+	Arch Arch
 }
 
 // Link is a full-duplex link between two nodes: each direction has its own
@@ -139,6 +155,10 @@ type Topology struct {
 	Name  string
 	Nodes []Node
 	Links []Link
+	// HostCPU is the vendor of the hosts' CPUs, UnknownCPU when the fabric
+	// does not say. Unlike Nodes and Links it is not indexed: it may be
+	// set after New.
+	HostCPU CPUVendor
 
 	gpus []int // node indices of the GPUs, in Nodes order
 	// Adjacency (CSR): node v's entries are adj[adjStart[v]:adjStart[v+1]];
@@ -172,8 +192,9 @@ type adjItem struct {
 // given (it does not copy them): they must not be modified afterwards.
 //
 // A valid topology has at least one GPU; non-empty, unique, printable node
-// names; known node kinds; ReduceBW > 0 (or +Inf) on GPUs and 0 elsewhere;
-// links whose endpoints exist and differ, with 0 < BW < +Inf and
+// names; known node kinds; ReduceBW > 0 (or +Inf) on GPUs, >= 0 (or +Inf)
+// on switches and 0 on NICs and CPUs; a known Arch on GPUs and UnknownArch
+// elsewhere; links whose endpoints exist and differ, with 0 < BW < +Inf and
 // 0 <= Latency <= MaxLatency; at most one link between any two nodes (merge
 // parallel links into one with the summed bandwidth); and a connected graph.
 func New(name string, nodes []Node, links []Link) (*Topology, error) {
@@ -198,12 +219,22 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 			if !(n.ReduceBW > 0) {
 				return nil, newErr(ErrInvalid, "node %d (%s): gpu reduce bandwidth must be > 0 (or inf), got %v", i, n.Name, n.ReduceBW)
 			}
-		case Switch, NIC, CPU:
+			if n.Arch > Blackwell {
+				return nil, newErr(ErrInvalid, "node %d (%s): unknown gpu arch %d", i, n.Name, uint8(n.Arch))
+			}
+		case Switch:
+			if !(n.ReduceBW >= 0) {
+				return nil, newErr(ErrInvalid, "node %d (%s): switch reduce bandwidth must be > 0 (or inf), or 0 for none, got %v", i, n.Name, n.ReduceBW)
+			}
+		case NIC, CPU:
 			if n.ReduceBW != 0 {
-				return nil, newErr(ErrInvalid, "node %d (%s): reduce bandwidth applies only to gpus, got %v on a %s", i, n.Name, n.ReduceBW, n.Kind)
+				return nil, newErr(ErrInvalid, "node %d (%s): reduce bandwidth applies only to gpus and switches, got %v on a %s", i, n.Name, n.ReduceBW, n.Kind)
 			}
 		default:
 			return nil, newErr(ErrInvalid, "node %d (%s): unknown kind %d", i, n.Name, uint8(n.Kind))
+		}
+		if n.Kind != GPU && n.Arch != UnknownArch {
+			return nil, newErr(ErrInvalid, "node %d (%s): arch applies only to gpus, got %s on a %s", i, n.Name, n.Arch, n.Kind)
 		}
 	}
 	if ngpu == 0 {

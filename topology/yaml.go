@@ -147,7 +147,7 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 	if root == nil || root.Kind != yaml.MappingNode {
 		return nil, newErr(ErrYAML, "yaml: line %d: the document must be a mapping with name, nodes and links", line(root))
 	}
-	var name field
+	var name, cpu field
 	var nodesN, linksN *yaml.Node
 	seen := map[string]bool{}
 	for k := 0; k+1 < len(root.Content); k += 2 {
@@ -167,13 +167,28 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 			if vn.ShortTag() != "!!null" {
 				name = field{val: vn.Value, set: true, line: vn.Line}
 			}
+		case "cpu":
+			if vn == nil || vn.Kind != yaml.ScalarNode {
+				return nil, newErr(ErrYAML, "yaml: line %d: cpu must be a single value", kn.Line)
+			}
+			if vn.ShortTag() != "!!null" {
+				cpu = field{val: vn.Value, set: true, line: vn.Line}
+			}
 		case "nodes":
 			nodesN = vn
 		case "links":
 			linksN = vn
 		default:
-			return nil, newErr(ErrYAML, "yaml: line %d: unknown top-level field %q (want name, nodes, links)", kn.Line, kn.Value)
+			return nil, newErr(ErrYAML, "yaml: line %d: unknown top-level field %q (want name, cpu, nodes, links)", kn.Line, kn.Value)
 		}
+	}
+	var vendor CPUVendor
+	if cpu.set {
+		v, err := ParseCPUVendor(cpu.val)
+		if err != nil {
+			return nil, wrapErr(ErrYAML, err, "yaml: line %d: cpu", cpu.line)
+		}
+		vendor = v
 	}
 	nodes, err := readNodes(nodesN)
 	if err != nil {
@@ -190,6 +205,7 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 	if err != nil {
 		return nil, wrapErr(nil, err, "yaml")
 	}
+	t.HostCPU = vendor
 	return t, nil
 }
 
@@ -211,7 +227,7 @@ func sequence(n *yaml.Node, what string, limit int, optional bool) ([]*yaml.Node
 	return n.Content, nil
 }
 
-var nodeKeys = []string{"name", "kind", "reduce"}
+var nodeKeys = []string{"name", "kind", "arch", "reduce"}
 
 func readNodes(n *yaml.Node) ([]Node, error) {
 	items, err := sequence(n, "nodes", MaxNodes, false)
@@ -220,7 +236,7 @@ func readNodes(n *yaml.Node) ([]Node, error) {
 	}
 	nodes := make([]Node, len(items))
 	for i, item := range items {
-		var f [3]field
+		var f [4]field // name, kind, arch, reduce
 		what := func() string {
 			if f[0].set && f[0].val != "" {
 				return fmt.Sprintf("node %d (%s)", i, f[0].val)
@@ -247,17 +263,27 @@ func readNodes(n *yaml.Node) ([]Node, error) {
 			return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s", at(1), what())
 		}
 		nodes[i] = Node{Name: f[0].val, Kind: k}
-		switch {
-		case k == GPU && !f[2].set:
-			nodes[i].ReduceBW = math.Inf(1)
-		case k == GPU:
-			v, err := ParseBandwidth(f[2].val)
+		if f[2].set {
+			if k != GPU {
+				return nil, newErr(ErrYAML, "yaml: line %d: %s: arch applies only to gpus, not to a %s", at(2), what(), k)
+			}
+			a, err := ParseArch(f[2].val)
 			if err != nil {
-				return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s: reduce", at(2), what())
+				return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s: arch", at(2), what())
+			}
+			nodes[i].Arch = a
+		}
+		switch {
+		case k == GPU && !f[3].set:
+			nodes[i].ReduceBW = math.Inf(1) // free
+		case (k == GPU || k == Switch) && f[3].set:
+			v, err := ParseBandwidth(f[3].val)
+			if err != nil {
+				return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s: reduce", at(3), what())
 			}
 			nodes[i].ReduceBW = v
-		case f[2].set:
-			return nil, newErr(ErrYAML, "yaml: line %d: %s: reduce applies only to gpus, not to a %s", at(2), what(), k)
+		case f[3].set:
+			return nil, newErr(ErrYAML, "yaml: line %d: %s: reduce applies only to gpus and switches, not to a %s", at(3), what(), k)
 		}
 	}
 	return nodes, nil
@@ -321,12 +347,16 @@ func readLinks(n *yaml.Node, nodes []Node) ([]Link, error) {
 }
 
 // WriteYAML writes the topology in the YAML format of the package doc, one
-// flow mapping per node and per link. Bandwidths and latencies are written
-// with FormatBandwidth and FormatLatency, so ReadYAML gives back the same
-// Name, Nodes and Links, bit for bit.
+// flow mapping per node and per link; cpu, a GPU's arch and a switch's
+// reduce only when known or set. Bandwidths and latencies are written with
+// FormatBandwidth and FormatLatency, so ReadYAML gives back the same Name,
+// HostCPU, Nodes and Links, bit for bit.
 func (t *Topology) WriteYAML(w io.Writer) error {
 	if !t.built() {
 		return newErr(ErrInvalid, "write yaml: topology was not built with New")
+	}
+	if t.HostCPU > ARMCPU {
+		return newErr(ErrInvalid, "write yaml: unknown host cpu vendor %d", uint8(t.HostCPU))
 	}
 	// Names are tagged strings, so the encoder quotes those that would read
 	// back as something else ("null", "~", "1e3"). Keys, kinds and
@@ -346,11 +376,14 @@ func (t *Topology) WriteYAML(w io.Writer) error {
 	}
 	nodes := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, 0, len(t.Nodes))}
 	for _, n := range t.Nodes {
-		if n.Kind == GPU {
-			nodes.Content = append(nodes.Content, flow("name", n.Name, "kind", n.Kind.String(), "reduce", FormatBandwidth(n.ReduceBW)))
-		} else {
-			nodes.Content = append(nodes.Content, flow("name", n.Name, "kind", n.Kind.String()))
+		kv := []string{"name", n.Name, "kind", n.Kind.String()}
+		if n.Arch != UnknownArch {
+			kv = append(kv, "arch", n.Arch.String())
 		}
+		if n.Kind == GPU || n.ReduceBW != 0 { // a gpu's is never 0; a switch's is 0 when it cannot reduce
+			kv = append(kv, "reduce", FormatBandwidth(n.ReduceBW))
+		}
+		nodes.Content = append(nodes.Content, flow(kv...))
 	}
 	links := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, 0, len(t.Links))}
 	if len(t.Links) == 0 {
@@ -360,9 +393,11 @@ func (t *Topology) WriteYAML(w io.Writer) error {
 		links.Content = append(links.Content, flow("a", t.Nodes[l.A].Name, "b", t.Nodes[l.B].Name,
 			"bw", FormatBandwidth(l.BW), "lat", FormatLatency(l.Latency)))
 	}
-	root := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-		plain("name"), str(t.Name), plain("nodes"), nodes, plain("links"), links,
-	}}
+	root := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{plain("name"), str(t.Name)}}
+	if t.HostCPU != UnknownCPU {
+		root.Content = append(root.Content, plain("cpu"), plain(t.HostCPU.String()))
+	}
+	root.Content = append(root.Content, plain("nodes"), nodes, plain("links"), links)
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	if err := enc.Encode(root); err != nil {

@@ -11,15 +11,15 @@ import (
 	"testing"
 )
 
-// sameTopology reports whether a and b have equal Name, Nodes and Links,
-// comparing floats bit for bit.
+// sameTopology reports whether a and b have equal Name, HostCPU, Nodes and
+// Links, comparing floats bit for bit.
 func sameTopology(a, b *Topology) bool {
-	if a.Name != b.Name || len(a.Nodes) != len(b.Nodes) || len(a.Links) != len(b.Links) {
+	if a.Name != b.Name || a.HostCPU != b.HostCPU || len(a.Nodes) != len(b.Nodes) || len(a.Links) != len(b.Links) {
 		return false
 	}
 	for i := range a.Nodes {
 		x, y := a.Nodes[i], b.Nodes[i]
-		if x.Name != y.Name || x.Kind != y.Kind || math.Float64bits(x.ReduceBW) != math.Float64bits(y.ReduceBW) {
+		if x.Name != y.Name || x.Kind != y.Kind || x.Arch != y.Arch || math.Float64bits(x.ReduceBW) != math.Float64bits(y.ReduceBW) {
 			return false
 		}
 	}
@@ -45,7 +45,7 @@ func roundTrip(t testing.TB, tp *Topology) {
 	if err != nil {
 		t.Fatalf("%q: ReadYAML of the export: %v\n%s", tp.Name, err, buf.String())
 	}
-	if !reflect.DeepEqual(tp.Name, back.Name) || !reflect.DeepEqual(tp.Nodes, back.Nodes) || !reflect.DeepEqual(tp.Links, back.Links) || !sameTopology(tp, back) {
+	if tp.Name != back.Name || tp.HostCPU != back.HostCPU || !reflect.DeepEqual(tp.Nodes, back.Nodes) || !reflect.DeepEqual(tp.Links, back.Links) || !sameTopology(tp, back) {
 		t.Fatalf("%q: export and load differ\n%s", tp.Name, buf.String())
 	}
 	var again bytes.Buffer
@@ -62,6 +62,9 @@ func TestYAMLRoundTrip(t *testing.T) {
 		"cluster:2x4", "cluster:3x2,rail=true,nicbw=12.5GB/s,niclat=1.3us,pciebw=32GB/s,pcielat=0.1us",
 		"dgx-a100", "dgx-h100", "hgx-h200", "dgx-h100x1", "dgx-h100x4", "dgx-h100x2,rail=true",
 		"gb200-nvl72", "mac-tb5:1", "mac-tb5:2", "mac-tb5:5",
+		"switch:4,arch=volta,cpu=intel,nvls=5e-324B/s", "switch:2,nvls=inf,cpu=arm", "ring:3,arch=hopper",
+		"cluster:2x2,rail=true,sharp=400Gb/s,nvls=1.23456789TB/s,arch=ampere,cpu=amd",
+		"dgx-b200x2,sharp=inf", "gb200-nvl72x1", "dgx-h100,nvls=off,cpu=unknown",
 	}
 	for _, p := range Presets() {
 		specs = append(specs, strings.Replace(p.Name, "N", "2", 1))
@@ -71,10 +74,10 @@ func TestYAMLRoundTrip(t *testing.T) {
 	}
 	// Odd values and names that YAML would misread without quoting.
 	nodes := []Node{
-		{Name: "null", Kind: GPU, ReduceBW: 4.3e12 / 3},
-		{Name: "123", Kind: GPU, ReduceBW: math.SmallestNonzeroFloat64},
+		{Name: "null", Kind: GPU, ReduceBW: 4.3e12 / 3, Arch: Volta},
+		{Name: "123", Kind: GPU, ReduceBW: math.SmallestNonzeroFloat64, Arch: Blackwell},
 		{Name: "true", Kind: GPU, ReduceBW: math.MaxFloat64},
-		{Name: "a: b", Kind: Switch},
+		{Name: "a: b", Kind: Switch, ReduceBW: 1.0 / 3},
 		{Name: " spaced ", Kind: NIC},
 		{Name: "~", Kind: CPU},
 		{Name: "- x", Kind: CPU},
@@ -95,6 +98,14 @@ func TestYAMLRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	roundTrip(t, tp)
+	for _, c := range []CPUVendor{UnknownCPU, IntelCPU, AMDCPU, ARMCPU} {
+		tp.HostCPU = c
+		roundTrip(t, tp)
+	}
+	tp.HostCPU = ARMCPU + 1
+	if err := tp.WriteYAML(&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "unknown host cpu vendor 4") {
+		t.Errorf("WriteYAML with a bad vendor: %v", err)
+	}
 }
 
 func TestYAMLFormat(t *testing.T) {
@@ -110,6 +121,36 @@ nodes:
 links:
   - {a: gpu0, b: sw0, bw: 450GB/s, lat: 468.125ns}
   - {a: gpu1, b: sw0, bw: 450GB/s, lat: 468.125ns}
+`
+	if buf.String() != want {
+		t.Errorf("WriteYAML:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	// The facts NCCL needs: cpu at the top, a gpu's arch, a switch's reduce;
+	// each only when set.
+	buf.Reset()
+	if err := mustParse(t, "cluster:1x2,rail=true,arch=hopper,cpu=intel,nvls=276GB/s,sharp=inf").WriteYAML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want = `name: cluster:1x2,rail=true,arch=hopper,cpu=intel,nvls=276GB/s,sharp=inf
+cpu: intel
+nodes:
+  - {name: gpu0, kind: gpu, arch: hopper, reduce: inf}
+  - {name: gpu1, kind: gpu, arch: hopper, reduce: inf}
+  - {name: sw0, kind: switch, reduce: 276GB/s}
+  - {name: nic0, kind: nic}
+  - {name: nic1, kind: nic}
+  - {name: rail0, kind: switch, reduce: inf}
+  - {name: rail1, kind: switch, reduce: inf}
+  - {name: spine, kind: switch, reduce: inf}
+links:
+  - {a: gpu0, b: sw0, bw: 100GB/s, lat: 1us}
+  - {a: gpu1, b: sw0, bw: 100GB/s, lat: 1us}
+  - {a: gpu0, b: nic0, bw: 64GB/s, lat: 0}
+  - {a: gpu1, b: nic1, bw: 64GB/s, lat: 0}
+  - {a: nic0, b: rail0, bw: 50GB/s, lat: 2us}
+  - {a: nic1, b: rail1, bw: 50GB/s, lat: 2us}
+  - {a: rail0, b: spine, bw: 50GB/s, lat: 2us}
+  - {a: rail1, b: spine, bw: 50GB/s, lat: 2us}
 `
 	if buf.String() != want {
 		t.Errorf("WriteYAML:\n%s\nwant:\n%s", buf.String(), want)
@@ -152,13 +193,17 @@ func TestLoadBad(t *testing.T) {
 		"bw-zero.yaml":            `line 6: link 0 (gpu0-sw0): bw: bandwidth "0GB/s": must be > 0`,
 		"bw-negative.yaml":        `link 0 (gpu0-sw0): bw: bandwidth "-5GB/s": must be > 0`,
 		"disconnected.yaml":       "disconnected: node 2 (gpu2) is not reachable from gpu0 (node 0)",
-		"unknown-field.yaml":      `line 3: node 0 (gpu0): unknown field "color" (want name, kind, reduce)`,
+		"unknown-field.yaml":      `line 3: node 0 (gpu0): unknown field "color" (want name, kind, arch, reduce)`,
 		"unknown-link-field.yaml": `line 6: link 0 (gpu0-gpu1): unknown field "latency" (want a, b, bw, lat)`,
 		"unknown-top-field.yaml":  `line 2: unknown top-level field "version"`,
 		"missing-kind.yaml":       "line 3: node 1 (sw0): missing kind",
 		"missing-bw.yaml":         "line 5: link 0 (gpu0-gpu1): missing bw",
 		"missing-name.yaml":       "line 3: node 1: missing name",
-		"reduce-on-switch.yaml":   "line 3: node 1 (sw0): reduce applies only to gpus, not to a switch",
+		"reduce-on-nic.yaml":      "line 3: node 1 (nic0): reduce applies only to gpus and switches, not to a nic",
+		"arch-on-switch.yaml":     "line 3: node 1 (sw0): arch applies only to gpus, not to a switch",
+		"bad-arch.yaml":           `line 2: node 0 (gpu0): arch: unknown gpu arch "kepler" (want volta, ampere, hopper, blackwell or unknown)`,
+		"bad-cpu.yaml":            `line 1: cpu: unknown cpu vendor "sparc" (want intel, amd, arm or unknown)`,
+		"switch-reduce-zero.yaml": `line 3: node 1 (sw0): reduce: bandwidth "0GB/s": must be > 0`,
 		"bad-kind.yaml":           `line 2: node 0 (tpu0): unknown node kind "tpu"`,
 		"no-gpu.yaml":             "no gpu among 1 nodes",
 		"bad-latency.yaml":        `line 5: link 0 (gpu0-gpu1): lat: latency "5": missing unit`,
@@ -219,6 +264,13 @@ func TestReadYAMLEdgeCases(t *testing.T) {
 		{"nodes: [{<<: {name: g}, kind: gpu}]\n", `unknown field "<<"`},
 		{"{[a]: b}\n", "field names must be plain strings"},
 		{"a: &x [*x]\n", "unknown top-level field"},
+		{"cpu: [intel]\nnodes: [{name: g, kind: gpu}]\n", "line 1: cpu must be a single value"},
+		{"cpu: intel\ncpu: amd\nnodes: [{name: g, kind: gpu}]\n", `line 2: top-level field "cpu" given twice`},
+		{"nodes: [{name: g, kind: gpu, arch: [hopper]}]\n", `node 0 (g): field "arch" must be a single value`},
+		{"nodes: [{name: g, kind: gpu, arch: sm90}]\n", `line 1: node 0 (g): arch: unknown gpu arch "sm90"`},
+		{"nodes: [{name: g, kind: gpu}, {name: n, kind: nic, arch: hopper}]\n", "node 1 (n): arch applies only to gpus, not to a nic"},
+		{"nodes: [{name: g, kind: gpu}, {name: c, kind: cpu, reduce: inf}]\n", "node 1 (c): reduce applies only to gpus and switches, not to a cpu"},
+		{"nodes: [{name: g, kind: gpu}, {name: s, kind: switch, reduce: -1GB/s}]\n", `node 1 (s): reduce: bandwidth "-1GB/s": must be > 0`},
 	}
 	for _, tc := range tests {
 		_, err := ReadYAML([]byte(tc.in))
@@ -230,6 +282,16 @@ func TestReadYAMLEdgeCases(t *testing.T) {
 	tp, err := ReadYAML([]byte("nodes: [{name: &n g, kind: gpu}, {name: h, kind: gpu}]\nlinks: [{a: *n, b: h, bw: &b 1GB/s, lat: 0}]\n"))
 	if err != nil || tp.Links[0].BW != 1e9 {
 		t.Errorf("aliases: %v", err)
+	}
+	// cpu and arch given as null, or as unknown, are unknown; case does not
+	// matter; a switch without reduce cannot reduce.
+	tp, err = ReadYAML([]byte("cpu:\nnodes: [{name: g, kind: gpu, arch: }, {name: h, kind: gpu, arch: Unknown}, {name: s, kind: switch}]\nlinks: [{a: g, b: s, bw: 1GB/s, lat: 0}, {a: h, b: s, bw: 1GB/s, lat: 0}]\n"))
+	if err != nil || tp.HostCPU != UnknownCPU || tp.Nodes[0].Arch != UnknownArch || tp.Nodes[1].Arch != UnknownArch || tp.Nodes[2].ReduceBW != 0 {
+		t.Errorf("null and unknown facts: %v", err)
+	}
+	tp, err = ReadYAML([]byte("cpu: AMD\nnodes: [{name: g, kind: gpu, arch: Blackwell}, {name: s, kind: switch, reduce: 900GB/s}]\nlinks: [{a: g, b: s, bw: 1GB/s, lat: 0}]\n"))
+	if err != nil || tp.HostCPU != AMDCPU || tp.Nodes[0].Arch != Blackwell || tp.Nodes[1].ReduceBW != 900e9 {
+		t.Errorf("facts: %v", err)
 	}
 	// links may be omitted for one GPU.
 	if tp, err := ReadYAML([]byte("nodes: [{name: g, kind: gpu}]\n")); err != nil || tp.Name != "" || len(tp.Links) != 0 {
@@ -279,7 +341,8 @@ func TestFormatDocExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FORMAT.md example: %v", err)
 	}
-	if tp.Name != "my-fabric" || tp.NumGPUs() != 2 || len(tp.Links) != 4 || tp.Links[3].BW != 50e9 || !math.IsInf(tp.Nodes[1].ReduceBW, 1) {
+	if tp.Name != "my-fabric" || tp.NumGPUs() != 2 || len(tp.Links) != 4 || tp.Links[3].BW != 50e9 || !math.IsInf(tp.Nodes[1].ReduceBW, 1) ||
+		tp.HostCPU != IntelCPU || tp.Nodes[0].Arch != Hopper || tp.Nodes[1].Arch != UnknownArch || tp.Nodes[2].ReduceBW != 276e9 {
 		t.Errorf("FORMAT.md example read as %+v", tp)
 	}
 	roundTrip(t, tp)

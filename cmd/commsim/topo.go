@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -212,7 +213,11 @@ func showTopology(w io.Writer, t *topology.Topology, format string) error {
 			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}
 	}
-	fmt.Fprintf(w, "topology %s: %s; %d links (full duplex)\n\n", t.Name, strings.Join(parts, ", "), len(t.Links))
+	fmt.Fprintf(w, "topology %s: %s; %d links (full duplex)\n", t.Name, strings.Join(parts, ", "), len(t.Links))
+	if hw := hardwareLine(t); hw != "" {
+		fmt.Fprintln(w, "hardware:", hw)
+	}
+	fmt.Fprintln(w)
 	tbl := tablewriter.NewWriter(w)
 	tbl.Header("links", "count", "bw per direction", "latency")
 	for _, c := range sum.Links {
@@ -243,6 +248,37 @@ func showTopology(w io.Writer, t *topology.Topology, format string) error {
 }
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// hardwareLine says what a fabric tells NCCL's model beyond its links: the
+// GPUs' arch, the host CPUs and the switches that reduce in the network
+// ("8 hopper gpus, intel host cpus, 1 switch reducing at 276GB/s"); "" when
+// it says none of these.
+func hardwareLine(t *topology.Topology) string {
+	var parts []string
+	archs := map[topology.Arch]int{}
+	reducing := map[float64]int{}
+	for _, n := range t.Nodes {
+		if n.Kind == topology.GPU && n.Arch != topology.UnknownArch {
+			archs[n.Arch]++
+		} else if n.Kind == topology.Switch && n.ReduceBW > 0 {
+			reducing[n.ReduceBW]++
+		}
+	}
+	for _, a := range slices.Sorted(maps.Keys(archs)) {
+		parts = append(parts, fmt.Sprintf("%d %s gpus", archs[a], a))
+	}
+	if t.HostCPU != topology.UnknownCPU {
+		parts = append(parts, t.HostCPU.String()+" host cpus")
+	}
+	for _, bw := range slices.Sorted(maps.Keys(reducing)) {
+		noun := "switches"
+		if reducing[bw] == 1 {
+			noun = "switch"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s reducing at %s", reducing[bw], noun, topology.FormatBandwidth(bw)))
+	}
+	return strings.Join(parts, ", ")
+}
 
 // routeSamples picks a few destination ranks: the neighbour, the middle and
 // the last.
