@@ -20,24 +20,12 @@ var ringPlans = map[Op]generator{
 // all-gather.
 func ringAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
-	c := func(i int) Ref { off, l := chunk(n, p, mod(i, p)); return ref(Out, off, l) }
 	_, maxLen := chunk(n, p, 0)
 	b.tmp(maxLen)
 	b.reserve(5*(p-1) + 2)
 	for r := range b.ranks() {
 		b.copy(r, ref(Out, 0, n), ref(In, 0, n))
-		for k := 0; k < p-1; k++ {
-			in := c(r - k - 1)
-			b.send(r, mod(r+1, p), c(r-k), uint32(k))
-			b.recv(r, mod(r-1, p), ref(Tmp, 0, in.Len), uint32(k))
-			b.reduce(r, in, ref(Tmp, 0, in.Len))
-		}
-		b.finishAvg(r, c(r+1))
-		for k := 0; k < p-1; k++ {
-			tag := uint32(p - 1 + k)
-			b.send(r, mod(r+1, p), c(r+1-k), tag)
-			b.recv(r, mod(r-1, p), c(r-k), tag)
-		}
+		ringAllReducePass(laneBuilder{b, 0}, ring{}, r, ref(Out, 0, n), ref(Tmp, 0, maxLen), 0)
 	}
 	return nil
 }

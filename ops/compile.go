@@ -50,18 +50,22 @@ type algorithm struct {
 	name string
 	doc  string // one line: what it is and its reduction order
 	gens map[Op]generator
+	// nccl marks the algorithms that run like NCCL's (channels, chunks):
+	// NCCL's tuner picks among them (package nccl), auto does not.
+	nccl bool
 }
 
 // algorithmTable lists the algorithms in the order help text shows them.
 // Each alg_*.go file defines its generator map.
 var algorithmTable = []algorithm{
-	{"ring", ringDoc, ringPlans},
-	{"rd", rdDoc, rdPlans},
-	{"rhd", rhdDoc, rhdPlans},
-	{"tree", treeDoc, treePlans},
-	{"dbtree", dbtreeDoc, dbtreePlans},
-	{"direct", directDoc, directPlans},
-	{"pairwise", pairwiseDoc, pairwisePlans},
+	{"ring", ringDoc, ringPlans, false},
+	{"rd", rdDoc, rdPlans, false},
+	{"rhd", rhdDoc, rhdPlans, false},
+	{"tree", treeDoc, treePlans, false},
+	{"dbtree", dbtreeDoc, dbtreePlans, false},
+	{"direct", directDoc, directPlans, false},
+	{"pairwise", pairwiseDoc, pairwisePlans, false},
+	{"nccl-ring", ncclRingDoc, ncclRingPlans, true},
 }
 
 // Algorithms lists the algorithm names Compile knows, in a fixed order.
@@ -82,6 +86,14 @@ func AlgorithmsFor(op Op) []string {
 		}
 	}
 	return out
+}
+
+// IsNCCL reports whether algorithm name runs like NCCL's, with channels
+// and chunks (Spec.Channels, Spec.Chunk): package nccl's tuner picks among
+// those, Select (auto) among the others.
+func IsNCCL(name string) bool {
+	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == name })
+	return i >= 0 && algorithmTable[i].nccl
 }
 
 // AlgorithmDoc is the one-line description of an algorithm, or "".
@@ -117,6 +129,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("ops: %s: root %d out of range 0..%d", s.Op, s.Root, s.Ranks-1)
 	case s.Op == Barrier && s.Count != 0:
 		return fmt.Errorf("ops: barrier carries no data, got count %d", s.Count)
+	case s.Channels < 0 || s.Chunk < 0 || s.NodeRanks < 0:
+		return fmt.Errorf("ops: %s: channels %d, chunk %d and node ranks %d must be >= 0", s.Op, s.Channels, s.Chunk, s.NodeRanks)
+	case s.NodeRanks > 0 && s.Ranks%s.NodeRanks != 0:
+		return fmt.Errorf("ops: %s: %d ranks do not make nodes of %d", s.Op, s.Ranks, s.NodeRanks)
 	}
 	return nil
 }

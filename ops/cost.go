@@ -16,10 +16,21 @@ type CostModel interface {
 	ReduceCost(rank int) float64
 }
 
+// PathClasser is an optional interface of a CostModel that says the class
+// of the path between two ranks (PathNVLink, PathPCI or PathNet), which a
+// plan's Wire prices. Without it such a plan's messages are priced as
+// NVLink ones.
+type PathClasser interface {
+	PathClass(src, dst int) (int, error)
+}
+
 // Cost returns the time of plan on a fabric with no contention: a send
 // costs α + bytes·β of its path, a reduce or divide bytes·γ, a copy
 // nothing, and a receive waits for its message. Lanes run in parallel,
-// ordered by After. On an uncontended fabric this is what the simulator
+// ordered by After, each from the plan's Launch. A plan with a Wire runs
+// as Wire says: its efficiency divides the bytes, its rate caps the
+// bandwidth, its latency, by the path's class, replaces α and delays
+// only the message, not its sender, and its reductions are free. On an uncontended fabric this is what the simulator
 // measures, and for the textbook algorithms it equals the formulas of
 // REFERENCE.md. It reads each lane through a Cursor, so a streamed plan
 // is costed in memory that grows with its ranks, as it runs.
@@ -72,6 +83,29 @@ type pathSlot struct {
 const pathSlots = 8
 
 func (c *costRun) path(a, b int) (float64, float64, error) {
+	alpha, beta, err := c.rawPath(a, b)
+	if err != nil || c.plan.Wire == nil {
+		return alpha, beta, err
+	}
+	class := PathNVLink
+	if pc, ok := c.m.(PathClasser); ok {
+		if class, err = pc.PathClass(a, b); err != nil {
+			return 0, 0, err
+		}
+	}
+	if class < 0 || class >= NumPathClasses {
+		return 0, 0, fmt.Errorf("path class %d of %d -> %d is not one of the %d classes", class, a, b, NumPathClasses)
+	}
+	w := c.plan.Wire
+	beta /= w.Efficiency[class]
+	if w.Rate > 0 {
+		beta = max(beta, 1/w.Rate)
+	}
+	return w.Latency[class], beta, nil
+}
+
+// rawPath is a's path to b as the model prices it, remembered.
+func (c *costRun) rawPath(a, b int) (float64, float64, error) {
 	if c.paths[a] == nil {
 		c.paths[a] = new([pathSlots]pathSlot)
 		for i := range c.paths[a] {
@@ -104,7 +138,7 @@ func (c *costRun) run() (float64, error) {
 		}
 		c.lanes[r] = make([]costLane, len(cursors))
 		for l, lr := range newLaneReaders(cursors) {
-			c.lanes[r][l].laneReader = lr
+			c.lanes[r][l].laneReader, c.lanes[r][l].at = lr, p.Launch
 		}
 	}
 	// Work list of ranks that may be able to progress, in FIFO order.
@@ -120,7 +154,7 @@ func (c *costRun) run() (float64, error) {
 			queued[r] = true
 		}
 	}
-	end := 0.0
+	end := p.Launch
 	for len(queue) > 0 {
 		r := queue[0]
 		queue = queue[1:]
@@ -187,11 +221,15 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 			return 0, false, err
 		}
 		done = start + alpha + float64(op.Src.Len)*c.size*beta
+		lands := done
+		if c.plan.Wire != nil {
+			done -= alpha
+		}
 		if c.mail[op.Peer] == nil {
 			c.mail[op.Peer] = map[uint64][]float64{}
 		}
 		k := mailKey(r, op.Tag)
-		c.mail[op.Peer][k] = append(c.mail[op.Peer][k], done)
+		c.mail[op.Peer][k] = append(c.mail[op.Peer][k], lands)
 		wake(op.Peer)
 	case StepRecv:
 		k := mailKey(op.Peer, op.Tag)
@@ -208,7 +246,7 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 	case StepReduce, StepDivide:
 		g := c.m.ReduceCost(r)
 		done = start
-		if g > 0 && op.Dst.Len > 0 {
+		if g > 0 && op.Dst.Len > 0 && c.plan.Wire == nil {
 			done += float64(op.Dst.Len) * c.size * g
 		}
 	case StepCopy:
@@ -229,7 +267,8 @@ type Candidate struct {
 	Err  error
 }
 
-// Select compiles every algorithm that implements s.Op, costs each on m, and
+// Select compiles every algorithm of commsim's own that implements s.Op
+// (not those that run like NCCL's: see IsNCCL), costs each on m, and
 // returns the cheapest plan with every candidate considered. Costs within
 // a relative tieTolerance are ties, and ties go to the earlier algorithm
 // in Algorithms order: the same α-β terms summed in another order differ
@@ -241,6 +280,9 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 	bestCost := math.Inf(1)
 	var cands []Candidate
 	for _, name := range AlgorithmsFor(s.Op) {
+		if IsNCCL(name) {
+			continue
+		}
 		s.Algo = name
 		plan, err := Compile(s)
 		cand := Candidate{Algo: name, Err: err}

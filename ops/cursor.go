@@ -25,19 +25,13 @@ type Operation struct {
 	// before this one starts (a held plan's After lists; order within a
 	// lane needs no mark).
 	Awaits []int
-	// Protocol and ChunkLen leave room for modelling NCCL's machinery
-	// (LL, LL128 and Simple; data pipelined in chunks through a few
-	// buffer slots). Every plan today moves each range whole with the
-	// backend's plain transfer: ProtoDefault and 0.
+	// Protocol names how the message moves (the plan's; see Plan.Wire
+	// for what it costs on a simulator). ChunkLen leaves room for a
+	// protocol that pipelines one operation in chunks; every plan today
+	// cuts its chunks into steps of their own, and leaves it 0.
 	Protocol Protocol
 	ChunkLen int
 }
-
-// Protocol is the wire protocol of an operation.
-type Protocol uint8
-
-// ProtoDefault is the backend's plain transfer.
-const ProtoDefault Protocol = 0
 
 func (o *Operation) String() string {
 	s := Step{Kind: o.Kind, Peer: o.Peer, Tag: o.Tag, Src: o.Src, Dst: o.Dst, Lane: o.Lane}.String()
@@ -177,7 +171,7 @@ func (c *Cursor) Batches(n int) iter.Seq[[]Operation] {
 // operation makes o the lane's next operation, step s (mark is its index
 // in a held plan's rank).
 func (c *Cursor) operation(o *Operation, s *Step, mark int) {
-	*o = Operation{Kind: s.Kind, Peer: s.Peer, Tag: s.Tag, Src: s.Src, Dst: s.Dst, Lane: s.Lane, Index: c.index}
+	*o = Operation{Kind: s.Kind, Peer: s.Peer, Tag: s.Tag, Src: s.Src, Dst: s.Dst, Lane: s.Lane, Index: c.index, Protocol: c.plan.Protocol}
 	if c.marked != nil {
 		if c.marked[mark] {
 			o.Signals, o.Mark = true, mark

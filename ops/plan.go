@@ -170,10 +170,21 @@ type Spec struct {
 	Root  int // Gather, Broadcast, Reduce
 	DType hw.DType
 	Redop hw.ReduceOp // AllReduce, ReduceScatter, Reduce
+	// Channels and Chunk shape the algorithms that run like NCCL's
+	// (nccl-ring, …): the data is split over Channels lanes, and each
+	// moves Chunk elements per step at most; 0 means one channel, and
+	// chunks as large as the data. NodeRanks is the ranks of each node
+	// (ranks node·NodeRanks … are one node's), which they route around;
+	// 0 means every rank is on one node.
+	Channels, Chunk, NodeRanks int
 }
 
 func (s Spec) String() string {
-	return fmt.Sprintf("%s/%s p=%d count=%d root=%d %s %s", s.Op, s.Algo, s.Ranks, s.Count, s.Root, s.DType, s.Redop)
+	str := fmt.Sprintf("%s/%s p=%d count=%d root=%d %s %s", s.Op, s.Algo, s.Ranks, s.Count, s.Root, s.DType, s.Redop)
+	if s.Channels > 0 || s.Chunk > 0 || s.NodeRanks > 0 {
+		str += fmt.Sprintf(" channels=%d chunk=%d node=%d", s.Channels, s.Chunk, s.NodeRanks)
+	}
+	return str
 }
 
 // Plan is an algorithm compiled for one Spec: for every rank, the ordered
@@ -188,6 +199,15 @@ type Plan struct {
 	// Steps[r] is rank r's program. It is nil in a streamed plan, whose
 	// ranks are generated on demand (see Streamed).
 	Steps [][]Step
+	// Protocol, Wire and Launch say how a plan that runs like NCCL's
+	// moves its messages, for a simulator (real devices have their own
+	// protocols and launch costs): the protocol's name, how its messages
+	// cross each class of path (nil: as the links do), and the fixed
+	// seconds every rank spends launching the collective. Package nccl
+	// sets them from NCCL's own cost model.
+	Protocol Protocol
+	Wire     *Wire
+	Launch   float64
 
 	gen       generator // a streamed plan's algorithm
 	numSteps  int       // a streamed plan's step count

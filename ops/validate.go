@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -63,6 +64,13 @@ func checkPlanShape(p *Plan) error {
 		return fmt.Errorf("%w: plan has %d lanes", ErrBadPlan, p.Lanes)
 	case !p.Streamed() && len(p.Steps) != p.Ranks:
 		return fmt.Errorf("%w: plan has programs for %d ranks, want %d", ErrBadPlan, len(p.Steps), p.Ranks)
+	case !(p.Launch >= 0) || math.IsInf(p.Launch, 0):
+		return fmt.Errorf("%w: launch time %v s", ErrBadPlan, p.Launch)
+	}
+	if p.Wire != nil {
+		if err := p.Wire.check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrBadPlan, err)
+		}
 	}
 	return nil
 }

@@ -296,7 +296,7 @@ func (c *Cluster) edge(e int) *link {
 	if e%2 == 1 {
 		from, to = to, from
 	}
-	l := &link{id: e, name: from + "->" + to, capacity: perPicosecond(c.topo.EdgeBW(e))}
+	l := &link{id: e, name: from + "->" + to, capacity: perPicosecond(c.topo.EdgeBW(e)), class: linkClass(c.topo, e)}
 	c.edges[e] = l
 	return l
 }

@@ -79,6 +79,9 @@ func (d *Device) NewStream() (hw.Stream, error) {
 		return nil, fmt.Errorf("sim: %s: new stream: %w", d.name, hw.ErrClosed)
 	}
 	s := &Stream{dev: d, id: len(c.streams)}
+	// The stream's channel limits its messages with a Wire Rate; its id
+	// follows the devices' reduction units' among the ids no link has.
+	s.channel = link{id: -1 - len(c.devices) - s.id, name: fmt.Sprintf("%s.stream%d", d.name, s.id), capacity: math.Inf(1)}
 	c.streams = append(c.streams, s)
 	return s, nil
 }

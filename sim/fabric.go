@@ -21,6 +21,8 @@ type link struct {
 	carried float64
 	// down marks a link taken out of service by a fault; its capacity is 0.
 	down bool
+	// class is the kind of path a route through the link is (see Wire).
+	class PathClass
 }
 
 type flowState uint8

@@ -322,8 +322,11 @@ func (c *Cluster) reroute(f *flow, now Time) {
 			s.dev.rank, s.dev.name, o.peer.rank, o.peer.name, c.downNames(), err))
 		return
 	}
-	c.logf(now, "transfer rank %d -> rank %d rerouted (%d hops, %v)", s.dev.rank, o.peer.rank, len(r.links), r.latency)
-	c.fab.restart(f, r.links, r.latency)
+	// What is left keeps the wire bytes of the route it started on.
+	var latency Time
+	latency, _, o.land = c.sendCost(r, o)
+	c.logf(now, "transfer rank %d -> rank %d rerouted (%d hops, %v)", s.dev.rank, o.peer.rank, len(r.links), latency+o.land)
+	c.fab.restart(f, s.sendPath(r, o), latency)
 }
 
 // downNames lists the links that are down, for errors.

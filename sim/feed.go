@@ -16,6 +16,12 @@ type Op struct {
 	Peer     *Device     // OpSend, OpRecv
 	Tag      uint64      // OpSend, OpRecv
 	Event    *Event      // OpRecord, OpWait
+	Wire     *Wire       // OpSend: the message's protocol (see Wire); nil for plain
+	Duration Time        // OpDelay
+	// Fused marks an OpReduce or OpDivide done as its data arrives, as
+	// NCCL's kernels reduce while they copy: it takes no time of its own
+	// (the Wire of the transfers that feed it prices the work).
+	Fused bool
 	// Count is, for OpWait, the Record of Event to wait for, counting
 	// from 1; 0 waits for the latest Record enqueued before this op, as
 	// Stream.Wait does. A fed lane may reach a Wait before the lane that

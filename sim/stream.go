@@ -21,6 +21,9 @@ const (
 	OpRecv
 	OpRecord
 	OpWait
+	// OpDelay occupies the stream for Duration, as the fixed cost of
+	// launching a collective does.
+	OpDelay
 	opCompute
 	opFeed
 )
@@ -45,6 +48,7 @@ var opNames = [opKinds]string{
 	opRecv:    "recv",
 	opRecord:  "record",
 	opWait:    "wait",
+	OpDelay:   "delay",
 	opCompute: "compute",
 	opFeed:    "feed",
 }
@@ -60,10 +64,13 @@ type op struct {
 	tag      uint64
 	ev       *Event
 	target   int    // Wait: the Record count that must have completed
-	dur      Time   // Compute
+	dur      Time   // Compute, Delay
 	label    string // Compute
 	start    Time
 	feed     *feed // Feed
+	wire     *Wire // Send: its protocol, or nil
+	land     Time  // Send with a Wire: its latency, from drained to delivered
+	fused    bool  // Reduce, Divide: takes no time (Op.Fused)
 }
 
 func (o *op) String() string {
@@ -84,6 +91,8 @@ func (o *op) String() string {
 		return fmt.Sprintf("wait for event %d of %s (record #%d; %d done)", o.ev.id, o.ev.dev.name, o.target, o.ev.completed)
 	case opCompute:
 		return fmt.Sprintf("compute %q for %v", o.label, o.dur)
+	case OpDelay:
+		return fmt.Sprintf("delay for %v", o.dur)
 	case opFeed:
 		return "feed"
 	}
@@ -105,6 +114,10 @@ type Stream struct {
 	computing   *op   // the front op while a Compute runs
 	computes    bool  // ever enqueued a Compute: named so in traces
 	err         error
+	// channel is what the stream's messages with a Wire Rate share
+	// besides their route, and path a send's route with it.
+	channel link
+	path    []*link
 }
 
 var _ hw.Stream = (*Stream)(nil)
@@ -152,7 +165,7 @@ func (s *Stream) prepare(q *op, o *Op) error {
 		if err := s.checkPair("reduce", o.Dst, o.Src); err != nil {
 			return err
 		}
-		*q = op{index: -1, kind: opReduce, redop: o.Redop, dst: o.Dst, src: o.Src}
+		*q = op{index: -1, kind: opReduce, redop: o.Redop, dst: o.Dst, src: o.Src, fused: o.Fused}
 		return nil
 	case OpDivide:
 		if o.Divisor < 1 {
@@ -161,7 +174,7 @@ func (s *Stream) prepare(q *op, o *Op) error {
 		if err := s.checkSlice("divide", o.Dst); err != nil {
 			return err
 		}
-		*q = op{index: -1, kind: opDivide, dst: o.Dst, n: o.Divisor}
+		*q = op{index: -1, kind: opDivide, dst: o.Dst, n: o.Divisor, fused: o.Fused}
 		return nil
 	case OpSend, OpRecv:
 		what, sl := "send", o.Src
@@ -178,7 +191,18 @@ func (s *Stream) prepare(q *op, o *Op) error {
 		if err := s.checkSlice(what, sl); err != nil {
 			return err
 		}
-		*q = op{index: -1, kind: o.Kind, src: o.Src, dst: o.Dst, peer: o.Peer, tag: o.Tag}
+		if o.Wire != nil {
+			if err := o.Wire.check(); err != nil {
+				return fmt.Errorf("sim: %s: %s: %w: %v", s.dev.name, what, hw.ErrBadArgument, err)
+			}
+		}
+		*q = op{index: -1, kind: o.Kind, src: o.Src, dst: o.Dst, peer: o.Peer, tag: o.Tag, wire: o.Wire}
+		return nil
+	case OpDelay:
+		if o.Duration < 0 {
+			return fmt.Errorf("sim: %s: delay: %w: duration %v < 0", s.dev.name, hw.ErrBadArgument, o.Duration)
+		}
+		*q = op{index: -1, kind: OpDelay, dur: o.Duration}
 		return nil
 	case OpRecord, OpWait:
 		what := "record"
@@ -470,9 +494,10 @@ func (s *Stream) begin(o *op, now Time) bool {
 		}
 		return true
 	case opReduce, opDivide:
-		if math.IsInf(s.dev.reducer.capacity, 1) && c.trace == nil {
+		if o.fused || math.IsInf(s.dev.reducer.capacity, 1) && c.trace == nil {
 			// An unlimited reduction unit takes no time however it is
-			// shared, so the fabric has nothing to decide.
+			// shared, so the fabric has nothing to decide; nor does a
+			// reduction fused into the transfer that fed it.
 			if err := s.apply(o); err != nil {
 				s.fail(o, err)
 				return false
@@ -500,8 +525,11 @@ func (s *Stream) begin(o *op, now Time) bool {
 			s.fail(o, err)
 			return false
 		}
+		var wait Time
+		var n float64
+		wait, n, o.land = c.sendCost(r, o)
 		s.busy = true
-		s.flow = c.fab.start(r.links, r.latency, float64(o.src.Bytes()), s, o)
+		s.flow = c.fab.start(s.sendPath(r, o), wait, n, s, o)
 		return false
 	case opRecv:
 		mb := c.standIn(o.peer).mailboxTo(s.dev, o.tag)
@@ -533,7 +561,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 			c.kick(w)
 		}
 		return true
-	case opCompute:
+	case opCompute, OpDelay:
 		if o.dur == 0 {
 			return true
 		}
@@ -563,7 +591,12 @@ func (s *Stream) flowDone(now Time, o *op) {
 		return
 	}
 	if o.kind == opSend {
-		s.dev.c.deliver(s.dev, o, now)
+		c := s.dev.c
+		if o.land > 0 {
+			c.eng.schedule(now+o.land, &landing{from: s.dev, o: *o, m: c.message(o)}, 0)
+		} else {
+			c.deliver(s.dev, o, c.message(o), now)
+		}
 	} else if err := s.apply(o); err != nil {
 		s.fail(o, err)
 		return
@@ -757,11 +790,7 @@ func (d *Device) mailboxTo(dst *Device, tag uint64) *mailbox {
 
 // deliver snapshots a finished send into the peer's mailbox and wakes the
 // streams waiting on it.
-func (c *Cluster) deliver(from *Device, o *op, now Time) {
-	m := message{dt: o.src.DType(), n: o.src.Len}
-	if !c.cfg.TimingOnly {
-		m.data = append([]byte(nil), sliceBytes(o.src)...)
-	}
+func (c *Cluster) deliver(from *Device, o *op, m message, now Time) {
 	mb := from.mailboxTo(c.standIn(o.peer), o.tag)
 	mb.msgs = append(mb.msgs, m)
 	// kick only schedules, so nothing waits again while this loops, and the
@@ -774,6 +803,24 @@ func (c *Cluster) deliver(from *Device, o *op, now Time) {
 		c.trace.transfer(from, o, now)
 	}
 }
+
+// message is what send o carries, taken from its source now.
+func (c *Cluster) message(o *op) message {
+	m := message{dt: o.src.DType(), n: o.src.Len}
+	if !c.cfg.TimingOnly {
+		m.data = append([]byte(nil), sliceBytes(o.src)...)
+	}
+	return m
+}
+
+// landing is a message on its way, delivered when it fires.
+type landing struct {
+	from *Device
+	o    op
+	m    message
+}
+
+func (l *landing) fire(now Time, _ uint64) { l.from.c.deliver(l.from, &l.o, l.m, now) }
 
 // poison marks the mailbox of a send from d to peer with tag, skipped by
 // a failure, so that its receivers fail with err, and wakes those waiting.

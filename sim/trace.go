@@ -50,7 +50,7 @@ func (t *tracer) transfer(from *Device, o *op, now Time) {
 func (t *tracer) rates(now Time, links []*link) {
 	for _, l := range links {
 		if l.id < 0 {
-			continue // a device's reduction unit, not a link
+			continue // a device's reduction unit or a stream's channel, not a link
 		}
 		sum := 0.0
 		for _, f := range l.flows {

@@ -218,3 +218,44 @@ func TestCountsPastInt32(t *testing.T) {
 		t.Fatalf("simulated %v s, cost model %v s (%v)", got, want, err)
 	}
 }
+
+// TestWireAndLaunchTimeAsCosted: a plan that runs like NCCL's, with a
+// launch time and a wire (per-class message latency and efficiency), is
+// simulated in the time the cost model gives on an uncontended fabric,
+// across NVLink and network paths, every rank or mirrored; and its
+// messages' protocol shows in the operations.
+func TestWireAndLaunchTimeAsCosted(t *testing.T) {
+	wire := &ops.Wire{Latency: [3]float64{3.4e-6, 5.7e-6, 14e-6}, Efficiency: [3]float64{0.82, 0.9, 0.94}}
+	for _, tc := range []struct {
+		topo string
+		spec ops.Spec
+	}{
+		{"switch:8,bw=450GB/s", ops.Spec{Op: ops.AllGather, Count: 1 << 10}},
+		{"cluster:2x4", ops.Spec{Op: ops.AllGather, Count: 1 << 10}},
+		{"switch:4", ops.Spec{Op: ops.Broadcast, Count: 1000, Root: 2}},
+	} {
+		for _, symmetry := range []bool{false, true} {
+			c, topo := world(t, tc.topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
+			spec := tc.spec
+			spec.Algo, spec.Ranks, spec.DType, spec.Channels = "nccl-ring", len(c.Devices()), hw.F32, 1 // channels would share links
+			plan, err := ops.Compile(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan.Protocol, plan.Wire, plan.Launch = ops.ProtoSimple, wire, 8.4e-6
+			in, out := buffers(t, c, plan, false)
+			got, err := simexec.NewExecutor(c).Run(plan, in, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ops.Cost(plan, topo)
+			if err != nil || math.Abs(got-want) > 1e-12*float64(plan.NumSteps()) {
+				t.Errorf("%v on %s, symmetry %v: simulated %v s, costed %v s (%v)", spec, tc.topo, symmetry, got, want, err)
+			}
+			plain, _ := ops.Compile(spec)
+			if base, _ := ops.Cost(plain, topo); !(want > base+8.4e-6) {
+				t.Errorf("%v on %s: with wire and launch %v s, without %v s: want slower by more than the launch", spec, tc.topo, want, base)
+			}
+		}
+	}
+}

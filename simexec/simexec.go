@@ -44,8 +44,9 @@ func (d *Driver) Enqueue(job *ops.RankJob) error {
 		job.CloseCursors()
 		return err
 	}
+	wire := simWire(job.Plan.Wire)
 	for l, ss := range streams {
-		if err := ss.Feed(newLaneSource(job, job.Cursors[l], marks)); err != nil {
+		if err := ss.Feed(newLaneSource(job, job.Cursors[l], marks, wire)); err != nil {
 			for _, c := range job.Cursors[l:] {
 				c.Close() // the lanes fed before own theirs now
 			}
@@ -73,6 +74,19 @@ func (d *Driver) prepare(job *ops.RankJob) ([]*sim.Stream, rankMarks, error) {
 	}
 	marks, err := newRankMarks(job)
 	return streams, marks, err
+}
+
+// simWire is the simulator's form of a plan's wire, or nil.
+func simWire(w *ops.Wire) *sim.Wire {
+	if w == nil {
+		return nil
+	}
+	sw := sim.Wire{Rate: w.Rate}
+	for k := range ops.NumPathClasses {
+		sw.Latency[k] = sim.FromSeconds(w.Latency[k])
+		sw.Efficiency[k] = w.Efficiency[k]
+	}
+	return &sw
 }
 
 // rankMarks are the events of one rank's marks in one run (see

@@ -24,13 +24,18 @@ type laneSource struct {
 	held  []ops.Operation // storage for ops
 	spill []sim.Op
 	fed   []fedOp
+	// wire is how the plan's sends move (ops.Plan.Wire; its reductions
+	// are then fused into them), and launch the
+	// delay that opens each lane (ops.Plan.Launch), until it is given.
+	wire   *sim.Wire
+	launch sim.Time
 }
 
 // sourceBatch is how many operations a held plan's lane reads at a time.
 const sourceBatch = 4
 
-func newLaneSource(job *ops.RankJob, cur *ops.Cursor, marks rankMarks) *laneSource {
-	s := &laneSource{job: job, cur: cur, marks: marks}
+func newLaneSource(job *ops.RankJob, cur *ops.Cursor, marks rankMarks, wire *sim.Wire) *laneSource {
+	s := &laneSource{job: job, cur: cur, marks: marks, wire: wire, launch: sim.FromSeconds(job.Plan.Launch)}
 	if job.Plan.Streamed() {
 		s.prod = &producer{cur: cur}
 	}
@@ -39,6 +44,12 @@ func newLaneSource(job *ops.RankJob, cur *ops.Cursor, marks rankMarks) *laneSour
 
 // Next implements sim.Source.
 func (s *laneSource) Next(out []sim.Op) (int, error) {
+	if s.launch > 0 && len(out) > 0 {
+		out[0] = sim.Op{Kind: sim.OpDelay, Duration: s.launch}
+		s.launch = 0
+		n, err := s.Next(out[1:])
+		return n + 1, err
+	}
 	if s.prod != nil {
 		return s.nextFed(out)
 	}
@@ -87,16 +98,16 @@ func (s *laneSource) nextFed(out []sim.Op) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			*o = sim.Op{Kind: sim.OpSend, Src: j.Slice(f.src()), Peer: dev, Tag: j.Tag(f.tag)}
+			*o = sim.Op{Kind: sim.OpSend, Src: j.Slice(f.src()), Peer: dev, Tag: j.Tag(f.tag), Wire: s.wire}
 			if f.kind == ops.StepRecv {
 				*o = sim.Op{Kind: sim.OpRecv, Dst: j.Slice(f.dst()), Peer: dev, Tag: j.Tag(f.tag)}
 			}
 		case ops.StepReduce:
-			*o = sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(f.dst()), Src: j.Slice(f.src())}
+			*o = sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(f.dst()), Src: j.Slice(f.src()), Fused: s.wire != nil}
 		case ops.StepCopy:
 			*o = sim.Op{Kind: sim.OpCopy, Dst: j.Slice(f.dst()), Src: j.Slice(f.src())}
 		case ops.StepDivide:
-			*o = sim.Op{Kind: sim.OpDivide, Dst: j.Slice(f.dst()), Divisor: j.Plan.Ranks}
+			*o = sim.Op{Kind: sim.OpDivide, Dst: j.Slice(f.dst()), Divisor: j.Plan.Ranks, Fused: s.wire != nil}
 		default:
 			return 0, fmt.Errorf("simexec: rank %d: %w: unknown step kind %v", j.Rank, ops.ErrBadPlan, f.kind)
 		}
@@ -130,16 +141,16 @@ func (s *laneSource) convert(op *ops.Operation, out []sim.Op) (int, error) {
 		if err != nil {
 			return 0, j.Errorf(op, err)
 		}
-		o = sim.Op{Kind: sim.OpSend, Src: j.Slice(op.Src), Peer: dev, Tag: j.Tag(op.Tag)}
+		o = sim.Op{Kind: sim.OpSend, Src: j.Slice(op.Src), Peer: dev, Tag: j.Tag(op.Tag), Wire: s.wire}
 		if op.Kind == ops.StepRecv {
 			o = sim.Op{Kind: sim.OpRecv, Dst: j.Slice(op.Dst), Peer: dev, Tag: j.Tag(op.Tag)}
 		}
 	case ops.StepReduce:
-		o = sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(op.Dst), Src: j.Slice(op.Src)}
+		o = sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(op.Dst), Src: j.Slice(op.Src), Fused: s.wire != nil}
 	case ops.StepCopy:
 		o = sim.Op{Kind: sim.OpCopy, Dst: j.Slice(op.Dst), Src: j.Slice(op.Src)}
 	case ops.StepDivide:
-		o = sim.Op{Kind: sim.OpDivide, Dst: j.Slice(op.Dst), Divisor: j.Plan.Ranks}
+		o = sim.Op{Kind: sim.OpDivide, Dst: j.Slice(op.Dst), Divisor: j.Plan.Ranks, Fused: s.wire != nil}
 	default:
 		return 0, j.Errorf(op, fmt.Errorf("%w: unknown step kind %v", ops.ErrBadPlan, op.Kind))
 	}

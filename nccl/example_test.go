@@ -1,0 +1,29 @@
+package nccl_test
+
+import (
+	"fmt"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+// A Tuner chooses what NCCL would run on a fabric and compiles the plan
+// the simulator runs in its place.
+func ExampleTuner() {
+	topo, _ := topology.Resolve("dgx-h100")
+	tuner, _ := nccl.NewTuner(topo, nccl.Options{})
+	for _, bytes := range []int{8, 1 << 30} {
+		plan, choice, err := tuner.Plan(ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: bytes / 4, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%d B: simulate %s, %.1f µs by NCCL's model; NCCL itself would run %v, %.1f µs\n",
+			bytes, nccl.Label(plan), choice.TimeUS, choice.NCCL, choice.NCCL.TimeUS)
+	}
+	// Output:
+	// 8 B: simulate ring/LL/1ch, 15.0 µs by NCCL's model; NCCL itself would run ring/LL/1ch, 15.0 µs
+	// 1073741824 B: simulate ring/Simple/12ch, 5275.6 µs by NCCL's model; NCCL itself would run nvls/Simple/16ch, 3204.6 µs
+}

@@ -1,0 +1,262 @@
+package nccl
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+// Algo is one of NCCL's algorithms, in NCCL's own order.
+type Algo uint8
+
+const (
+	Tree Algo = iota
+	Ring
+	CollNetDirect
+	CollNetChain
+	NVLS
+	NVLSTree
+	PAT
+	numAlgos
+)
+
+var algoNames = [numAlgos]string{"tree", "ring", "collnet-direct", "collnet-chain", "nvls", "nvlstree", "pat"}
+
+func (a Algo) String() string {
+	if a < numAlgos {
+		return algoNames[a]
+	}
+	return fmt.Sprintf("algo(%d)", uint8(a))
+}
+
+// ParseAlgo reads an algorithm name as NCCL_ALGO spells it, in any case
+// ("ring", "tree", "nvls", "nvlstree", "collnet_direct", "pat", …).
+func ParseAlgo(s string) (Algo, error) {
+	t := strings.ReplaceAll(strings.ToLower(s), "_", "-")
+	for a := range numAlgos {
+		if t == algoNames[a] {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("nccl: unknown algorithm %q (want one of %s)", s, strings.Join(algoNames[:], ", "))
+}
+
+// The protocols, in NCCL's order; index into the tables below.
+const (
+	ll = iota
+	ll128
+	simple
+	numProtos
+)
+
+var protocols = [numProtos]ops.Protocol{ops.ProtoLL, ops.ProtoLL128, ops.ProtoSimple}
+
+func protoIndex(p ops.Protocol) (int, bool) {
+	for i, q := range protocols {
+		if q == p {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Version is an NCCL release whose constants the model takes: 2.18,
+// 2.21, 2.23, 2.27 or 2.30 (2.28 and later share 2.30's).
+type Version int
+
+// The versions with constants of their own (NCCL-MODEL.md §10).
+const (
+	V2_18 Version = 218
+	V2_21 Version = 221
+	V2_23 Version = 223
+	V2_27 Version = 227
+	V2_30 Version = 230
+)
+
+// ParseVersion reads "2.30", "2.27.3", "2.18" and so on.
+func ParseVersion(s string) (Version, error) {
+	var major, minor int
+	if _, err := fmt.Sscanf(s, "%d.%d", &major, &minor); err != nil || major != 2 {
+		return 0, fmt.Errorf("nccl: version %q: want 2.N (2.18 to 2.30)", s)
+	}
+	switch {
+	case minor >= 28:
+		return V2_30, nil
+	case minor >= 27:
+		return V2_27, nil
+	case minor >= 23:
+		return V2_23, nil
+	case minor >= 21:
+		return V2_21, nil
+	case minor >= 18:
+		return V2_18, nil
+	}
+	return 0, fmt.Errorf("nccl: version %q is older than 2.18, whose constants the model does not have", s)
+}
+
+func (v Version) String() string { return fmt.Sprintf("2.%d", int(v)-200) }
+
+// Base latency in µs, per algorithm and protocol, once per operation
+// (tuning.cc:150-155, NCCL 2.30).
+var baseLat = [numAlgos][numProtos]float64{
+	Tree:          {6.8, 14.0, 8.4},
+	Ring:          {6.6, 14.0, 8.4},
+	CollNetDirect: {0, 0, 0},
+	CollNetChain:  {0, 0, 0},
+	NVLS:          {0, 0, 0},
+	NVLSTree:      {0, 0, 0},
+	PAT:           {8.0, 8.0, 8.0},
+}
+
+// Hardware latency in µs per hop, by path class (NVLink, PCI, network),
+// algorithm and protocol (tuning.cc:157-176, NCCL 2.30). Algorithms that
+// run only Simple have the Simple figure for all three.
+var hwLat = [ops.NumPathClasses][numAlgos][numProtos]float64{
+	ops.PathNVLink: {
+		Tree: {0.6, 1.25, 4.0}, Ring: {0.6, 1.9, 3.4}, CollNetDirect: {3.7, 3.7, 3.7}, CollNetChain: {2.8, 2.8, 2.8},
+		NVLS: {25, 25, 25}, NVLSTree: {25, 25, 25}, PAT: {4.0, 4.0, 4.0},
+	},
+	ops.PathPCI: {
+		Tree: {1.0, 1.9, 4.0}, Ring: {1.0, 2.5, 5.7}, CollNetDirect: {3.7, 3.7, 3.7}, CollNetChain: {2.8, 2.8, 2.8},
+		NVLS: {0, 0, 0}, NVLSTree: {0, 0, 0}, PAT: {4.0, 4.0, 4.0},
+	},
+	ops.PathNet: {
+		Tree: {5.0, 8.5, 14}, Ring: {2.7, 4.0, 14.0}, CollNetDirect: {31, 31, 31}, CollNetChain: {30, 30, 30},
+		NVLS: {18, 18, 18}, NVLSTree: {20.9, 20.9, 20.9}, PAT: {14, 14, 14},
+	},
+}
+
+// Per-channel caps in GB/s by architecture (Volta, Ampere, Hopper,
+// Blackwell) and by nodes (one, two, more), tuning.cc:177-211.
+type capTable [4][3]float64
+
+var (
+	llMaxBws             = capTable{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282, 90, 70}}
+	perChMaxRingLL128Bws = capTable{{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}}
+	perChMaxTreeLL128Bws = capTable{{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}
+	perChMaxTreeBws      = capTable{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}
+	perChMaxNVLSTreeBws  = capTable{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}}
+)
+
+// archRow is an architecture's row in the cap tables (Hopper when the
+// fabric does not say).
+func archRow(a topology.Arch) int {
+	switch a {
+	case topology.Volta:
+		return 0
+	case topology.Ampere:
+		return 1
+	case topology.Blackwell:
+		return 3
+	}
+	return 2
+}
+
+// nodesColumn is the cap tables' column for a number of nodes.
+func nodesColumn(nodes int) int {
+	switch {
+	case nodes <= 1:
+		return 0
+	case nodes == 2:
+		return 1
+	}
+	return 2
+}
+
+// nvlinkPerLink is NCCL's bandwidth of one NVLink in GB/s, by
+// architecture (topo.h: SM70 20.0, SM80 20.0, SM90 20.6, SM100 40.1).
+func nvlinkPerLink(a topology.Arch) float64 {
+	switch a {
+	case topology.Volta, topology.Ampere:
+		return 20.0
+	case topology.Blackwell:
+		return 40.1
+	}
+	return 20.6
+}
+
+// nvlsEfficiency is the share of NVLink bandwidth NVLS achieves
+// (tuning.cc:138-144): 0.85 on Hopper, 0.74 on Blackwell, none before.
+func nvlsEfficiency(a topology.Arch) float64 {
+	switch a {
+	case topology.Hopper, topology.UnknownArch:
+		return 0.85
+	case topology.Blackwell:
+		return 0.74
+	}
+	return 0
+}
+
+// speedLadder is the per-channel speeds in GB/s the ring search tries,
+// highest first (search.cc:1051-1067).
+func speedLadder(a topology.Arch) []float64 {
+	switch a {
+	case topology.Blackwell:
+		return []float64{90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18}
+	case topology.Hopper, topology.UnknownArch:
+		return []float64{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3}
+	}
+	return []float64{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3}
+}
+
+// maxRingChannels is the most channels a ring search makes (MAXCHANNELS/2).
+const maxRingChannels = 32
+
+// searchChannels approximates NCCL's ring search over a node whose GPUs
+// each have total GB/s of NVLink: the first ladder speed a channel can
+// carry, as many channels as the bandwidth holds, then NCCL's doubling of
+// fast channels (search.cc:1036-1049).
+func searchChannels(a topology.Arch, total float64) (channels int, speed float64) {
+	ladder := speedLadder(a)
+	speed = ladder[len(ladder)-1]
+	for _, s := range ladder {
+		if s <= total {
+			speed = s
+			break
+		}
+	}
+	channels = min(maxRingChannels, max(1, int(total/speed)))
+	if speed >= 25 && !(a.SM() > 80 && speed < 50 && channels > 4) {
+		channels, speed = min(2*channels, maxRingChannels), speed/2
+	}
+	return channels, speed
+}
+
+// nvlsChannels is NVLS's channel count (nvls.cc:155-213).
+func nvlsChannels(a topology.Arch, nodes int) int {
+	if a == topology.Blackwell {
+		if nodes > 1 {
+			return 32
+		}
+		return 24
+	}
+	return 16
+}
+
+// netOverhead is the per-step network overhead in µs on several nodes
+// (tuning.cc:225-233): 1 on Intel and others, 2 on AMD.
+func netOverhead(c topology.CPUVendor) float64 {
+	if c == topology.AMDCPU {
+		return 2
+	}
+	return 1
+}
+
+// llMaxBw is the LL bandwidth cap in GB/s: by architecture on one node,
+// by CPU vendor (Intel row 0, AMD row 1) on several (tuning.cc:268-272).
+func llMaxBw(s System) float64 {
+	row := archRow(s.Arch)
+	if s.Nodes > 1 {
+		row = 0
+		if s.CPU == topology.AMDCPU {
+			row = 1
+		}
+	}
+	return llMaxBws[row][nodesColumn(s.Nodes)]
+}
+
+// finite reports whether x is a usable positive number.
+func finite(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }

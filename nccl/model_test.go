@@ -1,0 +1,258 @@
+package nccl_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+func describe(t *testing.T, spec string) nccl.System {
+	t.Helper()
+	topo, err := topology.Resolve(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := nccl.Describe(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestDescribeReadsWhatNCCLSees: ranks per node, GPU and CPU, NVLinks and
+// NCCL's figure for them (18 × 20.6 GB/s on an H100, 12 × 20 on an A100:
+// NCCL-MODEL.md §6), NICs and NVLink SHARP, from the presets.
+func TestDescribeReadsWhatNCCLSees(t *testing.T) {
+	for _, tc := range []struct {
+		topo string
+		want nccl.System
+	}{
+		{"dgx-h100", nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, NodeMajor: true, Arch: topology.Hopper, CPU: topology.IntelCPU,
+			NVLinks: 18, IntraBW: 18 * 20.6, LinkBW: 450e9, NVLSCapable: true}},
+		{"dgx-a100x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Ampere, CPU: topology.AMDCPU,
+			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 8, NICBW: 25}},
+		{"dgx-b200x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.IntelCPU,
+			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 50, NVLSCapable: true}},
+	} {
+		got := describe(t, tc.topo)
+		if math.Abs(got.IntraBW-tc.want.IntraBW) < 1e-9 {
+			got.IntraBW = tc.want.IntraBW
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.topo, got, tc.want)
+		}
+	}
+	if _, err := nccl.Describe(try(topology.Parse("cluster:2x4"))(t)); err != nil {
+		t.Errorf("cluster:2x4: %v", err)
+	}
+}
+
+func try[T any](v T, err error) func(*testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// TestFixedLatenciesAreNCCLs: the size-independent part of NCCL's
+// estimates for 8 GPUs on one node, NVLink or PCIe, is what NCCL-MODEL.md
+// §8 derives from tuning.cc by hand.
+func TestFixedLatenciesAreNCCLs(t *testing.T) {
+	nvlink := describe(t, "dgx-h100")
+	pcie := nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, Arch: topology.Hopper, CPU: topology.IntelCPU, IntraBW: 12}
+	for _, tc := range []struct {
+		sys   nccl.System
+		op    ops.Op
+		algo  nccl.Algo
+		proto ops.Protocol
+		us    float64
+	}{
+		{nvlink, ops.AllReduce, nccl.Ring, ops.ProtoLL, 15.0},
+		{nvlink, ops.AllReduce, nccl.Ring, ops.ProtoLL128, 40.6},
+		{nvlink, ops.AllReduce, nccl.Ring, ops.ProtoSimple, 56.0},
+		{nvlink, ops.AllReduce, nccl.Tree, ops.ProtoLL, 15.2},
+		{nvlink, ops.AllReduce, nccl.Tree, ops.ProtoLL128, 31.5},
+		{nvlink, ops.AllReduce, nccl.Tree, ops.ProtoSimple, 64.4},
+		{nvlink, ops.AllReduce, nccl.NVLS, ops.ProtoSimple, 25},
+		{nvlink, ops.AllGather, nccl.Ring, ops.ProtoLL, 10.8},
+		{nvlink, ops.ReduceScatter, nccl.Ring, ops.ProtoLL128, 27.3},
+		{nvlink, ops.AllGather, nccl.Ring, ops.ProtoSimple, 32.2},
+		{pcie, ops.AllReduce, nccl.Ring, ops.ProtoLL, 20.6},
+		{pcie, ops.AllReduce, nccl.Ring, ops.ProtoLL128, 49.0},
+		{pcie, ops.AllReduce, nccl.Ring, ops.ProtoSimple, 88.2},
+	} {
+		e := estimate(t, tc.sys, tc.op, 1<<20, tc.algo, tc.proto, nccl.Options{})
+		if e.Off != "" || math.Abs(e.LatencyUS-tc.us) > 1e-9 {
+			t.Errorf("%v %v/%v: latency %v µs (%s), want %v", tc.op, tc.algo, tc.proto, e.LatencyUS, e.Off, tc.us)
+		}
+	}
+}
+
+// estimate finds one algorithm and protocol among Estimates.
+func estimate(t *testing.T, s nccl.System, op ops.Op, bytes int64, a nccl.Algo, p ops.Protocol, o nccl.Options) nccl.Estimate {
+	t.Helper()
+	for _, e := range nccl.Estimates(s, op, bytes, o) {
+		if e.Algo == a && e.Protocol == p {
+			return e
+		}
+	}
+	t.Fatalf("no estimate of %v/%v", a, p)
+	return nccl.Estimate{}
+}
+
+// TestEstimatesFollowNCCLsRules: which algorithms NCCL considers for each
+// op and fabric, LL's bandwidth cap, NVLS's channels, the channels NCCL
+// launches for few bytes, and a time that is latency plus bytes over
+// algorithm bandwidth.
+func TestEstimatesFollowNCCLsRules(t *testing.T) {
+	h100, a100x2 := describe(t, "dgx-h100"), describe(t, "dgx-a100x2")
+	off := func(s nccl.System, op ops.Op, a nccl.Algo, p ops.Protocol) string {
+		return estimate(t, s, op, 1<<20, a, p, nccl.Options{}).Off
+	}
+	for _, tc := range []struct {
+		sys  nccl.System
+		op   ops.Op
+		algo nccl.Algo
+		p    ops.Protocol
+		on   bool
+	}{
+		{h100, ops.Broadcast, nccl.Ring, ops.ProtoLL, true},
+		{h100, ops.Broadcast, nccl.Tree, ops.ProtoLL, false},
+		{h100, ops.AllGather, nccl.Tree, ops.ProtoSimple, false},
+		{h100, ops.AllGather, nccl.NVLS, ops.ProtoSimple, true},
+		{h100, ops.AllReduce, nccl.NVLS, ops.ProtoLL, false},
+		{h100, ops.AllReduce, nccl.NVLSTree, ops.ProtoSimple, false}, // one node
+		{h100, ops.AllReduce, nccl.PAT, ops.ProtoSimple, false},
+		{h100, ops.AllGather, nccl.PAT, ops.ProtoSimple, false}, // 8 GPUs per node
+		{a100x2, ops.AllReduce, nccl.NVLS, ops.ProtoSimple, false},
+		{a100x2, ops.AllReduce, nccl.CollNetDirect, ops.ProtoSimple, false},
+		{a100x2, ops.AllReduce, nccl.Tree, ops.ProtoLL128, true},
+		{h100, ops.AllToAll, nccl.Ring, ops.ProtoSimple, false},
+	} {
+		if got := off(tc.sys, tc.op, tc.algo, tc.p); (got == "") != tc.on {
+			t.Errorf("%v %v/%v on %d nodes: off %q, want on=%v", tc.op, tc.algo, tc.p, tc.sys.Nodes, got, tc.on)
+		}
+	}
+	// LL on one Hopper node: min(141 GB/s, 0.5 × channels × per-channel).
+	if e := estimate(t, h100, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoLL, nccl.Options{}); e.BusBW != 141 {
+		t.Errorf("ring/LL bus bandwidth on dgx-h100: %v GB/s, want llMaxBw's 141", e.BusBW)
+	}
+	for _, e := range nccl.Estimates(h100, ops.AllReduce, 1<<30, nccl.Options{}) {
+		if e.Off != "" {
+			continue
+		}
+		if want := e.LatencyUS + float64(1<<30)/(1000*e.AlgBW); math.Abs(e.TimeUS-want) > 1e-9*want {
+			t.Errorf("%v: time %v µs, want latency + bytes/algbw = %v", e, e.TimeUS, want)
+		}
+		if e.Algo == nccl.NVLS && e.Channels != 16 {
+			t.Errorf("NVLS on Hopper: %d channels, want 16", e.Channels)
+		}
+	}
+	// Few bytes: NCCL launches fewer channels (8 B: one).
+	if e := estimate(t, h100, ops.AllReduce, 8, nccl.Ring, ops.ProtoLL, nccl.Options{}); e.Channels != 1 {
+		t.Errorf("8 B ring/LL: %d channels, want 1", e.Channels)
+	}
+	big := estimate(t, h100, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{})
+	if forced := estimate(t, h100, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{Channels: 4}); forced.Channels != 4 || !(forced.BusBW < big.BusBW) {
+		t.Errorf("4 channels forced: %d channels at %v GB/s; %d unforced at %v", forced.Channels, forced.BusBW, big.Channels, big.BusBW)
+	}
+	// Across nodes channels spread evenly over the NICs.
+	if e := estimate(t, a100x2, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{}); e.Channels%a100x2.NICs != 0 {
+		t.Errorf("dgx-a100x2: %d channels over %d NICs", e.Channels, a100x2.NICs)
+	}
+}
+
+// TestTuneChoosesTheCheapest: Tune takes the cheapest estimate, reports
+// what NCCL would run where commsim cannot simulate it, honours NCCL_ALGO
+// and NCCL_PROTO's restrictions, and says why nothing is left.
+func TestTuneChoosesTheCheapest(t *testing.T) {
+	h100 := describe(t, "dgx-h100")
+	for _, bytes := range []int64{8, 1 << 16, 1 << 24, 1 << 30} {
+		c, err := nccl.Tune(h100, ops.AllReduce, bytes, nccl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range nccl.Estimates(h100, ops.AllReduce, bytes, nccl.Options{}) {
+			if e.Off == "" && e.TimeUS < c.NCCL.TimeUS || e.Off == "" && nccl.Simulable(e.Algo) && e.TimeUS < c.TimeUS {
+				t.Errorf("%d B: chose %v (%v µs) and NCCL's %v (%v µs), but %v takes %v µs", bytes, c.Estimate, c.TimeUS, c.NCCL, c.NCCL.TimeUS, e, e.TimeUS)
+			}
+		}
+		if !nccl.Simulable(c.Algo) {
+			t.Errorf("%d B: chose %v, which commsim cannot simulate", bytes, c.Estimate)
+		}
+	}
+	c, _ := nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{})
+	if c.NCCL.Algo != nccl.NVLS || c.Algo != nccl.Ring {
+		t.Errorf("1 GiB all-reduce on dgx-h100: NCCL %v, simulated %v; want NVLS and ring", c.NCCL, c.Estimate)
+	}
+	c, _ = nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{Protos: []ops.Protocol{ops.ProtoLL}})
+	if c.Protocol != ops.ProtoLL || c.NCCL.Protocol != ops.ProtoLL {
+		t.Errorf("NCCL_PROTO=LL: chose %v (NCCL %v)", c.Estimate, c.NCCL)
+	}
+	if _, err := nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{Algos: []nccl.Algo{nccl.Tree}}); err == nil || !strings.Contains(err.Error(), "tree/") {
+		t.Errorf("NCCL_ALGO=tree: %v, want an error naming what was off", err)
+	}
+	if _, err := nccl.Tune(h100, ops.AllToAll, 1<<20, nccl.Options{}); err == nil {
+		t.Error("all-to-all: no error; NCCL's tuner does not choose for it")
+	}
+}
+
+// TestVersionsKeepTheirConstants: 2.18's ring LL bandwidth was a third of
+// the bus on one node where 2.30's is half (NCCL-MODEL.md §10), and 2.21's
+// tree Simple per-hop latency was 28 µs.
+func TestVersionsKeepTheirConstants(t *testing.T) {
+	s := describe(t, "dgx-a100") // LL is not capped by llMaxBw here
+	old := estimate(t, s, ops.AllGather, 1<<30, nccl.Ring, ops.ProtoLL, nccl.Options{Version: nccl.V2_18})
+	now := estimate(t, s, ops.AllGather, 1<<30, nccl.Ring, ops.ProtoLL, nccl.Options{})
+	if old.BusBW >= now.BusBW {
+		t.Errorf("ring/LL: 2.18 %v GB/s, 2.30 %v GB/s; want 2.18 slower", old.BusBW, now.BusBW)
+	}
+	t21 := estimate(t, s, ops.AllReduce, 1<<20, nccl.Tree, ops.ProtoSimple, nccl.Options{Version: nccl.V2_21})
+	if want := 0 + 2*7*28.0; math.Abs(t21.LatencyUS-want) > 1e-9 {
+		t.Errorf("2.21 tree/Simple latency %v µs, want %v", t21.LatencyUS, want)
+	}
+	for _, tc := range []struct {
+		in   string
+		want nccl.Version
+	}{{"2.30.7", nccl.V2_30}, {"2.28", nccl.V2_30}, {"2.27.3", nccl.V2_27}, {"2.26.6", nccl.V2_23}, {"2.21.5", nccl.V2_21}, {"2.18.3", nccl.V2_18}} {
+		if v, err := nccl.ParseVersion(tc.in); err != nil || v != tc.want {
+			t.Errorf("ParseVersion(%q) = %v, %v; want %v", tc.in, v, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"2.17", "3.0", "", "two"} {
+		if _, err := nccl.ParseVersion(bad); err == nil {
+			t.Errorf("ParseVersion(%q): no error", bad)
+		}
+	}
+}
+
+// TestLabelNamesNCCLsChoice: the algo column reads algorithm, protocol
+// and channels for NCCL's plans, and the algorithm for commsim's own.
+func TestLabelNamesNCCLsChoice(t *testing.T) {
+	tu, err := nccl.NewTuner(try(topology.Resolve("dgx-h100"))(t), nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, c, err := tu.Plan(ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 2, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nccl.Label(plan); got != "ring/LL/1ch" || c.Channels != 1 {
+		t.Errorf("8 B all-reduce: %q (%v), want ring/LL/1ch", got, c.Estimate)
+	}
+	own, _ := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "rhd", Ranks: 8, Count: 8, DType: hw.F32, Redop: hw.Sum})
+	if got := nccl.Label(own); got != "rhd" {
+		t.Errorf("rhd plan labelled %q", got)
+	}
+	if _, _, err := tu.Plan(ops.Spec{Op: ops.AllReduce, Ranks: 4, Count: 2, DType: hw.F32, Redop: hw.Sum}); err == nil {
+		t.Error("4 ranks on an 8-GPU fabric: no error")
+	}
+}

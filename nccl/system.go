@@ -1,0 +1,153 @@
+package nccl
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/commsim/commsim/topology"
+)
+
+// System is what NCCL's topology search sees of a fabric.
+type System struct {
+	Ranks, Nodes, PerNode int
+	// NodeMajor says that node k holds ranks k·PerNode … (k+1)·PerNode−1,
+	// which rings need to keep to one rail per crossing.
+	NodeMajor bool
+	Arch      topology.Arch      // the GPUs' (Hopper when the fabric does not say)
+	CPU       topology.CPUVendor // the hosts' (Intel when the fabric does not say)
+	// NVLinks is how many NVLinks a GPU has to its node's NVSwitch or
+	// peers; IntraBW is what NCCL expects of them, in GB/s (NVLinks ×
+	// NCCL's per-link figure), and LinkBW their line rate in bytes/s. A
+	// node joined by PCIe only has no NVLinks, and IntraBW is its PCIe
+	// bandwidth.
+	NVLinks int
+	IntraBW float64
+	LinkBW  float64
+	// NICs per node and each one's bandwidth in GB/s, on several nodes.
+	NICs  int
+	NICBW float64
+	// NVLSCapable: the node's NVSwitch reduces (NVLink SHARP); SHARP: the
+	// network's switches do (CollNet).
+	NVLSCapable, SHARP bool
+}
+
+// Describe reads a System from t. GPUs are on one node when they meet
+// without crossing a NIC; every node must hold as many.
+func Describe(t *topology.Topology) (System, error) {
+	gpus := t.GPUs()
+	s := System{Ranks: len(gpus), Arch: topology.Hopper, CPU: topology.IntelCPU}
+	if t.HostCPU != topology.UnknownCPU {
+		s.CPU = t.HostCPU
+	}
+	if a := t.Nodes[gpus[0]].Arch; a != topology.UnknownArch {
+		s.Arch = a
+	}
+	// Nodes: what links other than the network's join.
+	parent := make([]int, len(t.Nodes))
+	for i := range parent {
+		parent[i] = i
+	}
+	find := func(x int) int {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for e := range t.Links {
+		if t.EdgeClass(2*e) != topology.ClassNet {
+			a, b := find(t.Links[e].A), find(t.Links[e].B)
+			parent[max(a, b)] = min(a, b)
+		}
+	}
+	nodeOf := map[int]int{} // component → node number, in rank order
+	var perNode []int
+	for _, g := range gpus {
+		root := find(g)
+		k, ok := nodeOf[root]
+		if !ok {
+			k = len(nodeOf)
+			nodeOf[root] = k
+			perNode = append(perNode, 0)
+		}
+		perNode[k]++
+	}
+	s.Nodes = len(nodeOf)
+	s.PerNode = s.Ranks / s.Nodes
+	for k, n := range perNode {
+		if n != s.PerNode {
+			return s, fmt.Errorf("nccl: node %d has %d GPUs and node 0 %d: NCCL's model wants nodes alike", k, n, perNode[0])
+		}
+	}
+	s.NodeMajor = nodeMajor(gpus, find, nodeOf, s.PerNode)
+	s.readGPU(t, gpus[0])
+	s.readNICs(t, gpus, find)
+	return s, nil
+}
+
+// nodeMajor checks that rank r is on node r/perNode.
+func nodeMajor(gpus []int, find func(int) int, nodeOf map[int]int, perNode int) bool {
+	for r, g := range gpus {
+		if nodeOf[find(g)] != r/perNode {
+			return false
+		}
+	}
+	return true
+}
+
+// readGPU reads a GPU's NVLinks and its switch's reduction.
+func (s *System) readGPU(t *topology.Topology, g int) {
+	for e := range t.Links {
+		l := t.Links[e]
+		if l.A != g && l.B != g || t.EdgeClass(2*e) != topology.ClassNVLink {
+			continue
+		}
+		other := l.A + l.B - g
+		s.LinkBW += l.BW
+		if n := t.Nodes[other]; n.Kind == topology.Switch && n.ReduceBW > 0 {
+			s.NVLSCapable = true
+		}
+	}
+	if rate := s.Arch.NVLinkRate(); rate > 0 && s.LinkBW > 0 {
+		s.NVLinks = int(math.Round(s.LinkBW / rate))
+	}
+	s.IntraBW = float64(s.NVLinks) * nvlinkPerLink(s.Arch)
+	if s.IntraBW == 0 {
+		s.IntraBW = pciBW // no NVLink: NCCL's PCIe default (topo.h PCI_BW)
+	}
+	if s.Arch.SM() < 90 && s.Arch != topology.UnknownArch {
+		s.NVLSCapable = false
+	}
+}
+
+// pciBW is NCCL's default PCIe bandwidth in GB/s (topo.h PCI_BW).
+const pciBW = 12
+
+// readNICs counts node 0's NICs and reads their bandwidth, and whether
+// the network's switches reduce.
+func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) {
+	if s.Nodes < 2 {
+		return
+	}
+	home := find(gpus[0])
+	nics := map[int]bool{}
+	for e := range t.Links {
+		l := t.Links[e]
+		for _, end := range [2]int{l.A, l.B} {
+			other := l.A + l.B - end
+			if t.Nodes[end].Kind != topology.NIC {
+				continue
+			}
+			switch {
+			case t.Nodes[other].Kind == topology.GPU && find(other) == home:
+				nics[end] = true
+			case t.Nodes[other].Kind == topology.Switch:
+				s.NICBW = max(s.NICBW, l.BW/1e9)
+				if t.Nodes[other].ReduceBW > 0 {
+					s.SHARP = true
+				}
+			}
+		}
+	}
+	s.NICs = max(1, len(nics))
+}

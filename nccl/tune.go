@@ -1,0 +1,436 @@
+package nccl
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/commsim/commsim/ops"
+)
+
+// Options are NCCL's environment in commsim's terms.
+type Options struct {
+	// Version selects the constants (0: 2.30).
+	Version Version
+	// Algos and Protos restrict the choice, as NCCL_ALGO and NCCL_PROTO
+	// do; nil allows all.
+	Algos  []Algo
+	Protos []ops.Protocol
+	// Channels forces the channel count of ring and tree, as
+	// NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS set to one value do; 0
+	// lets the model choose.
+	Channels int
+}
+
+// Estimate is NCCL's model of one algorithm and protocol for one
+// collective: its latency, bandwidths and time, or why it is off.
+type Estimate struct {
+	Algo     Algo
+	Protocol ops.Protocol
+	Channels int
+	// LatencyUS is the fixed part, BusBW and AlgBW the bandwidths in GB/s
+	// (bus is what nccl-tests prints, alg what the time divides by), and
+	// TimeUS = LatencyUS + bytes / (1000 AlgBW).
+	LatencyUS, BusBW, AlgBW, TimeUS float64
+	// Off says why the model does not consider this pair; "" when it does.
+	Off string
+}
+
+func (e Estimate) String() string {
+	return fmt.Sprintf("%s/%s/%dch", e.Algo, e.Protocol, e.Channels)
+}
+
+// Simulable reports whether commsim can run algorithm a as a plan.
+func Simulable(a Algo) bool { return a == Ring }
+
+// Estimates prices every algorithm and protocol for op on bytes (NCCL's
+// size: the larger of a rank's send and receive buffers, the whole
+// gathered buffer for all-gather and reduce-scatter).
+func Estimates(s System, op ops.Op, bytes int64, o Options) []Estimate {
+	out := make([]Estimate, 0, int(numAlgos)*numProtos)
+	for a := range numAlgos {
+		for p := range numProtos {
+			out = append(out, estimate(s, op, bytes, a, p, o))
+		}
+	}
+	return out
+}
+
+// Choice is what the tuner picks for one collective: the cheapest of the
+// algorithms commsim can simulate (Estimate), and the cheapest of all,
+// what NCCL itself would run (NCCL), which differ where NCCL would pick
+// an algorithm commsim does not run yet.
+type Choice struct {
+	Estimate
+	NCCL Estimate
+}
+
+// Tune picks NCCL's algorithm, protocol and channel count for op on bytes.
+func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
+	var c Choice
+	best, bestSim := math.Inf(1), math.Inf(1)
+	var offs []string
+	for _, e := range Estimates(s, op, bytes, o) {
+		if e.Off != "" {
+			offs = append(offs, e.String()+": "+e.Off)
+			continue
+		}
+		if e.TimeUS < best {
+			best, c.NCCL = e.TimeUS, e
+		}
+		if Simulable(e.Algo) && e.TimeUS < bestSim {
+			bestSim, c.Estimate = e.TimeUS, e
+		}
+	}
+	if math.IsInf(bestSim, 1) {
+		return c, fmt.Errorf("nccl: no algorithm commsim simulates can run %s of %d bytes on %d ranks: %s", op, bytes, s.Ranks, strings.Join(offs, "; "))
+	}
+	return c, nil
+}
+
+// estimate prices algorithm a with protocol p.
+func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estimate {
+	e := Estimate{Algo: a, Protocol: protocols[p], TimeUS: math.Inf(1)}
+	if why := enabled(s, op, a, p, o); why != "" {
+		e.Off = why
+		return e
+	}
+	if s.Ranks == 1 {
+		e.Channels, e.TimeUS = 1, 0
+		return e
+	}
+	bw := bandwidths(s, a, o)
+	e.Channels = bw.channels
+	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), bw.channels)
+	e.BusBW = busBandwidth(s, op, a, p, bw, o.version())
+	e.AlgBW = e.BusBW * busToAlg(s, op, a)
+	if !finite(e.AlgBW) {
+		e.Off = "no bandwidth"
+		return e
+	}
+	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW)
+	e.Channels = threadChannels(bytes, e.Channels, a, p, s.Ranks)
+	return e
+}
+
+func (o Options) version() Version {
+	if o.Version == 0 {
+		return V2_30
+	}
+	return o.Version
+}
+
+// enabled says why NCCL would not run a with protocol p for op, or "".
+func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
+	switch {
+	case o.Algos != nil && !slices.Contains(o.Algos, a):
+		return "not in the algorithms allowed"
+	case o.Protos != nil && !slices.Contains(o.Protos, protocols[p]):
+		return "not in the protocols allowed"
+	}
+	switch op {
+	case ops.Broadcast, ops.Reduce:
+		if a != Ring {
+			return "broadcast and reduce run on rings only"
+		}
+	case ops.AllGather, ops.ReduceScatter:
+		if a != Ring && a != PAT && a != NVLS && a != CollNetDirect {
+			return "all-gather and reduce-scatter run on ring, PAT, NVLS or CollNet direct"
+		}
+	case ops.AllReduce:
+		if a == PAT {
+			return "PAT runs all-gather and reduce-scatter only"
+		}
+	default:
+		return fmt.Sprintf("NCCL's tuner does not choose for %s", op)
+	}
+	switch a {
+	case NVLS, NVLSTree:
+		switch {
+		case p != simple:
+			return "NVLS runs Simple only"
+		case !s.NVLSCapable:
+			return "the NVSwitch does not reduce (no NVLS)"
+		case a == NVLSTree && s.Nodes == 1:
+			return "NVLS tree needs several nodes"
+		case a == NVLS && s.Nodes > 1 && !s.SHARP:
+			return "NVLS across nodes needs CollNet (SHARP)"
+		}
+	case CollNetDirect, CollNetChain:
+		switch {
+		case p != simple:
+			return "CollNet runs Simple only"
+		case !s.SHARP:
+			return "the network's switches do not reduce (no SHARP)"
+		}
+	case PAT:
+		if s.PerNode != 1 {
+			return "PAT needs one GPU per node"
+		}
+	}
+	return ""
+}
+
+// graph is what NCCL's search found for an algorithm: its channels and
+// per-channel bandwidth inside a node and across nodes, in GB/s.
+type graph struct {
+	channels       int
+	intra, inter   float64
+	nvlsEfficiency float64
+}
+
+// bandwidths approximates NCCL's graph for algorithm a.
+func bandwidths(s System, a Algo, o Options) graph {
+	var g graph
+	switch a {
+	case NVLS, NVLSTree:
+		g.channels = nvlsChannels(s.Arch, s.Nodes)
+		g.intra = s.IntraBW / float64(g.channels)
+		g.nvlsEfficiency = nvlsEfficiency(s.Arch)
+	default:
+		g.channels, g.intra = searchChannels(s.Arch, s.IntraBW)
+	}
+	ringLike := a == Ring || a == Tree
+	if ringLike && o.Channels == 0 && s.Nodes > 1 && s.NICs > 1 {
+		// Across nodes each channel crosses on one NIC, and the search
+		// gives the NICs as many channels each.
+		per := max(1, int(math.Round(float64(g.channels)/float64(s.NICs))))
+		g.intra *= float64(g.channels) / float64(s.NICs*per)
+		g.channels = s.NICs * per
+		if g.channels > maxRingChannels {
+			g.intra *= float64(g.channels) / float64(maxRingChannels-maxRingChannels%s.NICs)
+			g.channels = maxRingChannels - maxRingChannels%s.NICs
+		}
+	}
+	if o.Channels > 0 && ringLike {
+		// NCCL clamps the search's channels and keeps their speed.
+		g.channels = o.Channels
+	}
+	g.inter = g.intra
+	if s.Nodes > 1 {
+		// Channels share the NICs, and a ring or a tree moves at the pace
+		// of its slowest link: what NCCL's search finds with the network
+		// in the graph.
+		g.inter = min(g.intra, s.NICBW*float64(s.NICs)/float64(g.channels))
+		if ringLike {
+			g.intra = g.inter
+		}
+	}
+	return g
+}
+
+// latency is the fixed part of the time, in µs (tuning.cc:289-435).
+func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channels int) float64 {
+	intraClass := ops.PathNVLink
+	if s.NVLinks == 0 {
+		intraClass = ops.PathPCI
+	}
+	intra := hwLatency(intraClass, a, p, v)
+	inter := hwLatency(ops.PathNet, a, p, v)
+	if s.PerNode == 1 {
+		inter = hwLatency(ops.PathNet, Tree, p, v)
+	}
+	if s.Nodes > 1 && (a == Ring || a == Tree) {
+		over := netOverhead(s.CPU)
+		if p == simple {
+			over *= 3
+		}
+		intra = max(intra, over)
+	}
+	base := baseLatency(a, p, v)
+	nodes, ppn := float64(s.Nodes), float64(s.PerNode)
+	lg := math.Log2(nodes)
+	var lat float64
+	switch a {
+	case Ring:
+		steps, crossings := ringSteps(op, s.Ranks), 0
+		if s.Nodes > 1 {
+			crossings = s.Nodes - 1
+			if op == ops.AllReduce {
+				crossings *= 2
+			}
+		}
+		lat = base + float64(steps-crossings)*intra + float64(crossings)*inter
+		if s.Nodes > 1 && op == ops.AllReduce && p == simple && float64(bytes)/float64(channels*s.Ranks) >= 64 {
+			lat *= plateau(s)
+		}
+	case Tree:
+		lat = base + 2*((ppn-1)*intra+lg*inter)
+	case CollNetDirect:
+		lat = base + 2*(min(1, ppn-1)*intra+(ppn-1)*0.4) + inter
+	case CollNetChain:
+		lat = base + 2*(ppn-1)*intra + inter
+	case NVLS:
+		lat = intra
+		if s.Nodes > 1 {
+			lat += inter
+		}
+	case NVLSTree:
+		lat = intra + 2*lg*inter
+	case PAT:
+		lat = base + lg*inter/3.5 + float64(s.Ranks)*2.8
+	}
+	return lat
+}
+
+// plateau is the multi-node Ring/Simple all-reduce latency factor.
+func plateau(s System) float64 {
+	if s.Arch.SM() >= 80 || s.Arch.SM() == 0 {
+		return 1.4
+	}
+	return 1.9
+}
+
+// ringSteps is how many steps a ring takes for op (tuning.cc:289-291).
+func ringSteps(op ops.Op, ranks int) int {
+	switch op {
+	case ops.AllReduce:
+		return 2 * (ranks - 1)
+	case ops.AllGather, ops.ReduceScatter:
+		return ranks - 1
+	}
+	return ranks
+}
+
+// busBandwidth is the bus bandwidth in GB/s (tuning.cc:263-383).
+func busBandwidth(s System, op ops.Op, a Algo, p int, g graph, v Version) float64 {
+	ch := float64(g.channels)
+	bw := g.intra
+	if s.Nodes > 2 && a != CollNetDirect && a != CollNetChain {
+		bw = g.inter
+	}
+	bus := ch * bw
+	row, col := archRow(s.Arch), nodesColumn(s.Nodes)
+	switch a {
+	case Ring:
+		switch p {
+		case ll:
+			bus = min(llMaxBw(s), llFactor(s, op, v)*bus)
+		case ll128:
+			bus = min(ll128Factor(s, v)*bus, ch*perChMaxRingLL128Bws[row][col])
+		}
+	case Tree:
+		if op == ops.AllReduce {
+			bus = min(0.92*bus, ch*perChMaxTreeBws[row][col])
+		}
+		switch p {
+		case ll:
+			bus = min(bus/3.8, llMaxBw(s))
+		case ll128:
+			f := 120.0 / 128
+			if s.Nodes == 1 {
+				f = 7.0 / 9
+			}
+			bus = min(bus*f, ch*perChMaxTreeLL128Bws[row][col])
+		}
+	case PAT:
+		bus *= 0.75
+	case CollNetDirect, CollNetChain:
+		if op == ops.AllGather || op == ops.ReduceScatter {
+			bus = float64(s.PerNode) * min(g.intra, 0.9*g.inter)
+		}
+	case NVLS, NVLSTree:
+		per := g.intra * g.nvlsEfficiency * (ch - 1) / ch
+		switch op {
+		case ops.AllReduce:
+			per *= 2
+		case ops.AllGather, ops.ReduceScatter:
+			per *= float64(s.PerNode-1) / float64(s.PerNode)
+		}
+		if s.Nodes > 1 {
+			capInter := g.inter
+			if a == NVLSTree && s.Nodes <= 2 {
+				capInter *= 2
+			}
+			per = min(per, capInter)
+		}
+		if a == NVLSTree {
+			per = min(per, perChMaxNVLSTreeBws[row][col])
+		}
+		bus = ch * per
+	}
+	return bus
+}
+
+// llFactor is Ring LL's share of the bus bandwidth: 0.5 (LL moves 8 data
+// bytes per 16-byte line); 2.18 used 1/4 across nodes for all-reduce and
+// reduce, 1/3 otherwise.
+func llFactor(s System, op ops.Op, v Version) float64 {
+	if v <= V2_18 {
+		if s.Nodes > 1 && (op == ops.AllReduce || op == ops.Reduce) {
+			return 1.0 / 4
+		}
+		return 1.0 / 3
+	}
+	return 0.5
+}
+
+// ll128Factor is Ring LL128's share: 0.92 (120 of 128 bytes), 0.7 before
+// 2.23 with one GPU per node.
+func ll128Factor(s System, v Version) float64 {
+	if v <= V2_21 && s.PerNode < 2 {
+		return 0.7
+	}
+	return 0.92
+}
+
+// busToAlg turns bus bandwidth into the bandwidth the time divides by.
+func busToAlg(s System, op ops.Op, a Algo) float64 {
+	switch a {
+	case Ring, NVLS, NVLSTree:
+		return float64(s.Ranks) / float64(ringSteps(op, s.Ranks))
+	case Tree, CollNetDirect, CollNetChain:
+		if op == ops.AllReduce {
+			return 0.5
+		}
+	}
+	return 1
+}
+
+// baseLatency is the base latency of a with protocol p in version v.
+func baseLatency(a Algo, p int, v Version) float64 {
+	if a == Tree && p == simple && v < V2_23 {
+		return 0
+	}
+	if (a == NVLS || a == NVLSTree) && v <= V2_18 {
+		return 23
+	}
+	return baseLat[a][p]
+}
+
+// hwLatency is the per-hop latency of a with protocol p on a path class.
+func hwLatency(class int, a Algo, p int, v Version) float64 {
+	switch {
+	case a == Tree && p == simple && v == V2_21:
+		return 28
+	case a == Tree && p == simple && v <= V2_18:
+		return [...]float64{4, 6, 14}[class]
+	case a == NVLSTree && class == ops.PathNet && v < V2_30:
+		return 14
+	}
+	return hwLat[class][a][p]
+}
+
+// threadChannels is how many channels NCCL launches for bytes: fewer
+// while each thread would have under its threshold of bytes
+// (enqueue.cc:2092-2105, comm.h:49-51).
+func threadChannels(bytes int64, channels int, a Algo, p, ranks int) int {
+	if a != Ring && a != Tree {
+		return channels
+	}
+	threads, threshold := 512, int64(64)
+	switch p {
+	case ll:
+		threshold = 8
+		if a == Ring {
+			threshold *= int64(ranks)
+		}
+	case ll128:
+		threads, threshold = 640, 8
+	}
+	for channels > 1 && bytes < int64(channels)*int64(threads)*threshold {
+		channels--
+	}
+	return channels
+}

@@ -1,0 +1,265 @@
+package ops
+
+const ncclRingDoc = "NCCL's ring: the data split over Spec.Channels channels, each its own lane and its own ring " +
+	"(rank i sends to i+1), moving at most Spec.Chunk elements per step so that chunks pipeline around the ring. " +
+	"Within a channel's pass a chunk is combined as textbook ring's is"
+
+var ncclRingPlans = map[Op]generator{
+	AllReduce:     ncclRingAllReduce,
+	ReduceScatter: ncclRingReduceScatter,
+	AllGather:     ncclRingAllGather,
+	Broadcast:     ncclRingBroadcast,
+	Reduce:        ncclRingReduce,
+}
+
+// channels is how many channels an NCCL-style plan uses: Spec.Channels,
+// at least one, and no more than there are elements to share.
+func channels(s Spec, elems int) int {
+	return max(1, min(s.Channels, elems))
+}
+
+// passes calls f for each pass of a channel over n elements: consecutive
+// ranges of at most per elements (all n when per is 0), as NCCL loops
+// over a channel's data a chunk per rank at a time.
+func passes(n, per int, f func(off, n int)) {
+	if per <= 0 || per >= n {
+		f(0, n)
+		return
+	}
+	for off := 0; off < n; off += per {
+		f(off, min(per, n-off))
+	}
+}
+
+// ncclRingAllReduce: channel c all-reduces its share of Out in passes of
+// Ranks×Chunk elements, each a textbook ring all-reduce (reduce-scatter
+// then all-gather of Ranks pieces) on lane c with tags of its own.
+func ncclRingAllReduce(b *builder) error {
+	p, n := b.p.Ranks, b.p.Count
+	C := channels(b.p.Spec, n)
+	_, most := chunk(n, C, 0)
+	pass, passLen := b.p.Chunk*p, most
+	if pass > 0 {
+		passLen = min(most, pass)
+	}
+	_, piece := chunk(passLen, p, 0)
+	b.tmp(C * piece)
+	for c := range b.lanes(C) {
+		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
+		off, ln := chunk(n, C, c)
+		for r := range b.ranks() {
+			lb.copy(r, ref(Out, off, ln), ref(In, off, ln))
+			passes(ln, pass, func(o, m int) {
+				ringAllReducePass(lb, g, r, ref(Out, off+o, m), ref(Tmp, c*piece, piece), uint32(2*p*c))
+			})
+		}
+	}
+	return nil
+}
+
+// ring is the order of the ranks around one ring: at position v is rank
+// order[v], or rank v itself when order is nil.
+type ring struct{ order, pos []int }
+
+// newRing is the ring through order (nil: the ranks in turn).
+func newRing(order []int) ring {
+	if order == nil {
+		return ring{}
+	}
+	pos := make([]int, len(order))
+	for v, r := range order {
+		pos[r] = v
+	}
+	return ring{order, pos}
+}
+
+func (g ring) rank(v, p int) int {
+	if g.order == nil {
+		return mod(v, p)
+	}
+	return g.order[mod(v, p)]
+}
+
+func (g ring) position(r int) int {
+	if g.pos == nil {
+		return r
+	}
+	return g.pos[r]
+}
+
+// ringAllReducePass emits rank r's textbook ring all-reduce of buf (which
+// holds the rank's own data) around g on lane l, receiving into tmp, with
+// tags from tag: p−1 reduce-scatter steps, the owner dividing for avg, then
+// p−1 all-gather steps (see ringAllReduce for the reduction order, with
+// ring positions for ranks).
+func ringAllReducePass(l laneBuilder, g ring, r int, buf, tmp Ref, tag uint32) {
+	p, v := l.b.p.Ranks, g.position(r)
+	next, prev := g.rank(v+1, p), g.rank(v-1, p)
+	c := func(i int) Ref { o, n := chunk(buf.Len, p, mod(i, p)); return ref(buf.Buf, buf.Off+o, n) }
+	for k := 0; k < p-1; k++ {
+		in := c(v - k - 1)
+		l.send(r, next, c(v-k), tag+uint32(k))
+		l.recv(r, prev, ref(tmp.Buf, tmp.Off, in.Len), tag+uint32(k))
+		l.reduce(r, in, ref(tmp.Buf, tmp.Off, in.Len))
+	}
+	l.finishAvg(r, c(v+1))
+	for k := 0; k < p-1; k++ {
+		t := tag + uint32(p-1+k)
+		l.send(r, next, c(v+1-k), t)
+		l.recv(r, prev, c(v-k), t)
+	}
+}
+
+// channelRing is channel c's ring through the ranks, nil (the ranks in
+// turn) on one node. Across nodes it goes one node after another; within
+// node k it runs from local rank c onward when k is even and back from
+// local rank c−1 when k is odd, so that every crossing between nodes
+// leaves and enters on one local index, as NCCL's rings keep to one NIC
+// rail, and channels spread over the rails. (With an odd number of nodes
+// the crossing from the last node back to the first changes rail.)
+func channelRing(s Spec, c int) ring {
+	g := s.NodeRanks
+	if g <= 0 || g >= s.Ranks {
+		return ring{}
+	}
+	order := make([]int, 0, s.Ranks)
+	for node := range s.Ranks / g {
+		for i := range g {
+			local := mod(c+i, g)
+			if node%2 == 1 {
+				local = mod(c-1-i, g)
+			}
+			order = append(order, node*g+local)
+		}
+	}
+	return newRing(order)
+}
+
+// ncclRingAllGather: channel c gathers its share of every rank's block, in
+// passes of Chunk elements of each block, each a textbook ring all-gather.
+func ncclRingAllGather(b *builder) error {
+	p, n := b.p.Ranks, b.p.Count
+	C := channels(b.p.Spec, n)
+	for c := range b.lanes(C) {
+		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
+		off, ln := chunk(n, C, c)
+		tag := uint32(p * c)
+		for r := range b.ranks() {
+			v := g.position(r)
+			lb.copy(r, ref(Out, r*n+off, ln), ref(In, off, ln))
+			passes(ln, b.p.Chunk, func(o, m int) {
+				blk := func(i int) Ref { return ref(Out, g.rank(i, p)*n+off+o, m) }
+				for k := 0; k < p-1; k++ {
+					lb.send(r, g.rank(v+1, p), blk(v-k), tag+uint32(k))
+					lb.recv(r, g.rank(v-1, p), blk(v-k-1), tag+uint32(k))
+				}
+			})
+		}
+	}
+	return nil
+}
+
+// ncclRingReduceScatter: channel c reduce-scatters its share of every
+// block, in passes of Chunk elements of each block, each a textbook ring
+// reduce-scatter (see ringReduceScatter for the order) through two halves
+// of the channel's scratch.
+func ncclRingReduceScatter(b *builder) error {
+	p, n := b.p.Ranks, b.p.Count
+	C := channels(b.p.Spec, n)
+	_, most := chunk(n, C, 0)
+	piece := most
+	if b.p.Chunk > 0 {
+		piece = min(most, b.p.Chunk)
+	}
+	b.tmp(C * 2 * piece)
+	for c := range b.lanes(C) {
+		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
+		off, ln := chunk(n, C, c)
+		tag := uint32(p * c)
+		for r := range b.ranks() {
+			v := g.position(r)
+			passes(ln, b.p.Chunk, func(o, m int) {
+				in := func(pos int) Ref { return ref(In, g.rank(pos, p)*n+off+o, m) }
+				half := func(k int) Ref { return ref(Tmp, (2*c+k%2)*piece, m) }
+				if p == 1 {
+					lb.copy(r, ref(Out, off+o, m), in(0))
+					lb.finishAvg(r, ref(Out, off+o, m))
+					return
+				}
+				for k := 0; k < p-1; k++ {
+					src := in(v - 1)
+					if k > 0 {
+						src = half(k - 1)
+					}
+					lb.send(r, g.rank(v+1, p), src, tag+uint32(k))
+					lb.recv(r, g.rank(v-1, p), half(k), tag+uint32(k))
+					lb.reduce(r, half(k), in(v-k-2))
+				}
+				lb.copy(r, ref(Out, off+o, m), half(p-2))
+				lb.finishAvg(r, ref(Out, off+o, m))
+			})
+		}
+	}
+	return nil
+}
+
+// ncclRingBroadcast: channel c sends its share along its ring from the
+// root in chunks, which pipeline: a rank forwards chunk i while it
+// receives chunk i+1.
+func ncclRingBroadcast(b *builder) error {
+	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
+	C := channels(b.p.Spec, n)
+	for c := range b.lanes(C) {
+		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
+		off, ln := chunk(n, C, c)
+		for r := range b.ranks() {
+			pos := g.position(r)
+			v := mod(pos-g.position(root), p)
+			if v == 0 {
+				lb.copy(r, ref(Out, off, ln), ref(In, off, ln))
+			}
+			passes(ln, b.p.Chunk, func(o, m int) {
+				if v > 0 {
+					lb.recv(r, g.rank(pos-1, p), ref(Out, off+o, m), uint32(c))
+				}
+				if v < p-1 {
+					lb.send(r, g.rank(pos+1, p), ref(Out, off+o, m), uint32(c))
+				}
+			})
+		}
+	}
+	return nil
+}
+
+// ncclRingReduce: channel c reduces its share along its ring toward the
+// root in chunks, each rank folding a chunk into its own (own op
+// incoming, as ringReduce) and passing it on while the next arrives.
+func ncclRingReduce(b *builder) error {
+	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
+	C := channels(b.p.Spec, n)
+	b.tmp(2 * n)
+	for c := range b.lanes(C) {
+		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
+		off, ln := chunk(n, C, c)
+		accBase := 2 * off // the channel's accumulator and its incoming chunks
+		for r := range b.ranks() {
+			pos := g.position(r)
+			v := mod(pos-g.position(root), p)
+			passes(ln, b.p.Chunk, func(o, m int) {
+				acc, inc := ref(Tmp, accBase+o, m), ref(Tmp, accBase+ln+o, m)
+				lb.copy(r, acc, ref(In, off+o, m))
+				if v != p-1 {
+					lb.recv(r, g.rank(pos+1, p), inc, uint32(c))
+					lb.reduce(r, acc, inc)
+				}
+				if v != 0 {
+					lb.send(r, g.rank(pos-1, p), acc, uint32(c))
+					return
+				}
+				lb.copy(r, ref(Out, off+o, m), acc)
+				lb.finishAvg(r, ref(Out, off+o, m))
+			})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package ops
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// TestNCCLRingPlansCheck: nccl-ring plans check (every output exactly
+// right, lanes never racing) for any ranks, on one node or several,
+// counts that split unevenly, any number of channels and any chunk, for
+// every op it has, and stream lane by lane into the held plan's
+// operations.
+func TestNCCLRingPlansCheck(t *testing.T) {
+	for _, op := range AlgorithmsOps("nccl-ring") {
+		for _, shape := range [][2]int{{1, 0}, {2, 0}, {3, 0}, {5, 0}, {8, 0}, {6, 3}, {8, 2}} {
+			p, nodeRanks := shape[0], shape[1]
+			for _, count := range []int{0, 1, 7, 64} {
+				for _, ch := range []int{0, 1, 3, 5} {
+					for _, chunkLen := range []int{0, 1, 3, 16} {
+						spec := Spec{Op: op, Algo: "nccl-ring", Ranks: p, Count: count, Root: p/2 + 1, DType: hw.F32, Redop: hw.Avg, Channels: ch, Chunk: chunkLen, NodeRanks: nodeRanks}
+						spec.Root %= p
+						name := fmt.Sprint(spec)
+						held, err := Compile(spec)
+						if err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						if err := Check(held); err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						if want := max(1, min(ch, count)); count > 0 && held.Lanes != want {
+							t.Fatalf("%s: %d lanes, want %d", name, held.Lanes, want)
+						}
+						streamed, err := CompileStreamed(spec)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for r := range p {
+							if !reflect.DeepEqual(allOperations(t, streamed, r, true), allOperations(t, held, r, false)) {
+								t.Fatalf("%s rank %d: streamed lanes differ", name, r)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestChannelRingsKeepToRails: across nodes, channel c's ring visits
+// every rank once, a node at a time, and every crossing between nodes
+// leaves and enters on one local index; channels spread over the
+// indices.
+func TestChannelRingsKeepToRails(t *testing.T) {
+	const nodes, g = 4, 8
+	spec := Spec{Ranks: nodes * g, NodeRanks: g}
+	rails := map[int]bool{}
+	for c := range 2 * g {
+		ring := channelRing(spec, c)
+		seen := map[int]bool{}
+		for v := range spec.Ranks {
+			r, next := ring.rank(v, spec.Ranks), ring.rank(v+1, spec.Ranks)
+			if seen[r] || ring.position(r) != v {
+				t.Fatalf("channel %d: position %d holds rank %d twice or out of place", c, v, r)
+			}
+			seen[r] = true
+			if v/g != (v+1)/g%nodes && (v+1)%g == 0 {
+				if r/g == next/g || r%g != next%g {
+					t.Errorf("channel %d crosses from rank %d to %d: not one rail between nodes", c, r, next)
+				}
+				rails[r%g] = true
+			} else if r/g != next/g {
+				t.Errorf("channel %d leaves node %d mid-node, from rank %d to %d", c, r/g, r, next)
+			}
+		}
+	}
+	if len(rails) != g {
+		t.Errorf("channels cross on rails %v, want all %d", rails, g)
+	}
+}
+
+// AlgorithmsOps lists the ops algorithm name implements.
+func AlgorithmsOps(name string) []Op {
+	var out []Op
+	for _, op := range Ops() {
+		for _, a := range AlgorithmsFor(op) {
+			if a == name {
+				out = append(out, op)
+			}
+		}
+	}
+	return out
+}

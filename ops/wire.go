@@ -1,0 +1,84 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Protocol is how a plan's messages move, in NCCL's terms.
+type Protocol uint8
+
+const (
+	// ProtoDefault is the backend's plain transfer.
+	ProtoDefault Protocol = iota
+	// ProtoLL: 8 bytes of data and an 8-byte flag per 16-byte line, no
+	// handshake: the lowest latency, half the bandwidth.
+	ProtoLL
+	// ProtoLL128: 120 bytes of data per 128-byte line.
+	ProtoLL128
+	// ProtoSimple: whole buffers behind a handshake per step.
+	ProtoSimple
+)
+
+var protocolNames = [...]string{ProtoDefault: "default", ProtoLL: "LL", ProtoLL128: "LL128", ProtoSimple: "Simple"}
+
+func (p Protocol) String() string {
+	if int(p) < len(protocolNames) {
+		return protocolNames[p]
+	}
+	return fmt.Sprintf("Protocol(%d)", uint8(p))
+}
+
+// ParseProtocol reads a protocol name, in any case: LL, LL128 or Simple.
+func ParseProtocol(s string) (Protocol, error) {
+	for p := ProtoLL; p <= ProtoSimple; p++ {
+		if strings.EqualFold(s, protocolNames[p]) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("ops: unknown protocol %q (want LL, LL128 or Simple)", s)
+}
+
+// The classes of path a message takes (a topology.PathClass): GPUs joined
+// by NVLink, through the host's PCIe, or over the network.
+const (
+	PathNVLink = iota
+	PathPCI
+	PathNet
+	NumPathClasses
+)
+
+// Wire is how a plan's messages move on a simulator, by the class of
+// each message's path: Efficiency is the share of each byte on the wire
+// that is payload, and a message lands Latency seconds after its bytes
+// are on the wire, in place of its links' own latency, while its sender
+// goes on (a protocol's connection keeps several messages in flight, so
+// their latencies overlap). A plan with a Wire also reduces as it
+// receives, as NCCL's kernels do: its reductions take no time of their
+// own. It models NCCL's protocols, whose per-hop latencies and
+// bandwidths are constants of NCCL's tuner (see package nccl).
+type Wire struct {
+	Latency    [NumPathClasses]float64
+	Efficiency [NumPathClasses]float64
+	// Rate is the most payload bytes per second a lane's message moves
+	// however idle its links (an NCCL channel copies at its own pace);
+	// 0 sets no limit.
+	Rate float64
+}
+
+// check reports a wire that would make messages free or endless.
+func (w *Wire) check() error {
+	for k := range NumPathClasses {
+		if e := w.Efficiency[k]; !(e > 0 && e <= 1) {
+			return fmt.Errorf("wire efficiency %v on path class %d is not in (0, 1]", e, k)
+		}
+		if l := w.Latency[k]; !(l >= 0) || math.IsInf(l, 0) {
+			return fmt.Errorf("wire latency %v s on path class %d is not a time", l, k)
+		}
+	}
+	if !(w.Rate >= 0) || math.IsInf(w.Rate, 0) {
+		return fmt.Errorf("wire rate %v B/s is not a rate", w.Rate)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/commsim/commsim/topology"
+)
+
+// PathClass is the kind of path a transfer takes, as a communication
+// library tells them apart (topology.EdgeClass): GPUs joined by NVLink
+// (directly or through an NVSwitch), through the host's PCIe, or over the
+// network.
+type PathClass uint8
+
+const (
+	PathNVLink     PathClass = topology.ClassNVLink
+	PathPCI        PathClass = topology.ClassPCI
+	PathNet        PathClass = topology.ClassNet
+	numPathClasses           = 3
+)
+
+var pathClassNames = [numPathClasses]string{"nvlink", "pci", "net"}
+
+func (k PathClass) String() string {
+	if k < numPathClasses {
+		return pathClassNames[k]
+	}
+	return fmt.Sprintf("PathClass(%d)", uint8(k))
+}
+
+// Wire is how a transfer's protocol moves its bytes, by the class of its
+// route: Efficiency of every byte on the wire is payload (so a message of
+// s bytes occupies its links as s/Efficiency bytes would), and the
+// message lands Latency after its bytes are on the wire, in place of the
+// route's links' own latencies, while its sender goes on (see sendCost).
+// It models NCCL's protocols (LL carries 8 bytes of data per 16-byte
+// line, LL128 120 of 128, Simple whole buffers with a handshake per step)
+// for the plans that run like NCCL's; a message without a Wire costs its
+// links' latency and full bandwidth.
+type Wire struct {
+	Latency    [numPathClasses]Time
+	Efficiency [numPathClasses]float64
+	// Rate is the most payload bytes per second one stream's message
+	// moves, however idle its links (NCCL's channel is one block of
+	// threads, and copies at its pace); 0 sets no limit.
+	Rate float64
+}
+
+// check reports a wire that would make a transfer take no time or
+// forever.
+func (w *Wire) check() error {
+	for k, e := range w.Efficiency {
+		if !(e > 0 && e <= 1) {
+			return fmt.Errorf("wire efficiency %v on %s paths is not in (0, 1]", e, PathClass(k))
+		}
+		if w.Latency[k] < 0 {
+			return fmt.Errorf("wire latency %v on %s paths is negative", w.Latency[k], PathClass(k))
+		}
+	}
+	if !(w.Rate >= 0) || math.IsInf(w.Rate, 0) {
+		return fmt.Errorf("wire rate %v B/s is not a rate", w.Rate)
+	}
+	return nil
+}
+
+// classOf is the class of a route: the network when it crosses a NIC,
+// PCIe when it crosses a CPU (a host bridge), else NVLink.
+func (c *Cluster) classOf(r route) PathClass {
+	class := PathNVLink
+	for _, l := range r.links {
+		class = max(class, l.class)
+	}
+	return class
+}
+
+// linkClass is the class of a path through the topology's link e.
+func linkClass(t *topology.Topology, e int) PathClass {
+	return PathClass(t.EdgeClass(e))
+}
+
+// sendCost is how send o starts over r: the latency its flow waits
+// before it drains, the bytes it puts on the wire, and how long after it
+// drains it lands. A plain message waits its route's latency and lands as
+// it drains. A message with a Wire drains at once, its bytes grown by the
+// protocol's efficiency, and lands its latency later: a protocol's
+// connection keeps several messages in flight, so the sender is done once
+// its bytes are on the wire and per-message latencies overlap.
+func (c *Cluster) sendCost(r route, o *op) (wait Time, n float64, land Time) {
+	n = float64(o.src.Bytes())
+	if o.wire == nil {
+		return r.latency, n, 0
+	}
+	class := c.classOf(r)
+	return 0, n / o.wire.Efficiency[class], o.wire.Latency[class]
+}
+
+// sendPath is what send o over r shares: the route's links, and the
+// stream's channel when o's Wire has a Rate, set to it in wire bytes.
+func (s *Stream) sendPath(r route, o *op) []*link {
+	if o.wire == nil || o.wire.Rate == 0 {
+		return r.links
+	}
+	s.channel.capacity = perPicosecond(o.wire.Rate / o.wire.Efficiency[s.dev.c.classOf(r)])
+	if s.flow != nil {
+		// A detour: the flow may still hold s.path, which it leaves.
+		s.path = nil
+	}
+	s.path = append(append(s.path[:0], r.links...), &s.channel)
+	return s.path
+}
