@@ -57,7 +57,9 @@ var (
 		"broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "gather": "gather", "sendrecv": "sendrecv"}
 	rankRE  = regexp.MustCompile(`^#\s*Rank\s+\d+\s`)
 	startRE = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
-	noiseRE = regexp.MustCompile(`\bNCCL (INFO|WARN|TRACE)\b`)
+	// NCCL's own lines: its debug output, and the version line
+	// NCCL_DEBUG=VERSION prints.
+	noiseRE = regexp.MustCompile(`\bNCCL (INFO|WARN|TRACE)\b|^NCCL version \S`)
 	dateRE  = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",
@@ -79,6 +81,8 @@ func (l *Log) DType() (hw.DType, bool) {
 
 func isNum(s string) bool { _, err := strconv.ParseFloat(s, 64); return err == nil }
 
+func isInt(s string) bool { _, err := strconv.ParseInt(s, 10, 64); return err == nil }
+
 // tableRow parses size count type [redop] [root] time algbw busbw … [date
 // time]; hasRoot is 1 or 0 from the header, -1 without one (then the
 // column count decides: nccl-tests prints 4 or 8 columns per half).
@@ -86,8 +90,8 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 	if len(f) >= 2 && dateRE.MatchString(f[len(f)-2]) {
 		f = f[:len(f)-2]
 	}
-	if _, err := strconv.ParseInt(f[min(1, len(f)-1)], 10, 64); len(f) < 6 || f[0][0] < '0' || f[0][0] > '9' || err != nil || isNum(f[2]) {
-		return s, "", "want a result row (size count type [redop] [root] time algbw busbw …), a # comment or a blank line"
+	if len(f) < 6 || f[0][0] < '0' || f[0][0] > '9' || !isInt(f[1]) || isNum(f[2]) {
+		return s, "", "want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line"
 	}
 	k := 3
 	if !isNum(f[k]) { // redop: older nccl-tests leave it out for gathers
@@ -136,6 +140,14 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 // or a CSV with a header naming size and time columns (commsim bench's
 // CSV, say), recognised by a comma in the first data line. Repeated sizes
 // are averaged. name is the log's name for errors, which are *LogError.
+//
+// Logs are read as clusters print them: each line may carry rank or host
+// tags ("0: ", "[1,0]<stdout>:", "[0] ", "gpu01: ") and time stamps
+// ("2024-05-01 12:00:00 ", "2024-05-01T12:00:00.123Z "), and dates
+// (date(1)'s "Wed May  1 12:00:00 UTC 2024", or a stamp alone) and banners
+// (a rule such as "=====" or "*** all_reduce ***", a shell's "+ command")
+// may stand between the rows. Any other line that is not a row or a
+// comment is an error naming it, as is a row that cannot be read.
 func ParseLog(name string, data []byte) (*Log, error) {
 	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
 	lg := &Log{}
@@ -143,8 +155,8 @@ func ParseLog(name string, data []byte) (*Log, error) {
 	var cols map[string]int // the CSV header's columns
 	width := 0              // and its number of fields
 	for i, l := range lines {
-		t := strings.TrimSpace(l)
-		if t == "" || noiseRE.MatchString(t) {
+		t := untag(l)
+		if t == "" || noiseRE.MatchString(t) || decoration(t) {
 			continue
 		}
 		if t[0] == '#' {
@@ -223,6 +235,12 @@ func ParseLog(name string, data []byte) (*Log, error) {
 		}
 		r := lg.Samples[i]
 		r.TimeUS = sum / float64(j-i)
+		if math.IsInf(sum, 0) { // times near the float limit: a mean that cannot overflow
+			r.TimeUS = 0
+			for k := i; k < j; k++ {
+				r.TimeUS += lg.Samples[k].TimeUS / float64(j-i)
+			}
+		}
 		rows, i = append(rows, r), j
 	}
 	lg.Samples = rows

@@ -189,18 +189,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 // spec returns the collective for a size in bytes, with nccl-tests'
 // meaning of size, and the size actually moved.
 func (s *sweep) spec(bytes int64) (ops.Spec, int64) {
-	p := int64(s.topo.NumGPUs())
-	size := int64(s.dtype.Size())
-	spec := ops.Spec{Op: s.op, Algo: s.algo, Ranks: int(p), DType: s.dtype, Redop: s.redop, Root: max(s.root, 0)}
-	switch s.op {
-	case ops.AllGather, ops.ReduceScatter, ops.Gather, ops.AllToAll:
-		spec.Count = int(bytes / size / p)
-		return spec, int64(spec.Count) * size * p
-	case ops.Barrier:
-		return spec, 0
-	}
-	spec.Count = int(bytes / size)
-	return spec, int64(spec.Count) * size
+	return verify.SpecForSize(ops.Spec{Op: s.op, Algo: s.algo, Ranks: s.topo.NumGPUs(), DType: s.dtype, Redop: s.redop, Root: max(s.root, 0)}, bytes)
 }
 
 // busFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth.

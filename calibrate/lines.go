@@ -1,0 +1,80 @@
+package calibrate
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// What clusters put around nccl-tests' own lines. A launcher tags each
+// line with its rank or host, a log collector stamps it with the time, and
+// job scripts print dates and banners between the tests. None of it is
+// data, but an unknown line is refused rather than skipped: in the middle
+// of a table it is more often a broken row, or the sign of a crashed run,
+// than decoration.
+var (
+	// A rank or host tag, as the launchers write them: "0: " (srun
+	// --label), "[1,0]<stdout>:" (Open MPI --tag-output), "[0] " (MPICH
+	// and Intel MPI -prepend-rank), "[pod/x/y] " (kubectl logs --prefix),
+	// "gpu01: " (pdsh, clush).
+	openMPITagRE = regexp.MustCompile(`^\[\d+(?:,\d+)*\]<\w+>:`)
+	bracketTagRE = regexp.MustCompile(`^\[[^\]\s]*\]:?`)
+	hostTagRE    = regexp.MustCompile(`^[\w.-]+:`)
+	// A time stamp: an ISO 8601 date with or without a time and zone
+	// ("2024-05-01 12:00:00", "2024-05-01T12:00:00.123456789Z", the
+	// Kubernetes and Docker style), or a time of day alone, bracketed or
+	// not.
+	stampRE = regexp.MustCompile(`^\[?(?:\d{4}[-/]\d\d[-/]\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?)?|\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d| ?UTC)?\]?`)
+	// What date(1) prints: "Wed May  1 12:00:00 UTC 2024", "Wed, 01 May
+	// 2024 12:00:00 +0000".
+	dateLineRE = regexp.MustCompile(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?\s.*\b\d{1,2}:\d\d\b`)
+	// A banner: a rule of one repeated mark ("=====", "-----", "*** all_reduce ***"),
+	// or a command echoed by the shell's xtrace ("+ mpirun …").
+	bannerRE = regexp.MustCompile(`^(?:={3}|-{3}|\*{3}|~{3}|_{3}|<{3}|>{3}|\.{3}|\|{3}|/{3}|\\{3}|\++(?:\s|$))`)
+)
+
+// untag returns line without its surroundings: leading space, rank and
+// host tags and time stamps, as many as it has, in any order; "" for a
+// line Open MPI tags as a rank's stderr.
+func untag(line string) string {
+	t := strings.TrimSpace(line)
+	for {
+		n := len(t)
+		if m := openMPITagRE.FindString(t); m != "" {
+			if strings.HasSuffix(m, "<stderr>:") {
+				// nccl-tests prints its table on stdout: what a rank
+				// wrote to stderr (warnings, ssh's notes) is not part of it.
+				return ""
+			}
+			// Open MPI glues the tag to the text: "[1,0]<stdout>:#".
+			t = t[len(m):]
+		} else if m := stampRE.FindString(t); m != "" && endsTag(t, len(m)) {
+			t = t[len(m):]
+		} else if m := bracketTagRE.FindString(t); m != "" && endsTag(t, len(m)) {
+			t = t[len(m):]
+		} else if m := hostTagRE.FindString(t); m != "" && endsTag(t, len(m)) {
+			t = t[len(m):]
+		}
+		t = strings.TrimLeftFunc(t, unicode.IsSpace)
+		if len(t) == n {
+			return strings.TrimSpace(t)
+		}
+	}
+}
+
+// endsTag reports whether a tag of n bytes at the start of t ends there:
+// at the end of the line, before a space or before a comment's '#'. "12:"
+// in "12:00:00" and "2024-05-01" in "2024-05-01,…" are not tags.
+func endsTag(t string, n int) bool {
+	if n == len(t) || t[n] == '#' {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(t[n:])
+	return unicode.IsSpace(r)
+}
+
+// decoration reports whether an untagged line is a date or a banner.
+func decoration(t string) bool {
+	return dateLineRE.MatchString(t) || bannerRE.MatchString(t)
+}

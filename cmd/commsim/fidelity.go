@@ -1,0 +1,202 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/ops"
+)
+
+// fidelity's flags, I/O and report; package fidelity runs the check.
+
+type fidFlags struct{ log, topo, op, algo, format string }
+
+func newFidelityCmd() *cobra.Command {
+	var f fidFlags
+	cmd := &cobra.Command{
+		Use:   "fidelity",
+		Short: "Compare simulated times with an nccl-tests log, size by size, with no fitting",
+		Long: `fidelity reads nccl-tests output (as calibrate does: the text table, old or
+new, or a CSV; rank tags, time stamps, dates and banners allowed), simulates
+every size of it on the topology as it stands (timing-only, nccl-tests'
+meaning of size) and prints the measured and predicted out-of-place times and
+the error of each size, (predicted − measured)/measured, then the median and
+largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
+≥ 16 MiB). Nothing is fitted: calibrate fits, fidelity measures.
+
+commsim ships published runs (package fidelity, nccl-logs/): given one of them
+(known by its content, whatever its name), --topo and --op default to the
+fabric and collective its mapping file names. Sizes of 0 bytes (nccl-tests'
+rows for less than one element per rank) are left out.`,
+		Example: `  commsim fidelity --log all_reduce.txt --topo dgx-h100
+  commsim fidelity --log vultr-b200-allreduce-8xB200.txt            # a shipped log: its fabric is known
+  commsim fidelity --log ag.txt --topo dgx-b200x2 --op allgather --algo ring --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.OutOrStdout(), cmd.Flags().Changed("op"))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.log, "log", "", "nccl-tests output: text table or CSV (required)")
+	fl.StringVar(&f.topo, "topo", "", "topology the log was measured on: a spec, a preset or a YAML file (default: a shipped log's)")
+	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's)")
+	fl.StringVar(&f.algo, "algo", "auto", "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), "auto"), "|"))
+	fl.StringVar(&f.format, "format", "table", "report: table|csv|json")
+	return cmd
+}
+
+// fidReport is the check, as JSON.
+type fidReport struct {
+	Op        string    `json:"op"`
+	Algo      string    `json:"algo"`
+	Topology  string    `json:"topology"`
+	Ranks     int       `json:"ranks"`
+	Log       string    `json:"log"`
+	LogFormat string    `json:"log_format"`
+	Shipped   string    `json:"shipped,omitempty"`  // the shipped log it is
+	Excluded  string    `json:"excluded,omitempty"` // why that log is out of the targets
+	Skipped   int       `json:"skipped"`            // sizes left out: 0 bytes
+	Sizes     []fidSize `json:"sizes"`
+	Median    float64   `json:"median_abs_error"`
+	Max       float64   `json:"max_abs_error"`
+	Bands     []fidBand `json:"bands"`
+	report    *fidelity.Report
+	parsed    *calibrate.Log
+	published *fidelity.PublishedLog
+}
+
+type fidSize struct {
+	Bytes       int64   `json:"bytes"`
+	Line        int     `json:"line"`
+	MeasuredUS  float64 `json:"measured_us"`
+	PredictedUS float64 `json:"predicted_us"`
+	RelError    float64 `json:"rel_error"`
+	Algo        string  `json:"algo"`
+}
+
+type fidBand struct {
+	Band   string  `json:"band"`
+	Range  string  `json:"range"`
+	Sizes  int     `json:"sizes"`
+	Median float64 `json:"median_abs_error"`
+}
+
+func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
+	switch {
+	case f.log == "":
+		return usagef("fidelity needs --log FILE (nccl-tests output)")
+	case f.format != "table" && f.format != "json" && f.format != "csv":
+		return usagef("unknown format %q (want table, csv or json)", f.format)
+	}
+	fi, err := os.Stat(f.log)
+	if err == nil && fi.Size() > maxLogBytes {
+		err = fmt.Errorf("%s is %d bytes, over the limit of %d", f.log, fi.Size(), maxLogBytes)
+	}
+	var data []byte
+	if err == nil {
+		data, err = os.ReadFile(f.log)
+	}
+	if err != nil {
+		return usagef("--log: %v", err)
+	}
+	lg, err := calibrate.ParseLog(f.log, data)
+	if err != nil {
+		return usageError{err}
+	}
+	cat, err := fidelity.Published()
+	if err != nil {
+		return err
+	}
+	pub := cat.Find(data)
+	topo, op := f.topo, f.op
+	if topo == "" {
+		if pub == nil {
+			return usagef("fidelity needs --topo SPEC|FILE (the fabric %s was measured on); only the logs commsim ships know theirs", f.log)
+		}
+		topo = pub.Topo
+	}
+	if !opSet {
+		switch {
+		case lg.Op != "":
+			op = lg.Op
+		case pub != nil:
+			op = pub.Op
+		default:
+			return usagef("%s does not name its collective (no \"# Collective test starting\" line); give --op", f.log)
+		}
+	}
+	bf := benchFlags{topo: topo, op: op, algo: f.algo, dtype: "f32", redop: "sum", format: "table", backendFlags: backendFlags{backend: "sim"},
+		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true, symmetry: true}
+	s, err := bf.parse()
+	if err != nil {
+		return err
+	}
+	if lg.Op != "" && lg.Op != s.op.String() {
+		return usagef("--op %s, but %s measured %s", f.op, f.log, lg.Op)
+	}
+	if p := s.topo.NumGPUs(); lg.Ranks > 0 && lg.Ranks != p {
+		return usagef("%s has %d ranks, but topology %s has %d GPUs", f.log, lg.Ranks, topo, p)
+	}
+	if pub != nil && s.topo.NumGPUs() != pub.Ranks {
+		return usagef("%s ran on %d ranks, but topology %s has %d GPUs", pub.File, pub.Ranks, topo, s.topo.NumGPUs())
+	}
+	// bench's planner: every algorithm bench knows, auto's choice included.
+	rep, err := fidelity.Check(lg, s.topo, fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan})
+	if err != nil {
+		return err
+	}
+	out := newFidReport(rep, topo, f.log, lg, pub)
+	switch f.format {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	case "csv":
+		rows := [][]string{{"bytes", "line", "measured_us", "predicted_us", "rel_error", "algo"}}
+		for _, z := range out.Sizes {
+			rows = append(rows, []string{strconv.FormatInt(z.Bytes, 10), strconv.Itoa(z.Line), fmtFloat(z.MeasuredUS),
+				fmtFloat(z.PredictedUS), fmtFloat(z.RelError), z.Algo})
+		}
+		return writeCSVRows(stdout, rows)
+	}
+	return out.writeTable(stdout)
+}
+
+func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub *fidelity.PublishedLog) *fidReport {
+	out := &fidReport{Op: rep.Op.String(), Algo: rep.Algo, Topology: topo, Ranks: rep.Ranks, Log: log, LogFormat: lg.Format,
+		Skipped: rep.Skipped, Sizes: []fidSize{}, Median: rep.Median, Max: rep.Max, report: rep, parsed: lg, published: pub}
+	if pub != nil {
+		out.Shipped, out.Excluded = pub.File, pub.Exclude
+	}
+	for _, r := range rep.Rows {
+		out.Sizes = append(out.Sizes, fidSize{r.Bytes, r.Line, r.MeasuredUS, r.PredictedUS, r.Error, r.Algo})
+	}
+	for _, b := range rep.Bands {
+		out.Bands = append(out.Bands, fidBand{b.Band.Key, b.Band.Name, b.Sizes, b.Median})
+	}
+	return out
+}
+
+func (r *fidReport) writeTable(w io.Writer) error {
+	fmt.Fprintf(w, "# commsim fidelity: %s, algorithm %s, on %s (%d ranks); nothing fitted\n", r.Op, r.Algo, r.Topology, r.Ranks)
+	fmt.Fprintf(w, "# log: %s (%s), %d sizes, out-of-place times", r.Log, r.LogFormat, len(r.Sizes))
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, "; size 0 left out")
+	}
+	fmt.Fprintln(w)
+	if p := r.published; p != nil {
+		fmt.Fprintf(w, "# shipped log %s: %s; NCCL %s\n", p.File, p.Hardware, p.NCCLVersion)
+		if p.Exclude != "" {
+			fmt.Fprintf(w, "# excluded from the fidelity targets: %s\n", p.Exclude)
+		}
+	}
+	return r.report.WriteTable(w)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const shippedLogs = "../../fidelity/nccl-logs"
+
+// A shipped log needs no --topo: its copy, under any name, is known by its
+// content, and the mapping file's fabric and collective are used.
+func TestFidelityShippedLogKnowsItsFabric(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(shippedLogs, "vultr-b200-allreduce-8xB200.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mine.log")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := commsim("fidelity", "--log", path)
+	if status != 0 || errOut != "" {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(lines[0], "# commsim fidelity: allreduce, algorithm auto, on hgx-b200 (8 ranks)") ||
+		!strings.Contains(out, "# shipped log vultr-b200-allreduce-8xB200.txt") || !strings.Contains(out, "median |error| by size: < 64 KiB") {
+		t.Errorf("report:\n%s", out)
+	}
+	rows := 0
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "#") && !strings.Contains(l, "size(B)") {
+			rows++
+		}
+	}
+	if rows != 32 {
+		t.Errorf("%d size rows, want the log's 32", rows)
+	}
+}
+
+// An excluded shipped log says why; the JSON and CSV reports carry every
+// size.
+func TestFidelityFormats(t *testing.T) {
+	log := filepath.Join(shippedLogs, "aws-batch-p5-allreduce-8xH100.txt")
+	status, out, errOut := commsim("fidelity", "--log", log, "--format", "json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	var rep fidReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Op != "allreduce" || rep.Ranks != 8 || len(rep.Sizes) != 32 || len(rep.Bands) != 3 || rep.Shipped == "" ||
+		!strings.Contains(rep.Excluded, "tuner plugin") || rep.Sizes[0].Line != 11 || rep.Sizes[0].PredictedUS <= 0 {
+		t.Errorf("json: %+v", rep)
+	}
+	status, out, errOut = commsim("fidelity", "--log", log, "--topo", "dgx-h100", "--algo", "ring", "--format", "csv")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if status != 0 || lines[0] != "bytes,line,measured_us,predicted_us,rel_error,algo" || len(lines) != 33 || !strings.HasSuffix(lines[1], ",ring") {
+		t.Errorf("csv: status %d, %d lines, %q; %s", status, len(lines), lines[0], errOut)
+	}
+}
+
+// A log as a cluster prints it, with a fabric and collective given.
+func TestFidelityOwnLog(t *testing.T) {
+	text := "[1,0]<stdout>:#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+		"2024-05-01 12:00:00\n" +
+		"[1,0]<stdout>:  1048576  262144  float  sum  -1  30.00  0  0  0  30.00  0  0  0\n" +
+		"[1,0]<stdout>:  2097152  524288  float  sum  -1  40.00  0  0  0  40.00  0  0  0\n"
+	path := filepath.Join(t.TempDir(), "ar.log")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce", "--algo", "ring")
+	if status != 0 || !strings.Contains(out, "     1048576         30.00 ") || !strings.Contains(out, "over 2 sizes") {
+		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
+	}
+}
+
+func TestFidelityUsageErrorsExit2(t *testing.T) {
+	shipped := filepath.Join(shippedLogs, "vultr-b200-allgather-8xB200.txt")
+	own := filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt")
+	bare := filepath.Join(t.TempDir(), "bare.log")
+	if err := os.WriteFile(bare, []byte("  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"no log":      {[]string{}, "needs --log"},
+		"missing":     {[]string{"--log", "/no/such/log.txt"}, "no such file"},
+		"no topo":     {[]string{"--log", own}, "needs --topo"},
+		"no op":       {[]string{"--log", bare, "--topo", "dgx-h100"}, "give --op"},
+		"format":      {[]string{"--log", shipped, "--format", "xml"}, "unknown format"},
+		"algo":        {[]string{"--log", shipped, "--algo", "magic"}, "unknown algorithm"},
+		"algo op":     {[]string{"--log", shipped, "--algo", "pairwise"}, "has no allgather"},
+		"op conflict": {[]string{"--log", own, "--topo", "dgx-h100", "--op", "allgather"}, "measured allreduce"},
+		"ranks":       {[]string{"--log", own, "--topo", "switch:4"}, "has 8 ranks, but topology switch:4 has 4 GPUs"},
+		"shipped":     {[]string{"--log", shipped, "--topo", "dgx-b200x2"}, "ran on 8 ranks, but topology dgx-b200x2 has 16 GPUs"},
+		"bad row":     {[]string{"--log", filepath.Join(ncclTestdata, "README.md"), "--topo", "dgx-h100"}, "README.md:3: want a result row"},
+		"stray arg":   {[]string{"--log", shipped, "extra"}, "extra"},
+	}
+	for name, c := range cases {
+		status, out, errOut := commsim(append([]string{"fidelity"}, c.args...)...)
+		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: status %d, stdout %q, stderr %q; want 2 and one line with %q", name, status, out, errOut, c.want)
+		}
+	}
+}

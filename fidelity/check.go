@@ -1,0 +1,295 @@
+// Package fidelity compares the simulator's predictions with published
+// nccl-tests runs, size by size, with no fitting: how far is commsim from
+// the hardware, as it stands?
+//
+// Check takes a parsed log (calibrate.ParseLog) and the fabric it was
+// measured on, runs every size of it on the simulator (timing-only, ranks
+// mirrored where the fabric allows) with nccl-tests' meaning of size
+// (verify.SpecForSize, which bench uses too), and reports the measured
+// and predicted out-of-place times, the error of each size, and the
+// median errors per size band. Summarize pools the rows of several logs.
+//
+// The package carries the published runs it is checked against
+// (Published): the logs as their sources printed them, headers included,
+// and a mapping file (nccl-logs/logs.yaml) that names each log's fabric,
+// NCCL version and settings, and why a log is left out of the targets. Its
+// test runs the check on every one and holds the errors to bounds recorded
+// there, so a change that makes commsim less faithful fails.
+//
+// calibrate fits a fabric to a log; fidelity only measures the distance.
+package fidelity
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
+	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
+)
+
+// Config says which collective a log measured and how to plan it.
+type Config struct {
+	// Op is the collective, needed when the log does not name it
+	// (nccl-tests prints it in "# Collective test starting"); when both
+	// name one they must agree.
+	Op ops.Op
+	// Algo is an ops algorithm name or "auto" (the cost model's choice
+	// per size); "" means auto.
+	Algo string
+	// Plan, when not nil, makes the plan of each size's spec (whose Algo
+	// is Algo) instead of the default (ops.Compile, or ops.Select on the
+	// topology for auto). A caller with selectors of its own (bench's, a
+	// tuner's) passes them here, and every name they know works. Sizes
+	// are planned on several goroutines at once.
+	Plan func(spec ops.Spec) (*ops.Plan, error)
+}
+
+// Row is one size of a log, measured and predicted.
+type Row struct {
+	Bytes int64 // the log's size, in nccl-tests' meaning
+	Line  int   // the log's line of it
+	// Algo is the algorithm the prediction ran (auto's choice).
+	Algo        string
+	MeasuredUS  float64 // out of place
+	PredictedUS float64
+	// Error is (predicted − measured) / measured: below 0 where commsim
+	// is too fast.
+	Error float64
+}
+
+// Report is a log checked against a fabric.
+type Report struct {
+	Op       ops.Op
+	Algo     string // as asked; Row.Algo says what ran
+	Topology string
+	Ranks    int
+	DType    hw.DType
+	// Rows are the log's sizes above 0 bytes, smallest first. nccl-tests
+	// prints size 0 for sizes under one element per rank; those rows time
+	// an empty call and are left out (Skipped counts them).
+	Rows    []Row
+	Skipped int
+	Summary
+}
+
+// Band is a range of sizes, Lo <= bytes < Hi.
+type Band struct {
+	Key    string // as in the mapping file: small, medium, large
+	Name   string // as printed
+	Lo, Hi int64
+}
+
+// Bands are the size bands fidelity is judged in: latency-bound sizes,
+// the middle where latency and bandwidth share the time, and
+// bandwidth-bound sizes.
+var Bands = []Band{
+	{"small", "< 64 KiB", 0, 64 << 10},
+	{"medium", "64 KiB–16 MiB", 64 << 10, 16 << 20},
+	{"large", "≥ 16 MiB", 16 << 20, math.MaxInt64},
+}
+
+// BandSummary is the median absolute error of one band's sizes.
+type BandSummary struct {
+	Band   Band
+	Sizes  int
+	Median float64 // 0 when Sizes is 0
+}
+
+// Summary is the absolute errors of a set of rows: their median, their
+// largest, and the median of each band.
+type Summary struct {
+	Sizes       int
+	Median, Max float64
+	MaxBytes    int64 // the size of the largest error
+	Bands       []BandSummary
+}
+
+// Summarize sums up rows, of one log or pooled over many.
+func Summarize(rows []Row) Summary {
+	s := Summary{Sizes: len(rows)}
+	all := make([]float64, len(rows))
+	for i, r := range rows {
+		all[i] = math.Abs(r.Error)
+		if all[i] > s.Max || i == 0 {
+			s.Max, s.MaxBytes = all[i], r.Bytes
+		}
+	}
+	s.Median = median(all)
+	for _, b := range Bands {
+		var errs []float64
+		for _, r := range rows {
+			if r.Bytes >= b.Lo && r.Bytes < b.Hi {
+				errs = append(errs, math.Abs(r.Error))
+			}
+		}
+		s.Bands = append(s.Bands, BandSummary{Band: b, Sizes: len(errs), Median: median(errs)})
+	}
+	return s
+}
+
+// median is the middle value (the mean of the two middle ones for an even
+// count), 0 for none.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// Check predicts every size of lg on topo and compares. The topology must
+// have one GPU per rank of the log; the element type is the log's (f32
+// where it names none). A size the simulator cannot run is an error
+// naming the log's line.
+func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, error) {
+	op := cfg.Op
+	if lg.Op != "" {
+		logOp, err := ops.ParseOp(lg.Op)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("fidelity: %w", err)
+		case op != 0 && op != logOp:
+			return nil, fmt.Errorf("fidelity: asked for %s, but the log measured %s", op, logOp)
+		}
+		op = logOp
+	}
+	if op == 0 {
+		return nil, errors.New("fidelity: the log does not name its collective; set Config.Op")
+	}
+	p := topo.NumGPUs()
+	if lg.Ranks > 0 && lg.Ranks != p {
+		return nil, fmt.Errorf("fidelity: the log has %d ranks, but topology %s has %d GPUs", lg.Ranks, topo.Name, p)
+	}
+	dt, ok := lg.DType()
+	if !ok {
+		if lg.Type != "" {
+			return nil, fmt.Errorf("fidelity: the log's element type %q has no commsim dtype of its size", lg.Type)
+		}
+		dt = hw.F32
+	}
+	rep := &Report{Op: op, Algo: cmp.Or(cfg.Algo, "auto"), Topology: topo.Name, Ranks: p, DType: dt}
+	plan := cfg.Plan
+	if plan == nil {
+		plan = defaultPlanner(topo)
+	}
+	base := ops.Spec{Op: op, Algo: rep.Algo, Ranks: p, DType: dt, Redop: hw.Sum}
+	var specs []ops.Spec
+	for _, s := range lg.Samples {
+		spec, _ := verify.SpecForSize(base, s.Bytes)
+		if s.Bytes <= 0 || op == ops.Barrier {
+			rep.Skipped++
+			continue
+		}
+		if spec.Count == 0 {
+			return nil, fmt.Errorf("fidelity: line %d: %d bytes of %s hold no element per rank on %d ranks (nccl-tests would print size 0)",
+				s.Line, s.Bytes, dt, p)
+		}
+		specs = append(specs, spec)
+		rep.Rows = append(rep.Rows, Row{Bytes: s.Bytes, Line: s.Line, MeasuredUS: s.TimeUS})
+	}
+	secs, algos, err := predict(topo, specs, plan)
+	if err != nil {
+		var se *sizeError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("fidelity: line %d (%d bytes): %w", rep.Rows[se.i].Line, rep.Rows[se.i].Bytes, se.err)
+		}
+		return nil, fmt.Errorf("fidelity: %w", err)
+	}
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		r.PredictedUS, r.Algo = secs[i]*1e6, algos[i]
+		r.Error = r.PredictedUS/r.MeasuredUS - 1
+	}
+	rep.Summary = Summarize(rep.Rows)
+	return rep, nil
+}
+
+// defaultPlanner compiles a spec, or for auto picks the plan the cost
+// model finds cheapest on topo, as bench does.
+func defaultPlanner(topo *topology.Topology) func(ops.Spec) (*ops.Plan, error) {
+	return func(spec ops.Spec) (*ops.Plan, error) {
+		if spec.Algo != "auto" {
+			return ops.Compile(spec)
+		}
+		p, _, err := ops.Select(spec, topo)
+		return p, err
+	}
+}
+
+// sizeError is the failure of the i-th size.
+type sizeError struct {
+	i   int
+	err error
+}
+
+func (e *sizeError) Error() string { return e.err.Error() }
+func (e *sizeError) Unwrap() error { return e.err }
+
+// predict times each spec's plan, out of place, on a timing-only cluster
+// of topo that mirrors symmetric plans, sharing the sizes among one
+// cluster per core. Each run starts on an idle cluster, so the times do
+// not depend on which worker ran which size.
+func predict(topo *topology.Topology, specs []ops.Spec, plan func(ops.Spec) (*ops.Plan, error)) ([]float64, []string, error) {
+	secs := make([]float64, len(specs))
+	algos := make([]string, len(specs))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(specs)))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: true})
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			defer c.Close()
+			exec := simexec.NewExecutor(c)
+			var runner verify.Runner
+			defer runner.Free()
+			for i := w; i < len(specs); i += workers {
+				pl, err := plan(specs[i])
+				if err == nil {
+					var res verify.Result
+					res, err = runner.Run(exec, c.World(), pl, nil, false)
+					secs[i], algos[i] = res.Seconds, pl.Algo
+				}
+				if err != nil {
+					errs[w] = &sizeError{i, err}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The smallest failing size, whichever worker met it.
+	var first *sizeError
+	for _, err := range errs {
+		var se *sizeError
+		switch {
+		case err == nil:
+		case !errors.As(err, &se):
+			return nil, nil, err
+		case first == nil || se.i < first.i:
+			first = se
+		}
+	}
+	if first != nil {
+		return nil, nil, first
+	}
+	return secs, algos, nil
+}

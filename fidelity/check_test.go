@@ -1,0 +1,161 @@
+package fidelity
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+func parse(t *testing.T, text string) *calibrate.Log {
+	t.Helper()
+	lg, err := calibrate.ParseLog("log", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lg
+}
+
+func topo(t *testing.T, spec string) *topology.Topology {
+	t.Helper()
+	tp, err := topology.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+// An all-gather log as nccl-tests prints one on 4 ranks: sizes under one
+// float per rank print as 0, and the rest are totals over the ranks.
+const allGatherLog = "# Collective test starting: all_gather_perf\n" +
+	"#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+	"     0     0  float  none  -1   0.15  0.00  0.00  0   0.14  0.00  0.00  0\n" +
+	"     0     0  float  none  -1   0.13  0.00  0.00  0   0.14  0.00  0.00  0\n" +
+	"    16     1  float  none  -1  10.00  0.00  0.00  0  10.00  0.00  0.00  0\n" +
+	"131072 32768  float  none  -1  20.00  6.55  4.92  0  20.00  6.55  4.92  0\n" +
+	"33554432 8388608 float none -1 900.00 37.28 27.96 0 900.00 37.28 27.96 0\n"
+
+// Check runs each size with nccl-tests' meaning of size, leaves size 0
+// out, and reports the errors, their medians by band and the largest.
+// The same check twice gives the same report.
+func TestCheckSmallLog(t *testing.T) {
+	lg, tp := parse(t, allGatherLog), topo(t, "switch:4,bw=10GB/s,lat=2us")
+	rep, err := Check(lg, tp, Config{Algo: "ring"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Op != ops.AllGather || rep.Ranks != 4 || rep.Skipped != 1 || len(rep.Rows) != 3 || rep.Algo != "ring" {
+		t.Fatalf("%+v", rep)
+	}
+	// Ring all-gather of n bytes in all: 3 steps of α + n/4·β.
+	for i, r := range rep.Rows {
+		n := float64(r.Bytes)
+		want := 3 * (4e-6 + n/4/10e9) * 1e6
+		if math.Abs(r.PredictedUS/want-1) > 1e-9 || r.Algo != "ring" || math.Abs(r.Error-(r.PredictedUS/r.MeasuredUS-1)) > 1e-15 {
+			t.Errorf("row %d: %+v, want %.4f us predicted", i, r, want)
+		}
+	}
+	small, medium, large := rep.Bands[0], rep.Bands[1], rep.Bands[2]
+	if small.Sizes != 1 || medium.Sizes != 1 || large.Sizes != 1 || small.Median != math.Abs(rep.Rows[0].Error) || large.Median != math.Abs(rep.Rows[2].Error) {
+		t.Errorf("bands %+v", rep.Bands)
+	}
+	if rep.Max != max(math.Abs(rep.Rows[0].Error), math.Abs(rep.Rows[1].Error), math.Abs(rep.Rows[2].Error)) {
+		t.Errorf("max %v of %+v", rep.Max, rep.Rows)
+	}
+	again, err := Check(lg, tp, Config{Algo: "ring"})
+	if err != nil || !reflect.DeepEqual(rep, again) {
+		t.Errorf("a second check differs: %v\n%+v\n%+v", err, rep, again)
+	}
+	auto, err := Check(lg, tp, Config{})
+	if err != nil || auto.Algo != "auto" || auto.Rows[0].Algo == "" || auto.Rows[0].Algo == "auto" {
+		t.Errorf("auto: %v, %+v", err, auto)
+	}
+}
+
+// A planner of the caller's own (bench's, a tuner's) runs every size.
+func TestCheckUsesTheCallersPlanner(t *testing.T) {
+	var mu sync.Mutex // sizes are planned on several goroutines
+	var asked []string
+	plan := func(s ops.Spec) (*ops.Plan, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, s.Algo)
+		s.Algo = "direct"
+		return ops.Compile(s)
+	}
+	rep, err := Check(parse(t, allGatherLog), topo(t, "switch:4"), Config{Algo: "mine", Plan: plan})
+	if err != nil || len(asked) != 3 || asked[0] != "mine" || rep.Rows[2].Algo != "direct" {
+		t.Errorf("%v, asked %q, %+v", err, asked, rep)
+	}
+}
+
+func TestCheckErrors(t *testing.T) {
+	noOp := "  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n"
+	for _, c := range []struct {
+		name, log, topo string
+		cfg             Config
+		want            string
+	}{
+		{"no op", noOp, "switch:4", Config{}, "does not name its collective"},
+		{"op conflict", allGatherLog, "switch:4", Config{Op: ops.AllReduce}, "asked for allreduce, but the log measured allgather"},
+		{"ranks", "#  Rank  0 Group 0\n#  Rank  1 Group 0\n" + noOp, "switch:4", Config{Op: ops.AllReduce}, "the log has 2 ranks, but topology switch:4 has 4 GPUs"},
+		{"no element", "   8  2  float  none  -1  10.00  0  0  0  10.00  0  0  0\n", "switch:4", Config{Op: ops.AllGather}, "line 1: 8 bytes of f32 hold no element per rank on 4 ranks"},
+		{"algo", allGatherLog, "switch:4", Config{Algo: "rhd"}, "line 5 (16 bytes)"},
+		{"type", "  8  8  quaternion  sum  -1  10.00  0  0  0  10.00  0  0  0\n", "switch:4", Config{Op: ops.AllReduce}, `"quaternion" has no commsim dtype`},
+	} {
+		_, err := Check(parse(t, c.log), topo(t, c.topo), c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	rows := []Row{{Bytes: 8, Error: -0.5}, {Bytes: 1024, Error: 0.1}, {Bytes: 64 << 10, Error: 0.3}, {Bytes: 16<<20 - 1, Error: -0.2},
+		{Bytes: 16 << 20, Error: 0.05}}
+	s := Summarize(rows)
+	if s.Sizes != 5 || s.Median != 0.2 || s.Max != 0.5 || s.MaxBytes != 8 {
+		t.Errorf("%+v", s)
+	}
+	want := []BandSummary{{Bands[0], 2, 0.3}, {Bands[1], 2, 0.25}, {Bands[2], 1, 0.05}}
+	for i, b := range s.Bands {
+		if b.Sizes != want[i].Sizes || math.Abs(b.Median-want[i].Median) > 1e-15 || b.Band != want[i].Band {
+			t.Errorf("band %d: %+v, want %+v", i, b, want[i])
+		}
+	}
+	if e := Summarize(nil); e.Sizes != 0 || e.Median != 0 || len(e.Bands) != 3 || !strings.Contains(e.Describe(), "no sizes") {
+		t.Errorf("empty: %+v", e)
+	}
+}
+
+// The mapping file names every shipped log once, with an op, a fabric and
+// the header's NCCL version; a copy of a shipped log is found by its
+// content.
+func TestPublishedCatalog(t *testing.T) {
+	cat, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Logs) != 13 {
+		t.Errorf("%d logs, want the 13 published runs", len(cat.Logs))
+	}
+	for _, l := range cat.Logs {
+		if l.NCCLVersion == "" || l.NCCLSettings == "" || l.Hardware == "" || len(l.Data) == 0 {
+			t.Errorf("%s: %+v", l.File, l)
+		}
+		if strings.Contains(l.Topo, ",") != (l.Overrides != "") {
+			t.Errorf("%s: topo %s, overrides %q: say why a preset is overridden, and only then", l.File, l.Topo, l.Overrides)
+		}
+		if found := cat.Find([]byte(strings.ReplaceAll(string(l.Data), "\n", "\r\n"))); found == nil || found.File != l.File {
+			t.Errorf("%s: found %v", l.File, found)
+		}
+	}
+	if cat.Find([]byte(allGatherLog)) != nil {
+		t.Error("an unknown log was found")
+	}
+}

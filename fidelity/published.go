@@ -1,0 +1,143 @@
+package fidelity
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/ops"
+)
+
+// The published runs live in the package, not in a testdata folder: the
+// commsim binary carries them, so `commsim fidelity --log FILE` knows a
+// shipped log's fabric, and a user's clone has every log the test reads.
+//
+//go:embed nccl-logs
+var logsFS embed.FS
+
+const (
+	logsDir     = "nccl-logs"
+	mappingFile = "logs.yaml"
+)
+
+// PublishedLog is one published nccl-tests run and what it is compared
+// against, as the mapping file states it.
+type PublishedLog struct {
+	File  string `yaml:"file"`  // in nccl-logs/
+	Op    string `yaml:"op"`    // commsim's name of the collective
+	Ranks int    `yaml:"ranks"` // as the header states them
+	// Topo is the fabric to predict on: a preset, with overrides where
+	// the log's hardware differs from the preset's datasheet (Overrides
+	// says why). Never numbers fitted to the log.
+	Topo      string `yaml:"topo"`
+	Overrides string `yaml:"overrides,omitempty"`
+	Hardware  string `yaml:"hardware"`
+	// NCCLVersion and NCCLSettings are what the log's header states.
+	NCCLVersion  string `yaml:"nccl_version"`
+	NCCLSettings string `yaml:"nccl_settings"`
+	// Exclude, when set, is why the log is left out of the targets and
+	// the ratchet: it ran with something commsim cannot reproduce. It is
+	// still checked, and must still parse and predict.
+	Exclude string `yaml:"exclude,omitempty"`
+	// MaxMedianError is the ratchet: the log's median error may not
+	// exceed it. 0 means no bound recorded yet.
+	MaxMedianError float64 `yaml:"max_median_error,omitempty"`
+	Notes          string  `yaml:"notes,omitempty"`
+
+	// Data is the log file's bytes.
+	Data []byte `yaml:"-"`
+}
+
+// Catalog is the mapping file: every published log, and the ratchet on
+// the band medians pooled over the logs that have a bound.
+type Catalog struct {
+	// PooledMaxMedianError bounds the pooled median error of each band,
+	// by Band.Key.
+	PooledMaxMedianError map[string]float64 `yaml:"pooled_max_median_error"`
+	Logs                 []PublishedLog     `yaml:"logs"`
+}
+
+// Published reads the mapping file and the logs it names. Every log file
+// must be named there once, and every entry must name a log, an op and a
+// fabric.
+func Published() (*Catalog, error) {
+	data, err := logsFS.ReadFile(path.Join(logsDir, mappingFile))
+	if err != nil {
+		return nil, err
+	}
+	var c Catalog
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("fidelity: %s: %w", mappingFile, err)
+	}
+	for k := range c.PooledMaxMedianError {
+		if !slices.ContainsFunc(Bands, func(b Band) bool { return b.Key == k }) {
+			return nil, fmt.Errorf("fidelity: %s: pooled_max_median_error: unknown band %q", mappingFile, k)
+		}
+	}
+	named := map[string]bool{}
+	for i := range c.Logs {
+		l := &c.Logs[i]
+		if _, err := ops.ParseOp(l.Op); err != nil || l.Topo == "" || l.Ranks < 1 {
+			return nil, fmt.Errorf("fidelity: %s: log %q: want an op, a topo and ranks (op %q, topo %q, ranks %d)", mappingFile, l.File, l.Op, l.Topo, l.Ranks)
+		}
+		if named[l.File] {
+			return nil, fmt.Errorf("fidelity: %s: log %q named twice", mappingFile, l.File)
+		}
+		named[l.File] = true
+		if l.Data, err = logsFS.ReadFile(path.Join(logsDir, l.File)); err != nil {
+			return nil, fmt.Errorf("fidelity: %s: %w", mappingFile, err)
+		}
+	}
+	files, err := fs.Glob(logsFS, logsDir+"/*.txt")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if !named[path.Base(f)] {
+			return nil, fmt.Errorf("fidelity: %s: log %s is not in the mapping file", mappingFile, path.Base(f))
+		}
+	}
+	return &c, nil
+}
+
+// Find returns the published log whose bytes are data, or nil: a user's
+// copy of a shipped log is known by its content, whatever its name.
+func (c *Catalog) Find(data []byte) *PublishedLog {
+	norm := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")) }
+	for i := range c.Logs {
+		if bytes.Equal(norm(c.Logs[i].Data), norm(data)) {
+			return &c.Logs[i]
+		}
+	}
+	return nil
+}
+
+// Parse parses the log and the collective the mapping file names for it
+// (the published logs' headers name theirs in prose, which ParseLog does
+// not read).
+func (l *PublishedLog) Parse() (*calibrate.Log, Config, error) {
+	lg, err := calibrate.ParseLog(l.File, l.Data)
+	if err != nil {
+		return nil, Config{}, err
+	}
+	op, err := ops.ParseOp(l.Op)
+	if err != nil {
+		return nil, Config{}, err
+	}
+	return lg, Config{Op: op}, nil
+}
+
+// Preset is the preset Topo builds on: the spec up to its first override.
+func (l *PublishedLog) Preset() string {
+	name, _, _ := strings.Cut(l.Topo, ",")
+	return strings.TrimSpace(name)
+}
