@@ -197,8 +197,12 @@ func TestTuneChoosesTheCheapest(t *testing.T) {
 	if c.Protocol != ops.ProtoLL || c.NCCL.Protocol != ops.ProtoLL {
 		t.Errorf("NCCL_PROTO=LL: chose %v (NCCL %v)", c.Estimate, c.NCCL)
 	}
-	if _, err := nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{Algos: []nccl.Algo{nccl.Tree}}); err == nil || !strings.Contains(err.Error(), "tree/") {
-		t.Errorf("NCCL_ALGO=tree: %v, want an error naming what was off", err)
+	a100x2 := describe(t, "dgx-a100x2")
+	if _, err := nccl.Tune(a100x2, ops.AllReduce, 1<<30, nccl.Options{Algos: []nccl.Algo{nccl.NVLS}}); err == nil || !strings.Contains(err.Error(), "does not reduce") {
+		t.Errorf("NCCL_ALGO=nvls on A100s: %v, want an error saying the switch does not reduce", err)
+	}
+	if _, err := nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{Algos: []nccl.Algo{nccl.NVLS}}); err == nil || !strings.Contains(err.Error(), "cannot simulate nvls") {
+		t.Errorf("NCCL_ALGO=nvls on H100s: %v, want an error saying commsim cannot simulate it", err)
 	}
 	if _, err := nccl.Tune(h100, ops.AllToAll, 1<<20, nccl.Options{}); err == nil {
 		t.Error("all-to-all: no error; NCCL's tuner does not choose for it")

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"github.com/commsim/commsim/ops"
@@ -34,32 +35,55 @@ func chunkBytes(p int) int {
 // time with protocol p: NCCL's step for Simple, which waits for a whole
 // step before it forwards; LL and LL128 forward lines as they arrive,
 // which the simulator approaches with pieces of a quarter of a channel's
-// data per rank, no smaller than minPiece.
+// data per rank, no smaller than what a warp moves at once (32 lines).
 func chainChunk(spec ops.Spec, p int) int {
 	step := chunkBytes(p)
 	if p == simple {
 		return step
 	}
+	warp := int64(32 * 16)
+	if p == ll128 {
+		warp = 32 * 128
+	}
 	in, out := spec.BufferLens()
 	perChannel := int64(max(in, out)) * int64(spec.DType.Size()) / int64(max(1, spec.Channels))
-	return int(min(int64(step), max(minPiece, perChannel/int64(4*spec.Ranks))))
+	return int(min(int64(step), max(warp, perChannel/int64(4*spec.Ranks))))
 }
 
-// minPiece is the smallest piece a chain forwards, which bounds the
-// messages a simulation of many ranks makes.
-const minPiece = 4 << 10
+// treeChunk is the bytes a tree forwards at a time with protocol p: for
+// Simple, NCCL's step, halved while a channel would make too few passes
+// for the tree's depth (below 8 × depth passes down to 128 KiB, 4 × down
+// to 64 KiB, 1 × down to 32 KiB: enqueue.cc's tree chunk tuning); for LL
+// and LL128 as a chain's.
+func treeChunk(s System, spec ops.Spec, p int) int {
+	if p != simple {
+		return chainChunk(spec, p)
+	}
+	depth := int64(s.PerNode - 1 + bits.Len(uint(max(0, s.Nodes-1))) + 1)
+	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
+	chunk := int64(simpleStep)
+	for _, rule := range [...]struct{ passes, floor int64 }{{8, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}} {
+		for perChannel/chunk < rule.passes*depth && chunk > rule.floor {
+			chunk /= 2
+		}
+	}
+	return int(chunk)
+}
 
-// Plan compiles spec as NCCL runs it per choice c: NCCL's rings with c's
-// channels and NCCL's chunk, keeping to rails across nodes, with the wire
-// and the launch of c's protocol (see the package doc for what is
+// Plan compiles spec as NCCL runs it per choice c: NCCL's rings or trees
+// with c's channels, keeping to rails across nodes, with the wire and the
+// launch of c's algorithm and protocol (see the package doc for what is
 // approximated).
 func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	p, ok := protoIndex(c.Protocol)
-	if !ok || c.Algo != Ring {
+	if !ok || !Simulable(c.Algo) {
 		return nil, fmt.Errorf("nccl: commsim cannot simulate %v yet", c.Estimate)
 	}
-	spec.Algo, spec.Channels = "nccl-ring", max(1, c.Channels)
-	if spec.Op == ops.Broadcast || spec.Op == ops.Reduce {
+	spec.Algo, spec.Channels = "nccl-"+c.Algo.String(), max(1, c.Channels)
+	switch {
+	case c.Algo == Tree:
+		spec.Chunk = max(1, treeChunk(s, spec, p)/spec.DType.Size())
+	case spec.Op == ops.Broadcast || spec.Op == ops.Reduce:
 		// A chain pipelines: a rank forwards chunk i while chunk i+1
 		// arrives. (Around a ring every rank is busy at every step, and
 		// NCCL's loops over chunks would only pay the per-step latency
@@ -74,27 +98,28 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		return nil, err
 	}
 	plan.Protocol = c.Protocol
-	plan.Wire, plan.Launch = wire(s, spec, p, o)
+	plan.Wire, plan.Launch = wire(s, spec, c.Algo, p, o)
 	return plan, nil
 }
 
-// wire is how ring messages of protocol p move for spec, and the launch
-// that opens the collective: NCCL's base latency, and per hop its latency
-// for each path class; NCCL's model multiplies all of them by a plateau
-// factor for multi-node Ring/Simple all-reduce past 64 bytes per channel
-// and rank. Every byte on the wire carries the protocol's share of
-// payload (LL 8 of 16 bytes, LL128 120 of 128), and each channel moves
-// at most its share of the bus bandwidth of NCCL's model: a channel is
-// one block of threads, and the ring goes at its slowest link's pace.
-func wire(s System, spec ops.Spec, p int, o Options) (*ops.Wire, float64) {
+// wire is how the messages of algorithm a (ring or tree) with protocol
+// p move for spec, and the launch that opens the collective: NCCL's base
+// latency, and per hop its latency for each path class; NCCL's model
+// multiplies a multi-node Ring/Simple all-reduce's by a plateau factor
+// past 64 bytes per channel and rank. Every byte on the wire carries the
+// protocol's share of payload (LL 8 of 16 bytes, LL128 120 of 128), and
+// each channel moves at most its share of the bandwidth of NCCL's model:
+// a channel is one block of threads, and a ring or a tree goes at its
+// slowest link's pace.
+func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64) {
 	v := o.version()
 	scale := 1.0
-	if s.Nodes > 1 && spec.Op == ops.AllReduce && p == simple && bytesOf(spec)/int64(max(1, spec.Channels)*s.Ranks) >= 64 {
+	if a == Ring && s.Nodes > 1 && spec.Op == ops.AllReduce && p == simple && bytesOf(spec)/int64(max(1, spec.Channels)*s.Ranks) >= 64 {
 		scale = plateau(s)
 	}
 	var w ops.Wire
 	for class := range ops.NumPathClasses {
-		w.Latency[class] = hwLatency(class, Ring, p, v) * 1e-6 * scale
+		w.Latency[class] = hwLatency(class, a, p, v) * 1e-6 * scale
 	}
 	if s.PerNode == 1 {
 		w.Latency[ops.PathNet] = hwLatency(ops.PathNet, Tree, p, v) * 1e-6 * scale
@@ -116,11 +141,22 @@ func wire(s System, spec ops.Spec, p int, o Options) (*ops.Wire, float64) {
 	for class := range ops.NumPathClasses {
 		w.Efficiency[class] = factor
 	}
-	g := bandwidths(s, Ring, o)
-	if bus := busBandwidth(s, spec.Op, Ring, p, g, v); finite(bus) {
-		w.Rate = bus * 1e9 / float64(g.channels)
+	// A channel is one block of threads: it moves at most the speed of
+	// one channel in NCCL's model, and the channels launched share the
+	// model's whole bandwidth (its caps are on the sum). A ring channel's
+	// step carries 1/ranks of its data, as bus bandwidth counts; a tree's
+	// carries all of it, as algorithm bandwidth does.
+	g := bandwidths(s, a, o)
+	one := g
+	one.channels = 1
+	all, alone := busBandwidth(s, spec.Op, a, p, g, v), busBandwidth(s, spec.Op, a, p, one, v)
+	if a == Tree {
+		all, alone = all*busToAlg(s, spec.Op, a), alone*busToAlg(s, spec.Op, a)
 	}
-	return &w, baseLatency(Ring, p, v) * 1e-6 * scale
+	if finite(all) && finite(alone) {
+		w.Rate = 1e9 * min(alone, all/float64(max(1, spec.Channels)))
+	}
+	return &w, baseLatency(a, p, v) * 1e-6 * scale
 }
 
 // bytesOf is NCCL's size of a collective: the larger of a rank's send and
@@ -136,7 +172,7 @@ func Label(plan *ops.Plan) string {
 	if !ops.IsNCCL(plan.Algo) {
 		return plan.Algo
 	}
-	return fmt.Sprintf("%s/%s/%dch", strings.TrimPrefix(plan.Algo, "nccl-"), plan.Protocol, plan.Lanes)
+	return fmt.Sprintf("%s/%s/%dch", strings.TrimPrefix(plan.Algo, "nccl-"), plan.Protocol, max(1, plan.Channels))
 }
 
 // Tuner chooses and compiles NCCL's plans on one fabric.

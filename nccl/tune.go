@@ -42,7 +42,7 @@ func (e Estimate) String() string {
 }
 
 // Simulable reports whether commsim can run algorithm a as a plan.
-func Simulable(a Algo) bool { return a == Ring }
+func Simulable(a Algo) bool { return a == Ring || a == Tree }
 
 // Estimates prices every algorithm and protocol for op on bytes (NCCL's
 // size: the larger of a rank's send and receive buffers, the whole
@@ -70,10 +70,14 @@ type Choice struct {
 func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
 	var c Choice
 	best, bestSim := math.Inf(1), math.Inf(1)
-	var offs []string
+	var reasons []string           // why pairs are off, in order
+	offBy := map[string][]string{} // the pairs off for each
 	for _, e := range Estimates(s, op, bytes, o) {
 		if e.Off != "" {
-			offs = append(offs, e.String()+": "+e.Off)
+			if offBy[e.Off] == nil {
+				reasons = append(reasons, e.Off)
+			}
+			offBy[e.Off] = append(offBy[e.Off], e.Algo.String()+"/"+e.Protocol.String())
 			continue
 		}
 		if e.TimeUS < best {
@@ -84,7 +88,14 @@ func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
 		}
 	}
 	if math.IsInf(bestSim, 1) {
-		return c, fmt.Errorf("nccl: no algorithm commsim simulates can run %s of %d bytes on %d ranks: %s", op, bytes, s.Ranks, strings.Join(offs, "; "))
+		why := make([]string, len(reasons))
+		for i, r := range reasons {
+			why[i] = r + " (" + strings.Join(offBy[r], ", ") + ")"
+		}
+		if !math.IsInf(best, 1) {
+			why = append(why, fmt.Sprintf("commsim cannot simulate %v, which NCCL would run", c.NCCL))
+		}
+		return c, fmt.Errorf("nccl: no algorithm commsim simulates can run %s of %d bytes on %d ranks: %s", op, bytes, s.Ranks, strings.Join(why, "; "))
 	}
 	return c, nil
 }

@@ -71,6 +71,12 @@ func ncclBtree(p int) dtree {
 	return dtree{p: p, n: p, root: 0, rank: id, label: id}
 }
 
+// rankTree is a tree through the ranks: dtree, chainTree.
+type rankTree interface {
+	parentOf(r int) int
+	kidsOf(r int) []int
+}
+
 // parentOf is rank r's parent, −1 at the root.
 func (t dtree) parentOf(r int) int {
 	v := t.label(r)
@@ -185,7 +191,7 @@ func dbtreeHalves(b *builder, n int, f func(h, off, l int)) {
 // copies own into acc and folds each child's partial, received into inc,
 // child 0 first (acc = acc op inc); a leaf's partial is own itself. A
 // non-root sends its partial to its parent. It returns the partial.
-func dtreeUp(l laneBuilder, t dtree, r int, own, acc, inc Ref, tag uint32) Ref {
+func dtreeUp(l laneBuilder, t rankTree, r int, own, acc, inc Ref, tag uint32) Ref {
 	cur := own
 	for _, k := range t.kidsOf(r) {
 		if cur == own {
@@ -203,7 +209,7 @@ func dtreeUp(l laneBuilder, t dtree, r int, own, acc, inc Ref, tag uint32) Ref {
 
 // dtreeDown emits rank r's broadcast down tree t on lane l: receive buf
 // from the parent (not at the root), then send it to child 0, child 1.
-func dtreeDown(l laneBuilder, t dtree, r int, buf Ref, tag uint32) {
+func dtreeDown(l laneBuilder, t rankTree, r int, buf Ref, tag uint32) {
 	if parent := t.parentOf(r); parent >= 0 {
 		l.recv(r, parent, buf, tag)
 	}

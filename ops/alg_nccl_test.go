@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"testing"
@@ -13,14 +14,19 @@ import (
 // counts that split unevenly, any number of channels and any chunk, for
 // every op it has, and stream lane by lane into the held plan's
 // operations.
-func TestNCCLRingPlansCheck(t *testing.T) {
-	for _, op := range AlgorithmsOps("nccl-ring") {
+func TestNCCLRingPlansCheck(t *testing.T) { checkNCCLPlans(t, "nccl-ring") }
+
+// TestNCCLTreePlansCheck: nccl-tree plans check as nccl-ring's do.
+func TestNCCLTreePlansCheck(t *testing.T) { checkNCCLPlans(t, "nccl-tree") }
+
+func checkNCCLPlans(t *testing.T, algo string) {
+	for _, op := range AlgorithmsOps(algo) {
 		for _, shape := range [][2]int{{1, 0}, {2, 0}, {3, 0}, {5, 0}, {8, 0}, {6, 3}, {8, 2}} {
 			p, nodeRanks := shape[0], shape[1]
 			for _, count := range []int{0, 1, 7, 64} {
 				for _, ch := range []int{0, 1, 3, 5} {
 					for _, chunkLen := range []int{0, 1, 3, 16} {
-						spec := Spec{Op: op, Algo: "nccl-ring", Ranks: p, Count: count, Root: p/2 + 1, DType: hw.F32, Redop: hw.Avg, Channels: ch, Chunk: chunkLen, NodeRanks: nodeRanks}
+						spec := Spec{Op: op, Algo: algo, Ranks: p, Count: count, Root: p/2 + 1, DType: hw.F32, Redop: hw.Avg, Channels: ch, Chunk: chunkLen, NodeRanks: nodeRanks}
 						spec.Root %= p
 						name := fmt.Sprint(spec)
 						held, err := Compile(spec)
@@ -30,10 +36,20 @@ func TestNCCLRingPlansCheck(t *testing.T) {
 						if err := Check(held); err != nil {
 							t.Fatalf("%s: %v", name, err)
 						}
-						if want := max(1, min(ch, count)); count > 0 && held.Lanes != want {
+						want := max(1, min(ch, count))
+						if algo == "nccl-tree" && held.Lanes <= treeLanes*want && held.Lanes > treeLanes*(want-1) {
+							want = held.Lanes // up, and down to each child: the last channel's trailing lanes may be empty
+						}
+						if count > 0 && held.Lanes != want {
 							t.Fatalf("%s: %d lanes, want %d", name, held.Lanes, want)
 						}
 						streamed, err := CompileStreamed(spec)
+						if algo == "nccl-tree" {
+							if !errors.Is(err, ErrUnsupported) {
+								t.Fatalf("%s streamed: %v, want ErrUnsupported (its lanes wait for each other)", name, err)
+							}
+							continue
+						}
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -92,4 +108,59 @@ func AlgorithmsOps(name string) []Op {
 		}
 	}
 	return out
+}
+
+// TestChainTreesSpanTheRanks: each channel's tree reaches every rank once
+// from its root, a child's parent is the rank that lists it, links
+// between nodes join heads on the channel's rail, and the two trees of
+// the double binary tree take turns: a node whose head is interior in one
+// is a leaf in the other, where there are enough nodes.
+func TestChainTreesSpanTheRanks(t *testing.T) {
+	for _, shape := range [][2]int{{8, 0}, {16, 8}, {24, 8}, {64, 8}, {12, 3}} {
+		p, g := shape[0], shape[1]
+		spec := Spec{Ranks: p, NodeRanks: g}
+		if g == 0 {
+			g = p
+		}
+		interior := [2]map[int]bool{{}, {}}
+		for c := range 4 {
+			tree := ncclChainTree(spec, c)
+			roots, seen := 0, map[int]bool{}
+			var walk func(r int)
+			walk = func(r int) {
+				if seen[r] {
+					t.Fatalf("%v channel %d: rank %d reached twice", shape, c, r)
+				}
+				seen[r] = true
+				for _, k := range tree.kidsOf(r) {
+					if tree.parentOf(k) != r {
+						t.Fatalf("%v channel %d: %d lists %d, whose parent is %d", shape, c, r, k, tree.parentOf(k))
+					}
+					if k/g != r/g {
+						if k%g != c%g || r%g != c%g {
+							t.Errorf("%v channel %d: %d -> %d crosses nodes off rail %d", shape, c, r, k, c%g)
+						}
+						interior[c%2][r/g] = true
+					}
+					walk(k)
+				}
+			}
+			for r := range p {
+				if tree.parentOf(r) < 0 {
+					roots++
+					walk(r)
+				}
+			}
+			if roots != 1 || len(seen) != p {
+				t.Errorf("%v channel %d: %d roots reach %d of %d ranks", shape, c, roots, len(seen), p)
+			}
+		}
+		if nodes := p / g; nodes >= 4 {
+			for node := range nodes {
+				if interior[0][node] && interior[1][node] {
+					t.Errorf("%v: node %d is interior in both trees", shape, node)
+				}
+			}
+		}
+	}
 }

@@ -106,7 +106,7 @@ func (b *builder) add(r int, s Step) int {
 	if s.Lane+1 > b.p.Lanes {
 		b.p.Lanes = s.Lane + 1
 	}
-	if b.mode != modeKeep && len(s.After) > 0 {
+	if b.mode == modeStream && b.lane >= 0 && len(s.After) > 0 {
 		// A lane streamed alone cannot know the other lanes' step numbers.
 		panic(badStep{fmt.Errorf("rank %d: step %v orders lanes with After, which only a plan held in memory can", r, s)})
 	}

@@ -53,19 +53,24 @@ type algorithm struct {
 	// nccl marks the algorithms that run like NCCL's (channels, chunks):
 	// NCCL's tuner picks among them (package nccl), auto does not.
 	nccl bool
+	// held marks the algorithms whose lanes wait for each other (Step.
+	// After): a lane streamed alone cannot name the other lanes' steps, so
+	// their plans are always held, up to MaxPlanSteps.
+	held bool
 }
 
 // algorithmTable lists the algorithms in the order help text shows them.
 // Each alg_*.go file defines its generator map.
 var algorithmTable = []algorithm{
-	{"ring", ringDoc, ringPlans, false},
-	{"rd", rdDoc, rdPlans, false},
-	{"rhd", rhdDoc, rhdPlans, false},
-	{"tree", treeDoc, treePlans, false},
-	{"dbtree", dbtreeDoc, dbtreePlans, false},
-	{"direct", directDoc, directPlans, false},
-	{"pairwise", pairwiseDoc, pairwisePlans, false},
-	{"nccl-ring", ncclRingDoc, ncclRingPlans, true},
+	{"ring", ringDoc, ringPlans, false, false},
+	{"rd", rdDoc, rdPlans, false, false},
+	{"rhd", rhdDoc, rhdPlans, false, false},
+	{"tree", treeDoc, treePlans, false, false},
+	{"dbtree", dbtreeDoc, dbtreePlans, false, false},
+	{"direct", directDoc, directPlans, false, false},
+	{"pairwise", pairwiseDoc, pairwisePlans, false, false},
+	{"nccl-ring", ncclRingDoc, ncclRingPlans, true, false},
+	{"nccl-tree", ncclTreeDoc, ncclTreePlans, true, true},
 }
 
 // Algorithms lists the algorithm names Compile knows, in a fixed order.
@@ -182,6 +187,17 @@ func compileAbove(s Spec, above int) (*Plan, error) {
 			ErrUnsupported, s.Algo, s.Op, s.Op, strings.Join(AlgorithmsFor(s.Op), ", "))
 	}
 	in, out := s.BufferLens()
+	if algorithmTable[i].held {
+		if above < 0 {
+			return nil, fmt.Errorf("ops: %s/%s: %w: its lanes wait for each other's steps, so its plans are held, never streamed", s.Op, s.Algo, ErrUnsupported)
+		}
+		b := newBuilder(s, in, out)
+		b.limit = MaxPlanSteps
+		if err := generate(gen, b); err != nil {
+			return nil, fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err)
+		}
+		return b.p, nil
+	}
 	return compile(s, gen, in, out, above)
 }
 

@@ -374,6 +374,9 @@ func TestStreamedRunsEqualHeldRuns(t *testing.T) {
 						compile = ops.CompileStreamed
 					}
 					plan, err := compile(spec)
+					if stream && errors.Is(err, ops.ErrUnsupported) {
+						continue // an algorithm whose lanes wait for each other (nccl-tree) is never streamed
+					}
 					if err != nil {
 						t.Fatal(err)
 					}
