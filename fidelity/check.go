@@ -30,6 +30,7 @@ import (
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/simexec"
@@ -43,9 +44,11 @@ type Config struct {
 	// (nccl-tests prints it in "# Collective test starting"); when both
 	// name one they must agree.
 	Op ops.Op
-	// Algo is an ops algorithm name or "auto" (the cost model's choice
-	// per size); "" means auto.
+	// Algo is an ops algorithm name, "auto" (the cost model's choice per
+	// size) or "nccl" (what NCCL's tuner would run per size, package
+	// nccl, in the environment NCCL says); "" means nccl.
 	Algo string
+	NCCL nccl.Options
 	// Plan, when not nil, makes the plan of each size's spec (whose Algo
 	// is Algo) instead of the default (ops.Compile, or ops.Select on the
 	// topology for auto). A caller with selectors of its own (bench's, a
@@ -182,10 +185,13 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		}
 		dt = hw.F32
 	}
-	rep := &Report{Op: op, Algo: cmp.Or(cfg.Algo, "auto"), Topology: topo.Name, Ranks: p, DType: dt}
+	rep := &Report{Op: op, Algo: cmp.Or(cfg.Algo, "nccl"), Topology: topo.Name, Ranks: p, DType: dt}
 	plan := cfg.Plan
 	if plan == nil {
-		plan = defaultPlanner(topo)
+		var err error
+		if plan, err = defaultPlanner(topo, rep.Algo, cfg.NCCL); err != nil {
+			return nil, fmt.Errorf("fidelity: %w", err)
+		}
 	}
 	base := ops.Spec{Op: op, Algo: rep.Algo, Ranks: p, DType: dt, Redop: hw.Sum}
 	var specs []ops.Spec
@@ -219,16 +225,26 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 	return rep, nil
 }
 
-// defaultPlanner compiles a spec, or for auto picks the plan the cost
-// model finds cheapest on topo, as bench does.
-func defaultPlanner(topo *topology.Topology) func(ops.Spec) (*ops.Plan, error) {
-	return func(spec ops.Spec) (*ops.Plan, error) {
-		if spec.Algo != "auto" {
-			return ops.Compile(spec)
+// defaultPlanner compiles a spec, picks the plan the cost model finds
+// cheapest on topo for auto, as bench does, or NCCL's for nccl.
+func defaultPlanner(topo *topology.Topology, algo string, o nccl.Options) (func(ops.Spec) (*ops.Plan, error), error) {
+	switch algo {
+	case "nccl":
+		tuner, err := nccl.NewTuner(topo, o)
+		if err != nil {
+			return nil, err
 		}
-		p, _, err := ops.Select(spec, topo)
-		return p, err
+		return func(spec ops.Spec) (*ops.Plan, error) {
+			p, _, err := tuner.Plan(spec)
+			return p, err
+		}, nil
+	case "auto":
+		return func(spec ops.Spec) (*ops.Plan, error) {
+			p, _, err := ops.Select(spec, topo)
+			return p, err
+		}, nil
 	}
+	return ops.Compile, nil
 }
 
 // sizeError is the failure of the i-th size.
@@ -266,7 +282,7 @@ func predict(topo *topology.Topology, specs []ops.Spec, plan func(ops.Spec) (*op
 				if err == nil {
 					var res verify.Result
 					res, err = runner.Run(exec, c.World(), pl, nil, false)
-					secs[i], algos[i] = res.Seconds, pl.Algo
+					secs[i], algos[i] = res.Seconds, nccl.Label(pl)
 				}
 				if err != nil {
 					errs[w] = &sizeError{i, err}

@@ -71,9 +71,15 @@ func TestCheckSmallLog(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(rep, again) {
 		t.Errorf("a second check differs: %v\n%+v\n%+v", err, rep, again)
 	}
-	auto, err := Check(lg, tp, Config{})
+	auto, err := Check(lg, tp, Config{Algo: "auto"})
 	if err != nil || auto.Algo != "auto" || auto.Rows[0].Algo == "" || auto.Rows[0].Algo == "auto" {
 		t.Errorf("auto: %v, %+v", err, auto)
+	}
+	// By default, NCCL's choice: the algo column says algorithm,
+	// protocol and channels.
+	dflt, err := Check(lg, tp, Config{})
+	if err != nil || dflt.Algo != "nccl" || !strings.HasPrefix(dflt.Rows[0].Algo, "ring/LL/") {
+		t.Errorf("nccl: %v, %+v", err, dflt)
 	}
 }
 

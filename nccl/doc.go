@@ -1,27 +1,47 @@
 // Package nccl predicts what NCCL does on a fabric: it reads from a
-// topology what NCCL's topology search would see (ranks per node, GPU
-// architecture, NVLink and NIC bandwidth, in-network reduction), runs
-// NCCL's own tuning model on it (the constants and formulas of
-// src/graph/tuning.cc and enqueue.cc, NCCL 2.30 by default; see
-// NCCL-MODEL.md in the project's shared notes) to choose an algorithm, a
-// protocol and a number of channels for each collective and size, and
-// turns the choice into a plan that the simulator runs on the fabric, so
-// contention, faults and unusual fabrics still show.
+// topology what NCCL's topology search would see (Describe: ranks per
+// node, GPU architecture, NVLinks and NCCL's figure for them, NICs,
+// in-network reduction, host CPU), runs NCCL's own tuning model on it
+// (the constants and formulas of src/graph/tuning.cc and enqueue.cc,
+// NCCL 2.30 by default and 2.18 to 2.27 on request; see NCCL-MODEL.md in
+// the project's shared notes) to choose an algorithm, a protocol and a
+// number of channels for each collective and size (Tune), and turns the
+// choice into a plan that the simulator runs on the fabric (Tuner.Plan),
+// so contention, faults and unusual fabrics still show.
 //
-// The choice is NCCL's where the model says how NCCL chooses. What the
-// simulator then runs is an approximation, stated per algorithm:
+// The choice is NCCL's where its model says how NCCL chooses. What the
+// simulator runs is an approximation, stated per algorithm:
 //
-//   - Ring: NCCL's rings, one per channel, each its own lane, crossing
-//     nodes on one NIC rail; data pipelined in chunks (NCCL's chunk size
-//     per protocol); every message pays NCCL's per-hop latency for its
-//     protocol and path class, and moves at NCCL's modelled bandwidth for
-//     the protocol (ops.Wire); the collective starts after NCCL's base
-//     latency (ops.Plan.Launch). NCCL's slot-based flow control (8 steps
-//     of buffer per connection) is not modelled: a sender never waits for
-//     a receiver's free slot.
+//   - Every plan carries NCCL's base latency as its launch, and a Wire:
+//     per hop, NCCL's latency for the protocol and the path class
+//     (NVLink, PCIe, network); per byte, the protocol's payload (LL 8 of
+//     16 bytes, LL128 120 of 128); per channel, at most one channel's
+//     speed in NCCL's model, the channels launched sharing its whole
+//     bandwidth (which holds a ring or a tree to its slowest link's pace).
+//     A message lands its latency after its bytes leave, so a channel's
+//     messages overlap their latencies; reductions are fused into the
+//     transfers, as NCCL's kernels reduce while they copy.
+//   - Ring (ops nccl-ring): one ring per channel, each its own lane,
+//     crossing nodes on one NIC rail (channels spread over the rails).
+//     All-reduce, all-gather and reduce-scatter move each channel's block
+//     in one pass per step; broadcast and reduce chains forward in
+//     NCCL's Simple step, or in pieces of a warp's lines for LL and LL128,
+//     which forward lines as they arrive.
+//   - Tree (ops nccl-tree, all-reduce): per channel a chain through each
+//     node from the channel's NIC rail and NCCL's double binary tree
+//     between the nodes, reduced up and broadcast down on lanes of their
+//     own, in pieces (NCCL's tree chunk tuning for Simple). The per-size
+//     correction factors NCCL's model puts on tree bandwidth are not
+//     applied.
+//   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
+//     ops nccl-p2p): every exchange at once, two channels per peer, LL
+//     below 16 KiB per channel, else Simple; NCCL's model has no
+//     point-to-point figures, so the ring's latencies stand in.
 //
-// Algorithms NCCL would pick that the simulator cannot run yet (Tree,
-// NVLS, NVLSTree, CollNet, PAT) are priced by the model but left out of
-// the choice (Options.Simulable), and Estimates says what NCCL would
-// have picked.
+// Not modelled: NCCL's slot-based flow control (8 steps of buffer per
+// connection: a sender never waits for a receiver's free slot), proxy
+// threads, and the tuner plugins some clusters load. Algorithms NCCL
+// would pick that the simulator cannot run yet (NVLS, NVLSTree, CollNet,
+// PAT) are priced by the model but left out of the choice (Simulable);
+// Choice.NCCL says what NCCL itself would run.
 package nccl

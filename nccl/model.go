@@ -29,6 +29,9 @@ func (a Algo) String() string {
 	if a < numAlgos {
 		return algoNames[a]
 	}
+	if a == P2P {
+		return "p2p"
+	}
 	return fmt.Sprintf("algo(%d)", uint8(a))
 }
 

@@ -199,10 +199,30 @@ func (t *Tuner) Plan(spec ops.Spec) (*ops.Plan, Choice, error) {
 	if spec.Ranks != t.System.Ranks {
 		return nil, Choice{}, fmt.Errorf("nccl: %v has %d ranks and the fabric %d GPUs", spec.Op, spec.Ranks, t.System.Ranks)
 	}
-	c, err := Tune(t.System, spec.Op, bytesOf(spec), t.Options)
+	c, err := t.Choose(spec)
 	if err != nil {
 		return nil, c, err
 	}
-	plan, err := Plan(t.System, spec, c, t.Options)
+	var plan *ops.Plan
+	if isP2P(spec.Op) {
+		plan, err = p2pPlan(t.System, spec, c, t.Options)
+	} else {
+		plan, err = Plan(t.System, spec, c, t.Options)
+	}
 	return plan, c, err
+}
+
+// Choose is NCCL's choice for spec, without compiling a plan: its
+// tuner's for a collective, its point-to-point transport (P2P) for an
+// all-to-all or a sendrecv.
+func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
+	if isP2P(spec.Op) {
+		return p2pChoice(bytesPerPeer(spec)), nil
+	}
+	return Tune(t.System, spec.Op, bytesOf(spec), t.Options)
+}
+
+// Ops are the collectives Tuner plans.
+func Ops() []ops.Op {
+	return []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.Reduce, ops.AllToAll, ops.SendRecv}
 }

@@ -31,6 +31,31 @@ type System struct {
 	NVLSCapable, SHARP bool
 }
 
+// String says what NCCL sees in a line: "16 ranks on 2 nodes of 8,
+// hopper, 18 NVLinks (370.8 GB/s), NVLS, 8 NICs of 50 GB/s, intel hosts".
+func (s System) String() string {
+	out := fmt.Sprintf("%d ranks on %d node", s.Ranks, s.Nodes)
+	if s.Nodes > 1 {
+		out += fmt.Sprintf("s of %d", s.PerNode)
+	}
+	out += ", " + s.Arch.String()
+	if s.NVLinks > 0 {
+		out += fmt.Sprintf(", %d NVLinks (%.1f GB/s)", s.NVLinks, s.IntraBW)
+	} else {
+		out += fmt.Sprintf(", PCIe (%.0f GB/s)", s.IntraBW)
+	}
+	if s.NVLSCapable {
+		out += ", NVLS"
+	}
+	if s.Nodes > 1 {
+		out += fmt.Sprintf(", %d NICs of %.0f GB/s", s.NICs, s.NICBW)
+		if s.SHARP {
+			out += ", SHARP"
+		}
+	}
+	return out + ", " + s.CPU.String() + " hosts"
+}
+
 // Describe reads a System from t. GPUs are on one node when they meet
 // without crossing a NIC; every node must hold as many.
 func Describe(t *topology.Topology) (System, error) {

@@ -88,9 +88,14 @@ func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
 		}
 	}
 	if math.IsInf(bestSim, 1) {
-		why := make([]string, len(reasons))
-		for i, r := range reasons {
-			why[i] = r + " (" + strings.Join(offBy[r], ", ") + ")"
+		var why []string
+		for _, r := range reasons {
+			if r != notAllowed && r != protoNotAllowed {
+				why = append(why, r+" ("+strings.Join(offBy[r], ", ")+")")
+			}
+		}
+		if len(why) == 0 {
+			why = append(why, "the algorithms and protocols allowed leave nothing")
 		}
 		if !math.IsInf(best, 1) {
 			why = append(why, fmt.Sprintf("commsim cannot simulate %v, which NCCL would run", c.NCCL))
@@ -132,13 +137,19 @@ func (o Options) version() Version {
 	return o.Version
 }
 
+// Why an algorithm or protocol is off when Options leave it out.
+const (
+	notAllowed      = "not in the algorithms allowed"
+	protoNotAllowed = "not in the protocols allowed"
+)
+
 // enabled says why NCCL would not run a with protocol p for op, or "".
 func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 	switch {
 	case o.Algos != nil && !slices.Contains(o.Algos, a):
-		return "not in the algorithms allowed"
+		return notAllowed
 	case o.Protos != nil && !slices.Contains(o.Protos, protocols[p]):
-		return "not in the protocols allowed"
+		return protoNotAllowed
 	}
 	switch op {
 	case ops.Broadcast, ops.Reduce:

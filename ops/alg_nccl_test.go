@@ -19,6 +19,9 @@ func TestNCCLRingPlansCheck(t *testing.T) { checkNCCLPlans(t, "nccl-ring") }
 // TestNCCLTreePlansCheck: nccl-tree plans check as nccl-ring's do.
 func TestNCCLTreePlansCheck(t *testing.T) { checkNCCLPlans(t, "nccl-tree") }
 
+// TestNCCLP2PPlansCheck: nccl-p2p plans check as nccl-ring's do.
+func TestNCCLP2PPlansCheck(t *testing.T) { checkNCCLPlans(t, "nccl-p2p") }
+
 func checkNCCLPlans(t *testing.T, algo string) {
 	for _, op := range AlgorithmsOps(algo) {
 		for _, shape := range [][2]int{{1, 0}, {2, 0}, {3, 0}, {5, 0}, {8, 0}, {6, 3}, {8, 2}} {
@@ -37,14 +40,19 @@ func checkNCCLPlans(t *testing.T, algo string) {
 							t.Fatalf("%s: %v", name, err)
 						}
 						want := max(1, min(ch, count))
-						if algo == "nccl-tree" && held.Lanes <= treeLanes*want && held.Lanes > treeLanes*(want-1) {
+						switch {
+						case algo == "nccl-tree" && held.Lanes <= treeLanes*want && held.Lanes > treeLanes*(want-1):
 							want = held.Lanes // up, and down to each child: the last channel's trailing lanes may be empty
+						case algo == "nccl-p2p" && op == AllToAll:
+							want = max(1, p-1) // one per peer
+						case algo == "nccl-p2p":
+							want = min(2, p) // send, receive
 						}
 						if count > 0 && held.Lanes != want {
 							t.Fatalf("%s: %d lanes, want %d", name, held.Lanes, want)
 						}
 						streamed, err := CompileStreamed(spec)
-						if algo == "nccl-tree" {
+						if algo == "nccl-tree" || algo == "nccl-p2p" {
 							if !errors.Is(err, ErrUnsupported) {
 								t.Fatalf("%s streamed: %v, want ErrUnsupported (its lanes wait for each other)", name, err)
 							}

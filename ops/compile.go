@@ -71,6 +71,7 @@ var algorithmTable = []algorithm{
 	{"pairwise", pairwiseDoc, pairwisePlans, false, false},
 	{"nccl-ring", ncclRingDoc, ncclRingPlans, true, false},
 	{"nccl-tree", ncclTreeDoc, ncclTreePlans, true, true},
+	{"nccl-p2p", ncclP2PDoc, ncclP2PPlans, true, true},
 }
 
 // Algorithms lists the algorithm names Compile knows, in a fixed order.

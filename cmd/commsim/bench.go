@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
@@ -30,13 +31,15 @@ type benchFlags struct {
 	trace                                string // bench and what-if only
 	topoSet                              bool   // --topo was given
 	backendFlags
+	ncclFlags
 }
 
 func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology: a spec (ring:8, switch:16, cluster:2x8, …), a preset or a YAML file")
 	fl.StringVar(&f.op, "op", "allreduce", "collective: "+strings.Join(opNames(), "|"))
-	fl.StringVar(&f.algo, "algo", algoDefault, "algorithm: "+strings.Join(append(ops.Algorithms(), "auto"), "|"))
+	fl.StringVar(&f.algo, "algo", algoDefault, "algorithm: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+
+		" (auto: the cheapest of commsim's own by its cost model; nccl: what NCCL's tuner would run, per size)")
 	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32|f64|f16|bf16|i32|i64|u8")
 	fl.StringVar(&f.redop, "redop", "sum", "reduce op: sum|prod|min|max|avg")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "smallest size (8, 1KiB, 1MiB, 1GB; K/M/G mean KiB/MiB/GiB)")
@@ -48,6 +51,7 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl.BoolVar(&f.symmetry, "symmetry", true, "with --timing-only on a fabric that looks alike from every GPU or node (switch:N, cluster:MxG, dgx-h100xN), time a plan that every rank runs alike (ring, rd, rhd, pairwise on even shapes) by simulating only the ranks that stand for all: the same times, far faster; =false simulates every rank")
 	fl.StringVar(&f.format, "format", "table", "output: table|csv|json (JSON Lines)")
 	f.backendFlags.register(cmd)
+	f.ncclFlags.register(fl)
 }
 
 func opNames() []string {
@@ -64,6 +68,7 @@ type sweep struct {
 	topoName   string
 	op         ops.Op
 	algo       string
+	tuner      *nccl.Tuner // --algo nccl's
 	dtype      hw.DType
 	redop      hw.ReduceOp
 	sizes      []int64
@@ -99,13 +104,15 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if f.algo == ops.Native && f.backend != "cuda" {
 		return nil, usagef("algorithm native needs a backend with native collectives (cuda, through NCCL); the %s backend has none", f.backend)
 	}
-	if f.algo != "auto" && f.algo != ops.Native && !slices.Contains(ops.Algorithms(), f.algo) {
-		return nil, usagef("unknown algorithm %q (want one of %s, auto, native)", f.algo, strings.Join(ops.Algorithms(), ", "))
+	if f.algo != "auto" && f.algo != ops.Native && f.algo != algoNCCL && !slices.Contains(ops.Algorithms(), f.algo) {
+		return nil, usagef("unknown algorithm %q (want one of %s, auto, nccl, native)", f.algo, strings.Join(ops.Algorithms(), ", "))
 	}
 	s.algo = f.algo
-	if s.algo != "auto" && s.algo != ops.Native && !slices.Contains(ops.AlgorithmsFor(s.op), s.algo) {
+	switch {
+	case s.algo != "auto" && s.algo != ops.Native && s.algo != algoNCCL && !slices.Contains(ops.AlgorithmsFor(s.op), s.algo):
 		return nil, usagef("algorithm %s has no %s (for %s use one of %s, auto)", s.algo, s.op, s.op, strings.Join(ops.AlgorithmsFor(s.op), ", "))
 	}
+
 	if s.dtype, err = hw.ParseDType(f.dtype); err != nil {
 		return nil, usageError{err}
 	}
@@ -167,6 +174,13 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if p > ops.MaxRanks {
 		return nil, usagef("topology %s has %d GPUs, over the limit of %d ranks", f.topo, p, ops.MaxRanks)
 	}
+	if s.algo == algoNCCL {
+		if err := s.useNCCL(f.ncclFlags); err != nil {
+			return nil, err
+		}
+	} else if f.ncclFlags.set() {
+		return nil, usagef("--nccl-version, --nccl-algo, --nccl-proto and --nccl-channels go with --algo nccl")
+	}
 	if s.op.Rooted() && (f.root < 0 || f.root >= p) {
 		return nil, usagef("--root %d out of range 0..%d for %d ranks", f.root, p-1, p)
 	}
@@ -220,6 +234,9 @@ type row struct {
 	count                            int
 	outOfPlace, inPlace              result
 	sim                              *prediction // --sim-topo's, or nil
+	// ncclChoice is, with --algo nccl, what NCCL itself would run where
+	// commsim cannot simulate it yet (algo says what ran instead).
+	ncclChoice string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -376,8 +393,13 @@ func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
 
 // newRow starts the report row of one size, run with plan.
 func (s *sweep) newRow(plan *ops.Plan, moved int64) row {
-	r := row{op: s.op.String(), algo: plan.Algo, topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
+	r := row{op: s.op.String(), algo: nccl.Label(plan), topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
 		ranks: plan.Ranks, root: s.root, bytes: moved, count: int(moved) / s.dtype.Size()}
+	if s.algo == algoNCCL {
+		if c, err := s.tuner.Choose(plan.Spec); err == nil && c.NCCL != c.Estimate {
+			r.ncclChoice = c.NCCL.String()
+		}
+	}
 	if !s.op.Reduces() {
 		r.redop = "none"
 	}
@@ -461,6 +483,13 @@ func (s *sweep) checkDuration(w *openedWorld) error {
 func (s *sweep) plan(spec ops.Spec) (*ops.Plan, error) {
 	if s.largest.plan != nil && s.largest.spec == spec {
 		return s.largest.plan, nil
+	}
+	if s.algo == algoNCCL {
+		p, _, err := s.tuner.Plan(spec)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		return p, nil
 	}
 	if s.algo != "auto" {
 		p, err := ops.Compile(spec)

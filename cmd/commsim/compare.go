@@ -86,6 +86,8 @@ fastest changes. Only out-of-place runs are timed (bench also times in place).
 // parse validates the flags; each failure is a usage error.
 func (f *compareFlags) parse() (*comparison, error) {
 	f.algo = "auto" // validated per algorithm below
+	nf := f.ncclFlags
+	f.ncclFlags = ncclFlags{} // they go with nccl among --algos
 	s, err := f.benchFlags.parse()
 	if err != nil {
 		return nil, err
@@ -93,25 +95,38 @@ func (f *compareFlags) parse() (*comparison, error) {
 	c := &comparison{s: s, plot: f.plot}
 	supported := ops.AlgorithmsFor(s.op)
 	if strings.TrimSpace(f.algos) == "" {
-		c.algos = supported
+		// commsim's own: the nccl-* plans are NCCL's shapes, which --algos
+		// nccl runs with NCCL's channels, chunks and protocols.
+		for _, a := range supported {
+			if !ops.IsNCCL(a) {
+				c.algos = append(c.algos, a)
+			}
+		}
 	} else {
 		for _, a := range strings.Split(f.algos, ",") {
 			a = strings.TrimSpace(a)
 			switch {
 			case a == "":
 				return nil, usagef("--algos %q has an empty name", f.algos)
-			case !slices.Contains(ops.Algorithms(), a):
-				return nil, usagef("--algos: unknown algorithm %q (want some of %s)", a, strings.Join(ops.Algorithms(), ", "))
-			case !slices.Contains(supported, a):
-				return nil, usagef("--algos: algorithm %s has no %s (for %s use some of %s)", a, s.op, s.op, strings.Join(supported, ", "))
 			case slices.Contains(c.algos, a):
 				return nil, usagef("--algos: algorithm %s is listed twice", a)
+			case a == algoNCCL:
+				if err := s.useNCCL(nf); err != nil {
+					return nil, err
+				}
+			case !slices.Contains(ops.Algorithms(), a):
+				return nil, usagef("--algos: unknown algorithm %q (want some of %s, nccl)", a, strings.Join(ops.Algorithms(), ", "))
+			case !slices.Contains(supported, a):
+				return nil, usagef("--algos: algorithm %s has no %s (for %s use some of %s)", a, s.op, s.op, strings.Join(supported, ", "))
 			}
 			c.algos = append(c.algos, a)
 		}
 	}
 	if len(c.algos) == 0 {
 		return nil, usagef("no algorithm implements %s", s.op)
+	}
+	if nf.set() && s.tuner == nil {
+		return nil, usagef("--nccl-version, --nccl-algo, --nccl-proto and --nccl-channels go with nccl among --algos")
 	}
 	if err := checkPlotFile(c.plot, s); err != nil {
 		return nil, err

@@ -17,7 +17,10 @@ import (
 
 // fidelity's flags, I/O and report; package fidelity runs the check.
 
-type fidFlags struct{ log, topo, op, algo, format string }
+type fidFlags struct {
+	log, topo, op, algo, format string
+	ncclFlags
+}
 
 func newFidelityCmd() *cobra.Command {
 	var f fidFlags
@@ -27,7 +30,8 @@ func newFidelityCmd() *cobra.Command {
 		Long: `fidelity reads nccl-tests output (as calibrate does: the text table, old or
 new, or a CSV; rank tags, time stamps, dates and banners allowed), simulates
 every size of it on the topology as it stands (timing-only, nccl-tests'
-meaning of size) and prints the measured and predicted out-of-place times and
+meaning of size; by default as NCCL's tuner would run each size, --algo
+nccl) and prints the measured and predicted out-of-place times and
 the error of each size, (predicted − measured)/measured, then the median and
 largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
 ≥ 16 MiB). Nothing is fitted: calibrate fits, fidelity measures.
@@ -48,8 +52,10 @@ rows for less than one element per rank) are left out.`,
 	fl.StringVar(&f.log, "log", "", "nccl-tests output: text table or CSV (required)")
 	fl.StringVar(&f.topo, "topo", "", "topology the log was measured on: a spec, a preset or a YAML file (default: a shipped log's)")
 	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's)")
-	fl.StringVar(&f.algo, "algo", "auto", "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), "auto"), "|"))
+	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+
+		" (nccl: what NCCL's tuner would run, per size; auto: the cheapest of commsim's own)")
 	fl.StringVar(&f.format, "format", "table", "report: table|csv|json")
+	f.ncclFlags.register(fl)
 	return cmd
 }
 
@@ -134,7 +140,7 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 		}
 	}
 	bf := benchFlags{topo: topo, op: op, algo: f.algo, dtype: "f32", redop: "sum", format: "table", backendFlags: backendFlags{backend: "sim"},
-		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true, symmetry: true}
+		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true, symmetry: true, ncclFlags: f.ncclFlags}
 	s, err := bf.parse()
 	if err != nil {
 		return err

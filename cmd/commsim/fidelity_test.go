@@ -26,7 +26,7 @@ func TestFidelityShippedLogKnowsItsFabric(t *testing.T) {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if !strings.HasPrefix(lines[0], "# commsim fidelity: allreduce, algorithm auto, on hgx-b200 (8 ranks)") ||
+	if !strings.HasPrefix(lines[0], "# commsim fidelity: allreduce, algorithm nccl, on hgx-b200 (8 ranks)") ||
 		!strings.Contains(out, "# shipped log vultr-b200-allreduce-8xB200.txt") || !strings.Contains(out, "median |error| by size: < 64 KiB") {
 		t.Errorf("report:\n%s", out)
 	}

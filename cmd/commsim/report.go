@@ -55,14 +55,18 @@ func writeMirrored(w io.Writer, mirrored, runs int) {
 func writeTable(w io.Writer, s *sweep, rows []row) error {
 	backend, times := s.backend.describe(s.timingOnly)
 	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
-	if s.algo == "auto" {
+	switch {
+	case s.algo == "auto":
 		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", s.topo.Name)
+	case s.algo == algoNCCL:
+		fmt.Fprintf(w, "# nccl: NCCL %s's tuner on what it sees of %s (%s) picks algorithm/protocol/channels per size, simulated; its choice is the algo column, and where NCCL would run what commsim cannot simulate yet, the algo column names it after what ran\n",
+			s.tuner.Options.Version, s.topo.Name, s.tuner.System)
 	}
 	fmt.Fprintf(w, "# %s; out-of-place then in-place\n", times)
 	writeMirrored(w, s.mirrored, 2*len(rows))
 	simHeader(w, rows)
 	header := append(append([]string{}, columns...), simColumns(rows)...)
-	if s.algo == "auto" {
+	if s.algo == "auto" || s.algo == algoNCCL {
 		header = append(header, "algo")
 	}
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
@@ -70,7 +74,10 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 	sum := 0.0
 	for _, r := range rows {
 		c := append(cells(r), simCells(r)...)
-		if s.algo == "auto" {
+		switch {
+		case r.ncclChoice != "":
+			c = append(c, r.algo+" (NCCL: "+r.ncclChoice+")")
+		case s.algo == "auto" || s.algo == algoNCCL:
 			c = append(c, r.algo)
 		}
 		if err := t.Append(c); err != nil {
@@ -124,6 +131,9 @@ type jsonRow struct {
 	InAlgBW  float64 `json:"inplace_algbw_gbps"`
 	InBusBW  float64 `json:"inplace_busbw_gbps"`
 	InWrong  *int    `json:"inplace_wrong"`
+	// NCCLChoice is, with --algo nccl, what NCCL would run where commsim
+	// cannot simulate it yet; Algo is what ran.
+	NCCLChoice string `json:"nccl_choice,omitempty"`
 	simJSON
 }
 
@@ -139,7 +149,7 @@ func writeJSON(w io.Writer, rows []row) error {
 	for _, r := range rows {
 		o, i := r.outOfPlace, r.inPlace
 		if err := enc.Encode(jsonRow{jsonRecord{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
-			o.timeUS, o.algbw, o.busbw, wrongPtr(o.wrong)}, i.timeUS, i.algbw, i.busbw, wrongPtr(i.wrong), simFields(r)}); err != nil {
+			o.timeUS, o.algbw, o.busbw, wrongPtr(o.wrong)}, i.timeUS, i.algbw, i.busbw, wrongPtr(i.wrong), r.ncclChoice, simFields(r)}); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// --algo nccl runs what NCCL's tuner picks per size and says so in the
+// algo column: ring with LL on one channel for 8 bytes on dgx-h100, and,
+// for 16 MiB, the ring it simulates beside the NVLS NCCL would run.
+func TestBenchAlgoNCCL(t *testing.T) {
+	status, out, errOut := commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "8", "-e", "1GiB", "-f", "128", "--timing-only")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	if !strings.Contains(out, "# nccl: NCCL 2.30's tuner on what it sees of dgx-h100 (8 ranks on 1 node, hopper, 18 NVLinks (370.8 GB/s), NVLS, intel hosts)") {
+		t.Errorf("no header naming NCCL's view:\n%s", out)
+	}
+	for _, want := range []string{"ring/LL/1ch │", "ring/LL128/12ch (NCCL: nvls/Simple/16ch) │"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the algo column:\n%s", want, out)
+		}
+	}
+	// JSON names NCCL's own choice apart.
+	status, out, _ = commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "1GiB", "-e", "1GiB", "--timing-only", "--format", "json")
+	var rec struct {
+		Algo       string  `json:"algo"`
+		NCCLChoice string  `json:"nccl_choice"`
+		TimeUS     float64 `json:"time_us"`
+	}
+	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "ring/Simple/12ch" || rec.NCCLChoice != "nvls/Simple/16ch" || !(rec.TimeUS > 0) {
+		t.Errorf("json: status %d, %v: %s", status, err, out)
+	}
+}
+
+// NCCL_ALGO, NCCL_PROTO, channels and version have flags that change the
+// choice.
+func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--topo", "dgx-a100", "--nccl-proto", "Simple"}, "ring/Simple/1ch │"},
+		{[]string{"--nccl-algo", "ring", "--nccl-proto", "ll128,simple"}, "ring/LL128/1ch │"},
+		{[]string{"--nccl-algo", "ring", "--nccl-channels", "4", "-b", "1MiB", "-e", "1MiB"}, "ring/LL/4ch │"},
+		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "ring"}, "ring/LL/1ch │"},
+		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "tree"}, "tree/LL/1ch │"},
+		{[]string{"--op", "alltoall"}, "p2p/LL/2ch │"},
+	} {
+		args := append([]string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "64", "-e", "64", "--timing-only"}, tc.args...)
+		status, out, errOut := commsim(args...)
+		if status != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: status %d %s, want %q in:\n%s", tc.args, status, errOut, tc.want, out)
+		}
+	}
+	// 2.18's ring LL moved a third of the bus, where 2.30's moves half.
+	old := busbw(t, "--nccl-version", "2.18", "--nccl-proto", "LL", "--topo", "dgx-a100")
+	now := busbw(t, "--nccl-proto", "LL", "--topo", "dgx-a100")
+	if !(old < now) {
+		t.Errorf("ring/LL busbw: 2.18 %v, 2.30 %v; want 2.18 slower", old, now)
+	}
+}
+
+func busbw(t *testing.T, args ...string) float64 {
+	t.Helper()
+	status, out, errOut := commsim(append([]string{"bench", "--algo", "nccl", "-b", "256MiB", "-e", "256MiB", "--timing-only", "--format", "json"}, args...)...)
+	var rec struct {
+		BusBW float64 `json:"busbw_gbps"`
+	}
+	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil {
+		t.Fatalf("%v: status %d %s %v", args, status, errOut, err)
+	}
+	return rec.BusBW
+}
+
+// What NCCL cannot run, or commsim cannot simulate, is a usage error that
+// says why.
+func TestBenchNCCLRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		why  string
+	}{
+		{[]string{"--topo", "dgx-a100", "--nccl-algo", "nvls"}, "does not reduce"},
+		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "collnet_direct"}, "SHARP"},
+		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat", "--op", "allgather"}, "one GPU per node"},
+		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat"}, "PAT runs all-gather and reduce-scatter only"},
+		{[]string{"--nccl-algo", "nvls"}, "cannot simulate nvls"},
+		{[]string{"--nccl-algo", "bogus"}, "unknown algorithm"},
+		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
+		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
+		{[]string{"--nccl-channels", "-1"}, "--nccl-channels"},
+		{[]string{"--op", "gather"}, "--algo nccl plans"},
+	} {
+		args := append([]string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only"}, tc.args...)
+		status, _, errOut := commsim(args...)
+		if status != 2 || !strings.Contains(errOut, tc.why) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%v: status %d, stderr %q; want 2 and one line saying %q", tc.args, status, errOut, tc.why)
+		}
+	}
+	status, _, errOut := commsim("bench", "--topo", "dgx-h100", "--nccl-proto", "LL", "-e", "8")
+	if status != 2 || !strings.Contains(errOut, "go with --algo nccl") {
+		t.Errorf("--nccl-proto without --algo nccl: status %d, %q", status, errOut)
+	}
+}

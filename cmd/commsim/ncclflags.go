@@ -1,0 +1,103 @@
+package main
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+)
+
+// algoNCCL is --algo nccl: for each size, what NCCL's own tuner would run
+// (package nccl), simulated.
+const algoNCCL = "nccl"
+
+// ncclFlags are NCCL's environment for --algo nccl, in the spirit of
+// NCCL_ALGO, NCCL_PROTO and NCCL_MIN/MAX_NCHANNELS.
+type ncclFlags struct {
+	version, algos, protos string
+	channels               int
+}
+
+func (f *ncclFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.version, "nccl-version", "2.30", "with --algo nccl: the NCCL release whose tuning constants to use (2.18 … 2.30), for older logs")
+	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat); default all")
+	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple); default all")
+	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels of ring and tree, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; 0 lets the model choose")
+}
+
+// set reports whether any NCCL flag differs from its default.
+func (f *ncclFlags) set() bool {
+	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0
+}
+
+// options reads the flags; each failure is a usage error.
+func (f *ncclFlags) options() (nccl.Options, error) {
+	var o nccl.Options
+	var err error
+	if f.version != "" {
+		if o.Version, err = nccl.ParseVersion(f.version); err != nil {
+			return o, usagef("--nccl-version: %v", err)
+		}
+	}
+	for _, name := range splitList(f.algos) {
+		a, err := nccl.ParseAlgo(name)
+		if err != nil {
+			return o, usagef("--nccl-algo: %v", err)
+		}
+		o.Algos = append(o.Algos, a)
+	}
+	for _, name := range splitList(f.protos) {
+		p, err := ops.ParseProtocol(name)
+		if err != nil {
+			return o, usagef("--nccl-proto: %v", err)
+		}
+		o.Protos = append(o.Protos, p)
+	}
+	if f.channels < 0 || f.channels > 64 {
+		return o, usagef("--nccl-channels %d: want 0 (the model's choice) to 64", f.channels)
+	}
+	o.Channels = f.channels
+	return o, nil
+}
+
+// useNCCL readies the sweep for --algo nccl: NCCL's tuner on its fabric,
+// in the environment f says.
+func (s *sweep) useNCCL(f ncclFlags) error {
+	switch {
+	case !slices.Contains(nccl.Ops(), s.op):
+		return usagef("--algo nccl plans %s, not %s", joinOps(nccl.Ops()), s.op)
+	case s.backend.name != "sim":
+		return usagef("--algo nccl predicts NCCL on the simulator; on GPUs, --algo native runs NCCL itself")
+	}
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	if s.tuner, err = nccl.NewTuner(s.topo, o); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// splitList splits a comma-separated list, dropping blanks around names.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// joinOps names ops, comma-separated.
+func joinOps(list []ops.Op) string {
+	names := make([]string, len(list))
+	for i, o := range list {
+		names[i] = o.String()
+	}
+	return strings.Join(names, ", ")
+}
