@@ -260,3 +260,28 @@ func TestLabelNamesNCCLsChoice(t *testing.T) {
 		t.Error("4 ranks on an 8-GPU fabric: no error")
 	}
 }
+
+// TestMachineScalesWhatRunsNotTheChoice: a machine's corrections scale
+// the plan's launch, hop latencies and channel rate, and leave NCCL's
+// choice as its model makes it.
+func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
+	topo := try(topology.Resolve("dgx-h100"))(t)
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 20, DType: hw.F32, Redop: hw.Sum}
+	plain := try(nccl.NewTuner(topo, nccl.Options{}))(t)
+	m := nccl.Machine{Launch: 2, Hop: 3, Bandwidth: [3]float64{0.5, 0.5, 0.5}}
+	fitted := try(nccl.NewTuner(topo, nccl.Options{Machine: m}))(t)
+	a, ca, err := plain.Plan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, cb, err := fitted.Plan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca != cb {
+		t.Errorf("choice %v became %v", ca.Estimate, cb.Estimate)
+	}
+	if b.Launch != 2*a.Launch || b.Wire.Latency[ops.PathNVLink] != 3*a.Wire.Latency[ops.PathNVLink] || b.Wire.Rate != 0.5*a.Wire.Rate {
+		t.Errorf("launch %v -> %v, hop %v -> %v, rate %v -> %v", a.Launch, b.Launch, a.Wire.Latency, b.Wire.Latency, a.Wire.Rate, b.Wire.Rate)
+	}
+}

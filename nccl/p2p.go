@@ -53,8 +53,12 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		}
 	}
 	g := bandwidths(s, Ring, o)
-	w.Rate = float64(c.Channels) * g.intra * 1e9
-	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, &w, baseLatency(Ring, p, v)*1e-6
+	m := o.Machine
+	for class := range ops.NumPathClasses {
+		w.Latency[class] *= orOne(m.Hop)
+	}
+	w.Rate = float64(c.Channels) * g.intra * 1e9 * orOne(m.Bandwidth[p])
+	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, &w, baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
 	return plan, nil
 }
 

@@ -56,19 +56,27 @@ func chainChunk(spec ops.Spec, p int) int {
 // to 64 KiB, 1 × down to 32 KiB: enqueue.cc's tree chunk tuning); for LL
 // and LL128 as a chain's.
 func treeChunk(s System, spec ops.Spec, p int) int {
-	if p != simple {
-		return chainChunk(spec, p)
-	}
-	depth := int64(s.PerNode - 1 + bits.Len(uint(max(0, s.Nodes-1))) + 1)
 	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
-	chunk := int64(simpleStep)
-	for _, rule := range [...]struct{ passes, floor int64 }{{8, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}} {
-		for perChannel/chunk < rule.passes*depth && chunk > rule.floor {
-			chunk /= 2
+	chunk := int64(chainChunk(spec, p))
+	if p == simple {
+		depth := int64(s.PerNode - 1 + bits.Len(uint(max(0, s.Nodes-1))) + 1)
+		for _, rule := range [...]struct{ passes, floor int64 }{{8, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}} {
+			for perChannel/chunk < rule.passes*depth && chunk > rule.floor {
+				chunk /= 2
+			}
 		}
 	}
-	return int(chunk)
+	// A tree's plan is held in memory: at scale, fewer and larger pieces
+	// keep it under half of ops.MaxPlanSteps (a deep tree then takes
+	// longer to fill than NCCL's would).
+	maxPasses := max(1, int64(ops.MaxPlanSteps/2)/(int64(spec.Ranks)*int64(max(1, spec.Channels))*treeStepsPerPass))
+	return int(max(chunk, (perChannel+maxPasses-1)/maxPasses))
 }
+
+// treeStepsPerPass bounds a rank's steps per pass of a tree channel: up,
+// a receive and a reduction per child and a send; down, a receive and a
+// send per child.
+const treeStepsPerPass = 10
 
 // Plan compiles spec as NCCL runs it per choice c: NCCL's rings or trees
 // with c's channels, keeping to rails across nodes, with the wire and the
@@ -156,7 +164,12 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	if finite(all) && finite(alone) {
 		w.Rate = 1e9 * min(alone, all/float64(max(1, spec.Channels)))
 	}
-	return &w, baseLatency(a, p, v) * 1e-6 * scale
+	m := o.Machine
+	for class := range ops.NumPathClasses {
+		w.Latency[class] *= orOne(m.Hop)
+	}
+	w.Rate *= orOne(m.Bandwidth[p])
+	return &w, baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
 }
 
 // bytesOf is NCCL's size of a collective: the larger of a rank's send and

@@ -21,6 +21,28 @@ type Options struct {
 	// NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS set to one value do; 0
 	// lets the model choose.
 	Channels int
+	// Machine corrects what the simulator runs where measurements say
+	// the machine departs from NCCL's model (package calibrate fits it);
+	// NCCL's choice stays its model's.
+	Machine Machine
+}
+
+// Machine scales how NCCL's choice runs on a machine; a factor of 0
+// means 1.
+type Machine struct {
+	// Launch scales the base latency each collective pays once, and Hop
+	// the latency of each hop.
+	Launch, Hop float64
+	// Bandwidth scales a channel's speed, by protocol (LL, LL128,
+	// Simple).
+	Bandwidth [numProtos]float64
+}
+
+func orOne(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	return x
 }
 
 // Estimate is NCCL's model of one algorithm and protocol for one
