@@ -33,6 +33,13 @@
 //     own, in pieces (NCCL's tree chunk tuning for Simple). The per-size
 //     correction factors NCCL's model puts on tree bandwidth are not
 //     applied.
+//   - NVLS (ops nccl-nvls, one node): each rank has the NVSwitch reduce
+//     its part of every pass from all GPUs and multicast the result back;
+//     NVLSTree (ops nccl-nvlstree, several nodes): the node's switch
+//     reduces, NCCL's tree joins the nodes, the switch multicasts. The
+//     simulator's links and the switch's reduction bandwidth set the
+//     pace, not NCCL's modelled NVLS bandwidth; NCCL's NVLS latency opens
+//     the collective and each switch step pays a Simple step's handshake.
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, two channels per peer, LL
 //     below 16 KiB per channel, else Simple; NCCL's model has no
@@ -41,7 +48,7 @@
 // Not modelled: NCCL's slot-based flow control (8 steps of buffer per
 // connection: a sender never waits for a receiver's free slot), proxy
 // threads, and the tuner plugins some clusters load. Algorithms NCCL
-// would pick that the simulator cannot run yet (NVLS, NVLSTree, CollNet,
-// PAT) are priced by the model but left out of the choice (Simulable);
-// Choice.NCCL says what NCCL itself would run.
+// would pick that the simulator cannot run yet (CollNet, PAT) are priced
+// by the model but left out of the choice (Simulable); Choice.NCCL says
+// what NCCL itself would run.
 package nccl

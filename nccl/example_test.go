@@ -25,5 +25,5 @@ func ExampleTuner() {
 	}
 	// Output:
 	// 8 B: simulate ring/LL/1ch, 15.0 µs by NCCL's model; NCCL itself would run ring/LL/1ch, 15.0 µs
-	// 1073741824 B: simulate ring/Simple/12ch, 5275.6 µs by NCCL's model; NCCL itself would run nvls/Simple/16ch, 3204.6 µs
+	// 1073741824 B: simulate nvls/Simple/16ch, 3204.6 µs by NCCL's model; NCCL itself would run nvls/Simple/16ch, 3204.6 µs
 }

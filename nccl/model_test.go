@@ -190,8 +190,14 @@ func TestTuneChoosesTheCheapest(t *testing.T) {
 		}
 	}
 	c, _ := nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{})
-	if c.NCCL.Algo != nccl.NVLS || c.Algo != nccl.Ring {
-		t.Errorf("1 GiB all-reduce on dgx-h100: NCCL %v, simulated %v; want NVLS and ring", c.NCCL, c.Estimate)
+	if c.NCCL.Algo != nccl.NVLS || c.Algo != nccl.NVLS {
+		t.Errorf("1 GiB all-reduce on dgx-h100: NCCL %v, simulated %v; want NVLS for both", c.NCCL, c.Estimate)
+	}
+	// One GPU per node: NCCL's PAT, which commsim does not simulate.
+	onePerNode := describe(t, "cluster:8x1,arch=hopper")
+	c, _ = nccl.Tune(onePerNode, ops.AllGather, 1<<20, nccl.Options{})
+	if c.NCCL.Algo != nccl.PAT || c.Algo != nccl.Ring {
+		t.Errorf("1 MiB all-gather on 8 nodes of 1: NCCL %v, simulated %v; want PAT and ring", c.NCCL, c.Estimate)
 	}
 	c, _ = nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{Protos: []ops.Protocol{ops.ProtoLL}})
 	if c.Protocol != ops.ProtoLL || c.NCCL.Protocol != ops.ProtoLL {
@@ -201,8 +207,8 @@ func TestTuneChoosesTheCheapest(t *testing.T) {
 	if _, err := nccl.Tune(a100x2, ops.AllReduce, 1<<30, nccl.Options{Algos: []nccl.Algo{nccl.NVLS}}); err == nil || !strings.Contains(err.Error(), "does not reduce") {
 		t.Errorf("NCCL_ALGO=nvls on A100s: %v, want an error saying the switch does not reduce", err)
 	}
-	if _, err := nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{Algos: []nccl.Algo{nccl.NVLS}}); err == nil || !strings.Contains(err.Error(), "cannot simulate nvls") {
-		t.Errorf("NCCL_ALGO=nvls on H100s: %v, want an error saying commsim cannot simulate it", err)
+	if _, err := nccl.Tune(onePerNode, ops.AllGather, 1<<20, nccl.Options{Algos: []nccl.Algo{nccl.PAT}}); err == nil || !strings.Contains(err.Error(), "cannot simulate pat") {
+		t.Errorf("NCCL_ALGO=pat: %v, want an error saying commsim cannot simulate it", err)
 	}
 	if _, err := nccl.Tune(h100, ops.AllToAll, 1<<20, nccl.Options{}); err == nil {
 		t.Error("all-to-all: no error; NCCL's tuner does not choose for it")

@@ -84,8 +84,11 @@ const treeStepsPerPass = 10
 // approximated).
 func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	p, ok := protoIndex(c.Protocol)
-	if !ok || !Simulable(c.Algo) {
+	if !ok || !Simulable(c.Algo) || (c.Algo == NVLSTree && !s.NodeMajor) {
 		return nil, fmt.Errorf("nccl: commsim cannot simulate %v yet", c.Estimate)
+	}
+	if c.Algo == NVLS || c.Algo == NVLSTree {
+		return nvlsPlan(s, spec, c, o)
 	}
 	spec.Algo, spec.Channels = "nccl-"+c.Algo.String(), max(1, c.Channels)
 	switch {

@@ -73,3 +73,38 @@ func TestSimulationFollowsNCCLsModel(t *testing.T) {
 		}
 	}
 }
+
+// TestNVLSRunsAtTheSwitchsPace: NCCL's choice for 1 GiB on dgx-h100 is
+// NVLS, which the simulator runs at the pace of the NVSwitch's reduction
+// (the preset's 276 GB/s of results): a bus bandwidth near the ~480 GB/s
+// NVIDIA quotes for an 8-GPU NVLS all-reduce (NCCL-MODEL.md §11), well
+// above what a ring gets.
+func TestNVLSRunsAtTheSwitchsPace(t *testing.T) {
+	c, tp := simtest.World(t, "dgx-h100", sim.Config{TimingOnly: true})
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 28, DType: hw.F32, Redop: hw.Sum}
+	busbw := func(o nccl.Options) (float64, string) {
+		tu, err := nccl.NewTuner(tp, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := tu.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, out := simtest.Buffers(t, c, plan, false)
+		secs, err := simexec.NewExecutor(c).Run(plan, in, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range in {
+			in[r].Buf.Free()
+			out[r].Buf.Free()
+		}
+		return float64(1<<30) / secs / 1e9 * 14 / 8, nccl.Label(plan)
+	}
+	nvls, label := busbw(nccl.Options{})
+	ring, _ := busbw(nccl.Options{Algos: []nccl.Algo{nccl.Ring}})
+	if label != "nvls/Simple/16ch" || nvls < 430 || nvls > 520 || !(ring < 0.85*nvls) {
+		t.Errorf("1 GiB: %s at %.0f GB/s busbw, ring at %.0f; want NVLS at 430-520 GB/s, well above ring", label, nvls, ring)
+	}
+}

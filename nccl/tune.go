@@ -64,7 +64,7 @@ func (e Estimate) String() string {
 }
 
 // Simulable reports whether commsim can run algorithm a as a plan.
-func Simulable(a Algo) bool { return a == Ring || a == Tree }
+func Simulable(a Algo) bool { return a == Ring || a == Tree || a == NVLS || a == NVLSTree }
 
 // Estimates prices every algorithm and protocol for op on bytes (NCCL's
 // size: the larger of a rank's send and receive buffers, the whole

@@ -65,7 +65,7 @@ type streamStopped struct{}
 type badStep struct{ err error }
 
 func newBuilder(spec Spec, inLen, outLen int) *builder {
-	return &builder{p: &Plan{Spec: spec, InLen: inLen, OutLen: outLen, Lanes: 1, Steps: make([][]Step, spec.Ranks)}, limit: MaxPlanSteps}
+	return &builder{p: &Plan{Spec: spec, InLen: inLen, OutLen: outLen, Lanes: 1, Steps: make([][]Step, spec.Ranks), switched: switchNone}, limit: MaxPlanSteps}
 }
 
 // lanes is the lanes of n a generator builds: all of them, or the one
@@ -105,6 +105,9 @@ func (b *builder) ranks() iter.Seq[int] {
 func (b *builder) add(r int, s Step) int {
 	if s.Lane+1 > b.p.Lanes {
 		b.p.Lanes = s.Lane + 1
+	}
+	if s.Kind.IsSwitch() {
+		b.p.switched = switchSome
 	}
 	if b.mode == modeStream && b.lane >= 0 && len(s.After) > 0 {
 		// A lane streamed alone cannot know the other lanes' step numbers.

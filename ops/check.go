@@ -18,6 +18,20 @@ import (
 //   - out of place, no rank writes its input;
 //   - no two lanes of a rank touch the same element without an ordering
 //     between them (After), and nothing reads an element never written;
+//   - no two ranks touch the same element unless both only read it. Only
+//     switch steps (StepSwitchReduce, StepMulticast) reach another rank's
+//     memory, and they act there as their issuer: the elements a switch
+//     step reads or writes on a member must be touched by no step of any
+//     other rank (the member's own, or another issuer's) unless every
+//     such step only reads them, while the issuer's own steps are ordered
+//     by its lanes as usual. Check does not follow the order messages
+//     give between ranks, so this refuses some plans that a barrier of
+//     messages would make safe; it is what NCCL's NVLS plans need: each
+//     rank alone reduces from and multicasts into its shard of every
+//     member, and in place, where In is Out, the shard it reads is the
+//     one it later writes. Inputs count as ready on every rank before
+//     any step, and outputs are compared after every rank has finished
+//     (see UsesSwitch);
 //   - every output element holds exactly the contributions it must: each
 //     rank's element once for a reduction (divided once for avg), the right
 //     rank's element for a copy;
@@ -144,12 +158,23 @@ func (t *symTable) describe(s sym) string {
 }
 
 // access remembers, per element, the last step that wrote it and the last
-// step of each lane that read it, to find unordered accesses.
+// step of each lane that read it, to find unordered accesses, and whose
+// steps they were: the element's rank's own, or, for a switch step, its
+// issuer's.
 type access struct {
 	writer  int32 // step index, -1 for none
 	wlane   int32
-	readers []int32 // per lane, -1 for none
+	wrank   int32   // the rank whose step wrote it
+	readers []int32 // per lane of rank rrank, -1 for none
+	rrank   int32   // the rank whose steps read it: noRank, or manyRanks
 }
+
+// access.rrank when no step has read the element, and when steps of
+// several ranks have.
+const (
+	noRank    = -1
+	manyRanks = -2
+)
 
 type symMsg struct {
 	vals  []sym
@@ -210,7 +235,7 @@ func newSymRun(p *Plan, inPlace bool) *symRun {
 			s.arrays[r][a] = make([]sym, lens[a])
 			s.acc[r][a] = make([]access, lens[a])
 			for i := range s.acc[r][a] {
-				s.acc[r][a][i] = access{writer: -1, readers: slices.Repeat([]int32{-1}, p.Lanes)}
+				s.acc[r][a][i] = access{writer: -1, wrank: noRank, rrank: noRank, readers: slices.Repeat([]int32{-1}, p.Lanes)}
 			}
 		}
 		// Inputs are leaves, wherever In lives.
@@ -334,7 +359,7 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 
 	switch st.Kind {
 	case StepSend:
-		vals, err := s.read(r, st, vc, st.Src)
+		vals, err := s.read(r, r, st, vc, st.Src)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -354,42 +379,73 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 		for j, h := range m.heard {
 			s.heard[r][j] = s.heard[r][j] || h
 		}
-		if err := s.write(r, st, vc, st.Dst, m.vals); err != nil {
+		if err := s.write(r, r, st, vc, st.Dst, m.vals); err != nil {
 			return fail("%v", err)
 		}
 	case StepCopy:
-		vals, err := s.read(r, st, vc, st.Src)
+		vals, err := s.read(r, r, st, vc, st.Src)
 		if err != nil {
 			return fail("%v", err)
 		}
-		if err := s.write(r, st, vc, st.Dst, vals); err != nil {
+		if err := s.write(r, r, st, vc, st.Dst, vals); err != nil {
 			return fail("%v", err)
 		}
 	case StepReduce:
-		src, err := s.read(r, st, vc, st.Src)
+		src, err := s.read(r, r, st, vc, st.Src)
 		if err != nil {
 			return fail("%v", err)
 		}
-		dst, err := s.read(r, st, vc, st.Dst)
+		dst, err := s.read(r, r, st, vc, st.Dst)
 		if err != nil {
 			return fail("%v", err)
 		}
 		for j := range dst {
 			dst[j] = s.t.combine(dst[j], src[j])
 		}
-		if err := s.write(r, st, vc, st.Dst, dst); err != nil {
+		if err := s.write(r, r, st, vc, st.Dst, dst); err != nil {
 			return fail("%v", err)
 		}
 	case StepDivide:
-		vals, err := s.read(r, st, vc, st.Dst)
+		vals, err := s.read(r, r, st, vc, st.Dst)
 		if err != nil {
 			return fail("%v", err)
 		}
 		for j := range vals {
 			vals[j] = s.t.intern(symNode{kind: symDivide, a: int32(vals[j])})
 		}
-		if err := s.write(r, st, vc, st.Dst, vals); err != nil {
+		if err := s.write(r, r, st, vc, st.Dst, vals); err != nil {
 			return fail("%v", err)
+		}
+	case StepSwitchReduce:
+		// The switch combines the members' elements in member order.
+		first, n := s.p.Group(r)
+		var acc []sym
+		for q := first; q < first+n; q++ {
+			vals, err := s.read(q, r, st, vc, st.Src)
+			if err != nil {
+				return fail("on member rank %d: %v", q, err)
+			}
+			if acc == nil {
+				acc = vals
+				continue
+			}
+			for j := range acc {
+				acc[j] = s.t.combine(acc[j], vals[j])
+			}
+		}
+		if err := s.write(r, r, st, vc, st.Dst, acc); err != nil {
+			return fail("%v", err)
+		}
+	case StepMulticast:
+		vals, err := s.read(r, r, st, vc, st.Src)
+		if err != nil {
+			return fail("%v", err)
+		}
+		first, n := s.p.Group(r)
+		for q := first; q < first+n; q++ {
+			if err := s.write(q, r, st, vc, st.Dst, vals); err != nil {
+				return fail("on member rank %d: %v", q, err)
+			}
 		}
 	}
 	s.laneClock[r][st.Lane] = vc
@@ -412,13 +468,19 @@ func copyMax(dst, src []int32) {
 // vector clock vc.
 func ordered(vc []int32, lane, idx int32) bool { return idx < 0 || vc[lane] >= idx }
 
-func (s *symRun) read(r int, st *Operation, vc []int32, ref Ref) ([]sym, error) {
-	arr, off := s.loc(r, ref)
-	accs := s.acc[r][s.alias[r][ref.Buf]]
+// read reads ref of rank owner for step st of rank actor, whose vector
+// clock is vc: the owner itself, or a switch step's issuer reaching a
+// member.
+func (s *symRun) read(owner, actor int, st *Operation, vc []int32, ref Ref) ([]sym, error) {
+	arr, off := s.loc(owner, ref)
+	accs := s.acc[owner][s.alias[owner][ref.Buf]]
 	out := make([]sym, ref.Len)
 	lane, i := int32(st.Lane), st.Index
 	for j := range ref.Len {
 		a := &accs[off+j]
+		if a.writer >= 0 && a.wrank != int32(actor) {
+			return nil, crossRank("reads", ref, j, "wrote", a.wrank, a.writer, a.wlane)
+		}
 		if !ordered(vc, a.wlane, a.writer) {
 			return nil, fmt.Errorf("reads %s[%d] while step %d on lane %d may still write it (no After orders them)", ref.Buf, ref.Off+j, a.writer, a.wlane)
 		}
@@ -426,20 +488,35 @@ func (s *symRun) read(r int, st *Operation, vc []int32, ref Ref) ([]sym, error) 
 			return nil, fmt.Errorf("reads %s[%d], which nothing has written", ref.Buf, ref.Off+j)
 		}
 		out[j] = arr[off+j]
+		switch a.rrank {
+		case noRank:
+			a.rrank = int32(actor)
+		case int32(actor), manyRanks:
+		default:
+			a.rrank = manyRanks
+		}
 		a.readers[lane] = int32(i)
 	}
 	return out, nil
 }
 
-func (s *symRun) write(r int, st *Operation, vc []int32, ref Ref, vals []sym) error {
+// write writes vals to ref of rank owner for step st of rank actor, as
+// read reads.
+func (s *symRun) write(owner, actor int, st *Operation, vc []int32, ref Ref, vals []sym) error {
 	if ref.Buf == In && !s.inPlace && ref.Len > 0 {
 		return fmt.Errorf("writes its input %v; out of place the caller's input must be left as it was", ref)
 	}
-	arr, off := s.loc(r, ref)
-	accs := s.acc[r][s.alias[r][ref.Buf]]
+	arr, off := s.loc(owner, ref)
+	accs := s.acc[owner][s.alias[owner][ref.Buf]]
 	lane, i := int32(st.Lane), st.Index
 	for j := range ref.Len {
 		a := &accs[off+j]
+		if a.writer >= 0 && a.wrank != int32(actor) {
+			return crossRank("writes", ref, j, "wrote", a.wrank, a.writer, a.wlane)
+		}
+		if a.rrank != noRank && a.rrank != int32(actor) {
+			return crossRank("writes", ref, j, "read", a.rrank, -1, -1)
+		}
 		if !ordered(vc, a.wlane, a.writer) {
 			return fmt.Errorf("writes %s[%d] while step %d on lane %d may still write it", ref.Buf, ref.Off+j, a.writer, a.wlane)
 		}
@@ -449,9 +526,24 @@ func (s *symRun) write(r int, st *Operation, vc []int32, ref Ref, vals []sym) er
 			}
 		}
 		arr[off+j] = vals[j]
-		a.writer, a.wlane = int32(i), lane
+		a.writer, a.wlane, a.wrank = int32(i), lane, int32(actor)
 	}
 	return nil
+}
+
+// crossRank reports an element that steps of two ranks touch, at least
+// one writing it: only switch steps reach another rank's memory, and
+// nothing orders them against that rank's own steps (see Check).
+func crossRank(does string, ref Ref, j int, other string, rank, step, lane int32) error {
+	who := fmt.Sprintf("rank %d", rank)
+	switch {
+	case rank == manyRanks:
+		who = "several ranks"
+	case step >= 0:
+		who = fmt.Sprintf("rank %d's step %d on lane %d", rank, step, lane)
+	}
+	return fmt.Errorf("%s %s[%d], which %s %s: steps of different ranks may race on it (a switch step's elements on a member must be touched by no other rank's steps, unless all only read them)",
+		does, ref.Buf, ref.Off+j, who, other)
 }
 
 // verify compares every output element with what the collective defines.

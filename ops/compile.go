@@ -71,6 +71,8 @@ var algorithmTable = []algorithm{
 	{"pairwise", pairwiseDoc, pairwisePlans, false, false},
 	{"nccl-ring", ncclRingDoc, ncclRingPlans, true, false},
 	{"nccl-tree", ncclTreeDoc, ncclTreePlans, true, true},
+	{"nccl-nvls", ncclNVLSDoc, ncclNVLSPlans, true, false},
+	{"nccl-nvlstree", ncclNVLSTreeDoc, ncclNVLSTreePlans, true, false},
 	{"nccl-p2p", ncclP2PDoc, ncclP2PPlans, true, true},
 }
 
@@ -83,11 +85,12 @@ func Algorithms() []string {
 	return out
 }
 
-// AlgorithmsFor lists the algorithms that implement op.
+// AlgorithmsFor lists the algorithms that implement op on any backend and
+// fabric: not those that need a reducing switch (NeedsSwitch).
 func AlgorithmsFor(op Op) []string {
 	var out []string
 	for _, a := range algorithmTable {
-		if a.gens[op] != nil {
+		if a.gens[op] != nil && !NeedsSwitch(a.name) {
 			out = append(out, a.name)
 		}
 	}
@@ -188,7 +191,7 @@ func compileAbove(s Spec, above int) (*Plan, error) {
 			ErrUnsupported, s.Algo, s.Op, s.Op, strings.Join(AlgorithmsFor(s.Op), ", "))
 	}
 	in, out := s.BufferLens()
-	if algorithmTable[i].held {
+	if algorithmTable[i].held || heldOp(s.Algo, s.Op) {
 		if above < 0 {
 			return nil, fmt.Errorf("ops: %s/%s: %w: its lanes wait for each other's steps, so its plans are held, never streamed", s.Op, s.Algo, ErrUnsupported)
 		}
@@ -265,6 +268,7 @@ func countSteps(s Spec, gen generator, in, out int, rank0 []Step) (int, *Plan, e
 		steps += b.steps
 		shape.Lanes = max(shape.Lanes, b.p.Lanes)
 		shape.TmpLen = max(shape.TmpLen, b.p.TmpLen)
+		shape.switched = max(shape.switched, b.p.switched, switchNone)
 		for _, n := range b.count {
 			b.sym.rankDone(n)
 		}

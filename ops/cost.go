@@ -26,11 +26,16 @@ type PathClasser interface {
 
 // Cost returns the time of plan on a fabric with no contention: a send
 // costs α + bytes·β of its path, a reduce or divide bytes·γ, a copy
-// nothing, and a receive waits for its message. Lanes run in parallel,
+// nothing, and a receive waits for its message. A switch step costs
+// α + bytes·β of its way through the switch (SwitchCoster; a model
+// without it cannot price such a plan): β is the narrowest of every link
+// it crosses, and of the switch's reduction unit for a switch-reduce. Lanes run in parallel,
 // ordered by After, each from the plan's Launch. A plan with a Wire runs
 // as Wire says: its efficiency divides the bytes, its rate caps the
 // bandwidth, its latency, by the path's class, replaces α and delays
-// only the message, not its sender, and its reductions are free. On an uncontended fabric this is what the simulator
+// only the message, not its sender, and its reductions are free. A switch
+// step under a Wire is priced as an NVLink message, but its rank waits
+// for it to land: it reads or writes its own memory. On an uncontended fabric this is what the simulator
 // measures, and for the textbook algorithms it equals the formulas of
 // REFERENCE.md. It reads each lane through a Cursor, so a streamed plan
 // is costed in memory that grows with its ranks, as it runs.
@@ -57,6 +62,7 @@ type costLane struct {
 type costRun struct {
 	plan  *Plan
 	m     CostModel
+	sw    map[switchKey]pathSlot // switch steps' α and β, by rank and kind
 	size  float64
 	paths []*[pathSlots]pathSlot // per sender: its recent paths, by a hash of the receiver
 	mail  []map[uint64][]float64 // per receiver: arrival times, by sender and tag
@@ -251,8 +257,50 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 		}
 	case StepCopy:
 		done = start
+	case StepSwitchReduce, StepMulticast:
+		alpha, beta, err := c.switchPath(r, op.Kind == StepSwitchReduce)
+		if err != nil {
+			return 0, false, err
+		}
+		done = start + alpha + float64(op.Dst.Len)*c.size*beta
 	}
 	return done, true, nil
+}
+
+// switchKey names a rank's switch steps of one kind: their way through
+// the switch is the same every time.
+type switchKey struct {
+	rank   int
+	reduce bool
+}
+
+// switchPath is rank r's way through its group's switch, as the model
+// prices it and the plan's Wire moves it.
+func (c *costRun) switchPath(r int, reduce bool) (float64, float64, error) {
+	k := switchKey{r, reduce}
+	if ps, ok := c.sw[k]; ok {
+		return ps.alpha, ps.beta, nil
+	}
+	sc, ok := c.m.(SwitchCoster)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: the cost model (%T) cannot price switch steps: it does not implement ops.SwitchCoster", ErrUnsupported, c.m)
+	}
+	first, n := c.plan.Group(r)
+	alpha, beta, err := sc.SwitchCost(r, first, n, reduce)
+	if err != nil {
+		return 0, 0, err
+	}
+	if w := c.plan.Wire; w != nil {
+		alpha, beta = w.Latency[PathNVLink], beta/w.Efficiency[PathNVLink]
+		if w.Rate > 0 {
+			beta = max(beta, 1/w.Rate)
+		}
+	}
+	if c.sw == nil {
+		c.sw = map[switchKey]pathSlot{}
+	}
+	c.sw[k] = pathSlot{alpha: alpha, beta: beta}
+	return alpha, beta, nil
 }
 
 // tieTolerance is how much cheaper, relatively, a plan must be to beat

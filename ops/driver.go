@@ -45,6 +45,7 @@ type RankJob struct {
 
 	exec    *Executor
 	in, out hw.Slice
+	run     *runBuffers // every rank's buffers in this run, for switch steps
 }
 
 // Marks lists the marks of the rank's operations that other lanes await
@@ -118,6 +119,8 @@ func (j *RankJob) Enqueue(s hw.Stream, op *Operation) error {
 		err = s.Copy(j.Slice(op.Dst), j.Slice(op.Src))
 	case StepDivide:
 		err = s.Divide(j.Slice(op.Dst), j.Plan.Ranks)
+	case StepSwitchReduce, StepMulticast:
+		err = fmt.Errorf("%w: %w", ErrUnsupported, errSwitchOnly)
 	default:
 		err = fmt.Errorf("%w: unknown step kind %v", ErrBadPlan, op.Kind)
 	}

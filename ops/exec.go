@@ -22,6 +22,10 @@ type Executor struct {
 	laneEvents [][]hw.Event
 	retired    [][]hw.Buffer // per rank: outgrown scratch, freed after a wait
 	native     hw.NativeComm // made by the first native plan
+	// Plans with switch steps enqueued rank by rank: each rank's count of
+	// them, and the buffers of runs some rank has yet to enqueue.
+	switchSeq  []int
+	switchRuns map[int]*runBuffers
 }
 
 // NewExecutor prepares to run plans on w with the generic driver, which
@@ -67,6 +71,9 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 	if err := plan.validate(); err != nil {
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 	}
+	if err := e.refuseSwitch(plan); err != nil {
+		return 0, err
+	}
 	if sc, ok := e.driver.(Shortcut); ok && !plan.native {
 		if t, ok := sc.TimeRun(e.w, plan); ok {
 			return t, nil
@@ -89,8 +96,9 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 			return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 		}
 	} else {
+		run := &runBuffers{plan: plan, in: in, out: out}
 		for r := range p {
-			if err := e.enqueue(plan, r, in[r], out[r], starts[r], ends[r], nil); err != nil {
+			if err := e.enqueue(plan, r, in[r], out[r], run, starts[r], ends[r], nil); err != nil {
 				return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
 			}
 		}
@@ -201,6 +209,11 @@ func checkSlices(plan *Plan, r int, dev hw.Device, in, out hw.Slice) error {
 // must enqueue their parts too (in the same order of plans) before anyone
 // waits. Use it when ranks start a collective at different times, as
 // gradient buckets do; Run is Enqueue on every rank plus the wait.
+//
+// A plan with switch steps (UsesSwitch) reads and writes the other
+// members' buffers without their ranks' steps knowing: its inputs must be
+// ready on every rank before any rank's part starts, and a rank's output
+// is complete only when every member's end event has been reached.
 func (e *Executor) Enqueue(plan *Plan, rank int, in, out hw.Slice, after ...hw.Event) (hw.Event, error) {
 	_, end, err := e.EnqueueTimed(plan, rank, in, out, after...)
 	return end, err
@@ -218,8 +231,17 @@ func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ..
 	if err := e.checkRank(plan, rank, in, out); err != nil {
 		return nil, nil, err
 	}
+	if err := e.refuseSwitch(plan); err != nil {
+		return nil, nil, err
+	}
 	if err := e.prepare(plan, rank); err != nil {
 		return nil, nil, err
+	}
+	var run *runBuffers
+	if plan.UsesSwitch() {
+		if run, err = e.register(plan, rank, in, out); err != nil {
+			return nil, nil, err
+		}
 	}
 	dev, _ := e.w.Device(rank)
 	if start, err = dev.NewEvent(); err != nil {
@@ -228,7 +250,7 @@ func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ..
 	if end, err = dev.NewEvent(); err != nil {
 		return nil, nil, err
 	}
-	if err := e.enqueue(plan, rank, in, out, start, end, after); err != nil {
+	if err := e.enqueue(plan, rank, in, out, run, start, end, after); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue %v: rank %d: %w", plan.Spec, rank, err)
 	}
 	return start, end, nil
@@ -331,14 +353,15 @@ func (e *Executor) releaseRetired(r int) error {
 // enqueue puts rank r's part of plan on its lanes through the driver,
 // after the events in after, between events start and end: lane 0 waits
 // for after and records start, the other lanes wait for start, and at the
-// end every lane joins lane 0 before end.
-func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, start, end hw.Event, after []hw.Event) error {
+// end every lane joins lane 0 before end. run is every rank's buffers in
+// this run, for switch steps (nil when the plan has none).
+func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, run *runBuffers, start, end hw.Event, after []hw.Event) error {
 	lanes := e.lanes[r][:plan.Lanes]
 	cursors, err := plan.Cursors(r)
 	if err != nil {
 		return err
 	}
-	job := &RankJob{Plan: plan, Rank: r, Streams: lanes, Cursors: cursors, exec: e, in: in, out: out}
+	job := &RankJob{Plan: plan, Rank: r, Streams: lanes, Cursors: cursors, exec: e, in: in, out: out, run: run}
 	if err := e.begin(lanes, start, after); err != nil {
 		job.CloseCursors()
 		return err

@@ -110,9 +110,26 @@ const (
 	StepReduce                 // Dst = Dst op Src (the plan's ReduceOp; Sum for Avg)
 	StepCopy                   // Dst = Src
 	StepDivide                 // Dst = Dst / Ranks (the end of an Avg)
+	// StepSwitchReduce is in-network reduction (NVLS's multimem.ld_reduce):
+	// Dst on the rank = the reduction of Src, the same range, on every
+	// member of the rank's group (Spec.Group), combined by the switch they
+	// all link to in member order: ((x_first op x_first+1) op …). Avg sums;
+	// a StepDivide ends it as elsewhere.
+	StepSwitchReduce
+	// StepMulticast is a multicast through the switch (NVLS's
+	// multimem.st): Dst, the same range, on every member of the rank's
+	// group (itself included) = Src on the rank.
+	StepMulticast
 )
 
-var stepNames = [...]string{StepSend: "send", StepRecv: "recv", StepReduce: "reduce", StepCopy: "copy", StepDivide: "divide"}
+var stepNames = [...]string{StepSend: "send", StepRecv: "recv", StepReduce: "reduce", StepCopy: "copy", StepDivide: "divide",
+	StepSwitchReduce: "switch-reduce", StepMulticast: "multicast"}
+
+// IsSwitch reports whether the step acts through a switch on the memory
+// of every member of its rank's group (StepSwitchReduce, StepMulticast).
+// Only a simulator with a reducing switch runs such steps; see
+// Plan.UsesSwitch.
+func (k StepKind) IsSwitch() bool { return k == StepSwitchReduce || k == StepMulticast }
 
 func (k StepKind) String() string {
 	if int(k) < len(stepNames) {
@@ -129,8 +146,8 @@ type Step struct {
 	Kind  StepKind
 	Peer  int    // Send, Recv
 	Tag   uint32 // Send, Recv
-	Src   Ref    // Send, Reduce (the operand), Copy
-	Dst   Ref    // Recv, Reduce (the accumulator), Copy, Divide
+	Src   Ref    // Send, Reduce (the operand), Copy, SwitchReduce (on every member), Multicast
+	Dst   Ref    // Recv, Reduce (the accumulator), Copy, Divide, SwitchReduce, Multicast (on every member)
 	Lane  int
 	After []int
 }
@@ -148,6 +165,10 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, "copy %v = %v", s.Dst, s.Src)
 	case StepDivide:
 		fmt.Fprintf(&b, "divide %v", s.Dst)
+	case StepSwitchReduce:
+		fmt.Fprintf(&b, "switch-reduce %v = %v of every member", s.Dst, s.Src)
+	case StepMulticast:
+		fmt.Fprintf(&b, "multicast %v of every member = %v", s.Dst, s.Src)
 	default:
 		b.WriteString(s.Kind.String())
 	}
@@ -177,6 +198,16 @@ type Spec struct {
 	// (ranks node·NodeRanks … are one node's), which they route around;
 	// 0 means every rank is on one node.
 	Channels, Chunk, NodeRanks int
+}
+
+// Group is the ranks a switch step of rank r acts on (StepSwitchReduce,
+// StepMulticast): first..first+n-1, the ranks of its node when NodeRanks
+// is set, else every rank.
+func (s Spec) Group(r int) (first, n int) {
+	if s.NodeRanks > 0 {
+		return r / s.NodeRanks * s.NodeRanks, s.NodeRanks
+	}
+	return 0, s.Ranks
 }
 
 func (s Spec) String() string {
@@ -213,6 +244,7 @@ type Plan struct {
 	numSteps  int       // a streamed plan's step count
 	native    bool      // algorithm native: see Native
 	symmetric uint8     // a streamed plan's groups (bit g for Symmetry g), found by Compile
+	switched  switchUse // whether it has switch steps, recorded by Compile
 }
 
 // Streamed reports whether the plan keeps no steps in memory: Compile

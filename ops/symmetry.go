@@ -78,7 +78,8 @@ func (c *symmetryCheck) rankDone(n int) {
 // Symmetry is a group under which every rank runs rank 0's program, up
 // to offsets (which do not change times): the same kinds, sizes, tags,
 // lanes and After lists, with peers renamed; Rotation when the plan
-// follows both groups, NotSymmetric when it follows neither.
+// follows both groups, NotSymmetric when it follows neither, or when it
+// has switch steps (see sameStep).
 func (p *Plan) Symmetry() Symmetry {
 	groups := p.symmetries()
 	for _, g := range []Symmetry{Rotation, Xor} {
@@ -123,6 +124,12 @@ func (p *Plan) symmetries() uint8 {
 // Only what sets times must agree: kinds, sizes, tags, lanes, ordering
 // and peers.
 func sameStep(a, b *Step, g Symmetry, r, p int) bool {
+	if a.Kind.IsSwitch() || b.Kind.IsSwitch() {
+		// A switch step reaches every member of its group at once, and a
+		// mirror folds only messages between two ranks: a plan with such
+		// steps is simulated in full, never mirrored.
+		return false
+	}
 	if a.Kind != b.Kind || a.Tag != b.Tag || a.Src.Len != b.Src.Len || a.Dst.Len != b.Dst.Len || a.Lane != b.Lane ||
 		len(a.After) != len(b.After) || (len(a.After) > 0 && !slices.Equal(a.After, b.After)) {
 		return false

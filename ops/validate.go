@@ -10,8 +10,9 @@ import (
 // ErrBadPlan is wrapped by the errors of plans that are malformed: a step
 // on a lane the plan does not have, an After list that points forward, a
 // message to oneself, a range outside its buffer, sends and receives that
-// do not pair up. Compile never makes such a plan; one built or edited by
-// hand is refused by Run, Enqueue, Cost and Check before anything runs.
+// do not pair up, a switch step whose group does not hold its rank.
+// Compile never makes such a plan; one built or edited by hand is refused
+// by Run, Enqueue, Cost and Check before anything runs.
 var ErrBadPlan = errors.New("malformed plan")
 
 // validate is the cheap structural check that every plan passes before it
@@ -128,6 +129,11 @@ func checkStep(p *Plan, r int, s *Step) error {
 			return fmt.Errorf("divide in a plan that does not average")
 		}
 		refs[0], nrefs = s.Dst, 1
+	case StepSwitchReduce, StepMulticast:
+		if err := checkSwitchStep(p, r, s); err != nil {
+			return err
+		}
+		refs, nrefs = [2]Ref{s.Src, s.Dst}, 2
 	default:
 		return fmt.Errorf("unknown step kind %d", s.Kind)
 	}

@@ -58,6 +58,14 @@ const (
 // receives, as NCCL's kernels do: its reductions take no time of their
 // own. It models NCCL's protocols, whose per-hop latencies and
 // bandwidths are constants of NCCL's tuner (see package nccl).
+//
+// A switch step (StepSwitchReduce, StepMulticast) moves as an NVLink
+// message: Latency[PathNVLink] in place of its way's latency,
+// Efficiency[PathNVLink] of its bytes, at most Rate; but its rank waits
+// for it to land, since it reads or writes the rank's own memory. So the
+// latency is paid once per switch step, one after another on a lane: a
+// collective's fixed cost (NCCL's 25 µs NVLS latency) belongs in
+// Plan.Launch.
 type Wire struct {
 	Latency    [NumPathClasses]float64
 	Efficiency [NumPathClasses]float64

@@ -78,6 +78,10 @@ type Cluster struct {
 	faulted    bool      // a fault was injected: no mirror
 	mirrors    [2]mirror // by renaming: rotation, xor (see Mirror)
 	quot       *quotient // a mirror's folding of the fabric
+	// switchWays are groups' ways through their reducing switch, by first
+	// rank and size; switchReducers the switches' reduction units, by node.
+	switchWays     map[[2]int]*switchWay
+	switchReducers map[int]*link
 }
 
 type route struct {
@@ -189,7 +193,7 @@ func (c *Cluster) Close() error {
 	for _, s := range c.streams {
 		for _, o := range s.queue[s.head:] {
 			if o.kind == opFeed {
-				o.feed.close()
+				o.ext.feed.close()
 			}
 		}
 	}

@@ -29,6 +29,16 @@
 // stream takes the oldest matching message at no cost. So a send followed by
 // its receive and a reduce costs α + sβ + sγ, the terms of the α-β-γ model.
 //
+// A switch that reduces (NVLS on an NVSwitch: topology.Node.ReduceBW > 0)
+// serves two more operations, the simulator's own, for the GPUs linked to
+// it: a switch reduction (OpSwitchReduce: the switch reads a slice from
+// every member and writes the reduction to the one that asks) and a
+// multicast (OpMulticast: one member's slice written into every member).
+// Each is one flow across every link it uses (the members' links up, or
+// down) and, for a reduction, the switch's own reduction unit of capacity
+// ReduceBW, which all reductions through the switch share; see
+// switch.go.
+//
 // # Data
 //
 // Reductions are computed in Go by hw.ReduceBytes and hw.DivideBytes, the

@@ -284,6 +284,8 @@ func (c *Cluster) apply(f Fault, now Time) {
 				s.crash(fmt.Errorf("%w: rank %d (%s) crashed at %v", ErrCrashed, d.rank, d.name, now))
 			case s.busy && s.flow != nil && s.peek().kind == opSend && s.peek().peer == d:
 				s.crash(fmt.Errorf("%w: peer rank %d (%s) crashed at %v during the transfer", ErrCrashed, d.rank, d.name, now))
+			case s.switchMember(d):
+				s.crash(fmt.Errorf("%w: member rank %d (%s) crashed at %v during the switch operation", ErrCrashed, d.rank, d.name, now))
 			}
 		}
 	}
@@ -305,9 +307,14 @@ func (s *Stream) crash(err error) {
 }
 
 // reroute moves a transfer whose path lost a link onto the best remaining
-// route, or fails it when no route is left.
+// route, or fails it when no route is left. A switch operation has no
+// other way: it fails.
 func (c *Cluster) reroute(f *flow, now Time) {
 	s, ok := f.owner.(*Stream)
+	if ok && f.op != nil && f.op.kind.isSwitch() {
+		c.cutSwitch(s, f, now)
+		return
+	}
 	if !ok || f.op == nil || f.op.kind != opSend {
 		c.fab.cancel(f)
 		return

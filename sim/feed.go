@@ -16,8 +16,13 @@ type Op struct {
 	Peer     *Device     // OpSend, OpRecv
 	Tag      uint64      // OpSend, OpRecv
 	Event    *Event      // OpRecord, OpWait
-	Wire     *Wire       // OpSend: the message's protocol (see Wire); nil for plain
+	Wire     *Wire       // OpSend, OpSwitchReduce, OpMulticast: the protocol (see Wire); nil for plain
 	Duration Time        // OpDelay
+	// Members is, for OpSwitchReduce, the source on every member of the
+	// group, in the order the switch combines them, and for OpMulticast
+	// the destination on every member: one slice per member's device, the
+	// stream's among them. The group is the devices of these slices.
+	Members []hw.Slice
 	// Fused marks an OpReduce or OpDivide done as its data arrives, as
 	// NCCL's kernels reduce while they copy: it takes no time of its own
 	// (the Wire of the transfers that feed it prices the work).
@@ -102,7 +107,7 @@ func (s *Stream) Feed(src Source) error {
 		case src == nil:
 			return fmt.Errorf("sim: %s stream %d: feed: %w: nil source", s.dev.name, s.id, hw.ErrBadArgument)
 		}
-		s.queue = append(s.queue, c.newOp(op{kind: opFeed, feed: &feed{src: src}}))
+		s.queue = append(s.queue, c.newOp(op{kind: opFeed, ext: &opExt{feed: &feed{src: src}}}))
 		c.kick(s)
 		return nil
 	})
@@ -127,7 +132,7 @@ func (s *Stream) front() *op {
 // when its source is done, drops it. It reports false when the stream
 // failed.
 func (s *Stream) pull(fo *op) bool {
-	c, f := s.dev.c, fo.feed
+	c, f := s.dev.c, fo.ext.feed
 	if f.buf == nil {
 		f.buf = make([]Op, feedBatch)
 	}

@@ -24,6 +24,17 @@ const (
 	// OpDelay occupies the stream for Duration, as the fixed cost of
 	// launching a collective does.
 	OpDelay
+	// OpSwitchReduce is in-network reduction (NVLS's multimem.ld_reduce):
+	// the switch that every member of a group links to reads Members[i]
+	// from member i, combines them in member order with Redop
+	// (((m0 op m1) op m2) …, rounding as hw.ReduceBytes does) and writes
+	// the result to Dst, on the stream's device, which is a member. See
+	// Stream.SwitchReduce for its time.
+	OpSwitchReduce
+	// OpMulticast is a multicast through the switch (NVLS's multimem.st):
+	// the stream's device, a member, writes Src once to the switch, which
+	// copies it into Members[i] on every member. See Stream.Multicast.
+	OpMulticast
 	opCompute
 	opFeed
 )
@@ -41,16 +52,18 @@ const (
 )
 
 var opNames = [opKinds]string{
-	opCopy:    "copy",
-	opReduce:  "reduce",
-	opDivide:  "divide",
-	opSend:    "send",
-	opRecv:    "recv",
-	opRecord:  "record",
-	opWait:    "wait",
-	OpDelay:   "delay",
-	opCompute: "compute",
-	opFeed:    "feed",
+	opCopy:         "copy",
+	opReduce:       "reduce",
+	opDivide:       "divide",
+	opSend:         "send",
+	opRecv:         "recv",
+	opRecord:       "record",
+	opWait:         "wait",
+	OpDelay:        "delay",
+	OpSwitchReduce: "switch-reduce",
+	OpMulticast:    "multicast",
+	opCompute:      "compute",
+	opFeed:         "feed",
 }
 
 // op is one queued stream operation: plain data, described by String.
@@ -67,10 +80,17 @@ type op struct {
 	dur      Time   // Compute, Delay
 	label    string // Compute
 	start    Time
-	feed     *feed // Feed
-	wire     *Wire // Send: its protocol, or nil
-	land     Time  // Send with a Wire: its latency, from drained to delivered
-	fused    bool  // Reduce, Divide: takes no time (Op.Fused)
+	ext      *opExt // Feed, SwitchReduce, Multicast: what only they carry
+	wire     *Wire  // Send, SwitchReduce, Multicast: its protocol, or nil
+	land     Time   // Send, SwitchReduce, Multicast with a Wire: its latency, from drained to delivered
+	fused    bool   // Reduce, Divide: takes no time (Op.Fused)
+}
+
+// opExt is what few ops carry, kept out of op so that the many, queued by
+// the million, stay small.
+type opExt struct {
+	feed    *feed      // Feed
+	members []hw.Slice // SwitchReduce: the sources, Multicast: the destinations, one per member
 }
 
 func (o *op) String() string {
@@ -93,6 +113,10 @@ func (o *op) String() string {
 		return fmt.Sprintf("compute %q for %v", o.label, o.dur)
 	case OpDelay:
 		return fmt.Sprintf("delay for %v", o.dur)
+	case OpSwitchReduce:
+		return fmt.Sprintf("switch-reduce %s %d x %s from %d members", o.redop, o.dst.Len, o.dst.DType(), len(o.ext.members))
+	case OpMulticast:
+		return fmt.Sprintf("multicast %d x %s to %d members", o.src.Len, o.src.DType(), len(o.ext.members))
 	case opFeed:
 		return "feed"
 	}
@@ -198,6 +222,8 @@ func (s *Stream) prepare(q *op, o *Op) error {
 		}
 		*q = op{index: -1, kind: o.Kind, src: o.Src, dst: o.Dst, peer: o.Peer, tag: o.Tag, wire: o.Wire}
 		return nil
+	case OpSwitchReduce, OpMulticast:
+		return s.prepareSwitch(q, o)
 	case OpDelay:
 		if o.Duration < 0 {
 			return fmt.Errorf("sim: %s: delay: %w: duration %v < 0", s.dev.name, hw.ErrBadArgument, o.Duration)
@@ -445,6 +471,13 @@ func (s *Stream) fire(now Time, gen uint64) {
 			return // the stream failed while computing
 		}
 		s.computing, s.busy = nil, false
+		if o.kind.isSwitch() {
+			// A switch operation's result has landed.
+			if err := s.applySwitch(o); err != nil {
+				s.fail(o, err)
+				return
+			}
+		}
 		s.complete(o, now)
 		s.advance(now)
 		return
@@ -561,6 +594,8 @@ func (s *Stream) begin(o *op, now Time) bool {
 			c.kick(w)
 		}
 		return true
+	case OpSwitchReduce, OpMulticast:
+		return s.beginSwitch(o, now)
 	case opCompute, OpDelay:
 		if o.dur == 0 {
 			return true
@@ -583,9 +618,14 @@ func (s *Stream) begin(o *op, now Time) bool {
 	return false
 }
 
-// flowDone finishes the stream's in-flight send, reduce or divide.
+// flowDone finishes the stream's in-flight send, reduce, divide or switch
+// operation.
 func (s *Stream) flowDone(now Time, o *op) {
 	s.busy, s.flow = false, nil
+	if o.kind.isSwitch() {
+		s.switchDrained(now, o)
+		return
+	}
 	if o.kind == opSend && freed(o.src) {
 		s.fail(o, hw.ErrFreed)
 		return
@@ -675,8 +715,8 @@ func (s *Stream) abort(err, cause error) {
 				}
 			case opFeed:
 				// The sends it has yet to give fail their receivers too.
-				o.feed.drain(func(send Op) { c.poison(s.dev, send.Peer, send.Tag, failed) })
-				o.feed.close()
+				o.ext.feed.drain(func(send Op) { c.poison(s.dev, send.Peer, send.Tag, failed) })
+				o.ext.feed.close()
 			}
 		}
 	}
@@ -724,176 +764,3 @@ func sliceBytes(sl hw.Slice) []byte {
 	size := b.dt.Size()
 	return b.data[sl.Off*size : (sl.Off+sl.Len)*size]
 }
-
-// message is a send that has arrived at its destination device.
-type message struct {
-	dt   hw.DType
-	n    int
-	data []byte // nil in timing-only mode
-}
-
-func (m message) writeTo(dst hw.Slice) error {
-	if m.dt != dst.DType() {
-		return fmt.Errorf("%w: message is %d x %s, receive buffer %d x %s", hw.ErrDTypeMismatch, m.n, m.dt, dst.Len, dst.DType())
-	}
-	if m.n != dst.Len {
-		return fmt.Errorf("%w: message is %d x %s, receive buffer %d x %s", hw.ErrSizeMismatch, m.n, m.dt, dst.Len, dst.DType())
-	}
-	if dst.Buf.(*Buffer).freed {
-		return hw.ErrFreed
-	}
-	if m.data != nil {
-		copy(sliceBytes(dst), m.data)
-	}
-	return nil
-}
-
-// mailbox holds messages from one device with one tag, in arrival order.
-type mailbox struct {
-	msgs    []message
-	head    int // msgs[head:] are waiting
-	waiters []*Stream
-	// senderErr is the failure of a sender stream that dropped a send
-	// to this mailbox: a receive that finds no message fails with it
-	// instead of waiting for what will never come.
-	senderErr error
-}
-
-// take removes the oldest message, reusing the queue's storage once empty.
-func (mb *mailbox) take() (message, bool) {
-	if mb.head == len(mb.msgs) {
-		return message{}, false
-	}
-	m := mb.msgs[mb.head]
-	mb.msgs[mb.head] = message{}
-	mb.head++
-	if mb.head == len(mb.msgs) {
-		mb.msgs, mb.head = mb.msgs[:0], 0
-	}
-	return m, true
-}
-
-func (d *Device) mailboxTo(dst *Device, tag uint64) *mailbox {
-	mb := dst.inbox.get(d, tag)
-	if mb == nil {
-		c := d.c
-		if n := len(c.freeBoxes); n > 0 {
-			mb = c.freeBoxes[n-1]
-			c.freeBoxes = c.freeBoxes[:n-1]
-		} else {
-			mb = &mailbox{}
-		}
-		dst.inbox.put(d, tag, mb)
-	}
-	return mb
-}
-
-// deliver snapshots a finished send into the peer's mailbox and wakes the
-// streams waiting on it.
-func (c *Cluster) deliver(from *Device, o *op, m message, now Time) {
-	mb := from.mailboxTo(c.standIn(o.peer), o.tag)
-	mb.msgs = append(mb.msgs, m)
-	// kick only schedules, so nothing waits again while this loops, and the
-	// list's storage is kept for the mailbox's next waiter.
-	for _, w := range mb.waiters {
-		c.kick(w)
-	}
-	mb.waiters = mb.waiters[:0]
-	if c.trace != nil {
-		c.trace.transfer(from, o, now)
-	}
-}
-
-// message is what send o carries, taken from its source now.
-func (c *Cluster) message(o *op) message {
-	m := message{dt: o.src.DType(), n: o.src.Len}
-	if !c.cfg.TimingOnly {
-		m.data = append([]byte(nil), sliceBytes(o.src)...)
-	}
-	return m
-}
-
-// landing is a message on its way, delivered when it fires.
-type landing struct {
-	from *Device
-	o    op
-	m    message
-}
-
-func (l *landing) fire(now Time, _ uint64) { l.from.c.deliver(l.from, &l.o, l.m, now) }
-
-// poison marks the mailbox of a send from d to peer with tag, skipped by
-// a failure, so that its receivers fail with err, and wakes those waiting.
-func (c *Cluster) poison(d, peer *Device, tag uint64, err error) {
-	if peer == nil || peer.c != c {
-		return
-	}
-	mb := d.mailboxTo(c.standIn(peer), tag)
-	if mb.senderErr == nil {
-		mb.senderErr = err
-	}
-	for _, w := range mb.waiters {
-		c.kick(w)
-	}
-	mb.waiters = mb.waiters[:0]
-}
-
-// DeadlockError reports work that can never finish: every stream still
-// holding work, and what its first unfinished operation waits for.
-type DeadlockError struct {
-	At      Time
-	Blocked []BlockedStream
-}
-
-// BlockedStream is one stream in a DeadlockError.
-type BlockedStream = hw.BlockedStream
-
-func (e *DeadlockError) Error() string {
-	msg := fmt.Sprintf("sim: deadlock at %v: %d stream(s) can never finish:", e.At, len(e.Blocked))
-	for _, b := range e.Blocked {
-		msg += fmt.Sprintf("\n  rank %d (%s) stream %d blocked at op #%d: %s (%d more queued)", b.Rank, b.Device, b.Stream, b.Op, b.Waiting, b.Pending)
-	}
-	return msg
-}
-
-func (e *DeadlockError) Unwrap() error { return hw.ErrDeadlock }
-
-// deadlock describes every stream with unfinished work, or returns nil.
-func (c *Cluster) deadlock() *DeadlockError {
-	var blocked []BlockedStream
-	for _, s := range c.streams {
-		if s.err != nil || s.empty() {
-			continue
-		}
-		o := s.peek()
-		waiting := o.String()
-		if o.kind == opRecv && o.peer.crashed {
-			waiting += fmt.Sprintf(", but rank %d crashed at %v", o.peer.rank, o.peer.crashedAt)
-		}
-		blocked = append(blocked, BlockedStream{
-			Rank: s.dev.rank, Device: s.dev.name, Stream: s.id, Op: o.index,
-			Waiting: waiting, Pending: s.pending(),
-		})
-	}
-	if len(blocked) == 0 {
-		return nil
-	}
-	return &DeadlockError{At: c.eng.now, Blocked: blocked}
-}
-
-// failDeadlocked fails every stream that can never finish with the report
-// that lists them all, so each returns it from Synchronize and lets go of
-// its work (feeds included), or returns nil when none is stuck.
-func (c *Cluster) failDeadlocked() error {
-	dl := c.deadlock()
-	if dl == nil {
-		return nil
-	}
-	for _, b := range dl.Blocked {
-		c.streams[b.Stream].abort(dl, dl)
-	}
-	return dl
-}
-
-// IsDeadlock reports whether err reports a deadlock.
-func IsDeadlock(err error) bool { return errors.Is(err, hw.ErrDeadlock) }

@@ -50,6 +50,12 @@
 // failure as it really happens. Tests hold mirrored and full runs equal to
 // the picosecond.
 //
+// A plan's switch steps (ops.StepSwitchReduce, ops.StepMulticast: NVLS)
+// become the simulator's switch operations, which reach the other members'
+// buffers of the same run (ops.RankJob.MemberSlice) and move with the
+// plan's Wire. They act on a whole node at once, which a mirror cannot
+// fold: plans with them are never mirrored.
+//
 // A whole workload of ranks that all do the same (a training step with no
 // faults) can be mirrored the same way by running only ranks 0..b-1 of it
 // on the mirror: see Driver.Mirror.

@@ -74,6 +74,9 @@ func TestFedRunsEqualEnqueuedRuns(t *testing.T) {
 						compile = ops.CompileStreamed
 					}
 					plan, err := compile(spec)
+					if stream && errors.Is(err, ops.ErrUnsupported) {
+						continue // held whatever its size: its lanes wait for each other
+					}
 					if err != nil {
 						t.Fatal(err)
 					}

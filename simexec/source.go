@@ -24,8 +24,8 @@ type laneSource struct {
 	held  []ops.Operation // storage for ops
 	spill []sim.Op
 	fed   []fedOp
-	// wire is how the plan's sends move (ops.Plan.Wire; its reductions
-	// are then fused into them), and launch the
+	// wire is how the plan's sends and switch steps move (ops.Plan.Wire;
+	// its reductions are then fused into them), and launch the
 	// delay that opens each lane (ops.Plan.Launch), until it is given.
 	wire   *sim.Wire
 	launch sim.Time
@@ -91,29 +91,64 @@ func (s *laneSource) nextFed(out []sim.Op) (int, error) {
 		}
 		f := &s.fed[0]
 		s.fed = s.fed[1:]
-		o := &out[n]
-		switch f.kind {
-		case ops.StepSend, ops.StepRecv:
-			dev, err := s.peer(int(f.peer))
-			if err != nil {
-				return 0, err
-			}
-			*o = sim.Op{Kind: sim.OpSend, Src: j.Slice(f.src()), Peer: dev, Tag: j.Tag(f.tag), Wire: s.wire}
-			if f.kind == ops.StepRecv {
-				*o = sim.Op{Kind: sim.OpRecv, Dst: j.Slice(f.dst()), Peer: dev, Tag: j.Tag(f.tag)}
-			}
-		case ops.StepReduce:
-			*o = sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(f.dst()), Src: j.Slice(f.src()), Fused: s.wire != nil}
-		case ops.StepCopy:
-			*o = sim.Op{Kind: sim.OpCopy, Dst: j.Slice(f.dst()), Src: j.Slice(f.src())}
-		case ops.StepDivide:
-			*o = sim.Op{Kind: sim.OpDivide, Dst: j.Slice(f.dst()), Divisor: j.Plan.Ranks, Fused: s.wire != nil}
-		default:
-			return 0, fmt.Errorf("simexec: rank %d: %w: unknown step kind %v", j.Rank, ops.ErrBadPlan, f.kind)
+		o, err := s.simOp(f.kind, f.src(), f.dst(), int(f.peer), f.tag)
+		if err != nil {
+			return 0, fmt.Errorf("simexec: rank %d: %w", j.Rank, err)
 		}
+		out[n] = o
 		n++
 	}
 	return n, nil
+}
+
+// simOp is a step of the lane's rank as the stream's op: the plan's Wire
+// on what moves bytes, and its reductions fused into them under a Wire.
+func (s *laneSource) simOp(kind ops.StepKind, src, dst ops.Ref, peer int, tag uint32) (sim.Op, error) {
+	j := s.job
+	switch kind {
+	case ops.StepSend, ops.StepRecv:
+		dev, err := s.peer(peer)
+		if err != nil {
+			return sim.Op{}, err
+		}
+		if kind == ops.StepRecv {
+			return sim.Op{Kind: sim.OpRecv, Dst: j.Slice(dst), Peer: dev, Tag: j.Tag(tag)}, nil
+		}
+		return sim.Op{Kind: sim.OpSend, Src: j.Slice(src), Peer: dev, Tag: j.Tag(tag), Wire: s.wire}, nil
+	case ops.StepReduce:
+		return sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(dst), Src: j.Slice(src), Fused: s.wire != nil}, nil
+	case ops.StepCopy:
+		return sim.Op{Kind: sim.OpCopy, Dst: j.Slice(dst), Src: j.Slice(src)}, nil
+	case ops.StepDivide:
+		return sim.Op{Kind: sim.OpDivide, Dst: j.Slice(dst), Divisor: j.Plan.Ranks, Fused: s.wire != nil}, nil
+	case ops.StepSwitchReduce:
+		members, err := s.members(src)
+		if err != nil {
+			return sim.Op{}, err
+		}
+		return sim.Op{Kind: sim.OpSwitchReduce, Redop: j.ReduceOp(), Dst: j.Slice(dst), Members: members, Wire: s.wire}, nil
+	case ops.StepMulticast:
+		members, err := s.members(dst)
+		if err != nil {
+			return sim.Op{}, err
+		}
+		return sim.Op{Kind: sim.OpMulticast, Src: j.Slice(src), Members: members, Wire: s.wire}, nil
+	}
+	return sim.Op{}, fmt.Errorf("%w: unknown step kind %v", ops.ErrBadPlan, kind)
+}
+
+// members is ref on every member of the rank's group, in rank order: the
+// switch step's slices there.
+func (s *laneSource) members(ref ops.Ref) ([]hw.Slice, error) {
+	first, n := s.job.Plan.Group(s.job.Rank)
+	out := make([]hw.Slice, n)
+	for i := range out {
+		var err error
+		if out[i], err = s.job.MemberSlice(first+i, ref); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // peer is rank q's simulated device.
@@ -134,25 +169,9 @@ func (s *laneSource) peer(q int) (*sim.Device, error) {
 // goes to spill; it returns how many went to out.
 func (s *laneSource) convert(op *ops.Operation, out []sim.Op) (int, error) {
 	j := s.job
-	var o sim.Op
-	switch op.Kind {
-	case ops.StepSend, ops.StepRecv:
-		dev, err := s.peer(op.Peer)
-		if err != nil {
-			return 0, j.Errorf(op, err)
-		}
-		o = sim.Op{Kind: sim.OpSend, Src: j.Slice(op.Src), Peer: dev, Tag: j.Tag(op.Tag), Wire: s.wire}
-		if op.Kind == ops.StepRecv {
-			o = sim.Op{Kind: sim.OpRecv, Dst: j.Slice(op.Dst), Peer: dev, Tag: j.Tag(op.Tag)}
-		}
-	case ops.StepReduce:
-		o = sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(op.Dst), Src: j.Slice(op.Src), Fused: s.wire != nil}
-	case ops.StepCopy:
-		o = sim.Op{Kind: sim.OpCopy, Dst: j.Slice(op.Dst), Src: j.Slice(op.Src)}
-	case ops.StepDivide:
-		o = sim.Op{Kind: sim.OpDivide, Dst: j.Slice(op.Dst), Divisor: j.Plan.Ranks, Fused: s.wire != nil}
-	default:
-		return 0, j.Errorf(op, fmt.Errorf("%w: unknown step kind %v", ops.ErrBadPlan, op.Kind))
+	o, err := s.simOp(op.Kind, op.Src, op.Dst, op.Peer, op.Tag)
+	if err != nil {
+		return 0, j.Errorf(op, err)
 	}
 	if len(op.Awaits) == 0 && !op.Signals && len(out) > 0 {
 		out[0] = o

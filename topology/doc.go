@@ -33,7 +33,9 @@
 //	host CPU vendor    Topology.HostCPU
 //	NVLinks per GPU    the GPU's link to its NVSwitch carries all of them:
 //	                   count = BW / Arch.NVLinkRate() (H100: 450GB/s / 25GB/s = 18)
-//	NVLS               the NVSwitch's ReduceBW > 0 (0: none, as on A100)
+//	NVLS               the NVSwitch's ReduceBW > 0 (0: none, as on A100);
+//	                   ReducingSwitch finds it for a group of GPUs, and
+//	                   SwitchCost prices a reduction or multicast through it
 //	NICs per GPU       the NIC nodes linked to the GPU (one in every preset)
 //	NIC speed          the NIC's link to its network switch (nicbw)
 //	PCIe generation    the GPU-NIC link (pciebw): 32GB/s is Gen4 x16, 64GB/s

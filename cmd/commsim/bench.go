@@ -109,7 +109,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	}
 	s.algo = f.algo
 	switch {
-	case s.algo != "auto" && s.algo != ops.Native && s.algo != algoNCCL && !slices.Contains(ops.AlgorithmsFor(s.op), s.algo):
+	case s.algo != "auto" && s.algo != ops.Native && s.algo != algoNCCL && !ops.NeedsSwitch(s.algo) && !slices.Contains(ops.AlgorithmsFor(s.op), s.algo):
 		return nil, usagef("algorithm %s has no %s (for %s use one of %s, auto)", s.algo, s.op, s.op, strings.Join(ops.AlgorithmsFor(s.op), ", "))
 	}
 
@@ -173,6 +173,11 @@ func (f *benchFlags) parse() (*sweep, error) {
 	p := s.topo.NumGPUs()
 	if p > ops.MaxRanks {
 		return nil, usagef("topology %s has %d GPUs, over the limit of %d ranks", f.topo, p, ops.MaxRanks)
+	}
+	if ops.NeedsSwitch(s.algo) {
+		if sys, err := nccl.Describe(s.topo); err != nil || !sys.NVLSCapable {
+			return nil, usagef("algorithm %s needs GPUs on a switch that reduces (NVLS), which %s does not have", s.algo, f.topo)
+		}
 	}
 	if s.algo == algoNCCL {
 		if err := s.useNCCL(f.ncclFlags); err != nil {

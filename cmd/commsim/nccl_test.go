@@ -7,8 +7,9 @@ import (
 )
 
 // --algo nccl runs what NCCL's tuner picks per size and says so in the
-// algo column: ring with LL on one channel for 8 bytes on dgx-h100, and,
-// for 16 MiB, the ring it simulates beside the NVLS NCCL would run.
+// algo column: ring with LL on one channel for 8 bytes on dgx-h100, NVLS
+// for 16 MiB; and on eight nodes of one GPU, the ring it simulates
+// beside the PAT NCCL would run.
 func TestBenchAlgoNCCL(t *testing.T) {
 	status, out, errOut := commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "8", "-e", "1GiB", "-f", "128", "--timing-only")
 	if status != 0 {
@@ -17,19 +18,23 @@ func TestBenchAlgoNCCL(t *testing.T) {
 	if !strings.Contains(out, "# nccl: NCCL 2.30's tuner on what it sees of dgx-h100 (8 ranks on 1 node, hopper, 18 NVLinks (370.8 GB/s), NVLS, intel hosts)") {
 		t.Errorf("no header naming NCCL's view:\n%s", out)
 	}
-	for _, want := range []string{"ring/LL/1ch │", "ring/LL128/12ch (NCCL: nvls/Simple/16ch) │"} {
+	for _, want := range []string{"ring/LL/1ch │", "nvls/Simple/16ch │"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in the algo column:\n%s", want, out)
 		}
 	}
+	status, out, errOut = commsim("bench", "--topo", "cluster:8x1,arch=hopper", "--op", "allgather", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only")
+	if status != 0 || !strings.Contains(out, "ring/LL/2ch (NCCL: pat/LL/2ch) │") {
+		t.Errorf("PAT: status %d %s:\n%s", status, errOut, out)
+	}
 	// JSON names NCCL's own choice apart.
-	status, out, _ = commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "1GiB", "-e", "1GiB", "--timing-only", "--format", "json")
+	status, out, _ = commsim("bench", "--topo", "cluster:8x1,arch=hopper", "--op", "allgather", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only", "--format", "json")
 	var rec struct {
 		Algo       string  `json:"algo"`
 		NCCLChoice string  `json:"nccl_choice"`
 		TimeUS     float64 `json:"time_us"`
 	}
-	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "ring/Simple/12ch" || rec.NCCLChoice != "nvls/Simple/16ch" || !(rec.TimeUS > 0) {
+	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "ring/LL/2ch" || rec.NCCLChoice != "pat/LL/2ch" || !(rec.TimeUS > 0) {
 		t.Errorf("json: status %d, %v: %s", status, err, out)
 	}
 }
@@ -85,7 +90,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "collnet_direct"}, "SHARP"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat", "--op", "allgather"}, "one GPU per node"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat"}, "PAT runs all-gather and reduce-scatter only"},
-		{[]string{"--nccl-algo", "nvls"}, "cannot simulate nvls"},
+		{[]string{"--topo", "cluster:8x1,arch=hopper", "--op", "allgather", "--nccl-algo", "pat"}, "cannot simulate pat"},
 		{[]string{"--nccl-algo", "bogus"}, "unknown algorithm"},
 		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
 		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
@@ -98,7 +103,11 @@ func TestBenchNCCLRefusals(t *testing.T) {
 			t.Errorf("%v: status %d, stderr %q; want 2 and one line saying %q", tc.args, status, errOut, tc.why)
 		}
 	}
-	status, _, errOut := commsim("bench", "--topo", "dgx-h100", "--nccl-proto", "LL", "-e", "8")
+	status, _, errOut := commsim("bench", "--topo", "dgx-a100", "--algo", "nccl-nvls", "-e", "8", "--timing-only")
+	if status != 2 || !strings.Contains(errOut, "needs GPUs on a switch that reduces") {
+		t.Errorf("nccl-nvls on dgx-a100: status %d, %q", status, errOut)
+	}
+	status, _, errOut = commsim("bench", "--topo", "dgx-h100", "--nccl-proto", "LL", "-e", "8")
 	if status != 2 || !strings.Contains(errOut, "go with --algo nccl") {
 		t.Errorf("--nccl-proto without --algo nccl: status %d, %q", status, errOut)
 	}

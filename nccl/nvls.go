@@ -1,0 +1,56 @@
+package nccl
+
+import (
+	"github.com/commsim/commsim/ops"
+)
+
+// NVLS on the simulator: the node's switch reduces and multicasts (ops
+// nccl-nvls, and nccl-nvlstree with NCCL's tree between nodes), as fast
+// as the fabric's links and the switch's reduction bandwidth allow: the
+// simulator's flows, not NCCL's modelled bandwidth, set the pace.
+
+// nvlsChunk is the bytes of each rank's part of an NVLS pass: 128 KiB,
+// down to 64, 32 and 16 KiB while bytes < 64×, 8× and 2× channels ×
+// heads × chunk (enqueue.cc:2258-2275); NVLSTree starts from 256 KiB
+// (enqueue.cc:2276-2285).
+func nvlsChunk(s System, a Algo, channels int, bytes int64) int64 {
+	chunk := int64(128 << 10)
+	if a == NVLSTree {
+		chunk = 256 << 10
+	}
+	heads := int64(max(1, channels) * s.PerNode)
+	for _, factor := range [...]int64{64, 8, 2} {
+		if bytes < factor*heads*chunk && chunk > 16<<10 {
+			chunk /= 2
+		}
+	}
+	return chunk
+}
+
+// nvlsPlan compiles spec as NCCL's NVLS (one node) or NVLSTree (several)
+// with c's channels, and its latencies: NCCL's NVLS latency opens the
+// collective, its network latency per hop of the tree.
+func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
+	spec.Algo, spec.Channels = "nccl-nvls", max(1, c.Channels)
+	if c.Algo == NVLSTree {
+		spec.Algo, spec.NodeRanks = "nccl-nvlstree", s.PerNode
+	}
+	spec.Chunk = int(max(1, nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec))/int64(spec.DType.Size())))
+	plan, err := ops.Compile(spec)
+	if err != nil {
+		return nil, err
+	}
+	v, m := o.version(), o.Machine
+	var w ops.Wire
+	for class := range ops.NumPathClasses {
+		w.Efficiency[class] = 1
+	}
+	// A switch step is a Simple step behind a flag handshake, as a ring's
+	// is: NCCL's model has no per-step NVLS figure, and the ring's stands
+	// in.
+	w.Latency[ops.PathNVLink] = hwLatency(ops.PathNVLink, Ring, simple, v) * 1e-6 * orOne(m.Hop)
+	w.Latency[ops.PathNet] = hwLatency(ops.PathNet, c.Algo, simple, v) * 1e-6 * orOne(m.Hop)
+	launch := (baseLatency(c.Algo, simple, v) + hwLatency(ops.PathNVLink, c.Algo, simple, v)) * 1e-6 * orOne(m.Launch)
+	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, &w, launch
+	return plan, nil
+}

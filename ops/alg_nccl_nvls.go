@@ -1,0 +1,267 @@
+package ops
+
+import "fmt"
+
+const ncclNVLSDoc = "NCCL's NVLS on one node's NVSwitch: the data split over Spec.Channels channels, each rank owning " +
+	"1/Ranks of every pass of Ranks×Spec.Chunk elements, which the switch reduces from every GPU into it " +
+	"(((x0 op x1) op x2) …, in rank order) and multicasts from it into every GPU; needs a simulator whose switch reduces"
+
+// ncclNVLSPlans are NVLS's collectives. They run only where the switch
+// reduces (see UsesSwitch), so AlgorithmsFor leaves them out.
+var ncclNVLSPlans = map[Op]generator{
+	AllReduce:     ncclNVLSAllReduce,
+	ReduceScatter: ncclNVLSReduceScatter,
+	AllGather:     ncclNVLSAllGather,
+}
+
+// switchAlgorithms need a switch that reduces: AlgorithmsFor, which the
+// suites that run every algorithm on every backend and fabric read,
+// leaves them out.
+var switchAlgorithms = map[string]bool{"nccl-nvls": true, "nccl-nvlstree": true}
+
+// NeedsSwitch reports whether algorithm name makes plans with switch
+// steps (Plan.UsesSwitch), which only a simulator with a reducing switch
+// runs. AlgorithmsFor does not list such algorithms; Compile makes them.
+func NeedsSwitch(name string) bool { return switchAlgorithms[name] }
+
+// heldOp reports whether algorithm algo's plans of op order their lanes
+// with After, and so are held whatever their size, where the rest of the
+// algorithm's plans stream: NVLS's all-reduces send a pass back out on a
+// lane of their own once the other lane has reduced it.
+func heldOp(algo string, op Op) bool { return switchAlgorithms[algo] && op == AllReduce }
+
+// nvlsOnOneNode refuses a spec over several nodes: NVLS is one node's
+// switch (NCCL's NVLSTree adds a tree between nodes).
+func nvlsOnOneNode(s Spec) error {
+	if s.NodeRanks > 0 && s.NodeRanks < s.Ranks {
+		return fmt.Errorf("%w: NVLS reduces on one node's switch, and %d ranks make nodes of %d", ErrUnsupported, s.Ranks, s.NodeRanks)
+	}
+	return nil
+}
+
+func (l laneBuilder) switchReduce(r int, dst, src Ref) int {
+	return l.b.add(r, Step{Kind: StepSwitchReduce, Dst: dst, Src: src, Lane: l.lane})
+}
+
+func (l laneBuilder) multicast(r int, dst, src Ref) int {
+	return l.b.add(r, Step{Kind: StepMulticast, Dst: dst, Src: src, Lane: l.lane})
+}
+
+// ncclNVLSAllReduce: channel c cuts its share of the data into passes of
+// Ranks×Chunk elements; rank r owns part r of each pass (chunk), which it
+// switch-reduces from every rank's In into its Out on lane 2c (dividing
+// there for avg) and then multicasts from its Out into every rank's Out
+// on lane 2c+1, After the reduce, so that a pass's multicast overlaps the
+// next pass's reduction, as NCCL's NVLS kernels pipeline the two.
+// Reduction order, per element: ((x0 op x1) op x2) … op x(p−1), computed
+// once by the switch for the part's owner and multicast to all, so every
+// rank holds the same bits. In place, the owner alone reads and then
+// writes its part on every rank. One rank copies.
+func ncclNVLSAllReduce(b *builder) error {
+	if err := nvlsOnOneNode(b.p.Spec); err != nil {
+		return err
+	}
+	p, n := b.p.Ranks, b.p.Count
+	C := channels(b.p.Spec, n)
+	_, most := chunk(n, C, 0)
+	pass := most
+	if b.p.Chunk > 0 {
+		pass = min(most, b.p.Chunk*p)
+	}
+	for c := range C {
+		reduceLane, castLane := laneBuilder{b, 2 * c}, laneBuilder{b, 2*c + 1}
+		off, ln := chunk(n, C, c)
+		for r := range b.ranks() {
+			if p == 1 {
+				lb := laneBuilder{b, c}
+				lb.copy(r, ref(Out, off, ln), ref(In, off, ln))
+				lb.finishAvg(r, ref(Out, off, ln))
+				continue
+			}
+			passes(ln, pass, func(o, m int) {
+				so, sl := chunk(m, p, r)
+				if sl == 0 {
+					return
+				}
+				part := off + o + so
+				reduceLane.switchReduce(r, ref(Out, part, sl), ref(In, part, sl))
+				reduceLane.finishAvg(r, ref(Out, part, sl))
+				reduced := b.last(r)
+				b.add(r, Step{Kind: StepMulticast, Dst: ref(Out, part, sl), Src: ref(Out, part, sl), Lane: castLane.lane, After: []int{reduced}})
+			})
+		}
+	}
+	return nil
+}
+
+// ncclNVLSReduceScatter: on lane c, rank r switch-reduces its share of
+// block r of every rank's In into its Out, in passes of Chunk elements,
+// dividing for avg. Reduction order as ncclNVLSAllReduce's. One rank
+// copies.
+func ncclNVLSReduceScatter(b *builder) error {
+	if err := nvlsOnOneNode(b.p.Spec); err != nil {
+		return err
+	}
+	p, n := b.p.Ranks, b.p.Count
+	C := channels(b.p.Spec, n)
+	for c := range b.lanes(C) {
+		lb := laneBuilder{b, c}
+		off, ln := chunk(n, C, c)
+		for r := range b.ranks() {
+			passes(ln, b.p.Chunk, func(o, m int) {
+				if m == 0 {
+					return
+				}
+				out := ref(Out, off+o, m)
+				if p == 1 {
+					lb.copy(r, out, ref(In, off+o, m))
+				} else {
+					lb.switchReduce(r, out, ref(In, r*n+off+o, m))
+				}
+				lb.finishAvg(r, out)
+			})
+		}
+	}
+	return nil
+}
+
+// ncclNVLSAllGather: on lane c, rank r multicasts its share of In into
+// block r of every rank's Out, in passes of Chunk elements. No reduction.
+// One rank copies.
+func ncclNVLSAllGather(b *builder) error {
+	if err := nvlsOnOneNode(b.p.Spec); err != nil {
+		return err
+	}
+	p, n := b.p.Ranks, b.p.Count
+	C := channels(b.p.Spec, n)
+	for c := range b.lanes(C) {
+		lb := laneBuilder{b, c}
+		off, ln := chunk(n, C, c)
+		for r := range b.ranks() {
+			passes(ln, b.p.Chunk, func(o, m int) {
+				if m == 0 {
+					return
+				}
+				dst, src := ref(Out, r*n+off+o, m), ref(In, off+o, m)
+				if p == 1 {
+					lb.copy(r, dst, src)
+				} else {
+					lb.multicast(r, dst, src)
+				}
+			})
+		}
+	}
+	return nil
+}
+
+const ncclNVLSTreeDoc = "NCCL's NVLSTree all-reduce across nodes: per channel and pass, each rank's NVSwitch reduces its node's " +
+	"part into it (NVLS, in rank order), the ranks holding one part on every node reduce it up and broadcast it down " +
+	"NCCL's double binary tree of the nodes (even channels on one tree, odd on the other), and each multicasts the " +
+	"result into its node; needs a simulator whose switches reduce"
+
+var ncclNVLSTreePlans = map[Op]generator{AllReduce: ncclNVLSTreeAllReduce}
+
+// railTree is a tree through the ranks with one local index: node k's
+// rank of that index joined to those of its parent and child nodes.
+type railTree struct {
+	nodes dtree // over node indices
+	g     int   // ranks per node
+}
+
+func (t railTree) parentOf(r int) int {
+	if up := t.nodes.parentOf(r / t.g); up >= 0 {
+		return up*t.g + r%t.g
+	}
+	return -1
+}
+
+func (t railTree) kidsOf(r int) []int {
+	kids := t.nodes.kidsOf(r / t.g)
+	for i, k := range kids {
+		kids[i] = k*t.g + r%t.g
+	}
+	return kids
+}
+
+// ncclNVLSTreeAllReduce: channel c cuts its share of the data into passes
+// of NodeRanks×Chunk elements, and local rank i of every node owns part i
+// of each pass. On lane 2c, rank r switch-reduces its part from its
+// node's In into its Out (a copy with one rank a node) and reduces that
+// partial up tree c%2 of the nodes' double binary tree among the ranks of
+// its local index, receiving children's partials into the channel's Tmp;
+// the root divides for avg. On lane 2c+1, After that, it receives the
+// result back down into its Out, passes it to its children and
+// multicasts it into its node's Outs: a pass goes down while the next
+// goes up, as NCCL's NVLSTree kernels split the two. Reduction order, per
+// element of part i: with P[k] = ((x[k,0] op x[k,1]) op …) op x[k,g−1]
+// reduced by node k's switch, T[k] = (P[k] op T[child 0]) op T[child 1]
+// over the nodes' tree, the element is T[root], computed once and
+// broadcast, so every rank holds the same bits. Tags: 2c up, 2c+1 down.
+// One rank copies.
+func ncclNVLSTreeAllReduce(b *builder) error {
+	p, n := b.p.Ranks, b.p.Count
+	g := b.p.NodeRanks
+	if g <= 0 || g > p {
+		g = p
+	}
+	C := channels(b.p.Spec, n)
+	_, most := chunk(n, C, 0)
+	pass := most
+	if b.p.Chunk > 0 {
+		pass = min(most, b.p.Chunk*g)
+	}
+	_, piece := chunk(pass, g, 0)
+	if p > g {
+		b.tmp(C * piece)
+	}
+	trees := dbtreeAllReduceTrees(p / g)
+	for c := range C {
+		upLane, downLane := laneBuilder{b, 2 * c}, laneBuilder{b, 2*c + 1}
+		t := railTree{nodes: trees[c%2], g: g}
+		off, ln := chunk(n, C, c)
+		up, down := uint32(2*c), uint32(2*c+1)
+		for r := range b.ranks() {
+			if p == 1 {
+				lb := laneBuilder{b, c}
+				lb.copy(r, ref(Out, off, ln), ref(In, off, ln))
+				lb.finishAvg(r, ref(Out, off, ln))
+				continue
+			}
+			parent, kids := t.parentOf(r), t.kidsOf(r)
+			passes(ln, pass, func(o, m int) {
+				so, sl := chunk(m, g, r%g)
+				if sl == 0 {
+					return
+				}
+				part := ref(Out, off+o+so, sl)
+				if g == 1 {
+					upLane.copy(r, part, ref(In, part.Off, sl))
+				} else {
+					upLane.switchReduce(r, part, ref(In, part.Off, sl))
+				}
+				dtreeUp(upLane, t, r, part, part, ref(Tmp, c*piece, sl), up)
+				if parent < 0 {
+					upLane.finishAvg(r, part)
+				}
+				// The pass's first step down waits for its last step up:
+				// in place, the partial sent up is where the result comes
+				// back.
+				after := []int{b.last(r)}
+				add := func(s Step) {
+					s.Lane, s.After, after = downLane.lane, after, nil
+					b.add(r, s)
+				}
+				if parent >= 0 {
+					add(Step{Kind: StepRecv, Peer: parent, Dst: part, Tag: down})
+				}
+				for _, k := range kids {
+					add(Step{Kind: StepSend, Peer: k, Src: part, Tag: down})
+				}
+				if g > 1 {
+					add(Step{Kind: StepMulticast, Dst: part, Src: part})
+				}
+			})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// This file holds what happens to a send once it has drained: the
+// message, the mailboxes that hold it until a receive takes it, the
+// failures that reach receivers instead, and the deadlock report when
+// nothing can move.
+
+// message is a send that has arrived at its destination device.
+type message struct {
+	dt   hw.DType
+	n    int
+	data []byte // nil in timing-only mode
+}
+
+func (m message) writeTo(dst hw.Slice) error {
+	if m.dt != dst.DType() {
+		return fmt.Errorf("%w: message is %d x %s, receive buffer %d x %s", hw.ErrDTypeMismatch, m.n, m.dt, dst.Len, dst.DType())
+	}
+	if m.n != dst.Len {
+		return fmt.Errorf("%w: message is %d x %s, receive buffer %d x %s", hw.ErrSizeMismatch, m.n, m.dt, dst.Len, dst.DType())
+	}
+	if dst.Buf.(*Buffer).freed {
+		return hw.ErrFreed
+	}
+	if m.data != nil {
+		copy(sliceBytes(dst), m.data)
+	}
+	return nil
+}
+
+// mailbox holds messages from one device with one tag, in arrival order.
+type mailbox struct {
+	msgs    []message
+	head    int // msgs[head:] are waiting
+	waiters []*Stream
+	// senderErr is the failure of a sender stream that dropped a send
+	// to this mailbox: a receive that finds no message fails with it
+	// instead of waiting for what will never come.
+	senderErr error
+}
+
+// take removes the oldest message, reusing the queue's storage once empty.
+func (mb *mailbox) take() (message, bool) {
+	if mb.head == len(mb.msgs) {
+		return message{}, false
+	}
+	m := mb.msgs[mb.head]
+	mb.msgs[mb.head] = message{}
+	mb.head++
+	if mb.head == len(mb.msgs) {
+		mb.msgs, mb.head = mb.msgs[:0], 0
+	}
+	return m, true
+}
+
+func (d *Device) mailboxTo(dst *Device, tag uint64) *mailbox {
+	mb := dst.inbox.get(d, tag)
+	if mb == nil {
+		c := d.c
+		if n := len(c.freeBoxes); n > 0 {
+			mb = c.freeBoxes[n-1]
+			c.freeBoxes = c.freeBoxes[:n-1]
+		} else {
+			mb = &mailbox{}
+		}
+		dst.inbox.put(d, tag, mb)
+	}
+	return mb
+}
+
+// deliver snapshots a finished send into the peer's mailbox and wakes the
+// streams waiting on it.
+func (c *Cluster) deliver(from *Device, o *op, m message, now Time) {
+	mb := from.mailboxTo(c.standIn(o.peer), o.tag)
+	mb.msgs = append(mb.msgs, m)
+	// kick only schedules, so nothing waits again while this loops, and the
+	// list's storage is kept for the mailbox's next waiter.
+	for _, w := range mb.waiters {
+		c.kick(w)
+	}
+	mb.waiters = mb.waiters[:0]
+	if c.trace != nil {
+		c.trace.transfer(from, o, now)
+	}
+}
+
+// message is what send o carries, taken from its source now.
+func (c *Cluster) message(o *op) message {
+	m := message{dt: o.src.DType(), n: o.src.Len}
+	if !c.cfg.TimingOnly {
+		m.data = append([]byte(nil), sliceBytes(o.src)...)
+	}
+	return m
+}
+
+// landing is a message on its way, delivered when it fires.
+type landing struct {
+	from *Device
+	o    op
+	m    message
+}
+
+func (l *landing) fire(now Time, _ uint64) { l.from.c.deliver(l.from, &l.o, l.m, now) }
+
+// poison marks the mailbox of a send from d to peer with tag, skipped by
+// a failure, so that its receivers fail with err, and wakes those waiting.
+func (c *Cluster) poison(d, peer *Device, tag uint64, err error) {
+	if peer == nil || peer.c != c {
+		return
+	}
+	mb := d.mailboxTo(c.standIn(peer), tag)
+	if mb.senderErr == nil {
+		mb.senderErr = err
+	}
+	for _, w := range mb.waiters {
+		c.kick(w)
+	}
+	mb.waiters = mb.waiters[:0]
+}
+
+// DeadlockError reports work that can never finish: every stream still
+// holding work, and what its first unfinished operation waits for.
+type DeadlockError struct {
+	At      Time
+	Blocked []BlockedStream
+}
+
+// BlockedStream is one stream in a DeadlockError.
+type BlockedStream = hw.BlockedStream
+
+func (e *DeadlockError) Error() string {
+	msg := fmt.Sprintf("sim: deadlock at %v: %d stream(s) can never finish:", e.At, len(e.Blocked))
+	for _, b := range e.Blocked {
+		msg += fmt.Sprintf("\n  rank %d (%s) stream %d blocked at op #%d: %s (%d more queued)", b.Rank, b.Device, b.Stream, b.Op, b.Waiting, b.Pending)
+	}
+	return msg
+}
+
+func (e *DeadlockError) Unwrap() error { return hw.ErrDeadlock }
+
+// deadlock describes every stream with unfinished work, or returns nil.
+func (c *Cluster) deadlock() *DeadlockError {
+	var blocked []BlockedStream
+	for _, s := range c.streams {
+		if s.err != nil || s.empty() {
+			continue
+		}
+		o := s.peek()
+		waiting := o.String()
+		if o.kind == opRecv && o.peer.crashed {
+			waiting += fmt.Sprintf(", but rank %d crashed at %v", o.peer.rank, o.peer.crashedAt)
+		}
+		blocked = append(blocked, BlockedStream{
+			Rank: s.dev.rank, Device: s.dev.name, Stream: s.id, Op: o.index,
+			Waiting: waiting, Pending: s.pending(),
+		})
+	}
+	if len(blocked) == 0 {
+		return nil
+	}
+	return &DeadlockError{At: c.eng.now, Blocked: blocked}
+}
+
+// failDeadlocked fails every stream that can never finish with the report
+// that lists them all, so each returns it from Synchronize and lets go of
+// its work (feeds included), or returns nil when none is stuck.
+func (c *Cluster) failDeadlocked() error {
+	dl := c.deadlock()
+	if dl == nil {
+		return nil
+	}
+	for _, b := range dl.Blocked {
+		c.streams[b.Stream].abort(dl, dl)
+	}
+	return dl
+}
+
+// IsDeadlock reports whether err reports a deadlock.
+func IsDeadlock(err error) bool { return errors.Is(err, hw.ErrDeadlock) }

@@ -1,0 +1,119 @@
+package topology
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestReducingSwitchFindsTheNodesNVSwitch: a node's GPUs find their
+// NVSwitch, with each member's edges up and down in the order given;
+// GPUs of two nodes, a switch that does not reduce, a ring, no ranks,
+// a rank out of range or twice are refused with ErrRoute and the reason.
+func TestReducingSwitchFindsTheNodesNVSwitch(t *testing.T) {
+	x2, err := Parse("dgx-h100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := x2.ReducingSwitch([]int{9, 8, 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x2.Nodes[g.Switch].Name != "sw1" {
+		t.Fatalf("node 1's GPUs reduce on %s, want sw1", x2.Nodes[g.Switch].Name)
+	}
+	for i, r := range []int{9, 8, 15} {
+		from, to := x2.EdgeEnds(g.Up[i])
+		back, forth := x2.EdgeEnds(g.Down[i])
+		if from != x2.GPUs()[r] || to != g.Switch || back != g.Switch || forth != from {
+			t.Errorf("member %d (rank %d): up %s, down %s", i, r, x2.EdgeName(g.Up[i]), x2.EdgeName(g.Down[i]))
+		}
+	}
+	flat, _ := Parse("switch:4")
+	ring, _ := Parse("ring:4")
+	for _, tc := range []struct {
+		name  string
+		topo  *Topology
+		ranks []int
+		want  string
+	}{
+		{"two nodes", x2, []int{7, 8}, "in-network reduction"},
+		{"a switch that does not reduce", flat, []int{0, 1}, "in-network reduction"},
+		{"a ring", ring, []int{0, 1}, "in-network reduction"},
+		{"no ranks", x2, nil, "no ranks"},
+		{"out of range", x2, []int{0, 16}, "out of range"},
+		{"twice", x2, []int{3, 3}, "twice"},
+	} {
+		if _, err := tc.topo.ReducingSwitch(tc.ranks); !errors.Is(err, ErrRoute) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrRoute saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestSwitchCostOfDGXH100: on dgx-h100 a switch reduction crosses two
+// links of 468.125 ns and runs at the NVSwitch's 276 GB/s of results, a
+// multicast at the links' 450 GB/s; nvls=inf leaves the links' rate.
+func TestSwitchCostOfDGXH100(t *testing.T) {
+	topo, err := Parse("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec   string
+		reduce bool
+		beta   float64
+	}{
+		{"dgx-h100", true, 1 / 276e9},
+		{"dgx-h100", false, 1 / 450e9},
+		{"dgx-h100,nvls=inf", true, 1 / 450e9},
+	} {
+		if tc.spec != "dgx-h100" {
+			if topo, err = Parse(tc.spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		alpha, beta, err := topo.SwitchCost(3, 0, 8, tc.reduce)
+		if err != nil || alpha != 2*468.125e-9 || math.Abs(beta-tc.beta) > 1e-12*tc.beta {
+			t.Errorf("%s, reduce %v: α %v β %v (%v), want α %v β %v", tc.spec, tc.reduce, alpha, beta, err, 2*468.125e-9, tc.beta)
+		}
+	}
+	if _, _, err := topo.SwitchCost(9, 0, 8, true); !errors.Is(err, ErrRoute) {
+		t.Errorf("a rank outside its group: %v, want ErrRoute", err)
+	}
+}
+
+// TestSwitchGroupCostTakesTheSlowestWay: a reduction waits for the
+// slowest member's way up and goes down to its rank; a multicast goes up
+// from its rank and waits for the slowest way down; each runs at the
+// narrowest link it crosses.
+func TestSwitchGroupCostTakesTheSlowestWay(t *testing.T) {
+	nodes := []Node{{Name: "sw", Kind: Switch, ReduceBW: math.Inf(1)}}
+	var links []Link
+	for i, l := range []struct{ bw, lat float64 }{{200e9, 1e-6}, {100e9, 3e-6}, {300e9, 2e-6}} {
+		nodes = append(nodes, Node{Name: "gpu" + string(rune('0'+i)), Kind: GPU, ReduceBW: math.Inf(1)})
+		links = append(links, Link{A: i + 1, B: 0, BW: l.bw, Latency: l.lat})
+	}
+	topo, err := New("t", nodes, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := topo.ReducingSwitch([]int{0, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		member      int
+		reduce      bool
+		alpha, beta float64
+	}{
+		{2, true, 3e-6 + 2e-6, 1 / 100e9}, // up from gpu1's 3 µs, down to gpu2
+		{2, false, 2e-6 + 3e-6, 1 / 100e9},
+		{0, false, 1e-6 + 3e-6, 1 / 100e9},
+	} {
+		alpha, beta := g.Cost(tc.member, tc.reduce)
+		if math.Abs(alpha-tc.alpha) > 1e-18 || beta != tc.beta {
+			t.Errorf("member %d, reduce %v: α %v β %v, want α %v β %v", tc.member, tc.reduce, alpha, beta, tc.alpha, tc.beta)
+		}
+	}
+}
