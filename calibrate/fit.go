@@ -1,22 +1,35 @@
-// Package calibrate fits a topology's links to measured collective times:
-// it reads nccl-tests logs (ParseLog) and finds two numbers (Fit): sα
-// multiplies every link's latency, sβ every link's effective bandwidth, so
-// that the simulator reproduces the log.
+// Package calibrate fits the simulator to measured collective times: it
+// reads nccl-tests logs (ParseLog) and makes one of two fits.
 //
-// Scaling all links alike keeps the ratios between link classes (NVLink,
-// PCIe, NIC) that the topology states: the times of one collective cannot
-// tell the classes apart. Bandwidth and efficiency are one degree of
-// freedom for the simulator (it uses BW×Efficiency), so the fit finds one
-// effective-bandwidth scale; where every link has latency 0, sα sets each
-// link's latency to sα×1µs instead.
+// FitNCCL fits the machine NCCL runs on. Each size runs as NCCL's tuner
+// chooses it (package nccl), and the fit finds how the machine departs
+// from NCCL's model: the launch latency, the per-hop latency, the channel
+// speed of each protocol the sizes use (nccl.Machine) and, on several
+// nodes, the bandwidth of the network's links. NCCL's tuner reads the
+// fabric as given, so the fit changes what runs, never what NCCL chooses
+// (NCCL sees a NIC's line rate, whatever it delivers). It is a
+// Gauss-Newton fit of the factors' logarithms from all ones, each within
+// e^±3, with gonum/optimize (see ncclopt.go for why not Nelder-Mead). A
+// problem can hold sizes out of the fit (NCCLProblem.HoldOut: every
+// other one), which FitNCCL then only predicts: their error says how the
+// fitted machine does on sizes it has not seen.
 //
-// The objective is the sum over sizes of the squared relative error of the
-// simulated (timing-only) time against the measured out-of-place time. A
-// linear α-β-γ decomposition from three simulations gives the start, and
+// Fit finds two numbers for any plans: sα multiplies every link's
+// latency, sβ every link's effective bandwidth, so that the simulator
+// reproduces the log. Scaling all links alike keeps the ratios between
+// link classes (NVLink, PCIe, NIC) that the topology states: the times of
+// one collective cannot tell the classes apart. Bandwidth and efficiency
+// are one degree of freedom for the simulator (it uses BW×Efficiency), so
+// the fit finds one effective-bandwidth scale; where every link has
+// latency 0, sα sets each link's latency to sα×1µs instead. A linear
+// α-β-γ decomposition from three simulations gives the start, and
 // Nelder-Mead on (ln sα, ln sβ) refines it on the simulator itself.
 //
+// Both minimise the sum over sizes of the squared relative error of the
+// simulated (timing-only) time against the measured out-of-place time.
 // Which collective a log's size stands for (nccl-tests' meaning of size,
-// the algorithm) is the caller's choice: Fit takes the plans.
+// verify.SpecForSize) is the caller's choice: Fit takes the plans,
+// FitNCCL the specs.
 package calibrate
 
 import (

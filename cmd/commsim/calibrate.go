@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/fidelity"
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
@@ -30,24 +31,46 @@ const (
 	plateauSpan  = 8    // … over sizes spanning at least this factor
 )
 
-type calFlags struct{ log, topo, op, algo, out, format, minBytes, maxBytes string }
+type calFlags struct {
+	log, topo, op, algo, out, format, minBytes, maxBytes string
+	ncclFlags
+}
 
 func newCalibrateCmd() *cobra.Command {
 	var f calFlags
 	cmd := &cobra.Command{
 		Use:   "calibrate",
-		Short: "Fit link latency and bandwidth to an nccl-tests log",
+		Short: "Fit NCCL's machine, or link latency and bandwidth, to an nccl-tests log",
 		Long: `calibrate reads nccl-tests output (the text table, old or new, or a CSV naming
-size(B) and time(us) columns) and scales every link's latency by one factor and
-its effective bandwidth by another, keeping the ratios between link classes, so
-that the simulated collective reproduces the measured out-of-place times (least
-squared relative error; Nelder-Mead from a linear α-β start). It reports both
-factors, the links and, per size, measured and fitted times. Warnings (stderr,
-and "warnings" in JSON) flag sizes off by over 10% and small-size plateaus. Only
---out writes the calibrated topology (YAML, for --topo FILE).`,
+size(B) and time(us) columns; rank tags, time stamps, dates and banners
+allowed) and fits the simulator to the measured out-of-place times (least
+squared relative error).
+
+With --algo nccl (the default) every size runs as NCCL's tuner chooses it
+(package nccl, in the environment the --nccl-* flags give), and the fit finds
+how the machine departs from NCCL's model: the launch latency, the per-hop
+latency, each used protocol's channel speed (nccl.Machine) and, on several
+nodes, the network links' bandwidth (NCCL's tuner still sees their line
+rate), by Gauss-Newton on the factors' logarithms from NCCL's model (all ×1),
+each within ×0.05 to ×20. It then fits again on every other size (the first,
+the third, …) and predicts the others: the held-out error says how well the
+fitted machine predicts sizes it has not seen. A factor the log does not
+determine stays at ×1 and is named.
+
+With any other algorithm it scales every link's latency by one factor and its
+effective bandwidth by another, keeping the ratios between link classes
+(Nelder-Mead from a linear α-β start).
+
+It reports the factors, the links they change and, per size, measured and
+fitted times. Warnings (stderr, and "warnings" in JSON) flag sizes off by over
+10% and, for the two-scale fit, small-size plateaus. Only --out writes the
+calibrated topology (YAML, for --topo FILE). For a log commsim ships
+(fidelity's published runs, known by their content) --topo and --op may be
+left out.`,
 		Example: `  commsim calibrate --log all_reduce.txt --topo dgx-h100 --out dgx-h100-fitted.yaml
-  commsim calibrate --log ag.csv --topo switch:8,bw=200GB/s --op allgather --format json
-  commsim calibrate --log all_reduce.txt --topo dgx-h100 -b 16MiB   # fit above a latency plateau
+  commsim calibrate --log vultr-b200-allreduce-16xB200.txt          # a shipped log: its fabric is known
+  commsim calibrate --log ag.csv --topo switch:8,bw=200GB/s --op allgather --algo ring --format json
+  commsim calibrate --log all_reduce.txt --topo dgx-h100 --algo ring -b 16MiB   # fit above a latency plateau
   commsim bench --topo dgx-h100-fitted.yaml --algo ring --timing-only`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,13 +79,15 @@ and "warnings" in JSON) flag sizes off by over 10% and small-size plateaus. Only
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.log, "log", "", "nccl-tests output: text table or CSV (required)")
-	fl.StringVar(&f.topo, "topo", "", "topology to calibrate: a spec, a preset or a YAML file (required)")
-	fl.StringVar(&f.op, "op", "allreduce", "collective the log measured (default: the log's, else allreduce)")
-	fl.StringVar(&f.algo, "algo", "ring", "algorithm to simulate: "+strings.Join(ops.Algorithms(), "|"))
+	fl.StringVar(&f.topo, "topo", "", "topology to calibrate: a spec, a preset or a YAML file (required, but for a shipped log)")
+	fl.StringVar(&f.op, "op", "allreduce", "collective the log measured (default: the log's, a shipped log's, else allreduce)")
+	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), algoNCCL), "|")+
+		" (nccl: what NCCL's tuner would run per size, fitting NCCL's machine; others: two link scales)")
 	fl.StringVar(&f.out, "out", "", "write the calibrated topology (YAML) to this file")
 	fl.StringVar(&f.format, "format", "table", "report: table|csv|json")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "0", "fit only sizes from this one up (e.g. above a latency plateau)")
 	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "1TiB", "fit only sizes up to this one")
+	f.ncclFlags.register(fl)
 	return cmd
 }
 
@@ -74,8 +99,9 @@ type calReport struct {
 	Ranks        int       `json:"ranks"`
 	Log          string    `json:"log"`
 	LogFormat    string    `json:"log_format"`
-	LatencyScale float64   `json:"latency_scale"`
-	BWScale      float64   `json:"bandwidth_scale"`
+	LatencyScale float64   `json:"latency_scale,omitempty"`   // the two-scale fit's
+	BWScale      float64   `json:"bandwidth_scale,omitempty"` // the two-scale fit's
+	NCCL         *calNCCL  `json:"nccl,omitempty"`            // --algo nccl's fit
 	Links        []calLink `json:"links"`
 	RMSRelError  float64   `json:"rms_rel_error"`
 	MaxRelError  float64   `json:"max_rel_error"`
@@ -92,6 +118,11 @@ type calSize struct {
 	RelError    float64 `json:"rel_error"`
 	MeasuredBus float64 `json:"measured_busbw_gbps"`
 	FittedBus   float64 `json:"fitted_busbw_gbps"`
+	// With --algo nccl: the plan that ran (ring/LL/4ch), and for a size
+	// held out of the fit on every other size, that fit's prediction.
+	Algo            string   `json:"algo,omitempty"`
+	HeldOutUS       *float64 `json:"held_out_us,omitempty"`
+	HeldOutRelError *float64 `json:"held_out_rel_error,omitempty"`
 }
 
 // calLink is a class of links (same end kinds, bandwidth and latency).
@@ -111,12 +142,12 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	switch {
 	case f.log == "":
 		return usagef("calibrate needs --log FILE (nccl-tests output)")
-	case f.topo == "":
-		return usagef("calibrate needs --topo SPEC|FILE (the fabric the log was measured on)")
 	case f.format != "table" && f.format != "json" && f.format != "csv":
 		return usagef("unknown format %q (want table, csv or json)", f.format)
+	case f.machine != "":
+		return usagef("calibrate fits NCCL's machine; --nccl-machine is what it prints, for bench, compare and fidelity")
 	case f.algo == "auto" || f.algo == "native":
-		return usagef("calibrate needs a fixed algorithm, not %s (the log does not say which one NCCL ran); ring is the default", f.algo)
+		return usagef("calibrate needs a fixed algorithm or nccl, not %s (the log does not say which one NCCL ran); nccl, NCCL's tuner per size, is the default", f.algo)
 	}
 	lo, err1 := parseBytes(f.minBytes)
 	hi, err2 := parseBytes(f.maxBytes)
@@ -138,11 +169,26 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if f.topo == "" {
+		// A shipped log knows its fabric and its collective.
+		cat, err := fidelity.Published()
+		if err != nil {
+			return err
+		}
+		pub := cat.Find(data)
+		if pub == nil {
+			return usagef("calibrate needs --topo SPEC|FILE (the fabric the log was measured on); only the logs commsim ships know theirs")
+		}
+		f.topo = pub.Topo
+		if lg.Op == "" && !opSet {
+			f.op = pub.Op
+		}
+	}
 	if lg.Op != "" && !opSet {
 		f.op = lg.Op
 	}
 	bf := benchFlags{topo: f.topo, op: f.op, algo: f.algo, dtype: "f32", redop: "sum", format: "table", backendFlags: backendFlags{backend: "sim"},
-		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true}
+		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true, ncclFlags: f.ncclFlags}
 	s, err := bf.parse()
 	if err != nil {
 		return err
@@ -161,6 +207,9 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 	if spec, _ := s.spec(lg.Samples[len(lg.Samples)-1].Bytes); spec.Validate() != nil {
 		s.dtype = hw.F64 // over the element limit: the same bytes in wider elements
+	}
+	if s.algo == algoNCCL {
+		return f.runNCCL(stdout, stderr, s, lg, lo, hi)
 	}
 	var warnings []string
 	var rows []calibrate.Sample
@@ -197,8 +246,8 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	for i, r := range rows {
 		m := r.TimeUS * 1e-6
 		e := ts[i]/m - 1
-		rep.Sizes = append(rep.Sizes, calSize{r.Bytes, r.TimeUS, ts[i] * 1e6, e,
-			float64(r.Bytes) / m / 1e9 * bus, float64(r.Bytes) / ts[i] / 1e9 * bus})
+		rep.Sizes = append(rep.Sizes, calSize{Bytes: r.Bytes, MeasuredUS: r.TimeUS, FittedUS: ts[i] * 1e6, RelError: e,
+			MeasuredBus: float64(r.Bytes) / m / 1e9 * bus, FittedBus: float64(r.Bytes) / ts[i] / 1e9 * bus})
 		rep.RMSRelError += e * e / float64(len(rows))
 		rep.MaxRelError = max(rep.MaxRelError, math.Abs(e))
 	}

@@ -248,7 +248,7 @@ func near(got, want, tol float64) bool { return math.Abs(got/want-1) <= tol }
 
 func TestCalibrateRecoversKnownParameters(t *testing.T) {
 	for _, name := range []string{"sim-dgx-h100-all_reduce.txt", "sim-dgx-h100-all_reduce.csv"} {
-		rep, errOut := calJSON(t, "--log", filepath.Join(ncclTestdata, name), "--topo", "dgx-h100")
+		rep, errOut := calJSON(t, "--log", filepath.Join(ncclTestdata, name), "--topo", "dgx-h100", "--algo", "ring")
 		if !near(rep.LatencyScale, wantLatency, 0.03) || !near(rep.BWScale, wantBW, 0.02) {
 			t.Errorf("%s: latency ×%.4f bandwidth ×%.4f, want ×%.4f and ×%.4f", name, rep.LatencyScale, rep.BWScale, wantLatency, wantBW)
 		}
@@ -268,7 +268,7 @@ func TestCalibrateRecoversOldLayoutAllGather(t *testing.T) {
 	st := logStyle{old: true, op: "allgather", typ: "float", ranks: 16}
 	rows := simRows(t, "switch:16,bw=200GB/s,lat=2us", "allgather", "1KiB", "256MiB", 0, 0)
 	writeLog(t, path, func(w io.Writer) { writeNCCLTable(w, st, rows) })
-	rep, _ := calJSON(t, "--log", path, "--topo", "switch:16", "--op", "allgather")
+	rep, _ := calJSON(t, "--log", path, "--topo", "switch:16", "--op", "allgather", "--algo", "ring")
 	if !near(rep.LatencyScale, 2, 0.01) || !near(rep.BWScale, 2, 0.01) || rep.MaxRelError > 0.01 {
 		t.Errorf("latency ×%.4f bandwidth ×%.4f max error %.4f, want ×2, ×2, < 1%%", rep.LatencyScale, rep.BWScale, rep.MaxRelError)
 	}
@@ -276,8 +276,8 @@ func TestCalibrateRecoversOldLayoutAllGather(t *testing.T) {
 
 func TestCalibrateReportHasPerSizeErrors(t *testing.T) {
 	log := filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt")
-	rep, _ := calJSON(t, "--log", log, "--topo", "dgx-h100")
-	status, out, errOut := commsim("calibrate", "--log", log, "--topo", "dgx-h100")
+	rep, _ := calJSON(t, "--log", log, "--topo", "dgx-h100", "--algo", "ring")
+	status, out, errOut := commsim("calibrate", "--log", log, "--topo", "dgx-h100", "--algo", "ring")
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
@@ -302,7 +302,7 @@ func TestCalibrateReportHasPerSizeErrors(t *testing.T) {
 
 func TestCalibratedYAMLReproducesTimes(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "fitted.yaml")
-	rep, _ := calJSON(t, "--log", filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.csv"), "--topo", "dgx-h100", "--out", out)
+	rep, _ := calJSON(t, "--log", filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.csv"), "--topo", "dgx-h100", "--algo", "ring", "--out", out)
 	if rep.Out != out {
 		t.Fatalf("report out %q", rep.Out)
 	}
@@ -335,7 +335,7 @@ func TestCalibratePublishedReconstructions(t *testing.T) {
 		file, topo string
 		busbw      float64
 	}{{"dgx-h100-all_reduce-published.txt", "dgx-h100", 368}, {"dgx-a100-all_reduce-published.txt", "dgx-a100", 230}} {
-		rep, errOut := calJSON(t, "--log", filepath.Join(ncclTestdata, c.file), "--topo", c.topo)
+		rep, errOut := calJSON(t, "--log", filepath.Join(ncclTestdata, c.file), "--topo", c.topo, "--algo", "ring")
 		last := rep.Sizes[len(rep.Sizes)-1]
 		if last.Bytes != 8<<30 || !near(last.FittedBus, c.busbw, 0.01) || rep.MaxRelError > 0.01 || errOut != "" {
 			t.Errorf("%s: largest %d B fitted busbw %.1f (want %.0f), max error %.4f, stderr %q",
@@ -346,7 +346,7 @@ func TestCalibratePublishedReconstructions(t *testing.T) {
 
 func TestCalibratePlateauWarns(t *testing.T) {
 	log := filepath.Join(ncclTestdata, "plateau-all_reduce.txt")
-	rep, errOut := calJSON(t, "--log", log, "--topo", "dgx-h100")
+	rep, errOut := calJSON(t, "--log", log, "--topo", "dgx-h100", "--algo", "ring")
 	found := false
 	for _, w := range rep.Warnings {
 		found = found || strings.Contains(w, "latency plateau")
@@ -356,7 +356,7 @@ func TestCalibratePlateauWarns(t *testing.T) {
 	}
 	// Above the plateau the log is dgx-h100's own times: -b fits those
 	// alone, back to the topology as it is, without warnings.
-	rep, errOut = calJSON(t, "--log", log, "--topo", "dgx-h100", "-b", "16MiB")
+	rep, errOut = calJSON(t, "--log", log, "--topo", "dgx-h100", "--algo", "ring", "-b", "16MiB")
 	if len(rep.Sizes) != 7 || !near(rep.LatencyScale, 1, 0.1) || !near(rep.BWScale, 1, 0.02) || len(rep.Warnings) != 0 || errOut != "" {
 		t.Errorf("-b 16MiB: %d sizes, latency ×%.3f, bandwidth ×%.3f, warnings %q", len(rep.Sizes), rep.LatencyScale, rep.BWScale, rep.Warnings)
 	}
@@ -417,7 +417,7 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 }
 
 func TestCalibrateCSVReport(t *testing.T) {
-	status, out, errOut := commsim("calibrate", "--log", "testdata/nccl-tests/sim-dgx-h100-all_reduce.txt", "--topo", "dgx-h100", "--format", "csv")
+	status, out, errOut := commsim("calibrate", "--log", "testdata/nccl-tests/sim-dgx-h100-all_reduce.txt", "--topo", "dgx-h100", "--algo", "ring", "--format", "csv")
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
 	}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 )
@@ -17,8 +20,8 @@ const algoNCCL = "nccl"
 // ncclFlags are NCCL's environment for --algo nccl, in the spirit of
 // NCCL_ALGO, NCCL_PROTO and NCCL_MIN/MAX_NCHANNELS.
 type ncclFlags struct {
-	version, algos, protos string
-	channels               int
+	version, algos, protos, machine string
+	channels                        int
 }
 
 func (f *ncclFlags) register(fl *pflag.FlagSet) {
@@ -26,11 +29,52 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat); default all")
 	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple); default all")
 	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels of ring and tree, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; 0 lets the model choose")
+	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
+		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate)")
 }
 
 // set reports whether any NCCL flag differs from its default.
 func (f *ncclFlags) set() bool {
-	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0
+	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != ""
+}
+
+// machineFactors reads --nccl-machine: NCCL's machine, and the scale of
+// the network links' bandwidth (1 when not given).
+func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
+	var m nccl.Machine
+	nic := 1.0
+	seen := map[string]bool{}
+	for _, kv := range splitList(f.machine) {
+		key, val, ok := strings.Cut(kv, "=")
+		key = strings.ToLower(strings.TrimSpace(key))
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		switch {
+		case !ok:
+			return m, 0, usagef("--nccl-machine %q: want key=factor, e.g. launch=1.3", kv)
+		case err != nil || !(v > 0) || math.IsInf(v, 0):
+			return m, 0, usagef("--nccl-machine %s: want a factor > 0, not %q", key, val)
+		case seen[key]:
+			return m, 0, usagef("--nccl-machine: %s given twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "launch":
+			m.Launch = v
+		case "hop":
+			m.Hop = v
+		case "ll":
+			m.Bandwidth[0] = v
+		case "ll128":
+			m.Bandwidth[1] = v
+		case "simple":
+			m.Bandwidth[2] = v
+		case "nic":
+			nic = v
+		default:
+			return m, 0, usagef("--nccl-machine: unknown factor %q (want launch, hop, ll, ll128, simple or nic)", key)
+		}
+	}
+	return m, nic, nil
 }
 
 // options reads the flags; each failure is a usage error.
@@ -76,8 +120,20 @@ func (s *sweep) useNCCL(f ncclFlags) error {
 	if err != nil {
 		return err
 	}
+	m, nic, err := f.machineFactors()
+	if err != nil {
+		return err
+	}
+	o.Machine = m
 	if s.tuner, err = nccl.NewTuner(s.topo, o); err != nil {
 		return usageError{err}
+	}
+	if nic != 1 {
+		// The tuner keeps the fabric NCCL sees; the runs get the network
+		// as it delivers.
+		if s.topo, err = calibrate.ScaleNetwork(s.topo, nic); err != nil {
+			return usageError{err}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,324 @@
+package calibrate
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
+	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
+)
+
+// machineLog is a log made on the simulator: each size of op (nccl-tests'
+// meaning) as NCCL's tuner chooses it on fabric, run with machine m on
+// the fabric with its network links' bandwidth ×nic. The problem it
+// returns is on the fabric as given, with NCCL's environment o.
+func machineLog(t *testing.T, fabric string, op ops.Op, sizes []int64, o nccl.Options, m nccl.Machine, nic float64) NCCLProblem {
+	t.Helper()
+	base, err := topology.Resolve(fabric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := slices.Clone(base.Links)
+	for e := range links {
+		if base.EdgeClass(2*e) == topology.ClassNet {
+			links[e].BW *= nic
+		}
+	}
+	truth, err := topology.New("truth", base.Nodes, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := o
+	run.Machine = m
+	tuner, err := nccl.NewTuner(base, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(truth, sim.Config{TimingOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exec := simexec.NewExecutor(c)
+	var r verify.Runner
+	defer r.Free()
+	p := NCCLProblem{Topology: base, Options: o}
+	for _, b := range sizes {
+		spec, _ := verify.SpecForSize(ops.Spec{Op: op, Ranks: base.NumGPUs(), DType: hw.F32, Redop: hw.Sum}, b)
+		plan, _, err := tuner.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(exec, c.World(), plan, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Specs, p.MeasuredUS = append(p.Specs, spec), append(p.MeasuredUS, res.Seconds*1e6)
+	}
+	return p
+}
+
+// sizesBy is lo, lo·f, … up to hi.
+func sizesBy(lo, hi, f int64) []int64 {
+	var out []int64
+	for b := lo; b <= hi; b *= f {
+		out = append(out, b)
+	}
+	return out
+}
+
+// twoNodes is two nodes of four GPUs whose NICs, at half their rate, are
+// slower than one of NCCL's ring channels there but not than a tree
+// channel: ring sizes show the NIC, tree sizes the channels' speed.
+const twoNodes = "cluster:2x4,nicbw=20GB/s"
+
+var simpleOnly = nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}}
+
+// A log simulated with known factors fits back to them: on two nodes,
+// with NCCL_PROTO=Simple (trees for the middle sizes, rings above), the
+// launch, the hop latency, Simple's channel speed and the NIC.
+func TestFitNCCLRecoversMachine(t *testing.T) {
+	truth := nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 1, 0.8}}
+	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 8), simpleOnly, truth, 0.5)
+	fit, err := FitNCCL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]bool{}
+	for _, l := range fit.Labels {
+		labels[l[:4]] = true
+	}
+	if !labels["tree"] || !labels["ring"] {
+		t.Fatalf("plans %v: want trees and rings", fit.Labels)
+	}
+	if want := []Param{Launch, Hop, BandwidthSimple, NIC}; !slices.Equal(fit.Params, want) || len(fit.Undetermined) != 0 {
+		t.Fatalf("fitted %v (undetermined %v), want %v", fit.Params, fit.Undetermined, want)
+	}
+	for _, c := range []struct {
+		q    Param
+		want float64
+	}{{Launch, 1.7}, {Hop, 0.6}, {BandwidthSimple, 0.8}, {NIC, 0.5}, {BandwidthLL, 1}, {BandwidthLL128, 1}} {
+		if got := fit.Value(c.q); !near(got, c.want, 0.03) {
+			t.Errorf("%s ×%.4f, want ×%.4g (%s)", c.q, got, c.want, fit.Describe())
+		}
+	}
+	if fit.InSample.Sizes != len(p.Specs) || fit.InSample.Max > 0.005 || fit.HeldOut.Sizes != 0 {
+		t.Errorf("in sample %+v, held out %+v", fit.InSample, fit.HeldOut)
+	}
+	// The fitted fabric: the network's links ×NICScale, nothing else.
+	for e, l := range fit.Topology.Links {
+		want := p.Topology.Links[e].BW
+		if p.Topology.EdgeClass(2*e) == topology.ClassNet {
+			want = round4(want * fit.NICScale)
+		}
+		if l.BW != want || l.Latency != p.Topology.Links[e].Latency {
+			t.Errorf("link %d: %v, want bandwidth %g", e, l, want)
+		}
+	}
+	// Machine and Topology reproduce Seconds.
+	o := p.Options
+	o.Machine = fit.Machine
+	again := machineTimes(t, p, fit.Topology, o)
+	for i := range again {
+		if again[i] != fit.Seconds[i] {
+			t.Errorf("size %d: %g s with the fitted machine and fabric, the fit says %g s", i, again[i], fit.Seconds[i])
+		}
+	}
+}
+
+// machineTimes simulates p's sizes as NCCL's tuner on p's fabric chooses
+// them with o, on topo.
+func machineTimes(t *testing.T, p NCCLProblem, topo *topology.Topology, o nccl.Options) []float64 {
+	t.Helper()
+	tuner, err := nccl.NewTuner(p.Topology, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exec := simexec.NewExecutor(c)
+	var r verify.Runner
+	defer r.Free()
+	var out []float64
+	for _, spec := range p.Specs {
+		plan, _, err := tuner.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(exec, c.World(), plan, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, res.Seconds)
+	}
+	return out
+}
+
+// With all of NCCL's protocols on two nodes, where the slow NIC limits
+// every ring, the launch, the hop and the NIC come back; a channel
+// speed the NIC hides is named as undetermined, and every size is
+// reproduced.
+func TestFitNCCLNamesWhatTheLogHides(t *testing.T) {
+	truth := nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 1, 0.8}}
+	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 8), nccl.Options{}, truth, 0.5)
+	fit, err := FitNCCL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		q    Param
+		want float64
+	}{{Launch, 1.7}, {Hop, 0.6}, {NIC, 0.5}} {
+		if got := fit.Value(c.q); !near(got, c.want, 0.03) {
+			t.Errorf("%s ×%.4f, want ×%.4g (%s)", c.q, got, c.want, fit.Describe())
+		}
+	}
+	if !slices.Contains(fit.Undetermined, BandwidthSimple) || fit.InSample.Max > 0.005 {
+		t.Errorf("%s: undetermined %v, in sample %+v; want Simple's speed undetermined and every size within 0.5%%", fit.Describe(), fit.Undetermined, fit.InSample)
+	}
+}
+
+// On one node there is no NIC to fit, and only the protocols NCCL
+// chooses for the log's sizes are: an all-gather on four GPUs runs LL and
+// then Simple, never LL128, whose speed stays at 1.
+func TestFitNCCLFitsOnlyWhatRuns(t *testing.T) {
+	truth := nccl.Machine{Launch: 1.3, Hop: 0.8, Bandwidth: [3]float64{0.7, 1, 0.9}}
+	p := machineLog(t, "switch:4", ops.AllGather, sizesBy(256, 64<<20, 4), nccl.Options{}, truth, 1)
+	fit, err := FitNCCL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[ops.Protocol]bool{}
+	for _, c := range fit.Choices {
+		used[c.Protocol] = true
+	}
+	if !used[ops.ProtoLL] || used[ops.ProtoLL128] || !used[ops.ProtoSimple] {
+		t.Fatalf("protocols %v: want LL and Simple", used)
+	}
+	if want := []Param{Launch, Hop, BandwidthLL, BandwidthSimple}; !slices.Equal(fit.Params, want) {
+		t.Fatalf("fitted %v, want %v", fit.Params, want)
+	}
+	m := fit.Machine
+	if !near(m.Launch, 1.3, 0.03) || !near(m.Hop, 0.8, 0.03) || !near(m.Bandwidth[0], 0.7, 0.03) || !near(m.Bandwidth[2], 0.9, 0.03) ||
+		m.Bandwidth[1] != 1 || fit.NICScale != 1 {
+		t.Errorf("%+v, network ×%g; want launch 1.3, hop 0.8, LL 0.7, LL128 1, Simple 0.9, network 1", m, fit.NICScale)
+	}
+}
+
+// The held-out error is the error of the sizes the fit did not see, by
+// construction: with every odd-indexed size's time made 1.5× slower, the
+// fit on the even-indexed ones finds the machine they were made with, and
+// each odd one is off by exactly 1/1.5 − 1.
+func TestFitNCCLHoldsOutTheOddSizes(t *testing.T) {
+	truth := nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 1, 0.8}}
+	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 4), simpleOnly, truth, 0.5)
+	bad := p
+	bad.MeasuredUS = slices.Clone(p.MeasuredUS)
+	for i := 1; i < len(bad.MeasuredUS); i += 2 {
+		bad.MeasuredUS[i] *= 1.5
+	}
+	h := bad.HoldOut()
+	fit, err := FitNCCL(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(p.Specs)
+	if fit.InSample.Sizes != (n+1)/2 || fit.HeldOut.Sizes != n/2 || fit.InSample.Max > 0.005 {
+		t.Fatalf("in sample %+v, held out %+v of %d sizes", fit.InSample, fit.HeldOut, n)
+	}
+	for i, fitted := range fit.Fitted {
+		if fitted != (i%2 == 0) || h.Fit[i] != fitted {
+			t.Errorf("size %d: fitted %v", i, fitted)
+		}
+		if i%2 == 1 && math.Abs(fit.Errors[i]-(1/1.5-1)) > 0.005 {
+			t.Errorf("held-out size %d: error %+.4f, want %+.4f", i, fit.Errors[i], 1/1.5-1)
+		}
+	}
+	if math.Abs(fit.HeldOut.Median-(1-1/1.5)) > 0.005 || fit.HeldOut.MaxIndex%2 != 1 {
+		t.Errorf("held out %+v, want a median of %.4f", fit.HeldOut, 1-1/1.5)
+	}
+	// The held-out sizes did not move the fit: the same fit on the even
+	// sizes alone.
+	even := NCCLProblem{Topology: p.Topology, Options: p.Options}
+	for i := 0; i < n; i += 2 {
+		even.Specs, even.MeasuredUS = append(even.Specs, p.Specs[i]), append(even.MeasuredUS, p.MeasuredUS[i])
+	}
+	alone, err := FitNCCL(even)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.Machine != fit.Machine || alone.NICScale != fit.NICScale {
+		t.Errorf("even sizes alone: %s; held out: %s", alone.Describe(), fit.Describe())
+	}
+}
+
+// A plan's launch opens every lane: a size's time is its launch plus a
+// rest that the launch does not change, which makes the Jacobian's launch
+// column exact.
+func TestLaunchAddsToTheTime(t *testing.T) {
+	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 8), nccl.Options{}, nccl.Machine{}, 1)
+	f, err := newNCCLFitter(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := f.times(nccl.Machine{}, 1, f.fit, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	three, err := f.times(nccl.Machine{Launch: 3}, 1, f.fit, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Specs {
+		if got, want := three.secs[i]-one.secs[i], 2*one.launch[i]; !(one.launch[i] > 0) || math.Abs(got-want) > 1e-12 {
+			t.Errorf("size %d: launch ×3 adds %g s, want %g s (twice the launch)", i, got, want)
+		}
+	}
+}
+
+func TestFitNCCLRefusesBadProblems(t *testing.T) {
+	p := machineLog(t, "switch:4", ops.AllReduce, sizesBy(1<<10, 1<<20, 4), nccl.Options{}, nccl.Machine{}, 1)
+	gather := p
+	gather.Specs = slices.Clone(p.Specs)
+	gather.Specs[2].Op = ops.Gather
+	wrongRanks := p
+	wrongRanks.Specs = slices.Clone(p.Specs)
+	wrongRanks.Specs[1].Ranks = 8
+	for name, c := range map[string]struct {
+		p    NCCLProblem
+		want error
+	}{
+		"no topology":   {NCCLProblem{Specs: p.Specs, MeasuredUS: p.MeasuredUS}, nil},
+		"uneven":        {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS[1:]}, nil},
+		"fit marks":     {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS, Fit: []bool{true}}, nil},
+		"time 0":        {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: []float64{1, 0}}, nil},
+		"infinite time": {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: []float64{math.Inf(1), 1}}, nil},
+		"two sizes":     {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: p.MeasuredUS[:2]}, ErrTooFewSizes},
+		"half of four":  {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:4], MeasuredUS: p.MeasuredUS[:4]}.HoldOut(), ErrTooFewSizes},
+		"gather":        {gather, &SizeError{}},
+		"ranks":         {wrongRanks, &SizeError{}},
+	} {
+		_, err := FitNCCL(c.p)
+		var se *SizeError
+		switch {
+		case err == nil:
+			t.Errorf("%s: no error", name)
+		case c.want == ErrTooFewSizes && !errors.Is(err, ErrTooFewSizes):
+			t.Errorf("%s: %v, want ErrTooFewSizes", name, err)
+		case c.want != nil && c.want != ErrTooFewSizes && (!errors.As(err, &se) || !se.Planning):
+			t.Errorf("%s: %v, want a planning SizeError", name, err)
+		default:
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package calibrate
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize"
+)
+
+// How FitNCCL minimises. Every evaluation simulates every fitted size, a
+// second or more on a fabric of several nodes, so the fit is a
+// Gauss-Newton one, with gonum/optimize's Newton method on the
+// Gauss-Newton Hessian 2JᵀJ (damped where singular) and an Armijo
+// backtracking line search: a handful of iterations, each a few
+// simulations, where Nelder-Mead on the same loss takes hundreds.
+//
+// The Jacobian J of the residuals rᵢ = simulatedᵢ/measuredᵢ − 1 in the
+// log factors is cheap to take: the launch opens every lane of a plan, so
+// a size's time is its launch plus the rest and the launch's column is
+// exact; a size moves with one protocol's speed only, so one simulation
+// with every protocol's speed nudged gives all their columns; the hop
+// latency and the network take one simulation each.
+const (
+	// jacStep is the forward-difference step in the log factors (0.1%).
+	jacStep = 1e-3
+	// ridge pulls the log factors toward 0, NCCL's model as it stands:
+	// too faint to move a factor the log determines, it settles the ones
+	// the log cannot tell apart (a channel's speed and the NIC's where
+	// the NIC alone limits) at the values nearest the model.
+	ridge = 1e-6
+	// maxGNIterations bounds the Gauss-Newton iterations.
+	maxGNIterations = 40
+	// recentPoints is how many simulated points the fit keeps: a start,
+	// a line search's first point and its Jacobian are asked for again.
+	recentPoints = 8
+)
+
+// point is the fit at log factors x: the residuals of the fitted sizes
+// (in f.fit order), their plans' launches in seconds, and the Jacobian
+// once asked for.
+type point struct {
+	x      []float64
+	r      []float64
+	launch []float64
+	loss   float64
+	jac    *mat.Dense
+}
+
+// inBox reports whether x lies within the bounds.
+func inBox(x []float64) bool {
+	return !slices.ContainsFunc(x, func(v float64) bool { return !(math.Abs(v) <= ncclLogLimit) })
+}
+
+// at simulates the fitted sizes at x, or returns the point when one of
+// the last few simulated is x; nil on an error (kept in f.err).
+func (f *ncclFitter) at(x []float64) *point {
+	for _, p := range f.recent {
+		if slices.Equal(p.x, x) {
+			return p
+		}
+	}
+	m, nic := f.machine(x)
+	res, err := f.times(m, nic, f.fit, false)
+	if err != nil {
+		f.err = cmp.Or(f.err, err)
+		return nil
+	}
+	p := &point{x: slices.Clone(x), r: make([]float64, len(f.fit)), launch: make([]float64, len(f.fit))}
+	for k, i := range f.fit {
+		p.r[k] = res.secs[i]/(f.MeasuredUS[i]*1e-6) - 1
+		p.launch[k] = res.launch[i]
+		p.loss += p.r[k] * p.r[k]
+	}
+	for _, v := range x {
+		p.loss += ridge * v * v
+	}
+	if len(f.recent) == recentPoints {
+		f.recent = f.recent[1:]
+	}
+	f.recent = append(f.recent, p)
+	return p
+}
+
+// jacobian fills p.jac: the launch's column exactly, the others by
+// forward differences (backward at the upper bound), all protocols'
+// speeds in one simulation.
+func (f *ncclFitter) jacobian(p *point) {
+	if p.jac != nil {
+		return
+	}
+	n := len(f.fit)
+	J := mat.NewDense(n, len(f.params), nil)
+	col := map[Param]int{}
+	for j, q := range f.params {
+		col[q] = j
+	}
+	if j, ok := col[Launch]; ok {
+		for k, i := range f.fit {
+			J.Set(k, j, p.launch[k]/(f.MeasuredUS[i]*1e-6))
+		}
+	}
+	// One nudge per group: the hop, every protocol's speed, the network.
+	groups := [][]Param{{Hop}, {BandwidthLL, BandwidthLL128, BandwidthSimple}, {NIC}}
+	for _, g := range groups {
+		x := slices.Clone(p.x)
+		var js []int
+		for _, q := range g {
+			if j, ok := col[q]; ok {
+				js = append(js, j)
+			}
+		}
+		if len(js) == 0 {
+			continue
+		}
+		// A bandwidth limits only where it is the narrowest: nudged
+		// down, it shows where it is about to limit too (where a
+		// channel's speed and the NIC's are equal, both), which nudged
+		// up it would not.
+		h := make([]float64, len(x))
+		for _, j := range js {
+			h[j] = -jacStep
+			if g[0] == Hop && x[j]+jacStep <= ncclLogLimit || x[j]-jacStep < -ncclLogLimit {
+				h[j] = jacStep
+			}
+			x[j] += h[j]
+		}
+		nudged := f.at(x)
+		if nudged == nil {
+			p.jac = J
+			return
+		}
+		r := nudged.r
+		for k, i := range f.fit {
+			q := g[0]
+			if len(g) > 1 {
+				// A size moves with its own protocol's speed only.
+				var ok bool
+				if q, ok = bandwidthParam(f.choices[i].Protocol); !ok {
+					continue
+				}
+			}
+			if j, ok := col[q]; ok {
+				J.Set(k, j, (r[k]-p.r[k])/h[j])
+			}
+		}
+	}
+	p.jac = J
+}
+
+// gnLoss, gnGrad and gnHess are the loss, its gradient 2Jᵀr + 2ρx and
+// the Gauss-Newton Hessian 2JᵀJ + 2ρI, with a steep wall outside the
+// bounds.
+func (f *ncclFitter) gnLoss(x []float64) float64 {
+	if !inBox(x) {
+		out := 0.0
+		for _, v := range x {
+			out = max(out, math.Abs(v)-ncclLogLimit)
+		}
+		return 1e6 * (1 + out)
+	}
+	p := f.at(x)
+	if p == nil {
+		return math.Inf(1)
+	}
+	return p.loss
+}
+
+func (f *ncclFitter) gnGrad(grad, x []float64) {
+	p := f.at(x)
+	if p == nil {
+		clear(grad)
+		return
+	}
+	f.jacobian(p)
+	var g mat.VecDense
+	g.MulVec(p.jac.T(), mat.NewVecDense(len(p.r), p.r))
+	for j := range grad {
+		grad[j] = 2*g.AtVec(j) + 2*ridge*x[j]
+	}
+}
+
+func (f *ncclFitter) gnHess(hess *mat.SymDense, x []float64) {
+	p := f.at(x)
+	if p == nil {
+		for i := range len(x) {
+			for j := i; j < len(x); j++ {
+				hess.SetSym(i, j, 0)
+			}
+			hess.SetSym(i, i, 1)
+		}
+		return
+	}
+	f.jacobian(p)
+	var jtj mat.SymDense
+	jtj.SymOuterK(1, p.jac.T())
+	for i := range len(x) {
+		for j := i; j < len(x); j++ {
+			v := 2 * jtj.At(i, j)
+			if i == j {
+				v += 2 * ridge
+			}
+			hess.SetSym(i, j, v)
+		}
+	}
+}
+
+// minimize runs the Gauss-Newton fit from all ones (log factors 0).
+//
+// A bandwidth that limits no fitted size has no slope for the fit to
+// follow, though a lower one might limit and explain the log better. The
+// NIC is such a one at the start (NCCL's model never gives its channels
+// more than the NICs carry), so on several nodes the fit also starts from
+// a NIC at ×e^-0.7 and ×e^-1.4 (about ×0.5 and ×0.25), unless the first
+// start already reproduces the log (rms error under 0.1%); and after each
+// run every such bandwidth is probed at ×e^-0.5, ×e^-1 and ×e^-2, the fit
+// running again from the best probe while one lowers the loss. The best
+// end wins.
+func (f *ncclFitter) minimize() ([]float64, error) {
+	starts := [][]float64{make([]float64, len(f.params))}
+	if j := slices.Index(f.params, NIC); j >= 0 {
+		for _, down := range []float64{0.7, 1.4} {
+			x := make([]float64, len(f.params))
+			x[j] = -down
+			starts = append(starts, x)
+		}
+	}
+	// The most promising start first: it is often the only one run.
+	loss := make([]float64, len(starts))
+	for i, x := range starts {
+		loss[i] = f.gnLoss(x)
+	}
+	order := make([]int, len(starts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(loss[a], loss[b]) })
+	var best []float64
+	bestLoss := math.Inf(1)
+	for _, i := range order {
+		x, l, err := f.probed(starts[i])
+		if err != nil {
+			return nil, err
+		}
+		if l < bestLoss {
+			best, bestLoss = x, l
+		}
+		if bestLoss < reproduced*float64(len(f.fit)) {
+			break
+		}
+	}
+	return best, nil
+}
+
+// reproduced is the loss per fitted size below which a start reproduces
+// the log (an rms error of 0.1%, the ridge's share included) and the
+// others are not run.
+const reproduced = 1e-6
+
+// probed runs the fit from x0, then from the best probe of the
+// bandwidths that limit nothing while one lowers the loss, and returns
+// where it ends and its loss.
+func (f *ncclFitter) probed(x0 []float64) ([]float64, float64, error) {
+	x := x0
+	for range maxProbeRounds {
+		var err error
+		if x, err = f.gaussNewton(x); err != nil {
+			return nil, 0, err
+		}
+		best, bestLoss := x, f.gnLoss(x)*(1-1e-3)
+		for _, q := range f.undetermined(x) {
+			if q == Launch || q == Hop {
+				continue
+			}
+			j := slices.Index(f.params, q)
+			for _, down := range []float64{0.5, 1, 2} {
+				y := slices.Clone(x)
+				y[j] = max(-ncclLogLimit, x[j]-down)
+				if l := f.gnLoss(y); l < bestLoss {
+					best, bestLoss = y, l
+				}
+			}
+		}
+		if f.err != nil {
+			return nil, 0, fmt.Errorf("calibrate: fit: %w", f.err)
+		}
+		if slices.Equal(best, x) {
+			break
+		}
+		x = best
+	}
+	return x, f.gnLoss(x), f.err
+}
+
+// maxProbeRounds bounds the Gauss-Newton runs of minimize.
+const maxProbeRounds = 4
+
+// gaussNewton runs gonum/optimize's Newton method with the Gauss-Newton
+// Hessian from x0, to the best point it finds.
+func (f *ncclFitter) gaussNewton(x0 []float64) ([]float64, error) {
+	prob := optimize.Problem{Func: f.gnLoss, Grad: f.gnGrad, Hess: f.gnHess}
+	// The backtracking line search gives up after a few contractions:
+	// near the minimum the loss stops falling (the simulator's times are
+	// whole picoseconds), and every try is a simulation.
+	res, err := optimize.Minimize(prob, x0, &optimize.Settings{MajorIterations: maxGNIterations,
+		Converger: &gnConverge{}},
+		&optimize.Newton{Linesearcher: &optimize.Backtracking{ContractionFactor: 0.25, MinimumStepSize: 1e-2}})
+	if f.err != nil {
+		return nil, fmt.Errorf("calibrate: fit: %w", f.err)
+	}
+	if res == nil {
+		return nil, fmt.Errorf("calibrate: fit: %w", err)
+	}
+	// A line search that gives up, or the iterations running out, still
+	// leave the best point found.
+	return res.X, nil
+}
+
+// gnConverge stops the fit where the Gauss-Newton step would lower the
+// loss by less than 0.01% (½ gᵀH⁻¹g, its predicted decrease), or where a
+// whole iteration lowered it by less than 0.1%: each further try would
+// be a simulation for nothing the report shows.
+type gnConverge struct {
+	last float64
+	n    int
+}
+
+func (c *gnConverge) Init(int) { c.last, c.n = math.Inf(1), 0 }
+
+func (c *gnConverge) Converged(loc *optimize.Location) optimize.Status {
+	defer func() { c.last, c.n = loc.F, c.n+1 }()
+	if c.n > 0 && loc.F > c.last*(1-1e-3) {
+		return optimize.FunctionConvergence
+	}
+	if loc.Gradient == nil || loc.Hessian == nil {
+		return optimize.NotTerminated
+	}
+	var chol mat.Cholesky
+	if !chol.Factorize(loc.Hessian) {
+		return optimize.NotTerminated
+	}
+	g := mat.NewVecDense(len(loc.Gradient), slices.Clone(loc.Gradient))
+	var step mat.VecDense
+	if err := chol.SolveVecTo(&step, g); err != nil {
+		return optimize.NotTerminated
+	}
+	if pred := mat.Dot(g, &step) / 2; pred < 1e-4*loc.F+1e-14 {
+		return optimize.FunctionConvergence
+	}
+	return optimize.NotTerminated
+}
+
+// undetermined lists the parameters whose Jacobian column is zero at x.
+func (f *ncclFitter) undetermined(x []float64) []Param {
+	p := f.at(x)
+	if p == nil {
+		return nil
+	}
+	f.jacobian(p)
+	var out []Param
+	for j, q := range f.params {
+		if mat.Norm(p.jac.ColView(j), math.Inf(1)) == 0 {
+			out = append(out, q)
+		}
+	}
+	return out
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
+	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
+)
+
+// Two nodes of four GPUs whose NICs, at half their rate, are slower than
+// NCCL's ring channels there but not than its tree channels; with
+// NCCL_PROTO=Simple, trees run the middle sizes and rings the large ones.
+const (
+	calNCCLTopo  = "cluster:2x4,nicbw=20GB/s"
+	calNCCLProto = "Simple"
+)
+
+// machineRows simulates an all-reduce from 1 KiB to 1 GiB (×8) as NCCL's
+// tuner (Simple only) chooses it on calNCCLTopo, run with machine m and
+// the network links ×nic: the rows of an nccl-tests log.
+func machineRows(t *testing.T, m nccl.Machine, nic float64) []logRow {
+	t.Helper()
+	base, err := topology.Resolve(calNCCLTopo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := slices.Clone(base.Links)
+	for e := range links {
+		if base.EdgeClass(2*e) == topology.ClassNet {
+			links[e].BW *= nic
+		}
+	}
+	truth, err := topology.New("truth", base.Nodes, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuner, err := nccl.NewTuner(base, nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}, Machine: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(truth, sim.Config{TimingOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	exec := simexec.NewExecutor(c)
+	var r verify.Runner
+	defer r.Free()
+	var rows []logRow
+	for b := int64(1 << 10); b <= 1<<30; b *= 8 {
+		spec, _ := verify.SpecForSize(ops.Spec{Op: ops.AllReduce, Ranks: base.NumGPUs(), DType: hw.F32, Redop: hw.Sum}, b)
+		plan, _, err := tuner.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(exec, c.World(), plan, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		us := res.Seconds * 1e6
+		rows = append(rows, logRow{b, spec.Count, us, us})
+	}
+	return rows
+}
+
+// machineLogFile writes machineRows as an nccl-tests table.
+func machineLogFile(t *testing.T, m nccl.Machine, nic float64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "all_reduce.txt")
+	st := logStyle{op: "allreduce", test: "all_reduce_perf", typ: "float", redop: "sum", ranks: 8}
+	rows := machineRows(t, m, nic)
+	writeLog(t, path, func(w io.Writer) { writeNCCLTable(w, st, rows) })
+	return path
+}
+
+var calNCCLTruth = nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 1, 0.8}}
+
+// calibrate --algo nccl (the default) finds the machine a log was made
+// with, reports the fit on every other size and its error on the rest,
+// and writes a fabric with the network links scaled.
+func TestCalibrateNCCLRecoversMachine(t *testing.T) {
+	log := machineLogFile(t, calNCCLTruth, 0.5)
+	out := filepath.Join(t.TempDir(), "fitted.yaml")
+	rep, errOut := calJSON(t, "--log", log, "--topo", calNCCLTopo, "--nccl-proto", calNCCLProto, "--out", out)
+	n := rep.NCCL
+	if n == nil || rep.Algo != "nccl" || rep.LatencyScale != 0 || errOut != "" {
+		t.Fatalf("report %+v, stderr %q: want NCCL's fit", rep, errOut)
+	}
+	m := n.Machine
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"launch", m.Launch, 1.7}, {"hop", m.Hop, 0.6}, {"Simple", m.Simple, 0.8}, {"NIC", m.NICScale, 0.5}, {"LL", m.LL, 1}, {"LL128", m.LL128, 1}} {
+		if !near(c.got, c.want, 0.03) {
+			t.Errorf("%s ×%.4f, want ×%.4g", c.name, c.got, c.want)
+		}
+	}
+	if want := []string{"launch", "hop", "Simple bandwidth", "NIC bandwidth"}; !slices.Equal(n.Params, want) || len(n.Undetermined) != 0 {
+		t.Errorf("params %q, undetermined %q; want %q", n.Params, n.Undetermined, want)
+	}
+	if n.InSample.Sizes != 7 || n.InSample.Max > 0.005 || n.HeldOut == nil || n.HeldOut.FittedSizes != 4 || n.HeldOut.Sizes != 3 || n.HeldOut.Max > 0.01 {
+		t.Errorf("in sample %+v, held out %+v: want 7 sizes within 0.5%%, 3 held out within 1%%", n.InSample, n.HeldOut)
+	}
+	for i, z := range rep.Sizes {
+		if (z.HeldOutRelError != nil) != (i%2 == 1) || z.Algo == "" {
+			t.Errorf("size %d (%d B): algo %q, held-out error %v: want one on the odd sizes alone", i, z.Bytes, z.Algo, z.HeldOutRelError)
+		}
+	}
+	// The fitted fabric: the network's links at half their bandwidth, the
+	// others as they were.
+	if status, msg, errOut := commsim("topo", "validate", out); status != 0 {
+		t.Fatalf("validate: %d %s %s", status, msg, errOut)
+	}
+	fitted, err := topology.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := topology.Resolve(calNCCLTopo)
+	for e, l := range fitted.Links {
+		want := base.Links[e].BW
+		if base.EdgeClass(2*e) == topology.ClassNet {
+			want *= m.NICScale
+		}
+		if !near(l.BW, want, 1e-3) {
+			t.Errorf("link %d: %g B/s, want %g", e, l.BW, want)
+		}
+	}
+	if len(rep.Links) != 2 { // gpu-nic and nic-switch
+		t.Errorf("changed links %+v", rep.Links)
+	}
+}
+
+func TestCalibrateNCCLTable(t *testing.T) {
+	log := machineLogFile(t, calNCCLTruth, 0.5)
+	status, out, errOut := commsim("calibrate", "--log", log, "--topo", calNCCLTopo, "--nccl-proto", calNCCLProto)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"as NCCL 2.30's tuner chooses per size (--algo nccl)", "# fit: launch ×1.", "hop ×0.6", "NIC bandwidth ×",
+		"# machine: nccl.Machine{Launch: 1.", "# in-sample |error|: median", "# held out: fitted on 4 sizes", "predicting the 3 others",
+		"held-out(%)", "(fitted)", "tree/Simple/", "ring/Simple/4ch", "nic-switch (8 links): bw 20GB/s → "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	status, csv, errOut := commsim("calibrate", "--log", log, "--topo", calNCCLTopo, "--nccl-proto", calNCCLProto, "--format", "csv")
+	lines := strings.Split(strings.TrimSpace(csv), "\n")
+	if status != 0 || len(lines) != 8 || !strings.HasPrefix(lines[0], "bytes,measured_us,fitted_us,rel_error,held_out_rel_error,algo,launch,hop") {
+		t.Errorf("csv: status %d, %d lines, header %q, stderr %q", status, len(lines), lines[0], errOut)
+	}
+}
+
+// A log commsim ships knows its fabric and collective.
+func TestCalibrateNCCLShippedLog(t *testing.T) {
+	rep, _ := calJSON(t, "--log", "../../fidelity/nccl-logs/vultr-b200-sendrecv-8xB200.txt")
+	if rep.Topology != "hgx-b200" || rep.Op != "sendrecv" || rep.Ranks != 8 || rep.NCCL == nil || rep.NCCL.HeldOut == nil || len(rep.Sizes) < 20 {
+		t.Errorf("topology %q, op %q, %d ranks, %d sizes, fit %+v", rep.Topology, rep.Op, rep.Ranks, len(rep.Sizes), rep.NCCL)
+	}
+}
+
+func TestCalibrateNCCLErrorsExit2(t *testing.T) {
+	hdr := "# Collective test starting: all_reduce_perf\n#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+	two := hdr + "  1024  256  float  sum  -1  20.00  0.05  0.09  0  20.00  0.05  0.09  0\n" +
+		"  2048  512  float  sum  -1  21.00  0.10  0.17  0  21.00  0.10  0.17  0\n"
+	dir := t.TempDir()
+	path := filepath.Join(dir, "two.txt")
+	if err := os.WriteFile(path, []byte(two), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gather := strings.Replace(two, "all_reduce_perf", "gather_perf", 1)
+	gpath := filepath.Join(dir, "gather.txt")
+	if err := os.WriteFile(gpath, []byte(gather), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ar := filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt")
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"too few sizes":  {[]string{"--log", path, "--topo", "dgx-h100"}, "the fit of 3 parameters (launch, hop, LL bandwidth) needs at least 3"},
+		"gather":         {[]string{"--log", gpath, "--topo", "dgx-h100"}, "--algo nccl plans"},
+		"nccl flag":      {[]string{"--log", ar, "--topo", "dgx-h100", "--algo", "ring", "--nccl-proto", "LL"}, "go with --algo nccl"},
+		"bad nccl proto": {[]string{"--log", ar, "--topo", "dgx-h100", "--nccl-proto", "LL64"}, "--nccl-proto"},
+		"no topo":        {[]string{"--log", ar}, "only the logs commsim ships know theirs"},
+	} {
+		status, out, errOut := commsim(append([]string{"calibrate"}, c.args...)...)
+		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: status %d, stdout %q, stderr %q; want 2 and one line with %q", name, status, out, errOut, c.want)
+		}
+	}
+}
+
+// What calibrate prints for --nccl-machine predicts, in bench, the times
+// it fitted: the machine scales the plans, nic the network links, and
+// NCCL's tuner still chooses on the fabric as given.
+func TestBenchWithCalibratedMachine(t *testing.T) {
+	log := machineLogFile(t, calNCCLTruth, 0.5)
+	rep, _ := calJSON(t, "--log", log, "--topo", calNCCLTopo, "--nccl-proto", calNCCLProto)
+	machine := rep.NCCL.Machine.flag()
+	if !strings.Contains(machine, ",nic=0.5") && !strings.Contains(machine, ",nic=0.49") {
+		t.Fatalf("--nccl-machine %s: want the network scaled", machine)
+	}
+	status, out, errOut := commsim("bench", "--topo", calNCCLTopo, "--op", "allreduce", "--algo", "nccl", "--nccl-proto", calNCCLProto,
+		"--nccl-machine", machine, "-b", "1KiB", "-e", "1GiB", "-f", "8", "--timing-only", "--format", "json")
+	if status != 0 {
+		t.Fatalf("bench --nccl-machine %s: status %d: %s", machine, status, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(rep.Sizes) {
+		t.Fatalf("bench gave %d sizes, calibrate %d", len(lines), len(rep.Sizes))
+	}
+	for i, line := range lines {
+		var row jsonRow
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		z := rep.Sizes[i]
+		if row.Bytes != z.Bytes || row.Algo != z.Algo || !near(row.TimeUS, z.FittedUS, 1e-9) {
+			t.Errorf("%d B: bench %s %.4f µs, calibrate fitted %s %.4f µs", row.Bytes, row.Algo, row.TimeUS, z.Algo, z.FittedUS)
+		}
+	}
+}
+
+func TestNCCLMachineFlagErrorsExit2(t *testing.T) {
+	for _, c := range []struct{ machine, want string }{
+		{"launch", "want key=factor"},
+		{"launch=0", "want a factor > 0"},
+		{"hop=-1", "want a factor > 0"},
+		{"simple=inf", "want a factor > 0"},
+		{"launch=1,launch=2", "launch given twice"},
+		{"speed=2", `unknown factor "speed"`},
+	} {
+		status, out, errOut := commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "--nccl-machine", c.machine, "-b", "1KiB", "-e", "1KiB", "--timing-only")
+		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("--nccl-machine %s: status %d, stdout %q, stderr %q; want 2 and one line with %q", c.machine, status, out, errOut, c.want)
+		}
+	}
+	status, _, errOut := commsim("bench", "--topo", "dgx-h100", "--algo", "ring", "--nccl-machine", "launch=2", "-b", "1KiB", "-e", "1KiB", "--timing-only")
+	if status != 2 || !strings.Contains(errOut, "go with --algo nccl") {
+		t.Errorf("--nccl-machine without nccl: status %d, stderr %q", status, errOut)
+	}
+	status, _, errOut = commsim("calibrate", "--log", filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt"), "--topo", "dgx-h100", "--nccl-machine", "launch=2")
+	if status != 2 || !strings.Contains(errOut, "calibrate fits NCCL's machine") {
+		t.Errorf("calibrate --nccl-machine: status %d, stderr %q", status, errOut)
+	}
+}
