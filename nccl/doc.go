@@ -40,6 +40,18 @@
 //     simulator's links and the switch's reduction bandwidth set the
 //     pace, not NCCL's modelled NVLS bandwidth; NCCL's NVLS latency opens
 //     the collective and each switch step pays a Simple step's handshake.
+//   - PAT (ops nccl-pat, all-gather and reduce-scatter, one GPU per
+//     node): every block down (or, reducing, up) a binomial tree rooted
+//     at its rank, log2(ranks) network steps, farthest first for
+//     all-gather; NCCL's model's fixed terms (a network hop over 3.5 per
+//     step, 2.8 µs per rank in the launch) are the plan's.
+//   - CollNet direct and chain (ops nccl-collnet-*, one GPU per node):
+//     the network's switch (SHARP) reduces each rank's part of every
+//     pass from all nodes and multicasts it back, as NVLS does on one
+//     node; its links and reduction bandwidth set the pace, and NCCL's
+//     one network hop is spent on the way through the switch. Nodes of
+//     several GPUs, which reduce within the node before the network, and
+//     NVLS across nodes (over CollNet) are not simulated yet.
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, two channels per peer, LL
 //     below 16 KiB per channel, else Simple; NCCL's model has no
@@ -48,7 +60,8 @@
 // Not modelled: NCCL's slot-based flow control (8 steps of buffer per
 // connection: a sender never waits for a receiver's free slot), proxy
 // threads, and the tuner plugins some clusters load. Algorithms NCCL
-// would pick that the simulator cannot run yet (CollNet, PAT) are priced
-// by the model but left out of the choice (Simulable); Choice.NCCL says
-// what NCCL itself would run.
+// would pick that the simulator cannot run on a fabric yet (CollNet with
+// several GPUs per node, NVLS across nodes) are priced by the model but
+// left out of the choice (Simulable); Choice.NCCL says what NCCL itself
+// would run.
 package nccl

@@ -181,11 +181,11 @@ func TestTuneChoosesTheCheapest(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range nccl.Estimates(h100, ops.AllReduce, bytes, nccl.Options{}) {
-			if e.Off == "" && e.TimeUS < c.NCCL.TimeUS || e.Off == "" && nccl.Simulable(e.Algo) && e.TimeUS < c.TimeUS {
+			if e.Off == "" && e.TimeUS < c.NCCL.TimeUS || e.Off == "" && nccl.Simulable(h100, e.Algo) && e.TimeUS < c.TimeUS {
 				t.Errorf("%d B: chose %v (%v µs) and NCCL's %v (%v µs), but %v takes %v µs", bytes, c.Estimate, c.TimeUS, c.NCCL, c.NCCL.TimeUS, e, e.TimeUS)
 			}
 		}
-		if !nccl.Simulable(c.Algo) {
+		if !nccl.Simulable(h100, c.Algo) {
 			t.Errorf("%d B: chose %v, which commsim cannot simulate", bytes, c.Estimate)
 		}
 	}
@@ -193,11 +193,11 @@ func TestTuneChoosesTheCheapest(t *testing.T) {
 	if c.NCCL.Algo != nccl.NVLS || c.Algo != nccl.NVLS {
 		t.Errorf("1 GiB all-reduce on dgx-h100: NCCL %v, simulated %v; want NVLS for both", c.NCCL, c.Estimate)
 	}
-	// One GPU per node: NCCL's PAT, which commsim does not simulate.
+	// One GPU per node: NCCL's PAT, which commsim simulates.
 	onePerNode := describe(t, "cluster:8x1,arch=hopper")
 	c, _ = nccl.Tune(onePerNode, ops.AllGather, 1<<20, nccl.Options{})
-	if c.NCCL.Algo != nccl.PAT || c.Algo != nccl.Ring {
-		t.Errorf("1 MiB all-gather on 8 nodes of 1: NCCL %v, simulated %v; want PAT and ring", c.NCCL, c.Estimate)
+	if c.NCCL.Algo != nccl.PAT || c.Algo != nccl.PAT {
+		t.Errorf("1 MiB all-gather on 8 nodes of 1: NCCL %v, simulated %v; want PAT for both", c.NCCL, c.Estimate)
 	}
 	c, _ = nccl.Tune(h100, ops.AllReduce, 1<<30, nccl.Options{Protos: []ops.Protocol{ops.ProtoLL}})
 	if c.Protocol != ops.ProtoLL || c.NCCL.Protocol != ops.ProtoLL {
@@ -207,8 +207,8 @@ func TestTuneChoosesTheCheapest(t *testing.T) {
 	if _, err := nccl.Tune(a100x2, ops.AllReduce, 1<<30, nccl.Options{Algos: []nccl.Algo{nccl.NVLS}}); err == nil || !strings.Contains(err.Error(), "does not reduce") {
 		t.Errorf("NCCL_ALGO=nvls on A100s: %v, want an error saying the switch does not reduce", err)
 	}
-	if _, err := nccl.Tune(onePerNode, ops.AllGather, 1<<20, nccl.Options{Algos: []nccl.Algo{nccl.PAT}}); err == nil || !strings.Contains(err.Error(), "cannot simulate pat") {
-		t.Errorf("NCCL_ALGO=pat: %v, want an error saying commsim cannot simulate it", err)
+	if c, err := nccl.Tune(onePerNode, ops.AllGather, 1<<20, nccl.Options{Algos: []nccl.Algo{nccl.PAT}}); err != nil || c.Algo != nccl.PAT {
+		t.Errorf("NCCL_ALGO=pat: %v, %v; want PAT", c.Estimate, err)
 	}
 	if _, err := nccl.Tune(h100, ops.AllToAll, 1<<20, nccl.Options{}); err == nil {
 		t.Error("all-to-all: no error; NCCL's tuner does not choose for it")

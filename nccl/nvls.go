@@ -24,8 +24,16 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64) int64 {
 			chunk /= 2
 		}
 	}
-	return chunk
+	// An NVLS all-reduce's plan is held in memory (its lanes wait for
+	// each other): at scale, larger parts keep it under half of
+	// ops.MaxPlanSteps, as treeChunk does for trees.
+	maxPasses := max(1, int64(ops.MaxPlanSteps/2)/(int64(s.Ranks)*int64(max(1, channels))*nvlsStepsPerPass))
+	return max(chunk, (bytes+heads*maxPasses-1)/(heads*maxPasses))
 }
+
+// nvlsStepsPerPass bounds a rank's steps per pass of an NVLS channel: the
+// switch's reduce and multicast, and NVLSTree's tree between nodes.
+const nvlsStepsPerPass = 2 + treeStepsPerPass
 
 // nvlsPlan compiles spec as NCCL's NVLS (one node) or NVLSTree (several)
 // with c's channels, and its latencies: NCCL's NVLS latency opens the

@@ -84,11 +84,14 @@ const treeStepsPerPass = 10
 // approximated).
 func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	p, ok := protoIndex(c.Protocol)
-	if !ok || !Simulable(c.Algo) || (c.Algo == NVLSTree && !s.NodeMajor) {
-		return nil, fmt.Errorf("nccl: commsim cannot simulate %v yet", c.Estimate)
+	if !ok || !Simulable(s, c.Algo) {
+		return nil, fmt.Errorf("nccl: commsim cannot simulate %v on %s yet", c.Estimate, s)
 	}
-	if c.Algo == NVLS || c.Algo == NVLSTree {
+	switch c.Algo {
+	case NVLS, NVLSTree:
 		return nvlsPlan(s, spec, c, o)
+	case CollNetDirect, CollNetChain:
+		return collNetPlan(s, spec, c, o)
 	}
 	spec.Algo, spec.Channels = "nccl-"+c.Algo.String(), max(1, c.Channels)
 	switch {
@@ -110,6 +113,9 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	}
 	plan.Protocol = c.Protocol
 	plan.Wire, plan.Launch = wire(s, spec, c.Algo, p, o)
+	if c.Algo == PAT {
+		plan.Wire, plan.Launch = patWire(s, plan.Wire, plan.Launch, o)
+	}
 	return plan, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/simexec"
+	"github.com/commsim/commsim/topology"
 )
 
 // TestSimulationFollowsNCCLsModel: on an uncontended fabric, the
@@ -106,5 +107,32 @@ func TestNVLSRunsAtTheSwitchsPace(t *testing.T) {
 	ring, _ := busbw(nccl.Options{Algos: []nccl.Algo{nccl.Ring}})
 	if label != "nvls/Simple/16ch" || nvls < 430 || nvls > 520 || !(ring < 0.85*nvls) {
 		t.Errorf("1 GiB: %s at %.0f GB/s busbw, ring at %.0f; want NVLS at 430-520 GB/s, well above ring", label, nvls, ring)
+	}
+}
+
+// TestHeldPlansFitAtScale: NCCL's tree and NVLSTree all-reduces are held
+// in memory; on 1024 GPUs at 16 GiB, larger pieces keep them within
+// ops.MaxPlanSteps (NVLSTree's plan was refused as too large).
+func TestHeldPlansFitAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans of millions of steps")
+	}
+	tp, err := topology.Resolve("dgx-h100x128,rail=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 1024, Count: 1 << 32, DType: hw.F32, Redop: hw.Sum}
+	for _, algo := range []nccl.Algo{nccl.Tree, nccl.NVLSTree} {
+		tu, err := nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{algo}, Protos: []ops.Protocol{ops.ProtoSimple}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, c, err := tu.Plan(spec)
+		if err != nil {
+			t.Fatalf("%v: %v", algo, err)
+		}
+		if c.Algo != algo || plan.Steps == nil {
+			t.Errorf("%v: ran %v, held %v", algo, c.Algo, plan.Steps != nil)
+		}
 	}
 }

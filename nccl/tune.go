@@ -63,8 +63,24 @@ func (e Estimate) String() string {
 	return fmt.Sprintf("%s/%s/%dch", e.Algo, e.Protocol, e.Channels)
 }
 
-// Simulable reports whether commsim can run algorithm a as a plan.
-func Simulable(a Algo) bool { return a == Ring || a == Tree || a == NVLS || a == NVLSTree }
+// Simulable reports whether commsim can run algorithm a as a plan on s:
+// rings, trees and PAT anywhere NCCL runs them; NVLS on one node (across
+// nodes NCCL runs it over CollNet, which commsim does not combine with
+// it); NVLSTree where node k holds ranks k·PerNode…; CollNet with one GPU
+// per node (see ops' nccl-collnet-direct).
+func Simulable(s System, a Algo) bool {
+	switch a {
+	case Ring, Tree, PAT:
+		return true
+	case NVLS:
+		return s.Nodes == 1
+	case NVLSTree:
+		return s.NodeMajor
+	case CollNetDirect, CollNetChain:
+		return s.PerNode == 1
+	}
+	return false
+}
 
 // Estimates prices every algorithm and protocol for op on bytes (NCCL's
 // size: the larger of a rank's send and receive buffers, the whole
@@ -105,7 +121,7 @@ func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
 		if e.TimeUS < best {
 			best, c.NCCL = e.TimeUS, e
 		}
-		if Simulable(e.Algo) && e.TimeUS < bestSim {
+		if Simulable(s, e.Algo) && e.TimeUS < bestSim {
 			bestSim, c.Estimate = e.TimeUS, e
 		}
 	}

@@ -9,15 +9,26 @@ const ncclNVLSDoc = "NCCL's NVLS on one node's NVSwitch: the data split over Spe
 // ncclNVLSPlans are NVLS's collectives. They run only where the switch
 // reduces (see UsesSwitch), so AlgorithmsFor leaves them out.
 var ncclNVLSPlans = map[Op]generator{
-	AllReduce:     ncclNVLSAllReduce,
-	ReduceScatter: ncclNVLSReduceScatter,
-	AllGather:     ncclNVLSAllGather,
+	AllReduce:     onOneNode(ncclNVLSAllReduce),
+	ReduceScatter: onOneNode(ncclNVLSReduceScatter),
+	AllGather:     onOneNode(ncclNVLSAllGather),
+}
+
+// onOneNode is gen for NVLS: refused over several nodes (nvlsOnOneNode).
+// CollNet runs the same plans on the network's switch.
+func onOneNode(gen generator) generator {
+	return func(b *builder) error {
+		if err := nvlsOnOneNode(b.p.Spec); err != nil {
+			return err
+		}
+		return gen(b)
+	}
 }
 
 // switchAlgorithms need a switch that reduces: AlgorithmsFor, which the
 // suites that run every algorithm on every backend and fabric read,
 // leaves them out.
-var switchAlgorithms = map[string]bool{"nccl-nvls": true, "nccl-nvlstree": true}
+var switchAlgorithms = map[string]bool{"nccl-nvls": true, "nccl-nvlstree": true, "nccl-collnet-direct": true, "nccl-collnet-chain": true}
 
 // NeedsSwitch reports whether algorithm name makes plans with switch
 // steps (Plan.UsesSwitch), which only a simulator with a reducing switch
@@ -58,9 +69,6 @@ func (l laneBuilder) multicast(r int, dst, src Ref) int {
 // rank holds the same bits. In place, the owner alone reads and then
 // writes its part on every rank. One rank copies.
 func ncclNVLSAllReduce(b *builder) error {
-	if err := nvlsOnOneNode(b.p.Spec); err != nil {
-		return err
-	}
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
 	_, most := chunk(n, C, 0)
@@ -99,9 +107,6 @@ func ncclNVLSAllReduce(b *builder) error {
 // dividing for avg. Reduction order as ncclNVLSAllReduce's. One rank
 // copies.
 func ncclNVLSReduceScatter(b *builder) error {
-	if err := nvlsOnOneNode(b.p.Spec); err != nil {
-		return err
-	}
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
 	for c := range b.lanes(C) {
@@ -129,9 +134,6 @@ func ncclNVLSReduceScatter(b *builder) error {
 // block r of every rank's Out, in passes of Chunk elements. No reduction.
 // One rank copies.
 func ncclNVLSAllGather(b *builder) error {
-	if err := nvlsOnOneNode(b.p.Spec); err != nil {
-		return err
-	}
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
 	for c := range b.lanes(C) {
@@ -185,19 +187,21 @@ func (t railTree) kidsOf(r int) []int {
 
 // ncclNVLSTreeAllReduce: channel c cuts its share of the data into passes
 // of NodeRanks×Chunk elements, and local rank i of every node owns part i
-// of each pass. On lane 2c, rank r switch-reduces its part from its
-// node's In into its Out (a copy with one rank a node) and reduces that
-// partial up tree c%2 of the nodes' double binary tree among the ranks of
-// its local index, receiving children's partials into the channel's Tmp;
-// the root divides for avg. On lane 2c+1, After that, it receives the
-// result back down into its Out, passes it to its children and
-// multicasts it into its node's Outs: a pass goes down while the next
-// goes up, as NCCL's NVLSTree kernels split the two. Reduction order, per
-// element of part i: with P[k] = ((x[k,0] op x[k,1]) op …) op x[k,g−1]
-// reduced by node k's switch, T[k] = (P[k] op T[child 0]) op T[child 1]
-// over the nodes' tree, the element is T[root], computed once and
-// broadcast, so every rank holds the same bits. Tags: 2c up, 2c+1 down.
-// One rank copies.
+// of each pass. Each pass runs through four lanes of the channel, each
+// After the one before, so that its stages overlap those of the passes
+// around it, as NCCL's NVLSTree kernels give each stage its own warps:
+// on lane 4c rank r switch-reduces its part from its node's In into its
+// Out (a copy with one rank a node); on lane 4c+1 it reduces that partial
+// up tree c%2 of the nodes' double binary tree among the ranks of its
+// local index, receiving children's partials into the channel's Tmp, and
+// the root divides for avg; on lane 4c+2 it receives the result back down
+// into its Out (in place, where the partial went up from) and passes it
+// to its children; on lane 4c+3 it multicasts it into its node's Outs.
+// Reduction order, per element of part i: with P[k] = ((x[k,0] op
+// x[k,1]) op …) op x[k,g−1] reduced by node k's switch, T[k] = (P[k] op
+// T[child 0]) op T[child 1] over the nodes' tree, the element is T[root],
+// computed once and broadcast, so every rank holds the same bits. Tags:
+// 2c up, 2c+1 down. One rank copies.
 func ncclNVLSTreeAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	g := b.p.NodeRanks
@@ -216,7 +220,8 @@ func ncclNVLSTreeAllReduce(b *builder) error {
 	}
 	trees := dbtreeAllReduceTrees(p / g)
 	for c := range C {
-		upLane, downLane := laneBuilder{b, 2 * c}, laneBuilder{b, 2*c + 1}
+		reduceLane, upLane := laneBuilder{b, 4 * c}, laneBuilder{b, 4*c + 1}
+		downLane, castLane := laneBuilder{b, 4*c + 2}, laneBuilder{b, 4*c + 3}
 		t := railTree{nodes: trees[c%2], g: g}
 		off, ln := chunk(n, C, c)
 		up, down := uint32(2*c), uint32(2*c+1)
@@ -235,30 +240,39 @@ func ncclNVLSTreeAllReduce(b *builder) error {
 				}
 				part := ref(Out, off+o+so, sl)
 				if g == 1 {
-					upLane.copy(r, part, ref(In, part.Off, sl))
+					reduceLane.copy(r, part, ref(In, part.Off, sl))
 				} else {
-					upLane.switchReduce(r, part, ref(In, part.Off, sl))
+					reduceLane.switchReduce(r, part, ref(In, part.Off, sl))
 				}
-				dtreeUp(upLane, t, r, part, part, ref(Tmp, c*piece, sl), up)
-				if parent < 0 {
-					upLane.finishAvg(r, part)
+				// Each stage's first step waits for the last step of the
+				// stage before: a lane of its own, in order.
+				stage := func(l laneBuilder) func(Step) {
+					after := []int{b.last(r)}
+					return func(s Step) {
+						s.Lane, s.After, after = l.lane, after, nil
+						b.add(r, s)
+					}
 				}
-				// The pass's first step down waits for its last step up:
-				// in place, the partial sent up is where the result comes
-				// back.
-				after := []int{b.last(r)}
-				add := func(s Step) {
-					s.Lane, s.After, after = downLane.lane, after, nil
-					b.add(r, s)
+				upStep := stage(upLane)
+				for _, k := range kids {
+					inc := ref(Tmp, c*piece, sl)
+					upStep(Step{Kind: StepRecv, Peer: k, Dst: inc, Tag: up})
+					upStep(Step{Kind: StepReduce, Dst: part, Src: inc})
 				}
 				if parent >= 0 {
-					add(Step{Kind: StepRecv, Peer: parent, Dst: part, Tag: down})
+					upStep(Step{Kind: StepSend, Peer: parent, Src: part, Tag: up})
+				} else if isAvg(b.p.Spec) {
+					upStep(Step{Kind: StepDivide, Dst: part})
+				}
+				downStep := stage(downLane)
+				if parent >= 0 {
+					downStep(Step{Kind: StepRecv, Peer: parent, Dst: part, Tag: down})
 				}
 				for _, k := range kids {
-					add(Step{Kind: StepSend, Peer: k, Src: part, Tag: down})
+					downStep(Step{Kind: StepSend, Peer: k, Src: part, Tag: down})
 				}
 				if g > 1 {
-					add(Step{Kind: StepMulticast, Dst: part, Src: part})
+					stage(castLane)(Step{Kind: StepMulticast, Dst: part, Src: part})
 				}
 			})
 		}

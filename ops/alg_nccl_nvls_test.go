@@ -17,7 +17,8 @@ var nvlsOps = []Op{AllReduce, ReduceScatter, AllGather}
 // right, in place and out, no lanes or ranks racing) for any ranks of one
 // node, counts that split unevenly, any number of channels and any chunk,
 // for every op it has, with sum and avg; their lanes are the channels
-// (two per channel for the all-reduce, which multicasts on the second);
+// (two per channel for the all-reduce, which multicasts on the second;
+// four for NVLSTree's, one a stage);
 // and the reduce-scatter and all-gather stream lane by lane into the held
 // plan's operations, where the all-reduce, whose lanes wait for each
 // other, is always held.
@@ -66,7 +67,15 @@ func checkNVLSPlan(t *testing.T, spec Spec) {
 		t.Fatalf("%s: UsesSwitch %v, want %v", name, held.UsesSwitch(), want)
 	}
 	want := max(1, min(spec.Channels, spec.Count))
-	if heldOp(spec.Algo, spec.Op) && spec.Ranks > 1 {
+	switch {
+	case spec.Algo == "nccl-nvlstree" && spec.Ranks > 1:
+		// Four stages a channel; nodes of one rank have no multicast,
+		// the last channel's last lane.
+		want *= 4
+		if spec.NodeRanks == 1 {
+			want--
+		}
+	case heldOp(spec.Algo, spec.Op) && spec.Ranks > 1:
 		want *= 2
 	}
 	if spec.Count > 0 && held.Lanes != want {

@@ -13,8 +13,11 @@ import (
 	"github.com/commsim/commsim/hw"
 )
 
-// MaxRanks is the largest world a plan may describe.
-const MaxRanks = 1 << 20
+// MaxRanks is the largest world a plan may describe. Every documented
+// limit must run within 8 GB (issue #17): a 1 MiB all-reduce bench on
+// switch:262143 (auto's costing, then the simulation) peaks at 4.9 GB,
+// where a million ranks ran out of memory past 10 GB.
+const MaxRanks = 1 << 18
 
 // MaxPlanSteps bounds the steps of a plan held in memory, all ranks
 // together: about 100 bytes a step, so 16M steps is a few GB. Compile
@@ -71,8 +74,11 @@ var algorithmTable = []algorithm{
 	{"pairwise", pairwiseDoc, pairwisePlans, false, false},
 	{"nccl-ring", ncclRingDoc, ncclRingPlans, true, false},
 	{"nccl-tree", ncclTreeDoc, ncclTreePlans, true, true},
+	{"nccl-pat", ncclPATDoc, ncclPATPlans, true, false},
 	{"nccl-nvls", ncclNVLSDoc, ncclNVLSPlans, true, false},
 	{"nccl-nvlstree", ncclNVLSTreeDoc, ncclNVLSTreePlans, true, false},
+	{"nccl-collnet-direct", ncclCollNetDirectDoc, ncclCollNetDirectPlans, true, false},
+	{"nccl-collnet-chain", ncclCollNetChainDoc, ncclCollNetChainPlans, true, false},
 	{"nccl-p2p", ncclP2PDoc, ncclP2PPlans, true, true},
 }
 

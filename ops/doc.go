@@ -8,12 +8,14 @@
 // the plan fixes every reduction's order, results are bit for bit the same
 // on every backend that follows hw's arithmetic contract.
 //
-// Two more steps act through a switch that reduces (NVLS on an NVSwitch)
-// on every rank of a node at once: a switch reduction and a multicast
-// (StepSwitchReduce, StepMulticast). No hw device offers them (CUDA
-// reaches NVLS only inside NCCL, through "native"), so plans that use them
-// (algorithm nccl-nvls; see UsesSwitch) run on the simulator only, through
-// package simexec, and AlgorithmsFor leaves their algorithms out.
+// Two more steps act through a switch that reduces (NVLS on an NVSwitch,
+// SHARP on a network switch) on every rank of a group at once (a node,
+// or for CollNet every node of one GPU: Spec.Group): a switch reduction
+// and a multicast (StepSwitchReduce, StepMulticast). No hw device offers
+// them (CUDA reaches NVLS and SHARP only inside NCCL, through "native"),
+// so plans that use them (algorithms nccl-nvls, nccl-nvlstree,
+// nccl-collnet-*; see UsesSwitch, NeedsSwitch) run on the simulator only,
+// through package simexec, and AlgorithmsFor leaves their algorithms out.
 //
 // A plan is plain data:
 //

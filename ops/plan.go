@@ -202,9 +202,10 @@ type Spec struct {
 
 // Group is the ranks a switch step of rank r acts on (StepSwitchReduce,
 // StepMulticast): first..first+n-1, the ranks of its node when NodeRanks
-// is set, else every rank.
+// is set, else every rank; for CollNet, whose switch is the network's,
+// every rank (see NetworkSwitch).
 func (s Spec) Group(r int) (first, n int) {
-	if s.NodeRanks > 0 {
+	if s.NodeRanks > 0 && !NetworkSwitch(s.Algo) {
 		return r / s.NodeRanks * s.NodeRanks, s.NodeRanks
 	}
 	return 0, s.Ranks

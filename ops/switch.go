@@ -35,8 +35,8 @@ type SwitchCoster interface {
 }
 
 // errSwitchOnly says why a backend without a switch cannot run a plan.
-var errSwitchOnly = errors.New("switch steps (NVLS: in-network reduction and multicast on an NVSwitch) need a reducing switch, " +
-	"which only the simulator has (package simexec); on CUDA, NCCL runs NVLS itself through --algo native")
+var errSwitchOnly = errors.New("switch steps (in-network reduction and multicast: NVLS on an NVSwitch, SHARP on a network switch) need a reducing switch, " +
+	"which only the simulator has (package simexec); on CUDA, NCCL runs NVLS and CollNet itself through --algo native")
 
 // switchUse records whether a plan has switch steps: Compile knows, a plan
 // built by hand is looked at.

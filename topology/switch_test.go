@@ -117,3 +117,53 @@ func TestSwitchGroupCostTakesTheSlowestWay(t *testing.T) {
 		}
 	}
 }
+
+// TestReducingSwitchFindsTheSHARPSwitch: GPUs of different nodes, whose
+// NVSwitches do not join them, find the network switch that reduces
+// (sharp=) through their NICs: netsw on a flat network, their rail's
+// switch on a rail-optimised one, with each member's edges between its
+// NIC and the switch. A reduction's α is the slowest way up (PCIe hop
+// and NIC link) plus the way down, its β the slower of the NIC links and
+// the switch's reduction; without sharp= there is none.
+func TestReducingSwitchFindsTheSHARPSwitch(t *testing.T) {
+	flat, err := Parse("cluster:4x2,sharp=20GB/s,nicbw=50GB/s,niclat=2us,pcielat=1us,nvls=inf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranks := []int{1, 3, 5, 7} // local GPU 1 of every node
+	g, err := flat.ReducingSwitch(ranks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat.Nodes[g.Switch].Name != "netsw" || !g.Network {
+		t.Fatalf("reduce on %s (network %v), want netsw", flat.Nodes[g.Switch].Name, g.Network)
+	}
+	for i, r := range ranks {
+		from, to := flat.EdgeEnds(g.Up[i])
+		if flat.Nodes[from].Name != "nic"+string(rune('0'+r)) || to != g.Switch || g.Down[i] != g.Up[i]^1 {
+			t.Errorf("member %d (rank %d): up %s, down %s", i, r, flat.EdgeName(g.Up[i]), flat.EdgeName(g.Down[i]))
+		}
+	}
+	alpha, beta := g.Cost(2, true)
+	if alpha != 2*(1e-6+2e-6) || math.Abs(beta-1/20e9) > 1e-12/20e9 {
+		t.Errorf("reduction: α %v β %v, want α 6µs β 1/20 GB/s", alpha, beta)
+	}
+	if alpha, beta = g.Cost(2, false); alpha != 2*(1e-6+2e-6) || math.Abs(beta-1/50e9) > 1e-12/50e9 {
+		t.Errorf("multicast: α %v β %v, want α 6µs β 1/50 GB/s", alpha, beta)
+	}
+	// One node's GPUs still reduce on their NVSwitch.
+	if g, err := flat.ReducingSwitch([]int{2, 3}); err != nil || g.Network || flat.Nodes[g.Switch].Name != "sw1" {
+		t.Errorf("node 1: %+v %v, want sw1", g, err)
+	}
+	rail, err := Parse("cluster:3x4,rail=true,sharp=inf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err := rail.ReducingSwitch([]int{2, 6, 10}); err != nil || rail.Nodes[g.Switch].Name != "rail2" {
+		t.Errorf("rail 2: %v, want rail2", err)
+	}
+	plain, _ := Parse("cluster:2x2")
+	if _, err := plain.ReducingSwitch([]int{0, 2}); !errors.Is(err, ErrRoute) || !strings.Contains(err.Error(), "SHARP") {
+		t.Errorf("no sharp: %v, want ErrRoute naming SHARP", err)
+	}
+}
