@@ -53,5 +53,13 @@
 // *DeadlockError (wrapping hw.ErrDeadlock) that names every blocked rank,
 // its stream, the operation it is stuck on and what that waits for.
 //
+// Time ends at Never, 2^63−1 ps (106.75 days): every duration is added
+// with saturation, and an operation that would end there or later is
+// held beyond the horizon, where it may still come back (a flow whose
+// share of a link rises). If such work is all that is left, the wait
+// fails it with an error wrapping ErrHorizon, never with a wrapped-round
+// time or a deadlock; the ranks that waited on it fail naming it, as
+// they would a crashed peer.
+//
 // With Config.Trace, WriteTrace writes Chrome/Perfetto trace-event JSON.
 package sim

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -18,8 +19,25 @@ const (
 	Second      Time = 1000 * Millisecond
 )
 
-// Never is later than any event.
+// Never is later than any event. It is also the clock's horizon: Time
+// holds no later instant, so work that would end at or past it can never
+// be simulated (ErrHorizon).
 const Never Time = math.MaxInt64
+
+// ErrHorizon is wrapped by the errors of work that would end past the last
+// instant simulated time can hold. Durations are added with after, which
+// saturates at Never rather than wrapping, so such work is reported, never
+// given a wrapped (early) time and never taken for a deadlock.
+var ErrHorizon = errors.New("simulated time passes the clock's horizon of 106.75 days (2^63−1 ps)")
+
+// after is the instant d after t, or Never when that is past the horizon.
+// Every duration the simulator adds to its clock goes through it.
+func after(t, d Time) Time {
+	if d >= Never-t {
+		return Never
+	}
+	return t + max(d, 0)
+}
 
 // Seconds converts t to seconds.
 func (t Time) Seconds() float64 { return float64(t) / float64(Second) }
@@ -56,6 +74,14 @@ type handler interface {
 	fire(now Time, gen uint64)
 }
 
+// lapser is a handler that can tell an event it no longer wants (a flow
+// whose finish moved, a compute that a crash ended). The engine asks it
+// of events beyond the horizon, which never fire: only a wanted one makes
+// the run fail with ErrHorizon. A handler without it wants every event.
+type lapser interface {
+	lapsed(gen uint64) bool
+}
+
 // event is a heap entry. It holds no pointers (the handler sits in a slot
 // table), so reordering the heap costs no GC write barriers.
 type event struct {
@@ -77,10 +103,13 @@ type engine struct {
 	seq   uint64
 	queue []event // binary min-heap on (at, seq), for future instants
 	soon  []event // FIFO of events at now, scheduled during this instant
-	slots []handler
-	free  []int32
-	fired uint64
-	busy  bool // inside step
+	// beyond holds events at Never, past the horizon: they never fire, but
+	// one still wanted when nothing else is left fails the run.
+	beyond []event
+	slots  []handler
+	free   []int32
+	fired  uint64
+	busy   bool // inside step
 	// seed, when not 0, orders events of one instant by a seeded hash of
 	// their scheduling order instead: another valid interleaving of work
 	// that is simultaneous, for testing that results do not depend on it.
@@ -90,7 +119,8 @@ type engine struct {
 	settle func(now Time)
 }
 
-// schedule arranges for h.fire(at, gen) to run. Times in the past run now.
+// schedule arranges for h.fire(at, gen) to run. Times in the past run now;
+// at Never (past the horizon), never.
 func (e *engine) schedule(at Time, h handler, gen uint64) {
 	if at < e.now {
 		at = e.now
@@ -106,6 +136,10 @@ func (e *engine) schedule(at Time, h handler, gen uint64) {
 		e.slots = append(e.slots, h)
 	}
 	ev := event{at: at, seq: e.seq, gen: gen, slot: slot}
+	if at == Never {
+		e.beyond = append(e.beyond, ev)
+		return
+	}
 	if e.seed != 0 {
 		ev.seq = mix64(e.seed ^ e.seq)
 	}
@@ -144,10 +178,41 @@ func (e *engine) step() bool {
 	}
 }
 
+// pastHorizon reports whether an event beyond the horizon is still
+// wanted. Those no longer wanted are dropped.
+func (e *engine) pastHorizon() bool {
+	kept := e.beyond[:0]
+	for _, ev := range e.beyond {
+		if l, ok := e.slots[ev.slot].(lapser); ok && l.lapsed(ev.gen) {
+			e.release(ev.slot)
+			continue
+		}
+		kept = append(kept, ev)
+	}
+	clear(e.beyond[len(kept):])
+	e.beyond = kept
+	return len(kept) > 0
+}
+
+// dropBeyond forgets the events beyond the horizon, whose run has failed,
+// and returns them as handler and generation.
+func (e *engine) dropBeyond() (hs []handler, gens []uint64) {
+	for _, ev := range e.beyond {
+		hs, gens = append(hs, e.slots[ev.slot]), append(gens, ev.gen)
+		e.release(ev.slot)
+	}
+	e.beyond = e.beyond[:0]
+	return hs, gens
+}
+
+func (e *engine) release(slot int32) {
+	e.slots[slot] = nil
+	e.free = append(e.free, slot)
+}
+
 func (e *engine) fire(ev event) {
 	h := e.slots[ev.slot]
-	e.slots[ev.slot] = nil
-	e.free = append(e.free, ev.slot)
+	e.release(ev.slot)
 	e.fired++
 	h.fire(e.now, ev.gen)
 }

@@ -107,7 +107,7 @@ func (fb *fabric) start(links []*link, latency Time, n float64, owner flowOwner,
 	// and marks are compared with an epoch that only grows.
 	f.links, f.bytes, f.remaining, f.owner, f.op, f.start = f.keep(links), n, n, owner, o, fb.eng.now
 	f.rate, f.prevRate, f.updated, f.scheduled, f.fixed, f.state = 0, 0, 0, false, false, flowLatency
-	fb.at(fb.eng.now+latency, f)
+	fb.at(after(fb.eng.now, latency), f)
 	return f
 }
 
@@ -130,13 +130,15 @@ type flowBatch struct {
 	gens  []uint64
 }
 
-// at schedules f to fire at t under its current generation.
+// at schedules f to fire at t under its current generation. A batch past
+// the horizon holds one flow and is never joined: it never fires, and the
+// engine may drop it once that flow has moved on.
 func (fb *fabric) at(t Time, f *flow) {
 	if t < fb.eng.now {
 		t = fb.eng.now
 	}
 	b := fb.last
-	if b == nil || b.at != t {
+	if b == nil || b.at != t || t == Never {
 		if n := len(fb.spare); n > 0 {
 			b = fb.spare[n-1]
 			fb.spare = fb.spare[:n-1]
@@ -144,11 +146,23 @@ func (fb *fabric) at(t Time, f *flow) {
 			b = &flowBatch{fb: fb}
 		}
 		b.at = t
-		fb.last = b
+		if t != Never {
+			fb.last = b
+		}
 		fb.eng.schedule(t, b, 0)
 	}
 	b.flows = append(b.flows, f)
 	b.gens = append(b.gens, f.gen)
+}
+
+// lapsed reports whether every flow of the batch has moved on.
+func (b *flowBatch) lapsed(uint64) bool {
+	for i, f := range b.flows {
+		if f.gen == b.gens[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *flowBatch) fire(now Time, _ uint64) {
@@ -239,7 +253,7 @@ func (fb *fabric) restart(f *flow, links []*link, latency Time) {
 	f.links, f.pos = f.keep(links), nil
 	f.rate, f.prevRate, f.scheduled = 0, 0, false
 	f.state = flowLatency
-	fb.at(fb.eng.now+latency, f)
+	fb.at(after(fb.eng.now, latency), f)
 }
 
 // cancel drops f without telling its owner.
@@ -310,17 +324,14 @@ func (fb *fabric) settle(now Time) {
 	fb.dirty = fb.dirty[:0]
 }
 
-// resolve brings one component's flows up to date, re-solves their rates
-// and reschedules the finish of those whose rate changed.
+// resolve re-solves one component's rates and, for the flows whose rate
+// changed, brings their remaining bytes up to date and reschedules their
+// finish. A flow whose rate stays keeps its last update: touching it
+// would round its remaining bytes at instants set by unrelated flows, and
+// a mirrored run, which has fewer of those, would then end a picosecond
+// apart from the full one.
 func (fb *fabric) resolve(now Time, links []*link, flows []*flow) {
 	for _, f := range flows {
-		if f.rate > 0 && !math.IsInf(f.rate, 1) {
-			f.remaining -= f.rate * float64(now-f.updated)
-			if f.remaining < 0 {
-				f.remaining = 0
-			}
-		}
-		f.updated = now
 		f.fixed = false
 		f.prevRate = f.rate
 	}
@@ -330,20 +341,25 @@ func (fb *fabric) resolve(now Time, links []*link, flows []*flow) {
 		fb.trace.rates(now, links)
 	}
 	for _, f := range flows {
-		if f.state != flowActive || (f.scheduled && f.rate == f.prevRate) {
+		if f.rate == f.prevRate && (f.scheduled || f.state != flowActive) {
+			continue
+		}
+		if r := f.prevRate; r > 0 && !math.IsInf(r, 1) {
+			f.remaining = max(0, f.remaining-r*float64(now-f.updated))
+		}
+		f.updated = now
+		if f.state != flowActive {
 			continue
 		}
 		f.gen++
-		f.scheduled = false
-		if d := drainTime(f.remaining, f.rate); d != Never {
-			f.scheduled = true
-			fb.at(now+d, f)
-		}
+		f.scheduled = true
+		fb.at(after(now, drainTime(f.remaining, f.rate)), f)
 	}
 }
 
 // drainTime is how long n bytes take at rate, rounded to the nearest
-// picosecond. A zero rate never finishes.
+// picosecond (halves down). A zero rate never finishes, and a finish past the horizon
+// is Never: such a flow waits there, in case its rate rises.
 func drainTime(n, rate float64) Time {
 	if n <= 0 || math.IsInf(rate, 1) {
 		return 0
@@ -351,12 +367,25 @@ func drainTime(n, rate float64) Time {
 	if rate <= 0 {
 		return Never
 	}
-	d := math.Round(n / rate)
-	if d >= float64(Never) {
+	q := n / rate
+	if q >= float64(Never) {
 		return Never
+	}
+	// Half a picosecond rounds down, and so does anything within float
+	// noise of it: nice bandwidths and sizes make exact halves common, and
+	// the last bits of a rate depend on the order its link's flows were
+	// summed in, which must not decide the picosecond (a mirrored run sums
+	// them in another order than the full one).
+	d := math.Floor(q)
+	if q-d > 0.5+halfNoise*q {
+		d++
 	}
 	return Time(d)
 }
+
+// halfNoise is the relative margin around half a picosecond within which
+// drainTime rounds down: thousands of times a float64's rounding error.
+const halfNoise = 1e-12
 
 // solve computes max-min fair rates by progressive filling: repeatedly take
 // the link whose remaining capacity per unfixed flow is smallest, fix its

@@ -168,7 +168,8 @@ type faultEvent struct {
 func (e *faultEvent) fire(now Time, _ uint64) { e.c.apply(e.f, now) }
 
 // Inject schedules f. It checks the fault against the topology at once;
-// a fault in the past is an error.
+// a fault in the past is an error, and so is one that conflicts with a
+// fault injected before (see conflict).
 func (c *Cluster) Inject(f Fault) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -178,11 +179,17 @@ func (c *Cluster) Inject(f Fault) error {
 	if f.At < c.eng.now {
 		return fmt.Errorf("sim: inject %v: simulated time is already %v", f, c.eng.now)
 	}
+	if f.At == Never {
+		return fmt.Errorf("sim: inject %v: %w", f, ErrHorizon)
+	}
+	at := placed{Fault: f, link: -1}
 	switch f.Kind {
 	case LinkDown, LinkDegrade:
-		if _, err := c.linkNamed(f.Link); err != nil {
+		l, err := c.linkNamed(f.Link)
+		if err != nil {
 			return fmt.Errorf("sim: inject %v: %w", f, err)
 		}
+		at.link = l
 	case RankStall, RankCrash, SlowReduce:
 		if f.Rank < 0 || f.Rank >= len(c.devices) {
 			return fmt.Errorf("sim: inject %v: rank %d not in 0..%d", f, f.Rank, len(c.devices)-1)
@@ -196,9 +203,60 @@ func (c *Cluster) Inject(f Fault) error {
 	if f.Kind == RankStall && f.For < 0 {
 		return fmt.Errorf("sim: inject %v: negative stall", f)
 	}
+	for _, earlier := range c.injected {
+		if why := conflict(earlier, at); why != "" {
+			return fmt.Errorf("sim: faults %q and %q conflict: %s", earlier.Fault, f, why)
+		}
+	}
+	c.injected = append(c.injected, at)
 	c.faulted = true
 	c.eng.schedule(f.At, &faultEvent{c: c, f: f}, 0)
 	return nil
+}
+
+// placed is an injected fault and the topology link it names (-1 for a
+// rank's fault).
+type placed struct {
+	Fault
+	link int
+}
+
+// conflict says why two faults cannot both be injected, or returns "":
+// each would undo or repeat the other, and which one wins would depend on
+// the order they were given in. They conflict when both are of one kind
+// on the same rank or link (which crash, which stall length, which
+// percentage?), or when one strikes a rank after it crashed or a link
+// after it went down (nothing is left to stall, slow or degrade; a
+// degrade would bring a dead link's bandwidth back).
+func conflict(a, b placed) string {
+	onRank := func(f placed) bool { return f.link < 0 }
+	same := onRank(a) == onRank(b) && (onRank(a) && a.Rank == b.Rank || !onRank(a) && a.link == b.link)
+	if !same {
+		return ""
+	}
+	target := fmt.Sprintf("rank %d", a.Rank)
+	if !onRank(a) {
+		target = "link " + a.Link
+	}
+	if a.Kind == b.Kind {
+		return fmt.Sprintf("%s has two %s faults", target, faultWords[a.Kind])
+	}
+	when := func(t Time) string { return topology.FormatLatency(t.Seconds()) }
+	for _, p := range [2][2]placed{{a, b}, {b, a}} {
+		end, other := p[0], p[1]
+		if (end.Kind == RankCrash || end.Kind == LinkDown) && other.At >= end.At {
+			return fmt.Sprintf("%s %s at %s, so it cannot %s at %s", target, endWords[end.Kind], when(end.At), faultWords[other.Kind], when(other.At))
+		}
+	}
+	return ""
+}
+
+// endWords say how a rank or link ends.
+var endWords = map[FaultKind]string{LinkDown: "goes down", RankCrash: "crashes"}
+
+// faultWords names each kind of fault as its syntax does.
+var faultWords = map[FaultKind]string{
+	LinkDown: "down", LinkDegrade: "degrade", RankStall: "stall", RankCrash: "crash", SlowReduce: "slow",
 }
 
 // linkNamed finds the topology link "A-B" (either order). Node names may
@@ -270,7 +328,7 @@ func (c *Cluster) apply(f Fault, now Time) {
 		}
 	case RankStall:
 		d := c.devices[f.Rank]
-		d.stalledUntil = max(d.stalledUntil, now+f.For)
+		d.stalledUntil = max(d.stalledUntil, after(now, f.For))
 	case SlowReduce:
 		d := c.devices[f.Rank]
 		d.reducer.capacity = perPicosecond(c.topo.Nodes[d.node].ReduceBW) * f.Factor
@@ -303,7 +361,13 @@ func (s *Stream) crash(err error) {
 		s.dev.c.fab.cancel(s.flow)
 		s.flow = nil
 	}
-	s.fail(s.peek(), err)
+	o := s.peek()
+	if o.index < 0 {
+		// Not begun (a stalled stream): numbered as if it had.
+		o.index = s.started
+		s.started++
+	}
+	s.fail(o, err)
 }
 
 // reroute moves a transfer whose path lost a link onto the best remaining
@@ -332,7 +396,7 @@ func (c *Cluster) reroute(f *flow, now Time) {
 	// What is left keeps the wire bytes of the route it started on.
 	var latency Time
 	latency, _, o.land = c.sendCost(r, o)
-	c.logf(now, "transfer rank %d -> rank %d rerouted (%d hops, %v)", s.dev.rank, o.peer.rank, len(r.links), latency+o.land)
+	c.logf(now, "transfer rank %d -> rank %d rerouted (%d hops, %v)", s.dev.rank, o.peer.rank, len(r.links), after(latency, o.land))
 	c.fab.restart(f, s.sendPath(r, o), latency)
 }
 

@@ -181,3 +181,55 @@ func FuzzParseFault(f *testing.F) {
 		}
 	})
 }
+
+func TestConflictingFaultsAreRefused(t *testing.T) {
+	cases := []struct {
+		first, second string
+		why           string // "" when the two may both be injected
+	}{
+		{"rank 3 crash at 1us", "rank 3 crash at 2us", "rank 3 has two crash faults"},
+		{"rank 3 crash at 2us", "rank 3 crash at 1us", "rank 3 has two crash faults"},
+		{"rank 1 stall 5us at 0", "rank 1 stall 1us at 10us", "rank 1 has two stall faults"},
+		{"rank 1 slow 50% at 0", "rank 1 slow 25% at 1us", "rank 1 has two slow faults"},
+		{"link gpu0-sw0 degrade 50% at 0", "link sw0-gpu0 degrade 20% at 0", "link gpu0-sw0 has two degrade faults"},
+		{"link gpu0-sw0 down at 1us", "link sw0-gpu0 down at 2us", "link gpu0-sw0 has two down faults"},
+		{"rank 2 crash at 1us", "rank 2 stall 5us at 1us", "rank 2 crashes at 1us, so it cannot stall at 1us"},
+		{"rank 2 slow 50% at 3us", "rank 2 crash at 1us", "rank 2 crashes at 1us, so it cannot slow at 3us"},
+		{"link gpu0-sw0 down at 1us", "link gpu0-sw0 degrade 50% at 2us", "link gpu0-sw0 goes down at 1us, so it cannot degrade at 2us"},
+		// A fault before the end, or on another rank or link, is no conflict.
+		{"rank 2 stall 5us at 0", "rank 2 crash at 1us", ""},
+		{"link gpu0-sw0 degrade 50% at 0", "link gpu0-sw0 down at 2us", ""},
+		{"rank 2 crash at 1us", "rank 3 crash at 1us", ""},
+		{"link gpu0-sw0 down at 1us", "link gpu1-sw0 down at 1us", ""},
+		{"rank 0 crash at 1us", "link gpu0-sw0 down at 2us", ""},
+	}
+	for _, tc := range cases {
+		c := newCluster(t, "switch:4", sim.Config{})
+		ok(t, c.Inject(try(sim.ParseFault(tc.first))(t)))
+		err := c.Inject(try(sim.ParseFault(tc.second))(t))
+		switch {
+		case tc.why == "" && err != nil:
+			t.Errorf("%q then %q: %v", tc.first, tc.second, err)
+		case tc.why == "":
+		case err == nil:
+			t.Errorf("%q then %q: both injected", tc.first, tc.second)
+		default:
+			want := "sim: faults \"" + tc.first + "\" and \"" + tc.second + "\" conflict: " + tc.why
+			if err.Error() != want {
+				t.Errorf("%q then %q:\n got %v\nwant %s", tc.first, tc.second, err, want)
+			}
+		}
+	}
+}
+
+func TestCrashOfAStalledRankNumbersItsOperation(t *testing.T) {
+	c := newCluster(t, "switch:2", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("rank 0 stall 5us at 0"))(t)))
+	ok(t, c.Inject(try(sim.ParseFault("rank 0 crash at 1us"))(t)))
+	s := try(c.Devices()[0].NewStream())(t)
+	ok(t, s.(*sim.Stream).Compute(1e-6, "never begun"))
+	err := s.Synchronize()
+	if !errors.Is(err, sim.ErrCrashed) || !strings.Contains(err.Error(), "stream 0, op #0 compute") {
+		t.Fatalf("Synchronize = %v, want the crash at op #0", err)
+	}
+}

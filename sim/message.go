@@ -168,6 +168,69 @@ func (c *Cluster) deadlock() *DeadlockError {
 	return &DeadlockError{At: c.eng.now, Blocked: blocked}
 }
 
+// failStuck fails the work left when no event is pending before the
+// horizon: past the horizon when an event beyond it is still wanted (work
+// that is merely slow is never a deadlock), else deadlocked. It returns
+// nil when no work is left.
+func (c *Cluster) failStuck() error {
+	if c.eng.pastHorizon() {
+		return c.failPastHorizon()
+	}
+	return c.failDeadlocked()
+}
+
+// failPastHorizon fails the work that would end past the horizon with
+// ErrHorizon and returns the first such failure. The streams whose own
+// operation ends there fail first, and messages landing there fail their
+// receivers, so those waiting on them name them as the cause, as they
+// would a crash; whatever is still stuck then waited on them too.
+func (c *Cluster) failPastHorizon() error {
+	handlers, gens := c.eng.dropBeyond()
+	var roots []*Stream
+	for i, h := range handlers {
+		switch h := h.(type) {
+		case *Stream:
+			if !h.lapsed(gens[i]) {
+				roots = append(roots, h)
+			}
+		case *flowBatch:
+			for j, f := range h.flows {
+				if s, ok := f.owner.(*Stream); ok && f.gen == h.gens[j] {
+					roots = append(roots, s)
+				}
+			}
+		case *landing:
+			c.poison(h.from, h.o.peer, h.o.tag, peerFailed(h.from, ErrHorizon))
+		}
+	}
+	var first error
+	stop := func(s *Stream) {
+		if s.err == nil && !s.empty() {
+			s.crash(ErrHorizon)
+			if first == nil {
+				first = s.err
+			}
+		}
+	}
+	for _, s := range roots {
+		stop(s)
+	}
+	spread := func() {
+		for c.eng.step() {
+			// Only failures spread: nothing else was left to run.
+		}
+	}
+	spread()
+	for _, s := range c.streams {
+		stop(s)
+	}
+	spread()
+	if first == nil {
+		first = fmt.Errorf("sim: at %v: %w", c.eng.now, ErrHorizon)
+	}
+	return first
+}
+
 // failDeadlocked fails every stream that can never finish with the report
 // that lists them all, so each returns it from Synchronize and lets go of
 // its work (feeds included), or returns nil when none is stuck.

@@ -53,7 +53,8 @@ const (
 //
 // ok is false unless the cluster was made with Config.Symmetry, is
 // timing-only, untraced, unseeded, free of faults and idle, and such a b
-// exists. A mirror left with work by a failed run is replaced.
+// exists. A mirror left with work by a failed run is replaced. The
+// mirror's clock is set to the cluster's each time it is handed out.
 func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -85,6 +86,9 @@ func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err e
 		mc.quot = m.quot
 		m.cluster = mc
 	}
+	// The mirror's run stands for one on this cluster, starting now: its
+	// clock starts here too, so the horizon is the same for both.
+	m.cluster.setNow(c.eng.now)
 	return m.cluster, m.quot.block, true, nil
 }
 
@@ -219,10 +223,11 @@ func (c *Cluster) foldRoute(a, b *Device, r route) (route, error) {
 	return route{links: links, latency: r.latency}, nil
 }
 
-// idle reports whether nothing is pending: no event and no stream with
+// idle reports whether nothing is pending: no event (beyond the horizon
+// included, once those no longer wanted are dropped) and no stream with
 // work, so a collective enqueued now starts on every rank at this instant.
 func (c *Cluster) idle() bool {
-	if len(c.eng.queue) > 0 || len(c.eng.soon) > 0 {
+	if len(c.eng.queue) > 0 || len(c.eng.soon) > 0 || c.eng.pastHorizon() {
 		return false
 	}
 	for _, s := range c.streams {
@@ -231,6 +236,13 @@ func (c *Cluster) idle() bool {
 		}
 	}
 	return true
+}
+
+// setNow sets the clock of an idle mirror.
+func (c *Cluster) setNow(t Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.eng.now = t
 }
 
 // idleLocked is idle for a cluster whose lock the caller does not hold.

@@ -418,7 +418,8 @@ func (s *Stream) Compute(seconds float64, label string) error {
 }
 
 // Synchronize runs the simulation until the stream's queue is empty, and
-// returns its first failure, or a deadlock error if it can never empty.
+// returns its first failure, or a deadlock error if it can never empty, or
+// an error wrapping ErrHorizon if it would empty only past the horizon.
 func (s *Stream) Synchronize() error {
 	c := s.dev.c
 	c.mu.Lock()
@@ -428,7 +429,8 @@ func (s *Stream) Synchronize() error {
 	}
 	for s.err == nil && !s.empty() {
 		if !c.eng.step() {
-			if err := c.failDeadlocked(); err != nil {
+			// The stuck work failed, s's with its own cause.
+			if err := c.failStuck(); err != nil && s.err == nil {
 				return err
 			}
 		}
@@ -462,6 +464,16 @@ func (c *Cluster) kick(s *Stream) {
 	}
 	s.kickPending = true
 	c.eng.schedule(c.eng.now, s, 0)
+}
+
+// lapsed reports whether the stream no longer wants an event: the end of
+// a compute or landing that a failure cut short, or a kick to a failed
+// stream.
+func (s *Stream) lapsed(gen uint64) bool {
+	if gen == computeDone {
+		return s.computing == nil
+	}
+	return s.err != nil
 }
 
 func (s *Stream) fire(now Time, gen uint64) {
@@ -601,7 +613,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 			return true
 		}
 		s.busy, s.computing = true, o
-		c.eng.schedule(now+o.dur, s, computeDone)
+		c.eng.schedule(after(now, o.dur), s, computeDone)
 		return false
 	case opWait:
 		e := o.ev
@@ -633,7 +645,7 @@ func (s *Stream) flowDone(now Time, o *op) {
 	if o.kind == opSend {
 		c := s.dev.c
 		if o.land > 0 {
-			c.eng.schedule(now+o.land, &landing{from: s.dev, o: *o, m: c.message(o)}, 0)
+			c.eng.schedule(after(now, o.land), &landing{from: s.dev, o: *o, m: c.message(o)}, 0)
 		} else {
 			c.deliver(s.dev, o, c.message(o), now)
 		}

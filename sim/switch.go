@@ -252,7 +252,7 @@ func (o *op) bytes() int {
 func (s *Stream) switchDrained(now Time, o *op) {
 	if o.land > 0 {
 		s.busy, s.computing = true, o
-		s.dev.c.eng.schedule(now+o.land, s, computeDone)
+		s.dev.c.eng.schedule(after(now, o.land), s, computeDone)
 		return
 	}
 	if err := s.applySwitch(o); err != nil {

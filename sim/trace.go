@@ -8,10 +8,110 @@ import (
 )
 
 // tracer records what happened, in simulation order, for WriteTrace.
+//
+// It also counts the bytes WriteTrace will write for what it recorded, an
+// upper bound that is exact but for the first line's separator. Past the limit
+// (Config.TraceMaxBytes) it keeps counting but drops what it holds: a
+// trace that will be refused must not hold the memory of a trace that
+// could be written.
 type tracer struct {
 	spans    []span
 	counters []counter
-	flows    int // transfers recorded, numbering the arrows
+	flows    int   // transfers recorded, numbering the arrows
+	bytes    int64 // what WriteTrace writes for the spans and counters, but the counters' pid
+	counted  int   // counters recorded, dropped or not
+	limit    int64 // 0: none
+	dropped  bool  // past the limit: spans and counters are gone
+	scratch  []byte
+}
+
+// TraceTooLargeError is WriteTrace's refusal of a trace larger than
+// Config.TraceMaxBytes, returned before anything is written.
+type TraceTooLargeError struct {
+	// Estimate is the bytes of the whole trace (an upper bound, off by
+	// one at most); Limit is Config.TraceMaxBytes.
+	Estimate, Limit int64
+}
+
+func (e *TraceTooLargeError) Error() string {
+	return fmt.Sprintf("sim: write trace: the trace would be %d bytes (estimated), more than the limit of %d", e.Estimate, e.Limit)
+}
+
+// Bytes of each kind of trace line: the fixed text of its format in
+// WriteTrace and the separator ",\n" before it. Keep them in step with WriteTrace
+// (TestTraceEstimateBoundsTheTrace checks).
+const (
+	spanFixedBytes    = len(`{"ph":"X","name":,"pid":,"tid":,"ts":,"dur":,"args":{}}`) + 2
+	flowOutFixedBytes = len(`{"ph":"s","name":"transfer","cat":"transfer","id":,"pid":,"tid":,"ts":}`) + 2
+	flowInFixedBytes  = len(`{"ph":"f","bp":"e","name":"transfer","cat":"transfer","id":,"pid":,"tid":,"ts":}`) + 2
+	counterFixedBytes = len(`{"ph":"C","name":,"pid":,"ts":,"args":{"GB/s":}}`) + 2
+)
+
+// add counts n more bytes of trace, and drops what the tracer holds when
+// they pass the limit. It reports whether to keep the new record.
+func (t *tracer) add(n int) bool {
+	t.bytes += int64(n)
+	if t.limit > 0 && t.bytes > t.limit && !t.dropped {
+		t.dropped = true
+		t.spans, t.counters = nil, nil
+	}
+	return !t.dropped
+}
+
+// spanBytes is what WriteTrace writes for sp, arrows included.
+func spanBytes(sp *span) int {
+	tid := sp.tid
+	if tid < 0 {
+		tid = networkTID
+	}
+	n := spanFixedBytes + quotedLen(sp.name) + intLen(sp.rank) + intLen(tid) + microsLen(sp.start) + microsLen(sp.end-sp.start) + len(sp.args)
+	if sp.flowOut > 0 {
+		n += flowOutFixedBytes + intLen(sp.flowOut) + intLen(sp.rank) + intLen(tid) + microsLen(sp.start)
+	}
+	if sp.flowIn > 0 {
+		n += flowInFixedBytes + intLen(sp.flowIn) + intLen(sp.rank) + intLen(tid) + microsLen(sp.start)
+	}
+	return n
+}
+
+func (t *tracer) addSpan(sp span) {
+	if t.add(spanBytes(&sp)) {
+		t.spans = append(t.spans, sp)
+	}
+}
+
+// quotedLen is len(strconv.Quote(s)), without building it for the plain
+// ASCII names that are nearly all of them.
+func quotedLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return len(strconv.Quote(s))
+		}
+	}
+	return len(s) + 2
+}
+
+func intLen(v int) int {
+	n := 1
+	if v < 0 {
+		n, v = 2, -v
+	}
+	for ; v >= 10; v /= 10 {
+		n++
+	}
+	return n
+}
+
+// microsLen is len(micros(t)).
+func microsLen(t Time) int {
+	n := 8 // "." and six digits, and the first digit of the whole part
+	if t < 0 {
+		n, t = n+1, -t
+	}
+	for w := t / Microsecond; w >= 10; w /= 10 {
+		n++
+	}
+	return n
 }
 
 type span struct {
@@ -31,7 +131,7 @@ type counter struct {
 }
 
 func (t *tracer) op(s *Stream, o *op, now Time) {
-	t.spans = append(t.spans, span{rank: s.dev.rank, tid: s.id, name: opNames[o.kind], start: o.start, end: now,
+	t.addSpan(span{rank: s.dev.rank, tid: s.id, name: opNames[o.kind], start: o.start, end: now,
 		args: `"op":` + strconv.Quote(o.String()) + `,"index":` + strconv.Itoa(o.index)})
 }
 
@@ -39,11 +139,10 @@ func (t *tracer) op(s *Stream, o *op, now Time) {
 // an arrival on the receiver's, and an arrow between them.
 func (t *tracer) transfer(from *Device, o *op, now Time) {
 	t.flows++
-	t.spans = append(t.spans,
-		span{rank: from.rank, tid: -1, name: "flow to " + o.peer.name, start: o.start, end: now, flowOut: t.flows,
-			args: fmt.Sprintf(`"bytes":%d,"from":%d,"to":%d,"tag":%d`, o.src.Bytes(), from.rank, o.peer.rank, o.tag)},
-		span{rank: o.peer.rank, tid: -1, name: "arrival from " + from.name, start: now, end: now, flowIn: t.flows,
-			args: fmt.Sprintf(`"bytes":%d,"from":%d`, o.src.Bytes(), from.rank)})
+	t.addSpan(span{rank: from.rank, tid: -1, name: "flow to " + o.peer.name, start: o.start, end: now, flowOut: t.flows,
+		args: fmt.Sprintf(`"bytes":%d,"from":%d,"to":%d,"tag":%d`, o.src.Bytes(), from.rank, o.peer.rank, o.tag)})
+	t.addSpan(span{rank: o.peer.rank, tid: -1, name: "arrival from " + from.name, start: now, end: now, flowIn: t.flows,
+		args: fmt.Sprintf(`"bytes":%d,"from":%d`, o.src.Bytes(), from.rank)})
 }
 
 // rates records the total rate of each link of a re-solved component.
@@ -56,7 +155,11 @@ func (t *tracer) rates(now Time, links []*link) {
 		for _, f := range l.flows {
 			sum += f.rate
 		}
-		t.counters = append(t.counters, counter{at: now, link: l, rate: sum})
+		t.counted++
+		t.scratch = strconv.AppendFloat(t.scratch[:0], sum*1e3, 'g', 12, 64)
+		if t.add(counterFixedBytes + len("link ") + quotedLen(l.name) + microsLen(now) + len(t.scratch)) {
+			t.counters = append(t.counters, counter{at: now, link: l, rate: sum})
+		}
 	}
 }
 
@@ -78,6 +181,9 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 	defer c.mu.Unlock()
 	if c.trace == nil {
 		return fmt.Errorf("sim: write trace: tracing is off (set Config.Trace)")
+	}
+	if err := c.checkTrace(); err != nil {
+		return err
 	}
 	bw := bufio.NewWriter(w)
 	bw.WriteString(`{"displayTimeUnit":"ns","traceEvents":[`)
@@ -126,6 +232,63 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 	}
 	bw.WriteString("\n]}\n")
 	return bw.Flush()
+}
+
+// TraceBytes returns the bytes WriteTrace would write now (an upper
+// bound, off by one at most); 0 when tracing is off. It
+// counts everything recorded, also past Config.TraceMaxBytes.
+func (c *Cluster) TraceBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.traceBytes()
+}
+
+// CheckTrace returns a *TraceTooLargeError when the trace recorded so far
+// is larger than Config.TraceMaxBytes, so WriteTrace would refuse it, and
+// nil otherwise.
+func (c *Cluster) CheckTrace() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checkTrace()
+}
+
+func (c *Cluster) checkTrace() error {
+	if c.trace == nil || c.trace.limit <= 0 {
+		return nil
+	}
+	if n := c.traceBytes(); n > c.trace.limit {
+		return &TraceTooLargeError{Estimate: n, Limit: c.trace.limit}
+	}
+	return nil
+}
+
+func (c *Cluster) traceBytes() int64 {
+	t := c.trace
+	if t == nil {
+		return 0
+	}
+	const (
+		process = len(`{"ph":"M","name":"process_name","pid":,"args":{"name":}}`) + 2
+		thread  = len(`{"ph":"M","name":"thread_name","pid":,"tid":,"args":{"name":"network"}}`) + 2
+		stream  = len(`{"ph":"M","name":"thread_name","pid":,"tid":,"args":{"name":" stream "}}`) + 2
+	)
+	n := int64(len(`{"displayTimeUnit":"ns","traceEvents":[`) + len("\n]}\n"))
+	for _, d := range c.devices {
+		n += int64(process + intLen(d.rank) + len("\"rank  ()\"") + intLen(d.rank) + quotedLen(d.name) - 2)
+		n += int64(thread + intLen(d.rank) + intLen(networkTID))
+	}
+	for _, s := range c.streams {
+		kind := len("comm")
+		if s.computes {
+			kind = len("compute")
+		}
+		n += int64(stream + intLen(s.dev.rank) + 2*intLen(s.id) + kind)
+	}
+	linksPID := len(c.devices)
+	if t.counted > 0 {
+		n += int64(process + intLen(linksPID) + len(`"links"`))
+	}
+	return n + t.bytes + int64(t.counted)*int64(intLen(linksPID))
 }
 
 // networkTID is the thread id of each rank's transfer track.

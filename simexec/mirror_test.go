@@ -97,6 +97,24 @@ func TestMirroredRunsTakeExactlyTheFullTime(t *testing.T) {
 	}
 }
 
+// TestMirroredRunsRoundAsTheFullOne: where a finish falls on half a
+// picosecond (nice sizes and bandwidths make that common), the full run
+// and the mirror, which sum a link's flows in other orders, must round it
+// alike. nccl-p2p's all-to-alls on cluster:2x4 at these counts ended a
+// picosecond apart when halves rounded to the nearest by float64's last
+// bits.
+func TestMirroredRunsRoundAsTheFullOne(t *testing.T) {
+	const fabric = "cluster:2x4,bw=1GB/s,lat=8338348ps,nicbw=64GB/s,niclat=10000ps"
+	for _, count := range []int{134, 246, 274, 470, 498, 526, 554, 582, 890, 1870} {
+		spec := ops.Spec{Op: ops.AllToAll, Algo: "nccl-p2p", Count: count, DType: hw.BF16}
+		full, _ := timeOn(t, fabric, spec, false)
+		fast, mirrored := timeOn(t, fabric, spec, true)
+		if !mirrored || fast != full {
+			t.Errorf("count %d: mirrored %v: %.15g s, full simulation %.15g s", count, mirrored, fast, full)
+		}
+	}
+}
+
 // TestHandMadePlansMirrorOrNot: symmetric or not, pairing up or not,
 // deadlocking or not, a hand-made plan has the same outcome with
 // Config.Symmetry as without.

@@ -102,6 +102,8 @@ func FuzzReadYAML(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The line reader, where it applies, reads as the library does.
+		sameReading(t, "fuzz input", data)
 		tp, err := ReadYAML(data)
 		if err != nil {
 			if tp != nil {

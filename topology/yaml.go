@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -50,6 +51,9 @@ func Resolve(specOrFile string) (*Topology, error) {
 // ReadYAML parses a topology document (format in the package doc). Unknown
 // or repeated fields, missing required fields, unknown node references and
 // anything New refuses are errors that name the element and its line.
+// A document laid out as WriteYAML lays it out is read line by line, in
+// memory that grows with the topology alone; any other goes through the
+// yaml library's node tree, which takes about 2 KB per node and link.
 func ReadYAML(data []byte) (t *Topology, err error) {
 	defer func() {
 		if r := recover(); r != nil { // the yaml library must not take the caller down
@@ -59,6 +63,15 @@ func ReadYAML(data []byte) (t *Topology, err error) {
 	if len(data) > MaxYAMLBytes {
 		return nil, newErr(ErrYAML, "yaml: document is %d bytes, more than the limit of %d", len(data), MaxYAMLBytes)
 	}
+	if t, ok := readYAMLLines(data); ok {
+		return t, nil
+	}
+	return readYAMLTree(data)
+}
+
+// readYAMLTree reads the document through the yaml library's node tree:
+// any YAML, every message, about 2 KB per node or link.
+func readYAMLTree(data []byte) (*Topology, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var doc yaml.Node
@@ -237,56 +250,68 @@ func readNodes(n *yaml.Node) ([]Node, error) {
 	nodes := make([]Node, len(items))
 	for i, item := range items {
 		var f [4]field // name, kind, arch, reduce
-		what := func() string {
-			if f[0].set && f[0].val != "" {
-				return fmt.Sprintf("node %d (%s)", i, f[0].val)
-			}
-			return fmt.Sprintf("node %d", i)
-		}
-		if err := readFields(item, what, nodeKeys, f[:]); err != nil {
+		if err := readFields(item, func() string { return nodeWhat(i, &f) }, nodeKeys, f[:]); err != nil {
 			return nil, err
 		}
-		at := func(k int) int {
-			if f[k].line != 0 {
-				return f[k].line
-			}
-			return line(deref(item))
-		}
-		if !f[0].set || f[0].val == "" {
-			return nil, newErr(ErrYAML, "yaml: line %d: %s: missing name", at(0), what())
-		}
-		if !f[1].set {
-			return nil, newErr(ErrYAML, "yaml: line %d: %s: missing kind (gpu, switch, nic or cpu)", at(1), what())
-		}
-		k, err := ParseKind(f[1].val)
-		if err != nil {
-			return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s", at(1), what())
-		}
-		nodes[i] = Node{Name: f[0].val, Kind: k}
-		if f[2].set {
-			if k != GPU {
-				return nil, newErr(ErrYAML, "yaml: line %d: %s: arch applies only to gpus, not to a %s", at(2), what(), k)
-			}
-			a, err := ParseArch(f[2].val)
-			if err != nil {
-				return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s: arch", at(2), what())
-			}
-			nodes[i].Arch = a
-		}
-		switch {
-		case k == GPU && !f[3].set:
-			nodes[i].ReduceBW = math.Inf(1) // free
-		case (k == GPU || k == Switch) && f[3].set:
-			v, err := ParseBandwidth(f[3].val)
-			if err != nil {
-				return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s: reduce", at(3), what())
-			}
-			nodes[i].ReduceBW = v
-		case f[3].set:
-			return nil, newErr(ErrYAML, "yaml: line %d: %s: reduce applies only to gpus and switches, not to a %s", at(3), what(), k)
+		if nodes[i], err = nodeFromFields(i, &f, line(deref(item))); err != nil {
+			return nil, err
 		}
 	}
 	return nodes, nil
+}
+
+// nodeWhat names node i in messages.
+func nodeWhat(i int, f *[4]field) string {
+	if f[0].set && f[0].val != "" {
+		return fmt.Sprintf("node %d (%s)", i, f[0].val)
+	}
+	return fmt.Sprintf("node %d", i)
+}
+
+// nodeFromFields makes node i from its fields (name, kind, arch, reduce),
+// read from the item at itemLine.
+func nodeFromFields(i int, f *[4]field, itemLine int) (Node, error) {
+	what := func() string { return nodeWhat(i, f) }
+	at := func(k int) int {
+		if f[k].line != 0 {
+			return f[k].line
+		}
+		return itemLine
+	}
+	if !f[0].set || f[0].val == "" {
+		return Node{}, newErr(ErrYAML, "yaml: line %d: %s: missing name", at(0), what())
+	}
+	if !f[1].set {
+		return Node{}, newErr(ErrYAML, "yaml: line %d: %s: missing kind (gpu, switch, nic or cpu)", at(1), what())
+	}
+	k, err := ParseKind(f[1].val)
+	if err != nil {
+		return Node{}, wrapErr(ErrYAML, err, "yaml: line %d: %s", at(1), what())
+	}
+	node := Node{Name: f[0].val, Kind: k}
+	if f[2].set {
+		if k != GPU {
+			return Node{}, newErr(ErrYAML, "yaml: line %d: %s: arch applies only to gpus, not to a %s", at(2), what(), k)
+		}
+		a, err := ParseArch(f[2].val)
+		if err != nil {
+			return Node{}, wrapErr(ErrYAML, err, "yaml: line %d: %s: arch", at(2), what())
+		}
+		node.Arch = a
+	}
+	switch {
+	case k == GPU && !f[3].set:
+		node.ReduceBW = math.Inf(1) // free
+	case (k == GPU || k == Switch) && f[3].set:
+		v, err := ParseBandwidth(f[3].val)
+		if err != nil {
+			return Node{}, wrapErr(ErrYAML, err, "yaml: line %d: %s: reduce", at(3), what())
+		}
+		node.ReduceBW = v
+	case f[3].set:
+		return Node{}, newErr(ErrYAML, "yaml: line %d: %s: reduce applies only to gpus and switches, not to a %s", at(3), what(), k)
+	}
+	return node, nil
 }
 
 var linkKeys = []string{"a", "b", "bw", "lat"}
@@ -296,54 +321,70 @@ func readLinks(n *yaml.Node, nodes []Node) ([]Link, error) {
 	if err != nil {
 		return nil, err
 	}
+	index := nodeIndex(nodes)
+	links := make([]Link, len(items))
+	for i, item := range items {
+		var f [4]field
+		if err := readFields(item, func() string { return linkWhat(i, &f) }, linkKeys, f[:]); err != nil {
+			return nil, err
+		}
+		if links[i], err = linkFromFields(i, &f, line(deref(item)), index); err != nil {
+			return nil, err
+		}
+	}
+	return links, nil
+}
+
+func nodeIndex(nodes []Node) map[string]int {
 	index := make(map[string]int, len(nodes))
 	for i, nd := range nodes {
 		index[nd.Name] = i
 	}
-	links := make([]Link, len(items))
-	for i, item := range items {
-		var f [4]field
-		what := func() string {
-			a, b := "?", "?"
-			if f[0].set {
-				a = f[0].val
-			}
-			if f[1].set {
-				b = f[1].val
-			}
-			return fmt.Sprintf("link %d (%s-%s)", i, a, b)
-		}
-		if err := readFields(item, what, linkKeys, f[:]); err != nil {
-			return nil, err
-		}
-		for k, key := range linkKeys {
-			if !f[k].set {
-				l := f[k].line
-				if l == 0 {
-					l = line(deref(item))
-				}
-				return nil, newErr(ErrYAML, "yaml: line %d: %s: missing %s", l, what(), key)
-			}
-		}
-		var ends [2]int
-		for k := 0; k < 2; k++ {
-			v, ok := index[f[k].val]
-			if !ok {
-				return nil, newErr(ErrYAML, "yaml: line %d: %s: %s names the unknown node %q", f[k].line, what(), linkKeys[k], f[k].val)
-			}
-			ends[k] = v
-		}
-		bw, err := ParseBandwidth(f[2].val)
-		if err != nil {
-			return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s: bw", f[2].line, what())
-		}
-		lat, err := ParseLatency(f[3].val)
-		if err != nil {
-			return nil, wrapErr(ErrYAML, err, "yaml: line %d: %s: lat", f[3].line, what())
-		}
-		links[i] = Link{A: ends[0], B: ends[1], BW: bw, Latency: lat}
+	return index
+}
+
+// linkWhat names link i in messages.
+func linkWhat(i int, f *[4]field) string {
+	a, b := "?", "?"
+	if f[0].set {
+		a = f[0].val
 	}
-	return links, nil
+	if f[1].set {
+		b = f[1].val
+	}
+	return fmt.Sprintf("link %d (%s-%s)", i, a, b)
+}
+
+// linkFromFields makes link i from its fields (a, b, bw, lat), read from
+// the item at itemLine; index maps node names to indices.
+func linkFromFields(i int, f *[4]field, itemLine int, index map[string]int) (Link, error) {
+	what := func() string { return linkWhat(i, f) }
+	for k, key := range linkKeys {
+		if !f[k].set {
+			l := f[k].line
+			if l == 0 {
+				l = itemLine
+			}
+			return Link{}, newErr(ErrYAML, "yaml: line %d: %s: missing %s", l, what(), key)
+		}
+	}
+	var ends [2]int
+	for k := 0; k < 2; k++ {
+		v, ok := index[f[k].val]
+		if !ok {
+			return Link{}, newErr(ErrYAML, "yaml: line %d: %s: %s names the unknown node %q", f[k].line, what(), linkKeys[k], f[k].val)
+		}
+		ends[k] = v
+	}
+	bw, err := ParseBandwidth(f[2].val)
+	if err != nil {
+		return Link{}, wrapErr(ErrYAML, err, "yaml: line %d: %s: bw", f[2].line, what())
+	}
+	lat, err := ParseLatency(f[3].val)
+	if err != nil {
+		return Link{}, wrapErr(ErrYAML, err, "yaml: line %d: %s: lat", f[3].line, what())
+	}
+	return Link{A: ends[0], B: ends[1], BW: bw, Latency: lat}, nil
 }
 
 // WriteYAML writes the topology in the YAML format of the package doc, one
@@ -351,6 +392,12 @@ func readLinks(n *yaml.Node, nodes []Node) ([]Link, error) {
 // reduce only when known or set. Bandwidths and latencies are written with
 // FormatBandwidth and FormatLatency, so ReadYAML gives back the same Name,
 // HostCPU, Nodes and Links, bit for bit.
+//
+// It streams: each node and link is written as it is formatted, through a
+// buffer of fixed size, so exporting a million-node fabric needs no more
+// memory than the topology itself. The bytes are those go.yaml.in/yaml/v3
+// writes for the whole document; an element whose names or values the
+// encoder might quote is written by the encoder itself.
 func (t *Topology) WriteYAML(w io.Writer) error {
 	if !t.built() {
 		return newErr(ErrInvalid, "write yaml: topology was not built with New")
@@ -358,53 +405,190 @@ func (t *Topology) WriteYAML(w io.Writer) error {
 	if t.HostCPU > ARMCPU {
 		return newErr(ErrInvalid, "write yaml: unknown host cpu vendor %d", uint8(t.HostCPU))
 	}
-	// Names are tagged strings, so the encoder quotes those that would read
-	// back as something else ("null", "~", "1e3"). Keys, kinds and
-	// quantities are plain: ReadYAML reads every value as text anyway.
-	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
-	plain := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
-	flow := func(kv ...string) *yaml.Node {
-		m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-		for i := 0; i+1 < len(kv); i += 2 {
-			v := plain(kv[i+1])
-			if kv[i] == "name" || kv[i] == "a" || kv[i] == "b" {
-				v = str(kv[i+1])
-			}
-			m.Content = append(m.Content, plain(kv[i]), v)
-		}
-		return m
+	out := bufio.NewWriterSize(w, 64<<10)
+	header := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{plainScalar("name"), taggedString(t.Name)}}
+	if t.HostCPU != UnknownCPU {
+		header.Content = append(header.Content, plainScalar("cpu"), plainScalar(t.HostCPU.String()))
 	}
-	nodes := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, 0, len(t.Nodes))}
+	if err := encodeYAML(out, header); err != nil {
+		return wrapErr(nil, err, "write yaml")
+	}
+	ew := elementWriter{out: out}
+	ew.list("nodes")
 	for _, n := range t.Nodes {
-		kv := []string{"name", n.Name, "kind", n.Kind.String()}
+		ew.start()
+		ew.field("name", n.Name, true)
+		ew.field("kind", n.Kind.String(), false)
 		if n.Arch != UnknownArch {
-			kv = append(kv, "arch", n.Arch.String())
+			ew.field("arch", n.Arch.String(), false)
 		}
 		if n.Kind == GPU || n.ReduceBW != 0 { // a gpu's is never 0; a switch's is 0 when it cannot reduce
-			kv = append(kv, "reduce", FormatBandwidth(n.ReduceBW))
+			ew.field("reduce", ew.reduce.format(n.ReduceBW, FormatBandwidth), false)
 		}
-		nodes.Content = append(nodes.Content, flow(kv...))
+		ew.end()
 	}
-	links := &yaml.Node{Kind: yaml.SequenceNode, Content: make([]*yaml.Node, 0, len(t.Links))}
 	if len(t.Links) == 0 {
-		links.Style = yaml.FlowStyle
+		ew.write("links: []\n")
+	} else {
+		ew.list("links")
 	}
 	for _, l := range t.Links {
-		links.Content = append(links.Content, flow("a", t.Nodes[l.A].Name, "b", t.Nodes[l.B].Name,
-			"bw", FormatBandwidth(l.BW), "lat", FormatLatency(l.Latency)))
+		ew.start()
+		ew.field("a", t.Nodes[l.A].Name, true)
+		ew.field("b", t.Nodes[l.B].Name, true)
+		ew.field("bw", ew.bw.format(l.BW, FormatBandwidth), false)
+		ew.field("lat", ew.lat.format(l.Latency, FormatLatency), false)
+		ew.end()
 	}
-	root := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{plain("name"), str(t.Name)}}
-	if t.HostCPU != UnknownCPU {
-		root.Content = append(root.Content, plain("cpu"), plain(t.HostCPU.String()))
+	if ew.err == nil {
+		ew.err = out.Flush()
 	}
-	root.Content = append(root.Content, plain("nodes"), nodes, plain("links"), links)
-	enc := yaml.NewEncoder(w)
-	enc.SetIndent(2)
-	if err := enc.Encode(root); err != nil {
-		return wrapErr(nil, err, "write yaml")
-	}
-	if err := enc.Close(); err != nil {
-		return wrapErr(nil, err, "write yaml")
+	if ew.err != nil {
+		return wrapErr(nil, ew.err, "write yaml")
 	}
 	return nil
+}
+
+// Names are tagged strings, so the encoder quotes those that would read back
+// as something else ("null", "~", "1e3"). Keys, kinds and quantities are
+// plain: ReadYAML reads every value as text anyway.
+func taggedString(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+}
+
+func plainScalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+
+func encodeYAML(w io.Writer, n *yaml.Node) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// elementWriter writes the items of a block sequence of flow mappings, one
+// line each. The first error sticks and stops further writes.
+type elementWriter struct {
+	out          *bufio.Writer
+	err          error
+	keys, values [4]string
+	tagged       [4]bool
+	n            int
+	// Links and nodes mostly repeat the previous one's figures.
+	bw, lat, reduce formatCache
+}
+
+func (ew *elementWriter) write(s string) {
+	if ew.err == nil {
+		_, ew.err = ew.out.WriteString(s)
+	}
+}
+
+// list starts the block sequence under a top-level key.
+func (ew *elementWriter) list(key string) { ew.write(key + ":\n") }
+
+func (ew *elementWriter) start() { ew.n = 0 }
+
+func (ew *elementWriter) field(key, value string, tagged bool) {
+	ew.keys[ew.n], ew.values[ew.n], ew.tagged[ew.n] = key, value, tagged
+	ew.n++
+}
+
+// end writes the element: directly when every value is one the encoder
+// writes plain, and through the encoder otherwise, so the bytes are the
+// encoder's either way.
+func (ew *elementWriter) end() {
+	if ew.err != nil {
+		return
+	}
+	plain := true
+	for i := 0; i < ew.n && plain; i++ {
+		plain = writesPlain(ew.values[i], ew.tagged[i])
+	}
+	if !plain {
+		ew.err = ew.encodeElement()
+		return
+	}
+	ew.write("  - {")
+	for i := 0; i < ew.n; i++ {
+		if i > 0 {
+			ew.write(", ")
+		}
+		ew.write(ew.keys[i])
+		ew.write(": ")
+		ew.write(ew.values[i])
+	}
+	ew.write("}\n")
+}
+
+// encodeElement encodes the element as the only item of a block sequence
+// under a top-level key, the context it has in the whole document, and
+// writes the item without the key's line.
+func (ew *elementWriter) encodeElement() error {
+	m := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+	for i := 0; i < ew.n; i++ {
+		v := plainScalar(ew.values[i])
+		if ew.tagged[i] {
+			v = taggedString(ew.values[i])
+		}
+		m.Content = append(m.Content, plainScalar(ew.keys[i]), v)
+	}
+	const key = "item"
+	doc := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{plainScalar(key),
+		{Kind: yaml.SequenceNode, Content: []*yaml.Node{m}}}}
+	var buf bytes.Buffer
+	if err := encodeYAML(&buf, doc); err != nil {
+		return err
+	}
+	item, ok := bytes.CutPrefix(buf.Bytes(), []byte(key+":\n"))
+	if !ok {
+		return fmt.Errorf("the yaml encoder wrote %q for one element", buf.Bytes())
+	}
+	_, err := ew.out.Write(item)
+	return err
+}
+
+// writesPlain reports whether the yaml encoder writes s as a plain scalar
+// inside a flow mapping, byte for byte as given. It answers conservatively:
+// a false only costs a call to the encoder. Tagged strings must also not
+// resolve to another type (a number, a bool or null), which a leading letter
+// and none of the reserved words ensure.
+func writesPlain(s string, tagged bool) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	first := s[0]
+	isLetter := first >= 'a' && first <= 'z' || first >= 'A' && first <= 'Z'
+	isDigit := first >= '0' && first <= '9'
+	if !isLetter && !(isDigit && !tagged) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	if tagged && len(s) <= 5 {
+		switch strings.ToLower(s) {
+		case "true", "false", "null", "yes", "no", "on", "off", "y", "n":
+			return false
+		}
+	}
+	return true
+}
+
+// formatCache remembers the last figure formatted and its text.
+type formatCache struct {
+	bits uint64
+	text string
+	set  bool
+}
+
+func (c *formatCache) format(v float64, f func(float64) string) string {
+	if b := math.Float64bits(v); !c.set || b != c.bits {
+		c.bits, c.text, c.set = b, f(v), true
+	}
+	return c.text
 }

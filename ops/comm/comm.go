@@ -129,7 +129,24 @@ func New(w *hw.World, cfg Config) (*Comm, error) {
 			cfg.Algo = "auto"
 		}
 	}
+	if err := checkAlgo(cfg); err != nil {
+		return nil, err
+	}
 	return &Comm{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), next: make([]int, w.Size()), slots: map[int]*slot{}}, nil
+}
+
+// checkAlgo refuses a Config.Algo that no call could run, when the
+// communicator is made rather than at its first collective. Each op is
+// checked against it only when called: one algorithm rarely has them all.
+func checkAlgo(cfg Config) error {
+	known := ops.Algorithms()
+	switch {
+	case cfg.Algo == "auto" && cfg.Cost == nil:
+		return fmt.Errorf("comm: algorithm auto needs Config.Cost")
+	case cfg.Algo == "auto" || cfg.Algo == ops.Native || slices.Contains(known, cfg.Algo):
+		return nil
+	}
+	return fmt.Errorf("comm: unknown algorithm %q (want auto, %s or one of %s)", cfg.Algo, ops.Native, strings.Join(known, ", "))
 }
 
 // Close fails every open slot and later calls with ErrClosed.

@@ -131,3 +131,31 @@ func TestClosedCommRefusesCalls(t *testing.T) {
 		t.Fatal("Do with a bad rank succeeded")
 	}
 }
+
+// TestNewRefusesUnknownAlgorithms: a communicator whose default algorithm
+// does not exist is refused when made, naming the ones that do, not at
+// its first collective.
+func TestNewRefusesUnknownAlgorithms(t *testing.T) {
+	topo, err := topology.Parse("switch:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(topo, sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for algo, want := range map[string]string{
+		"rign": `comm: unknown algorithm "rign" (want auto, native or one of ring, rd, rhd, tree, dbtree, direct, pairwise`,
+		"auto": "comm: algorithm auto needs Config.Cost",
+	} {
+		cm, err := comm.New(c.World(), comm.Config{Algo: algo})
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("New with %q = %v, %v; want an error starting %s", algo, cm, err, want)
+		}
+	}
+	for _, algo := range append(ops.Algorithms(), "", ops.Native) {
+		if _, err := comm.New(c.World(), comm.Config{Algo: algo}); err != nil {
+			t.Errorf("New with %q: %v", algo, err)
+		}
+	}
+}

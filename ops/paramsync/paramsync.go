@@ -139,6 +139,9 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 	if cfg.Algo == "auto" && cfg.Cost == nil {
 		return nil, fmt.Errorf("paramsync: algorithm auto needs Config.Cost")
 	}
+	if err := checkAlgo(cfg.Algo); err != nil {
+		return nil, err
+	}
 	if cfg.Callers < 0 || cfg.Callers > w.Size() {
 		return nil, fmt.Errorf("paramsync: %d callers for a world of %d ranks", cfg.Callers, w.Size())
 	}
@@ -151,6 +154,25 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 		s.ranks[r] = &rankState{}
 	}
 	return s, nil
+}
+
+// checkAlgo refuses, when the server is made rather than at the first
+// bucket, an algorithm that cannot all-reduce: replicated parameters are
+// all-reduced with it (sharded ones fall back, see AlgoFor).
+func checkAlgo(algo string) error {
+	var known []string
+	for _, a := range ops.Algorithms() {
+		if slices.Contains(ops.AlgorithmsFor(ops.AllReduce), a) || ops.NeedsSwitch(a) {
+			known = append(known, a)
+		}
+	}
+	if algo == "auto" || algo == ops.Native || slices.Contains(known, algo) {
+		return nil
+	}
+	if slices.Contains(ops.Algorithms(), algo) {
+		return fmt.Errorf("paramsync: algorithm %q has no all-reduce (want auto, %s or one of %s)", algo, ops.Native, strings.Join(known, ", "))
+	}
+	return fmt.Errorf("paramsync: unknown algorithm %q (want auto, %s or one of %s)", algo, ops.Native, strings.Join(known, ", "))
 }
 
 // Close ends the server; later calls return ErrClosed.

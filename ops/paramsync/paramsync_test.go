@@ -356,3 +356,24 @@ func TestGatherParamsCompletesShards(t *testing.T) {
 		}
 	}
 }
+
+// TestStartRefusesAlgorithmsThatCannotAllReduce: an algorithm that does
+// not exist, or has no all-reduce, is refused by Start with the ones that
+// do, not at the first bucket's launch.
+func TestStartRefusesAlgorithmsThatCannotAllReduce(t *testing.T) {
+	c := cluster(t, 4, sim.Config{})
+	for algo, want := range map[string]string{
+		"rign":     `paramsync: unknown algorithm "rign" (want auto, native or one of ring, rd, rhd, tree, dbtree, direct`,
+		"pairwise": `paramsync: algorithm "pairwise" has no all-reduce (want auto, native or one of ring,`,
+	} {
+		srv, err := paramsync.Start(c.World(), paramsync.Config{Algo: algo})
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Start with %q = %v, %v; want an error starting %s", algo, srv, err, want)
+		}
+	}
+	for _, algo := range append(ops.AlgorithmsFor(ops.AllReduce), "nccl-nvls", "nccl-nvlstree", "") {
+		if _, err := paramsync.Start(c.World(), paramsync.Config{Algo: algo}); err != nil {
+			t.Errorf("Start with %q: %v", algo, err)
+		}
+	}
+}
