@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/commsim/commsim/internal/suggest"
+	"github.com/commsim/commsim/internal/yamlerr"
 )
 
 // MaxYAMLBytes is the largest document Parse and Load accept.
@@ -46,8 +49,8 @@ func Resolve(nameOrFile string) (*Profile, error) {
 		return p, nil
 	}
 	if _, err := os.Stat(nameOrFile); err != nil {
-		return nil, fmt.Errorf("model: %q is neither a built-in profile (%s) nor a readable file: %w",
-			nameOrFile, strings.Join(builtinNames, ", "), err)
+		return nil, fmt.Errorf("model: %q is neither a built-in profile (%s) nor a readable file: %w%s",
+			nameOrFile, strings.Join(builtinNames, ", "), err, suggest.DidYouMean(nameOrFile, builtinNames))
 	}
 	return Load(nameOrFile)
 }
@@ -73,12 +76,12 @@ func Parse(data []byte) (p *Profile, err error) {
 		if errors.Is(err, io.EOF) {
 			return nil, invalid("yaml: empty document: want name and layers")
 		}
-		return nil, invalid("%v", err) // the yaml package's messages start "yaml: line N:"
+		return nil, invalid("%v", yamlerr.Fix(err, data)) // the yaml package's messages start "yaml: line N:"
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, invalid("%v", err)
+			return nil, invalid("%v", yamlerr.Fix(err, data))
 		}
 		return nil, invalid("yaml: line %d: a second document; a file holds one profile", extra.Line)
 	}

@@ -20,7 +20,8 @@ type Device struct {
 	routes      *[8]cachedRoute // recent routes from here, by a hash of the peer; made on first use
 	leaf        leafLink        // the device's only link, if it has one
 
-	stalledUntil Time // RankStall: no operation starts before this
+	stalledUntil Time    // RankStall: no operation starts before this
+	computeSpeed float64 // SlowCompute: fraction of nominal speed left; 0 is nominal
 	crashed      bool
 	crashedAt    Time
 }

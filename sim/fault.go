@@ -19,6 +19,7 @@ const (
 	RankStall                        // Rank starts no new operation for For
 	RankCrash                        // Rank fails: its streams stop with ErrCrashed
 	SlowReduce                       // Rank's reduction bandwidth is scaled by Factor
+	SlowCompute                      // Rank's compute (Stream.Compute) runs at Factor of its speed
 )
 
 // ErrCrashed is wrapped by the errors of operations on, or sends to, a
@@ -33,16 +34,19 @@ var ErrCrashed = errors.New("rank crashed")
 //	rank R stall D at T
 //	rank R crash at T
 //	rank R slow P% [at T]
+//	rank R compute-slow P% [at T]
 //
 // where A-B names a link by its two nodes (either order), T and D are
 // durations such as 100us or 1.5ms, and P is the percentage of nominal
-// bandwidth left (0 < P ≤ 100).
+// bandwidth, or of compute speed, left (0 < P ≤ 100): compute-slow 80%
+// makes every compute that starts from T on take 1/0.8 = 1.25 times as
+// long.
 type Fault struct {
 	Kind   FaultKind
 	At     Time
 	Link   string  // LinkDown, LinkDegrade
-	Rank   int     // RankStall, RankCrash, SlowReduce
-	Factor float64 // LinkDegrade, SlowReduce: fraction of nominal bandwidth left
+	Rank   int     // RankStall, RankCrash, SlowReduce, SlowCompute
+	Factor float64 // LinkDegrade, SlowReduce, SlowCompute: fraction of nominal bandwidth or speed left
 	For    Time    // RankStall
 }
 
@@ -57,7 +61,7 @@ func ParseFault(s string) (Fault, error) {
 			return 0, nil
 		}
 		if len(w) != i+2 || w[i] != "at" {
-			return 0, fmt.Errorf("expected \"at TIME\" at the end")
+			return 0, fmt.Errorf("%q where \"at TIME\" (e.g. at 10us) or the end was expected", strings.Join(w[i:], " "))
 		}
 		return parseTime(w[i+1])
 	}
@@ -75,7 +79,7 @@ func ParseFault(s string) (Fault, error) {
 			f.At, err = at(3)
 		case "degrade":
 			f.Kind = LinkDegrade
-			if len(w) < 4 {
+			if len(w) < 4 || w[3] == "at" {
 				return bad("degrade needs a percentage, e.g. 'degrade 50%%'")
 			}
 			if f.Factor, err = parsePercent(w[3]); err == nil {
@@ -91,8 +95,8 @@ func ParseFault(s string) (Fault, error) {
 		switch w[2] {
 		case "stall":
 			f.Kind = RankStall
-			if len(w) < 4 {
-				return bad("stall needs a duration, e.g. 'stall 20us'")
+			if len(w) < 4 || w[3] == "at" {
+				return bad("stall needs a duration before \"at\", e.g. 'rank %d stall 20us at 5us'", f.Rank)
 			}
 			if f.For, err = parseTime(w[3]); err == nil {
 				f.At, err = at(4)
@@ -100,16 +104,19 @@ func ParseFault(s string) (Fault, error) {
 		case "crash":
 			f.Kind = RankCrash
 			f.At, err = at(3)
-		case "slow":
+		case "slow", "compute-slow":
 			f.Kind = SlowReduce
-			if len(w) < 4 {
-				return bad("slow needs a percentage, e.g. 'slow 25%%'")
+			if w[2] == "compute-slow" {
+				f.Kind = SlowCompute
+			}
+			if len(w) < 4 || w[3] == "at" {
+				return bad("%s needs a percentage left, e.g. 'rank %d %s 80%%'", w[2], f.Rank, w[2])
 			}
 			if f.Factor, err = parsePercent(w[3]); err == nil {
 				f.At, err = at(4)
 			}
 		default:
-			return bad("unknown rank fault %q (want stall, crash or slow)", w[2])
+			return bad("unknown rank fault %q (want stall, crash, slow or compute-slow)", w[2])
 		}
 	default:
 		return bad("unknown target %q (want link or rank)", w[0])
@@ -155,6 +162,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("rank %d crash%s", f.Rank, at)
 	case SlowReduce:
 		return fmt.Sprintf("rank %d slow %s%s", f.Rank, pct, at)
+	case SlowCompute:
+		return fmt.Sprintf("rank %d compute-slow %s%s", f.Rank, pct, at)
 	}
 	return "fault?"
 }
@@ -190,14 +199,14 @@ func (c *Cluster) Inject(f Fault) error {
 			return fmt.Errorf("sim: inject %v: %w", f, err)
 		}
 		at.link = l
-	case RankStall, RankCrash, SlowReduce:
+	case RankStall, RankCrash, SlowReduce, SlowCompute:
 		if f.Rank < 0 || f.Rank >= len(c.devices) {
 			return fmt.Errorf("sim: inject %v: rank %d not in 0..%d", f, f.Rank, len(c.devices)-1)
 		}
 	default:
 		return fmt.Errorf("sim: inject: unknown fault kind %d", f.Kind)
 	}
-	if (f.Kind == LinkDegrade || f.Kind == SlowReduce) && !(f.Factor > 0 && f.Factor <= 1) {
+	if (f.Kind == LinkDegrade || f.Kind == SlowReduce || f.Kind == SlowCompute) && !(f.Factor > 0 && f.Factor <= 1) {
 		return fmt.Errorf("sim: inject %v: factor %v not in (0, 1]", f, f.Factor)
 	}
 	if f.Kind == RankStall && f.For < 0 {
@@ -257,6 +266,7 @@ var endWords = map[FaultKind]string{LinkDown: "goes down", RankCrash: "crashes"}
 // faultWords names each kind of fault as its syntax does.
 var faultWords = map[FaultKind]string{
 	LinkDown: "down", LinkDegrade: "degrade", RankStall: "stall", RankCrash: "crash", SlowReduce: "slow",
+	SlowCompute: "compute-slow",
 }
 
 // linkNamed finds the topology link "A-B" (either order). Node names may
@@ -288,7 +298,11 @@ func (c *Cluster) linkNamed(name string) (int, error) {
 }
 
 func (c *Cluster) logf(now Time, format string, args ...any) {
-	c.faultLog = append(c.faultLog, fmt.Sprintf("%v: ", now)+fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	c.faultLog = append(c.faultLog, fmt.Sprintf("%v: ", now)+msg)
+	if c.trace != nil {
+		c.trace.global(now, msg)
+	}
 }
 
 // FaultLog lists, in order, every fault applied and what it caused
@@ -333,6 +347,8 @@ func (c *Cluster) apply(f Fault, now Time) {
 		d := c.devices[f.Rank]
 		d.reducer.capacity = perPicosecond(c.topo.Nodes[d.node].ReduceBW) * f.Factor
 		c.fab.touch(&d.reducer)
+	case SlowCompute:
+		c.devices[f.Rank].computeSpeed = f.Factor
 	case RankCrash:
 		d := c.devices[f.Rank]
 		d.crashed, d.crashedAt = true, now

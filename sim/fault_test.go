@@ -233,3 +233,49 @@ func TestCrashOfAStalledRankNumbersItsOperation(t *testing.T) {
 		t.Fatalf("Synchronize = %v, want the crash at op #0", err)
 	}
 }
+
+// TestSlowCompute: a rank's computes that start once it is slow take
+// 1/P as long, those before and on other ranks do not change.
+func TestSlowCompute(t *testing.T) {
+	c := newCluster(t, "ring:2", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("rank 0 compute-slow 25% at 5us"))(t)))
+	d := c.Devices()
+	s0, s1 := try(d[0].NewStream())(t), try(d[1].NewStream())(t)
+	for _, s := range []hw.Stream{s0, s1} {
+		ok(t, s.(*sim.Stream).Compute(10e-6, "before"))
+		ok(t, s.(*sim.Stream).Compute(10e-6, "after"))
+	}
+	ok(t, s1.Synchronize())
+	if now := c.Now(); now != 20*sim.Microsecond {
+		t.Fatalf("rank 1 computed 2 x 10us in %v, want 20us", now)
+	}
+	ok(t, s0.Synchronize())
+	if now := c.Now(); now != 50*sim.Microsecond {
+		t.Fatalf("rank 0 computed 10us, then 10us at 25%% speed, in %v, want 50us", now)
+	}
+}
+
+// TestParseFaultSaysWhatIsMissing: a fault missing its duration or
+// percentage says so rather than failing to read "at" as a number.
+func TestParseFaultSaysWhatIsMissing(t *testing.T) {
+	for s, want := range map[string]string{
+		"rank 1 stall at 5us":         "stall needs a duration",
+		"rank 1 slow at 5us":          "slow needs a percentage",
+		"rank 3 compute-slow":         "compute-slow needs a percentage",
+		"link a-b degrade at 1us":     "degrade needs a percentage",
+		"rank 1 crash 5us":            `"5us" where "at TIME"`,
+		"rank 1 compute-slow 20% 5us": `"5us" where "at TIME"`,
+	} {
+		_, err := sim.ParseFault(s)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseFault(%q) = %v, want an error saying %q", s, err, want)
+		}
+	}
+	f, err := sim.ParseFault("rank 3 compute-slow 80% at 1ms")
+	if err != nil || f.Kind != sim.SlowCompute || f.Rank != 3 || f.Factor != 0.8 || f.At != sim.Millisecond {
+		t.Fatalf("ParseFault(compute-slow) = %+v, %v", f, err)
+	}
+	if got := f.String(); got != "rank 3 compute-slow 80% at 1ms" {
+		t.Errorf("String() = %q", got)
+	}
+}

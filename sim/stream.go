@@ -612,6 +612,11 @@ func (s *Stream) begin(o *op, now Time) bool {
 		if o.dur == 0 {
 			return true
 		}
+		if speed := s.dev.computeSpeed; o.kind == opCompute && speed > 0 {
+			// A compute that starts while the rank is slow is slow to its
+			// end: kernels do not change speed midway here.
+			o.dur = FromSeconds(o.dur.Seconds() / speed)
+		}
 		s.busy, s.computing = true, o
 		c.eng.schedule(after(now, o.dur), s, computeDone)
 		return false
@@ -714,6 +719,9 @@ func (s *Stream) abort(err, cause error) {
 	c := s.dev.c
 	s.busy, s.flow, s.computing = false, nil, nil
 	s.err = err
+	if c.trace != nil {
+		c.trace.failed(s, c.eng.now, err)
+	}
 	failed := peerFailed(s.dev, cause)
 	for _, rest := range [2][]*op{s.fed[s.fedHead:], s.queue[s.head:]} {
 		for _, o := range rest {

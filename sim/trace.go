@@ -2,8 +2,10 @@ package sim
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -45,6 +47,8 @@ const (
 	flowOutFixedBytes = len(`{"ph":"s","name":"transfer","cat":"transfer","id":,"pid":,"tid":,"ts":}`) + 2
 	flowInFixedBytes  = len(`{"ph":"f","bp":"e","name":"transfer","cat":"transfer","id":,"pid":,"tid":,"ts":}`) + 2
 	counterFixedBytes = len(`{"ph":"C","name":,"pid":,"ts":,"args":{"GB/s":}}`) + 2
+	instantFixedBytes = len(`{"ph":"i","s":"t","name":,"pid":,"tid":,"ts":,"args":{}}`) + 2
+	globalFixedBytes  = len(`{"ph":"i","s":"g","name":,"pid":0,"tid":0,"ts":,"args":{}}`) + 2
 )
 
 // add counts n more bytes of trace, and drops what the tracer holds when
@@ -63,6 +67,12 @@ func spanBytes(sp *span) int {
 	tid := sp.tid
 	if tid < 0 {
 		tid = networkTID
+	}
+	switch sp.kind {
+	case instantSpan:
+		return instantFixedBytes + quotedLen(sp.name) + intLen(sp.rank) + intLen(tid) + microsLen(sp.start) + len(sp.args)
+	case globalSpan:
+		return globalFixedBytes + quotedLen(sp.name) + microsLen(sp.start) + len(sp.args)
 	}
 	n := spanFixedBytes + quotedLen(sp.name) + intLen(sp.rank) + intLen(tid) + microsLen(sp.start) + microsLen(sp.end-sp.start) + len(sp.args)
 	if sp.flowOut > 0 {
@@ -115,6 +125,7 @@ func microsLen(t Time) int {
 }
 
 type span struct {
+	kind       spanKind
 	rank, tid  int // tid: stream id, or -1 for the network track
 	name       string
 	start, end Time
@@ -123,6 +134,17 @@ type span struct {
 	flowIn     int    // > 0: an arrow ends at this span
 }
 
+// spanKind is how a span is written: a slice, an instant on its track
+// (an operation that took no time), or an instant across the whole trace
+// (a marker, a fault).
+type spanKind uint8
+
+const (
+	sliceSpan   spanKind = iota // "ph":"X"
+	instantSpan                 // "ph":"i", "s":"t"
+	globalSpan                  // "ph":"i", "s":"g"
+)
+
 // counter is one link direction's total rate from time at on.
 type counter struct {
 	at   Time
@@ -130,9 +152,47 @@ type counter struct {
 	rate float64 // bytes per picosecond
 }
 
+// op records a finished operation: a slice named by its kind, or by its
+// label for a compute (a layer's forward); an instant when it took no
+// time (a record, a wait already met, a local copy).
 func (t *tracer) op(s *Stream, o *op, now Time) {
-	t.addSpan(span{rank: s.dev.rank, tid: s.id, name: opNames[o.kind], start: o.start, end: now,
+	name := opNames[o.kind]
+	if o.kind == opCompute && o.label != "" {
+		name = o.label
+	}
+	kind := sliceSpan
+	if now == o.start {
+		kind = instantSpan
+	}
+	t.addSpan(span{kind: kind, rank: s.dev.rank, tid: s.id, name: name, start: o.start, end: now,
 		args: `"op":` + strconv.Quote(o.String()) + `,"index":` + strconv.Itoa(o.index)})
+}
+
+// failed records a stream's failure as an instant on its track.
+func (t *tracer) failed(s *Stream, now Time, err error) {
+	t.addSpan(span{kind: instantSpan, rank: s.dev.rank, tid: s.id, name: "failed", start: now, end: now,
+		args: `"error":` + strconv.Quote(err.Error())})
+}
+
+// global records an instant across the whole trace: a marker, a fault or
+// what a fault caused.
+func (t *tracer) global(now Time, name string) {
+	t.addSpan(span{kind: globalSpan, name: name, start: now, end: now})
+}
+
+// Mark puts a named instant across the whole trace at the current
+// simulated time, such as "allreduce 64MiB out-of-place" where a run
+// begins, so a person can find it; without tracing, or on a nil
+// cluster (a real backend's), it does nothing.
+func (c *Cluster) Mark(name string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.trace != nil {
+		c.trace.global(c.eng.now, name)
+	}
 }
 
 // transfer records a finished send as a span on the sender's network track,
@@ -171,7 +231,14 @@ func (t *tracer) rates(now Time, links []*link) {
 //   - transfers are spans on a "network" thread of the sending rank, with
 //     an arrow (flow event) to an arrival on the receiving rank's;
 //   - every link direction that carried traffic is a counter track of the
-//     "links" process, in GB/s, changing whenever the fair shares do.
+//     "links" process, in GB/s, changing whenever the fair shares do;
+//   - operations that took no time are instants on their track, a
+//     stream's failure is an instant named "failed", and markers (Mark),
+//     faults and what they caused (FaultLog's lines) are instants across
+//     the trace.
+//
+// Events are written in order of their start time (ties in the order
+// they were recorded), so every track reads in time order.
 //
 // Times are microseconds with picosecond precision. The output depends
 // only on the simulation, so a rerun writes the same bytes. Tracing must be
@@ -212,10 +279,21 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 	if len(c.trace.counters) > 0 {
 		emit(`{"ph":"M","name":"process_name","pid":%d,"args":{"name":"links"}}`, linksPID)
 	}
+	// Spans are recorded when they end: a long transfer ends after a short
+	// one that began later.
+	slices.SortStableFunc(c.trace.spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	for _, sp := range c.trace.spans {
 		tid := sp.tid
 		if tid < 0 {
 			tid = networkTID
+		}
+		switch sp.kind {
+		case instantSpan:
+			emit(`{"ph":"i","s":"t","name":%s,"pid":%d,"tid":%d,"ts":%s,"args":{%s}}`, strconv.Quote(sp.name), sp.rank, tid, micros(sp.start), sp.args)
+			continue
+		case globalSpan:
+			emit(`{"ph":"i","s":"g","name":%s,"pid":0,"tid":0,"ts":%s,"args":{%s}}`, strconv.Quote(sp.name), micros(sp.start), sp.args)
+			continue
 		}
 		emit(`{"ph":"X","name":%s,"pid":%d,"tid":%d,"ts":%s,"dur":%s,"args":{%s}}`,
 			strconv.Quote(sp.name), sp.rank, tid, micros(sp.start), micros(sp.end-sp.start), sp.args)

@@ -89,25 +89,25 @@ const (
 const h200VirtualMsgBW = h200CopyBW / 4
 
 var (
-	srcA100NVLink = "DGX A100 NVLink3: 12 links × 25 GB/s = 300 GB/s per direction per GPU (REFERENCE.md; nccl-tests#149, #178: all-reduce busbw ≈230 GB/s)"
-	srcH100NVLink = "DGX H100 NVLink4: 18 links, 450 GB/s per direction per GPU (REFERENCE.md; nccl-tests#212: ring busbw ≈365–370 GB/s; nccl#1455)"
+	srcA100NVLink = "DGX A100 NVLink3: 12 links × 25 GB/s = 300 GB/s per direction per GPU (NVIDIA DGX A100 datasheet; nccl-tests#149, #178: all-reduce busbw ≈230 GB/s)"
+	srcH100NVLink = "DGX H100 NVLink4: 18 links, 450 GB/s per direction per GPU (NVIDIA DGX H100 datasheet; nccl-tests#212: ring busbw ≈365–370 GB/s; nccl#1455)"
 	srcH200NVLink = "HGX H200 NVLink4: 900 GB/s bidirectional = 450 GB/s per direction per GPU (NVIDIA H200 product page)"
 	srcB200NVLink = "GB200 NVL72 NVLink5: 1.8 TB/s bidirectional = 900 GB/s per direction per GPU, 72 GPUs in one NVLink Switch domain (NVIDIA GB200 NVL72 specification: 130 TB/s total)"
-	srcSwitchLat  = "NVSwitch latency: ASTRA-sim validated HGX-H100 config, Switch, 8 NPUs, 936.25 ns GPU to GPU; 468.125 ns on each GPU-switch link (REFERENCE.md)"
-	srcSwitchLat2 = "NVSwitch latency: no published figure for this system in REFERENCE.md; reuses the ASTRA-sim HGX-H100 936.25 ns, 468.125 ns per GPU-switch link"
-	srcReduce     = "reduce bandwidth: a reduction reads 2s and writes s bytes, so reduce_bw = copy throughput/3; H200 device-to-device copy measured ≈4.3 TB/s read+written (REFERENCE.md) gives 1.43 TB/s"
+	srcSwitchLat  = "NVSwitch latency: ASTRA-sim validated HGX-H100 config, Switch, 8 NPUs, 936.25 ns GPU to GPU; 468.125 ns on each GPU-switch link (ASTRA-sim examples)"
+	srcSwitchLat2 = "NVSwitch latency: no published figure for this system was found; reuses the ASTRA-sim HGX-H100 936.25 ns, 468.125 ns per GPU-switch link"
+	srcReduce     = "reduce bandwidth: a reduction reads 2s and writes s bytes, so reduce_bw = copy throughput/3; H200 device-to-device copy measured ≈4.3 TB/s read+written on a lent H200 by this project gives 1.43 TB/s"
 	srcA100Reduce = srcReduce + "; A100 80GB scaled by HBM 2.039/4.8 TB/s (NVIDIA A100 and H200 datasheets) = 609 GB/s"
 	srcH100Reduce = srcReduce + "; H100 SXM scaled by HBM 3.35/4.8 TB/s (NVIDIA H100 and H200 datasheets) = 1.00 TB/s"
 	srcB200Reduce = srcReduce + "; B200 scaled by HBM 8/4.8 TB/s (NVIDIA GB200 NVL72 specification, H200 datasheet) = 2.39 TB/s"
 	srcM4Reduce   = srcReduce + "; Apple M4 Max scaled by memory bandwidth 546 GB/s / 4.8 TB/s (Apple M4 Max specifications) = 163 GB/s"
-	srcNDR        = "NIC: NDR InfiniBand 400 Gb/s = 50 GB/s per direction, one per GPU (REFERENCE.md; measured ≈46–48 GB/s, nccl-tests#290)"
-	srcNDRLat     = "network latency: NCCL tuning model (src/graph/tuning.cc, Simple) 14 µs per network hop (REFERENCE.md), 7 µs on each NIC-switch link"
-	srcPCIe       = "GPU-NIC: PCIe Gen5 x16 ≈ 64 GB/s per direction (REFERENCE.md), latency 0 (folded into the network hop)"
-	srcTB5        = "Thunderbolt 5: 80 Gb/s per direction = 10 GB/s (REFERENCE.md)"
-	srcTCP        = "latency: TCP between hosts, tens of µs (REFERENCE.md); 10 µs taken"
-	srcVirtualBW  = "virtual ranks on one H200: a message is two device-to-device copies (into staging, out of it), each reading and writing every byte; the copy measured ≈4.3 TB/s read+written (REFERENCE.md) moves 4.3/4 = 1.075 TB/s of messages, split evenly: each of N ranks' links gets 1/N, as they share the HBM (bw= sets the GPU's total)"
+	srcNDR        = "NIC: NDR InfiniBand 400 Gb/s = 50 GB/s per direction, one per GPU (measured ≈46–48 GB/s, nccl-tests#290)"
+	srcNDRLat     = "network latency: NCCL tuning model (src/graph/tuning.cc, Simple) 14 µs per network hop, 7 µs on each NIC-switch link"
+	srcPCIe       = "GPU-NIC: PCIe Gen5 x16 ≈ 64 GB/s per direction (32 GT/s × 16 lanes), latency 0 (folded into the network hop)"
+	srcTB5        = "Thunderbolt 5: 80 Gb/s per direction = 10 GB/s (Intel Thunderbolt 5: 80 Gb/s each way)"
+	srcTCP        = "latency: TCP between hosts, tens of µs; 10 µs taken (an assumption: no measurement at hand)"
+	srcVirtualBW  = "virtual ranks on one H200: a message is two device-to-device copies (into staging, out of it), each reading and writing every byte; the copy measured ≈4.3 TB/s read+written on a lent H200 moves 4.3/4 = 1.075 TB/s of messages, split evenly: each of N ranks' links gets 1/N, as they share the HBM (bw= sets the GPU's total)"
 	srcVirtualRed = srcReduce + ", split evenly: each of N ranks reduces at 1/N of it (reduce= sets the GPU's total)"
-	srcVirtualLat = "latency: no figure for a virtual-rank message in REFERENCE.md yet; 0 until a GPU run measures it (scripts/gpu-check.sh's cli part prints the simulator beside the measurement); set it with lat="
+	srcVirtualLat = "latency: no figure for a virtual-rank message yet (an assumption); 0 until a GPU run measures it (scripts/gpu-check.sh's cli part prints the simulator beside the measurement); set it with lat="
 )
 
 // Networks and host links of the multi-node presets other than dgx-h100xN.
@@ -140,17 +140,17 @@ const (
 	// gives busbw ≈480, algbw ≈275 (NCCL-MODEL.md §11). 276 GB/s.
 	nvlsHopperBW = 276e9
 	// Blackwell (B200, GB200): 8× B200 (HGX) all-reduce at 16 GiB, algbw
-	// 481.66 GB/s, busbw 843 (nccl-logs/vultr-b200-allreduce-8xB200.txt).
+	// 481.66 GB/s, busbw 843 (fidelity/nccl-logs/vultr-b200-allreduce-8xB200.txt).
 	// 482 GB/s. No 72-GPU measurement is at hand: gb200-nvl72 uses the same
 	// figure (same NVLink5 links and switch generation), also an assumption.
 	nvlsBlackwellBW = 482e9
 )
 
 var (
-	srcNVLSNone   = "NVLS: none; A100's second-generation NVSwitch has no NVLink SHARP, which came with the third generation (NVIDIA technical blog, Upgrading Multi-GPU Interconnectivity with the Third-Generation NVIDIA NVSwitch); NCCL's nvlsEfficiency is 0 on Ampere (NCCL-MODEL.md §5)"
-	srcNVLSHopper = "NVLS switch reduce 276 GB/s: no datasheet gives NVLink SHARP's rate in bytes; ASSUMPTION: the switch's rate is the measured 8-GPU NVLS all-reduce peak algbw, 276.03 GB/s at 16 GiB (nccl-logs/aws-batch-p5-allreduce-8xH100.txt, busbw 483; nccl-tests#212 ≈480 busbw, NCCL-MODEL.md §11), i.e. the switch, not the links, sets that peak"
+	srcNVLSNone   = "NVLS: none; A100's second-generation NVSwitch has no NVLink SHARP, which came with the third generation (NVIDIA technical blog, Upgrading Multi-GPU Interconnectivity with the Third-Generation NVIDIA NVSwitch); NCCL's nvlsEfficiency is 0 on Ampere (NCCL's src/graph/tuning.cc)"
+	srcNVLSHopper = "NVLS switch reduce 276 GB/s: no datasheet gives NVLink SHARP's rate in bytes; ASSUMPTION: the switch's rate is the measured 8-GPU NVLS all-reduce peak algbw, 276.03 GB/s at 16 GiB (fidelity/nccl-logs/aws-batch-p5-allreduce-8xH100.txt, busbw 483; nccl-tests#212 ≈480 busbw), i.e. the switch, not the links, sets that peak"
 	srcNVLSH200   = srcNVLSHopper + "; H200 uses the same NVLink4 NVSwitch baseboard as H100, so the H100 figure is assumed"
-	srcNVLSB200   = "NVLS switch reduce 482 GB/s: no datasheet gives NVLink SHARP's rate in bytes; ASSUMPTION: the switch's rate is the measured 8× B200 NVLS all-reduce peak algbw, 481.66 GB/s at 16 GiB (nccl-logs/vultr-b200-allreduce-8xB200.txt, busbw 843), i.e. the switch, not the links, sets that peak"
+	srcNVLSB200   = "NVLS switch reduce 482 GB/s: no datasheet gives NVLink SHARP's rate in bytes; ASSUMPTION: the switch's rate is the measured 8× B200 NVLS all-reduce peak algbw, 481.66 GB/s at 16 GiB (fidelity/nccl-logs/vultr-b200-allreduce-8xB200.txt, busbw 843), i.e. the switch, not the links, sets that peak"
 	srcNVLSNVL72  = srcNVLSB200 + "; no 72-GPU measurement is at hand: the 8-GPU figure is assumed for the NVL72 domain (same NVLink5 links and switch generation)"
 
 	srcDGXA100 = "DGX A100: 8× A100 (arch Ampere, SM80); host CPUs 2× AMD EPYC 7742 (NVIDIA DGX A100 user guide and datasheet): cpu amd"
@@ -163,10 +163,10 @@ var (
 
 	srcB200HGXReduce = srcB200Reduce + "; assumes the HGX/DGX B200's GPU has the GB200's 8 TB/s (NVIDIA's own HGX B200 HBM figure was not found in the sources searched)"
 
-	srcHDR       = "NIC: HDR InfiniBand 200 Gb/s = 25 GB/s per direction, one per GPU (REFERENCE.md, DGX A100 with 8×200 Gb/s IB, nccl#812; NVIDIA DGX SuperPOD H100 RA: DGX H100's 400 Gb/s ConnectX-7 is 2X the DGX A100's networking)"
-	srcNDRRail   = "NIC: NDR InfiniBand 400 Gb/s = 50 GB/s per direction, one per GPU on its rail (REFERENCE.md; measured ≈46–48 GB/s, nccl-tests#290)"
-	srcPCIeGen4  = "GPU-NIC: PCIe Gen4 x16 ≈ 32 GB/s per direction (REFERENCE.md; A100's host interface is PCIe Gen4, NVIDIA A100 datasheet), latency 0 (folded into the network hop)"
-	srcPCIeGB200 = "GPU-NIC: PCIe Gen5 x16 ≈ 64 GB/s per direction (REFERENCE.md), the ConnectX-7's own host interface; how a GB200 tray wires each NIC to its B200 was not found: assumption; latency 0 (folded into the network hop)"
+	srcHDR       = "NIC: HDR InfiniBand 200 Gb/s = 25 GB/s per direction, one per GPU (DGX A100 with 8×200 Gb/s IB, nccl#812; NVIDIA DGX SuperPOD H100 RA: DGX H100's 400 Gb/s ConnectX-7 is 2X the DGX A100's networking)"
+	srcNDRRail   = "NIC: NDR InfiniBand 400 Gb/s = 50 GB/s per direction, one per GPU on its rail (measured ≈46–48 GB/s, nccl-tests#290)"
+	srcPCIeGen4  = "GPU-NIC: PCIe Gen4 x16 ≈ 32 GB/s per direction (16 GT/s × 16 lanes; A100's host interface is PCIe Gen4, NVIDIA A100 datasheet), latency 0 (folded into the network hop)"
+	srcPCIeGB200 = "GPU-NIC: PCIe Gen5 x16 ≈ 64 GB/s per direction (32 GT/s × 16 lanes), the ConnectX-7's own host interface; how a GB200 tray wires each NIC to its B200 was not found: assumption; latency 0 (folded into the network hop)"
 
 	// The rail-optimised fabric of the DGX SuperPOD RAs, as this package
 	// draws it (buildCluster with rail=true).

@@ -1,6 +1,9 @@
 package topology
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Preset describes a built-in named fabric, for --help and documentation.
 type Preset struct {
@@ -136,12 +139,51 @@ func Presets() []Preset {
 	return out
 }
 
+// specKinds are the kinds a spec may start with, as typed: dgx-h100xN's
+// is dgx-h100x4's "dgx-h100x" less its x, which also names the one-node
+// preset; mac-tb5:N's is "mac-tb5".
+func specKinds() []string {
+	names := []string{"ring", "mesh", "switch", "torus", "cluster"}
+	for _, d := range presetTable() {
+		n := strings.TrimSuffix(strings.TrimSuffix(d.Name, ":N"), "xN")
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 func presetNames() string {
 	var names []string
 	for _, d := range presetTable() {
 		names = append(names, d.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// PresetOf returns the preset a spec string names (dgx-h100x4,rail=true
+// names dgx-h100xN), with its sources; ok is false for other specs and
+// for files. It does not check the rest of the spec: Parse does.
+func PresetOf(spec string) (Preset, bool) {
+	head, _, _ := strings.Cut(strings.TrimSpace(spec), ",")
+	kind, _, _ := strings.Cut(head, ":")
+	kind = strings.ToLower(strings.TrimSpace(kind))
+	for _, d := range presetTable() {
+		names := kind == d.Name
+		switch {
+		case d.suffixed:
+			prefix := strings.TrimSuffix(d.Name, "N")
+			names = strings.HasPrefix(kind, prefix) && kind != prefix
+		case d.shape:
+			names = kind == d.fam.name
+		}
+		if names {
+			p := d.Preset
+			p.Sources = slices.Clone(d.Sources)
+			return p, true
+		}
+	}
+	return Preset{}, false
 }
 
 // lookupPreset resolves a preset name; ok is false when kind names none.

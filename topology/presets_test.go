@@ -104,11 +104,18 @@ func TestPresetList(t *testing.T) {
 		}
 		for _, s := range p.Sources {
 			cites := false
-			for _, doc := range []string{"REFERENCE.md", "NCCL-MODEL.md", "nccl-logs/", "NVIDIA", "Apple"} {
+			for _, doc := range []string{"fidelity/nccl-logs/", "nccl-tests#", "nccl#", "tuning.cc", "ASTRA-sim", "NVIDIA", "Apple", "Intel", "lent H200", "GT/s", "assumption"} {
 				cites = cites || strings.Contains(s, doc)
 			}
 			if !cites {
 				t.Errorf("preset %s: source %q cites nothing", p.Name, s)
+			}
+			// show prints the sources: they cite what a reader can find,
+			// not the project's notes outside the repository.
+			for _, private := range []string{"REFERENCE", "NCCL-MODEL"} {
+				if strings.Contains(s, private) {
+					t.Errorf("preset %s: source %q cites %s, which is not in the repository", p.Name, s, private)
+				}
 			}
 		}
 		spec := strings.Replace(p.Name, "N", "3", 1)
@@ -302,5 +309,18 @@ func TestPresetOverrides(t *testing.T) {
 	tp = mustParse(t, "switch:4")
 	if tp.Nodes[0].Arch != UnknownArch || tp.HostCPU != UnknownCPU || tp.Nodes[4].ReduceBW != 0 {
 		t.Errorf("switch:4: arch %s, cpu %s, sw0 reduce %v", tp.Nodes[0].Arch, tp.HostCPU, tp.Nodes[4].ReduceBW)
+	}
+}
+
+func TestPresetOf(t *testing.T) {
+	for spec, want := range map[string]string{
+		"dgx-h100": "dgx-h100", "dgx-h100x4": "dgx-h100xN", "DGX-H100x4,rail=true": "dgx-h100xN", "gb200-nvl72": "gb200-nvl72",
+		"gb200-nvl72x2": "gb200-nvl72xN", "mac-tb5:4,lat=2us": "mac-tb5:N", "h200-virtual:2": "h200-virtual:N",
+		"switch:8": "", "ring:4": "", "fabric.yaml": "", "dgx-h100x": "",
+	} {
+		p, ok := PresetOf(spec)
+		if p.Name != want || ok != (want != "") || ok && len(p.Sources) == 0 {
+			t.Errorf("PresetOf(%q) = %q (%d sources), %v; want %q", spec, p.Name, len(p.Sources), ok, want)
+		}
 	}
 }

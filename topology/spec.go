@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/commsim/commsim/internal/suggest"
 )
 
 // maxSpecLen bounds the length of a spec string.
@@ -138,7 +140,8 @@ func lookupFamily(spec, kind, shape string, hasShape bool) (family, []int, error
 	if f, n, ok, err := lookupPreset(spec, kind, shape, hasShape); ok || err != nil {
 		return f, n, err
 	}
-	return family{}, nil, newErr(ErrSpec, "spec %q: unknown kind %q (want ring, mesh, switch, torus, cluster or a preset: %s)", spec, kind, presetNames())
+	return family{}, nil, newErr(ErrSpec, "spec %q: unknown kind %q (want ring, mesh, switch, torus, cluster or a preset: %s)%s", spec, kind, presetNames(),
+		suggest.DidYouMean(kind, specKinds()))
 }
 
 func shapeExample(kind string) string {

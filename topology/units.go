@@ -104,8 +104,23 @@ var bwUnits = []bwUnit{
 	{"Tb/s", 12, 0, true},
 }
 
+// bwUnitAlias spells a unit as people also write it the way bwUnits
+// does: 400Gbps, 400Gbit/s and 400Gbits/s are 400Gb/s; 25GBps and
+// 25Gbyte/s are 25GB/s. The case of b and B still tells bits from bytes.
+func bwUnitAlias(unit string) string {
+	for _, a := range []struct{ suffix, as string }{
+		{"bps", "b/s"}, {"Bps", "B/s"}, {"bits/s", "b/s"}, {"bit/s", "b/s"}, {"bytes/s", "B/s"}, {"byte/s", "B/s"},
+	} {
+		if prefix, ok := strings.CutSuffix(unit, a.suffix); ok {
+			return prefix + a.as
+		}
+	}
+	return unit
+}
+
 // ParseBandwidth parses a bandwidth such as "100GB/s", "400Gb/s",
 // "1.5TB/s", "25e9B/s", "64GiB/s" or "inf", and returns bytes per second.
+// Units may also be written Gbps, Gbit/s, GBps or Gbyte/s (bwUnitAlias).
 //
 // Units: B/s, kB/s (or KB/s), MB/s, GB/s, TB/s, PB/s are powers of 10 of
 // bytes (GB/s = 1e9 bytes/s, as in nccl-tests); b/s, kb/s, Mb/s, Gb/s, Tb/s
@@ -128,7 +143,7 @@ func ParseBandwidth(s string) (float64, error) {
 	if !ok {
 		return 0, newErr(ErrSpec, "bandwidth %q: want a number and a unit, e.g. 100GB/s, 400Gb/s or inf", orig)
 	}
-	unit = strings.TrimSpace(unit)
+	unit = bwUnitAlias(strings.TrimSpace(unit))
 	if unit == "" {
 		return 0, newErr(ErrSpec, "bandwidth %q: missing unit (B/s, GB/s, Gb/s, GiB/s, …)", orig)
 	}

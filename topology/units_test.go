@@ -256,3 +256,22 @@ func TestKind(t *testing.T) {
 		t.Errorf("ParseKind(tpu): %v", err)
 	}
 }
+
+// TestParseBandwidthAsPeopleWriteIt: Gbps, Gbit/s, GBps and Gbyte/s mean
+// what Gb/s and GB/s do, and b and B keep bits apart from bytes.
+func TestParseBandwidthAsPeopleWriteIt(t *testing.T) {
+	for s, want := range map[string]float64{
+		"400Gbps": 50e9, "400Gbit/s": 50e9, "400Gbits/s": 50e9, "400 Gbps": 50e9, "800Mbps": 100e6, "8bps": 1,
+		"50GBps": 50e9, "50Gbyte/s": 50e9, "50Gbytes/s": 50e9, "100MB/s": 100e6, "1KiBps": 1024,
+	} {
+		got, err := ParseBandwidth(s)
+		if err != nil || got != want {
+			t.Errorf("ParseBandwidth(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"400Gbpss", "400G", "400bp", "400Gbyte"} {
+		if _, err := ParseBandwidth(s); err == nil {
+			t.Errorf("ParseBandwidth(%q) succeeded", s)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/commsim/commsim/internal/yamlerr"
 )
 
 // MaxYAMLBytes is the largest YAML document ReadYAML and Load accept.
@@ -69,6 +71,17 @@ func ReadYAML(data []byte) (t *Topology, err error) {
 	return readYAMLTree(data)
 }
 
+// yamlLibraryErr is a yaml library error as an ErrYAML: its message
+// starts "yaml: line N:" already, and a second "yaml:" would hide the
+// line. yamlerr.Fix counts the library's parser errors' lines from 1.
+func yamlLibraryErr(err error, data []byte) error {
+	err = yamlerr.Fix(err, data)
+	if strings.HasPrefix(err.Error(), "yaml: ") {
+		return &topoError{msg: "topology", kind: ErrYAML, cause: err}
+	}
+	return wrapErr(ErrYAML, err, "yaml")
+}
+
 // readYAMLTree reads the document through the yaml library's node tree:
 // any YAML, every message, about 2 KB per node or link.
 func readYAMLTree(data []byte) (*Topology, error) {
@@ -79,12 +92,12 @@ func readYAMLTree(data []byte) (*Topology, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, newErr(ErrYAML, "yaml: empty document: want name, nodes and links")
 		}
-		return nil, wrapErr(ErrYAML, err, "yaml")
+		return nil, yamlLibraryErr(err, data)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, wrapErr(ErrYAML, err, "yaml")
+			return nil, yamlLibraryErr(err, data)
 		}
 		return nil, newErr(ErrYAML, "yaml: line %d: a second document; a file holds one topology", extra.Line)
 	}

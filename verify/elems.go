@@ -63,12 +63,12 @@ func fmtElem(dt hw.DType, bits uint64) string {
 // floatValue is a float element's exact value.
 func floatValue(dt hw.DType, bits uint64) float64 {
 	switch dt {
+	case hw.F32:
+		return float64(math.Float32frombits(uint32(bits)))
 	case hw.F16:
 		return hw.Float16(bits).Float64()
 	case hw.BF16:
 		return hw.BFloat16(bits).Float64()
-	case hw.F32:
-		return float64(math.Float32frombits(uint32(bits)))
 	}
 	return math.Float64frombits(bits)
 }
@@ -77,7 +77,17 @@ func floatValue(dt hw.DType, bits uint64) float64 {
 type floatFmt struct{ ebits, mbits uint }
 
 func floatFormat(dt hw.DType) floatFmt {
-	return map[hw.DType]floatFmt{hw.F16: {5, 10}, hw.BF16: {8, 7}, hw.F32: {8, 23}, hw.F64: {11, 52}}[dt]
+	switch dt {
+	case hw.F16:
+		return floatFmt{5, 10}
+	case hw.BF16:
+		return floatFmt{8, 7}
+	case hw.F32:
+		return floatFmt{8, 23}
+	case hw.F64:
+		return floatFmt{11, 52}
+	}
+	return floatFmt{}
 }
 
 func (f floatFmt) sign() uint64 { return 1 << (f.ebits + f.mbits) }
@@ -91,6 +101,22 @@ func appendElem(dst []byte, dt hw.DType, bits uint64) []byte {
 	var buf [8]byte
 	binary.LittleEndian.PutUint64(buf[:], bits)
 	return append(dst, buf[:dt.Size()]...)
+}
+
+// elemAt is element i of a little-endian buffer of size-byte elements,
+// zero-extended.
+func elemAt(b []byte, i, size int) uint64 {
+	switch size {
+	case 1:
+		return uint64(b[i])
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(b[2*i:]))
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
+	case 8:
+		return binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return leBits(b[i*size : (i+1)*size])
 }
 
 // leBits reads one little-endian element of up to 8 bytes, zero-extended.

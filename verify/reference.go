@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/commsim/commsim/hw"
-	"github.com/commsim/commsim/ops"
 )
 
 // CheckReference returns nil when outputs (every rank's output buffer, as
@@ -64,17 +63,11 @@ func CountWrong(c Case, outputs [][]byte) (wrong int, first string, err error) {
 	if err := checkInputLens(c); err != nil {
 		return 0, "", err
 	}
-	for r := range p {
-		n, f, err := countWrongRank(c, r, outputs[r])
-		if err != nil {
-			return 0, "", err
-		}
-		if wrong == 0 {
-			first = f
-		}
-		wrong += n
+	ranks := make([]int, p)
+	for r := range ranks {
+		ranks[r] = r
 	}
-	return wrong, first, nil
+	return countWrongRanks(c, ranks, outputs)
 }
 
 // CountWrongRank is CountWrong for the output of one rank only, judged
@@ -88,7 +81,9 @@ func CountWrongRank(c Case, rank int, output []byte) (wrong int, first string, e
 	if err := checkInputLens(c); err != nil {
 		return 0, "", err
 	}
-	return countWrongRank(c, rank, output)
+	outputs := make([][]byte, c.Spec.Ranks)
+	outputs[rank] = output
+	return countWrongRanks(c, []int{rank}, outputs)
 }
 
 // checkInputLens refuses inputs that are not the spec's InLen elements,
@@ -101,60 +96,6 @@ func checkInputLens(c Case) error {
 		}
 	}
 	return nil
-}
-
-// countWrongRank judges rank r's output; the caller has checked the inputs'
-// number and lengths.
-func countWrongRank(c Case, r int, output []byte) (wrong int, first string, err error) {
-	s := c.Spec
-	p, n, size := s.Ranks, s.Count, s.DType.Size()
-	if !Defined(s, r) {
-		return 0, "", nil
-	}
-	in := func(q, i int) uint64 { return leBits(c.Inputs[q][i*size : (i+1)*size]) }
-	_, outLen := s.BufferLens()
-	if len(output) != outLen*size {
-		return 0, "", fmt.Errorf("%w: rank %d output has %d bytes, want %d", ErrWrong, r, len(output), outLen*size)
-	}
-	vals := make([]uint64, p)
-	for j := range outLen {
-		got := leBits(output[j*size : (j+1)*size])
-		var ok bool
-		var want string
-		if s.Op.Reduces() {
-			base := cond(s.Op == ops.ReduceScatter, r*n, 0)
-			for q := range p {
-				vals[q] = in(q, base+j)
-			}
-			ok, want = judgeReduce(s.DType, s.Redop, vals, got)
-		} else {
-			var w uint64
-			switch s.Op {
-			case ops.AllGather, ops.Gather:
-				w = in(j/n, j%n)
-			case ops.Broadcast:
-				w = in(s.Root, j)
-			case ops.AllToAll:
-				w = in(j/n, r*n+j%n)
-			case ops.SendRecv:
-				w = in((r+p-1)%p, j)
-			}
-			ok, want = got == w, fmtElem(s.DType, w)
-		}
-		if !ok {
-			if wrong++; wrong == 1 {
-				first = fmt.Sprintf("rank %d element %d = %s, want %s", r, j, fmtElem(s.DType, got), want)
-				if s.Op.Reduces() {
-					var b []byte
-					for _, v := range vals {
-						b = appendElem(b, s.DType, v)
-					}
-					first += " (inputs " + FormatElems(s.DType, b) + ")"
-				}
-			}
-		}
-	}
-	return wrong, first, nil
 }
 
 // ErrWrong is wrapped by the errors of CheckReference, and by those of
@@ -200,28 +141,82 @@ func unitRoundoff(dt hw.DType) (u, tiny float64) {
 // judgeReduce decides whether got is an acceptable reduction of vals (one
 // element of every rank) and describes what was expected.
 func judgeReduce(dt hw.DType, op hw.ReduceOp, vals []uint64, got uint64) (bool, string) {
+	e := expectReduce(dt, op, vals)
+	return e.accepts(got), e.String()
+}
+
+// expectation is what the reference accepts for one reduced element. It is
+// computed once per element and judges every rank that holds the element
+// (all of them in an all-reduce); describing it (String) is left for the
+// first wrong element, since formatting costs more than judging.
+type expectation struct {
+	dt        hw.DType
+	bits      uint64 // the exact result, unless anything or near
+	orBits    uint64 // another exact result accepted when hasOr
+	hasOr     bool
+	nonFinite bool   // any NaN or Inf is accepted too
+	anything  string // when set, every result is accepted, for this reason
+	near      bool   // a finite result within tol of center is wanted
+	center    dd
+	shown     float64 // center as printed
+	tol       float64
+}
+
+// accepts reports whether got is an acceptable result.
+func (e *expectation) accepts(got uint64) bool {
+	switch {
+	case e.anything != "":
+		return true
+	case e.near:
+		g := floatValue(e.dt, got)
+		return !math.IsNaN(g) && !math.IsInf(g, 0) && e.center.minus(g) <= e.tol
+	case got == e.bits || e.hasOr && got == e.orBits:
+		return true
+	case e.nonFinite:
+		g := floatValue(e.dt, got)
+		return math.IsNaN(g) || math.IsInf(g, 0)
+	}
+	return false
+}
+
+// String describes the expected result.
+func (e *expectation) String() string {
+	switch {
+	case e.anything != "":
+		return "anything (" + e.anything + ")"
+	case e.near:
+		return fmt.Sprintf("%g ± %g", e.shown, e.tol)
+	case e.hasOr:
+		return fmtElem(e.dt, e.bits) + " or NaN"
+	}
+	return fmtElem(e.dt, e.bits)
+}
+
+// expectReduce is the reference's verdict rules for the reduction of vals
+// (one element of every rank).
+func expectReduce(dt hw.DType, op hw.ReduceOp, vals []uint64) expectation {
 	p := len(vals)
 	if !dt.IsFloat() {
-		w := intReduce(dt, op, vals)
-		return got == w, fmtElem(dt, w)
+		return expectation{dt: dt, bits: intReduce(dt, op, vals)}
 	}
 	f := floatFormat(dt)
 	nan := f.canonicalNaN()
-	g := floatValue(dt, got)
 	if p == 1 { // a copy, or a division by 1 (which canonicalises NaN)
 		w := vals[0]
 		if op == hw.Avg && math.IsNaN(floatValue(dt, w)) {
 			w = nan
 		}
-		return got == w, fmtElem(dt, w)
+		return expectation{dt: dt, bits: w}
 	}
-	xs := make([]float64, p)
+	if op == hw.Sum || op == hw.Avg {
+		return expectSum(dt, op, vals)
+	}
 	hasNaN, pos, neg, zero, signNeg := false, false, false, false, false
-	for i, v := range vals {
-		xs[i] = floatValue(dt, v)
-		hasNaN = hasNaN || math.IsNaN(xs[i])
-		pos, neg = pos || math.IsInf(xs[i], 1), neg || math.IsInf(xs[i], -1)
-		zero = zero || xs[i] == 0
+	for _, v := range vals {
+		x := floatValue(dt, v)
+		hasNaN = hasNaN || math.IsNaN(x)
+		pos, neg = pos || math.IsInf(x, 1), neg || math.IsInf(x, -1)
+		zero = zero || x == 0
 		signNeg = signNeg != (v&f.sign() != 0)
 	}
 	if op == hw.Min || op == hw.Max {
@@ -234,66 +229,79 @@ func judgeReduce(dt hw.DType, op hw.ReduceOp, vals []uint64, got uint64) (bool, 
 		if hasNaN {
 			w = nan
 		}
-		return got == w, fmtElem(dt, w)
+		return expectation{dt: dt, bits: w}
 	}
 	u, tiny := unitRoundoff(dt)
 	gamma := float64(p-1) * u / (1 - float64(p-1)*u) * (1 + 0x1p-50)
 	maxFinite := floatValue(dt, f.inf()-1)
-	finite := !math.IsNaN(g) && !math.IsInf(g, 0)
 	inf := func(negative bool) uint64 { return f.inf() | cond(negative, f.sign(), 0) }
-	if op == hw.Prod {
-		acc, m, lo, hi := dd{hi: 1}, 1.0, 1.0, 1.0
-		for _, x := range xs {
-			if finite := !math.IsNaN(x) && !math.IsInf(x, 0); finite && x != 0 {
-				acc = acc.mul(x)
-				m, lo, hi = max(m, math.Abs(x)), lo*min(1, math.Abs(x)), hi*max(1, math.Abs(x))
-			}
+	// Prod: the rest are expectSum's and handled above.
+	acc, m, lo, hi := dd{hi: 1}, 1.0, 1.0, 1.0
+	for _, v := range vals {
+		if x := floatValue(dt, v); !math.IsNaN(x) && !math.IsInf(x, 0) && x != 0 {
+			acc = acc.mul(x)
+			m, lo, hi = max(m, math.Abs(x)), lo*min(1, math.Abs(x)), hi*max(1, math.Abs(x))
 		}
-		abs := 4 * float64(p) * tiny * math.Pow(m, float64(p-1))
-		over := hi*(1+gamma) >= maxFinite
-		under := lo*(1-gamma) <= abs
-		switch {
-		case hasNaN || (pos || neg) && zero:
-			return got == nan, fmtElem(dt, nan)
-		case pos || neg:
-			return got == inf(signNeg) || under && got == nan, fmtElem(dt, inf(signNeg)) + cond(under, " or NaN", "")
-		case zero:
-			w := cond(signNeg, f.sign(), 0)
-			return got == w || over && !finite, fmtElem(dt, w)
-		}
-		if over {
-			return true, "anything (partial products may overflow)"
-		}
-		tol := gamma*math.Abs(acc.hi) + abs
-		return finite && acc.minus(g) <= tol, fmt.Sprintf("%g ± %g", acc.hi, tol)
 	}
-	acc, abs := dd{}, 0.0 // Sum and Avg
-	for _, x := range xs {
-		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+	abs := 4 * float64(p) * tiny * math.Pow(m, float64(p-1))
+	over := hi*(1+gamma) >= maxFinite
+	under := lo*(1-gamma) <= abs
+	switch {
+	case hasNaN || (pos || neg) && zero:
+		return expectation{dt: dt, bits: nan}
+	case pos || neg:
+		return expectation{dt: dt, bits: inf(signNeg), orBits: nan, hasOr: under}
+	case zero:
+		return expectation{dt: dt, bits: cond(signNeg, f.sign(), 0), nonFinite: over}
+	case over:
+		return expectation{dt: dt, anything: "partial products may overflow"}
+	}
+	tol := gamma*math.Abs(acc.hi) + abs
+	return expectation{dt: dt, near: true, center: acc, shown: acc.hi, tol: tol}
+}
+
+// expectSum is expectReduce for Sum and Avg of floats over p > 1 ranks,
+// in one pass over the values: the case --check judges most, once per
+// element.
+func expectSum(dt hw.DType, op hw.ReduceOp, vals []uint64) expectation {
+	p := len(vals)
+	f := floatFormat(dt)
+	nan := f.canonicalNaN()
+	acc, abs := dd{}, 0.0
+	hasNaN, pos, neg := false, false, false
+	for _, v := range vals {
+		switch x := floatValue(dt, v); {
+		case x != x:
+			hasNaN = true
+		case math.IsInf(x, 1):
+			pos = true
+		case math.IsInf(x, -1):
+			neg = true
+		default:
 			acc, abs = acc.add(x), abs+math.Abs(x)
 		}
 	}
+	u, tiny := unitRoundoff(dt)
+	gamma := float64(p-1) * u / (1 - float64(p-1)*u) * (1 + 0x1p-50)
+	maxFinite := floatValue(dt, f.inf()-1)
 	abs *= 1 + 0x1p-48
 	over := abs*(1+gamma) >= maxFinite
 	switch {
 	case hasNaN || pos && neg:
-		return got == nan, fmtElem(dt, nan)
+		return expectation{dt: dt, bits: nan}
 	case pos || neg:
-		return got == inf(neg) || over && !finite, fmtElem(dt, inf(neg))
-	}
-	if over {
-		return true, "anything (partial sums may overflow)"
+		return expectation{dt: dt, bits: f.inf() | cond(neg, f.sign(), 0), nonFinite: over}
+	case over:
+		return expectation{dt: dt, anything: "partial sums may overflow"}
 	}
 	tol := gamma*abs + 0x1p-100*abs
-	diff := acc.minus(g)
 	if op == hw.Avg {
 		q := float64(p)
 		qh := acc.hi / q // the exact average as a double-double
-		diff = dd{qh, (math.FMA(-qh, q, acc.hi) + acc.lo) / q}.minus(g)
-		tol = tol/q*(1+u) + u*math.Abs(acc.hi/q) + tiny
-		return finite && diff <= tol, fmt.Sprintf("%g ± %g", acc.hi/q, tol)
+		avg := dd{qh, (math.FMA(-qh, q, acc.hi) + acc.lo) / q}
+		return expectation{dt: dt, near: true, center: avg, shown: acc.hi / q, tol: tol/q*(1+u) + u*math.Abs(acc.hi/q) + tiny}
 	}
-	return finite && diff <= tol, fmt.Sprintf("%g ± %g", acc.hi, tol)
+	return expectation{dt: dt, near: true, center: acc, shown: acc.hi, tol: tol}
 }
 
 // key orders a float's bits as IEEE 754-2019 minimum and maximum do: −0

@@ -20,8 +20,15 @@ import (
 // reads every output back. A run without inputs (nil) writes and reads nothing: it is timed
 // only, on whatever the buffers hold, which is all a timing-only world's
 // phantom buffers allow.
+//
+// Warmup and Iters are nccl-tests' -w and -n for devices whose times vary
+// from run to run: Warmup untimed launches, then Iters timed ones whose
+// mean is the Result's time (0 counts as 1). A run with inputs then writes
+// them again and launches once more for the outputs, since the timed
+// launches of an in-place run reduce what the previous one left.
 type Runner struct {
-	bufs map[hw.Device]*[2]hw.Buffer
+	Warmup, Iters int
+	bufs          map[hw.Device]*[2]hw.Buffer
 }
 
 // Rank is one rank of a plan whose other ranks run elsewhere, as in a
@@ -97,11 +104,21 @@ func (r *Runner) run(plan *ops.Plan, ranks []int, devs []hw.Device, inputs [][]b
 			}
 		}
 	}
-	secs, err := launch(in, out)
+	secs, err := r.time(func() (float64, error) { return launch(in, out) })
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Seconds: secs}
+	if inputs != nil && (r.Warmup > 0 || r.Iters > 1) {
+		for _, q := range ranks {
+			if err := writeInput(in[q], inputs[q]); err != nil {
+				return Result{}, err
+			}
+		}
+		if _, err := launch(in, out); err != nil {
+			return Result{}, err
+		}
+	}
 	if inputs == nil {
 		return res, nil
 	}
@@ -112,6 +129,25 @@ func (r *Runner) run(plan *ops.Plan, ranks []int, devs []hw.Device, inputs [][]b
 		}
 	}
 	return res, nil
+}
+
+// time launches Warmup times untimed, then Iters times, and returns the
+// mean time of the timed launches.
+func (r *Runner) time(launch func() (float64, error)) (float64, error) {
+	for range r.Warmup {
+		if _, err := launch(); err != nil {
+			return 0, err
+		}
+	}
+	n, total := max(r.Iters, 1), 0.0
+	for range n {
+		secs, err := launch()
+		if err != nil {
+			return 0, err
+		}
+		total += secs
+	}
+	return total / float64(n), nil
 }
 
 // layout returns rank's input and output slices of plan on dev: the
@@ -181,6 +217,9 @@ func (r *Runner) Free() error {
 // writeInput stores raw as s's elements and zeroes the rest of its buffer.
 func writeInput(s hw.Slice, raw []byte) error {
 	size := s.DType().Size()
+	if s.Off == 0 && len(raw) == s.Buf.Len()*size {
+		return s.Buf.Write(raw) // nothing else to zero: spare a copy
+	}
 	all := make([]byte, s.Buf.Len()*size)
 	copy(all[s.Off*size:], raw)
 	return s.Buf.Write(all)

@@ -187,3 +187,67 @@ func TestRunRankHoldsOneRank(t *testing.T) {
 		t.Error("a rank without Launch accepted")
 	}
 }
+
+// TestRunnerIterations: Warmup launches are not timed, the Iters timed ones
+// are averaged, and a run with inputs launches once more on fresh inputs
+// for the outputs (an in-place run's timed launches reduce their own
+// results).
+func TestRunnerIterations(t *testing.T) {
+	s := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 2, Count: 4, DType: hw.F32, Redop: hw.Sum}
+	plan, err := ops.Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := PatternInputs(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := simWorld(t, 2, sim.Config{})
+	dev, err := w.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		warmup, iters int
+		inputs        [][]byte
+		launches      int
+		secs          float64
+	}{
+		{0, 0, nil, 1, 1},
+		{2, 3, nil, 5, 4},    // timed: the 3rd, 4th and 5th launches
+		{2, 3, inputs, 6, 4}, // and one more for the outputs
+		{0, 1, inputs, 1, 1}, // one launch serves both
+		{1, 1, inputs, 3, 2},
+	} {
+		launches := 0
+		var firstIn []byte
+		rank := Rank{Index: 0, Device: dev, Launch: func(_ *ops.Plan, in, _ hw.Slice) (float64, error) {
+			launches++
+			raw, err := readOutput(in)
+			if err != nil {
+				return 0, err
+			}
+			if launches == 1 {
+				firstIn = raw
+			} else if c.inputs != nil && launches == c.launches && string(raw) != string(firstIn) {
+				t.Errorf("warmup %d iters %d: the last launch did not start from the inputs", c.warmup, c.iters)
+			}
+			// What a launch in place would do: change its input.
+			if err := in.Buf.Write(make([]byte, in.Buf.Len()*4)); err != nil {
+				return 0, err
+			}
+			return float64(launches), nil
+		}}
+		r := Runner{Warmup: c.warmup, Iters: c.iters}
+		res, err := r.RunRank(rank, plan, c.inputs, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if launches != c.launches || res.Seconds != c.secs {
+			t.Errorf("warmup %d iters %d inputs %v: %d launches, %v s; want %d, %v", c.warmup, c.iters, c.inputs != nil, launches, res.Seconds, c.launches, c.secs)
+		}
+		if err := r.Free(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

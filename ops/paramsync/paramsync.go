@@ -18,7 +18,10 @@
 // (MLX's signal/wait). Replicated parameters get an averaged all-reduce;
 // sharded ones an averaged reduce-scatter of the gradient (rank r keeps
 // shard r, in place) and, on request, an all-gather of the parameter
-// (with Config.Algo where it implements them, ring otherwise: AlgoFor).
+// (GatherParams; GatherParamsAfter behind events, returning its own, for
+// FSDP's gathers before each layer's forward and backward), with
+// Config.Algo where it implements them, ring otherwise (AlgoFor), and
+// auto choosing by cost.
 //
 // Buckets decide when collectives start, not how data is cut: each
 // gradient is reduced by its own plan, in place. Fusing a bucket into one
@@ -103,6 +106,7 @@ type Server struct {
 	index   map[string]int
 	buckets []Bucket
 	plans   map[Param]*ops.Plan // reduce plan per parameter shape
+	gathers map[Param]*ops.Plan // all-gather plan per sharded parameter shape
 	ranks   []*rankState
 	closed  bool
 }
@@ -499,30 +503,64 @@ func (s *Server) missingReport(round int) string {
 // completion all of it. Every rank must call it (in the same order) before
 // any rank waits on the result with Wait.
 func (s *Server) GatherParams(rank int, id string, param hw.Buffer) error {
+	_, _, err := s.GatherParamsAfter(rank, id, param)
+	return err
+}
+
+// GatherParamsAfter is GatherParams behind the events in after (nil ones
+// are none), returning
+// the events recorded when rank's part starts and ends: FSDP gathers a
+// layer's parameters while the layer before it computes, and the layer's
+// compute waits for the end.
+func (s *Server) GatherParamsAfter(rank int, id string, param hw.Buffer, after ...hw.Event) (start, end hw.Event, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.rank(rank); err != nil {
-		return err
+		return nil, nil, err
 	}
 	i, ok := s.index[id]
 	if !ok {
-		return fmt.Errorf("%w: rank %d gathers %q", ErrUnregistered, rank, id)
+		return nil, nil, fmt.Errorf("%w: rank %d gathers %q", ErrUnregistered, rank, id)
 	}
 	p := s.params[i]
 	if !p.Sharded {
-		return fmt.Errorf("paramsync: %q is not sharded", id)
+		return nil, nil, fmt.Errorf("paramsync: %q is not sharded", id)
 	}
 	if param == nil || param.Len() != p.Len || param.DType() != p.DType {
-		return fmt.Errorf("%w: rank %d, %q: parameter buffer does not match %d x %s", ErrMismatch, rank, id, p.Len, p.DType)
+		return nil, nil, fmt.Errorf("%w: rank %d, %q: parameter buffer does not match %d x %s", ErrMismatch, rank, id, p.Len, p.DType)
 	}
-	n := p.Len / s.w.Size()
-	plan, err := ops.Compile(ops.Spec{Op: ops.AllGather, Algo: s.gatherAlgo(), Ranks: s.w.Size(), Count: n, DType: p.DType})
+	plan, err := s.gatherPlan(p)
 	if err != nil {
-		return fmt.Errorf("paramsync: %q: %w", id, err)
+		return nil, nil, err
 	}
 	in, out := plan.InPlace(rank, hw.Whole(param))
-	_, err = s.exec.Enqueue(plan, rank, in, out)
-	return err
+	after = slices.DeleteFunc(slices.Clone(after), func(ev hw.Event) bool { return ev == nil }) // nil: nothing to wait for
+	return s.exec.EnqueueTimed(plan, rank, in, out, after...)
+}
+
+// gatherPlan is the all-gather of one sharded parameter, chosen by cost
+// under auto as the reductions are.
+func (s *Server) gatherPlan(p Param) (*ops.Plan, error) {
+	key := Param{Len: p.Len, DType: p.DType}
+	if plan, ok := s.gathers[key]; ok {
+		return plan, nil
+	}
+	spec := ops.Spec{Op: ops.AllGather, Algo: s.gatherAlgo(), Ranks: s.w.Size(), Count: p.Len / s.w.Size(), DType: p.DType}
+	var plan *ops.Plan
+	var err error
+	if spec.Algo == "auto" {
+		plan, _, err = ops.Select(spec, s.cfg.Cost)
+	} else {
+		plan, err = ops.Compile(spec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("paramsync: %q: %w", p.ID, err)
+	}
+	if s.gathers == nil {
+		s.gathers = map[Param]*ops.Plan{}
+	}
+	s.gathers[key] = plan
+	return plan, nil
 }
 
 func (s *Server) gatherAlgo() string { return AlgoFor(ops.AllGather, s.cfg.Algo) }

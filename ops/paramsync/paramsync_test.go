@@ -377,3 +377,60 @@ func TestStartRefusesAlgorithmsThatCannotAllReduce(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherParamsAfterWaitsAndTimes: under auto the gather's plan is
+// chosen by cost (GatherParams used to compile "auto" and fail); it starts
+// no sooner than the event it is behind, and its end event is when every
+// shard has arrived.
+func TestGatherParamsAfterWaitsAndTimes(t *testing.T) {
+	c := cluster(t, 4, sim.Config{})
+	srv, err := paramsync.Start(c.World(), paramsync.Config{Algo: "auto", Cost: c.Topology()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := []paramsync.Param{{ID: "w", Len: 8, DType: hw.I32, Sharded: true}}
+	bufs := make([]hw.Buffer, 4)
+	ends := make([]hw.Event, 4)
+	var gate, start0 hw.Event
+	for r, d := range c.Devices() {
+		srv.Register(r, params)
+		bufs[r], _ = d.Alloc(hw.I32, 8)
+		shard := make([]int32, 8)
+		shard[2*r], shard[2*r+1] = int32(10*r), int32(10*r+1)
+		bufs[r].Write(hw.Encode(shard))
+		// Rank 0's gather waits for 5 us of compute.
+		var after hw.Event
+		if r == 0 {
+			s, _ := d.NewStream()
+			s.(*sim.Stream).Compute(5e-6, "layer before")
+			gate, _ = d.NewEvent()
+			s.Record(gate)
+			after = gate
+		}
+		start, end, err := srv.GatherParamsAfter(r, "w", bufs[r], after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == 0 {
+			start0 = start
+		}
+		ends[r] = end
+	}
+	for r := range 4 {
+		if err := srv.Wait(r); err != nil {
+			t.Fatal(err)
+		}
+		raw := make([]byte, 32)
+		bufs[r].Read(raw)
+		got, _ := hw.Decode[int32](raw)
+		if fmt.Sprint(got) != "[0 1 10 11 20 21 30 31]" {
+			t.Fatalf("rank %d = %v", r, got)
+		}
+		if took, err := ends[r].ElapsedSince(gate); err != nil || took <= 0 {
+			t.Errorf("rank %d's gather ended %v s after rank 0's gate (%v)", r, took, err)
+		}
+	}
+	if waited, err := start0.ElapsedSince(gate); err != nil || waited < 0 {
+		t.Errorf("rank 0's gather started %v s after its gate (%v)", waited, err)
+	}
+}
