@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/commsim/commsim/hw"
@@ -27,31 +28,40 @@ type benchFlags struct {
 	minBytes, maxBytes                   string
 	factor                               float64
 	root                                 int
-	check, timingOnly, symmetry          bool
+	check                                checkFlag
+	timingOnly, data, symmetry           bool
 	trace                                string // bench and what-if only
 	topoSet                              bool   // --topo was given
+	traceMax                             traceMaxFlag
 	backendFlags
 	ncclFlags
+	ncclTestFlags
 }
 
 func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology: a spec (ring:8, switch:16, cluster:2x8, …), a preset or a YAML file")
-	fl.StringVar(&f.op, "op", "allreduce", "collective: "+strings.Join(opNames(), "|"))
+	fl.StringVar(&f.op, "op", "allreduce", "collective: "+strings.Join(opNames(), "|")+" (or nccl-tests' all_reduce, reduce_scatter, …; nccl-tests' -o/--op, the reduction, is -o/--redop here)")
 	fl.StringVar(&f.algo, "algo", algoDefault, "algorithm: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+
 		" (auto: the cheapest of commsim's own by its cost model; nccl: what NCCL's tuner would run, per size)")
-	fl.StringVar(&f.dtype, "dtype", "f32", "element type: f32|f64|f16|bf16|i32|i64|u8")
-	fl.StringVar(&f.redop, "redop", "sum", "reduce op: sum|prod|min|max|avg")
+	fl.StringVarP(&f.dtype, "dtype", "d", "f32", "element type: f32|f64|f16|bf16|i32|i64|u8 (or nccl-tests' float, double, half, bfloat16, int32, int64, uint8)")
+	fl.StringVarP(&f.redop, "redop", "o", "sum", "reduce op: sum|prod|min|max|avg (-o as in nccl-tests)")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "smallest size (8, 1KiB, 1MiB, 1GB; K/M/G mean KiB/MiB/GiB)")
 	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "64MiB", "largest size")
 	fl.Float64VarP(&f.factor, "factor", "f", 2, "size multiplier between steps (> 1)")
 	fl.IntVar(&f.root, "root", 0, "root rank of gather, broadcast and reduce")
-	fl.BoolVar(&f.check, "check", false, "verify every rank's result against a float64 reference")
-	fl.BoolVar(&f.timingOnly, "timing-only", false, "simulate times without data (phantom buffers): for large worlds and sizes")
+	fl.Var(&f.check, "check", "verify every rank's result against an exact reference: --check (or =1), --check=0 not; nccl-tests' -c 0|1 too. On sim it moves real data")
+	fl.Lookup("check").NoOptDefVal = "1"
+	fl.AddFlag(&pflag.Flag{Name: "validation", Shorthand: "c", Usage: "nccl-tests' -c 0|1: --check", Value: &f.check, DefValue: "0", Hidden: true})
+	fl.BoolVar(&f.data, "data", false, "on sim, move and reduce real data without checking it (the times are the same as without)")
+	fl.BoolVar(&f.timingOnly, "timing-only", false, "on sim, times without data (phantom buffers): the default unless --check or --data")
 	fl.BoolVar(&f.symmetry, "symmetry", true, "with --timing-only on a fabric that looks alike from every GPU or node (switch:N, cluster:MxG, dgx-h100xN), time a plan that every rank runs alike (ring, rd, rhd, pairwise on even shapes) by simulating only the ranks that stand for all: the same times, far faster; =false simulates every rank")
-	fl.StringVar(&f.format, "format", "table", "output: table|csv|json (JSON Lines)")
+	fl.StringVar(&f.format, "format", "text", "output: text (nccl-tests' layout)|table (a box table)|csv|json (JSON Lines)")
 	f.backendFlags.register(cmd)
 	f.ncclFlags.register(fl)
+	f.ncclTestFlags.register(fl)
+	f.addAliases(fl)
+	f.ncclTestFlags.changed = func(name string) bool { return fl.Changed(name) }
 }
 
 func opNames() []string {
@@ -78,10 +88,16 @@ type sweep struct {
 	symmetry   bool // let the simulator mirror symmetric plans
 	mirrored   int  // runs timed on a mirror
 	format     string
+	factor     float64 // -f
+	maxBytes   int64   // -e, which the last size may fall short of
+	iters      int     // timed runs per size on real backends (-n)
+	warmup     int     // untimed runs before them (-w)
 	trace      string
-	plot       string        // bench --plot
-	backend    *backendPlan  // where the ranks live
-	runner     verify.Runner // its buffers serve every size
+	traceMax   int64          // --trace-max
+	plot       string         // bench --plot
+	backend    *backendPlan   // where the ranks live
+	runner     *verify.Runner // its buffers serve every size (and every algorithm of compare's)
+	pattern    *patternCache  // --check's inputs of the last size
 
 	simTopo *topology.Topology // --sim-topo (simtopo.go), or nil
 
@@ -96,16 +112,18 @@ type sweep struct {
 
 // parse validates every flag; each failure is a usage error.
 func (f *benchFlags) parse() (*sweep, error) {
-	s := &sweep{check: f.check, timingOnly: f.timingOnly, symmetry: f.symmetry, format: f.format, topoName: f.topo, trace: f.trace}
+	s := &sweep{check: bool(f.check), timingOnly: f.timingOnly, symmetry: f.symmetry, format: f.format, topoName: f.topo, trace: f.trace, traceMax: int64(f.traceMax),
+		factor: f.factor, iters: f.iters, warmup: f.warmup, pattern: &patternCache{}, runner: &verify.Runner{}}
 	var err error
-	if s.op, err = ops.ParseOp(f.op); err != nil {
-		return nil, usageError{err}
+	if s.op, err = parseOp(f.op); err != nil {
+		return nil, err
 	}
 	if f.algo == ops.Native && f.backend != "cuda" {
 		return nil, usagef("algorithm native needs a backend with native collectives (cuda, through NCCL); the %s backend has none", f.backend)
 	}
 	if f.algo != "auto" && f.algo != ops.Native && f.algo != algoNCCL && !slices.Contains(ops.Algorithms(), f.algo) {
-		return nil, usagef("unknown algorithm %q (want one of %s, auto, nccl, native)", f.algo, strings.Join(ops.Algorithms(), ", "))
+		return nil, usagef("unknown algorithm %q (want one of %s, auto, nccl, native)%s", f.algo, strings.Join(ops.Algorithms(), ", "),
+			didYouMean(f.algo, append(ops.Algorithms(), "auto", algoNCCL, ops.Native)))
 	}
 	s.algo = f.algo
 	switch {
@@ -120,9 +138,9 @@ func (f *benchFlags) parse() (*sweep, error) {
 		return nil, usageError{err}
 	}
 	switch f.format {
-	case "table", "csv", "json":
+	case "text", "table", "csv", "json":
 	default:
-		return nil, usagef("unknown format %q (want table, csv or json)", f.format)
+		return nil, usagef("unknown format %q (want text, table, csv or json)", f.format)
 	}
 	if f.backend != "sim" && (s.timingOnly || s.trace != "") {
 		return nil, usagef("--timing-only and --trace are for the simulator; the %s backend runs real data", f.backend)
@@ -130,6 +148,15 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if s.check && s.timingOnly {
 		return nil, usagef("--check needs data; it cannot be combined with --timing-only")
 	}
+	if f.data && s.timingOnly {
+		return nil, usagef("--data and --timing-only contradict each other")
+	}
+	if err := f.ncclTestFlags.validate(f.backend); err != nil {
+		return nil, err
+	}
+	// On sim a time does not depend on the data: data moves only when
+	// --check judges it or --data asks for it.
+	s.timingOnly = f.backend == "sim" && !s.check && !f.data
 	lo, err := parseBytes(f.minBytes)
 	if err != nil {
 		return nil, usagef("--min-bytes: %v", err)
@@ -138,9 +165,13 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if err != nil {
 		return nil, usagef("--max-bytes: %v", err)
 	}
+	if maxGiven := f.ncclTestFlags.changed != nil && (f.ncclTestFlags.changed("max-bytes") || f.ncclTestFlags.changed("maxbytes")); lo > hi && !maxGiven {
+		hi, f.maxBytes = lo, f.minBytes // -b alone past the default -e: the sweep starts and ends at -b
+	}
 	if lo > hi {
 		return nil, usagef("--min-bytes %s is larger than --max-bytes %s", f.minBytes, f.maxBytes)
 	}
+	s.maxBytes = hi
 	if !(f.factor > 1) || math.IsInf(f.factor, 0) {
 		return nil, usagef("--factor must be a number > 1, got %v", f.factor)
 	}
@@ -164,20 +195,40 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if s.op == ops.Barrier {
 		s.sizes = []int64{0}
 	}
+	if f.backend != "sim" && f.ngpus > 0 {
+		// nccl-tests' -g is the GPUs of one process.
+		switch {
+		case f.multi != nil && f.ngpus > 1:
+			return nil, usagef("-g %d: a multi-process run has one GPU per process", f.ngpus)
+		case f.multi == nil && f.ranks != 0 && f.ranks != f.ngpus:
+			return nil, usagef("-g %d and --ranks %d disagree: on %s both are the ranks of this process", f.ngpus, f.ranks, f.backend)
+		case f.multi == nil:
+			f.ranks = f.ngpus
+		}
+	}
 	if s.backend, s.topo, err = f.backendFlags.resolve(f.topoSet, f.topo); err != nil {
 		return nil, err
 	}
 	if s.backend.name != "sim" {
 		s.topoName = s.backend.name // the topology is only auto's cost model
+	} else if f.ngpus > 0 && f.ngpus != s.topo.NumGPUs() {
+		if f.ngpus > s.topo.NumGPUs() {
+			return nil, usagef("-g %d: %s has %d GPUs", f.ngpus, f.topo, s.topo.NumGPUs())
+		}
+		if s.topo, err = topology.FirstGPUs(s.topo, f.ngpus); err != nil {
+			return nil, usagef("-g %d: %v", f.ngpus, err)
+		}
+		s.topoName = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
+	}
+	if s.backend.name != "sim" {
+		s.runner.Warmup, s.runner.Iters = f.warmup, f.iters
 	}
 	p := s.topo.NumGPUs()
 	if p > ops.MaxRanks {
 		return nil, usagef("topology %s has %d GPUs, over the limit of %d ranks", f.topo, p, ops.MaxRanks)
 	}
-	if ops.NeedsSwitch(s.algo) {
-		if sys, err := nccl.Describe(s.topo); err != nil || !sys.NVLSCapable {
-			return nil, usagef("algorithm %s needs GPUs on a switch that reduces (NVLS), which %s does not have", s.algo, f.topo)
-		}
+	if err := fabricRuns(s.algo, s.topo, f.topo); err != nil {
+		return nil, err
 	}
 	if s.algo == algoNCCL {
 		if err := s.useNCCL(f.ncclFlags); err != nil {
@@ -198,17 +249,43 @@ func (f *benchFlags) parse() (*sweep, error) {
 		// size) on every rank.
 		need := float64(hi) * 3 * float64(p)
 		if need > sim.DefaultMaxDataBytes {
-			return nil, usagef("%s per rank on %d ranks needs about %s of simulated device memory, over the %s limit; add --timing-only",
+			return nil, usagef("%s per rank on %d ranks needs about %s of simulated device memory, over the %s limit; without --check and --data the sweep runs timing only",
 				formatBytes(hi), p, formatBytes(int64(need)), formatBytes(sim.DefaultMaxDataBytes))
 		}
 	}
 	return s, nil
 }
 
+// fabricRuns refuses, as a usage error naming why, an algorithm of NCCL's
+// that the fabric (named name) cannot run: NVLS without an NVSwitch that
+// reduces, CollNet without SHARP or on nodes of several GPUs, PAT on nodes
+// of several GPUs.
+func fabricRuns(algo string, topo *topology.Topology, name string) error {
+	if !ops.NeedsSwitch(algo) && algo != "nccl-pat" {
+		return nil
+	}
+	sys, err := nccl.Describe(topo)
+	switch {
+	case algo == "nccl-pat" && (err != nil || sys.PerNode > 1):
+		return usagef("algorithm nccl-pat needs one GPU per node (NCCL runs PAT only then), which %s does not have", name)
+	case ops.NetworkSwitch(algo) && (err != nil || !sys.SHARP):
+		return usagef("algorithm %s needs nodes joined by network switches that reduce (SHARP), which %s does not have", algo, name)
+	case ops.NetworkSwitch(algo) && sys.PerNode > 1:
+		return usagef("algorithm %s runs with one GPU per node (commsim's CollNet), and %s has nodes of %d", algo, name, sys.PerNode)
+	case ops.NeedsSwitch(algo) && !ops.NetworkSwitch(algo) && (err != nil || !sys.NVLSCapable):
+		return usagef("algorithm %s needs GPUs on a switch that reduces (NVLS), which %s does not have", algo, name)
+	}
+	return nil
+}
+
 // spec returns the collective for a size in bytes, with nccl-tests'
 // meaning of size, and the size actually moved.
 func (s *sweep) spec(bytes int64) (ops.Spec, int64) {
-	return verify.SpecForSize(ops.Spec{Op: s.op, Algo: s.algo, Ranks: s.topo.NumGPUs(), DType: s.dtype, Redop: s.redop, Root: max(s.root, 0)}, bytes)
+	spec := ops.Spec{Op: s.op, Algo: s.algo, Ranks: s.topo.NumGPUs(), DType: s.dtype, Redop: s.redop, Root: max(s.root, 0)}
+	if ops.NetworkSwitch(s.algo) {
+		spec.NodeRanks = 1 // parse saw one GPU per node
+	}
+	return verify.SpecForSize(spec, bytes)
 }
 
 // busFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth.
@@ -252,8 +329,11 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Run an nccl-tests-style size sweep of one collective",
 		Long: `bench times a collective over a sweep of sizes, out of place and in place, and
-prints nccl-tests' columns: size, count, type, redop, root, time, algbw, busbw
-and #wrong. Sizes follow nccl-tests: bytes per rank for allreduce, broadcast,
+prints nccl-tests' output: its header lines and columns (size, count, type,
+redop, root, time, algbw, busbw and #wrong), commsim's algorithm last, and the
+average bus bandwidth; --format table, csv or json for others. It takes
+nccl-tests' flags too (-g, -n, -w, -c, -d, -o; --op all_reduce). On sim, data
+moves only with --check (or --data): a simulated time does not depend on it. Sizes follow nccl-tests: bytes per rank for allreduce, broadcast,
 reduce and sendrecv; the total size for allgather, reducescatter, gather and
 alltoall. Times are simulated on the topology (no GPU needed), or measured
 with --backend cuda or metal.
@@ -266,12 +346,14 @@ size's time is the slowest rank's and #wrong the sum over ranks; rank 0 writes
 the report. COMMSIM_TIMEOUT bounds the rendezvous (default 5m) and
 COMMSIM_NCCL_TIMEOUT each collective (default 5m).`,
 		Example: `  commsim bench --topo dgx-h100 --op allreduce
+  commsim bench --topo dgx-h100 -g 4 --op all_reduce -b 8 -e 128M -f 2 -c 1 -d half   # nccl-tests' flags
   commsim bench --topo switch:64 --op allgather --algo rd -b 1KiB -e 1GiB --timing-only
   commsim bench --topo ring:8 --op reduce --root 3 --dtype bf16 --redop max --check --format json
   commsim bench --backend cuda --algo native --nranks 2 --rank 0 --addr node0:29500 -e 1GiB   # and --rank 1 elsewhere`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.topoSet = cmd.Flags().Changed("topo")
+			f.stderr = cmd.ErrOrStderr()
 			multi, err := pf.resolve(cmd.Flags())
 			if err != nil {
 				return err
@@ -298,7 +380,8 @@ COMMSIM_NCCL_TIMEOUT each collective (default 5m).`,
 	}
 	f.register(cmd, "auto")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "write a Perfetto trace of the whole sweep (every run, every rank, transfers, link rates) to FILE")
-	cmd.Flags().StringVar(&plot, "plot", "", "also draw busbw against size (out of place) into FILE.png or FILE.svg")
+	addTraceMaxFlag(cmd.Flags(), &f.traceMax)
+	cmd.Flags().StringVar(&plot, "plot", "", "also draw busbw and time against size (out of place; where auto or nccl changes its choice marked) into FILE.png or FILE.svg")
 	registerSimTopo(cmd, &simTopo)
 	pf.register(cmd)
 	return cmd
@@ -309,14 +392,32 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 	if s.backend.multi != nil {
 		return s.runMulti(stdout, stderr)
 	}
-	rows, err := s.measure(stderr)
+	if s.simTopo != nil {
+		// The prediction runs after the measurement, and adds columns.
+		rows, err := s.measure(stderr, nil)
+		if err != nil {
+			return err
+		}
+		if err := s.predict(rows); err != nil {
+			return err
+		}
+		return s.report(stdout, rows)
+	}
+	rep := &benchReport{w: stdout, s: s}
+	if err := rep.begin(); err != nil {
+		return err
+	}
+	rows, err := s.measure(stderr, rep.add)
 	if err != nil {
+		if s.format == "table" && len(rows) > 0 {
+			err = errors.Join(err, writeTable(stdout, s, rows))
+		}
 		return err
 	}
-	if err := s.predict(rows); err != nil {
+	if err := rep.end(); err != nil {
 		return err
 	}
-	return s.report(stdout, rows)
+	return s.finish(rows)
 }
 
 // report writes the measured sweep, draws its plot and fails if --check
@@ -325,6 +426,12 @@ func (s *sweep) report(stdout io.Writer, rows []row) error {
 	if err := writeReport(stdout, s, rows); err != nil {
 		return err
 	}
+	return s.finish(rows)
+}
+
+// finish draws the plot of a reported sweep and fails if --check found
+// wrong elements.
+func (s *sweep) finish(rows []row) error {
 	if s.plot != "" {
 		if err := s.drawPlot(rows); err != nil {
 			return err
@@ -349,8 +456,10 @@ func totalWrong(rows []row) (wrong int, checked bool) {
 	return wrong, checked
 }
 
-// measure runs every size out of place and in place.
-func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
+// measure runs every size out of place and in place, handing each row to
+// emit (when not nil) as it is measured. On an error it returns the rows
+// measured before.
+func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err error) {
 	w, err := s.backend.open(s.topo, s.simConfig())
 	if err != nil {
 		return nil, err
@@ -374,20 +483,31 @@ func (s *sweep) measure(stderr io.Writer) (rows []row, err error) {
 		spec, moved := s.spec(bytes)
 		plan, err := s.plan(spec)
 		if err != nil {
-			return nil, err
+			return rows, err
 		}
 		r := s.newRow(plan, moved)
 		mirroredBefore := w.mirroredRuns()
+		w.cluster.Mark(fmt.Sprintf("%s %s out-of-place", s.op, formatBytes(bytes))) // for --trace
 		if r.outOfPlace, err = s.runOnce(w.World, exec, plan, false, moved); err != nil {
-			return nil, err
+			return rows, fmt.Errorf("%s: %w", formatBytes(bytes), err)
 		}
 		if sameInPlace {
 			r.inPlace = r.outOfPlace
 			reusedMirrored += w.mirroredRuns() - mirroredBefore
-		} else if r.inPlace, err = s.runOnce(w.World, exec, plan, true, moved); err != nil {
-			return nil, err
+		} else {
+			w.cluster.Mark(fmt.Sprintf("%s %s in-place", s.op, formatBytes(bytes)))
+			if r.inPlace, err = s.runOnce(w.World, exec, plan, true, moved); err != nil {
+				return rows, fmt.Errorf("%s in place: %w", formatBytes(bytes), err)
+			}
 		}
 		rows = append(rows, r)
+		if emit != nil {
+			// The mirrored count so far, for a footer written as rows come.
+			s.mirrored = w.mirroredRuns() + reusedMirrored
+			if err := emit(r); err != nil {
+				return rows, err
+			}
+		}
 		bar.step()
 	}
 	bar.done()
@@ -414,19 +534,20 @@ func (s *sweep) newRow(plan *ops.Plan, moved int64) row {
 	return r
 }
 
-// timed is a run's result from its time, with nccl-tests' bandwidths.
+// timed is a run's result from its time, with nccl-tests' bandwidths, each
+// tidied to the resolution the reports print.
 func timed(secs float64, moved int64, op ops.Op, p int) result {
-	res := result{timeUS: secs * 1e6, wrong: -1}
+	res := result{timeUS: tidy(secs * 1e6), wrong: -1}
 	if secs > 0 {
-		res.algbw = float64(moved) / secs / 1e9
-		res.busbw = res.algbw * busFactor(op, p)
+		algbw := float64(moved) / secs / 1e9
+		res.algbw, res.busbw = tidy(algbw), tidy(algbw*busFactor(op, p))
 	}
 	return res
 }
 
 // simConfig is the simulator's configuration for the sweep.
 func (s *sweep) simConfig() sim.Config {
-	return sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != "", Symmetry: s.symmetry}
+	return sim.Config{TimingOnly: s.timingOnly, Trace: s.trace != "", TraceMaxBytes: s.traceMax, Symmetry: s.symmetry}
 }
 
 // Host-time model for refusing sweeps that would run for hours: about a
@@ -523,7 +644,7 @@ func (s *sweep) runOnce(w *hw.World, exec *ops.Executor, plan *ops.Plan, inPlace
 	c := verify.Case{Spec: plan.Spec}
 	if s.check {
 		var err error
-		if c.Inputs, err = verify.PatternInputs(plan.Spec); err != nil {
+		if c.Inputs, err = s.pattern.inputs(plan.Spec); err != nil {
 			return result{}, err
 		}
 	}
@@ -538,6 +659,27 @@ func (s *sweep) runOnce(w *hw.World, exec *ops.Executor, plan *ops.Plan, inPlace
 		}
 	}
 	return res, nil
+}
+
+// patternCache keeps --check's inputs of one size: the out-of-place and
+// in-place runs, compare's algorithms and what-if's two runs check the
+// same ones, and making them costs as much as judging the outputs. A nil
+// cache makes them every time.
+type patternCache struct {
+	key  ops.Spec // the spec without what the inputs do not depend on
+	held [][]byte
+}
+
+func (p *patternCache) inputs(spec ops.Spec) ([][]byte, error) {
+	key := ops.Spec{Op: spec.Op, Ranks: spec.Ranks, Count: spec.Count, DType: spec.DType, Redop: spec.Redop}
+	if p != nil && p.held != nil && p.key == key {
+		return p.held, nil
+	}
+	in, err := verify.PatternInputs(spec)
+	if err == nil && p != nil {
+		p.key, p.held = key, in
+	}
+	return in, err
 }
 
 // progress is a progress bar of a sweep on stderr. newProgress makes one
@@ -571,26 +713,11 @@ func (p *progress) done() {
 	}
 }
 
-// writeTraceFile writes the cluster's Perfetto trace to path.
+// writeTraceFile writes the cluster's Perfetto trace to path, whole or not
+// at all.
 func writeTraceFile(c *sim.Cluster, path string) error {
-	out, err := os.Create(path)
-	if err != nil {
+	if err := checkTraceSize(c); err != nil {
 		return err
 	}
-	if err := c.WriteTrace(out); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-// drawPlot draws the sweep's out-of-place busbw with compare's chart, as a
-// comparison of one algorithm (auto's per-size choice shows as "auto").
-func (s *sweep) drawPlot(rows []row) error {
-	c := &comparison{s: s, algos: []string{s.algo}}
-	cmp := make([]cmpRow, len(rows))
-	for i, r := range rows {
-		cmp[i] = cmpRow{bytes: r.bytes, count: r.count, res: []result{r.outOfPlace}}
-	}
-	return c.drawPlot(s.plot, cmp, nil)
+	return writeFileAtomic(path, c.WriteTrace)
 }

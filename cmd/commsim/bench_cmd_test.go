@@ -30,10 +30,24 @@ func TestBenchBadInputExits2(t *testing.T) {
 		"bad topology":      {"--topo", "ring:0"},
 		"missing file":      {"--topo", "/no/such.yaml"},
 		"absurd world":      {"--topo", "switch:2000000"},
-		"too much memory":   {"--topo", "switch:64", "-e", "1GiB"},
+		"too much memory":   {"--topo", "switch:64", "-e", "1GiB", "--check"},
+		"too much data":     {"--topo", "switch:64", "-e", "1GiB", "--data"},
 		"check timing":      {"--check", "--timing-only"},
+		"data timing":       {"--data", "--timing-only"},
 		"native on sim":     {"--algo", "native"},
 		"stray argument":    {"extra"},
+		// nccl-tests' flags with values commsim cannot take
+		"-g 0":              {"-g", "0"},
+		"-g past the topo":  {"-g", "5"},
+		"-n 0":              {"-n", "0"},
+		"-w -1":             {"-w", "-1"},
+		"-t 2":              {"-t", "2"},
+		"-c 2":              {"-c", "2"},
+		"--check=yes":       {"--check=yes"},
+		"--check 1":         {"--check", "1"},
+		"reduction as --op": {"--op", "sum"},
+		"-d all":            {"-d", "all"},
+		"-o mulsum":         {"-o", "mulsum"},
 	}
 	for name, extra := range cases {
 		status, out, errOut := commsim(append(append([]string{}, base...), extra...)...)
@@ -80,7 +94,7 @@ func TestBackendFlagMisuseIsUsageError(t *testing.T) {
 }
 
 func TestBenchTableHasNcclTestsColumnsAndChecks(t *testing.T) {
-	status, out, errOut := commsim("bench", "--topo", "switch:4", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "4KiB", "--check")
+	status, out, errOut := commsim("bench", "--topo", "switch:4", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "4KiB", "--check", "--format", "table")
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
@@ -91,6 +105,47 @@ func TestBenchTableHasNcclTestsColumnsAndChecks(t *testing.T) {
 	}
 	if rows := strings.Count(out, " f32 "); rows != 10 { // 8B..4KiB by 2
 		t.Errorf("%d rows, want 10:\n%s", rows, out)
+	}
+}
+
+// TestBenchTextIsNcclTestsLayout: the default output is nccl-tests' own
+// plain layout, header lines and units as nccl-tests prints them, rows
+// aligned on its columns (a size ends where the header's "size" ends), the
+// algorithm last, the verdict and the average bus bandwidth at the end.
+func TestBenchTextIsNcclTestsLayout(t *testing.T) {
+	status, out, errOut := commsim("bench", "--topo", "switch:4", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "4KiB", "--check")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{
+		"# nThread 1 nGpus 4 minBytes 8 maxBytes 4096 step: 2(factor) warmup iters: 0 iters: 1 agg iters: 1 validation: 1 graph: 0\n",
+		"#                                                              out-of-place                       in-place          \n",
+		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong  algo\n",
+		"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n",
+		"\n        4096          1024     float     sum      -1    12.06    0.34    0.51      0    12.06    0.34    0.51      0  ring\n",
+		"\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : ",
+		"# times are simulated with data",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "│") {
+		t.Errorf("the default output has a box table:\n%s", out)
+	}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			rows++
+		}
+	}
+	if rows != 10 {
+		t.Errorf("%d rows, want 10:\n%s", rows, out)
+	}
+	// Without --check the sweep is timed without data, and says so.
+	status, out, _ = commsim("bench", "--topo", "switch:4", "--algo", "ring", "-b", "8", "-e", "4KiB")
+	if status != 0 || !strings.Contains(out, "backend sim (timing-only)") || !strings.Contains(out, "validation: 0") || strings.Contains(out, "Out of bounds") {
+		t.Errorf("without --check:\n%s", out)
 	}
 }
 
@@ -122,7 +177,7 @@ func TestBenchJSONLinesFields(t *testing.T) {
 		t.Errorf("record = %v", rec)
 	}
 	// busbw = algbw × (p−1)/p
-	if a, b := rec["algbw_gbps"].(float64), rec["busbw_gbps"].(float64); abs(b-a*7/8) > 1e-9 {
+	if a, b := rec["algbw_gbps"].(float64), rec["busbw_gbps"].(float64); abs(b-a*7/8) > 1e-6 {
 		t.Errorf("busbw %v is not algbw %v × 7/8", b, a)
 	}
 }
@@ -143,7 +198,7 @@ func TestBenchCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 4 || recs[0][0] != "op" || recs[1][8] != "2" || recs[1][7] != "none" {
+	if len(recs) != 4 || recs[0][0] != "op" || recs[1][6] != "2" || recs[1][5] != "none" {
 		t.Fatalf("csv = %q", recs)
 	}
 }
@@ -294,8 +349,8 @@ func TestBenchSizesLikeNcclTests(t *testing.T) {
 	if len(rows) != 2 || rows[0].Bytes != 16<<30 || rows[1].Bytes != 32<<30 || rows[1].Count != 32<<30/4 || !(rows[1].Time > rows[0].Time) {
 		t.Fatalf("rows %+v, want 16 GiB and 32 GiB (count %d)", rows, 32<<30/4)
 	}
-	code, _, errOut = commsim("bench", "--topo", "switch:8", "--op", "allreduce", "-b", "16G", "-e", "16G")
-	if code != 2 || !strings.Contains(errOut, "384GiB") || !strings.Contains(errOut, "--timing-only") {
+	code, _, errOut = commsim("bench", "--topo", "switch:8", "--op", "allreduce", "-b", "16G", "-e", "16G", "--data")
+	if code != 2 || !strings.Contains(errOut, "384GiB") || !strings.Contains(errOut, "without --check and --data") {
 		t.Fatalf("data mode at 16G: exit %d, %q; want a usage error naming the bytes", code, errOut)
 	}
 }

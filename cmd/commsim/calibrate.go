@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,10 +23,10 @@ import (
 // makes the fit.
 
 const (
-	maxLogBytes  = 64 << 20
-	residualWarn = 0.10 // warn where |fitted/measured − 1| exceeds this
-	plateauFlat  = 1.10 // a plateau: times within this ratio …
-	plateauSpan  = 8    // … over sizes spanning at least this factor
+	maxLogBytes  = 64 << 20 // --log, counted as read
+	residualWarn = 0.10     // warn where |fitted/measured − 1| exceeds this
+	plateauFlat  = 1.10     // a plateau: times within this ratio …
+	plateauSpan  = 8        // … over sizes spanning at least this factor
 )
 
 type calFlags struct {
@@ -78,7 +76,7 @@ left out.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.log, "log", "", "nccl-tests output: text table or CSV (required)")
+	fl.StringVar(&f.log, "log", "", "nccl-tests output: text table or CSV, at most 64 MiB (required)")
 	fl.StringVar(&f.topo, "topo", "", "topology to calibrate: a spec, a preset or a YAML file (required, but for a shipped log)")
 	fl.StringVar(&f.op, "op", "allreduce", "collective the log measured (default: the log's, a shipped log's, else allreduce)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), algoNCCL), "|")+
@@ -154,14 +152,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err := cmp.Or(err1, err2); err != nil {
 		return usagef("--min-bytes/--max-bytes: %v", err)
 	}
-	fi, err := os.Stat(f.log)
-	if err == nil && fi.Size() > maxLogBytes {
-		err = fmt.Errorf("%s is %d bytes, over the limit of %d", f.log, fi.Size(), maxLogBytes)
-	}
-	var data []byte
-	if err == nil {
-		data, err = os.ReadFile(f.log)
-	}
+	data, err := readFileAtMost(f.log, maxLogBytes, f.log)
 	if err != nil {
 		return usagef("--log: %v", err)
 	}
@@ -254,13 +245,12 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	rep.RMSRelError = math.Sqrt(rep.RMSRelError)
 	rep.Warnings = append(warnings, fitWarnings(rep.Sizes, sb, fit.ReduceTooSlow)...)
 	if f.out != "" {
-		var buf bytes.Buffer
-		fmt.Fprintf(&buf, "# calibrated by commsim calibrate from %s: %s %s on %s, latency ×%.4g, bandwidth ×%.4g, rms error %.2f%%\n",
-			f.log, rep.Op, rep.Algo, f.topo, sa, sb, 100*rep.RMSRelError)
-		if err := fitted.WriteYAML(&buf); err != nil {
-			return err
-		}
-		if err := os.WriteFile(f.out, buf.Bytes(), 0o644); err != nil {
+		err := writeFileAtomic(f.out, func(w io.Writer) error {
+			fmt.Fprintf(w, "# calibrated by commsim calibrate from %s: %s %s on %s, latency ×%.4g, bandwidth ×%.4g, rms error %.2f%%\n",
+				f.log, rep.Op, rep.Algo, f.topo, sa, sb, 100*rep.RMSRelError)
+			return fitted.WriteYAML(w)
+		})
+		if err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 		rep.Out = f.out

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
@@ -148,18 +146,17 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	rep.RMSRelError = math.Sqrt(rep.RMSRelError)
 	rep.Warnings = append(warnings, offWarnings(rep.Sizes)...)
 	if f.out != "" {
-		var buf bytes.Buffer
-		fmt.Fprintf(&buf, "# calibrated by commsim calibrate from %s: %s as NCCL %s's tuner chooses it on %s, run with\n",
-			f.log, rep.Op, rep.NCCL.Version, f.topo)
-		fmt.Fprintf(&buf, "# %s", m.goLiteral())
-		if fit.NICScale != 1 {
-			fmt.Fprintf(&buf, " and the network links ×%.4g (NCCL's tuner reads %s's)", fit.NICScale, f.topo)
-		}
-		fmt.Fprintf(&buf, "; in-sample rms error %.2f%%\n", 100*rep.RMSRelError)
-		if err := fit.Topology.WriteYAML(&buf); err != nil {
-			return err
-		}
-		if err := os.WriteFile(f.out, buf.Bytes(), 0o644); err != nil {
+		err := writeFileAtomic(f.out, func(w io.Writer) error {
+			fmt.Fprintf(w, "# calibrated by commsim calibrate from %s: %s as NCCL %s's tuner chooses it on %s, run with\n",
+				f.log, rep.Op, rep.NCCL.Version, f.topo)
+			fmt.Fprintf(w, "# %s", m.goLiteral())
+			if fit.NICScale != 1 {
+				fmt.Fprintf(w, " and the network links ×%.4g (NCCL's tuner reads %s's)", fit.NICScale, f.topo)
+			}
+			fmt.Fprintf(w, "; in-sample rms error %.2f%%\n", 100*rep.RMSRelError)
+			return fit.Topology.WriteYAML(w)
+		})
+		if err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 		rep.Out = f.out

@@ -55,13 +55,14 @@ func newCompareCmd() *cobra.Command {
 (bench's flags and size conventions) and prints, per size, each algorithm's
 busbw and time, the fastest algorithm, and the crossover points where the
 fastest changes. Only out-of-place runs are timed (bench also times in place).
---plot draws busbw against size as a PNG or SVG chart.`,
+--plot draws busbw and time against size as a PNG or SVG chart.`,
 		Example: `  commsim compare --topo switch:8 --op allreduce --algos ring,rd,rhd -b 8 -e 4MiB
   commsim compare --topo dgx-h100 --op allgather --timing-only --plot allgather.svg
   commsim compare --topo ring:8 --op broadcast --check --format json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.topoSet = cmd.Flags().Changed("topo")
+			f.stderr = cmd.ErrOrStderr()
 			c, err := f.parse()
 			if err != nil {
 				return err
@@ -79,7 +80,7 @@ fastest changes. Only out-of-place runs are timed (bench also times in place).
 	})
 	cmd.Flags().StringVar(&f.algos, "algos", "", "comma-separated algorithms to compare (default: every one that implements --op): "+
 		strings.Join(ops.Algorithms(), ","))
-	cmd.Flags().StringVar(&f.plot, "plot", "", "also draw busbw against size into FILE.png or FILE.svg")
+	cmd.Flags().StringVar(&f.plot, "plot", "", "also draw busbw and time against size into FILE.png or FILE.svg")
 	return cmd
 }
 
@@ -116,8 +117,11 @@ func (f *compareFlags) parse() (*comparison, error) {
 				}
 			case !slices.Contains(ops.Algorithms(), a):
 				return nil, usagef("--algos: unknown algorithm %q (want some of %s, nccl)", a, strings.Join(ops.Algorithms(), ", "))
-			case !slices.Contains(supported, a):
+			case !slices.Contains(supported, a) && !ops.NeedsSwitch(a):
 				return nil, usagef("--algos: algorithm %s has no %s (for %s use some of %s)", a, s.op, s.op, strings.Join(supported, ", "))
+			}
+			if err := fabricRuns(a, s.topo, f.topo); err != nil {
+				return nil, err
 			}
 			c.algos = append(c.algos, a)
 		}
@@ -150,26 +154,31 @@ func checkPlotFile(plot string, s *sweep) error {
 	return nil
 }
 
-// run measures, reports and plots.
+// run measures, reports and plots. The text, CSV and JSON formats print
+// each size as it is measured, so a comparison that fails half-way keeps
+// the sizes it has; the table prints what it has then.
 func (c *comparison) run(stdout, stderr io.Writer) error {
-	rows, err := c.measure(stderr)
+	if err := c.begin(stdout); err != nil {
+		return err
+	}
+	rows, err := c.measure(stderr, func(r cmpRow) error { return c.add(stdout, r) })
 	if err != nil {
+		if c.s.format == "table" && len(rows) > 0 {
+			err = errors.Join(err, c.writeTable(stdout, rows))
+		}
 		return err
 	}
 	cross := crossovers(c.algos, rows)
-	switch c.s.format {
-	case "csv":
-		err = c.writeCSV(stdout, rows)
-	case "json":
-		err = c.writeJSON(stdout, rows)
-	default:
-		err = c.writeTable(stdout, rows)
-	}
-	if err != nil {
-		return err
-	}
 	notes := stdout
-	if c.s.format != "table" {
+	switch c.s.format {
+	case "table":
+		if err := c.writeTable(stdout, rows); err != nil {
+			return err
+		}
+	case "text":
+		writeMirrored(stdout, c.s.mirrored, len(rows)*len(c.algos))
+		c.writeVerdict(stdout, rows)
+	default:
 		notes = stderr
 	}
 	writeCrossovers(notes, c.algos, rows, cross)
@@ -182,9 +191,61 @@ func (c *comparison) run(stdout, stderr io.Writer) error {
 	return nil
 }
 
+// begin writes the header of the formats that print rows as they come.
+func (c *comparison) begin(w io.Writer) error {
+	switch c.s.format {
+	case "csv":
+		return writeCSVRows(w, [][]string{cmpCSVColumns})
+	case "text":
+		return c.writeTextHeader(w)
+	}
+	return nil
+}
+
+// add writes one measured size, but for the table, which waits.
+func (c *comparison) add(w io.Writer, r cmpRow) error {
+	switch c.s.format {
+	case "csv":
+		return c.writeCSV(w, []cmpRow{r})
+	case "json":
+		return c.writeJSON(w, []cmpRow{r})
+	case "text":
+		var b strings.Builder
+		fmt.Fprintf(&b, "%12d  %12d", r.bytes, r.count)
+		for _, res := range r.res {
+			fmt.Fprintf(&b, "  %7.2f  %7s", res.busbw, ncclTime(res.timeUS))
+		}
+		_, err := fmt.Fprintf(w, "%s  %s\n", b.String(), c.algos[r.best])
+		return err
+	}
+	return nil
+}
+
+// writeTextHeader is the text layout's header, columns as nccl-tests
+// aligns them: size and count, then each algorithm's busbw and time.
+func (c *comparison) writeTextHeader(w io.Writer) error {
+	s := c.s
+	backend, times := s.backend.describe(s.timingOnly)
+	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend %s, algorithms %s\n",
+		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
+	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
+	fmt.Fprintln(w, "#")
+	groups := fmt.Sprintf("# %10s  %12s", "", "")
+	head := fmt.Sprintf("# %10s  %12s", "size", "count")
+	units := fmt.Sprintf("# %10s  %12s", "(B)", "(elements)")
+	for _, a := range c.algos {
+		groups += fmt.Sprintf("  %16s", a)
+		head += fmt.Sprintf("  %7s  %7s", "busbw", "time")
+		units += fmt.Sprintf("  %7s  %7s", "(GB/s)", "(us)")
+	}
+	_, err := fmt.Fprintf(w, "%s\n%s  best\n%s\n", groups, head, units)
+	return err
+}
+
 // measure runs every size with every algorithm, out of place, on one
-// cluster, through bench's plan and runOnce.
-func (c *comparison) measure(stderr io.Writer) (rows []cmpRow, err error) {
+// cluster, through bench's plan and runOnce, handing each size to emit as
+// it is measured. On an error it returns the sizes measured before.
+func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []cmpRow, err error) {
 	w, err := c.s.backend.open(c.s.topo, c.s.simConfig())
 	if err != nil {
 		return nil, err
@@ -204,11 +265,11 @@ func (c *comparison) measure(stderr io.Writer) (rows []cmpRow, err error) {
 			spec, moved := s.spec(bytes)
 			plan, err := s.plan(spec)
 			if err != nil {
-				return nil, err
+				return rows, err
 			}
 			res, err := s.runOnce(w.World, exec, plan, false, moved)
 			if err != nil {
-				return nil, fmt.Errorf("%s at %s: %w", algo, formatBytes(bytes), err)
+				return rows, fmt.Errorf("%s at %s: %w", algo, formatBytes(bytes), err)
 			}
 			r.bytes, r.count = moved, int(moved)/s.dtype.Size()
 			r.res = append(r.res, res)
@@ -218,6 +279,9 @@ func (c *comparison) measure(stderr io.Writer) (rows []cmpRow, err error) {
 			bar.step()
 		}
 		rows = append(rows, r)
+		if err := emit(r); err != nil {
+			return rows, err
+		}
 	}
 	bar.done()
 	return rows, nil
@@ -257,7 +321,7 @@ func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 	backend, times := s.backend.describe(s.timingOnly)
 	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend %s, algorithms %s\n",
 		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
-	fmt.Fprintf(w, "# %s, out of place; best is the fastest algorithm at each size\n", times)
+	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
 	writeMirrored(w, s.mirrored, len(rows)*len(c.algos))
 	header := []string{"size(B)", "count"}
 	for _, a := range c.algos {
@@ -278,25 +342,31 @@ func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	if s.check {
-		wrong, bad := 0, []string{}
-		for i, a := range c.algos {
-			n := 0
-			for _, r := range rows {
-				n += max(r.res[i].wrong, 0)
-			}
-			if n > 0 {
-				bad = append(bad, fmt.Sprintf("%s %d", a, n))
-			}
-			wrong += n
-		}
-		verdict := "OK"
-		if wrong > 0 {
-			verdict = "FAILED (" + strings.Join(bad, ", ") + ")"
-		}
-		fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, verdict)
-	}
+	c.writeVerdict(w, rows)
 	return nil
+}
+
+// writeVerdict is --check's verdict, with the algorithms that failed.
+func (c *comparison) writeVerdict(w io.Writer, rows []cmpRow) {
+	if !c.s.check {
+		return
+	}
+	wrong, bad := 0, []string{}
+	for i, a := range c.algos {
+		n := 0
+		for _, r := range rows {
+			n += max(r.res[i].wrong, 0)
+		}
+		if n > 0 {
+			bad = append(bad, fmt.Sprintf("%s %d", a, n))
+		}
+		wrong += n
+	}
+	verdict := "OK"
+	if wrong > 0 {
+		verdict = "FAILED (" + strings.Join(bad, ", ") + ")"
+	}
+	fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, verdict)
 }
 
 // cmpRecord is the JSON Lines (and CSV) record of one size and algorithm.
@@ -316,7 +386,7 @@ func (c *comparison) records(rows []cmpRow) []cmpRecord {
 	for _, r := range rows {
 		for i, res := range r.res {
 			out = append(out, cmpRecord{jsonRecord{s.op.String(), c.algos[i], s.topoName, s.topo.NumGPUs(), s.dtype.String(), redop,
-				s.root, r.bytes, r.count, res.timeUS, res.algbw, res.busbw, wrongPtr(res.wrong)}, i == r.best})
+				s.root, r.bytes, r.count, tidy(res.timeUS), tidy(res.algbw), tidy(res.busbw), wrongPtr(res.wrong)}, i == r.best})
 		}
 	}
 	return out
@@ -332,9 +402,12 @@ func (c *comparison) writeJSON(w io.Writer, rows []cmpRow) error {
 	return nil
 }
 
+// cmpCSVColumns are compare's CSV columns: bench's, out of place, and best.
+var cmpCSVColumns = append(append([]string{}, csvColumns[:13]...), "best")
+
+// writeCSV writes rows of the CSV, without its header.
 func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
-	out := [][]string{{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count",
-		"time_us", "algbw_gbps", "busbw_gbps", "wrong", "best"}}
+	var out [][]string
 	for _, r := range c.records(rows) {
 		wrong := "N/A"
 		if r.Wrong != nil {
@@ -342,7 +415,7 @@ func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
 		}
 		out = append(out, []string{r.Op, r.Algo, r.Topology, strconv.Itoa(r.Ranks), r.DType, r.Redop,
 			strconv.Itoa(r.Root), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Count),
-			f2(r.TimeUS), f2(r.AlgBW), f2(r.BusBW), wrong, strconv.FormatBool(r.Best)})
+			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best)})
 	}
 	return writeCSVRows(w, out)
 }

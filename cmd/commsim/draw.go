@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,7 +24,11 @@ import (
 )
 
 const (
-	maxDrawNodes = 8192 // beyond, a picture is only ink and slow to write
+	// maxDrawNodes bounds a drawing node by node (and DOT): beyond, it is
+	// only ink and slow to write. A grouped picture costs little more than
+	// reading the fabric, up to maxGroupedNodes.
+	maxDrawNodes    = 8192
+	maxGroupedNodes = 1 << 17
 	// hotFraction: a link that carried at least this fraction of the
 	// busiest link's bytes is hot (drawn red).
 	hotFraction = 0.9
@@ -47,6 +50,14 @@ grows with their bandwidth. The layout is fixed by the topology's shape: a
 ring or mesh on a circle, a torus on its grid (wrap-around links bowed), GPUs
 on a circle around their switch, a cluster's nodes around the network
 switches with each NIC just beyond its GPU; anything else on a circle.
+
+A fabric of more than 48 GPUs, all on switches (gb200-nvl72, dgx-h100x16,
+dgx-h100x128,rail=true), is drawn grouped, as SVG or PNG: each switch with
+its GPUs (and their NICs) is one box of numbered GPU cells, the rest of the
+network sits in rows above, the links between two of these are one line
+(×N when there are N), and runs of alike boxes or switches collapse into
+one "… N more alike" so that the picture stays legible. The command says
+on stderr what it wrote and how many shapes stand for the nodes.
 
 --out FILE.svg or FILE.png draws the picture; --out FILE.dot, or no --out
 (to stdout), writes Graphviz DOT text with the same positions pinned (render
@@ -99,33 +110,49 @@ func runDraw(cmd *cobra.Command, f *drawFlags, arg string) error {
 	if err != nil {
 		return err
 	}
-	if len(t.Nodes) > maxDrawNodes {
-		return usagef("topology %s has %d nodes, too many to draw (the limit is %d)", t.Name, len(t.Nodes), maxDrawNodes)
+	limit := maxDrawNodes
+	if format != "dot" && groupable(t) {
+		limit = maxGroupedNodes
 	}
-	d := &drawing{t: t, lay: layoutTopology(t)}
+	if len(t.Nodes) > limit {
+		return usagef("topology %s has %d nodes, too many to draw as %s (the limit is %d)", t.Name, len(t.Nodes), strings.ToUpper(format), limit)
+	}
+	d := &drawing{t: t}
 	if f.op != "" {
 		if d.ov, err = runOverlay(t, arg, f); err != nil {
 			return err
 		}
 	}
+	if format != "dot" && groupable(t) {
+		if g := groupTopology(d); g != nil {
+			return g.writePicture(f.out, format, d.title()+"\n"+g.summary(), cmd.ErrOrStderr())
+		}
+	}
+	d.lay = layoutTopology(t)
 	switch {
 	case format != "dot":
-		return d.writePicture(f.out, format)
+		return d.writePicture(f.out, format, cmd.ErrOrStderr())
 	case f.out == "":
 		_, err = io.WriteString(cmd.OutOrStdout(), d.dot())
 		return err
 	}
-	return writeFileAtomic(f.out, func(file *os.File) error {
-		_, err := file.WriteString(d.dot())
+	err = writeFileAtomic(f.out, func(w io.Writer) error {
+		_, err := io.WriteString(w, d.dot())
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "commsim: wrote %s (Graphviz DOT, %d nodes and %d links)\n", f.out, len(t.Nodes), len(t.Links))
+	return nil
 }
 
 // drawing is a topology with its layout and an optional utilisation overlay.
 type drawing struct {
-	t   *topology.Topology
-	lay layout
-	ov  *overlay
+	t     *topology.Topology
+	lay   layout
+	ov    *overlay
+	topBW float64 // the fastest link's bandwidth, once styleOf needs it
 }
 
 // overlay is what one run of a collective put on every directed edge.
@@ -138,8 +165,11 @@ type overlay struct {
 // runOverlay runs the collective of the flags once, timing-only, and
 // collects the bytes each directed edge carried.
 func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error) {
-	bf := benchFlags{topo: arg, op: f.op, algo: f.algo, dtype: f.dtype, redop: f.redop, minBytes: f.bytes,
-		maxBytes: f.bytes, factor: 2, root: f.root, timingOnly: true, format: "table", backendFlags: backendFlags{backend: "sim"}}
+	// bench's defaults for whatever draw has no flag of its own
+	var bf benchFlags
+	bf.register(&cobra.Command{}, "auto")
+	bf.topo, bf.op, bf.algo, bf.dtype, bf.redop, bf.root = arg, f.op, f.algo, f.dtype, f.redop, f.root
+	bf.minBytes, bf.maxBytes, bf.timingOnly, bf.format, bf.backend = f.bytes, f.bytes, true, "table", "sim"
 	s, err := bf.parse()
 	if err != nil {
 		return nil, err
@@ -198,14 +228,25 @@ func humanBytes(b float64) string {
 // linkStyle is how link i is drawn: width in points, colour, and whether it
 // is hot (carried at least hotFraction of the busiest link's bytes).
 func (d *drawing) linkStyle(i int) (width float64, col color.RGBA, hot bool) {
-	if d.ov == nil {
-		top := 0.0
-		for _, l := range d.t.Links {
-			top = max(top, l.BW)
-		}
-		return 0.75 + 2.75*math.Sqrt(d.t.Links[i].BW/top), color.RGBA{85, 85, 85, 255}, false
+	b := 0.0
+	if d.ov != nil {
+		b = max(d.ov.bytes[2*i], d.ov.bytes[2*i+1])
 	}
-	b := max(d.ov.bytes[2*i], d.ov.bytes[2*i+1])
+	return d.styleOf(d.t.Links[i].BW, b)
+}
+
+// styleOf is how a link of bandwidth bw that carried b bytes in its busier
+// direction is drawn: without an overlay, wider the faster; with one,
+// wider and warmer the busier.
+func (d *drawing) styleOf(bw, b float64) (width float64, col color.RGBA, hot bool) {
+	if d.ov == nil {
+		if d.topBW == 0 {
+			for _, l := range d.t.Links {
+				d.topBW = max(d.topBW, l.BW)
+			}
+		}
+		return 0.75 + 2.75*math.Sqrt(bw/d.topBW), color.RGBA{85, 85, 85, 255}, false
+	}
 	if b <= 0 || d.ov.max <= 0 {
 		return 0.75, color.RGBA{204, 204, 204, 255}, false
 	}
@@ -289,14 +330,21 @@ func (d *drawing) dot() string {
 // legendInches is the room kept right of a picture for its legend.
 const legendInches = 1.9
 
-// writePicture draws the topology with gonum/plot, as SVG or PNG.
-func (d *drawing) writePicture(file, format string) error {
+// title is a picture's title: the topology, and the run of an overlay.
+func (d *drawing) title() string {
+	s := "topology " + d.t.Name
+	if d.ov != nil {
+		s += "\n" + d.ov.caption
+	}
+	return s
+}
+
+// writePicture draws the topology node by node with gonum/plot, as SVG or
+// PNG, and says on stderr what it wrote.
+func (d *drawing) writePicture(file, format string, stderr io.Writer) error {
 	p := plot.New()
 	p.HideAxes()
-	p.Title.Text = "topology " + d.t.Name
-	if d.ov != nil {
-		p.Title.Text += "\n" + d.ov.caption
-	}
+	p.Title.Text = d.title()
 	p.Title.TextStyle.Font.Size = vg.Points(11)
 	p.Add(topoPlotter{d})
 
@@ -313,6 +361,8 @@ func (d *drawing) writePicture(file, format string) error {
 
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	p.Legend.Padding = vg.Points(2)
+	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), -vg.Points(8) // off the picture's edge
 	seen := map[topology.Kind]bool{}
 	for _, n := range d.t.Nodes {
 		if !seen[n.Kind] {
@@ -330,14 +380,22 @@ func (d *drawing) writePicture(file, format string) error {
 			p.Legend.Add(topology.FormatBandwidth(d.t.Links[i].BW), lineThumb{Color: col, Width: vg.Points(width)})
 		}
 	}
-	wt, err := p.WriterTo(vg.Length(w)*vg.Inch, vg.Length(h)*vg.Inch, format)
+	wt, err := draw.NewFormattedCanvas(vg.Length(w)*vg.Inch, vg.Length(h)*vg.Inch, format)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(file, func(f *os.File) error {
-		_, err := wt.WriteTo(f)
+	c := draw.New(wt)
+	c.FillPolygon(color.White, rectPoints(c.Rectangle))
+	p.Draw(draw.Crop(c, 0, 0, 0, -0.12*vg.Inch)) // room above the title
+	err = writeFileAtomic(file, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "commsim: wrote %s (%s, %d nodes drawn one by one)\n", file, pictureSize(w, h, format), len(d.t.Nodes))
+	return nil
 }
 
 // bandwidthClasses returns one link of each distinct bandwidth, fastest

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -296,5 +298,181 @@ links:
 	}
 	if status, _, errOut := commsim("topo", "draw", file, "--out", filepath.Join(dir, "odd.png")); status != 0 {
 		t.Fatal(errOut)
+	}
+}
+
+func TestDrawGroupsOnlyLargeFabricsOnSwitches(t *testing.T) {
+	cases := []struct {
+		spec          string
+		grouped       bool
+		boxes, others int // items drawn: boxes of GPUs, and the rest
+	}{
+		{"dgx-h100", false, 0, 0},
+		{"cluster:2x4,rail=true", false, 0, 0},
+		{"switch:48", false, 0, 0},
+		{"switch:49", true, 1, 0}, // just past the limit
+		{"ring:64", false, 0, 0},  // no switch to group by
+		{"torus:8x8", false, 0, 0},
+		{"gb200-nvl72", true, 1, 0},
+		{"dgx-h100x16", true, 4, 1},            // sw0, sw1, 13 alike, sw15; the network switch
+		{"dgx-h100x128,rail=true", true, 4, 9}, // 8 rails and the spine
+		{"gb200-nvl72x16", true, 4, 5},         // 72 rails collapse to rail0, rail1, 69 alike, rail71; the spine
+	}
+	for _, c := range cases {
+		g := groupTopology(&drawing{t: mustParse(t, c.spec)})
+		if (g != nil) != c.grouped {
+			t.Errorf("%s: grouped %v, want %v", c.spec, g != nil, c.grouped)
+			continue
+		}
+		if g == nil {
+			continue
+		}
+		boxes := 0
+		for _, it := range g.items {
+			if len(it.gpus) > 0 {
+				boxes++
+			}
+		}
+		if boxes != c.boxes || len(g.items)-boxes != c.others {
+			t.Errorf("%s: %d boxes and %d others, want %d and %d", c.spec, boxes, len(g.items)-boxes, c.boxes, c.others)
+		}
+		// Every node is shown by exactly one item, every GPU by a box.
+		seen := make([]int, len(g.d.t.Nodes))
+		gpus := 0
+		for _, it := range g.items {
+			for _, v := range it.nodes {
+				seen[v]++
+			}
+			gpus += len(it.gpus)
+		}
+		if slices.ContainsFunc(seen, func(n int) bool { return n != 1 }) || gpus != g.d.t.NumGPUs() {
+			t.Errorf("%s: items do not cover every node once (%d gpus in boxes)", c.spec, gpus)
+		}
+	}
+}
+
+// boxRow draws, grouped, one network switch over switches with the given
+// numbers of GPUs, and returns the texts of the bottom row.
+func boxRow(t *testing.T, gpus ...int) []string {
+	t.Helper()
+	var nodes, links strings.Builder
+	nodes.WriteString("name: boxes\nnodes:\n  - {name: net, kind: switch}\n")
+	for n, k := range gpus {
+		fmt.Fprintf(&nodes, "  - {name: sw%d, kind: switch}\n", n)
+		fmt.Fprintf(&links, "  - {a: sw%d, b: net, bw: 50GB/s, lat: 1us}\n", n)
+		for g := range k {
+			fmt.Fprintf(&nodes, "  - {name: n%dg%d, kind: gpu}\n", n, g)
+			fmt.Fprintf(&links, "  - {a: n%dg%d, b: sw%d, bw: 450GB/s, lat: 500ns}\n", n, g, n)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "boxes.yaml")
+	if err := os.WriteFile(file, []byte(nodes.String()+"links:\n"+links.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := resolveTopology(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := groupTopology(&drawing{t: topo})
+	if g == nil {
+		t.Fatalf("%d GPUs on switches: want a grouped drawing", topo.NumGPUs())
+	}
+	var row []string
+	for _, it := range g.items {
+		if it.row == 0 {
+			row = append(row, it.text)
+		}
+	}
+	return row
+}
+
+// A run collapses only alike boxes: one that differs stays drawn.
+func TestDrawGroupedCollapsesOnlyAlikeBoxes(t *testing.T) {
+	row := boxRow(t, 8, 8, 8, 8, 8, 4, 8, 8, 8, 8)
+	want := []string{"switch sw0: 8 gpu", "… 3 more boxes alike\nsw1 … sw3\n24 gpu (ranks 8–31)", "switch sw4: 8 gpu",
+		"switch sw5: 4 gpu", "switch sw6: 8 gpu", "… 2 more boxes alike\nsw7 … sw8\n16 gpu (ranks 52–67)", "switch sw9: 8 gpu"}
+	if !slices.Equal(row, want) {
+		t.Errorf("row %q\nwant %q: the odd box sw5 drawn, the alike ones around it collapsed", row, want)
+	}
+}
+
+// Boxes all different still collapse, to keep the picture bounded, and
+// the run says that they differ.
+func TestDrawGroupedBoundsARowOfUnlikeBoxes(t *testing.T) {
+	row := boxRow(t, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+	want := []string{"switch sw0: 5 gpu", "switch sw1: 6 gpu", "… 7 more boxes (not all alike)\nsw2 … sw8\n70 gpu (ranks 11–80)", "switch sw9: 14 gpu"}
+	if !slices.Equal(row, want) {
+		t.Errorf("row %q\nwant %q", row, want)
+	}
+}
+
+func TestDrawSaysWhatItWrote(t *testing.T) {
+	dir := t.TempDir()
+	msg := regexp.MustCompile(`^commsim: wrote (\S+) \((\d+)×(\d+) (px|pt), (.*)\)\n$`)
+	cases := []struct{ spec, file, drawn string }{
+		{"gb200-nvl72", "nvl72.png", "73 nodes drawn as 1 box"},
+		{"dgx-h100x128,rail=true", "x128.png", "2185 nodes drawn as 4 boxes and 9 others"},
+		{"dgx-h100x128,rail=true", "x128.svg", "2185 nodes drawn as 4 boxes and 9 others"},
+		{"cluster:2x4", "small.png", "19 nodes drawn one by one"},
+		{"switch:9000", "huge.png", "9001 nodes drawn as 1 box"}, // past maxDrawNodes: grouped, it draws
+	}
+	for _, c := range cases {
+		path := filepath.Join(dir, c.file)
+		status, out, errOut := commsim("topo", "draw", c.spec, "--out", path)
+		m := msg.FindStringSubmatch(errOut)
+		if status != 0 || out != "" || m == nil || m[1] != path || m[5] != c.drawn {
+			t.Errorf("%s: status %d, stdout %q, stderr %q: want %q", c.spec, status, out, errOut, c.drawn)
+			continue
+		}
+		w, _ := strconv.Atoi(m[2])
+		h, _ := strconv.Atoi(m[3])
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m[4] == "px" {
+			img, err := png.Decode(bytes.NewReader(data))
+			if err != nil || img.Bounds().Dx() != w || img.Bounds().Dy() != h {
+				t.Errorf("%s: says %d×%d px, the PNG is %v (%v)", c.file, w, h, img.Bounds(), err)
+			}
+			if w > 20*96 || h > 20*96 {
+				t.Errorf("%s: %d×%d px, want 20 inches at most", c.file, w, h)
+			}
+			continue
+		}
+		size := regexp.MustCompile(`<svg width="([0-9.]+)pt" height="([0-9.]+)pt"`).FindSubmatch(data)
+		if size == nil {
+			t.Errorf("%s: not an SVG", c.file)
+		} else if sw, _ := strconv.ParseFloat(string(size[1]), 64); math.Round(sw) != float64(w) {
+			t.Errorf("%s: says %d pt wide, the SVG %s", c.file, w, size[1])
+		} else if sh, _ := strconv.ParseFloat(string(size[2]), 64); math.Round(sh) != float64(h) {
+			t.Errorf("%s: says %d pt high, the SVG %s", c.file, h, size[2])
+		}
+		for _, label := range []string{">spine</text>", ">rail7</text>", ">switch sw127: 8 gpu, 8 nic</text>", ">1023</text>", "125 more boxes alike"} {
+			if !bytes.Contains(data, []byte(label)) {
+				t.Errorf("%s lacks %q", c.file, label)
+			}
+		}
+	}
+	status, _, errOut := commsim("topo", "draw", "ring:4", "--out", filepath.Join(dir, "ring.dot"))
+	if status != 0 || !strings.Contains(errOut, "ring.dot (Graphviz DOT, 4 nodes and 4 links)") {
+		t.Errorf("dot: status %d, stderr %q", status, errOut)
+	}
+}
+
+// A box numbers its GPUs cell by cell up to maxBoxCells, and beyond gives
+// their ranks in a line.
+func TestDrawGroupedBoxOfManyGPUsGivesRanks(t *testing.T) {
+	for spec, want := range map[string]string{
+		"switch:144": "switch sw0: 144 gpu",
+		"switch:145": "switch sw0: 145 gpu\nranks 0–144",
+	} {
+		g := groupTopology(&drawing{t: mustParse(t, spec)})
+		if g == nil || len(g.items) != 1 || g.items[0].text != want {
+			t.Fatalf("%s: want one box saying %q", spec, want)
+		}
+		if cells := len(g.items[0].cells()); (cells > 0) != (spec == "switch:144") {
+			t.Errorf("%s: %d cells", spec, cells)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -49,7 +48,7 @@ rows for less than one element per rank) are left out.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.log, "log", "", "nccl-tests output: text table or CSV (required)")
+	fl.StringVar(&f.log, "log", "", "nccl-tests output: text table or CSV, at most 64 MiB (required)")
 	fl.StringVar(&f.topo, "topo", "", "topology the log was measured on: a spec, a preset or a YAML file (default: a shipped log's)")
 	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+
@@ -102,14 +101,7 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 	case f.format != "table" && f.format != "json" && f.format != "csv":
 		return usagef("unknown format %q (want table, csv or json)", f.format)
 	}
-	fi, err := os.Stat(f.log)
-	if err == nil && fi.Size() > maxLogBytes {
-		err = fmt.Errorf("%s is %d bytes, over the limit of %d", f.log, fi.Size(), maxLogBytes)
-	}
-	var data []byte
-	if err == nil {
-		data, err = os.ReadFile(f.log)
-	}
+	data, err := readFileAtMost(f.log, maxLogBytes, f.log)
 	if err != nil {
 		return usagef("--log: %v", err)
 	}

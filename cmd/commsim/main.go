@@ -5,7 +5,9 @@
 //	commsim topo export cluster:2x8,rail=true > fabric.yaml
 //
 // Data goes to stdout; diagnostics to stderr. Usage errors exit with status 2
-// and a one-line reason, runtime failures with status 1.
+// and a one-line reason, runtime failures with status 1; output that cannot
+// be written is a runtime failure. Files are written whole or not at all
+// (files.go).
 package main
 
 import (
@@ -13,11 +15,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/commsim/commsim/internal/suggest"
 )
 
 func main() {
+	exitOnSignalWithoutPartialFiles()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -33,6 +39,12 @@ func usagef(format string, args ...any) error {
 
 // run executes the CLI and returns the exit status. It never lets a panic
 // reach the user as a trace.
+//
+// Every command writes its data through one stdout that keeps the first
+// write error; run checks it when the command returns, so output lost to a
+// full disk or a closed pipe fails the run (status 1) in every command,
+// with no check of its own. It is not buffered: a sweep's rows appear as
+// they are measured, as in nccl-tests.
 func run(args []string, stdout, stderr io.Writer) (status int) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -40,18 +52,46 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 			status = 1
 		}
 	}()
-	root := newRoot(stdout, stderr)
+	out := &stickyWriter{w: stdout}
+	root := newRoot(out, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
-	if err == nil {
-		return 0
+	outErr := out.err
+	if outErr != nil && errors.Is(err, outErr) {
+		err = nil // the command failed for want of its output: say that once
 	}
-	fmt.Fprintf(stderr, "commsim: %v\n", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
+	if err != nil {
+		fmt.Fprintf(stderr, "commsim: %v\n", err)
+		status = 1
+		var ue usageError
+		if errors.As(err, &ue) {
+			status = 2
+		}
 	}
-	return 1
+	if outErr != nil {
+		fmt.Fprintf(stderr, "commsim: writing the output: %v\n", outErr)
+		status = max(status, 1)
+	}
+	return status
+}
+
+// stickyWriter fails every write after the first that fails, and keeps
+// that error.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	s.err = err
+	return n, err
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -63,7 +103,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
   commsim topo export mac-tb5:4 > macs.yaml`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("commsim {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -85,20 +127,52 @@ func wrapArgs(c *cobra.Command) {
 	if c.Args != nil {
 		check := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {
-			if err := check(cmd, args); err != nil {
-				return usageError{err}
+			err := check(cmd, args)
+			var ue usageError
+			if err == nil || errors.As(err, &ue) {
+				return err // wrapped already (wrapArgs may see a command twice)
 			}
-			return nil
+			// cobra's "accepts 1 arg(s), received 0" says nothing of what
+			// the argument is: the usage line does.
+			return usagef("%v; usage: %s", err, cmd.UseLine())
 		}
 	} else {
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if !cmd.HasSubCommands() || len(args) == 0 {
 				return nil
 			}
-			return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), didYouMean(args[0], names))
 		}
 	}
 	for _, sub := range c.Commands() {
 		wrapArgs(sub)
 	}
 }
+
+// version is the module's version as the go command stamped it (a tag, or
+// a pseudo-version with the commit), "devel" for a build from a checkout.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok || info.Main.Version == "" || info.Main.Version == "(devel)" {
+		v := "devel"
+		if ok {
+			for _, s := range info.Settings {
+				if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+					v += " " + s.Value[:12]
+				}
+			}
+		}
+		return v
+	}
+	return info.Main.Version
+}
+
+// didYouMean is "; did you mean X?" when s looks like a typo of one of
+// the options, or "".
+func didYouMean(s string, options []string) string { return suggest.DidYouMean(s, options) }

@@ -8,8 +8,8 @@ import (
 
 // --algo nccl runs what NCCL's tuner picks per size and says so in the
 // algo column: ring with LL on one channel for 8 bytes on dgx-h100, NVLS
-// for 16 MiB; and on eight nodes of one GPU, the ring it simulates
-// beside the PAT NCCL would run.
+// for 16 MiB; and on eight nodes of one GPU, NCCL's PAT, which it
+// simulates (no fallback to name).
 func TestBenchAlgoNCCL(t *testing.T) {
 	status, out, errOut := commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "8", "-e", "1GiB", "-f", "128", "--timing-only")
 	if status != 0 {
@@ -18,24 +18,38 @@ func TestBenchAlgoNCCL(t *testing.T) {
 	if !strings.Contains(out, "# nccl: NCCL 2.30's tuner on what it sees of dgx-h100 (8 ranks on 1 node, hopper, 18 NVLinks (370.8 GB/s), NVLS, intel hosts)") {
 		t.Errorf("no header naming NCCL's view:\n%s", out)
 	}
-	for _, want := range []string{"ring/LL/1ch │", "nvls/Simple/16ch │"} {
+	for _, want := range []string{"  ring/LL/1ch\n", "  nvls/Simple/16ch\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in the algo column:\n%s", want, out)
 		}
 	}
 	status, out, errOut = commsim("bench", "--topo", "cluster:8x1,arch=hopper", "--op", "allgather", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only")
-	if status != 0 || !strings.Contains(out, "ring/LL/2ch (NCCL: pat/LL/2ch) │") {
+	if status != 0 || !strings.Contains(out, "  pat/LL/2ch\n") || strings.Contains(out, "(NCCL:") {
 		t.Errorf("PAT: status %d %s:\n%s", status, errOut, out)
 	}
-	// JSON names NCCL's own choice apart.
+	// JSON names NCCL's own choice apart only where it did not run.
 	status, out, _ = commsim("bench", "--topo", "cluster:8x1,arch=hopper", "--op", "allgather", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only", "--format", "json")
 	var rec struct {
 		Algo       string  `json:"algo"`
 		NCCLChoice string  `json:"nccl_choice"`
 		TimeUS     float64 `json:"time_us"`
 	}
-	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "ring/LL/2ch" || rec.NCCLChoice != "pat/LL/2ch" || !(rec.TimeUS > 0) {
+	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "pat/LL/2ch" || rec.NCCLChoice != "" || !(rec.TimeUS > 0) {
 		t.Errorf("json: status %d, %v: %s", status, err, out)
+	}
+}
+
+// On nodes of one GPU whose network switch reduces (sharp=), --algo
+// nccl runs the CollNet direct NCCL picks for all-reduce, with data that
+// checks; bench runs nccl-collnet-direct itself too.
+func TestBenchAlgoNCCLRunsCollNet(t *testing.T) {
+	status, out, errOut := commsim("bench", "--topo", "cluster:8x1,arch=hopper,sharp=inf", "--algo", "nccl", "-b", "1KiB", "-e", "64KiB", "-f", "8", "--check")
+	if status != 0 || strings.Count(out, "  collnet-direct/Simple/2ch\n") != 3 || strings.Contains(out, "(NCCL:") || !strings.Contains(out, "Out of bounds values : 0 OK") {
+		t.Errorf("status %d %s:\n%s", status, errOut, out)
+	}
+	status, out, errOut = commsim("bench", "--topo", "cluster:4x1,rail=true,sharp=100GB/s", "--op", "reducescatter", "--algo", "nccl-collnet-direct", "-b", "8", "-e", "64KiB", "--check")
+	if status != 0 || !strings.Contains(out, "Out of bounds values : 0 OK") {
+		t.Errorf("nccl-collnet-direct: status %d %s:\n%s", status, errOut, out)
 	}
 }
 
@@ -46,12 +60,12 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--topo", "dgx-a100", "--nccl-proto", "Simple"}, "ring/Simple/1ch │"},
-		{[]string{"--nccl-algo", "ring", "--nccl-proto", "ll128,simple"}, "ring/LL128/1ch │"},
-		{[]string{"--nccl-algo", "ring", "--nccl-channels", "4", "-b", "1MiB", "-e", "1MiB"}, "ring/LL/4ch │"},
-		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "ring"}, "ring/LL/1ch │"},
-		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "tree"}, "tree/LL/1ch │"},
-		{[]string{"--op", "alltoall"}, "p2p/LL/2ch │"},
+		{[]string{"--topo", "dgx-a100", "--nccl-proto", "Simple"}, "  ring/Simple/1ch\n"},
+		{[]string{"--nccl-algo", "ring", "--nccl-proto", "ll128,simple"}, "  ring/LL128/1ch\n"},
+		{[]string{"--nccl-algo", "ring", "--nccl-channels", "4", "-b", "1MiB", "-e", "1MiB"}, "  ring/LL/4ch\n"},
+		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "ring"}, "  ring/LL/1ch\n"},
+		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "tree"}, "  tree/LL/1ch\n"},
+		{[]string{"--op", "alltoall"}, "  p2p/LL/2ch\n"},
 	} {
 		args := append([]string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "64", "-e", "64", "--timing-only"}, tc.args...)
 		status, out, errOut := commsim(args...)
@@ -90,7 +104,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "collnet_direct"}, "SHARP"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat", "--op", "allgather"}, "one GPU per node"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat"}, "PAT runs all-gather and reduce-scatter only"},
-		{[]string{"--topo", "cluster:8x1,arch=hopper", "--op", "allgather", "--nccl-algo", "pat"}, "cannot simulate pat"},
+		{[]string{"--topo", "cluster:2x8,arch=hopper,sharp=inf", "--nccl-algo", "collnet_chain"}, "cannot simulate collnet-chain"},
 		{[]string{"--nccl-algo", "bogus"}, "unknown algorithm"},
 		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
 		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
@@ -106,6 +120,21 @@ func TestBenchNCCLRefusals(t *testing.T) {
 	status, _, errOut := commsim("bench", "--topo", "dgx-a100", "--algo", "nccl-nvls", "-e", "8", "--timing-only")
 	if status != 2 || !strings.Contains(errOut, "needs GPUs on a switch that reduces") {
 		t.Errorf("nccl-nvls on dgx-a100: status %d, %q", status, errOut)
+	}
+	for _, tc := range []struct{ algo, topo, why string }{
+		{"nccl-collnet-direct", "dgx-a100x2", "needs nodes joined by network switches that reduce (SHARP)"},
+		{"nccl-collnet-chain", "cluster:2x4,sharp=inf", "runs with one GPU per node"},
+	} {
+		status, _, errOut = commsim("bench", "--topo", tc.topo, "--algo", tc.algo, "-e", "8", "--timing-only")
+		if status != 2 || !strings.Contains(errOut, tc.why) {
+			t.Errorf("%s on %s: status %d, %q; want 2 saying %q", tc.algo, tc.topo, status, errOut, tc.why)
+		}
+	}
+	for _, topo := range []string{"dgx-h100", "dgx-a100x2"} {
+		status, _, errOut = commsim("bench", "--topo", topo, "--op", "allgather", "--algo", "nccl-pat", "-e", "8", "--timing-only")
+		if status != 2 || !strings.Contains(errOut, "needs one GPU per node") {
+			t.Errorf("nccl-pat on %s: status %d, %q", topo, status, errOut)
+		}
 	}
 	status, _, errOut = commsim("bench", "--topo", "dgx-h100", "--nccl-proto", "LL", "-e", "8")
 	if status != 2 || !strings.Contains(errOut, "go with --algo nccl") {

@@ -5,21 +5,102 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// writeReport prints the sweep as a table, CSV or JSON Lines.
+// benchReport writes a sweep's rows: in the text, CSV and JSON formats as
+// they are measured (so a sweep that fails half-way keeps the rows it
+// has), in the box table at the end.
+type benchReport struct {
+	w    io.Writer
+	s    *sweep
+	rows []row // every row added, for the table and the footer
+	// withSim is whether the rows carry --sim-topo's prediction, which
+	// adds columns to the header: such a report is written at the end.
+	withSim bool
+}
+
+// writeReport prints a measured sweep whole.
 func writeReport(w io.Writer, s *sweep, rows []row) error {
-	switch s.format {
-	case "csv":
-		return writeCSV(w, rows)
-	case "json":
-		return writeJSON(w, rows)
+	rep := &benchReport{w: w, s: s, withSim: len(rows) > 0 && rows[0].sim != nil}
+	if err := rep.begin(); err != nil {
+		return err
 	}
-	return writeTable(w, s, rows)
+	for _, r := range rows {
+		if err := rep.add(r); err != nil {
+			return err
+		}
+	}
+	return rep.end()
+}
+
+// begin writes the header.
+func (rep *benchReport) begin() error {
+	switch rep.s.format {
+	case "csv":
+		return writeCSVRows(rep.w, [][]string{append(append([]string{}, csvColumns...), simColumns(rep.simRows())...)})
+	case "text":
+		return writeTextHeader(rep.w, rep.s, rep.simRows())
+	}
+	return nil
+}
+
+// simRows stands for the rows' shape before any is measured: one row with
+// a prediction when the report has them.
+func (rep *benchReport) simRows() []row {
+	if rep.withSim {
+		return []row{{sim: &prediction{}}}
+	}
+	return nil
+}
+
+// add writes one row (the table waits for end).
+func (rep *benchReport) add(r row) error {
+	rep.rows = append(rep.rows, r)
+	switch rep.s.format {
+	case "csv":
+		return writeCSVRows(rep.w, [][]string{append(csvCells(r), simCells(r)...)})
+	case "json":
+		return json.NewEncoder(rep.w).Encode(jsonOf(r))
+	case "text":
+		_, err := fmt.Fprintln(rep.w, textRow(rep.s, r))
+		return err
+	}
+	return nil
+}
+
+// end writes the footer, or the whole table.
+func (rep *benchReport) end() error {
+	switch rep.s.format {
+	case "table":
+		return writeTable(rep.w, rep.s, rep.rows)
+	case "text":
+		writeMirrored(rep.w, rep.s.mirrored, 2*len(rep.rows))
+		writeFooter(rep.w, rep.rows)
+		fmt.Fprintln(rep.w, "#")
+	}
+	return nil
+}
+
+// writeFooter writes nccl-tests' closing lines: the verdict of --check and
+// the average bus bandwidth.
+func writeFooter(w io.Writer, rows []row) {
+	if len(rows) == 0 {
+		return
+	}
+	sum := 0.0
+	for _, r := range rows {
+		sum += r.outOfPlace.busbw + r.inPlace.busbw
+	}
+	if wrong, checked := totalWrong(rows); checked {
+		fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, map[bool]string{true: "OK", false: "FAILED"}[wrong == 0])
+	}
+	fmt.Fprintf(w, "# Avg bus bandwidth    : %g \n", roundTo(sum/float64(2*len(rows)), 3))
 }
 
 func fmtWrong(n int) string {
@@ -31,8 +112,147 @@ func fmtWrong(n int) string {
 
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
-// cells are a row's columns in nccl-tests order: size, count, type, redop,
-// root, then time, algbw, busbw and #wrong out of place and in place.
+// roundTo rounds v to d decimals.
+func roundTo(v float64, d int) float64 {
+	scale := math.Pow10(d)
+	if r := math.Round(v*scale) / scale; !math.IsInf(r, 0) && !math.IsNaN(r) {
+		return r
+	}
+	return v
+}
+
+// tidy rounds a time in µs to the simulator's resolution, a picosecond (6
+// decimals), and a bandwidth in GB/s to a kB/s (6 decimals); or, where
+// that is finer than a float64 holds, to 15 significant digits. What the
+// reports print is then the decimal and not binary noise: 10.612798, not
+// 10.612798000000002; 3758096384014, not 3758096384013.9995.
+func tidy(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	digits := int(math.Floor(math.Log10(math.Abs(v)))) + 1
+	return roundTo(v, min(6, 15-digits))
+}
+
+// exact prints a tidy value as short as it goes.
+func exact(v float64) string { return strconv.FormatFloat(tidy(v), 'f', -1, 64) }
+
+// ncclTypeNames are nccl-tests' names of commsim's dtypes, for the text
+// layout that nccl-tests' readers expect.
+var ncclTypeNames = map[string]string{"f32": "float", "f64": "double", "f16": "half", "bf16": "bfloat16", "i32": "int32", "i64": "int64", "u8": "uint8"}
+
+// ncclTestNames are nccl-tests' names of the collectives it tests.
+var ncclTestNames = map[string]string{"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+	"broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "gather": "gather", "sendrecv": "sendrecv"}
+
+// ncclTime is nccl-tests' time column: fewer decimals as the time grows.
+func ncclTime(us float64) string {
+	switch {
+	case us >= 10000:
+		return fmt.Sprintf("%7.0f", us)
+	case us >= 100:
+		return fmt.Sprintf("%7.1f", us)
+	}
+	return fmt.Sprintf("%7.2f", us)
+}
+
+// writeTextHeader writes nccl-tests' header: its parameter line, commsim's
+// description of the run, and the column heads, with the algorithm last.
+func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
+	backend, _ := s.backend.describe(s.timingOnly)
+	iters, warmup := 1, 0
+	if s.backend.name != "sim" {
+		iters, warmup = max(s.runner.Iters, 1), s.runner.Warmup
+	}
+	lo, hi := int64(0), s.maxBytes
+	if len(s.sizes) > 0 {
+		lo = s.sizes[0]
+	}
+	if test, ok := ncclTestNames[s.op.String()]; ok {
+		// What nccl-tests' readers (calibrate, fidelity) learn the op from.
+		fmt.Fprintf(w, "# Collective test starting: %s_perf\n", test)
+	}
+	fmt.Fprintf(w, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %g(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n",
+		s.topo.NumGPUs(), lo, hi, s.factor, warmup, iters, map[bool]int{true: 1, false: 0}[s.check])
+	fmt.Fprintln(w, "#")
+	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
+	writeAlgoNote(w, s)
+	fmt.Fprint(w, benchTimesLine(s))
+	simHeader(w, rows)
+	fmt.Fprintln(w, "#")
+	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")
+	head := fmt.Sprintf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s", "size", "count", "type", "redop", "root",
+		"time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
+	units := fmt.Sprintf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "")
+	for _, c := range simColumns(rows) {
+		head += "  " + c
+	}
+	_, err := fmt.Fprintf(w, "%s  algo\n%s\n", head, units)
+	return err
+}
+
+// writeAlgoNote says how auto and nccl choose, where the algo column is
+// their choice.
+func writeAlgoNote(w io.Writer, s *sweep) {
+	switch {
+	case s.algo == "auto":
+		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", s.topo.Name)
+	case s.algo == algoNCCL:
+		fmt.Fprintf(w, "# nccl: NCCL %s's tuner on what it sees of %s (%s) picks algorithm/protocol/channels per size, simulated; its choice is the algo column, and where NCCL would run what commsim cannot simulate yet, the algo column names it after what ran\n",
+			s.tuner.Options.Version, s.topo.Name, s.tuner.System)
+	}
+}
+
+// dataNote says, on sim, whether data moves and why.
+func dataNote(s *sweep) string {
+	switch {
+	case s.backend.name != "sim":
+		return ""
+	case s.timingOnly:
+		return " without data (a simulated time does not depend on it; --check or --data moves it)"
+	}
+	return " with data"
+}
+
+// benchTimesLine is bench's line on what the times are.
+func benchTimesLine(s *sweep) string {
+	_, times := s.backend.describe(s.timingOnly)
+	if s.backend.name == "sim" && s.timingOnly && s.trace == "" {
+		return "# " + times + dataNote(s) + "; an in-place run takes the out-of-place time\n"
+	}
+	return "# " + times + dataNote(s) + "; out-of-place then in-place\n"
+}
+
+// textRow is one row in nccl-tests' layout, the algorithm last.
+func textRow(s *sweep, r row) string {
+	typ := ncclTypeNames[r.dtype]
+	if typ == "" {
+		typ = r.dtype
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6d", r.bytes, r.count, typ, r.redop, r.root)
+	for _, res := range []result{r.outOfPlace, r.inPlace} {
+		fmt.Fprintf(&b, "  %7s  %6.2f  %6.2f  %5s", ncclTime(res.timeUS), res.algbw, res.busbw, fmtWrong(res.wrong))
+	}
+	for _, c := range simCells(r) {
+		fmt.Fprintf(&b, "  %s", c)
+	}
+	b.WriteString("  " + algoCell(r))
+	return b.String()
+}
+
+// algoCell is what ran, and what NCCL would have run where commsim ran
+// something else.
+func algoCell(r row) string {
+	if r.ncclChoice != "" {
+		return r.algo + " (NCCL: " + r.ncclChoice + ")"
+	}
+	return r.algo
+}
+
+// cells are a row's columns in nccl-tests order for the box table: size,
+// count, type, redop, root, then time, algbw, busbw and #wrong out of
+// place and in place.
 func cells(r row) []string {
 	c := []string{strconv.FormatInt(r.bytes, 10), strconv.Itoa(r.count), r.dtype, r.redop, strconv.Itoa(r.root)}
 	for _, res := range []result{r.outOfPlace, r.inPlace} {
@@ -52,57 +272,41 @@ func writeMirrored(w io.Writer, mirrored, runs int) {
 	}
 }
 
+// writeTable is --format table: the sweep as a box table.
 func writeTable(w io.Writer, s *sweep, rows []row) error {
-	backend, times := s.backend.describe(s.timingOnly)
+	backend, _ := s.backend.describe(s.timingOnly)
 	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
-	switch {
-	case s.algo == "auto":
-		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", s.topo.Name)
-	case s.algo == algoNCCL:
-		fmt.Fprintf(w, "# nccl: NCCL %s's tuner on what it sees of %s (%s) picks algorithm/protocol/channels per size, simulated; its choice is the algo column, and where NCCL would run what commsim cannot simulate yet, the algo column names it after what ran\n",
-			s.tuner.Options.Version, s.topo.Name, s.tuner.System)
-	}
-	fmt.Fprintf(w, "# %s; out-of-place then in-place\n", times)
+	writeAlgoNote(w, s)
+	fmt.Fprint(w, benchTimesLine(s))
 	writeMirrored(w, s.mirrored, 2*len(rows))
 	simHeader(w, rows)
 	header := append(append([]string{}, columns...), simColumns(rows)...)
-	if s.algo == "auto" || s.algo == algoNCCL {
-		header = append(header, "algo")
-	}
+	header = append(header, "algo")
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
 	t.Header(header)
-	sum := 0.0
 	for _, r := range rows {
-		c := append(cells(r), simCells(r)...)
-		switch {
-		case r.ncclChoice != "":
-			c = append(c, r.algo+" (NCCL: "+r.ncclChoice+")")
-		case s.algo == "auto" || s.algo == algoNCCL:
-			c = append(c, r.algo)
-		}
-		if err := t.Append(c); err != nil {
+		if err := t.Append(append(append(cells(r), simCells(r)...), algoCell(r))); err != nil {
 			return err
 		}
-		sum += r.outOfPlace.busbw + r.inPlace.busbw
 	}
 	if err := t.Render(); err != nil {
 		return err
 	}
-	if len(rows) > 0 {
-		if wrong, checked := totalWrong(rows); checked {
-			fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, map[bool]string{true: "OK", false: "FAILED"}[wrong == 0])
-		}
-		fmt.Fprintf(w, "# Avg bus bandwidth    : %s\n", strconv.FormatFloat(sum/float64(2*len(rows)), 'f', 3, 64))
-	}
+	writeFooter(w, rows)
 	return nil
 }
 
-func writeCSV(w io.Writer, rows []row) error {
-	out := [][]string{append(append([]string{"op", "algo", "topology", "ranks"}, columns...), simColumns(rows)...)}
-	for _, r := range rows {
-		out = append(out, append(append([]string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks)}, cells(r)...), simCells(r)...))
+// csvColumns are bench's CSV columns: the JSON Lines fields, in the same
+// names as compare's CSV.
+var csvColumns = []string{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count",
+	"time_us", "algbw_gbps", "busbw_gbps", "wrong", "inplace_time_us", "inplace_algbw_gbps", "inplace_busbw_gbps", "inplace_wrong", "nccl_choice"}
+
+func csvCells(r row) []string {
+	c := []string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks), r.dtype, r.redop, strconv.Itoa(r.root), strconv.FormatInt(r.bytes, 10), strconv.Itoa(r.count)}
+	for _, res := range []result{r.outOfPlace, r.inPlace} {
+		c = append(c, exact(res.timeUS), exact(res.algbw), exact(res.busbw), fmtWrong(res.wrong))
 	}
-	return writeCSVRows(w, out)
+	return append(c, r.ncclChoice)
 }
 
 // jsonRecord holds the DESIGN contract's JSON fields of one measured run;
@@ -144,16 +348,11 @@ func wrongPtr(n int) *int {
 	return &n
 }
 
-func writeJSON(w io.Writer, rows []row) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		o, i := r.outOfPlace, r.inPlace
-		if err := enc.Encode(jsonRow{jsonRecord{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
-			o.timeUS, o.algbw, o.busbw, wrongPtr(o.wrong)}, i.timeUS, i.algbw, i.busbw, wrongPtr(i.wrong), r.ncclChoice, simFields(r)}); err != nil {
-			return err
-		}
-	}
-	return nil
+func jsonOf(r row) jsonRow {
+	o, i := r.outOfPlace, r.inPlace
+	return jsonRow{jsonRecord{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
+		tidy(o.timeUS), tidy(o.algbw), tidy(o.busbw), wrongPtr(o.wrong)},
+		tidy(i.timeUS), tidy(i.algbw), tidy(i.busbw), wrongPtr(i.wrong), r.ncclChoice, simFields(r)}
 }
 
 // writeCSVRows writes rows (the first one the header) as CSV.

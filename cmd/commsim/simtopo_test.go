@@ -20,7 +20,7 @@ func measuredSweep(t *testing.T, format string) (*sweep, []row) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.measure(io.Discard)
+	rows, err := s.measure(io.Discard, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,14 @@ func newTopoCmd() *cobra.Command {
 	}
 	topo.AddCommand(newTopoDrawCmd())
 	var showFormat string
+	var showLinks bool
 	show := &cobra.Command{
 		Use:   "show SPEC|FILE",
-		Short: "Summarise a topology: devices, link classes, bisection bandwidth and sample routes",
-		Long: `show prints the number of nodes of each kind, the links grouped by class,
-the bisection bandwidth and the routes from rank 0 to a few peers.
+		Short: "Summarise a topology: devices, link classes, bisection bandwidth, sample routes and sources",
+		Long: `show prints the number of nodes of each kind, the GPUs' reduction bandwidth,
+the links grouped by class and by name (the names what-if's --fault takes:
+all of them with --links, or up to 32), the bisection bandwidth, the routes
+from rank 0 to a few peers, and for a preset where each number comes from.
 
 Bisection bandwidth is the least bandwidth, one direction, of the links cut
 to split the GPUs in two halves. The exact minimum is NP-hard, so show gives
@@ -54,10 +57,11 @@ node-aligned halves and the halves of each node); an upper bound.`,
 			default:
 				return usagef("unknown format %q (want table, csv or json)", showFormat)
 			}
-			return showTopology(cmd.OutOrStdout(), t, showFormat)
+			return showTopology(cmd.OutOrStdout(), t, showFormat, showLinks)
 		},
 	}
 	show.Flags().StringVar(&showFormat, "format", "table", "output: table|csv|json")
+	show.Flags().BoolVar(&showLinks, "links", false, fmt.Sprintf("list every link by name (as --fault names them), not only up to %d", maxListedLinks))
 	topo.AddCommand(show)
 	topo.AddCommand(&cobra.Command{
 		Use:   "validate FILE|SPEC",
@@ -107,10 +111,28 @@ func resolveTopology(arg string) (*topology.Topology, error) {
 type topoSummary struct {
 	Name      string         `json:"name"`
 	Nodes     map[string]int `json:"nodes"` // count per kind
+	GPUReduce []reduceClass  `json:"gpu_reduce"`
 	Links     []linkClass    `json:"links"`
-	Bisection *bisectionSum  `json:"bisection,omitempty"`
-	Routes    []routeSum     `json:"routes"`
+	// LinkNames are the links as what-if's --fault names them, in the
+	// topology's order: all of them with --links, else up to
+	// maxListedLinks (LinkCount says how many there are).
+	LinkNames []string      `json:"link_names"`
+	LinkCount int           `json:"link_count"`
+	Bisection *bisectionSum `json:"bisection,omitempty"`
+	Routes    []routeSum    `json:"routes"`
+	Preset    string        `json:"preset,omitempty"`
+	Sources   []string      `json:"sources,omitempty"` // where a preset's numbers come from
 }
+
+// reduceClass is how many GPUs reduce at one bandwidth.
+type reduceClass struct {
+	Count     int     `json:"count"`
+	BW        float64 `json:"bw_bytes_per_s"` // 0 when unlimited
+	Unlimited bool    `json:"unlimited"`      // reduce=inf: reductions take no time
+}
+
+// maxListedLinks is how many link names show lists without --links.
+const maxListedLinks = 32
 
 type linkClass struct {
 	Ends    string  `json:"ends"` // e.g. "gpu-switch"
@@ -126,7 +148,8 @@ type bisectionSum struct {
 }
 
 type routeSum struct {
-	From, To   int
+	From       int      `json:"from"`
+	To         int      `json:"to"`
 	Hops       int      `json:"hops"`
 	Latency    float64  `json:"latency_s"`
 	Bottleneck float64  `json:"bottleneck_bytes_per_s"`
@@ -135,10 +158,30 @@ type routeSum struct {
 
 // summarise gathers show's figures: node counts, links grouped by class,
 // the bisection bandwidth and the routes from rank 0 to a few peers.
-func summarise(t *topology.Topology) (topoSummary, error) {
-	sum := topoSummary{Name: t.Name, Nodes: map[string]int{}}
+func summarise(t *topology.Topology, allLinks bool) (topoSummary, error) {
+	sum := topoSummary{Name: t.Name, Nodes: map[string]int{}, LinkCount: len(t.Links)}
+	reduce := map[float64]int{}
 	for _, n := range t.Nodes {
 		sum.Nodes[n.Kind.String()]++
+		if n.Kind == topology.GPU {
+			reduce[n.ReduceBW]++
+		}
+	}
+	for _, bw := range slices.Sorted(maps.Keys(reduce)) {
+		c := reduceClass{Count: reduce[bw], BW: bw}
+		if math.IsInf(bw, 1) {
+			c.BW, c.Unlimited = 0, true
+		}
+		sum.GPUReduce = append(sum.GPUReduce, c)
+	}
+	for i, l := range t.Links {
+		if !allLinks && i == maxListedLinks {
+			break
+		}
+		sum.LinkNames = append(sum.LinkNames, t.Nodes[l.A].Name+"-"+t.Nodes[l.B].Name)
+	}
+	if p, ok := topology.PresetOf(t.Name); ok {
+		sum.Preset, sum.Sources = p.Name, p.Sources
 	}
 	index := map[linkClass]int{}
 	for _, l := range t.Links {
@@ -185,8 +228,8 @@ func summarise(t *topology.Topology) (topoSummary, error) {
 }
 
 // showTopology prints the summary as a table, JSON or CSV.
-func showTopology(w io.Writer, t *topology.Topology, format string) error {
-	sum, err := summarise(t)
+func showTopology(w io.Writer, t *topology.Topology, format string, allLinks bool) error {
+	sum, err := summarise(t, allLinks)
 	if err != nil {
 		return err
 	}
@@ -195,8 +238,18 @@ func showTopology(w io.Writer, t *topology.Topology, format string) error {
 		return json.NewEncoder(w).Encode(sum)
 	case "csv":
 		rows := [][]string{{"record", "name", "count", "bw_bytes_per_s", "latency_s", "hops", "path"}}
+		for _, c := range sum.GPUReduce {
+			bw := fmtFloat(c.BW)
+			if c.Unlimited {
+				bw = "inf"
+			}
+			rows = append(rows, []string{"gpu_reduce", "gpu", strconv.Itoa(c.Count), bw, "", "", ""})
+		}
 		for _, c := range sum.Links {
 			rows = append(rows, []string{"links", c.Ends, strconv.Itoa(c.Count), fmtFloat(c.BW), fmtFloat(c.Latency), "", ""})
+		}
+		for _, n := range sum.LinkNames {
+			rows = append(rows, []string{"link", n, "", "", "", "", ""})
 		}
 		if b := sum.Bisection; b != nil {
 			rows = append(rows, []string{"bisection", b.Cut, strconv.Itoa(b.Cuts), fmtFloat(b.BW), "", "", ""})
@@ -204,6 +257,9 @@ func showTopology(w io.Writer, t *topology.Topology, format string) error {
 		for _, r := range sum.Routes {
 			rows = append(rows, []string{"route", fmt.Sprintf("rank %d -> %d", r.From, r.To), "", fmtFloat(r.Bottleneck),
 				fmtFloat(r.Latency), strconv.Itoa(r.Hops), strings.Join(r.Path, " > ")})
+		}
+		for _, src := range sum.Sources {
+			rows = append(rows, []string{"source", sum.Preset, "", "", "", "", src})
 		}
 		return writeCSVRows(w, rows)
 	}
@@ -217,6 +273,15 @@ func showTopology(w io.Writer, t *topology.Topology, format string) error {
 	if hw := hardwareLine(t); hw != "" {
 		fmt.Fprintln(w, "hardware:", hw)
 	}
+	var reduce []string
+	for _, c := range sum.GPUReduce {
+		bw := topology.FormatBandwidth(c.BW)
+		if c.Unlimited {
+			bw = "unlimited (reduce=inf: reductions take no time)"
+		}
+		reduce = append(reduce, fmt.Sprintf("%d at %s", c.Count, bw))
+	}
+	fmt.Fprintf(w, "gpu reduction bandwidth: %s\n", strings.Join(reduce, ", "))
 	fmt.Fprintln(w)
 	tbl := tablewriter.NewWriter(w)
 	tbl.Header("links", "count", "bw per direction", "latency")
@@ -228,6 +293,11 @@ func showTopology(w io.Writer, t *topology.Topology, format string) error {
 	if err := tbl.Render(); err != nil {
 		return err
 	}
+	names := strings.Join(sum.LinkNames, " ")
+	if len(sum.LinkNames) < sum.LinkCount {
+		names += fmt.Sprintf(" … (%d more: --links lists all %d)", sum.LinkCount-len(sum.LinkNames), sum.LinkCount)
+	}
+	fmt.Fprintf(w, "link names (what-if --fault 'link NAME down at T'): %s\n", names)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, formatBisection(t, sum.Bisection))
 	if len(sum.Routes) > 0 {
@@ -242,6 +312,12 @@ func showTopology(w io.Writer, t *topology.Topology, format string) error {
 		}
 		if err := rt.Render(); err != nil {
 			return err
+		}
+	}
+	if len(sum.Sources) > 0 {
+		fmt.Fprintf(w, "\nsources of preset %s's numbers:\n", sum.Preset)
+		for _, src := range sum.Sources {
+			fmt.Fprintf(w, "  - %s\n", src)
 		}
 	}
 	return nil

@@ -128,7 +128,7 @@ func gonumCutFlow(topo *topology.Topology, inA []bool) float64 {
 
 func TestBisectionSkipsHugeFabrics(t *testing.T) {
 	topo := mustParse(t, "ring:140000")
-	sum, err := summarise(topo)
+	sum, err := summarise(topo, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -22,6 +24,7 @@ import (
 
 type trainFlags struct {
 	model, topo, bucket, algo, format, trace string
+	traceMax                                 traceMaxFlag
 	sharded, symmetry                        bool
 }
 
@@ -33,10 +36,15 @@ func newTrainCmd() *cobra.Command {
 		Long: `train simulates one step of data-parallel training of a model profile on
 every GPU of a topology: the forward pass, then the backward pass layer by
 layer in reverse, each layer's gradient handed to param sync as soon as it is
-computed. Buckets of gradients are all-reduced (sharded parameters:
-reduce-scattered) on a communication stream while later layers compute.
-It reports the step time, compute, communication, the exposed part of the
-communication, overlap, and a per-bucket timeline. Timing-only: no data.`,
+computed. Buckets of gradients are all-reduced on a communication stream
+while later layers compute. A sharded layer (--sharded: every layer; or
+sharded: true in the profile) is FSDP/ZeRO-3's: its parameters are
+all-gathered before its forward and again before its backward (the next
+layer's while this one computes), its compute waits for them, and its
+gradients are reduce-scattered. --algo defaults to auto, as in what-if
+--model. It reports the step time, compute, communication, the exposed
+part of the communication, overlap, and a per-bucket timeline.
+Timing-only: no data.`,
 		Example: `  commsim train --model gpt2-small --topo dgx-h100
   commsim train --model llama-7b --topo dgx-h100x4 --bucket-bytes 100MiB --format json
   commsim train --model llama-70b --topo dgx-h100x8 --sharded --trace step.json`,
@@ -48,12 +56,20 @@ communication, overlap, and a per-bucket timeline. Timing-only: no data.`,
 	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology spec, preset or YAML file")
 	fl.StringVar(&f.bucket, "bucket-bytes", "25MiB", "gradient bucket size (PyTorch DDP's default is 25MiB)")
 	fl.BoolVar(&f.sharded, "sharded", false, "shard every parameter (ZeRO-3/FSDP): reduce-scatter gradients")
-	fl.StringVar(&f.algo, "algo", "ring", "collective algorithm: "+fmt.Sprint(append(ops.Algorithms(), "auto")))
+	fl.StringVar(&f.algo, "algo", defaultStepAlgo, "collective algorithm: "+fmt.Sprint(append(ops.Algorithms(), "auto")))
 	fl.StringVar(&f.format, "format", "table", "output: table|csv|json")
 	fl.StringVar(&f.trace, "trace", "", "write a Perfetto trace of the step (compute and communication tracks) to FILE")
+	addTraceMaxFlag(fl, &f.traceMax)
 	fl.BoolVar(&f.symmetry, "symmetry", true, "time the step on the fabric's mirror by the ranks that stand for all, where it folds (same figures)")
 	return cmd
 }
+
+// defaultStepAlgo is the algorithm of a training step's collectives when
+// --algo is not given, in train and what-if --model alike, so their
+// baselines agree: auto, bench's default, which prices every algorithm
+// per bucket. (Param sync has no nccl: NCCL's tuner picks plans per
+// collective call, which param sync's buckets do not yet consult.)
+const defaultStepAlgo = "auto"
 
 // bucketTimes is one bucket's timeline on rank 0, in microseconds from the
 // start of the step.
@@ -81,9 +97,23 @@ type stepReport struct {
 	ExposedCommUS float64       `json:"exposed_comm_us"`
 	OverlapPct    float64       `json:"overlap_pct"`
 	Buckets       []bucketTimes `json:"buckets"`
+	// Sharded parameters (FSDP/ZeRO-3) are all-gathered before each
+	// layer's forward and backward: how many gathers rank 0 ran, and how
+	// long they took (counted in CommUS too).
+	Sharded  bool    `json:"sharded"`
+	Gathers  int     `json:"gathers"`
+	GatherUS float64 `json:"gather_us"`
 	// standingRanks is how many ranks were simulated when the step was
 	// timed on a mirror, 0 when every rank was.
 	standingRanks int
+}
+
+// commItem is one collective on rank 0's communication stream: a bucket
+// of gradients, or the all-gather of a sharded layer's parameters.
+type commItem struct {
+	gather     bool
+	bucket     int      // !gather
+	start, end hw.Event // gather
 }
 
 // step is a validated training-step experiment.
@@ -94,8 +124,19 @@ type step struct {
 	bucket   int64
 	algo     string
 	sharded  bool
-	symmetry bool // time the step on the fabric's mirror where it can
+	symmetry bool   // time the step on the fabric's mirror where it can
+	traceMax int64  // with a trace: sim.Config.TraceMaxBytes
+	paced    bool   // enqueue the step a window at a time (see run)
+	window   int    // when paced: units per rank per window; 0: trainWindowUnits/ranks
+	enqueued func() // tests: called when the whole step is enqueued
 }
+
+// trainWindowUnits is how many units of a step (a layer's forward or
+// backward, on one rank) are enqueued at most ahead of the simulation when
+// paced, all ranks together: a 100,000-layer model on 64 ranks enqueued
+// whole held every op of the step at once and passed 10 GB. Each unit
+// holds about a kilobyte while queued, its communication included.
+const trainWindowUnits = 1 << 18
 
 // parseStep validates the flags that describe a step; failures are usage
 // errors.
@@ -113,7 +154,8 @@ func parseStep(modelName, topoSpec, bucketSize, algo string, sharded bool) (*ste
 		return nil, usagef("--bucket-bytes %q: want a positive size", bucketSize)
 	}
 	if algo != "auto" && !contains(ops.AlgorithmsFor(ops.AllReduce), algo) {
-		return nil, usagef("unknown all-reduce algorithm %q", algo)
+		return nil, usagef("unknown all-reduce algorithm %q (want auto or one of %s)%s", algo, strings.Join(ops.AlgorithmsFor(ops.AllReduce), ", "),
+			didYouMean(algo, append(ops.AlgorithmsFor(ops.AllReduce), "auto")))
 	}
 	return &step{prof: prof, topo: topo, topoName: topoSpec, bucket: bucket, algo: algo, sharded: sharded}, nil
 }
@@ -127,6 +169,7 @@ func (f *trainFlags) run(w io.Writer) error {
 		return err
 	}
 	st.symmetry = f.symmetry
+	st.traceMax = int64(f.traceMax)
 	rep, c, err := st.simulate(nil, f.trace != "")
 	if err != nil {
 		return err
@@ -165,7 +208,14 @@ func (f *trainFlags) run(w io.Writer) error {
 func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Cluster, error) {
 	var rep stepReport
 	mirror := st.symmetry && len(faults) == 0 && !trace
-	c, err := sim.NewCluster(st.topo, sim.Config{TimingOnly: true, Trace: trace, Symmetry: mirror})
+	// Paced enqueueing adds a stream and events of its own, which a trace
+	// would show and a fault's failure report would name: those runs are
+	// enqueued whole. So are sharded steps: compute waits for parameter
+	// gathers there, so ranks need not stand at the same point between
+	// windows, and a gather enqueued after the instant it could have
+	// started would start late.
+	st.paced = len(faults) == 0 && !trace && !st.anySharded()
+	c, err := sim.NewCluster(st.topo, sim.Config{TimingOnly: true, Trace: trace, TraceMaxBytes: st.traceMax, Symmetry: mirror})
 	if err != nil {
 		return rep, nil, err
 	}
@@ -228,49 +278,180 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 	t0 := c.Now()
 	start := make([]hw.Event, ranks)
 	computeDone := make([]hw.Event, ranks)
-	ready := make([][]hw.Event, ranks) // per rank, per layer
-	var computeStreams []hw.Stream
-	for r, d := range devs {
-		if err := srv.Register(r, params); err != nil {
-			return rep, usageError{err}
+	ready0 := make([]hw.Event, len(params)) // rank 0's, per layer, for the timeline
+	computeStreams := make([]hw.Stream, ranks)
+	// The step is a forward unit per layer, then a backward unit per
+	// layer in reverse. Paced, each rank's units are enqueued a window at
+	// a time, and the simulation runs to the end of the window before last
+	// between windows, so queued work stays bounded whatever the layers.
+	// The compute streams never wait, so every rank's stands at the same
+	// point then, each with a window still queued: nothing starts or ends
+	// at another time than had the step been enqueued whole.
+	layers := len(prof.Layers)
+	units, window := 2*layers, 2*layers
+	// Rank 0's communication in the order it was enqueued, for the
+	// timeline: buckets and parameter gathers share its streams.
+	var timeline0 []commItem
+	var waits0 [][2]hw.Event // rank 0's compute waiting from, for a gather ending at
+	launched0 := 0
+	if st.paced {
+		window = cmp.Or(st.window, max(16, trainWindowUnits/ranks))
+	}
+	var pacer hw.Stream
+	var lastMark hw.Event // rank 0's compute at the end of the window before
+	layerOf := func(u int) int {
+		if u < layers {
+			return u
 		}
-		stream, err := d.NewStream()
+		return units - 1 - u
+	}
+	// FSDP gathers a sharded layer's parameters before its forward and
+	// again before its backward, the next layer's while this one computes
+	// (its prefetch), ahead of this layer's gradient on the communication
+	// stream; a layer's compute waits for its parameters.
+	gathered := make([]hw.Event, ranks) // per rank: the end of the gather the next unit waits for
+	gather := func(r, u int, after hw.Event) error {
+		i := layerOf(u)
+		if !params[i].Sharded {
+			return nil
+		}
+		buf, err := devs[r].Alloc(params[i].DType, params[i].Len)
+		if err != nil {
+			return err
+		}
+		start, end, err := srv.GatherParamsAfter(r, params[i].ID, buf, after)
+		if err != nil {
+			return err
+		}
+		gathered[r] = end
+		if r == 0 {
+			timeline0 = append(timeline0, commItem{gather: true, start: start, end: end})
+		}
+		return nil
+	}
+	enqueueUnit := func(r, u int) error {
+		d, stream := devs[r], computeStreams[r]
+		compute := stream.(*sim.Stream)
+		if u == 0 {
+			if err := gather(r, 0, start[r]); err != nil {
+				return err
+			}
+		}
+		if gathered[r] != nil {
+			if r == 0 {
+				waitFrom, err := d.NewEvent()
+				if err != nil {
+					return err
+				}
+				if err := stream.Record(waitFrom); err != nil {
+					return err
+				}
+				waits0 = append(waits0, [2]hw.Event{waitFrom, gathered[r]})
+			}
+			if err := stream.Wait(gathered[r]); err != nil {
+				return err
+			}
+			gathered[r] = nil
+		}
+		if u+1 < units && params[layerOf(u+1)].Sharded {
+			begins, err := d.NewEvent()
+			if err != nil {
+				return err
+			}
+			if err := stream.Record(begins); err != nil {
+				return err
+			}
+			if err := gather(r, u+1, begins); err != nil {
+				return err
+			}
+		}
+		i := layerOf(u)
+		l := prof.Layers[i]
+		if u < layers {
+			return compute.Compute(l.Forward, l.Name+" forward")
+		}
+		if err := compute.Compute(l.Backward, l.Name+" backward"); err != nil {
+			return err
+		}
+		ev, err := d.NewEvent()
+		if err != nil {
+			return err
+		}
+		if err := stream.Record(ev); err != nil {
+			return err
+		}
+		if r == 0 {
+			ready0[i] = ev
+		}
+		grad, err := d.Alloc(params[i].DType, params[i].Len)
+		if err != nil {
+			return err
+		}
+		if err := srv.SubmitGradient(r, params[i].ID, grad, ev); err != nil {
+			return err
+		}
+		for r == 0 && srv.BucketDone(0, launched0) != nil {
+			timeline0 = append(timeline0, commItem{bucket: launched0})
+			launched0++
+		}
+		return nil
+	}
+	for lo := 0; lo < units; lo += window {
+		hi := min(units, lo+window)
+		for r, d := range devs {
+			if lo == 0 {
+				if err := srv.Register(r, params); err != nil {
+					return rep, usageError{err}
+				}
+				stream, err := d.NewStream()
+				if err != nil {
+					return rep, err
+				}
+				if _, ok := stream.(*sim.Stream); !ok {
+					return rep, fmt.Errorf("train: %s made a stream that is not simulated", d.Name())
+				}
+				computeStreams[r] = stream
+				if start[r], err = d.NewEvent(); err != nil {
+					return rep, err
+				}
+				stream.Record(start[r])
+			}
+			for u := lo; u < hi; u++ {
+				if err := enqueueUnit(r, u); err != nil {
+					return rep, err
+				}
+			}
+			if hi == units {
+				computeDone[r], _ = d.NewEvent()
+				computeStreams[r].Record(computeDone[r])
+			}
+		}
+		if !st.paced || hi == units {
+			continue
+		}
+		mark, err := devs[0].NewEvent()
 		if err != nil {
 			return rep, err
 		}
-		compute, ok := stream.(*sim.Stream)
-		if !ok {
-			return rep, fmt.Errorf("train: %s made a stream that is not simulated", d.Name())
+		computeStreams[0].Record(mark)
+		prev := lastMark
+		if lastMark = mark; prev == nil {
+			continue
 		}
-		if start[r], err = d.NewEvent(); err != nil {
+		if pacer == nil {
+			if pacer, err = devs[0].NewStream(); err != nil {
+				return rep, err
+			}
+		}
+		if err := pacer.Wait(prev); err != nil {
 			return rep, err
 		}
-		stream.Record(start[r])
-		for _, l := range prof.Layers {
-			if err := compute.Compute(l.Forward, l.Name+" forward"); err != nil {
-				return rep, err
-			}
+		if err := pacer.Synchronize(); err != nil {
+			return rep, err
 		}
-		ready[r] = make([]hw.Event, len(params))
-		for i := len(prof.Layers) - 1; i >= 0; i-- {
-			l := prof.Layers[i]
-			if err := compute.Compute(l.Backward, l.Name+" backward"); err != nil {
-				return rep, err
-			}
-			ev, _ := d.NewEvent()
-			stream.Record(ev)
-			ready[r][i] = ev
-			grad, err := d.Alloc(params[i].DType, params[i].Len)
-			if err != nil {
-				return rep, err
-			}
-			if err := srv.SubmitGradient(r, params[i].ID, grad, ev); err != nil {
-				return rep, err
-			}
-		}
-		computeDone[r], _ = d.NewEvent()
-		stream.Record(computeDone[r])
-		computeStreams = append(computeStreams, stream)
+	}
+	if st.enqueued != nil {
+		st.enqueued()
 	}
 	// Every rank's step is enqueued: now let simulated time run.
 	for r := range devs {
@@ -281,7 +462,7 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 			return rep, err
 		}
 	}
-	rep = stepReport{Model: prof.Name, Topology: f.topoName, Ranks: p, Algo: f.algo, BucketBytes: f.bucket, Params: prof.TotalParams()}
+	rep = stepReport{Model: prof.Name, Topology: f.topoName, Ranks: p, Algo: f.algo, BucketBytes: f.bucket, Params: prof.TotalParams(), Sharded: f.anySharded()}
 	since := func(ev hw.Event) float64 {
 		s, err := ev.ElapsedSince(start[0])
 		if err != nil {
@@ -289,13 +470,32 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		}
 		return s * 1e6
 	}
+	// Compute is rank 0's busy time: its stream's span less the waits for
+	// parameters, which are exposed communication.
 	rep.ComputeUS = since(computeDone[0])
+	for _, w := range waits0 {
+		rep.ComputeUS -= max(0, since(w[1])-since(w[0]))
+	}
 	rep.StepUS = (c.Now() - t0).Micros() // everything, every rank, has finished
+	// Rank 0's communication stream runs one item at a time, in the order
+	// enqueued: a bucket starts when its gradients are ready and what was
+	// before it has ended.
+	buckets := srv.Buckets()
+	rep.Buckets = make([]bucketTimes, len(buckets))
 	prevEnd := 0.0
-	for b, bk := range srv.Buckets() {
+	for _, it := range timeline0 {
+		if it.gather {
+			rep.Gathers++
+			startUS, endUS := since(it.start), since(it.end)
+			rep.GatherUS += endUS - startUS
+			rep.CommUS += endUS - startUS
+			prevEnd = endUS
+			continue
+		}
+		b, bk := it.bucket, buckets[it.bucket]
 		bt := bucketTimes{Index: b, Params: len(bk.Params), Bytes: bk.Bytes, Sharded: bk.Sharded}
 		for _, i := range bk.Params {
-			bt.ReadyUS = math.Max(bt.ReadyUS, since(ready[0][i]))
+			bt.ReadyUS = math.Max(bt.ReadyUS, since(ready0[i]))
 		}
 		bt.StartUS = math.Max(bt.ReadyUS, prevEnd)
 		if done := srv.BucketDone(0, b); done != nil {
@@ -303,13 +503,26 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		}
 		prevEnd = bt.EndUS
 		rep.CommUS += bt.EndUS - bt.StartUS
-		rep.Buckets = append(rep.Buckets, bt)
+		rep.Buckets[b] = bt
 	}
 	rep.ExposedCommUS = rep.StepUS - rep.ComputeUS
 	if rep.CommUS > 0 {
 		rep.OverlapPct = 100 * (rep.CommUS - rep.ExposedCommUS) / rep.CommUS
 	}
 	return rep, nil
+}
+
+// anySharded reports whether the step has sharded parameters to gather.
+func (st *step) anySharded() bool {
+	if st.sharded {
+		return true
+	}
+	for _, l := range st.prof.Layers {
+		if l.Sharded {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {
@@ -321,11 +534,51 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// syncWords says how a step synchronises its parameters, for headers.
+func syncWords(sharded bool, algo string) string {
+	if !sharded {
+		return algo + " all-reduce of gradients"
+	}
+	return fmt.Sprintf("sharded (FSDP/ZeRO-3): parameters all-gathered (%s) before each layer's forward and backward, gradients reduce-scattered (%s)",
+		paramsync.AlgoFor(ops.AllGather, algo), paramsync.AlgoFor(ops.ReduceScatter, algo))
+}
+
+// humanCount writes a count of parameters as people do: 124.4M, 7.0B.
+func humanCount(n int64) string {
+	for _, u := range []struct {
+		s string
+		v float64
+	}{{"T", 1e12}, {"B", 1e9}, {"M", 1e6}, {"K", 1e3}} {
+		if float64(n) >= u.v {
+			return strconv.FormatFloat(float64(n)/u.v, 'f', 1, 64) + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// sizeOneDecimal writes a size in the largest binary unit it reaches, with
+// one decimal: 27.0 MiB, 1.6 GiB.
+func sizeOneDecimal(n int64) string {
+	for _, u := range []struct {
+		s string
+		v float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if float64(n) >= u.v {
+			return strconv.FormatFloat(float64(n)/u.v, 'f', 1, 64) + " " + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
 func writeTrainTable(w io.Writer, r stepReport) error {
-	fmt.Fprintf(w, "# commsim train: %s (%.3gB parameters) on %s (%d ranks), %s all-reduce, %s buckets\n",
-		r.Model, float64(r.Params)/1e9, r.Topology, r.Ranks, r.Algo, formatBytes(r.BucketBytes))
-	fmt.Fprintf(w, "step           %12.1f us\ncompute        %12.1f us\ncommunication  %12.1f us\nexposed comm   %12.1f us\noverlap        %12.1f %%\nbuckets        %12d\n\n",
+	fmt.Fprintf(w, "# commsim train: %s (%s parameters) on %s (%d ranks), %s; %s buckets\n",
+		r.Model, humanCount(r.Params), r.Topology, r.Ranks, syncWords(r.Sharded, r.Algo), sizeOneDecimal(r.BucketBytes))
+	fmt.Fprintf(w, "step           %12.1f us\ncompute        %12.1f us\ncommunication  %12.1f us\nexposed comm   %12.1f us\noverlap        %12.1f %%\nbuckets        %12d\n",
 		r.StepUS, r.ComputeUS, r.CommUS, r.ExposedCommUS, r.OverlapPct, len(r.Buckets))
+	if r.Gathers > 0 {
+		fmt.Fprintf(w, "gathers        %12d (%.1f us, in communication)\n", r.Gathers, r.GatherUS)
+	}
+	fmt.Fprintln(w)
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
 	t.Header([]string{"bucket", "params", "bytes", "ready(us)", "start(us)", "end(us)", "comm(us)"})
 	for _, b := range r.Buckets {
@@ -333,7 +586,7 @@ func writeTrainTable(w io.Writer, r stepReport) error {
 		if b.Sharded {
 			kind = " (sharded)"
 		}
-		if err := t.Append([]string{fmt.Sprint(b.Index), fmt.Sprint(b.Params) + kind, formatBytes(b.Bytes),
+		if err := t.Append([]string{fmt.Sprint(b.Index), fmt.Sprint(b.Params) + kind, sizeOneDecimal(b.Bytes),
 			f2(b.ReadyUS), f2(b.StartUS), f2(b.EndUS), f2(b.EndUS - b.StartUS)}); err != nil {
 			return err
 		}

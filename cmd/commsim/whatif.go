@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/simexec"
 )
@@ -33,20 +34,23 @@ func newWhatIfCmd() *cobra.Command {
 		Long: `what-if runs one collective twice on the same topology: once as it is, once
 with the faults given by --fault, and reports both times and the difference,
 what the faults caused (reroutes, transfers cut off) or the error the faulted
-run ended with. Fault times count from the start of the collective.
+run ended with; then the exit status is 1. Fault times count from the start
+of the collective.
 
 Fault syntax (repeat --fault for several):
   link A-B down at T          both directions stop; transfers reroute if they can
   link A-B degrade P% at T    the link keeps P% of its bandwidth
   rank R stall D at T         rank R starts nothing new for D
   rank R crash at T           rank R fails; its peers get errors, not hangs
-  rank R slow P% [at T]       rank R reduces at P% of its bandwidth`,
+  rank R slow P% [at T]       rank R reduces at P% of its bandwidth
+  rank R compute-slow P% [at T]  rank R computes at P% of its speed (with --model)`,
 		Example: `  commsim what-if --topo ring:8 --op allreduce --algo ring -e 64MiB --fault 'link gpu3-gpu4 down at 20us'
   commsim what-if --model gpt2-small --topo dgx-h100 --fault 'rank 3 slow 50%' --fault 'link gpu0-sw0 degrade 50% at 0'
   commsim what-if --topo dgx-h100 --op allgather --fault 'link gpu0-sw0 degrade 25% at 0' --check
   commsim what-if --topo switch:16 --op reduce --algo tree --fault 'rank 5 crash at 3us' --timing-only`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.stderr = cmd.ErrOrStderr()
 			return f.run(cmd.OutOrStdout())
 		},
 	}
@@ -54,7 +58,7 @@ Fault syntax (repeat --fault for several):
 	f.register(scratch, "auto")
 	scratch.Flags().VisitAll(func(fl *pflag.Flag) {
 		switch fl.Name {
-		case "min-bytes", "factor", "max-bytes", "backend", "ranks", "placement": // faults are simulated
+		case "min-bytes", "factor", "max-bytes", "minbytes", "maxbytes", "stepfactor", "backend", "ranks", "placement": // one size; faults are simulated
 		default:
 			cmd.Flags().AddFlag(fl)
 		}
@@ -65,6 +69,7 @@ Fault syntax (repeat --fault for several):
 	cmd.Flags().StringVar(&f.bucket, "bucket-bytes", "25MiB", "gradient bucket size, with --model")
 	cmd.Flags().BoolVar(&f.sharded, "sharded", false, "shard every parameter, with --model")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "write a Perfetto trace of the run with faults to FILE")
+	addTraceMaxFlag(cmd.Flags(), &f.traceMax)
 	return cmd
 }
 
@@ -88,6 +93,9 @@ func (f *whatIfFlags) run(w io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
+		if ft.Kind == sim.SlowCompute && f.model == "" {
+			return usagef("--fault %q slows compute, which only a training step has: add --model", s)
+		}
 		faults = append(faults, ft)
 	}
 	if f.model != "" {
@@ -107,7 +115,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	// topology is refused before anything runs.
 	var clusters []*sim.Cluster
 	for i := range 2 {
-		c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: i == 1 && f.trace != ""})
+		c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: i == 1 && f.trace != "", TraceMaxBytes: int64(f.traceMax)})
 		if err != nil {
 			return err
 		}
@@ -143,6 +151,23 @@ func (f *whatIfFlags) run(w io.Writer) error {
 			return err
 		}
 	}
+	if err := writeScenarios(w, s, plan, moved, runs); err != nil {
+		return err
+	}
+	return faultedRunError(runs[1].Error)
+}
+
+// faultedRunError makes the faulted run's failure the command's, once the
+// comparison is printed: a script learns of it from the exit status.
+func faultedRunError(failure string) error {
+	if failure == "" {
+		return nil
+	}
+	return fmt.Errorf("the run with faults failed: %s", strings.ReplaceAll(failure, "\n", "; "))
+}
+
+// writeScenarios prints a collective's runs with and without faults.
+func writeScenarios(w io.Writer, s *sweep, plan *ops.Plan, moved int64, runs []scenario) error {
 	switch s.format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -189,8 +214,11 @@ func (f *whatIfFlags) run(w io.Writer) error {
 // runStep is what-if for a training step (--model): the step with and
 // without the faults.
 func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
-	if f.format != "table" && f.format != "json" && f.format != "csv" {
-		return usagef("unknown format %q (want table, csv or json)", f.format)
+	if f.format != "text" && f.format != "table" && f.format != "json" && f.format != "csv" {
+		return usagef("unknown format %q (want text, table, csv or json)", f.format)
+	}
+	if f.ngpus > 0 {
+		return usagef("-g %d goes with a collective: a training step (--model) runs on every GPU of --topo", f.ngpus)
 	}
 	algo := f.algo
 	st, err := parseStep(f.model, f.topo, f.bucket, algo, f.sharded)
@@ -198,6 +226,7 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 		return err
 	}
 	st.symmetry = f.symmetry
+	st.traceMax = int64(f.traceMax)
 	base, c0, err := st.simulate(nil, false)
 	if c0 != nil {
 		defer c0.Close()
@@ -226,6 +255,14 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 	if hitErr != nil {
 		errText = hitErr.Error()
 	}
+	if err := f.writeSteps(w, st, base, hit, errText, log); err != nil {
+		return err
+	}
+	return faultedRunError(errText)
+}
+
+// writeSteps prints a training step with and without faults.
+func (f *whatIfFlags) writeSteps(w io.Writer, st *step, base, hit stepReport, errText string, log []string) error {
 	if f.format == "csv" {
 		return writeCSVRows(w, [][]string{
 			{"scenario", "step_us", "compute_us", "exposed_comm_us", "error"},
@@ -240,11 +277,11 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 		}
 		return enc.Encode(map[string]any{"scenario": "with faults", "step": hit, "error": errText, "log": log})
 	}
-	fmt.Fprintf(w, "# commsim what-if: one training step of %s on %s (%d ranks), %s all-reduce\n", st.prof.Name, st.topoName, st.topo.NumGPUs(), st.algo)
+	fmt.Fprintf(w, "# commsim what-if: one training step of %s on %s (%d ranks), %s\n", st.prof.Name, st.topoName, st.topo.NumGPUs(), syncWords(st.anySharded(), st.algo))
 	fmt.Fprintf(w, "%-12s %14s %14s %14s\n", "scenario", "step(us)", "compute(us)", "exposed(us)")
 	fmt.Fprintf(w, "%-12s %14.1f %14.1f %14.1f\n", "baseline", base.StepUS, base.ComputeUS, base.ExposedCommUS)
-	if hitErr != nil {
-		fmt.Fprintf(w, "%-12s failed: %s\n", "with faults", strings.ReplaceAll(hitErr.Error(), "\n", "\n             "))
+	if errText != "" {
+		fmt.Fprintf(w, "%-12s failed: %s\n", "with faults", strings.ReplaceAll(errText, "\n", "\n             "))
 	} else {
 		fmt.Fprintf(w, "%-12s %14.1f %14.1f %14.1f\n", "with faults", hit.StepUS, hit.ComputeUS, hit.ExposedCommUS)
 		fmt.Fprintf(w, "difference   %+14.1f us (%+.1f%%)\n", hit.StepUS-base.StepUS, 100*(hit.StepUS-base.StepUS)/base.StepUS)

@@ -25,8 +25,8 @@ func TestWhatIfReroutesAndStillComputesRightResults(t *testing.T) {
 func TestWhatIfReportsCrashAsErrorNotHang(t *testing.T) {
 	status, out, errOut := commsim("what-if", "--topo", "switch:8", "--op", "broadcast", "--algo", "tree", "--timing-only",
 		"-e", "1MiB", "--fault", "rank 2 crash at 1us", "--format", "json")
-	if status != 0 {
-		t.Fatalf("status %d: %s", status, errOut)
+	if status != 1 || !strings.Contains(errOut, "the run with faults failed") || !strings.Contains(errOut, "rank 2") {
+		t.Fatalf("status %d, stderr %q: want 1, naming the failure after the comparison", status, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 {
@@ -75,5 +75,31 @@ func TestWhatIfTrainingStep(t *testing.T) {
 	json.Unmarshal([]byte(lines[1]), &hit)
 	if !(hit.Step.StepUS > base.Step.StepUS) || len(hit.Log) == 0 {
 		t.Fatalf("a link at 10%% should slow the step: base %v, faulted %v, log %v", base.Step.StepUS, hit.Step.StepUS, hit.Log)
+	}
+}
+
+// TestWhatIfFailedRunExits1AfterTheComparison: when the run with faults
+// fails, the comparison is printed whole, then the failure is on stderr,
+// on one line, and the status is 1; for a collective and for a training
+// step, in every format.
+func TestWhatIfFailedRunExits1AfterTheComparison(t *testing.T) {
+	collective := []string{"what-if", "--topo", "switch:8", "--op", "broadcast", "--algo", "tree", "--timing-only", "-e", "1MiB", "--fault", "rank 2 crash at 1us"}
+	step := []string{"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "rank 2 crash at 1us"}
+	for _, args := range [][]string{collective, step} {
+		for format, want := range map[string][]string{
+			"table": {"baseline", "with faults  failed: ", "# what the faults did:", "rank 2 crash at 1us"},
+			"csv":   {"scenario,", "baseline,", "with faults,"},
+			"json":  {`"scenario":"baseline"`, `"scenario":"with faults"`, `"error":"`},
+		} {
+			status, out, errOut := commsim(append(args, "--format", format)...)
+			if status != 1 || !strings.HasPrefix(errOut, "commsim: the run with faults failed: ") || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("%q %s: status %d, stderr %q; want 1 and one line", args[1:3], format, status, errOut)
+			}
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%q %s: output lacks %q:\n%s", args[1:3], format, w, out)
+				}
+			}
+		}
 	}
 }

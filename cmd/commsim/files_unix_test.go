@@ -1,0 +1,97 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWriteFileAtomicWritesPipesInPlace: a pipe (or a device) is written,
+// not replaced by a regular file.
+func TestWriteFileAtomicWritesPipesInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip(err)
+	}
+	got := make(chan string)
+	go func() {
+		data, _ := readFileAtMost(path, 1<<10, path)
+		got <- string(data)
+	}()
+	if err := writeFileAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, "through the pipe"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if data := <-got; data != "through the pipe" {
+		t.Fatalf("the reader got %q", data)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the pipe was replaced: %v %v", fi, err)
+	}
+	// /dev/stdout and /dev/fd/N are links to whatever the descriptor holds,
+	// a regular file too: written in place, never renamed over.
+	for path, want := range map[string]bool{"/dev/stdout": true, "/dev/fd/3": true, "/proc/self/fd/1": true, filepath.Join(t.TempDir(), "x.json"): false} {
+		if isStream(path) != want {
+			t.Errorf("isStream(%q) = %v", path, !want)
+		}
+	}
+}
+
+// TestSignalRemovesThePartialFile runs this test binary as a commsim that
+// is writing a file when SIGTERM or SIGINT arrives: it exits with the
+// shell's status for the signal, and leaves the old file as it was and no
+// temporary file.
+func TestSignalRemovesThePartialFile(t *testing.T) {
+	if dir := os.Getenv("COMMSIM_TEST_WRITE_UNTIL_SIGNAL"); dir != "" {
+		exitOnSignalWithoutPartialFiles()
+		writeFileAtomic(filepath.Join(dir, "trace.json"), func(w io.Writer) error {
+			io.WriteString(w, "{\"traceEvents\":[")
+			select {} // until the signal
+		})
+		os.Exit(0)
+	}
+	for sig, status := range map[syscall.Signal]int{syscall.SIGTERM: 143, syscall.SIGINT: 130} {
+		if signal.Ignored(sig) {
+			continue // inherited (a background job's SIGINT): the child would ignore it too
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "trace.json"), []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSignalRemovesThePartialFile$")
+		cmd.Env = append(os.Environ(), "COMMSIM_TEST_WRITE_UNTIL_SIGNAL="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		for len(dirEntries(t, dir)) < 2 { // until the temporary file is there
+			select {
+			case err := <-exited:
+				t.Fatalf("exited before the signal: %v", err)
+			default:
+				time.Sleep(time.Millisecond)
+			}
+		}
+		cmd.Process.Signal(sig)
+		err := <-exited
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != status {
+			t.Errorf("%v: %v, want exit status %d", sig, err, status)
+		}
+		if names := dirEntries(t, dir); !slices.Equal(names, []string{"trace.json"}) {
+			t.Errorf("%v left %q", sig, names)
+		}
+		if data, _ := os.ReadFile(filepath.Join(dir, "trace.json")); string(data) != "old\n" {
+			t.Errorf("%v: trace.json = %.40q", sig, data)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/calibrate"
+)
+
+// benchRecords runs bench with --format json and returns its records.
+func benchRecords(t *testing.T, args ...string) ([]jsonRow, string) {
+	t.Helper()
+	status, out, errOut := commsim(append(append([]string{"bench"}, args...), "--format", "json")...)
+	if status != 0 {
+		t.Fatalf("%q: status %d: %s", args, status, errOut)
+	}
+	var rows []jsonRow
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r jsonRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, errOut
+}
+
+// TestNcclTestsFlagsMeanWhatCommsimsDo: nccl-tests' command line gives the
+// sweep commsim's own flags give: -g 4 of switch:8 is switch:4, -d float
+// is f32, -o max is --redop max, -c 1 is --check, --op all_reduce is
+// allreduce; -n and -w are noted on sim, where one run is exact.
+func TestNcclTestsFlagsMeanWhatCommsimsDo(t *testing.T) {
+	want, _ := benchRecords(t, "--topo", "switch:4", "--op", "allreduce", "--dtype", "f32", "--redop", "max", "--check", "-b", "1KiB", "-e", "64KiB", "-f", "8")
+	for _, args := range [][]string{
+		{"--topo", "switch:8", "-g", "4", "--op", "all_reduce", "-d", "float", "-o", "max", "-c", "1", "-n", "20", "-w", "5", "-b", "1K", "-e", "64K", "-f", "8"},
+		{"--topo", "switch:8", "--ngpus", "4", "--op", "all_reduce_perf", "--datatype", "float", "--redop", "max", "--check=1", "--iters", "20", "--warmup_iters", "5",
+			"--minbytes", "1K", "--maxbytes", "64K", "--stepfactor", "8"},
+		{"--topo", "switch:8", "-g", "4", "-o", "max", "--check", "-b", "1K", "-e", "64K", "-f", "8"},
+	} {
+		got, errOut := benchRecords(t, args...)
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d rows, want %d", args, len(got), len(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if g.Op != w.Op || g.DType != w.DType || g.Redop != w.Redop || g.Ranks != 4 || g.Bytes != w.Bytes || g.TimeUS != w.TimeUS ||
+				g.Wrong == nil || *g.Wrong != 0 || g.InWrong == nil || g.Topology != "switch:8 (first 4 GPUs)" {
+				t.Errorf("%q: row %d %+v, want %+v", args, i, g, w)
+			}
+		}
+		if changed := strings.Contains(strings.Join(args, " "), "20"); changed != strings.Contains(errOut, "note: -n and -w: on sim") {
+			t.Errorf("%q: stderr %q", args, errOut)
+		}
+	}
+}
+
+func TestNcclTestsOpNames(t *testing.T) {
+	for name, op := range map[string]string{"all_reduce": "allreduce", "reduce_scatter": "reducescatter", "all_gather": "allgather",
+		"alltoall": "alltoall", "broadcast_perf": "broadcast", "sendrecv": "sendrecv", "AllReduce": "allreduce"} {
+		rows, _ := benchRecords(t, "--topo", "ring:4", "--op", name, "-b", "1K", "-e", "1K")
+		if rows[0].Op != op {
+			t.Errorf("--op %s ran %s, want %s", name, rows[0].Op, op)
+		}
+	}
+}
+
+// TestCheckTakesNcclTestsValues: -c 0|1 and --check=0|1, a bare --check
+// meaning 1; without a check the sweep runs timing only.
+func TestCheckTakesNcclTestsValues(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		checked bool
+	}{
+		{nil, false}, {[]string{"--check"}, true}, {[]string{"--check=1"}, true}, {[]string{"--check=0"}, false},
+		{[]string{"-c", "1"}, true}, {[]string{"-c", "0"}, false}, {[]string{"-c1"}, true}, {[]string{"--check=true"}, true},
+	} {
+		status, out, errOut := commsim(append([]string{"bench", "--topo", "ring:4", "-b", "1K", "-e", "1K"}, c.args...)...)
+		if status != 0 {
+			t.Fatalf("%q: status %d: %s", c.args, status, errOut)
+		}
+		checked := strings.Contains(out, "Out of bounds values : 0 OK") && strings.Contains(out, "validation: 1") && strings.Contains(out, "backend sim (data)")
+		timing := !strings.Contains(out, "Out of bounds") && strings.Contains(out, "validation: 0") && strings.Contains(out, "backend sim (timing-only)")
+		if checked != c.checked || timing == c.checked {
+			t.Errorf("%q: checked %v, want %v:\n%s", c.args, checked, c.checked, out)
+		}
+	}
+	// --data moves data without judging it.
+	status, out, _ := commsim("bench", "--topo", "ring:4", "-b", "1K", "-e", "1K", "--data")
+	if status != 0 || !strings.Contains(out, "backend sim (data)") || strings.Contains(out, "Out of bounds") {
+		t.Errorf("--data:\n%s", out)
+	}
+}
+
+// TestNcclTestsLaunchFlagsAreNoted: flags that tune nccl-tests' launches
+// are accepted with one note each on stderr; the output is unchanged.
+func TestNcclTestsLaunchFlagsAreNoted(t *testing.T) {
+	base := []string{"bench", "--topo", "ring:4", "-b", "1K", "-e", "1K"}
+	_, plain, _ := commsim(base...)
+	status, out, errOut := commsim(append(base, "-G", "1", "-m", "4", "-a", "1", "-z", "1", "-p", "1", "-t", "1")...)
+	if status != 0 || out != plain {
+		t.Fatalf("status %d, stdout changed:\n%s\nvs\n%s", status, out, plain)
+	}
+	for _, f := range []string{"-G", "-m", "-a", "-z", "-p"} {
+		if !strings.Contains(errOut, "commsim: note: "+f+": ") {
+			t.Errorf("no note for %s: %q", f, errOut)
+		}
+	}
+	if strings.Contains(errOut, "note: -t") {
+		t.Errorf("-t 1 is what commsim runs; noted anyway: %q", errOut)
+	}
+}
+
+// TestNcclTestsFlagsOnEveryCommand: compare and what-if take -g and the
+// other nccl-tests flags too.
+func TestNcclTestsFlagsOnEveryCommand(t *testing.T) {
+	status, out, errOut := commsim("compare", "--topo", "switch:8", "-g", "4", "--op", "all_gather", "-d", "half", "--algos", "ring,rd", "-b", "1K", "-e", "4K", "-c", "1")
+	if status != 0 || !strings.Contains(out, "allgather on switch:8 (first 4 GPUs) (4 ranks), f16") || !strings.Contains(out, "Out of bounds values : 0 OK") {
+		t.Errorf("compare: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	status, out, errOut = commsim("what-if", "--topo", "ring:8", "-g", "4", "--op", "all_reduce", "-o", "max", "--algo", "ring", "-e", "4K", "-c", "1", "--fault", "rank 1 slow 50%")
+	if status != 0 || !strings.Contains(out, "on ring:8 (first 4 GPUs) (4 ranks)") || !strings.Contains(out, "#wrong 0") {
+		t.Errorf("what-if: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	status, _, errOut = commsim("what-if", "--model", "gpt2-small", "--topo", "dgx-h100", "-g", "4", "--fault", "rank 1 slow 50%")
+	if status != 2 || !strings.Contains(errOut, "-g 4 goes with a collective") {
+		t.Errorf("what-if --model -g: status %d, %q", status, errOut)
+	}
+	// On a real backend -g is the ranks of the process; it cannot disagree
+	// with --ranks (refused before any device is looked for).
+	status, _, errOut = commsim("bench", "--backend", "cuda", "-g", "2", "--ranks", "3", "-e", "8")
+	if status != 2 || !strings.Contains(errOut, "-g 2 and --ranks 3 disagree") {
+		t.Errorf("cuda -g/--ranks: status %d, %q", status, errOut)
+	}
+}
+
+// TestDefaultOutputReadsBack: calibrate and fidelity read bench's default
+// output as the nccl-tests log it imitates: every size, its out-of-place
+// time as printed, the op and the type; and the simulator against its own
+// log is off by nothing.
+func TestDefaultOutputReadsBack(t *testing.T) {
+	status, out, errOut := commsim("bench", "--topo", "dgx-h100", "--op", "allreduce", "--algo", "ring", "-b", "1KiB", "-e", "64MiB", "-f", "4")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	lg, err := calibrate.ParseLog("bench.txt", []byte(out))
+	if err != nil {
+		t.Fatalf("calibrate cannot read bench's output: %v\n%s", err, out)
+	}
+	rows, _ := benchRecords(t, "--topo", "dgx-h100", "--op", "allreduce", "--algo", "ring", "-b", "1KiB", "-e", "64MiB", "-f", "4")
+	if lg.Op != "allreduce" || lg.Type != "float" || len(lg.Samples) != len(rows) {
+		t.Fatalf("log: op %q type %q, %d samples; want allreduce, float, %d", lg.Op, lg.Type, len(lg.Samples), len(rows))
+	}
+	for i, s := range lg.Samples {
+		if s.Bytes != rows[i].Bytes || ncclTime(s.TimeUS) != ncclTime(rows[i].TimeUS) {
+			t.Errorf("sample %d: %d B %v us, want %d B %v us", i, s.Bytes, s.TimeUS, rows[i].Bytes, rows[i].TimeUS)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "all_reduce.txt")
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, fid, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--algo", "ring")
+	if status != 0 || !strings.Contains(fid, "over 9 sizes") {
+		t.Fatalf("fidelity: status %d, stderr %q:\n%s", status, errOut, fid)
+	}
+	if m := regexp.MustCompile(`(?m)^# median \|error\|[^\n]*`).FindString(fid); m == "" || !regexp.MustCompile(`\b0\.0%`).MatchString(m) {
+		t.Errorf("fidelity of the simulator against itself is not 0.0%%:\n%s", fid)
+	}
+	status, cal, errOut := commsim("calibrate", "--log", path, "--topo", "dgx-h100", "--algo", "ring")
+	if status != 0 {
+		t.Fatalf("calibrate: status %d, stderr %q:\n%s", status, errOut, cal)
+	}
+}
+
+// TestCSVColumnsMatchAcrossCommands: bench's and compare's CSV name the
+// same quantities alike (compare has out-of-place runs and best).
+func TestCSVColumnsMatchAcrossCommands(t *testing.T) {
+	header := func(args ...string) []string {
+		status, out, errOut := commsim(append(args, "--topo", "ring:4", "-b", "1K", "-e", "1K", "--format", "csv")...)
+		if status != 0 {
+			t.Fatalf("%q: status %d: %s", args, status, errOut)
+		}
+		recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs[0]
+	}
+	bench, cmp := header("bench"), header("compare", "--algos", "ring")
+	shared := []string{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count", "time_us", "algbw_gbps", "busbw_gbps", "wrong"}
+	if strings.Join(bench[:len(shared)], ",") != strings.Join(shared, ",") || strings.Join(cmp[:len(shared)], ",") != strings.Join(shared, ",") || cmp[len(cmp)-1] != "best" {
+		t.Errorf("bench %q\ncompare %q\nwant both to start %q", bench, cmp, shared)
+	}
+}
+
+// TestJSONHasNoFloatNoise: times and bandwidths are rounded to 6 decimals
+// (a picosecond, a kB/s): no JSON number carries more.
+func TestJSONHasNoFloatNoise(t *testing.T) {
+	noise := regexp.MustCompile(`\d\.\d{7,}`)
+	for _, args := range [][]string{
+		{"bench", "--topo", "dgx-h100", "-b", "8", "-e", "1GiB", "-f", "3", "--format", "json"},
+		{"compare", "--topo", "ring:8,bw=33GB/s,lat=0.7us", "-b", "8", "-e", "1GiB", "-f", "3", "--format", "json"},
+		{"compare", "--topo", "ring:8,bw=33GB/s,lat=0.7us", "-b", "8", "-e", "1GiB", "-f", "3", "--format", "csv"},
+	} {
+		status, out, errOut := commsim(args...)
+		if status != 0 {
+			t.Fatalf("%q: status %d: %s", args, status, errOut)
+		}
+		if m := noise.FindString(out); m != "" {
+			t.Errorf("%q: %s has over 6 decimals:\n%s", args, m, out)
+		}
+	}
+	if got := tidy(10.612798000000002); got != 10.612798 {
+		t.Errorf("tidy(10.612798000000002) = %v", got)
+	}
+	if got := exact(3758096384013.9995); got != "3758096384014" {
+		t.Errorf("exact(3758096384013.9995) = %s", got)
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// deepModel writes a model of n equal layers to a temporary file.
+func deepModel(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("name: deep\nlayers:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {name: l%d, params: %d, dtype: bf16, forward: %dus, backward: %dus}\n", i, 100_000+i%7*1000, 10+i%3, 20+i%5)
+	}
+	path := filepath.Join(t.TempDir(), "deep.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func simulateStep(t *testing.T, model, topo, algo string, sharded, symmetry bool, window int) stepReport {
+	t.Helper()
+	st, err := parseStep(model, topo, "25MiB", algo, sharded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.symmetry, st.window = symmetry, window
+	rep, c, err := st.simulate(nil, false)
+	if err != nil {
+		t.Fatalf("%s on %s, window %d: %v", model, topo, window, err)
+	}
+	c.Close()
+	return rep
+}
+
+// TestPacedStepsTakeTheTimeOfWholeSteps: a step enqueued a few layers at a
+// time reports what the step enqueued whole reports, to the picosecond.
+// Sharded steps (and llama-70b's, whose profile shards) are always enqueued
+// whole (TestShardedStepsAreEnqueuedWhole): their compute waits for the
+// parameters' gathers.
+func TestPacedStepsTakeTheTimeOfWholeSteps(t *testing.T) {
+	deep := deepModel(t, 300)
+	for _, tc := range []struct {
+		model, topo, algo string
+		sharded, symmetry bool
+	}{
+		{"gpt2-small", "switch:4", "ring", false, false},
+		{"gpt2-small", "cluster:2x4", "ring", false, true},
+		{"gpt2-small", "dgx-h100x2", "ring", false, true},
+		{deep, "switch:8", "ring", false, false},
+		{deep, "ring:6", "rhd", false, false},
+		{deep, "torus:2x3", "tree", false, false},
+	} {
+		whole := simulateStep(t, tc.model, tc.topo, tc.algo, tc.sharded, tc.symmetry, 1<<30)
+		for _, window := range []int{1, 3, 64} {
+			if got := simulateStep(t, tc.model, tc.topo, tc.algo, tc.sharded, tc.symmetry, window); !reflect.DeepEqual(got, whole) {
+				t.Errorf("%+v, window %d: step %v us, %d buckets; enqueued whole: %v us, %d buckets",
+					tc, window, got.StepUS, len(got.Buckets), whole.StepUS, len(whole.Buckets))
+			}
+		}
+	}
+}
+
+// TestDeepStepsRunInBoundedMemory: when the last of a deep step is
+// enqueued, the memory held is a window's ops and a few hundred bytes per
+// layer and rank (param sync's gradients and their events), where
+// enqueueing the whole step up front held every op of it at once, over
+// 2 KB per layer and rank (a 100,000-layer model on 64 ranks passed
+// 10 GB). The model is compute-bound, so little communication queues.
+func TestDeepStepsRunInBoundedMemory(t *testing.T) {
+	const layers, ranks = 20_000, 8
+	var b strings.Builder
+	b.WriteString("name: deep\nlayers:\n")
+	for i := range layers {
+		fmt.Fprintf(&b, "  - {name: l%d, params: 1000000, dtype: bf16, forward: 100us, backward: 200us}\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "deep.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := parseStep(path, fmt.Sprintf("switch:%d", ranks), "25MiB", "ring", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.symmetry, st.window = false, 256
+	var base, held runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	st.enqueued = func() {
+		runtime.GC()
+		runtime.ReadMemStats(&held)
+	}
+	_, c, err := st.simulate(nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	const budget = 600 // bytes per layer and rank
+	perUnit := (int64(held.HeapAlloc) - int64(base.HeapAlloc)) / (layers * ranks)
+	t.Logf("%d layers on %d ranks: %d bytes held per layer and rank once enqueued", layers, ranks, perUnit)
+	if perUnit > budget {
+		t.Errorf("%d layers on %d ranks: %d bytes held per layer and rank once enqueued, more than %d", layers, ranks, perUnit, budget)
+	}
+}
