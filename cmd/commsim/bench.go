@@ -401,7 +401,7 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 		if err := s.predict(rows); err != nil {
 			return err
 		}
-		return s.report(stdout, rows)
+		return s.report(stdout, stderr, rows)
 	}
 	rep := &benchReport{w: stdout, s: s}
 	if err := rep.begin(); err != nil {
@@ -417,25 +417,26 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 	if err := rep.end(); err != nil {
 		return err
 	}
-	return s.finish(rows)
+	return s.finish(stderr, rows)
 }
 
 // report writes the measured sweep, draws its plot and fails if --check
 // found wrong elements.
-func (s *sweep) report(stdout io.Writer, rows []row) error {
+func (s *sweep) report(stdout, stderr io.Writer, rows []row) error {
 	if err := writeReport(stdout, s, rows); err != nil {
 		return err
 	}
-	return s.finish(rows)
+	return s.finish(stderr, rows)
 }
 
-// finish draws the plot of a reported sweep and fails if --check found
-// wrong elements.
-func (s *sweep) finish(rows []row) error {
+// finish draws the plot of a reported sweep, saying so on stderr, and
+// fails if --check found wrong elements.
+func (s *sweep) finish(stderr io.Writer, rows []row) error {
 	if s.plot != "" {
 		if err := s.drawPlot(rows); err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "commsim: wrote %s\n", s.plot)
 	}
 	if wrong, _ := totalWrong(rows); wrong > 0 {
 		return fmt.Errorf("--check found %d wrong elements (see the #wrong columns)", wrong)

@@ -238,7 +238,7 @@ func (s *sweep) runMulti(stdout, stderr io.Writer) error {
 		return rankError{rdv.Rank, rdv.Size, err}
 	}
 	if rdv.Rank == 0 {
-		return s.report(stdout, rows)
+		return s.report(stdout, stderr, rows)
 	}
 	if wrong, _ := totalWrong(rows); wrong > 0 {
 		return rankError{rdv.Rank, rdv.Size, fmt.Errorf("--check found %d wrong elements over all ranks (rank 0 reports them)", wrong)}

@@ -123,8 +123,8 @@ func TestBenchPlotHasBothPanelsAndMarksWhereAutoSwitches(t *testing.T) {
 	dir := t.TempDir()
 	svgFile, pngFile := filepath.Join(dir, "auto.svg"), filepath.Join(dir, "auto.png")
 	for _, f := range []string{svgFile, pngFile} {
-		if status, _, errOut := commsim(append(append([]string{"bench"}, sweep...), "--plot", f)...); status != 0 {
-			t.Fatalf("--plot %s: status %d: %s", f, status, errOut)
+		if status, _, errOut := commsim(append(append([]string{"bench"}, sweep...), "--plot", f)...); status != 0 || errOut != "commsim: wrote "+f+"\n" {
+			t.Fatalf("--plot %s: status %d, stderr %q: want 0 and what it wrote", f, status, errOut)
 		}
 	}
 	svg, err := os.ReadFile(svgFile)
