@@ -43,7 +43,7 @@ func writeReport(w io.Writer, s *sweep, rows []row) error {
 func (rep *benchReport) begin() error {
 	switch rep.s.format {
 	case "csv":
-		return writeCSVRows(rep.w, [][]string{append(append([]string{}, csvColumns...), simColumns(rep.simRows())...)})
+		return writeCSVRows(rep.w, [][]string{append(append([]string{}, csvColumns...), simCSVColumns(rep.simRows())...)})
 	case "text":
 		return writeTextHeader(rep.w, rep.s, rep.simRows())
 	}

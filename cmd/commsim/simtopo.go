@@ -87,12 +87,21 @@ func simHeader(w io.Writer, rows []row) {
 	}
 }
 
-// simColumns are the prediction's column names, or none.
+// simColumns are the prediction's column names for the tables, or none.
 func simColumns(rows []row) []string {
 	if len(rows) == 0 || rows[0].sim == nil {
 		return nil
 	}
 	return []string{"sim time(us)", "sim busbw(GB/s)", "time/sim"}
+}
+
+// simCSVColumns are the prediction's CSV column names, in the CSV's and
+// JSON's vocabulary, or none.
+func simCSVColumns(rows []row) []string {
+	if len(rows) == 0 || rows[0].sim == nil {
+		return nil
+	}
+	return []string{"sim_time_us", "sim_busbw_gbps", "time_over_sim"}
 }
 
 // simCells are a row's prediction columns, or none.

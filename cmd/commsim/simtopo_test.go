@@ -97,7 +97,7 @@ func TestSimTopoPredictsEachSize(t *testing.T) {
 	if err := writeReport(&out, s, rows); err != nil {
 		t.Fatal(err)
 	}
-	if header, _, _ := strings.Cut(out.String(), "\n"); !strings.HasSuffix(header, ",sim time(us),sim busbw(GB/s),time/sim") {
+	if header, _, _ := strings.Cut(out.String(), "\n"); !strings.HasSuffix(header, ",sim_time_us,sim_busbw_gbps,time_over_sim") {
 		t.Errorf("csv header %q", header)
 	}
 }
