@@ -34,21 +34,16 @@ package calibrate
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strconv"
-	"sync"
 
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
-	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
-	"github.com/commsim/commsim/verify"
 )
 
 // logScaleLimit keeps the scales within e^±13.8 ≈ 10^±6.
@@ -159,33 +154,17 @@ func (f *fitter) times(sa, sb float64) ([]float64, *topology.Topology, error) {
 		return nil, nil, err
 	}
 	f.evals++
-	out := make([]float64, len(f.Plans))
-	workers := min(runtime.GOMAXPROCS(0), (len(f.Plans)+7)/8)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			c, err := sim.NewCluster(t, sim.Config{TimingOnly: true})
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			defer c.Close()
-			exec := simexec.NewExecutor(c)
-			var runner verify.Runner
-			defer runner.Free()
-			for i := w; i < len(f.Plans) && errs[w] == nil; i += workers {
-				var res verify.Result
-				res, errs[w] = runner.Run(exec, c.World(), f.Plans[i], nil, false)
-				// Through microseconds, as bench reports a time: the fit
-				// has always seen bench's figures, to the last bit.
-				us := res.Seconds * 1e6
-				out[i] = us * 1e-6
-			}
-		})
+	out, err := Simulate(t, sim.Config{TimingOnly: true}, len(f.Plans), func(i int) (*ops.Plan, error) { return f.Plans[i], nil })
+	if err != nil {
+		return nil, nil, err
 	}
-	wg.Wait()
-	return out, t, errors.Join(errs...)
+	for i, s := range out {
+		// Through microseconds, as bench reports a time: the fit has
+		// always seen bench's figures, to the last bit.
+		us := s * 1e6
+		out[i] = us * 1e-6
+	}
+	return out, t, nil
 }
 
 // objective is the loss at scales (e^x0, e^x1), with a penalty outside the

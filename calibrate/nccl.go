@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
-	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
-	"github.com/commsim/commsim/verify"
 )
 
 // NCCLProblem is a fit of the machine NCCL runs on to a log: the sizes,
@@ -99,18 +95,6 @@ func bandwidthParam(p ops.Protocol) (Param, bool) {
 // fit than parameters: at least as many as there are parameters are
 // needed, and a few more to say anything of the fit.
 var ErrTooFewSizes = errors.New("too few sizes to fit")
-
-// SizeError is a size FitNCCL cannot run: NCCL's tuner cannot plan it
-// (Planning: a collective it does not tune, a spec that does not fit the
-// fabric), or the simulator fails on it.
-type SizeError struct {
-	Index    int // into the problem's sizes
-	Planning bool
-	Err      error
-}
-
-func (e *SizeError) Error() string { return fmt.Sprintf("calibrate: size %d: %v", e.Index, e.Err) }
-func (e *SizeError) Unwrap() error { return e.Err }
 
 // ncclLogLimit bounds each parameter to e^±3 (×0.05 to ×20) of NCCL's
 // model: a machine further from it is a wrong fabric, not a correction.
@@ -403,38 +387,25 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 	tuner := &nccl.Tuner{System: f.tuner.System, Options: o}
 	n := len(f.Specs)
 	out := &run{topo: topo, secs: make([]float64, n), launch: make([]float64, n), labels: make([]string, n)}
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(idx)))
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: true})
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			defer c.Close()
-			exec := simexec.NewExecutor(c)
-			var runner verify.Runner
-			defer runner.Free()
-			for k := w; k < len(idx); k += workers {
-				i := idx[k]
-				plan, _, err := tuner.Plan(f.Specs[i])
-				if err != nil {
-					errs[w] = &SizeError{i, true, err}
-					return
-				}
-				res, err := runner.Run(exec, c.World(), plan, nil, false)
-				if err != nil {
-					errs[w] = &SizeError{i, false, err}
-					return
-				}
-				out.secs[i], out.launch[i], out.labels[i] = res.Seconds, plan.Launch, nccl.Label(plan)
-			}
-		})
+	secs, err := Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(idx), func(k int) (*ops.Plan, error) {
+		i := idx[k]
+		plan, _, err := tuner.Plan(f.Specs[i])
+		if err == nil {
+			out.launch[i], out.labels[i] = plan.Launch, nccl.Label(plan)
+		}
+		return plan, err
+	})
+	var se *SizeError
+	if errors.As(err, &se) {
+		se.Index = idx[se.Index] // into the problem's sizes
 	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range idx {
+		out.secs[i] = secs[k]
+	}
+	return out, nil
 }
 
 // run is a simulation of some of the sizes: per size (indexed as the

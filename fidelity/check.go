@@ -24,16 +24,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
-	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 	"github.com/commsim/commsim/verify"
 )
@@ -210,9 +207,9 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 	}
 	secs, algos, err := predict(topo, specs, plan)
 	if err != nil {
-		var se *sizeError
+		var se *calibrate.SizeError
 		if errors.As(err, &se) {
-			return nil, fmt.Errorf("fidelity: line %d (%d bytes): %w", rep.Rows[se.i].Line, rep.Rows[se.i].Bytes, se.err)
+			return nil, fmt.Errorf("fidelity: line %d (%d bytes): %w", rep.Rows[se.Index].Line, rep.Rows[se.Index].Bytes, se.Err)
 		}
 		return nil, fmt.Errorf("fidelity: %w", err)
 	}
@@ -247,65 +244,17 @@ func defaultPlanner(topo *topology.Topology, algo string, o nccl.Options) (func(
 	return ops.Compile, nil
 }
 
-// sizeError is the failure of the i-th size.
-type sizeError struct {
-	i   int
-	err error
-}
-
-func (e *sizeError) Error() string { return e.err.Error() }
-func (e *sizeError) Unwrap() error { return e.err }
-
 // predict times each spec's plan, out of place, on a timing-only cluster
 // of topo that mirrors symmetric plans, sharing the sizes among one
-// cluster per core. Each run starts on an idle cluster, so the times do
-// not depend on which worker ran which size.
+// cluster per core (calibrate.Simulate), and names each plan.
 func predict(topo *topology.Topology, specs []ops.Spec, plan func(ops.Spec) (*ops.Plan, error)) ([]float64, []string, error) {
-	secs := make([]float64, len(specs))
 	algos := make([]string, len(specs))
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(specs)))
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: true})
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			defer c.Close()
-			exec := simexec.NewExecutor(c)
-			var runner verify.Runner
-			defer runner.Free()
-			for i := w; i < len(specs); i += workers {
-				pl, err := plan(specs[i])
-				if err == nil {
-					var res verify.Result
-					res, err = runner.Run(exec, c.World(), pl, nil, false)
-					secs[i], algos[i] = res.Seconds, nccl.Label(pl)
-				}
-				if err != nil {
-					errs[w] = &sizeError{i, err}
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	// The smallest failing size, whichever worker met it.
-	var first *sizeError
-	for _, err := range errs {
-		var se *sizeError
-		switch {
-		case err == nil:
-		case !errors.As(err, &se):
-			return nil, nil, err
-		case first == nil || se.i < first.i:
-			first = se
+	secs, err := calibrate.Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(specs), func(i int) (*ops.Plan, error) {
+		pl, err := plan(specs[i])
+		if err == nil {
+			algos[i] = nccl.Label(pl)
 		}
-	}
-	if first != nil {
-		return nil, nil, first
-	}
-	return secs, algos, nil
+		return pl, err
+	})
+	return secs, algos, err
 }
