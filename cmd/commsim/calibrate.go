@@ -89,6 +89,26 @@ left out.`,
 	return cmd
 }
 
+// logSweep is the timing-only sweep on sim that a log's sizes run as, on
+// topo, with bench's meaning of algo and the NCCL flags; it refuses a
+// collective (opFlag: what --op said) or a number of ranks other than the
+// log's.
+func logSweep(log string, lg *calibrate.Log, topo, op, opFlag, algo string, nf ncclFlags) (*sweep, error) {
+	bf := benchFlags{topo: topo, op: op, algo: algo, dtype: "f32", redop: "sum", format: "table", backendFlags: backendFlags{backend: "sim"},
+		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true, symmetry: true, ncclFlags: nf}
+	s, err := bf.parse()
+	if err != nil {
+		return nil, err
+	}
+	if lg.Op != "" && lg.Op != s.op.String() {
+		return nil, usagef("--op %s, but %s measured %s", opFlag, log, lg.Op)
+	}
+	if p := s.topo.NumGPUs(); lg.Ranks > 0 && lg.Ranks != p {
+		return nil, usagef("%s has %d ranks, but topology %s has %d GPUs", log, lg.Ranks, topo, p)
+	}
+	return s, nil
+}
+
 // calReport is the fit, as JSON and for the table.
 type calReport struct {
 	Op           string    `json:"op"`
@@ -178,19 +198,11 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if lg.Op != "" && !opSet {
 		f.op = lg.Op
 	}
-	bf := benchFlags{topo: f.topo, op: f.op, algo: f.algo, dtype: "f32", redop: "sum", format: "table", backendFlags: backendFlags{backend: "sim"},
-		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true, ncclFlags: f.ncclFlags}
-	s, err := bf.parse()
+	s, err := logSweep(f.log, lg, f.topo, f.op, f.op, f.algo, f.ncclFlags)
 	if err != nil {
 		return err
 	}
 	p := s.topo.NumGPUs()
-	if lg.Op != "" && lg.Op != s.op.String() {
-		return usagef("--op %s, but %s measured %s", f.op, f.log, lg.Op)
-	}
-	if lg.Ranks > 0 && lg.Ranks != p {
-		return usagef("%s has %d ranks, but topology %s has %d GPUs", f.log, lg.Ranks, f.topo, p)
-	}
 	// The sweep's spec gives each size its collective, by nccl-tests'
 	// meaning of size.
 	if d, ok := lg.DType(); ok {

@@ -131,17 +131,9 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 			return usagef("%s does not name its collective (no \"# Collective test starting\" line); give --op", f.log)
 		}
 	}
-	bf := benchFlags{topo: topo, op: op, algo: f.algo, dtype: "f32", redop: "sum", format: "table", backendFlags: backendFlags{backend: "sim"},
-		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true, symmetry: true, ncclFlags: f.ncclFlags}
-	s, err := bf.parse()
+	s, err := logSweep(f.log, lg, topo, op, f.op, f.algo, f.ncclFlags)
 	if err != nil {
 		return err
-	}
-	if lg.Op != "" && lg.Op != s.op.String() {
-		return usagef("--op %s, but %s measured %s", f.op, f.log, lg.Op)
-	}
-	if p := s.topo.NumGPUs(); lg.Ranks > 0 && lg.Ranks != p {
-		return usagef("%s has %d ranks, but topology %s has %d GPUs", f.log, lg.Ranks, topo, p)
 	}
 	if pub != nil && s.topo.NumGPUs() != pub.Ranks {
 		return usagef("%s ran on %d ranks, but topology %s has %d GPUs", pub.File, pub.Ranks, topo, s.topo.NumGPUs())
