@@ -89,6 +89,33 @@ left out.`,
 	return cmd
 }
 
+// fitSizes are the log's sizes within [lo, hi] that the fit uses, each as
+// the sweep's collective, with a warning for the sizes that hold no
+// element per rank (all of a barrier's); fewer than two is a usage error.
+func (f *calFlags) fitSizes(s *sweep, lg *calibrate.Log, lo, hi int64) ([]ops.Spec, []calibrate.Sample, []string, error) {
+	var specs []ops.Spec
+	var rows []calibrate.Sample
+	var warnings []string
+	skipped := 0
+	for _, r := range lg.Samples {
+		spec, _ := s.spec(r.Bytes)
+		if spec.Count == 0 || s.op == ops.Barrier {
+			skipped++
+			continue
+		}
+		if r.Bytes >= lo && r.Bytes <= hi {
+			specs, rows = append(specs, spec), append(rows, r)
+		}
+	}
+	if skipped > 0 {
+		warnings = append(warnings, fmt.Sprintf("skipped %d sizes that hold no element per rank", skipped))
+	}
+	if len(rows) < 2 {
+		return nil, nil, nil, usagef("%s: %d usable sizes; the fit needs at least 2", f.log, len(rows))
+	}
+	return specs, rows, warnings, nil
+}
+
 // logSweep is the timing-only sweep on sim that a log's sizes run as, on
 // topo, with bench's meaning of algo and the NCCL flags; it refuses a
 // collective (opFlag: what --op said) or a number of ranks other than the
@@ -214,29 +241,17 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if s.algo == algoNCCL {
 		return f.runNCCL(stdout, stderr, s, lg, lo, hi)
 	}
-	var warnings []string
-	var rows []calibrate.Sample
+	specs, rows, warnings, err := f.fitSizes(s, lg, lo, hi)
+	if err != nil {
+		return err
+	}
 	prob := calibrate.Problem{Topology: s.topo}
-	skipped := 0
-	for _, r := range lg.Samples {
-		spec, _ := s.spec(r.Bytes)
-		if spec.Count == 0 || s.op == ops.Barrier {
-			skipped++
-		}
-		if r.Bytes < lo || r.Bytes > hi || spec.Count == 0 || s.op == ops.Barrier {
-			continue
-		}
+	for i, spec := range specs {
 		plan, err := ops.Compile(spec)
 		if err != nil {
-			return usagef("%s:%d: %v", f.log, r.Line, err)
+			return usagef("%s:%d: %v", f.log, rows[i].Line, err)
 		}
-		prob.Plans, prob.MeasuredUS, rows = append(prob.Plans, plan), append(prob.MeasuredUS, r.TimeUS), append(rows, r)
-	}
-	if skipped > 0 {
-		warnings = append(warnings, fmt.Sprintf("skipped %d sizes that hold no element per rank", skipped))
-	}
-	if len(rows) < 2 {
-		return usagef("%s: %d usable sizes; the fit needs at least 2", f.log, len(rows))
+		prob.Plans, prob.MeasuredUS = append(prob.Plans, plan), append(prob.MeasuredUS, rows[i].TimeUS)
 	}
 	fit, err := calibrate.Fit(prob)
 	if err != nil {

@@ -81,26 +81,13 @@ type calHeldOut struct {
 // again on every other one to predict the rest, and reports both.
 func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log, lo, hi int64) error {
 	p := s.topo.NumGPUs()
-	var warnings []string
-	var rows []calibrate.Sample
-	prob := calibrate.NCCLProblem{Topology: s.topo, Options: s.tuner.Options}
-	skipped := 0
-	for _, r := range lg.Samples {
-		spec, _ := s.spec(r.Bytes)
-		if spec.Count == 0 {
-			skipped++
-			continue
-		}
-		if r.Bytes < lo || r.Bytes > hi {
-			continue
-		}
-		prob.Specs, prob.MeasuredUS, rows = append(prob.Specs, spec), append(prob.MeasuredUS, r.TimeUS), append(rows, r)
+	specs, rows, warnings, err := f.fitSizes(s, lg, lo, hi)
+	if err != nil {
+		return err
 	}
-	if skipped > 0 {
-		warnings = append(warnings, fmt.Sprintf("skipped %d sizes that hold no element per rank", skipped))
-	}
-	if len(rows) < 2 {
-		return usagef("%s: %d usable sizes; the fit needs at least 2", f.log, len(rows))
+	prob := calibrate.NCCLProblem{Topology: s.topo, Options: s.tuner.Options, Specs: specs}
+	for _, r := range rows {
+		prob.MeasuredUS = append(prob.MeasuredUS, r.TimeUS)
 	}
 	fit, err := calibrate.FitNCCL(prob)
 	if err != nil {
