@@ -105,8 +105,7 @@ type Server struct {
 	params  []Param
 	index   map[string]int
 	buckets []Bucket
-	plans   map[Param]*ops.Plan // reduce plan per parameter shape
-	gathers map[Param]*ops.Plan // all-gather plan per sharded parameter shape
+	plans   map[ops.Spec]*ops.Plan // reductions' and gathers' plans, made once
 	ranks   []*rankState
 	closed  bool
 }
@@ -152,7 +151,7 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 	if cfg.Callers == 0 {
 		cfg.Callers = w.Size()
 	}
-	s := &Server{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), plans: map[Param]*ops.Plan{}, ranks: make([]*rankState, cfg.Callers)}
+	s := &Server{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), plans: map[ops.Spec]*ops.Plan{}, ranks: make([]*rankState, cfg.Callers)}
 	s.changed = sync.NewCond(&s.mu)
 	for r := range s.ranks {
 		s.ranks[r] = &rankState{}
@@ -389,14 +388,19 @@ func (s *Server) launch(rank int, st *rankState, b int) error {
 
 // plan is the averaged all-reduce (or reduce-scatter) of one parameter.
 func (s *Server) plan(p Param) (*ops.Plan, error) {
-	key := Param{Len: p.Len, DType: p.DType, Sharded: p.Sharded}
-	if plan, ok := s.plans[key]; ok {
-		return plan, nil
-	}
 	spec := ops.Spec{Op: ops.AllReduce, Algo: s.cfg.Algo, Ranks: s.w.Size(), Count: p.Len, DType: p.DType, Redop: hw.Avg}
 	if p.Sharded {
 		spec.Op, spec.Count = ops.ReduceScatter, p.Len/s.w.Size()
 		spec.Algo = AlgoFor(ops.ReduceScatter, s.cfg.Algo)
+	}
+	return s.compiled(p, spec)
+}
+
+// compiled is spec's plan, made once per spec: chosen by cost under auto.
+// p names the parameter in an error.
+func (s *Server) compiled(p Param, spec ops.Spec) (*ops.Plan, error) {
+	if plan, ok := s.plans[spec]; ok {
+		return plan, nil
 	}
 	var plan *ops.Plan
 	var err error
@@ -408,7 +412,7 @@ func (s *Server) plan(p Param) (*ops.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("paramsync: %q: %w", p.ID, err)
 	}
-	s.plans[key] = plan
+	s.plans[spec] = plan
 	return plan, nil
 }
 
@@ -541,26 +545,7 @@ func (s *Server) GatherParamsAfter(rank int, id string, param hw.Buffer, after .
 // gatherPlan is the all-gather of one sharded parameter, chosen by cost
 // under auto as the reductions are.
 func (s *Server) gatherPlan(p Param) (*ops.Plan, error) {
-	key := Param{Len: p.Len, DType: p.DType}
-	if plan, ok := s.gathers[key]; ok {
-		return plan, nil
-	}
-	spec := ops.Spec{Op: ops.AllGather, Algo: s.gatherAlgo(), Ranks: s.w.Size(), Count: p.Len / s.w.Size(), DType: p.DType}
-	var plan *ops.Plan
-	var err error
-	if spec.Algo == "auto" {
-		plan, _, err = ops.Select(spec, s.cfg.Cost)
-	} else {
-		plan, err = ops.Compile(spec)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("paramsync: %q: %w", p.ID, err)
-	}
-	if s.gathers == nil {
-		s.gathers = map[Param]*ops.Plan{}
-	}
-	s.gathers[key] = plan
-	return plan, nil
+	return s.compiled(p, ops.Spec{Op: ops.AllGather, Algo: s.gatherAlgo(), Ranks: s.w.Size(), Count: p.Len / s.w.Size(), DType: p.DType})
 }
 
 func (s *Server) gatherAlgo() string { return AlgoFor(ops.AllGather, s.cfg.Algo) }
