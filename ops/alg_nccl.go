@@ -37,12 +37,8 @@ func passes(n, per int, f func(off, n int)) {
 func ncclRingAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
-	_, most := chunk(n, C, 0)
-	pass, passLen := b.p.Chunk*p, most
-	if pass > 0 {
-		passLen = min(most, pass)
-	}
-	_, piece := chunk(passLen, p, 0)
+	pass := b.p.Chunk * p
+	_, piece := chunk(passLimit(b.p.Spec, n, C, p), p, 0)
 	b.tmp(C * piece)
 	for c := range b.lanes(C) {
 		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
@@ -55,6 +51,17 @@ func ncclRingAllReduce(b *builder) error {
 		}
 	}
 	return nil
+}
+
+// passLimit is the most elements a channel (of C, sharing n) moves in one
+// pass: Chunk elements for each of per parts, or the largest channel's
+// share when Chunk is 0 or more than that.
+func passLimit(s Spec, n, C, per int) int {
+	_, most := chunk(n, C, 0)
+	if s.Chunk > 0 {
+		return min(most, s.Chunk*per)
+	}
+	return most
 }
 
 // ring is the order of the ranks around one ring: at position v is rank
@@ -166,11 +173,7 @@ func ncclRingAllGather(b *builder) error {
 func ncclRingReduceScatter(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
-	_, most := chunk(n, C, 0)
-	piece := most
-	if b.p.Chunk > 0 {
-		piece = min(most, b.p.Chunk)
-	}
+	piece := passLimit(b.p.Spec, n, C, 1)
 	b.tmp(C * 2 * piece)
 	for c := range b.lanes(C) {
 		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)

@@ -71,11 +71,7 @@ func (l laneBuilder) multicast(r int, dst, src Ref) int {
 func ncclNVLSAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
-	_, most := chunk(n, C, 0)
-	pass := most
-	if b.p.Chunk > 0 {
-		pass = min(most, b.p.Chunk*p)
-	}
+	pass := passLimit(b.p.Spec, n, C, p)
 	for c := range C {
 		reduceLane, castLane := laneBuilder{b, 2 * c}, laneBuilder{b, 2*c + 1}
 		off, ln := chunk(n, C, c)
@@ -209,11 +205,7 @@ func ncclNVLSTreeAllReduce(b *builder) error {
 		g = p
 	}
 	C := channels(b.p.Spec, n)
-	_, most := chunk(n, C, 0)
-	pass := most
-	if b.p.Chunk > 0 {
-		pass = min(most, b.p.Chunk*g)
-	}
+	pass := passLimit(b.p.Spec, n, C, g)
 	_, piece := chunk(pass, g, 0)
 	if p > g {
 		b.tmp(C * piece)

@@ -91,11 +91,7 @@ func ncclPATReduceScatter(b *builder) error {
 	}
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
-	_, most := chunk(n, C, 0)
-	piece := most
-	if b.p.Chunk > 0 {
-		piece = min(most, b.p.Chunk)
-	}
+	piece := passLimit(b.p.Spec, n, C, 1)
 	// Per channel: a partial for every even distance (those with
 	// children), and the incoming slot.
 	slots := (p+1)/2 + 1

@@ -80,11 +80,7 @@ const treeLanes = 4
 func ncclTreeAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
-	_, most := chunk(n, C, 0)
-	pass := most
-	if b.p.Chunk > 0 {
-		pass = min(most, b.p.Chunk)
-	}
+	pass := passLimit(b.p.Spec, n, C, 1)
 	if p > 1 {
 		b.tmp(C * pass)
 	}
