@@ -194,6 +194,45 @@ func (c *Cluster) Run() error {
 	return nil
 }
 
+// RunUntilAny advances the simulation an instant at a time until one of
+// the events has completed every Record enqueued on it. A driver that
+// enqueues work a window at a time calls it to stand at the earliest
+// instant any rank finishes a window: work enqueued then, behind that
+// window on every rank, starts when it would have had it been enqueued at
+// the outset. It returns the event's failure if its Record was skipped,
+// and the failure of the stuck work if none can complete.
+func (c *Cluster) RunUntilAny(events ...*Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("sim: run: %w", hw.ErrClosed)
+	}
+	for _, e := range events {
+		if e == nil || e.dev.c != c {
+			return fmt.Errorf("sim: run: %w: an event that is not from this cluster", hw.ErrBadArgument)
+		}
+		if e.enqueued == 0 {
+			return fmt.Errorf("sim: run: %w: event %d on %s was never recorded", hw.ErrBadArgument, e.id, e.dev.name)
+		}
+	}
+	for {
+		for _, e := range events {
+			if e.err != nil {
+				return e.err
+			}
+			if e.completed == e.enqueued {
+				return nil
+			}
+		}
+		if !c.eng.step() {
+			if err := c.failStuck(); err != nil {
+				return err
+			}
+			return fmt.Errorf("sim: run: nothing left to do and none of %d events completed", len(events))
+		}
+	}
+}
+
 // Close releases every buffer. Later calls on the cluster or its devices
 // return hw.ErrClosed.
 func (c *Cluster) Close() error {

@@ -695,9 +695,16 @@ func (s *Stream) complete(o *op, now Time) {
 		}
 	} else {
 		s.queue[s.head] = nil
-		if s.head++; s.head == len(s.queue) {
+		switch s.head++; {
+		case s.head == len(s.queue):
 			// Reuse the queue's storage once it drains.
 			s.queue, s.head = s.queue[:0], 0
+		case s.head >= 1024 && 2*s.head >= len(s.queue):
+			// A stream fed a window at a time may never drain: move what
+			// is left down, or the retired half grows with the run.
+			n := copy(s.queue, s.queue[s.head:])
+			clear(s.queue[n:])
+			s.queue, s.head = s.queue[:n], 0
 		}
 	}
 	if c.trace != nil {

@@ -85,6 +85,11 @@ type Config struct {
 	// on which a few ranks stand for all (simexec.Driver.Mirror): the
 	// collectives still span the whole world.
 	Callers int
+	// Planner, when set, compiles every collective's plan in place of
+	// Algo, which then only names it (for instance "nccl": NCCL's tuner
+	// choosing algorithm, protocol and channels per size). It is called
+	// once per distinct spec, with Algo in the spec.
+	Planner func(ops.Spec) (*ops.Plan, error)
 }
 
 // Bucket is a group of parameters whose collectives start together.
@@ -139,11 +144,13 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 	if cfg.Algo == "" {
 		cfg.Algo = "ring"
 	}
-	if cfg.Algo == "auto" && cfg.Cost == nil {
+	if cfg.Algo == "auto" && cfg.Cost == nil && cfg.Planner == nil {
 		return nil, fmt.Errorf("paramsync: algorithm auto needs Config.Cost")
 	}
-	if err := checkAlgo(cfg.Algo); err != nil {
-		return nil, err
+	if cfg.Planner == nil {
+		if err := checkAlgo(cfg.Algo); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Callers < 0 || cfg.Callers > w.Size() {
 		return nil, fmt.Errorf("paramsync: %d callers for a world of %d ranks", cfg.Callers, w.Size())
@@ -391,7 +398,7 @@ func (s *Server) plan(p Param) (*ops.Plan, error) {
 	spec := ops.Spec{Op: ops.AllReduce, Algo: s.cfg.Algo, Ranks: s.w.Size(), Count: p.Len, DType: p.DType, Redop: hw.Avg}
 	if p.Sharded {
 		spec.Op, spec.Count = ops.ReduceScatter, p.Len/s.w.Size()
-		spec.Algo = AlgoFor(ops.ReduceScatter, s.cfg.Algo)
+		spec.Algo = s.algoFor(ops.ReduceScatter)
 	}
 	return s.compiled(p, spec)
 }
@@ -404,9 +411,15 @@ func (s *Server) compiled(p Param, spec ops.Spec) (*ops.Plan, error) {
 	}
 	var plan *ops.Plan
 	var err error
-	if spec.Algo == "auto" {
+	switch {
+	case s.cfg.Planner != nil:
+		plan, err = s.cfg.Planner(spec)
+		if err == nil && plan == nil {
+			err = fmt.Errorf("planner gave no plan for %v", spec.Op)
+		}
+	case spec.Algo == "auto":
 		plan, _, err = ops.Select(spec, s.cfg.Cost)
-	} else {
+	default:
 		plan, err = ops.Compile(spec)
 	}
 	if err != nil {
@@ -545,10 +558,17 @@ func (s *Server) GatherParamsAfter(rank int, id string, param hw.Buffer, after .
 // gatherPlan is the all-gather of one sharded parameter, chosen by cost
 // under auto as the reductions are.
 func (s *Server) gatherPlan(p Param) (*ops.Plan, error) {
-	return s.compiled(p, ops.Spec{Op: ops.AllGather, Algo: s.gatherAlgo(), Ranks: s.w.Size(), Count: p.Len / s.w.Size(), DType: p.DType})
+	return s.compiled(p, ops.Spec{Op: ops.AllGather, Algo: s.algoFor(ops.AllGather), Ranks: s.w.Size(), Count: p.Len / s.w.Size(), DType: p.DType})
 }
 
-func (s *Server) gatherAlgo() string { return AlgoFor(ops.AllGather, s.cfg.Algo) }
+// algoFor is the algorithm named in op's specs: the planner's name for
+// every op, else AlgoFor's.
+func (s *Server) algoFor(op ops.Op) string {
+	if s.cfg.Planner != nil {
+		return s.cfg.Algo
+	}
+	return AlgoFor(op, s.cfg.Algo)
+}
 
 // AlgoFor is the algorithm the server uses for op when configured with
 // algo: algo itself when it implements op (or is auto), else ring. (rd,

@@ -434,3 +434,90 @@ func TestGatherParamsAfterWaitsAndTimes(t *testing.T) {
 		t.Errorf("rank 0's gather started %v s after its gate (%v)", waited, err)
 	}
 }
+
+// TestPlannerCompilesEveryCollective: with a planner, every reduction and
+// gather is the planner's plan, asked for once per spec under the
+// configured name, and gives what that plan gives run plainly; a
+// planner's failure names the parameter.
+func TestPlannerCompilesEveryCollective(t *testing.T) {
+	s := newScenario(3)
+	for seed := uint64(4); !s.sharded || s.p < 3 || len(s.params) < 3; seed++ {
+		s = newScenario(seed) // one with reductions and reduce-scatters
+	}
+	s.algo = "rhd"
+	want, err := s.plain(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster(t, s.p, sim.Config{})
+	asked := map[ops.Spec]int{}
+	planner := func(spec ops.Spec) (*ops.Plan, error) {
+		asked[spec]++
+		if spec.Algo != "mine" {
+			return nil, fmt.Errorf("spec names %q", spec.Algo)
+		}
+		spec.Algo = paramsync.AlgoFor(spec.Op, "rhd")
+		return ops.Compile(spec)
+	}
+	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: s.bucket, Algo: "mine", Planner: planner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	grads := make([][]hw.Buffer, s.p)
+	for r, d := range c.Devices() {
+		if err := srv.Register(r, s.params); err != nil {
+			t.Fatal(err)
+		}
+		for i, pr := range s.params {
+			b, _ := d.Alloc(pr.DType, pr.Len)
+			b.Write(s.inputs[r][i])
+			grads[r] = append(grads[r], b)
+		}
+	}
+	for r := range s.p {
+		for i := range s.params {
+			if err := srv.SubmitGradient(r, s.params[i].ID, grads[r][i], nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for r := range s.p {
+		if err := srv.Sync(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := readAll(grads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range got {
+		for i := range got[r] {
+			if !bytes.Equal(got[r][i], want[r][i]) {
+				t.Fatalf("rank %d, %s: the planner's result differs from its plan run plainly", r, s.params[i].ID)
+			}
+		}
+	}
+	if len(asked) == 0 {
+		t.Fatal("the planner was never asked")
+	}
+	for spec, n := range asked {
+		if n != 1 {
+			t.Errorf("%+v planned %d times", spec, n)
+		}
+	}
+
+	failing := func(ops.Spec) (*ops.Plan, error) { return nil, errors.New("no plan today") }
+	srv2, err := paramsync.Start(c.World(), paramsync.Config{Algo: "mine", Planner: failing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.Close()
+	if err := srv2.Register(0, s.params[:1]); err != nil {
+		t.Fatal(err)
+	}
+	err = srv2.SubmitGradient(0, s.params[0].ID, grads[0][0], nil)
+	if err == nil || !strings.Contains(err.Error(), "no plan today") || !strings.Contains(err.Error(), s.params[0].ID) {
+		t.Errorf("a failing planner: %v", err)
+	}
+}
