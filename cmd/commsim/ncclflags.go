@@ -11,6 +11,7 @@ import (
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
 )
 
 // algoNCCL is --algo nccl: for each size, what NCCL's own tuner would run
@@ -116,26 +117,34 @@ func (s *sweep) useNCCL(f ncclFlags) error {
 	case s.backend.name != "sim":
 		return usagef("--algo nccl predicts NCCL on the simulator; on GPUs, --algo native runs NCCL itself")
 	}
+	var err error
+	s.tuner, s.topo, err = f.tuner(s.topo)
+	return err
+}
+
+// tuner is NCCL's tuner on topo in the environment f says, and the fabric
+// to simulate its plans on: topo, its network scaled when --nccl-machine
+// says the machine's delivers less (the tuner keeps the fabric NCCL sees).
+func (f ncclFlags) tuner(topo *topology.Topology) (*nccl.Tuner, *topology.Topology, error) {
 	o, err := f.options()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	m, nic, err := f.machineFactors()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	o.Machine = m
-	if s.tuner, err = nccl.NewTuner(s.topo, o); err != nil {
-		return usageError{err}
+	t, err := nccl.NewTuner(topo, o)
+	if err != nil {
+		return nil, nil, usageError{err}
 	}
 	if nic != 1 {
-		// The tuner keeps the fabric NCCL sees; the runs get the network
-		// as it delivers.
-		if s.topo, err = calibrate.ScaleNetwork(s.topo, nic); err != nil {
-			return usageError{err}
+		if topo, err = calibrate.ScaleNetwork(topo, nic); err != nil {
+			return nil, nil, usageError{err}
 		}
 	}
-	return nil
+	return t, topo, nil
 }
 
 // splitList splits a comma-separated list, dropping blanks around names.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/model"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/sim"
@@ -26,6 +27,7 @@ type trainFlags struct {
 	model, topo, bucket, algo, format, trace string
 	traceMax                                 traceMaxFlag
 	sharded, symmetry                        bool
+	ncclFlags
 }
 
 func newTrainCmd() *cobra.Command {
@@ -42,7 +44,8 @@ sharded: true in the profile) is FSDP/ZeRO-3's: its parameters are
 all-gathered before its forward and again before its backward (the next
 layer's while this one computes), its compute waits for them, and its
 gradients are reduce-scattered. --algo defaults to auto, as in what-if
---model. It reports the step time, compute, communication, the exposed
+--model; --algo nccl plans each collective as NCCL's tuner would (slow to
+simulate at scale: NCCL's pipelined protocols take many steps). It reports the step time, compute, communication, the exposed
 part of the communication, overlap, and a per-bucket timeline.
 Timing-only: no data.`,
 		Example: `  commsim train --model gpt2-small --topo dgx-h100
@@ -56,19 +59,21 @@ Timing-only: no data.`,
 	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology spec, preset or YAML file")
 	fl.StringVar(&f.bucket, "bucket-bytes", "25MiB", "gradient bucket size (PyTorch DDP's default is 25MiB)")
 	fl.BoolVar(&f.sharded, "sharded", false, "shard every parameter (ZeRO-3/FSDP): reduce-scatter gradients")
-	fl.StringVar(&f.algo, "algo", defaultStepAlgo, "collective algorithm: "+fmt.Sprint(append(ops.Algorithms(), "auto")))
+	fl.StringVar(&f.algo, "algo", defaultStepAlgo, "collective algorithm: "+strings.Join(stepAlgos(), "|")+
+		" (auto: the cheapest of commsim's own per bucket; nccl: what NCCL's tuner would run per bucket)")
 	fl.StringVar(&f.format, "format", "table", "output: table|csv|json")
 	fl.StringVar(&f.trace, "trace", "", "write a Perfetto trace of the step (compute and communication tracks) to FILE")
 	addTraceMaxFlag(fl, &f.traceMax)
 	fl.BoolVar(&f.symmetry, "symmetry", true, "time the step on the fabric's mirror by the ranks that stand for all, where it folds (same figures)")
+	f.ncclFlags.register(fl)
 	return cmd
 }
 
 // defaultStepAlgo is the algorithm of a training step's collectives when
 // --algo is not given, in train and what-if --model alike, so their
 // baselines agree: auto, bench's default, which prices every algorithm
-// per bucket. (Param sync has no nccl: NCCL's tuner picks plans per
-// collective call, which param sync's buckets do not yet consult.)
+// per bucket. Not nccl: NCCL's pipelined plans cost far more to simulate
+// (gpt2-small on dgx-h100x16: 209 s under nccl, 0.33 s under auto).
 const defaultStepAlgo = "auto"
 
 // bucketTimes is one bucket's timeline on rank 0, in microseconds from the
@@ -123,20 +128,24 @@ type step struct {
 	topoName string
 	bucket   int64
 	algo     string
+	tuner    *nccl.Tuner // algo nccl: plans each collective
 	sharded  bool
 	symmetry bool   // time the step on the fabric's mirror where it can
 	traceMax int64  // with a trace: sim.Config.TraceMaxBytes
 	paced    bool   // enqueue the step a window at a time (see run)
-	window   int    // when paced: units per rank per window; 0: trainWindowUnits/ranks
+	window   int    // when paced: units per rank per window; 0: trainWindowUnits/(ranks x world)
 	enqueued func() // tests: called when the whole step is enqueued
 }
 
-// trainWindowUnits is how many units of a step (a layer's forward or
-// backward, on one rank) are enqueued at most ahead of the simulation when
-// paced, all ranks together: a 100,000-layer model on 64 ranks enqueued
-// whole held every op of the step at once and passed 10 GB. Each unit
-// holds about a kilobyte while queued, its communication included.
-const trainWindowUnits = 1 << 18
+// trainWindowUnits bounds the units of a step (a layer's forward or
+// backward, on one rank) enqueued ahead of the simulation when paced,
+// times the ranks of the world: a unit's collective (a sharded layer's
+// gather, a gradient's reduction) holds a share of its plan's operations
+// on every rank, about a hundred bytes per rank of the world while
+// queued. A 100,000-layer model on 64 ranks enqueued whole held every op
+// of the step at once and passed 10 GB; paced a fixed 4,096 units per
+// rank, a sharded step on 32 ranks still held 2 GB at 20,000 layers.
+const trainWindowUnits = 1 << 16
 
 // parseStep validates the flags that describe a step; failures are usage
 // errors.
@@ -153,11 +162,29 @@ func parseStep(modelName, topoSpec, bucketSize, algo string, sharded bool) (*ste
 	if err != nil || bucket <= 0 {
 		return nil, usagef("--bucket-bytes %q: want a positive size", bucketSize)
 	}
-	if algo != "auto" && !contains(ops.AlgorithmsFor(ops.AllReduce), algo) {
-		return nil, usagef("unknown all-reduce algorithm %q (want auto or one of %s)%s", algo, strings.Join(ops.AlgorithmsFor(ops.AllReduce), ", "),
-			didYouMean(algo, append(ops.AlgorithmsFor(ops.AllReduce), "auto")))
+	if !contains(stepAlgos(), algo) {
+		return nil, usagef("unknown all-reduce algorithm %q (want one of %s)%s", algo, strings.Join(stepAlgos(), ", "), didYouMean(algo, stepAlgos()))
 	}
 	return &step{prof: prof, topo: topo, topoName: topoSpec, bucket: bucket, algo: algo, sharded: sharded}, nil
+}
+
+// stepAlgos are the algorithms a step's collectives may take.
+func stepAlgos() []string {
+	return append(ops.AlgorithmsFor(ops.AllReduce), "auto", algoNCCL)
+}
+
+// useNCCL readies the step for --algo nccl (when algo is nccl) with NCCL's
+// environment f, which goes with nccl only.
+func (st *step) useNCCL(f ncclFlags) error {
+	if st.algo != algoNCCL {
+		if f.set() {
+			return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels and --nccl-machine go with --algo nccl")
+		}
+		return nil
+	}
+	var err error
+	st.tuner, st.topo, err = f.tuner(st.topo)
+	return err
 }
 
 func (f *trainFlags) run(w io.Writer) error {
@@ -166,6 +193,9 @@ func (f *trainFlags) run(w io.Writer) error {
 	}
 	st, err := parseStep(f.model, f.topo, f.bucket, f.algo, f.sharded)
 	if err != nil {
+		return err
+	}
+	if err := st.useNCCL(f.ncclFlags); err != nil {
 		return err
 	}
 	st.symmetry = f.symmetry
@@ -208,13 +238,10 @@ func (f *trainFlags) run(w io.Writer) error {
 func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Cluster, error) {
 	var rep stepReport
 	mirror := st.symmetry && len(faults) == 0 && !trace
-	// Paced enqueueing adds a stream and events of its own, which a trace
-	// would show and a fault's failure report would name: those runs are
-	// enqueued whole. So are sharded steps: compute waits for parameter
-	// gathers there, so ranks need not stand at the same point between
-	// windows, and a gather enqueued after the instant it could have
-	// started would start late.
-	st.paced = len(faults) == 0 && !trace && !st.anySharded()
+	// Paced enqueueing adds events of its own, which a trace would show
+	// and a fault's failure report would name: those runs are enqueued
+	// whole.
+	st.paced = len(faults) == 0 && !trace
 	c, err := sim.NewCluster(st.topo, sim.Config{TimingOnly: true, Trace: trace, TraceMaxBytes: st.traceMax, Symmetry: mirror})
 	if err != nil {
 		return rep, nil, err
@@ -255,7 +282,14 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 	c := d.Cluster()
 	p := c.World().Size()
 	var rep stepReport
-	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: st.bucket, Algo: st.algo, Cost: st.topo, Driver: d, Callers: ranks})
+	cfg := paramsync.Config{BucketBytes: st.bucket, Algo: st.algo, Cost: st.topo, Driver: d, Callers: ranks}
+	if st.tuner != nil {
+		cfg.Planner = func(spec ops.Spec) (*ops.Plan, error) {
+			plan, _, err := st.tuner.Plan(spec)
+			return plan, err
+		}
+	}
+	srv, err := paramsync.Start(c.World(), cfg)
 	if err != nil {
 		return rep, usageError{err}
 	}
@@ -282,11 +316,13 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 	computeStreams := make([]hw.Stream, ranks)
 	// The step is a forward unit per layer, then a backward unit per
 	// layer in reverse. Paced, each rank's units are enqueued a window at
-	// a time, and the simulation runs to the end of the window before last
-	// between windows, so queued work stays bounded whatever the layers.
-	// The compute streams never wait, so every rank's stands at the same
-	// point then, each with a window still queued: nothing starts or ends
-	// at another time than had the step been enqueued whole.
+	// a time, and between windows the simulation runs until the first
+	// rank finishes the window before last, so queued work stays bounded
+	// whatever the layers. Everything a window holds waits, through its
+	// rank's compute stream, for the rank's previous window to end, which
+	// no rank has reached yet: nothing starts or ends at another time than
+	// had the step been enqueued whole (ranks need not stand at the same
+	// point: compute waits for a sharded layer's gather).
 	layers := len(prof.Layers)
 	units, window := 2*layers, 2*layers
 	// Rank 0's communication in the order it was enqueued, for the
@@ -295,10 +331,9 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 	var waits0 [][2]hw.Event // rank 0's compute waiting from, for a gather ending at
 	launched0 := 0
 	if st.paced {
-		window = cmp.Or(st.window, max(16, trainWindowUnits/ranks))
+		window = cmp.Or(st.window, max(16, trainWindowUnits/(ranks*p)))
 	}
-	var pacer hw.Stream
-	var lastMark hw.Event // rank 0's compute at the end of the window before
+	var lastMarks []*sim.Event // every rank's compute at the end of the window before
 	layerOf := func(u int) int {
 		if u < layers {
 			return u
@@ -429,24 +464,22 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		if !st.paced || hi == units {
 			continue
 		}
-		mark, err := devs[0].NewEvent()
-		if err != nil {
-			return rep, err
-		}
-		computeStreams[0].Record(mark)
-		prev := lastMark
-		if lastMark = mark; prev == nil {
-			continue
-		}
-		if pacer == nil {
-			if pacer, err = devs[0].NewStream(); err != nil {
+		marks := make([]*sim.Event, ranks)
+		for r, d := range devs {
+			mark, err := d.NewEvent()
+			if err != nil {
 				return rep, err
 			}
+			if err := computeStreams[r].Record(mark); err != nil {
+				return rep, err
+			}
+			marks[r] = mark.(*sim.Event)
 		}
-		if err := pacer.Wait(prev); err != nil {
-			return rep, err
+		prev := lastMarks
+		if lastMarks = marks; prev == nil {
+			continue
 		}
-		if err := pacer.Synchronize(); err != nil {
+		if err := c.RunUntilAny(prev...); err != nil {
 			return rep, err
 		}
 	}
@@ -539,8 +572,12 @@ func syncWords(sharded bool, algo string) string {
 	if !sharded {
 		return algo + " all-reduce of gradients"
 	}
+	gather, scatter := paramsync.AlgoFor(ops.AllGather, algo), paramsync.AlgoFor(ops.ReduceScatter, algo)
+	if algo == algoNCCL {
+		gather, scatter = algo, algo
+	}
 	return fmt.Sprintf("sharded (FSDP/ZeRO-3): parameters all-gathered (%s) before each layer's forward and backward, gradients reduce-scattered (%s)",
-		paramsync.AlgoFor(ops.AllGather, algo), paramsync.AlgoFor(ops.ReduceScatter, algo))
+		gather, scatter)
 }
 
 // humanCount writes a count of parameters as people do: 124.4M, 7.0B.

@@ -134,24 +134,3 @@ func TestTrainUnitsReadAsPeopleWriteThem(t *testing.T) {
 		t.Errorf("train's units:\n%s", out)
 	}
 }
-
-// TestShardedStepsAreEnqueuedWhole: a sharded step's compute waits for
-// parameter gathers, which the paced enqueue's argument (compute streams
-// never wait) excludes, so it is enqueued whole; replicated steps are
-// paced (TestPacedStepsTakeTheTimeOfWholeSteps).
-func TestShardedStepsAreEnqueuedWhole(t *testing.T) {
-	for _, sharded := range []bool{false, true} {
-		st, err := parseStep("gpt2-small", "switch:4", "25MiB", "ring", sharded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, c, err := st.simulate(nil, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Close()
-		if st.paced == sharded {
-			t.Errorf("sharded %v: paced %v", sharded, st.paced)
-		}
-	}
-}

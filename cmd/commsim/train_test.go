@@ -97,12 +97,15 @@ func TestTrainCSVHasOneRowPerBucket(t *testing.T) {
 
 func TestTrainBadInputExits2(t *testing.T) {
 	for name, args := range map[string][]string{
-		"unknown model": {"train", "--model", "gpt5"},
-		"bad bucket":    {"train", "--bucket-bytes", "0"},
-		"bad format":    {"train", "--format", "xml"},
-		"bad topology":  {"train", "--topo", "ring:0"},
-		"bad algorithm": {"train", "--algo", "pairwise"},
-		"missing file":  {"train", "--model", "/no/such/model.yaml"},
+		"unknown model":           {"train", "--model", "gpt5"},
+		"bad bucket":              {"train", "--bucket-bytes", "0"},
+		"bad format":              {"train", "--format", "xml"},
+		"bad topology":            {"train", "--topo", "ring:0"},
+		"bad algorithm":           {"train", "--algo", "pairwise"},
+		"missing file":            {"train", "--model", "/no/such/model.yaml"},
+		"nccl flag alone":         {"train", "--nccl-proto", "LL"},
+		"bad nccl proto":          {"train", "--algo", "nccl", "--nccl-proto", "LL64"},
+		"what-if nccl flag alone": {"what-if", "--model", "gpt2-small", "--fault", "rank 1 slow 50%", "--nccl-algo", "ring"},
 	} {
 		status, _, errOut := commsim(args...)
 		if status != 2 || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
@@ -156,5 +159,42 @@ func TestMirroredStepsTakeTheFullTime(t *testing.T) {
 		if !reflect.DeepEqual(reps[0], reps[1]) || outs[0].String() != outs[1].String() {
 			t.Errorf("%+v: mirrored step\n%s\nfull step\n%s", tc, outs[1].String(), outs[0].String())
 		}
+	}
+}
+
+// TestTrainWithNCCLsTuner: --algo nccl plans each bucket's collectives as
+// NCCL's tuner would, in the environment the --nccl-* flags set: forcing
+// the protocol changes the communication, and sharded steps say NCCL
+// gathers and reduce-scatters. what-if --model takes the same.
+func TestTrainWithNCCLsTuner(t *testing.T) {
+	comm := func(args ...string) (stepReport, string) {
+		t.Helper()
+		status, out, errOut := commsim(append([]string{"train", "--model", "gpt2-small", "--topo", "dgx-h100x2", "--algo", "nccl", "--format", "json"}, args...)...)
+		if status != 0 {
+			t.Fatalf("%v: status %d: %s", args, status, errOut)
+		}
+		var rep stepReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep, out
+	}
+	tuned, _ := comm()
+	ll, _ := comm("--nccl-proto", "LL")
+	simple, _ := comm("--nccl-proto", "Simple", "--nccl-algo", "ring")
+	if tuned.Algo != "nccl" || !(tuned.CommUS > 0) {
+		t.Fatalf("tuned: algo %q, communication %v us", tuned.Algo, tuned.CommUS)
+	}
+	if ll.CommUS == simple.CommUS || ll.CommUS <= tuned.CommUS {
+		t.Errorf("communication: tuned %v us, LL only %v us, ring/Simple only %v us: LL alone should cost more than the tuner's choice, and differ from Simple",
+			tuned.CommUS, ll.CommUS, simple.CommUS)
+	}
+	status, out, errOut := commsim("train", "--model", "gpt2-small", "--topo", "dgx-h100", "--algo", "nccl", "--sharded")
+	if status != 0 || !strings.Contains(out, "all-gathered (nccl)") || !strings.Contains(out, "reduce-scattered (nccl)") {
+		t.Errorf("sharded: status %d, stderr %q, header:\n%s", status, errOut, out)
+	}
+	status, out, errOut = commsim("what-if", "--model", "gpt2-small", "--topo", "dgx-h100", "--algo", "nccl", "--fault", "rank 3 compute-slow 50%")
+	if status != 0 || !strings.Contains(out, "nccl all-reduce") {
+		t.Errorf("what-if: status %d, stderr %q:\n%s", status, errOut, out)
 	}
 }

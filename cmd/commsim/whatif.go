@@ -225,6 +225,9 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 	if err != nil {
 		return err
 	}
+	if err := st.useNCCL(f.ncclFlags); err != nil {
+		return err
+	}
 	st.symmetry = f.symmetry
 	st.traceMax = int64(f.traceMax)
 	base, c0, err := st.simulate(nil, false)
