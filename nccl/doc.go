@@ -53,8 +53,11 @@
 //     several GPUs, which reduce within the node before the network, and
 //     NVLS across nodes (over CollNet) are not simulated yet.
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
-//     ops nccl-p2p): every exchange at once, two channels per peer, LL
-//     below 16 KiB per channel, else Simple; NCCL's model has no
+//     ops nccl-p2p): every exchange at once, each on as many channels as
+//     NCCL's split gives its size (more as it grows, to the most a peer
+//     gets), at a channel's share of the ring's bandwidth, an
+//     all-to-all's exchanges sharing the communicator's p2p channels; LL
+//     up to 16 KiB per channel, else Simple. NCCL's model has no
 //     point-to-point figures, so the ring's latencies stand in.
 //
 // Not modelled: NCCL's slot-based flow control (8 steps of buffer per

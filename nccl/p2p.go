@@ -9,31 +9,106 @@ import (
 // not in NCCL's model; Estimates never lists it.
 const P2P Algo = numAlgos
 
-// p2pChannelsPerPeer is how many channels NCCL gives each peer of a
-// point-to-point call (NCCL_NCHANNELS_PER_PEER and
-// NCCL_NCHANNELS_PER_NET_PEER, 2 by default).
-const p2pChannelsPerPeer = 2
+// NCCL's point-to-point channels, as init sets them up and enqueue.cc's
+// addP2pToPlan splits each send and receive over them:
+//   - the communicator has twice the ring search's channels (connect.cc
+//     duplicates them after the search), the p2p channels are that
+//     count rounded up to a power of two, and each channel carries an
+//     equal share of the ring's bandwidth;
+//   - a peer gets at most as many channels as its path allows (two per
+//     NVLink to an NVLink peer, NCCL_NCHANNELS_PER_NET_PEER = 2 to a
+//     peer across the network, two over PCIe), the least over all peers,
+//     rounded up to a power of two;
+//   - an operation starts on that many channels, halved while they times
+//     the ranks exceed the p2p channels, no more than it has pieces of
+//     the smallest part, and doubles its channels while a part is larger
+//     than the largest (part sizes from the p2p chunk: on one node 1/8 and
+//     32 chunks, across nodes 1/2 and 1 chunk);
+//   - it moves with LL while it carries at most 16 KiB per channel
+//     (NCCL_P2P_LL_THRESHOLD), else with Simple.
+const (
+	p2pNetPeerChannels = 2
+	p2pLLThreshold     = 16 << 10
+	maxChannels        = 64
+)
 
-// p2pLLThreshold is the bytes per channel below which NCCL sends
-// point-to-point with LL (NCCL_P2P_LL_THRESHOLD, 16 KiB).
-const p2pLLThreshold = 16 << 10
+// p2pChannels are the communicator's p2p channels, the most channels a
+// peer gets, and each channel's share of the bandwidth in GB/s.
+func p2pChannels(s System) (total, perPeer int, bw float64) {
+	g := bandwidths(s, Ring, Options{})
+	coll := min(maxChannels, 2*g.channels)
+	total = min(maxChannels, pow2Up(coll))
+	peer := p2pNetPeerChannels
+	if s.Nodes == 1 && s.NVLinks > 0 {
+		peer = 2 * s.NVLinks
+	}
+	perPeer = min(total, pow2Up(min(coll, peer)))
+	return total, perPeer, g.intra * float64(g.channels) / float64(coll)
+}
+
+// p2pChunk is NCCL's p2p chunk: 512 KiB on one node joined by NVLink,
+// 128 KiB over PCIe or the network (init.cc).
+func p2pChunk(s System) int64 {
+	if s.Nodes == 1 && s.NVLinks > 0 {
+		return 512 << 10
+	}
+	return 128 << 10
+}
+
+// p2pOpChannels is how many channels NCCL splits one send (or receive) of
+// bytes over.
+func p2pOpChannels(s System, bytes int64) int {
+	total, perPeer, _ := p2pChannels(s)
+	least := perPeer
+	for least*s.Ranks > total && least > 1 {
+		least /= 2
+	}
+	chunk := p2pChunk(s)
+	minPart, maxPart := chunk/8, chunk*32
+	if s.Nodes > 1 {
+		minPart, maxPart = chunk/2, chunk
+	}
+	if bytes <= 0 {
+		return 1
+	}
+	n := int(min(int64(least), (bytes+minPart-1)/minPart))
+	part := max(minPart, (bytes+int64(n)-1)/int64(n))
+	for part > maxPart && n <= perPeer/2 {
+		n *= 2
+		part = (bytes + int64(n) - 1) / int64(n)
+	}
+	return n
+}
+
+// pow2Up is the least power of two at least n (1 for n < 1).
+func pow2Up(n int) int {
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	return p
+}
 
 // p2pChoice is how NCCL moves op's point-to-point messages of bytes per
-// peer: p2pChannelsPerPeer channels, LL below the threshold, else Simple.
-// Its time is what the simulation says; NCCL's model has none.
-func p2pChoice(bytesPerPeer int64) Choice {
-	e := Estimate{Algo: P2P, Protocol: ops.ProtoSimple, Channels: p2pChannelsPerPeer}
-	if bytesPerPeer <= p2pChannelsPerPeer*p2pLLThreshold {
+// peer: on p2pOpChannels channels, LL up to the threshold per channel,
+// else Simple. Its time is what the simulation says; NCCL's model has
+// none.
+func p2pChoice(s System, bytesPerPeer int64) Choice {
+	n := p2pOpChannels(s, bytesPerPeer)
+	e := Estimate{Algo: P2P, Protocol: ops.ProtoSimple, Channels: n}
+	if bytesPerPeer <= int64(n)*p2pLLThreshold {
 		e.Protocol = ops.ProtoLL
 	}
 	return Choice{Estimate: e, NCCL: e}
 }
 
 // p2pPlan compiles an all-to-all or a sendrecv as NCCL runs it: every
-// exchange at once, each peer's messages at two channels' speed of NCCL's
-// ring search, with the per-hop latency and base latency of the protocol
-// in NCCL's ring model (NCCL's model has no point-to-point figures; these
-// are the nearest it has).
+// exchange at once, each at the speed of its channels' share of NCCL's
+// ring bandwidth, the exchanges of an all-to-all sharing the
+// communicator's p2p channels when they need more than it has; with the
+// per-hop latency and base latency of the protocol in NCCL's ring model
+// (NCCL's model has no point-to-point figures; these are the nearest it
+// has).
 func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	spec.Algo, spec.Channels = "nccl-p2p", c.Channels
 	plan, err := ops.Compile(spec)
@@ -52,12 +127,17 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 			w.Efficiency[class] = 0.5
 		}
 	}
-	g := bandwidths(s, Ring, o)
 	m := o.Machine
 	for class := range ops.NumPathClasses {
 		w.Latency[class] *= orOne(m.Hop)
 	}
-	w.Rate = float64(c.Channels) * g.intra * 1e9 * orOne(m.Bandwidth[p])
+	total, _, perChannel := p2pChannels(s)
+	peers := 1
+	if spec.Op == ops.AllToAll {
+		peers = max(1, spec.Ranks-1)
+	}
+	channels := min(float64(c.Channels), float64(total)/float64(peers))
+	w.Rate = channels * perChannel * 1e9 * orOne(m.Bandwidth[p])
 	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, &w, baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
 	return plan, nil
 }

@@ -65,7 +65,7 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 		{[]string{"--nccl-algo", "ring", "--nccl-channels", "4", "-b", "1MiB", "-e", "1MiB"}, "  ring/LL/4ch\n"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "ring"}, "  ring/LL/1ch\n"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "tree"}, "  tree/LL/1ch\n"},
-		{[]string{"--op", "alltoall"}, "  p2p/LL/2ch\n"},
+		{[]string{"--op", "alltoall"}, "  p2p/LL/1ch\n"},
 	} {
 		args := append([]string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "64", "-e", "64", "--timing-only"}, tc.args...)
 		status, out, errOut := commsim(args...)

@@ -1,0 +1,90 @@
+package nccl_test
+
+import (
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+// TestP2PChannelsFollowNCCLsSplit: a point-to-point operation's channels
+// and protocol follow enqueue.cc's addP2pToPlan. On 8 B200s (32 p2p
+// channels: the ring search's 16, duplicated) a send starts on 4
+// channels, one per 64 KiB piece below that, and doubles them while a
+// channel's part is over 16 MiB (32 chunks of 512 KiB), up to 32 — the
+// flat time from 64 to 512 MiB a published sendrecv run shows. On 8
+// H100s (24 coll channels, 32 p2p) the same; across nodes a peer gets
+// NCCL_NCHANNELS_PER_NET_PEER's 2 channels. LL carries up to 16 KiB a
+// channel.
+func TestP2PChannelsFollowNCCLsSplit(t *testing.T) {
+	for _, tc := range []struct {
+		topo  string
+		bytes int64
+		want  int
+		proto ops.Protocol
+	}{
+		{"hgx-b200", 8, 1, ops.ProtoLL},
+		{"hgx-b200", 16 << 10, 1, ops.ProtoLL},
+		{"hgx-b200", 32 << 10, 1, ops.ProtoSimple},
+		{"hgx-b200", 128 << 10, 2, ops.ProtoSimple},
+		{"hgx-b200", 256 << 10, 4, ops.ProtoSimple},
+		{"hgx-b200", 64 << 20, 4, ops.ProtoSimple},
+		{"hgx-b200", 128 << 20, 8, ops.ProtoSimple},
+		{"hgx-b200", 256 << 20, 16, ops.ProtoSimple},
+		{"hgx-b200", 512 << 20, 32, ops.ProtoSimple},
+		{"hgx-b200", 16 << 30, 32, ops.ProtoSimple},
+		{"dgx-h100", 128 << 20, 8, ops.ProtoSimple},
+		{"dgx-h100x2", 8, 1, ops.ProtoLL},
+		{"dgx-h100x2", 32 << 10, 1, ops.ProtoSimple},
+		{"dgx-h100x2", 64 << 20, 2, ops.ProtoSimple},
+		{"dgx-h100x2", 16 << 30, 2, ops.ProtoSimple},
+	} {
+		topo, err := topology.Resolve(tc.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuner, err := nccl.NewTuner(topo, nccl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := ops.Spec{Op: ops.SendRecv, Ranks: topo.NumGPUs(), Count: int(tc.bytes), DType: hw.U8}
+		c, err := tuner.Choose(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Algo != nccl.P2P || c.Channels != tc.want || c.Protocol != tc.proto {
+			t.Errorf("%s, %d bytes: %v, want p2p/%v/%dch", tc.topo, tc.bytes, c.Estimate, tc.proto, tc.want)
+		}
+	}
+}
+
+// TestAllToAllSharesTheP2PChannels: an all-to-all's exchanges together
+// move at most the communicator's p2p channels' worth (32 on 8 B200s),
+// so a rank's 7 exchanges of 2 GiB take as long as 32 channels need for
+// all of it, not 7 times 32 channels' worth.
+func TestAllToAllSharesTheP2PChannels(t *testing.T) {
+	topo, err := topology.Resolve("hgx-b200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuner, err := nccl.NewTuner(topo, nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := func(op ops.Op, perPeer int) float64 {
+		plan, _, err := tuner.Plan(ops.Spec{Op: op, Ranks: 8, Count: perPeer, DType: hw.U8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan.Wire.Rate
+	}
+	one, shared := rate(ops.SendRecv, 2<<30), rate(ops.AllToAll, 2<<30)
+	if want := one * 32 / 7 / 32; shared < want*0.999 || shared > want*1.001 {
+		t.Errorf("an all-to-all exchange moves at %.4g B/s, want 32/7 channels' %.4g (a sendrecv on 32 channels: %.4g)", shared, want, one)
+	}
+	if small := rate(ops.AllToAll, 256<<10); small != rate(ops.SendRecv, 256<<10) {
+		t.Errorf("4 channels a peer fit 7 peers in 32: exchange at %.4g B/s, a sendrecv's %.4g", small, rate(ops.SendRecv, 256<<10))
+	}
+}
