@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -86,6 +87,9 @@ type bucketTimes struct {
 	ReadyUS float64 `json:"ready_us"`
 	StartUS float64 `json:"start_us"`
 	EndUS   float64 `json:"end_us"`
+	// Algo names its collectives' plans, as bench's algo column does
+	// (distinct ones joined by +): what auto or NCCL's tuner chose.
+	Algo string `json:"algo"`
 }
 
 // stepReport is commsim train's result.
@@ -217,11 +221,11 @@ func (f *trainFlags) run(w io.Writer) error {
 		// One row per bucket; the step's totals repeat on every row so the
 		// file stands alone.
 		rows := [][]string{{"model", "topology", "ranks", "step_us", "compute_us", "comm_us", "exposed_comm_us", "overlap_pct",
-			"bucket", "params", "bytes", "sharded", "ready_us", "start_us", "end_us"}}
+			"bucket", "params", "bytes", "sharded", "ready_us", "start_us", "end_us", "algo"}}
 		for _, b := range rep.Buckets {
 			rows = append(rows, []string{rep.Model, rep.Topology, strconv.Itoa(rep.Ranks), f2(rep.StepUS), f2(rep.ComputeUS), f2(rep.CommUS),
 				f2(rep.ExposedCommUS), f2(rep.OverlapPct), strconv.Itoa(b.Index), strconv.Itoa(b.Params), strconv.FormatInt(b.Bytes, 10),
-				strconv.FormatBool(b.Sharded), f2(b.ReadyUS), f2(b.StartUS), f2(b.EndUS)})
+				strconv.FormatBool(b.Sharded), f2(b.ReadyUS), f2(b.StartUS), f2(b.EndUS), b.Algo})
 		}
 		return writeCSVRows(w, rows)
 	}
@@ -527,9 +531,18 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		}
 		b, bk := it.bucket, buckets[it.bucket]
 		bt := bucketTimes{Index: b, Params: len(bk.Params), Bytes: bk.Bytes, Sharded: bk.Sharded}
+		var labels []string
 		for _, i := range bk.Params {
 			bt.ReadyUS = math.Max(bt.ReadyUS, since(ready0[i]))
+			plan, err := srv.Plan(params[i].ID)
+			if err != nil {
+				return rep, err
+			}
+			if l := nccl.Label(plan); !slices.Contains(labels, l) {
+				labels = append(labels, l)
+			}
 		}
+		bt.Algo = strings.Join(labels, "+")
 		bt.StartUS = math.Max(bt.ReadyUS, prevEnd)
 		if done := srv.BucketDone(0, b); done != nil {
 			bt.EndUS = since(done)
@@ -617,14 +630,14 @@ func writeTrainTable(w io.Writer, r stepReport) error {
 	}
 	fmt.Fprintln(w)
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
-	t.Header([]string{"bucket", "params", "bytes", "ready(us)", "start(us)", "end(us)", "comm(us)"})
+	t.Header([]string{"bucket", "params", "bytes", "ready(us)", "start(us)", "end(us)", "comm(us)", "algo"})
 	for _, b := range r.Buckets {
 		kind := ""
 		if b.Sharded {
 			kind = " (sharded)"
 		}
 		if err := t.Append([]string{fmt.Sprint(b.Index), fmt.Sprint(b.Params) + kind, sizeOneDecimal(b.Bytes),
-			f2(b.ReadyUS), f2(b.StartUS), f2(b.EndUS), f2(b.EndUS - b.StartUS)}); err != nil {
+			f2(b.ReadyUS), f2(b.StartUS), f2(b.EndUS), f2(b.EndUS - b.StartUS), b.Algo}); err != nil {
 			return err
 		}
 	}

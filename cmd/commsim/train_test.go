@@ -185,6 +185,14 @@ func TestTrainWithNCCLsTuner(t *testing.T) {
 	if tuned.Algo != "nccl" || !(tuned.CommUS > 0) {
 		t.Fatalf("tuned: algo %q, communication %v us", tuned.Algo, tuned.CommUS)
 	}
+	for _, b := range ll.Buckets {
+		if !strings.Contains(b.Algo, "/LL/") || strings.Contains(b.Algo, "Simple") {
+			t.Errorf("--nccl-proto LL: bucket %d ran %q", b.Index, b.Algo)
+		}
+	}
+	if len(tuned.Buckets) == 0 || !strings.Contains(tuned.Buckets[0].Algo, "ch") {
+		t.Errorf("tuned buckets: %+v, want NCCL's choice named", tuned.Buckets)
+	}
 	if ll.CommUS == simple.CommUS || ll.CommUS <= tuned.CommUS {
 		t.Errorf("communication: tuned %v us, LL only %v us, ring/Simple only %v us: LL alone should cost more than the tuner's choice, and differ from Simple",
 			tuned.CommUS, ll.CommUS, simple.CommUS)

@@ -429,6 +429,22 @@ func (s *Server) compiled(p Param, spec ops.Spec) (*ops.Plan, error) {
 	return plan, nil
 }
 
+// Plan returns the plan that averages the registered parameter id's
+// gradient (its reduce-scatter when sharded), compiling it if no bucket
+// has yet: what auto or a planner chose for it.
+func (s *Server) Plan(id string) (*ops.Plan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	i, ok := s.index[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnregistered, id)
+	}
+	return s.plan(s.params[i])
+}
+
 // BucketDone returns the event recorded when bucket b's collectives
 // finished on rank in the current step (nil before it was launched).
 func (s *Server) BucketDone(rank, b int) hw.Event {

@@ -521,3 +521,39 @@ func TestPlannerCompilesEveryCollective(t *testing.T) {
 		t.Errorf("a failing planner: %v", err)
 	}
 }
+
+// TestPlanNamesEachParametersCollective: Plan gives the averaged
+// all-reduce of a replicated parameter and the reduce-scatter of a sharded
+// one, the same plan its bucket runs, and refuses unknown ids and a closed
+// server.
+func TestPlanNamesEachParametersCollective(t *testing.T) {
+	c := cluster(t, 4, sim.Config{TimingOnly: true})
+	srv, err := paramsync.Start(c.World(), paramsync.Config{Algo: "auto", Cost: c.Topology()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := []paramsync.Param{{ID: "w", Len: 1 << 20, DType: hw.F32}, {ID: "s", Len: 4 << 20, DType: hw.BF16, Sharded: true}}
+	for r := range 4 {
+		if err := srv.Register(r, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := srv.Plan("w")
+	if err != nil || w.Op != ops.AllReduce || w.Redop != hw.Avg || w.Count != 1<<20 {
+		t.Fatalf("w: %+v, %v", w, err)
+	}
+	sh, err := srv.Plan("s")
+	if err != nil || sh.Op != ops.ReduceScatter || sh.Count != 1<<20 {
+		t.Fatalf("s: %+v, %v", sh, err)
+	}
+	if again, _ := srv.Plan("w"); again != w {
+		t.Error("w's plan was compiled twice")
+	}
+	if _, err := srv.Plan("nope"); !errors.Is(err, paramsync.ErrUnregistered) {
+		t.Errorf("unknown id: %v", err)
+	}
+	srv.Close()
+	if _, err := srv.Plan("w"); !errors.Is(err, paramsync.ErrClosed) {
+		t.Errorf("after Close: %v", err)
+	}
+}
