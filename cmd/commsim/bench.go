@@ -235,7 +235,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 			return nil, err
 		}
 	} else if f.ncclFlags.set() {
-		return nil, usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels and --nccl-machine go with --algo nccl")
+		return nil, f.ncclFlags.aloneError("--algo nccl")
 	}
 	if s.op.Rooted() && (f.root < 0 || f.root >= p) {
 		return nil, usagef("--root %d out of range 0..%d for %d ranks", f.root, p-1, p)

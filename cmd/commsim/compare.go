@@ -130,7 +130,7 @@ func (f *compareFlags) parse() (*comparison, error) {
 		return nil, usagef("no algorithm implements %s", s.op)
 	}
 	if nf.set() && s.tuner == nil {
-		return nil, usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels and --nccl-machine go with nccl among --algos")
+		return nil, nf.aloneError("nccl among --algos")
 	}
 	if err := checkPlotFile(c.plot, s); err != nil {
 		return nil, err

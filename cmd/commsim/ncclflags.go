@@ -39,6 +39,12 @@ func (f *ncclFlags) set() bool {
 	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != ""
 }
 
+// aloneError is the usage error for NCCL flags given without nccl to
+// go with (where: "--algo nccl", or "nccl among --algos").
+func (f *ncclFlags) aloneError(where string) error {
+	return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels and --nccl-machine go with %s", where)
+}
+
 // machineFactors reads --nccl-machine: NCCL's machine, and the scale of
 // the network links' bandwidth (1 when not given).
 func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {

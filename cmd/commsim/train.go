@@ -46,9 +46,10 @@ all-gathered before its forward and again before its backward (the next
 layer's while this one computes), its compute waits for them, and its
 gradients are reduce-scattered. --algo defaults to auto, as in what-if
 --model; --algo nccl plans each collective as NCCL's tuner would (slow to
-simulate at scale: NCCL's pipelined protocols take many steps). It reports the step time, compute, communication, the exposed
-part of the communication, overlap, and a per-bucket timeline.
-Timing-only: no data.`,
+simulate at scale: NCCL's pipelined protocols take many steps). It
+reports the step time, compute, communication, the exposed part of the
+communication, overlap, and a per-bucket timeline with each bucket's
+plan. Timing-only: no data.`,
 		Example: `  commsim train --model gpt2-small --topo dgx-h100
   commsim train --model llama-7b --topo dgx-h100x4 --bucket-bytes 100MiB --format json
   commsim train --model llama-70b --topo dgx-h100x8 --sharded --trace step.json`,
@@ -182,7 +183,7 @@ func stepAlgos() []string {
 func (st *step) useNCCL(f ncclFlags) error {
 	if st.algo != algoNCCL {
 		if f.set() {
-			return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels and --nccl-machine go with --algo nccl")
+			return f.aloneError("--algo nccl")
 		}
 		return nil
 	}
