@@ -507,6 +507,22 @@ func TestPlannerCompilesEveryCollective(t *testing.T) {
 		}
 	}
 
+	wrong := func(spec ops.Spec) (*ops.Plan, error) {
+		spec.Algo, spec.Count = "ring", spec.Count+1
+		return ops.Compile(spec)
+	}
+	srv3, err := paramsync.Start(c.World(), paramsync.Config{Algo: "mine", Planner: wrong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv3.Close()
+	if err := srv3.Register(0, s.params[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv3.SubmitGradient(0, s.params[0].ID, grads[0][0], nil); err == nil || !strings.Contains(err.Error(), "asked for") {
+		t.Errorf("a planner's plan of the wrong count: %v", err)
+	}
+
 	failing := func(ops.Spec) (*ops.Plan, error) { return nil, errors.New("no plan today") }
 	srv2, err := paramsync.Start(c.World(), paramsync.Config{Algo: "mine", Planner: failing})
 	if err != nil {
