@@ -291,7 +291,12 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 	if st.tuner != nil {
 		cfg.Planner = func(spec ops.Spec) (*ops.Plan, error) {
 			plan, _, err := st.tuner.Plan(spec)
-			return plan, err
+			if err != nil {
+				// What NCCL cannot run here (--nccl-algo pat for an
+				// all-reduce, say) is bad input, as in bench.
+				return nil, usageError{err}
+			}
+			return plan, nil
 		}
 	}
 	srv, err := paramsync.Start(c.World(), cfg)

@@ -105,6 +105,7 @@ func TestTrainBadInputExits2(t *testing.T) {
 		"missing file":            {"train", "--model", "/no/such/model.yaml"},
 		"nccl flag alone":         {"train", "--nccl-proto", "LL"},
 		"bad nccl proto":          {"train", "--algo", "nccl", "--nccl-proto", "LL64"},
+		"nccl cannot run it":      {"train", "--algo", "nccl", "--nccl-algo", "pat"},
 		"what-if nccl flag alone": {"what-if", "--model", "gpt2-small", "--fault", "rank 1 slow 50%", "--nccl-algo", "ring"},
 	} {
 		status, _, errOut := commsim(args...)
