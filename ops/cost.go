@@ -1,8 +1,10 @@
 package ops
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // CostModel gives the α-β-γ parameters of a fabric, by rank. A
@@ -303,8 +305,8 @@ func (c *costRun) switchPath(r int, reduce bool) (float64, float64, error) {
 	return alpha, beta, nil
 }
 
-// tieTolerance is how much cheaper, relatively, a plan must be to beat
-// an earlier one in Select.
+// tieTolerance is the relative margin within which Select takes two
+// costs as equal.
 const tieTolerance = 1e-9
 
 // Candidate is one algorithm considered by Select, with its cost or the
@@ -312,38 +314,135 @@ const tieTolerance = 1e-9
 type Candidate struct {
 	Algo string
 	Cost float64 // seconds; meaningful when Err is nil
-	Err  error
+	// Bound says that Cost is only a lower bound of the plan's cost: its
+	// bound already exceeded the cheapest plan's cost, so it was not
+	// costed in full.
+	Bound bool
+	Err   error
 }
 
 // Select compiles every algorithm of commsim's own that implements s.Op
 // (not those that run like NCCL's: see IsNCCL), costs each on m, and
 // returns the cheapest plan with every candidate considered. Costs within
-// a relative tieTolerance are ties, and ties go to the earlier algorithm
-// in Algorithms order: the same α-β terms summed in another order differ
-// in the last bits. (On a ring of GPUs, ring and rhd cost the same under
-// α-β, which sees no contention; rhd's exchanges share links and
-// simulate far slower, and ring, earlier, wins the tie.)
+// a relative tieTolerance of the cheapest are ties, and ties go to the
+// earliest algorithm in Algorithms order: the same α-β terms summed in
+// another order differ in the last bits. (On a ring of GPUs, ring and rhd
+// cost the same under α-β, which sees no contention; rhd's exchanges
+// share links and simulate far slower, and ring, earlier, wins the tie.)
+//
+// Each candidate is first bounded from below in one pass over its steps
+// (costBound), and costed in full, cheapest bound first, only while its
+// bound could still be within the ties: at a thousand ranks, ring and
+// direct take millions of steps and seldom win, and Cost reads each one
+// several times.
 func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
-	var best *Plan
-	bestCost := math.Inf(1)
+	type considered struct {
+		plan  *Plan
+		bound float64
+	}
 	var cands []Candidate
+	var seen []considered
 	for _, name := range AlgorithmsFor(s.Op) {
 		if IsNCCL(name) {
 			continue
 		}
 		s.Algo = name
 		plan, err := Compile(s)
-		cand := Candidate{Algo: name, Err: err}
+		var bound float64
 		if err == nil {
-			cand.Cost, cand.Err = Cost(plan, m)
-			if cand.Err == nil && cand.Cost < bestCost*(1-tieTolerance) {
-				best, bestCost = plan, cand.Cost
-			}
+			bound, err = costBound(plan, m)
 		}
-		cands = append(cands, cand)
+		cands = append(cands, Candidate{Algo: name, Cost: bound, Bound: true, Err: err})
+		seen = append(seen, considered{plan, bound})
 	}
-	if best == nil {
-		return nil, cands, fmt.Errorf("ops: auto: no algorithm can run %v", s)
+	order := make([]int, 0, len(cands))
+	for i, c := range cands {
+		if c.Err == nil {
+			order = append(order, i)
+		}
 	}
-	return best, cands, nil
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(seen[a].bound, seen[b].bound) })
+	least := math.Inf(1)
+	for _, i := range order {
+		if seen[i].bound > least*(1+tieTolerance) {
+			break
+		}
+		cands[i].Cost, cands[i].Err = Cost(seen[i].plan, m)
+		cands[i].Bound = false
+		if cands[i].Err == nil {
+			least = min(least, cands[i].Cost)
+		}
+	}
+	for i, c := range cands {
+		if c.Err == nil && !c.Bound && c.Cost <= least*(1+tieTolerance) {
+			return seen[i].plan, cands, nil
+		}
+	}
+	return nil, cands, fmt.Errorf("ops: auto: no algorithm can run %v", s)
+}
+
+// costBound is a lower bound of Cost(plan, m), read in one pass and in
+// memory of a lane's read-ahead: a lane's steps run one after the other
+// from the plan's Launch, each taking at least its own part of Cost's
+// price (a send its α and bytes·β, or only its bytes under a Wire; a
+// reduction its bytes·γ; a switch step its way), whatever it waits for.
+func costBound(plan *Plan, m CostModel) (float64, error) {
+	if plan != nil && plan.native {
+		return 0, fmt.Errorf("ops: cost %v: %w: %w", plan.Spec, ErrUnsupported, errNativePlan)
+	}
+	if err := plan.validate(); err != nil {
+		return 0, fmt.Errorf("ops: cost %v: %w", plan.Spec, err)
+	}
+	c := &costRun{plan: plan, m: m, size: float64(plan.DType.Size()), paths: make([]*[pathSlots]pathSlot, plan.Ranks)}
+	most := plan.Launch
+	for r := range plan.Ranks {
+		cursors, err := plan.Cursors(r)
+		if err != nil {
+			return 0, err
+		}
+		for _, lane := range newLaneReaders(cursors) {
+			at := plan.Launch
+			for op := lane.peek(); op != nil; op = lane.peek() {
+				took, err := c.own(r, op)
+				if err != nil {
+					lane.close()
+					return 0, fmt.Errorf("ops: cost %v: rank %d step %d: %w", plan.Spec, r, op.Index, err)
+				}
+				at += took
+				lane.advance()
+			}
+			lane.close()
+			most = max(most, at)
+		}
+		c.paths[r] = nil // a sender's paths are not asked again
+	}
+	return most, nil
+}
+
+// own is the time op of rank r takes by itself in Cost, waiting for
+// nothing: what try adds to its start.
+func (c *costRun) own(r int, op *Operation) (float64, error) {
+	switch op.Kind {
+	case StepSend:
+		alpha, beta, err := c.path(r, op.Peer)
+		if err != nil {
+			return 0, err
+		}
+		took := float64(op.Src.Len) * c.size * beta
+		if c.plan.Wire == nil {
+			took += alpha
+		}
+		return took, nil
+	case StepReduce, StepDivide:
+		if g := c.m.ReduceCost(r); g > 0 && op.Dst.Len > 0 && c.plan.Wire == nil {
+			return float64(op.Dst.Len) * c.size * g, nil
+		}
+	case StepSwitchReduce, StepMulticast:
+		alpha, beta, err := c.switchPath(r, op.Kind == StepSwitchReduce)
+		if err != nil {
+			return 0, err
+		}
+		return alpha + float64(op.Dst.Len)*c.size*beta, nil
+	}
+	return 0, nil
 }

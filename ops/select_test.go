@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -26,4 +27,68 @@ func TestSelectCostsStreamedPlans(t *testing.T) {
 		}
 		t.Logf("%-8s %12.1f us", c.Algo, c.Cost*1e6)
 	}
+}
+
+// TestSelectPrunesOnlyWhatCannotWin: Select costs in full only the
+// candidates whose lower bound could still tie the cheapest, and picks
+// what costing every one would: the earliest algorithm within the ties of
+// the least cost. A pruned candidate's bound is at most its cost and more
+// than the winner's.
+func TestSelectPrunesOnlyWhatCannotWin(t *testing.T) {
+	pruned := 0
+	for _, fabric := range []string{"switch:8", "ring:12", "cluster:4x4", "dgx-h100x2", "torus:4x4", "dgx-h100x8"} {
+		topo := mustTopo(t, fabric)
+		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.AllToAll} {
+			for _, count := range []int{1, 96, 4096, 1 << 20} {
+				spec := ops.Spec{Op: op, Ranks: topo.NumGPUs(), Count: count, DType: hw.F32, Redop: hw.Sum}
+				plan, cands, err := ops.Select(spec, topo)
+				if err != nil {
+					t.Fatalf("%s %v %d: %v", fabric, op, count, err)
+				}
+				least, want := math.Inf(1), ""
+				full := make([]float64, len(cands))
+				for i, c := range cands {
+					if c.Err != nil {
+						continue
+					}
+					s := spec
+					s.Algo = c.Algo
+					p, err := ops.Compile(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if full[i], err = ops.Cost(p, topo); err != nil {
+						t.Fatal(err)
+					}
+					least = min(least, full[i])
+					if c.Bound {
+						pruned++
+						if c.Cost > full[i]*(1+1e-12) { // summed in another order
+							t.Errorf("%s %v %d: %s's bound %v is over its cost %v", fabric, op, count, c.Algo, c.Cost, full[i])
+						}
+					} else if c.Cost != full[i] {
+						t.Errorf("%s %v %d: %s costed %v, Cost says %v", fabric, op, count, c.Algo, c.Cost, full[i])
+					}
+				}
+				for i, c := range cands {
+					if c.Err == nil && full[i] <= least*(1+1e-9) {
+						want = c.Algo
+						break
+					}
+				}
+				if plan.Algo != want {
+					t.Errorf("%s %v %d: Select picked %s, costing all picks %s", fabric, op, count, plan.Algo, want)
+				}
+				for _, c := range cands {
+					if c.Bound && c.Cost <= least*(1+1e-9) {
+						t.Errorf("%s %v %d: %s pruned with a bound %v within the ties of %v", fabric, op, count, c.Algo, c.Cost, least)
+					}
+				}
+			}
+		}
+	}
+	if pruned == 0 {
+		t.Error("no candidate was ever pruned")
+	}
+	t.Logf("%d candidates pruned", pruned)
 }
