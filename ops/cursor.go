@@ -51,8 +51,11 @@ type Cursor struct {
 	rank, lane int
 	index      int // operations yielded
 	// A held plan's lane: the rank's steps, the next to look at, and
-	// which of them other lanes await (nil when none is).
+	// which of them other lanes await (nil when none is). With several
+	// lanes, order lists the lane's steps by index, so that a lane does
+	// not read past every other lane's.
 	steps  []Step
+	order  []int32
 	next   int
 	marked []bool
 	// A streamed plan's lane: batches from its generator, the current
@@ -81,8 +84,12 @@ func (p *Plan) Cursors(rank int) ([]*Cursor, error) {
 		return nil, fmt.Errorf("ops: cursors %v: %w", p.Spec, err)
 	}
 	var marked []bool
+	var orders [][]int32
 	if !p.Streamed() {
 		marked = awaited(p.Steps[rank])
+		if p.Lanes > 1 {
+			orders = laneOrders(p.Steps[rank], p.Lanes)
+		}
 	}
 	out := make([]*Cursor, p.Lanes)
 	for l := range out {
@@ -90,9 +97,32 @@ func (p *Plan) Cursors(rank int) ([]*Cursor, error) {
 		if !p.Streamed() {
 			c.steps = p.Steps[rank]
 		}
+		if orders != nil {
+			c.order = orders[l]
+		}
 		out[l] = c
 	}
 	return out, nil
+}
+
+// laneOrders lists each lane's steps by index, in one backing array.
+func laneOrders(steps []Step, lanes int) [][]int32 {
+	counts := make([]int, lanes)
+	for i := range steps {
+		counts[steps[i].Lane]++
+	}
+	all := make([]int32, len(steps))
+	out := make([][]int32, lanes)
+	at := 0
+	for l, n := range counts {
+		out[l] = all[at : at : at+n]
+		at += n
+	}
+	for i := range steps {
+		l := steps[i].Lane
+		out[l] = append(out[l], int32(i))
+	}
+	return out
 }
 
 // genBatch is how many steps a streamed lane's generator makes before
@@ -184,6 +214,14 @@ func (c *Cursor) operation(o *Operation, s *Step, mark int) {
 // step returns the lane's next step and, in a held plan, its index in the
 // rank's program.
 func (c *Cursor) step() (*Step, int, bool) {
+	if c.order != nil {
+		if c.next == len(c.order) {
+			return nil, 0, false
+		}
+		i := int(c.order[c.next])
+		c.next++
+		return &c.steps[i], i, true
+	}
 	if c.pull == nil {
 		for c.next < len(c.steps) {
 			i := c.next
