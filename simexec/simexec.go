@@ -93,18 +93,20 @@ func simWire(w *ops.Wire) *sim.Wire {
 // ops.Operation), made up front: sources run inside the simulation, which
 // cannot make events. A lane may reach a Wait before the lane that records
 // its event is fed that far, so waits count records (sim.Op.Count) rather
-// than take the latest.
-type rankMarks map[int]*sim.Event
+// than take the latest. Indexed by mark (a step's index in its rank's
+// program), up to the last: looked up for every wait and record.
+type rankMarks []*sim.Event
 
 func newRankMarks(job *ops.RankJob) (rankMarks, error) {
-	var m rankMarks
-	for _, mark := range job.Marks() {
+	marks := job.Marks()
+	if len(marks) == 0 {
+		return nil, nil
+	}
+	m := make(rankMarks, marks[len(marks)-1]+1)
+	for _, mark := range marks {
 		ev, err := job.Device().NewEvent()
 		if err != nil {
 			return nil, err
-		}
-		if m == nil {
-			m = rankMarks{}
 		}
 		m[mark] = ev.(*sim.Event)
 	}

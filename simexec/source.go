@@ -20,10 +20,11 @@ type laneSource struct {
 	// A held lane's operations read and not yet handed over, and spill
 	// the stream ops of one operation that did not fit; a streamed lane's
 	// from its producer.
-	ops   []ops.Operation
-	held  []ops.Operation // storage for ops
-	spill []sim.Op
-	fed   []fedOp
+	ops     []ops.Operation
+	held    []ops.Operation // storage for ops
+	spill   []sim.Op
+	scratch []sim.Op // storage for an operation's stream ops that do not fit
+	fed     []fedOp
 	// wire is how the plan's sends and switch steps move (ops.Plan.Wire;
 	// its reductions are then fused into them), and launch the
 	// delay that opens each lane (ops.Plan.Launch), until it is given.
@@ -173,11 +174,14 @@ func (s *laneSource) convert(op *ops.Operation, out []sim.Op) (int, error) {
 	if err != nil {
 		return 0, j.Errorf(op, err)
 	}
-	if len(op.Awaits) == 0 && !op.Signals && len(out) > 0 {
-		out[0] = o
-		return 1, nil
+	n := len(op.Awaits) + 1
+	if op.Signals {
+		n++
 	}
-	var all []sim.Op
+	all := out[:0]
+	if len(out) < n {
+		all = s.scratch[:0] // rare: what does not fit waits in spill
+	}
 	for _, m := range op.Awaits {
 		all = append(all, sim.Op{Kind: sim.OpWait, Event: s.marks[m], Count: 1})
 	}
@@ -185,9 +189,13 @@ func (s *laneSource) convert(op *ops.Operation, out []sim.Op) (int, error) {
 	if op.Signals {
 		all = append(all, sim.Op{Kind: sim.OpRecord, Event: s.marks[op.Mark]})
 	}
-	n := copy(out, all)
-	s.spill = append(s.spill, all[n:]...)
-	return n, nil
+	if len(out) >= n {
+		return n, nil
+	}
+	s.scratch = all
+	k := copy(out, all)
+	s.spill = append(s.spill, all[k:]...)
+	return k, nil
 }
 
 // Close implements sim.Source.
