@@ -467,8 +467,11 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 	}
 	exec := w.newExecutor()
 	reusedMirrored := 0 // in-place runs taken from a mirrored out-of-place one
+	parallel := false   // measureParallel counts the mirrored runs itself
 	defer func() {
-		s.mirrored = w.mirroredRuns() + reusedMirrored
+		if !parallel {
+			s.mirrored = w.mirroredRuns() + reusedMirrored
+		}
 		err = errors.Join(err, exec.Close(), w.close())
 	}()
 	if w.cluster != nil {
@@ -480,6 +483,13 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 	// the in-place run is the out-of-place one (unless a trace shows both).
 	sameInPlace := w.cluster != nil && s.timingOnly && s.trace == ""
 	bar := newProgress(stderr, len(s.sizes))
+	if parallel = s.parallelSizes(w); parallel {
+		rows, err := s.measureParallel(w, emit, bar)
+		if err == nil {
+			bar.done()
+		}
+		return rows, err
+	}
 	for _, bytes := range s.sizes {
 		spec, moved := s.spec(bytes)
 		plan, err := s.plan(spec)

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/verify"
+)
+
+// maxParallelRanks is the largest fabric whose sizes a timing-only sweep
+// shares among cores: each core holds a cluster of its own and the plan it
+// runs, and at a thousand ranks one NCCL tree plan takes gigabytes.
+const maxParallelRanks = 256
+
+// parallelSizes reports whether the sweep's sizes may run side by side:
+// on the simulator, timing only (so the in-place run is the out-of-place
+// one), with no trace (which shows one cluster's timeline), on a fabric
+// small enough, with more than one core and one size.
+func (s *sweep) parallelSizes(w *openedWorld) bool {
+	return w.cluster != nil && s.timingOnly && s.trace == "" && !s.check &&
+		s.topo.NumGPUs() <= maxParallelRanks && runtime.GOMAXPROCS(0) > 1 && len(s.sizes) > 1
+}
+
+// measured is one size of a parallel sweep once run: its row, how many of
+// its runs were timed on a mirror, or why it failed.
+type measured struct {
+	row      row
+	mirrored int
+	err      error
+	done     chan struct{}
+}
+
+// measureParallel is measure for a sweep that parallelSizes allows: the
+// sizes are shared among one cluster per core (w's and more made like
+// it), each run starting on an idle cluster, so every row is the one the
+// sizes run in turn on w would give, to the picosecond. A free core takes
+// the largest size left, the costliest to simulate, so that the last to
+// finish is a small one; rows reach emit in order of size, as soon as
+// each and those before are done. On an error it returns the rows before
+// the smallest failing size, and that size's error, whichever core met it
+// first.
+func (s *sweep) measureParallel(w *openedWorld, emit func(row) error, bar *progress) (rows []row, err error) {
+	n := len(s.sizes)
+	workers := min(runtime.GOMAXPROCS(0), n)
+	results := make([]measured, n)
+	for i := range results {
+		results[i].done = make(chan struct{})
+	}
+	var (
+		mu     sync.Mutex
+		failed = n     // the smallest failing size so far: later sizes are not run
+		next   = n - 1 // the largest size not yet taken
+	)
+	stopAt := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return failed
+	}
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		i := next
+		next--
+		return i
+	}
+	stop := func(i int) { // sizes from i on need not run
+		mu.Lock()
+		failed = min(failed, i)
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for k := range workers {
+		world := w
+		if k > 0 {
+			if world, err = s.backend.open(s.topo, s.simConfig()); err != nil {
+				break
+			}
+			defer func() { err = errors.Join(err, world.close()) }()
+		}
+		exec := world.newExecutor()
+		defer func() { err = errors.Join(err, exec.Close()) }()
+		wg.Go(func() {
+			var runner verify.Runner
+			defer runner.Free()
+			for i := take(); i >= 0; i = take() {
+				if i > stopAt() {
+					close(results[i].done)
+					continue
+				}
+				results[i].row, results[i].mirrored, results[i].err = s.measureSize(world, exec, &runner, s.sizes[i])
+				if results[i].err != nil {
+					stop(i)
+				}
+				close(results[i].done)
+			}
+		})
+	}
+	if err != nil {
+		wg.Wait()
+		return nil, err
+	}
+	defer wg.Wait()
+	mirrored := 0
+	for i := range results {
+		<-results[i].done
+		r := &results[i]
+		if r.err != nil {
+			return rows, r.err
+		}
+		if i > stopAt() {
+			break // a smaller size failed: its error comes first
+		}
+		rows = append(rows, r.row)
+		mirrored += r.mirrored
+		if emit != nil {
+			s.mirrored = mirrored
+			if err := emit(r.row); err != nil {
+				stop(i + 1)
+				return rows, err
+			}
+		}
+		bar.step()
+	}
+	s.mirrored = mirrored
+	return rows, nil
+}
+
+// measureSize runs one size of a timing-only sweep out of place on world,
+// which stands for the in-place run too, and counts the runs timed on the
+// mirror (both, when the out-of-place one was).
+func (s *sweep) measureSize(world *openedWorld, exec *ops.Executor, runner *verify.Runner, bytes int64) (row, int, error) {
+	spec, moved := s.spec(bytes)
+	plan, err := s.plan(spec)
+	if err != nil {
+		return row{}, 0, err
+	}
+	r := s.newRow(plan, moved)
+	before := world.mirroredRuns()
+	run, err := runner.Run(exec, world.World, plan, nil, false)
+	if err != nil {
+		return row{}, 0, fmt.Errorf("%s: %w", formatBytes(bytes), err)
+	}
+	r.outOfPlace = timed(run.Seconds, moved, plan.Op, plan.Ranks)
+	r.inPlace = r.outOfPlace
+	return r, 2 * (world.mirroredRuns() - before), nil
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"runtime"
+	"testing"
+)
+
+// TestParallelSweepsAreSequentialOnes: a timing-only sweep shared among
+// cores prints what it prints on one core, byte for byte, in every
+// format and for auto, a fixed algorithm and NCCL's tuner; and a sweep
+// whose later size fails (past the simulator's horizon) reports the same
+// rows, the same error and the same status.
+func TestParallelSweepsAreSequentialOnes(t *testing.T) {
+	cases := [][]string{
+		{"bench", "--topo", "dgx-h100x2", "-b", "8", "-e", "64MiB"},
+		{"bench", "--topo", "hgx-b200", "--algo", "nccl", "-b", "1KiB", "-e", "1GiB", "-f", "4", "--format", "json"},
+		{"bench", "--topo", "switch:8", "--algo", "ring", "--op", "allgather", "-e", "16MiB", "--format", "csv"},
+		{"bench", "--topo", "cluster:2x4", "--op", "alltoall", "--format", "table"},
+		{"bench", "--topo", "ring:8,bw=1B/s", "-b", "1MiB", "-e", "16MiB", "-f", "4", "--timing-only", "--algo", "ring"},
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, args := range cases {
+		runtime.GOMAXPROCS(1)
+		seqStatus, seqOut, seqErr := commsim(args...)
+		runtime.GOMAXPROCS(4)
+		parStatus, parOut, parErr := commsim(args...)
+		if parStatus != seqStatus || parOut != seqOut || parErr != seqErr {
+			t.Errorf("%v: on 4 cores status %d, on 1 status %d\n--- 4 cores:\n%s%s\n--- 1 core:\n%s%s", args, parStatus, seqStatus, parOut, parErr, seqOut, seqErr)
+		}
+	}
+	runtime.GOMAXPROCS(1)
+	status, out, errOut := commsim(cases[4]...)
+	if status != 1 || out == "" {
+		t.Errorf("the failing sweep: status %d, stdout %q, stderr %q: want its first rows and exit 1", status, out, errOut)
+	}
+}
