@@ -1,0 +1,29 @@
+package main
+
+import "testing"
+
+// BenchmarkNCCLSweepDGXH100x2 is issue #16's first speed target: a full
+// 8 B–16 GiB all-reduce sweep with NCCL's choices on two DGX H100 nodes,
+// timing only, in 2 s (its sizes shared among the cores).
+//
+//	go test -run X -bench NCCLSweepDGXH100x2 -benchtime 3x ./cmd/commsim/
+func BenchmarkNCCLSweepDGXH100x2(b *testing.B) {
+	for b.Loop() {
+		if status, _, errOut := commsim("bench", "--topo", "dgx-h100x2", "--algo", "nccl", "-b", "8", "-e", "16G", "--timing-only"); status != 0 {
+			b.Fatalf("status %d: %s", status, errOut)
+		}
+	}
+}
+
+// BenchmarkAutoSweepDGXH100x128 is bench's default (auto, 8 B–64 MiB) on
+// 128 DGX nodes, 1024 ranks: auto bounds and costs every algorithm at
+// every size, and the runs are mirrored.
+//
+//	go test -run X -bench AutoSweepDGXH100x128 -benchtime 1x ./cmd/commsim/
+func BenchmarkAutoSweepDGXH100x128(b *testing.B) {
+	for b.Loop() {
+		if status, _, errOut := commsim("bench", "--topo", "dgx-h100x128"); status != 0 {
+			b.Fatalf("status %d: %s", status, errOut)
+		}
+	}
+}
