@@ -118,3 +118,51 @@ func TestRunUntilAnyStopsAtTheFirst(t *testing.T) {
 		t.Error("a record its crashed stream skipped: no error")
 	}
 }
+
+// TestRewindGivesTheWholeHorizonBack: two computes of 60 days each pass
+// the 106-day horizon one after the other, but not with the clock rewound
+// between them; a busy or failed cluster is not rewound.
+func TestRewindGivesTheWholeHorizonBack(t *testing.T) {
+	topo, err := topology.Parse("switch:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const days60 = 60 * 24 * 3600.0
+	for _, rewind := range []bool{false, true} {
+		c, err := NewCluster(topo, Config{TimingOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, _ := c.Devices()[0].NewStream()
+		s := hs.(*Stream)
+		s.Compute(days60, "first")
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		if rewind {
+			if err := c.Rewind(); err != nil {
+				t.Fatal(err)
+			}
+			if c.Now() != 0 {
+				t.Fatalf("rewound to %v", c.Now())
+			}
+		}
+		s.Compute(days60, "second")
+		err = s.Synchronize()
+		if rewind && err != nil {
+			t.Errorf("after a rewind: %v", err)
+		}
+		if !rewind && !errors.Is(err, ErrHorizon) {
+			t.Errorf("without a rewind: %v, want the horizon", err)
+		}
+		if !rewind {
+			if err := c.Rewind(); !errors.Is(err, hw.ErrBadArgument) {
+				t.Errorf("rewinding a failed cluster: %v", err)
+			}
+		}
+		c.Close()
+		if err := c.Rewind(); !errors.Is(err, hw.ErrClosed) {
+			t.Errorf("rewinding a closed cluster: %v", err)
+		}
+	}
+}

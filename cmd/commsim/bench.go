@@ -484,7 +484,7 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 	sameInPlace := w.cluster != nil && s.timingOnly && s.trace == ""
 	bar := newProgress(stderr, len(s.sizes))
 	if parallel = s.parallelSizes(w); parallel {
-		rows, err := s.measureParallel(w, emit, bar)
+		rows, err := s.measureParallel(emit, bar)
 		if err == nil {
 			bar.done()
 		}
@@ -494,6 +494,9 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 		spec, moved := s.spec(bytes)
 		plan, err := s.plan(spec)
 		if err != nil {
+			return rows, err
+		}
+		if err := s.rewind(w); err != nil {
 			return rows, err
 		}
 		r := s.newRow(plan, moved)
@@ -643,6 +646,17 @@ func (s *sweep) plan(spec ops.Spec) (*ops.Plan, error) {
 		return nil, usageError{err}
 	}
 	return p, nil
+}
+
+// rewind gives the next size of a sweep the simulator's whole horizon, as
+// on a new cluster (sim.Cluster.Rewind): without it, sizes before would
+// spend it, and a size could fail only for coming late. A trace keeps one
+// timeline for the sweep, and so its clock.
+func (s *sweep) rewind(w *openedWorld) error {
+	if w.cluster == nil || s.trace != "" {
+		return nil
+	}
+	return w.cluster.Rewind()
 }
 
 // runOnce runs the plan once on every rank and, with --check, judges the

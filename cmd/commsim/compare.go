@@ -267,6 +267,9 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 			if err != nil {
 				return rows, err
 			}
+			if err := s.rewind(w); err != nil {
+				return rows, err
+			}
 			res, err := s.runOnce(w.World, exec, plan, false, moved)
 			if err != nil {
 				return rows, fmt.Errorf("%s at %s: %w", algo, formatBytes(bytes), err)

@@ -34,15 +34,15 @@ type measured struct {
 }
 
 // measureParallel is measure for a sweep that parallelSizes allows: the
-// sizes are shared among one cluster per core (w's and more made like
-// it), each run starting on an idle cluster, so every row is the one the
-// sizes run in turn on w would give, to the picosecond. A free core takes
+// sizes are shared among one cluster per core, made as w was, each run
+// starting on an idle cluster at time zero (rewound), so every row is the
+// one the sizes run in turn on w would give, to the picosecond. A free core takes
 // the largest size left, the costliest to simulate, so that the last to
 // finish is a small one; rows reach emit in order of size, as soon as
 // each and those before are done. On an error it returns the rows before
 // the smallest failing size, and that size's error, whichever core met it
 // first.
-func (s *sweep) measureParallel(w *openedWorld, emit func(row) error, bar *progress) (rows []row, err error) {
+func (s *sweep) measureParallel(emit func(row) error, bar *progress) (rows []row, err error) {
 	n := len(s.sizes)
 	workers := min(runtime.GOMAXPROCS(0), n)
 	results := make([]measured, n)
@@ -71,17 +71,40 @@ func (s *sweep) measureParallel(w *openedWorld, emit func(row) error, bar *progr
 		failed = min(failed, i)
 		mu.Unlock()
 	}
+	// Each core runs on a world of its own; one whose run failed is
+	// replaced, since its streams have failed, and the sizes below the
+	// failure still run.
+	worlds := make([]*openedWorld, workers)
+	execs := make([]*ops.Executor, workers)
+	open := func(k int) error {
+		var err error
+		if worlds[k], err = s.backend.open(s.topo, s.simConfig()); err != nil {
+			return err
+		}
+		execs[k] = worlds[k].newExecutor()
+		return nil
+	}
+	closeWorld := func(k int) error {
+		if worlds[k] == nil {
+			return nil
+		}
+		err := errors.Join(execs[k].Close(), worlds[k].close())
+		worlds[k], execs[k] = nil, nil
+		return err
+	}
+	closeErrs := make([]error, workers)
+	defer func() {
+		for k := range workers {
+			err = errors.Join(err, closeErrs[k], closeWorld(k))
+		}
+	}()
 	var wg sync.WaitGroup
 	for k := range workers {
-		world := w
-		if k > 0 {
-			if world, err = s.backend.open(s.topo, s.simConfig()); err != nil {
-				break
-			}
-			defer func() { err = errors.Join(err, world.close()) }()
+		if err := open(k); err != nil {
+			stop(0)
+			wg.Wait()
+			return nil, err
 		}
-		exec := world.newExecutor()
-		defer func() { err = errors.Join(err, exec.Close()) }()
 		wg.Go(func() {
 			var runner verify.Runner
 			defer runner.Free()
@@ -90,17 +113,23 @@ func (s *sweep) measureParallel(w *openedWorld, emit func(row) error, bar *progr
 					close(results[i].done)
 					continue
 				}
-				results[i].row, results[i].mirrored, results[i].err = s.measureSize(world, exec, &runner, s.sizes[i])
+				if worlds[k] == nil {
+					if err := open(k); err != nil {
+						results[i].err = err
+						stop(i)
+						close(results[i].done)
+						continue
+					}
+				}
+				results[i].row, results[i].mirrored, results[i].err = s.measureSize(worlds[k], execs[k], &runner, s.sizes[i])
 				if results[i].err != nil {
 					stop(i)
+					runner.Free()
+					closeErrs[k] = errors.Join(closeErrs[k], closeWorld(k))
 				}
 				close(results[i].done)
 			}
 		})
-	}
-	if err != nil {
-		wg.Wait()
-		return nil, err
 	}
 	defer wg.Wait()
 	mirrored := 0
@@ -135,6 +164,9 @@ func (s *sweep) measureSize(world *openedWorld, exec *ops.Executor, runner *veri
 	spec, moved := s.spec(bytes)
 	plan, err := s.plan(spec)
 	if err != nil {
+		return row{}, 0, err
+	}
+	if err := s.rewind(world); err != nil {
 		return row{}, 0, err
 	}
 	r := s.newRow(plan, moved)

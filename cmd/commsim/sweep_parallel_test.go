@@ -16,7 +16,7 @@ func TestParallelSweepsAreSequentialOnes(t *testing.T) {
 		{"bench", "--topo", "hgx-b200", "--algo", "nccl", "-b", "1KiB", "-e", "1GiB", "-f", "4", "--format", "json"},
 		{"bench", "--topo", "switch:8", "--algo", "ring", "--op", "allgather", "-e", "16MiB", "--format", "csv"},
 		{"bench", "--topo", "cluster:2x4", "--op", "alltoall", "--format", "table"},
-		{"bench", "--topo", "ring:8,bw=1B/s", "-b", "1MiB", "-e", "16MiB", "-f", "4", "--timing-only", "--algo", "ring"},
+		{"bench", "--topo", "ring:8,bw=1B/s", "-b", "64KiB", "-e", "16MiB", "-f", "4", "--timing-only", "--algo", "ring"},
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, args := range cases {
@@ -32,5 +32,25 @@ func TestParallelSweepsAreSequentialOnes(t *testing.T) {
 	status, out, errOut := commsim(cases[4]...)
 	if status != 1 || out == "" {
 		t.Errorf("the failing sweep: status %d, stdout %q, stderr %q: want its first rows and exit 1", status, out, errOut)
+	}
+}
+
+// TestSweepSizesDoNotSpendEachOthersHorizon: on one core, every run of a
+// sweep starts with the simulator's whole horizon (106 days): 2 MiB and
+// 4 MiB ring all-reduces on 8 ranks at 1 B/s take 42 and 85 days, and
+// the second failed past the horizon when it started where the first
+// ended.
+func TestSweepSizesDoNotSpendEachOthersHorizon(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, cmd := range []string{"bench", "compare"} {
+		args := []string{cmd, "--topo", "switch:8,bw=1B/s", "-b", "2MiB", "-e", "4MiB", "--symmetry=false"}
+		if cmd == "bench" {
+			args = append(args, "--algo", "ring")
+		} else {
+			args = append(args, "--algos", "ring,rhd") // four runs, in turn, on one cluster
+		}
+		if status, _, errOut := commsim(args...); status != 0 {
+			t.Errorf("%s: status %d: %s", cmd, status, errOut)
+		}
 	}
 }
