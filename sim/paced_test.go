@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/hw"
-	"github.com/commsim/commsim/topology"
 )
 
 // TestPacedStreamStaysSmall: a stream fed a window at a time, run to the
@@ -13,14 +12,7 @@ import (
 // holds stays a few windows long, and every compute ends when it would
 // had the stream been fed at once.
 func TestPacedStreamStaysSmall(t *testing.T) {
-	topo, err := topology.Parse("switch:2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewCluster(topo, Config{TimingOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mirrorCluster(t, "switch:2", Config{TimingOnly: true})
 	defer c.Close()
 	d := c.Devices()[0]
 	hs, _ := d.NewStream()
@@ -62,14 +54,7 @@ func TestPacedStreamStaysSmall(t *testing.T) {
 // events, refuses events never recorded or from elsewhere, and names the
 // failure of a record its stream skipped.
 func TestRunUntilAnyStopsAtTheFirst(t *testing.T) {
-	topo, err := topology.Parse("switch:2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := NewCluster(topo, Config{TimingOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mirrorCluster(t, "switch:2", Config{TimingOnly: true})
 	defer c.Close()
 	var evs []*Event
 	for i, d := range c.Devices() {
@@ -92,19 +77,13 @@ func TestRunUntilAnyStopsAtTheFirst(t *testing.T) {
 	if err := c.RunUntilAny(fresh.(*Event)); !errors.Is(err, hw.ErrBadArgument) {
 		t.Errorf("an event never recorded: %v", err)
 	}
-	other, err := NewCluster(topo, Config{TimingOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := mirrorCluster(t, "switch:2", Config{TimingOnly: true})
 	defer other.Close()
 	if err := other.RunUntilAny(evs[0]); !errors.Is(err, hw.ErrBadArgument) {
 		t.Errorf("an event from another cluster: %v", err)
 	}
 	// A crashed rank skips its record: the run names the crash.
-	crashed, err := NewCluster(topo, Config{TimingOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	crashed := mirrorCluster(t, "switch:2", Config{TimingOnly: true})
 	defer crashed.Close()
 	if err := crashed.Inject(Fault{Kind: RankCrash, Rank: 0, At: FromSeconds(1e-6)}); err != nil {
 		t.Fatal(err)
@@ -123,16 +102,9 @@ func TestRunUntilAnyStopsAtTheFirst(t *testing.T) {
 // the 106-day horizon one after the other, but not with the clock rewound
 // between them; a busy or failed cluster is not rewound.
 func TestRewindGivesTheWholeHorizonBack(t *testing.T) {
-	topo, err := topology.Parse("switch:2")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const days60 = 60 * 24 * 3600.0
 	for _, rewind := range []bool{false, true} {
-		c, err := NewCluster(topo, Config{TimingOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mirrorCluster(t, "switch:2", Config{TimingOnly: true})
 		hs, _ := c.Devices()[0].NewStream()
 		s := hs.(*Stream)
 		s.Compute(days60, "first")
@@ -148,7 +120,7 @@ func TestRewindGivesTheWholeHorizonBack(t *testing.T) {
 			}
 		}
 		s.Compute(days60, "second")
-		err = s.Synchronize()
+		err := s.Synchronize()
 		if rewind && err != nil {
 			t.Errorf("after a rewind: %v", err)
 		}
