@@ -38,7 +38,7 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		target = real
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
+	tmp, err := partialFiles.create(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -46,7 +46,6 @@ func writeFileAtomic(path string, write func(io.Writer) error) (err error) {
 		}
 		return fmt.Errorf("cannot create a file in %s: %w", filepath.Dir(path), err)
 	}
-	partialFiles.add(tmp.Name())
 	defer func() {
 		if err != nil {
 			tmp.Close()
@@ -126,14 +125,21 @@ type partialFileSet struct {
 
 var partialFiles = &partialFileSet{names: map[string]bool{}}
 
-func (s *partialFileSet) add(name string) {
+// create makes a temporary file in dir and holds it for the signal
+// handler, both under the lock: a signal between the two would otherwise
+// exit before the file is known, and leave it behind.
+func (s *partialFileSet) create(dir, pattern string) (*os.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.interrupted {
-		os.Remove(name) // commit will refuse it
-		return
+		return nil, errInterrupted
 	}
-	s.names[name] = true
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	s.names[f.Name()] = true
+	return f, nil
 }
 
 // remove deletes a temporary file that will not be renamed.
