@@ -1,5 +1,6 @@
 // Package simtest makes simulated clusters and collective buffers for the
-// tests of the packages that run plans on the simulator (ops, simexec).
+// tests of the packages that run plans on the simulator (ops, simexec,
+// nccl).
 package simtest
 
 import (
@@ -8,6 +9,7 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -51,4 +53,23 @@ func Buffers(t testing.TB, c *sim.Cluster, plan *ops.Plan, inPlace bool) (in, ou
 		in, out = append(in, i), append(out, o)
 	}
 	return in, out
+}
+
+// Time runs plan once, out of place, on every rank of c through the
+// simulator's driver, on buffers freed afterwards, and returns the
+// simulated seconds.
+func Time(t testing.TB, c *sim.Cluster, plan *ops.Plan) float64 {
+	t.Helper()
+	in, out := Buffers(t, c, plan, false)
+	defer func() {
+		for r := range in {
+			in[r].Buf.Free()
+			out[r].Buf.Free()
+		}
+	}()
+	secs, err := simexec.NewExecutor(c).Run(plan, in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secs
 }
