@@ -29,8 +29,9 @@ func (e *SizeError) Unwrap() error { return e.Err }
 // Simulate times the plans of sizes 0..n-1 in seconds, each out of place on an idle
 // cluster of topo made with cfg, sharing them among one cluster per core;
 // plan(i) makes the i-th (it runs on any worker, and may record what it
-// needs of the plan at index i). Each run starts on an idle cluster, so
-// the times do not depend on which worker ran which plan. On failure it
+// needs of the plan at index i). Each run starts on an idle cluster at
+// time zero (sim.Cluster.Rewind), so the times do not depend on which
+// worker ran which plan, nor on what it ran before. On failure it
 // returns a *SizeError: the smallest failing size's, whichever worker
 // met it, so the report is the same on every run.
 func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (*ops.Plan, error)) ([]float64, error) {
@@ -53,6 +54,11 @@ func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (
 				pl, err := plan(i)
 				if err != nil {
 					errs[w] = &SizeError{i, true, err}
+					return
+				}
+				// Each size gets the whole horizon, whatever ran before it.
+				if err := c.Rewind(); err != nil {
+					errs[w] = &SizeError{i, false, err}
 					return
 				}
 				res, err := runner.Run(exec, c.World(), pl, nil, false)
