@@ -17,6 +17,9 @@ type message struct {
 	dt   hw.DType
 	n    int
 	data []byte // nil in timing-only mode
+	// slots are the sender's buffer slots the message holds until a
+	// receive takes it (none without a Wire with Slots).
+	slots heldSlots
 }
 
 func (m message) writeTo(dst hw.Slice) error {
@@ -157,6 +160,7 @@ func (c *Cluster) deadlock() *DeadlockError {
 		if o.kind == opRecv && o.peer.crashed {
 			waiting += fmt.Sprintf(", but rank %d crashed at %v", o.peer.rank, o.peer.crashedAt)
 		}
+		waiting += s.slotsWait(o)
 		blocked = append(blocked, BlockedStream{
 			Rank: s.dev.rank, Device: s.dev.name, Stream: s.id, Op: o.index,
 			Waiting: waiting, Pending: s.pending(),

@@ -142,6 +142,11 @@ type Stream struct {
 	// besides their route, and path a send's route with it.
 	channel link
 	path    []*link
+	// conns are the stream's buffer slots to each device it sends to
+	// under a Wire with Slots, and sending the slots of its send in
+	// flight (see slots.go).
+	conns   map[*Device]*connection
+	sending heldSlots
 }
 
 var _ hw.Stream = (*Stream)(nil)
@@ -562,6 +567,9 @@ func (s *Stream) begin(o *op, now Time) bool {
 			s.fail(o, fmt.Errorf("%w: peer rank %d (%s) crashed at %v", ErrCrashed, o.peer.rank, o.peer.name, o.peer.crashedAt))
 			return false
 		}
+		if o.wire != nil && o.wire.Slots > 0 && !s.takeSlots(o) {
+			return false
+		}
 		r, err := c.routeBetween(s.dev, o.peer)
 		if err != nil {
 			if c.linkDown != nil {
@@ -579,6 +587,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 	case opRecv:
 		mb := c.standIn(o.peer).mailboxTo(s.dev, o.tag)
 		m, ok := mb.take()
+		m.slots.release()
 		if !ok && mb.senderErr != nil {
 			s.fail(o, mb.senderErr)
 			return false
@@ -643,16 +652,21 @@ func (s *Stream) flowDone(now Time, o *op) {
 		s.switchDrained(now, o)
 		return
 	}
-	if o.kind == opSend && freed(o.src) {
-		s.fail(o, hw.ErrFreed)
-		return
-	}
 	if o.kind == opSend {
+		held := s.sending
+		s.sending = heldSlots{}
+		if freed(o.src) {
+			held.release()
+			s.fail(o, hw.ErrFreed)
+			return
+		}
 		c := s.dev.c
+		m := c.message(o)
+		m.slots = held
 		if o.land > 0 {
-			c.eng.schedule(after(now, o.land), &landing{from: s.dev, o: *o, m: c.message(o)}, 0)
+			c.eng.schedule(after(now, o.land), &landing{from: s.dev, o: *o, m: m}, 0)
 		} else {
-			c.deliver(s.dev, o, c.message(o), now)
+			c.deliver(s.dev, o, m, now)
 		}
 	} else if err := s.apply(o); err != nil {
 		s.fail(o, err)
@@ -726,6 +740,9 @@ func (s *Stream) abort(err, cause error) {
 	c := s.dev.c
 	s.busy, s.flow, s.computing = false, nil, nil
 	s.err = err
+	// What it holds is never sent now; its messages on their way still
+	// free their slots in connections nothing reads again.
+	s.conns, s.sending = nil, heldSlots{}
 	if c.trace != nil {
 		c.trace.failed(s, c.eng.now, err)
 	}
