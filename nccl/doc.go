@@ -21,6 +21,19 @@
 //     A message lands its latency after its bytes leave, so a channel's
 //     messages overlap their latencies; reductions are fused into the
 //     transfers, as NCCL's kernels reduce while they copy.
+//   - Each channel's connection to a peer has NCCL's buffer: NCCL_STEPS
+//     = 8 slots of the protocol's step (Simple 512 KiB, LL 32 KiB and
+//     LL128 576,000 bytes of payload; the p2p chunk for point-to-point).
+//     A message of at most a step holds its bytes there until the peer
+//     receives it, and a send waits for room, so a sender stays at most
+//     a buffer ahead of a slow receiver. A message larger than a step
+//     (a ring's whole block, moved in one pass) would stream through the
+//     slots as the receiver drains them, which whole messages cannot
+//     follow: it is not held. PAT's plan sends further ahead than 8
+//     slots allow (NCCL's PAT kernel schedules its own steps), and is
+//     eager. The slots hold bytes, and the simulator's LL and LL128
+//     pieces are finer than NCCL's chunks, so a piece smaller than a step
+//     holds less than the whole slot NCCL's chunk would.
 //   - Ring (ops nccl-ring): one ring per channel, each its own lane,
 //     crossing nodes on one NIC rail (channels spread over the rails).
 //     All-reduce, all-gather and reduce-scatter move each channel's block
@@ -60,9 +73,9 @@
 //     up to 16 KiB per channel, else Simple. NCCL's model has no
 //     point-to-point figures, so the ring's latencies stand in.
 //
-// Not modelled: NCCL's slot-based flow control (8 steps of buffer per
-// connection: a sender never waits for a receiver's free slot), proxy
-// threads, and the tuner plugins some clusters load. Algorithms NCCL
+// Not modelled: proxy threads, the latency of the receiver's word that a
+// slot is free (the sender sees it at once), and the tuner plugins some
+// clusters load. Algorithms NCCL
 // would pick that the simulator cannot run on a fabric yet (CollNet with
 // several GPUs per node, NVLS across nodes) are priced by the model but
 // left out of the choice (Simulable); Choice.NCCL says what NCCL itself

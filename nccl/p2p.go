@@ -138,7 +138,13 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	}
 	channels := min(float64(c.Channels), float64(total)/float64(peers))
 	w.Rate = channels * perChannel * 1e9 * orOne(m.Bandwidth[p])
-	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, &w, baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
+	// A p2p connection's buffer is NCCL_STEPS p2p chunks (LL's lines
+	// for LL).
+	step := p2pChunk(s)
+	if p == ll {
+		step = llChunk
+	}
+	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, withSlots(&w, step), baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
 	return plan, nil
 }
 

@@ -11,8 +11,14 @@ import "github.com/commsim/commsim/ops"
 // flight) and 2.8 µs per rank (the work of walking every rank's tree,
 // tuning.cc), so a step's network latency is the hop's over 3.5 and the
 // launch carries the per-rank term.
+//
+// PAT's sends are eager: its plan sends a peer several pieces before the
+// peer receives them, more than NCCL_STEPS slots hold at 13 ranks and
+// more (ops.Check finds it deadlocks under 8 slots there, not under 16),
+// where NCCL's PAT kernel schedules its own steps through its buffer.
 func patWire(s System, w *ops.Wire, launch float64, o Options) (*ops.Wire, float64) {
 	w.Latency[ops.PathNet] /= 3.5
+	w.Slots, w.SlotBytes = 0, 0
 	return w, launch + float64(s.Ranks)*patPerRankUS*1e-6*orOne(o.Machine.Launch)
 }
 

@@ -19,6 +19,20 @@ const (
 	ll128Chunk = 4915200 / 8 * 15 / 16
 )
 
+// ncclSteps is NCCL_STEPS (device.h): the slots of every connection's
+// buffer, each holding one step.
+const ncclSteps = 8
+
+// withSlots gives w the buffer of NCCL's connections: ncclSteps slots of
+// stepBytes of payload each, so that a sender stays at most a buffer
+// ahead of its receiver. The slots hold bytes, not messages: the
+// simulator's LL and LL128 pieces are finer than NCCL's chunks (see
+// chainChunk), and a slot each would throttle them as NCCL's are not.
+func withSlots(w *ops.Wire, stepBytes int64) *ops.Wire {
+	w.Slots, w.SlotBytes = ncclSteps, stepBytes
+	return w
+}
+
 // chunkBytes is the bytes a channel of a broadcast or a reduce moves per
 // step with protocol p.
 func chunkBytes(p int) int {
@@ -178,7 +192,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 		w.Latency[class] *= orOne(m.Hop)
 	}
 	w.Rate *= orOne(m.Bandwidth[p])
-	return &w, baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
+	return withSlots(&w, int64(chunkBytes(p))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
 }
 
 // bytesOf is NCCL's size of a collective: the larger of a rank's send and

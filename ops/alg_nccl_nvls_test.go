@@ -62,6 +62,7 @@ func checkNVLSPlan(t *testing.T, spec Spec) {
 	if err := Check(held); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
+	checkBuffers(t, name, held)
 	_, group := spec.Group(0)
 	if want := group > 1 && spec.Count > 0; held.UsesSwitch() != want {
 		t.Fatalf("%s: UsesSwitch %v, want %v", name, held.UsesSwitch(), want)

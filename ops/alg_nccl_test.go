@@ -39,6 +39,7 @@ func checkNCCLPlans(t *testing.T, algo string) {
 						if err := Check(held); err != nil {
 							t.Fatalf("%s: %v", name, err)
 						}
+						checkBuffers(t, name, held)
 						want := max(1, min(ch, count))
 						switch {
 						case algo == "nccl-tree" && held.Lanes <= treeLanes*want && held.Lanes > treeLanes*(want-1):
@@ -169,6 +170,25 @@ func TestChainTreesSpanTheRanks(t *testing.T) {
 					t.Errorf("%v: node %d is interior in both trees", shape, node)
 				}
 			}
+		}
+	}
+}
+
+// checkBuffers checks plan again under buffers of two shapes, one slot of
+// one f32 and four of four: a lane's send to a peer waits while the messages
+// it sent there and the peer has not received leave no room for it (see
+// Wire.Slots), which the simulator holds NCCL's plans to.
+func checkBuffers(t *testing.T, name string, plan *Plan) {
+	t.Helper()
+	saved := plan.Wire
+	defer func() { plan.Wire = saved }()
+	for _, b := range []struct {
+		slots int
+		bytes int64
+	}{{1, 4}, {4, 16}} {
+		plan.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}, Slots: b.slots, SlotBytes: b.bytes}
+		if err := Check(plan); err != nil {
+			t.Fatalf("%s, %d slots of %d bytes: %v", name, b.slots, b.bytes, err)
 		}
 	}
 }

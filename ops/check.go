@@ -14,7 +14,9 @@ import (
 //   - every step is well formed: ranges inside their buffers, peers in
 //     range, After lists pointing backwards;
 //   - every send is received, with the same length, and no receive is left
-//     waiting: the plan cannot deadlock (sends are eager, as in hw);
+//     waiting: the plan cannot deadlock (sends are eager, as in hw, or
+//     wait for room in their buffer on the peer when the plan's Wire
+//     has Slots);
 //   - out of place, no rank writes its input;
 //   - no two lanes of a rank touch the same element without an ordering
 //     between them (After), and nothing reads an element never written;
@@ -179,12 +181,17 @@ const (
 type symMsg struct {
 	vals  []sym
 	heard []bool // ranks the sender had heard from (barrier check)
+	conn  connKey
+	held  int64 // bytes it holds in conn's buffer until received
 }
 
 type msgKey struct {
 	from, to int
 	tag      uint32
 }
+
+// connKey is a lane's connection to a peer: what Wire.Slots bound.
+type connKey struct{ from, to, lane int }
 
 // symRun is one symbolic execution of a plan.
 type symRun struct {
@@ -204,10 +211,11 @@ type symRun struct {
 	markClock []map[int][]int32
 	heard     [][]bool
 	mail      map[msgKey][]symMsg
+	held      map[connKey]int64 // bytes held in buffers, when the Wire has Slots
 }
 
 func newSymRun(p *Plan, inPlace bool) *symRun {
-	s := &symRun{p: p, inPlace: inPlace, t: newSymTable(), mail: map[msgKey][]symMsg{}}
+	s := &symRun{p: p, inPlace: inPlace, t: newSymTable(), mail: map[msgKey][]symMsg{}, held: map[connKey]int64{}}
 	n := p.Ranks
 	s.arrays = make([][3][]sym, n)
 	s.bases = make([][3]int, n)
@@ -299,7 +307,11 @@ func (s *symRun) run() error {
 	for r := range p.Ranks {
 		for l := range p.Lanes {
 			if op := s.lanes[r][l].peek(); op != nil {
-				blocked = append(blocked, fmt.Sprintf("rank %d lane %d at step %d (%v)", r, l, op.Index, op))
+				why := ""
+				if _, full := s.bufferFull(r, op); full {
+					why = fmt.Sprintf(", waiting for room in its buffer: %d of %d bytes held", s.held[connKey{r, op.Peer, l}], p.Wire.buffer())
+				}
+				blocked = append(blocked, fmt.Sprintf("rank %d lane %d at step %d (%v)%s", r, l, op.Index, op, why))
 			}
 		}
 	}
@@ -340,6 +352,18 @@ func (s *symRun) where(r int, op *Operation) string {
 	return fmt.Sprintf("rank %d lane %d step %d (%v)", r, op.Lane, op.Index, op)
 }
 
+// bufferFull is the bytes send st of rank r holds in its buffer under
+// the plan's Wire (0 without Slots), and whether its lane's buffer on
+// the peer has too little room for it now.
+func (s *symRun) bufferFull(r int, st *Operation) (need int64, full bool) {
+	w := s.p.Wire
+	if st.Kind != StepSend || w == nil || w.Slots == 0 {
+		return 0, false
+	}
+	need = w.holds(int64(st.Src.Len) * int64(s.p.DType.Size()))
+	return need, s.held[connKey{r, st.Peer, st.Lane}]+need > w.buffer()
+}
+
 // try runs op of rank r if it can run now.
 func (s *symRun) try(r int, st *Operation) (bool, error) {
 	for _, a := range st.Awaits {
@@ -359,12 +383,18 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 
 	switch st.Kind {
 	case StepSend:
+		need, full := s.bufferFull(r, st)
+		if full {
+			return false, nil // until the peer receives enough
+		}
 		vals, err := s.read(r, r, st, vc, st.Src)
 		if err != nil {
 			return fail("%v", err)
 		}
+		conn := connKey{r, st.Peer, st.Lane}
+		s.held[conn] += need
 		k := msgKey{r, st.Peer, st.Tag}
-		s.mail[k] = append(s.mail[k], symMsg{vals: vals, heard: slices.Clone(s.heard[r])})
+		s.mail[k] = append(s.mail[k], symMsg{vals: vals, heard: slices.Clone(s.heard[r]), conn: conn, held: need})
 	case StepRecv:
 		k := msgKey{st.Peer, r, st.Tag}
 		q := s.mail[k]
@@ -373,6 +403,7 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 		}
 		m := q[0]
 		s.mail[k] = q[1:]
+		s.held[m.conn] -= m.held
 		if len(m.vals) != st.Dst.Len {
 			return fail("message from rank %d has %d elements, receive buffer %d", st.Peer, len(m.vals), st.Dst.Len)
 		}

@@ -334,3 +334,45 @@ func allOperations(t *testing.T, p *Plan, r int, batched bool) [][]Operation {
 	}
 	return out
 }
+
+// TestCheckHoldsSendsToTheirBuffers: a receiver that takes a chunk of a
+// broadcast before the ones sent ahead of it is correct with eager sends,
+// with slots too small to hold a chunk (which then streams), and with a
+// buffer that holds what the root sends ahead; with less, the root waits
+// for room the receiver never frees, and Check says so.
+func TestCheckHoldsSendsToTheirBuffers(t *testing.T) {
+	spec := Spec{Op: Broadcast, Algo: "nccl-ring", Ranks: 2, Count: 4, Chunk: 1, DType: hw.F32, Channels: 1}
+	lastFirst := func(slots int, slotBytes int64) *Plan {
+		p := mustPlan(t, spec)
+		tag := uint32(0)
+		for i, s := range p.Steps[0] {
+			if s.Kind == StepSend {
+				p.Steps[0][i].Tag = tag
+				tag++
+			}
+		}
+		r := p.Steps[1]
+		for i := range r {
+			r[i].Tag = uint32(i)
+		}
+		r[0], r[1], r[2], r[3] = r[3], r[0], r[1], r[2]
+		if slots > 0 {
+			p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}, Slots: slots, SlotBytes: slotBytes}
+		}
+		return p
+	}
+	for _, b := range [][2]int{{0, 0}, {4, 3}, {4, 4}, {1, 16}} {
+		if err := Check(lastFirst(b[0], int64(b[1]))); err != nil {
+			t.Errorf("%d slots of %d bytes: %v", b[0], b[1], err)
+		}
+	}
+	err := Check(lastFirst(3, 4))
+	if err == nil || !strings.Contains(err.Error(), "deadlock") || !strings.Contains(err.Error(), "waiting for room in its buffer: 12 of 12 bytes held") {
+		t.Fatalf("3 slots of 4 bytes: %v, want a deadlock waiting for room", err)
+	}
+	p := lastFirst(-1, 4)
+	p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}, Slots: -1}
+	if err := Check(p); !errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), "buffer") {
+		t.Fatalf("-1 slots: %v, want ErrBadPlan naming the buffer", err)
+	}
+}

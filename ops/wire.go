@@ -73,7 +73,29 @@ type Wire struct {
 	// however idle its links (an NCCL channel copies at its own pace);
 	// 0 sets no limit.
 	Rate float64
+	// Slots and SlotBytes are the buffer a lane's connection to each peer
+	// has (NCCL's NCCL_STEPS slots of one step each): a message of at
+	// most SlotBytes holds its bytes from its send until the peer
+	// receives it, and a send waits while it would not fit beside those
+	// held in the Slots×SlotBytes bytes. A larger message streams
+	// through the slots as the peer drains them, which whole messages
+	// cannot follow, and holds nothing. Slots 0 bounds nothing: sends
+	// are eager. Check proves a plan cannot deadlock under its buffer;
+	// Cost ignores it.
+	Slots     int
+	SlotBytes int64
 }
+
+// holds is the bytes a message of bytes payload holds in w's buffer.
+func (w *Wire) holds(bytes int64) int64 {
+	if bytes > w.SlotBytes {
+		return 0
+	}
+	return bytes
+}
+
+// buffer is the bytes w's slots hold in all.
+func (w *Wire) buffer() int64 { return int64(w.Slots) * w.SlotBytes }
 
 // check reports a wire that would make messages free or endless.
 func (w *Wire) check() error {
@@ -87,6 +109,9 @@ func (w *Wire) check() error {
 	}
 	if !(w.Rate >= 0) || math.IsInf(w.Rate, 0) {
 		return fmt.Errorf("wire rate %v B/s is not a rate", w.Rate)
+	}
+	if w.Slots < 0 || w.SlotBytes < 0 || w.Slots > 0 && w.SlotBytes > math.MaxInt64/int64(w.Slots) {
+		return fmt.Errorf("wire buffer of %d slots of %d bytes: not a buffer", w.Slots, w.SlotBytes)
 	}
 	return nil
 }

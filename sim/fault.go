@@ -361,8 +361,8 @@ func (c *Cluster) apply(f Fault, now Time) {
 			case s.switchMember(d):
 				s.crash(fmt.Errorf("%w: member rank %d (%s) crashed at %v during the switch operation", ErrCrashed, d.rank, d.name, now))
 			case s.conns[d] != nil && s.conns[d].blocked:
-				// Waiting for buffer slots the crashed rank will never
-				// free: the send looks again, and fails.
+				// Waiting for room the crashed rank will never free:
+				// the send looks again, and fails.
 				c.kick(s)
 			}
 		}

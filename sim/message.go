@@ -17,9 +17,9 @@ type message struct {
 	dt   hw.DType
 	n    int
 	data []byte // nil in timing-only mode
-	// slots are the sender's buffer slots the message holds until a
+	// held is the room in its sender's buffer the message holds until a
 	// receive takes it (none without a Wire with Slots).
-	slots heldSlots
+	held held
 }
 
 func (m message) writeTo(dst hw.Slice) error {
@@ -160,7 +160,7 @@ func (c *Cluster) deadlock() *DeadlockError {
 		if o.kind == opRecv && o.peer.crashed {
 			waiting += fmt.Sprintf(", but rank %d crashed at %v", o.peer.rank, o.peer.crashedAt)
 		}
-		waiting += s.slotsWait(o)
+		waiting += s.bufferWait(o)
 		blocked = append(blocked, BlockedStream{
 			Rank: s.dev.rank, Device: s.dev.name, Stream: s.id, Op: o.index,
 			Waiting: waiting, Pending: s.pending(),

@@ -142,11 +142,11 @@ type Stream struct {
 	// besides their route, and path a send's route with it.
 	channel link
 	path    []*link
-	// conns are the stream's buffer slots to each device it sends to
-	// under a Wire with Slots, and sending the slots of its send in
-	// flight (see slots.go).
+	// conns are the stream's buffers on each device it sends to under a
+	// Wire with Slots, and sending the room its send in flight holds
+	// (see slots.go).
 	conns   map[*Device]*connection
-	sending heldSlots
+	sending held
 }
 
 var _ hw.Stream = (*Stream)(nil)
@@ -567,7 +567,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 			s.fail(o, fmt.Errorf("%w: peer rank %d (%s) crashed at %v", ErrCrashed, o.peer.rank, o.peer.name, o.peer.crashedAt))
 			return false
 		}
-		if o.wire != nil && o.wire.Slots > 0 && !s.takeSlots(o) {
+		if o.wire != nil && o.wire.Slots > 0 && !s.reserve(o) {
 			return false
 		}
 		r, err := c.routeBetween(s.dev, o.peer)
@@ -587,7 +587,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 	case opRecv:
 		mb := c.standIn(o.peer).mailboxTo(s.dev, o.tag)
 		m, ok := mb.take()
-		m.slots.release()
+		m.held.release()
 		if !ok && mb.senderErr != nil {
 			s.fail(o, mb.senderErr)
 			return false
@@ -653,16 +653,16 @@ func (s *Stream) flowDone(now Time, o *op) {
 		return
 	}
 	if o.kind == opSend {
-		held := s.sending
-		s.sending = heldSlots{}
+		room := s.sending
+		s.sending = held{}
 		if freed(o.src) {
-			held.release()
+			room.release()
 			s.fail(o, hw.ErrFreed)
 			return
 		}
 		c := s.dev.c
 		m := c.message(o)
-		m.slots = held
+		m.held = room
 		if o.land > 0 {
 			c.eng.schedule(after(now, o.land), &landing{from: s.dev, o: *o, m: m}, 0)
 		} else {
@@ -742,7 +742,7 @@ func (s *Stream) abort(err, cause error) {
 	s.err = err
 	// What it holds is never sent now; its messages on their way still
 	// free their slots in connections nothing reads again.
-	s.conns, s.sending = nil, heldSlots{}
+	s.conns, s.sending = nil, held{}
 	if c.trace != nil {
 		c.trace.failed(s, c.eng.now, err)
 	}

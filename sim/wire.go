@@ -45,24 +45,28 @@ type Wire struct {
 	// moves, however idle its links (NCCL's channel is one block of
 	// threads, and copies at its pace); 0 sets no limit.
 	Rate float64
-	// Slots and SlotBytes bound what a stream's sends to one device may
-	// have in flight, as NCCL's NCCL_STEPS buffer slots per connection
-	// do: a message takes one slot per SlotBytes of payload (one when
-	// SlotBytes is 0), at least one and at most Slots, from when its send
-	// starts until a receive on the device takes it. A send that needs
-	// more slots than are free waits, unless none is in use. Slots 0 sets
-	// no bound: sends are eager.
+	// Slots and SlotBytes are the buffer one stream's connection to a
+	// device has, as NCCL's NCCL_STEPS slots of a step each: a message of
+	// at most SlotBytes holds its bytes there from when its send starts
+	// until a receive on the device takes it, and a send waits while it
+	// would not fit beside those held in the Slots×SlotBytes bytes. A
+	// larger message streams through the slots as the receiver drains
+	// them, which whole-message timing cannot follow: it holds nothing.
+	// Slots 0 sets no bound: sends are eager.
 	Slots     int
 	SlotBytes int64
 }
 
-// slotsFor is the slots a message of bytes payload takes under w.
-func (w *Wire) slotsFor(bytes int64) int {
-	if w.SlotBytes <= 0 || bytes <= 0 {
-		return 1
+// holds is the bytes a message of bytes payload holds in w's buffer.
+func (w *Wire) holds(bytes int64) int64 {
+	if bytes > w.SlotBytes {
+		return 0
 	}
-	return int(min(int64(w.Slots), (bytes-1)/w.SlotBytes+1))
+	return bytes
 }
+
+// buffer is the bytes w's slots hold in all.
+func (w *Wire) buffer() int64 { return int64(w.Slots) * w.SlotBytes }
 
 // check reports a wire that would make a transfer take no time or
 // forever.
@@ -78,8 +82,8 @@ func (w *Wire) check() error {
 	if !(w.Rate >= 0) || math.IsInf(w.Rate, 0) {
 		return fmt.Errorf("wire rate %v B/s is not a rate", w.Rate)
 	}
-	if w.Slots < 0 || w.SlotBytes < 0 {
-		return fmt.Errorf("wire slots %d of %d bytes: neither may be negative", w.Slots, w.SlotBytes)
+	if w.Slots < 0 || w.SlotBytes < 0 || w.Slots > 0 && w.SlotBytes > math.MaxInt64/int64(w.Slots) {
+		return fmt.Errorf("wire buffer of %d slots of %d bytes: not a buffer", w.Slots, w.SlotBytes)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func simWire(w *ops.Wire) *sim.Wire {
 	if w == nil {
 		return nil
 	}
-	sw := sim.Wire{Rate: w.Rate}
+	sw := sim.Wire{Rate: w.Rate, Slots: w.Slots, SlotBytes: w.SlotBytes}
 	for k := range ops.NumPathClasses {
 		sw.Latency[k] = sim.FromSeconds(w.Latency[k])
 		sw.Efficiency[k] = w.Efficiency[k]

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -9,11 +10,11 @@ import (
 	"github.com/commsim/commsim/sim"
 )
 
-// slotted has rank 0 send ten messages of 1000 f32 (40 ns each at
+// buffering has rank 0 send ten messages of 1000 f32 (40 ns each at
 // 100 GB/s, landing 1 µs after) to rank 1 under w, while rank 1 first
 // computes for 1 ms and then receives them in recvOrder (tags 1…10). It
 // returns when rank 0's sends were done, and the error of each side.
-func slotted(t *testing.T, w *sim.Wire, recvOrder []int, faults ...string) (sim.Time, error, error) {
+func buffering(t *testing.T, w *sim.Wire, recvOrder []int, faults ...string) (sim.Time, error, error) {
 	t.Helper()
 	c := newCluster(t, "switch:2,bw=100GB/s,lat=1us", sim.Config{TimingOnly: true})
 	for _, f := range faults {
@@ -44,15 +45,16 @@ func slotted(t *testing.T, w *sim.Wire, recvOrder []int, faults ...string) (sim.
 
 var inOrder = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 
-func slotWire(slots int, slotBytes int64) *sim.Wire {
+func buffered(slots int, slotBytes int64) *sim.Wire {
 	return &sim.Wire{Latency: [3]sim.Time{sim.Microsecond, sim.Microsecond, sim.Microsecond},
 		Efficiency: [3]float64{1, 1, 1}, Slots: slots, SlotBytes: slotBytes}
 }
 
-// TestSlotsHoldAFastSenderToItsReceiver: with no slots a sender runs as
-// far ahead of a busy receiver as it likes; with them, it waits for the
-// receiver to take a message before it reuses the message's slots.
-func TestSlotsHoldAFastSenderToItsReceiver(t *testing.T) {
+// TestBufferHoldsAFastSenderToItsReceiver: with no buffer a sender runs
+// as far ahead of a busy receiver as it likes; with one, it waits for the
+// receiver to take messages before it sends what would not fit beside
+// them.
+func TestBufferHoldsAFastSenderToItsReceiver(t *testing.T) {
 	const busy = sim.Millisecond
 	for _, tc := range []struct {
 		name string
@@ -60,62 +62,62 @@ func TestSlotsHoldAFastSenderToItsReceiver(t *testing.T) {
 		want sim.Time
 	}{
 		// Ten sends of 40 ns back to back.
-		{"eager", slotWire(0, 0), 400 * sim.Nanosecond},
+		{"eager", buffered(0, 0), 400 * sim.Nanosecond},
 		// Eight go at once; the last two when the receiver takes the
 		// first (already landed) at 1 ms.
-		{"8 slots", slotWire(8, 0), busy + 80*sim.Nanosecond},
+		{"8 messages' room", buffered(8, 4000), busy + 80*sim.Nanosecond},
 		// Two go at once. At 1 ms the receiver takes both, sends 3 and 4
 		// go (land at +1040 and +1080 ns); each later pair waits for the
 		// pair before it to land: 5 and 6 at +1040 ns, 7 and 8 at +2080,
 		// 9 and 10 at +3120, done 80 ns later.
-		{"2 slots", slotWire(2, 0), busy + 3200*sim.Nanosecond},
-		// 4000-byte messages in slots of 2000 bytes take two each: as 2.
-		{"4 slots of 2000 B", slotWire(4, 2000), busy + 3200*sim.Nanosecond},
-		// A message larger than the whole buffer takes all of it, one
-		// at a time: sends 2…10 each wait for the one before to land.
-		{"1 slot", slotWire(1, 0), busy + 8*1040*sim.Nanosecond + 40*sim.Nanosecond},
-		{"2 slots of 1000 B", slotWire(2, 1000), busy + 8*1040*sim.Nanosecond + 40*sim.Nanosecond},
+		{"2 messages' room", buffered(2, 4000), busy + 3200*sim.Nanosecond},
+		{"room for 2 but not 3", buffered(2, 5999), busy + 3200*sim.Nanosecond},
+		// One at a time: sends 2…10 each wait for the one before to land.
+		{"1 message's room", buffered(1, 4000), busy + 8*1040*sim.Nanosecond + 40*sim.Nanosecond},
+		// A message larger than a slot streams through them: eager.
+		{"slots smaller than a message", buffered(8, 3999), 400 * sim.Nanosecond},
 	} {
-		got, sendErr, recvErr := slotted(t, tc.wire, inOrder)
+		got, sendErr, recvErr := buffering(t, tc.wire, inOrder)
 		if sendErr != nil || recvErr != nil || got != tc.want {
 			t.Errorf("%s: sends done after %v (%v, %v), want %v", tc.name, got, sendErr, recvErr, tc.want)
 		}
 	}
 }
 
-// TestFullSlotsThatNoReceiveFreesAreADeadlock: a receiver that waits for
-// the third message before it takes the first two never frees a slot for
-// it under two slots, and the report says so; eager sends finish.
-func TestFullSlotsThatNoReceiveFreesAreADeadlock(t *testing.T) {
+// TestAFullBufferThatNoReceiveDrainsIsADeadlock: a receiver that waits
+// for the last message before it takes the others never makes room for
+// it in a buffer of two, and the report says so; eager sends finish.
+func TestAFullBufferThatNoReceiveDrainsIsADeadlock(t *testing.T) {
 	order := []int{10, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	if _, sendErr, recvErr := slotted(t, slotWire(0, 0), order); sendErr != nil || recvErr != nil {
+	if _, sendErr, recvErr := buffering(t, buffered(0, 0), order); sendErr != nil || recvErr != nil {
 		t.Fatalf("eager: %v, %v", sendErr, recvErr)
 	}
-	_, sendErr, _ := slotted(t, slotWire(2, 0), order)
-	if !errors.Is(sendErr, hw.ErrDeadlock) || !strings.Contains(sendErr.Error(), "waiting for a free buffer slot: 2 of its 2 to rank 1") {
-		t.Fatalf("sender: %v, want a deadlock report naming the full slots", sendErr)
+	_, sendErr, _ := buffering(t, buffered(2, 4000), order)
+	if !errors.Is(sendErr, hw.ErrDeadlock) || !strings.Contains(sendErr.Error(), "waiting for room in its buffer to rank 1: 8000 of its 8000 bytes") {
+		t.Fatalf("sender: %v, want a deadlock report naming the full buffer", sendErr)
 	}
 }
 
-// TestSlotsToACrashedRankFailTheSender: a sender waiting for slots that a
-// crashed rank will never free fails with the crash, not a deadlock.
-func TestSlotsToACrashedRankFailTheSender(t *testing.T) {
-	_, sendErr, _ := slotted(t, slotWire(2, 0), inOrder, "rank 1 crash at 500us")
+// TestABufferOnACrashedRankFailsTheSender: a sender waiting for room that
+// a crashed rank will never free fails with the crash, not a deadlock.
+func TestABufferOnACrashedRankFailsTheSender(t *testing.T) {
+	_, sendErr, _ := buffering(t, buffered(2, 4000), inOrder, "rank 1 crash at 500us")
 	if !errors.Is(sendErr, sim.ErrCrashed) || !strings.Contains(sendErr.Error(), "rank 1") {
 		t.Fatalf("sender: %v, want ErrCrashed naming rank 1", sendErr)
 	}
 }
 
-// TestWireRefusesNegativeSlots: a wire with negative slots is bad input.
-func TestWireRefusesNegativeSlots(t *testing.T) {
-	for _, w := range []*sim.Wire{slotWire(-1, 0), slotWire(2, -1)} {
+// TestWireRefusesANegativeBuffer: a wire with negative slots, or slots
+// too large to add up, is bad input.
+func TestWireRefusesANegativeBuffer(t *testing.T) {
+	for _, w := range []*sim.Wire{buffered(-1, 4000), buffered(2, -1), buffered(2, math.MaxInt64)} {
 		c := newCluster(t, "switch:2", sim.Config{TimingOnly: true})
 		d := c.Devices()
 		s := try(d[0].NewStream())(t).(*sim.Stream)
 		src := try(d[0].Alloc(hw.F32, 4))(t)
 		ok(t, s.Feed(&ops{list: []sim.Op{{Kind: sim.OpSend, Src: hw.Whole(src), Peer: d[1], Tag: 1, Wire: w}}, n: 1}))
-		if err := s.Synchronize(); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "slots") {
-			t.Errorf("wire %+v: %v, want ErrBadArgument naming the slots", *w, err)
+		if err := s.Synchronize(); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "buffer") {
+			t.Errorf("wire %+v: %v, want ErrBadArgument naming the buffer", *w, err)
 		}
 	}
 }
