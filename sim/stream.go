@@ -144,7 +144,7 @@ type Stream struct {
 	path    []*link
 	// conns are the stream's buffers on each device it sends to under a
 	// Wire with Slots, and sending the room its send in flight holds
-	// (see slots.go).
+	// (see buffer.go).
 	conns   map[*Device]*connection
 	sending held
 }
@@ -741,7 +741,7 @@ func (s *Stream) abort(err, cause error) {
 	s.busy, s.flow, s.computing = false, nil, nil
 	s.err = err
 	// What it holds is never sent now; its messages on their way still
-	// free their slots in connections nothing reads again.
+	// free their room in connections nothing reads again.
 	s.conns, s.sending = nil, held{}
 	if c.trace != nil {
 		c.trace.failed(s, c.eng.now, err)
