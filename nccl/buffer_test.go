@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -57,6 +58,43 @@ func TestPlansCarryNCCLsBuffers(t *testing.T) {
 		}
 		if w := plan.Wire; w == nil || w.Slots != slots || w.SlotBytes != tc.slotBytes {
 			t.Errorf("%s %s: wire %+v, want %d slots of %d bytes", tc.topo, nccl.Label(plan), w, slots, tc.slotBytes)
+		}
+	}
+}
+
+// TestBuffSizeSetsTheSimpleStep: NCCL_BUFFSIZE (Options.BuffSize) sets
+// the Simple step, an eighth of it, which a Simple chain forwards at a
+// time and the slots hold; NCCL's choice does not read it. A buffer out
+// of bounds is refused.
+func TestBuffSizeSetsTheSimpleStep(t *testing.T) {
+	tp, err := topology.Resolve("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ops.Spec{Op: ops.Broadcast, Ranks: 8, Count: 1 << 26, DType: hw.F32, Root: 2}
+	plan := func(buff int64) (*ops.Plan, nccl.Choice) {
+		tu, err := nccl.NewTuner(tp, nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}, BuffSize: buff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, c, err := tu.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, c
+	}
+	for _, tc := range []struct{ buff, step int64 }{{0, 512 << 10}, {4 << 20, 512 << 10}, {8 << 20, 1 << 20}, {nccl.MinBuffSize, 4 << 10}} {
+		p, c := plan(tc.buff)
+		if got := int64(p.Chunk) * 4; got != tc.step || p.Wire.SlotBytes != tc.step {
+			t.Errorf("buffer %d: chain chunk %d bytes, slots of %d, want %d", tc.buff, got, p.Wire.SlotBytes, tc.step)
+		}
+		if _, c0 := plan(0); c.Estimate != c0.Estimate {
+			t.Errorf("buffer %d: chose %v, want NCCL's choice %v whatever the buffer", tc.buff, c.Estimate, c0.Estimate)
+		}
+	}
+	for _, buff := range []int64{-1, nccl.MinBuffSize - 1, nccl.MaxBuffSize + 1} {
+		if _, err := nccl.NewTuner(tp, nccl.Options{BuffSize: buff}); err == nil || !strings.Contains(err.Error(), "NCCL_BUFFSIZE") {
+			t.Errorf("buffer %d: %v, want a refusal naming NCCL_BUFFSIZE", buff, err)
 		}
 	}
 }

@@ -35,6 +35,6 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 	for class := range ops.NumPathClasses {
 		w.Efficiency[class], w.Latency[class] = 1, hop
 	}
-	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, withSlots(&w, simpleStep), baseLatency(c.Algo, simple, v)*1e-6*orOne(m.Launch)
+	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, withSlots(&w, int64(o.simpleStep())), baseLatency(c.Algo, simple, v)*1e-6*orOne(m.Launch)
 	return plan, nil
 }

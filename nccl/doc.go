@@ -23,7 +23,8 @@
 //     transfers, as NCCL's kernels reduce while they copy.
 //   - Each channel's connection to a peer has NCCL's buffer: NCCL_STEPS
 //     = 8 slots of the protocol's step (Simple 512 KiB, LL 32 KiB and
-//     LL128 576,000 bytes of payload; the p2p chunk for point-to-point).
+//     LL128 576,000 bytes of payload; the p2p chunk for point-to-point;
+//     Options.BuffSize, as NCCL_BUFFSIZE, sets the Simple step).
 //     A message of at most a step holds its bytes there until the peer
 //     receives it, and a send waits for room, so a sender stays at most
 //     a buffer ahead of a slow receiver. A message larger than a step

@@ -10,13 +10,14 @@ import (
 )
 
 // Chunk sizes in bytes per channel step (init.cc:810-829,
-// enqueue.cc:2222-2227): a Simple step is 512 KiB (a 4 MiB buffer over
-// NCCL_STEPS = 8 slots), an LL step carries 32 KiB of payload, an LL128
-// step 576,000 bytes. Broadcast and reduce move one step at a time.
+// enqueue.cc:2222-2227): a Simple step is 512 KiB by default (a 4 MiB
+// buffer over NCCL_STEPS = 8 slots; see Options.BuffSize), an LL step
+// carries 32 KiB of payload, an LL128 step 576,000 bytes. Broadcast and
+// reduce move one step at a time.
 const (
-	simpleStep = 512 << 10
-	llChunk    = 32 << 10
-	ll128Chunk = 4915200 / 8 * 15 / 16
+	defaultSimpleStep = 512 << 10
+	llChunk           = 32 << 10
+	ll128Chunk        = 4915200 / 8 * 15 / 16
 )
 
 // ncclSteps is NCCL_STEPS (device.h): the slots of every connection's
@@ -35,14 +36,14 @@ func withSlots(w *ops.Wire, stepBytes int64) *ops.Wire {
 
 // chunkBytes is the bytes a channel of a broadcast or a reduce moves per
 // step with protocol p.
-func chunkBytes(p int) int {
+func chunkBytes(p int, o Options) int {
 	switch p {
 	case ll:
 		return llChunk
 	case ll128:
 		return ll128Chunk
 	}
-	return simpleStep
+	return o.simpleStep()
 }
 
 // chainChunk is the bytes a broadcast or reduce chain forwards at a
@@ -50,8 +51,8 @@ func chunkBytes(p int) int {
 // step before it forwards; LL and LL128 forward lines as they arrive,
 // which the simulator approaches with pieces of a quarter of a channel's
 // data per rank, no smaller than what a warp moves at once (32 lines).
-func chainChunk(spec ops.Spec, p int) int {
-	step := chunkBytes(p)
+func chainChunk(spec ops.Spec, p int, o Options) int {
+	step := chunkBytes(p, o)
 	if p == simple {
 		return step
 	}
@@ -69,9 +70,9 @@ func chainChunk(spec ops.Spec, p int) int {
 // for the tree's depth (below 8 × depth passes down to 128 KiB, 4 × down
 // to 64 KiB, 1 × down to 32 KiB: enqueue.cc's tree chunk tuning); for LL
 // and LL128 as a chain's.
-func treeChunk(s System, spec ops.Spec, p int) int {
+func treeChunk(s System, spec ops.Spec, p int, o Options) int {
 	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
-	chunk := int64(chainChunk(spec, p))
+	chunk := int64(chainChunk(spec, p, o))
 	if p == simple {
 		depth := int64(s.PerNode - 1 + bits.Len(uint(max(0, s.Nodes-1))) + 1)
 		for _, rule := range [...]struct{ passes, floor int64 }{{8, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}} {
@@ -97,6 +98,9 @@ const treeStepsPerPass = 10
 // launch of c's algorithm and protocol (see the package doc for what is
 // approximated).
 func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	p, ok := protoIndex(c.Protocol)
 	if !ok || !Simulable(s, c.Algo) {
 		return nil, fmt.Errorf("nccl: commsim cannot simulate %v on %s yet", c.Estimate, s)
@@ -110,13 +114,13 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	spec.Algo, spec.Channels = "nccl-"+c.Algo.String(), max(1, c.Channels)
 	switch {
 	case c.Algo == Tree:
-		spec.Chunk = max(1, treeChunk(s, spec, p)/spec.DType.Size())
+		spec.Chunk = max(1, treeChunk(s, spec, p, o)/spec.DType.Size())
 	case spec.Op == ops.Broadcast || spec.Op == ops.Reduce:
 		// A chain pipelines: a rank forwards chunk i while chunk i+1
 		// arrives. (Around a ring every rank is busy at every step, and
 		// NCCL's loops over chunks would only pay the per-step latency
 		// once per loop where NCCL's model pays it once per step.)
-		spec.Chunk = max(1, chainChunk(spec, p)/spec.DType.Size())
+		spec.Chunk = max(1, chainChunk(spec, p, o)/spec.DType.Size())
 	}
 	if s.Nodes > 1 && s.NodeMajor {
 		spec.NodeRanks = s.PerNode
@@ -192,7 +196,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 		w.Latency[class] *= orOne(m.Hop)
 	}
 	w.Rate *= orOne(m.Bandwidth[p])
-	return withSlots(&w, int64(chunkBytes(p))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
+	return withSlots(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
 }
 
 // bytesOf is NCCL's size of a collective: the larger of a rank's send and
@@ -219,6 +223,9 @@ type Tuner struct {
 
 // NewTuner reads t's system for NCCL's model.
 func NewTuner(t *topology.Topology, o Options) (*Tuner, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	s, err := Describe(t)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,35 @@ type Options struct {
 	// the machine departs from NCCL's model (package calibrate fits it);
 	// NCCL's choice stays its model's.
 	Machine Machine
+	// BuffSize is the bytes of each connection's Simple buffer, as
+	// NCCL_BUFFSIZE sets it; 0 is NCCL's 4 MiB. A Simple step is an
+	// eighth of it (NCCL_STEPS), and Simple chains, trees and buffer
+	// slots move in steps. NCCL's model does not read it: the choice is
+	// the same, what runs is not.
+	BuffSize int64
+}
+
+// Bounds on Options.BuffSize: a step of at least 4 KiB, and a buffer no
+// larger than 1 GiB (a plan's pieces grow with it).
+const (
+	MinBuffSize = ncclSteps * 4 << 10
+	MaxBuffSize = 1 << 30
+)
+
+// check refuses options NCCL would not run with.
+func (o Options) check() error {
+	if o.BuffSize != 0 && (o.BuffSize < MinBuffSize || o.BuffSize > MaxBuffSize) {
+		return fmt.Errorf("nccl: a buffer (NCCL_BUFFSIZE) of %d bytes: want %d to %d", o.BuffSize, MinBuffSize, MaxBuffSize)
+	}
+	return nil
+}
+
+// simpleStep is the bytes of a Simple step: an eighth of the buffer.
+func (o Options) simpleStep() int {
+	if o.BuffSize == 0 {
+		return defaultSimpleStep
+	}
+	return int(o.BuffSize / ncclSteps)
 }
 
 // Machine scales how NCCL's choice runs on a machine; a factor of 0

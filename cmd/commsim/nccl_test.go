@@ -73,6 +73,15 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 			t.Errorf("%v: status %d %s, want %q in:\n%s", tc.args, status, errOut, tc.want, out)
 		}
 	}
+	// A Simple buffer of 32 KiB (NCCL_BUFFSIZE) holds 8 steps of 4 KiB:
+	// a chain's channel keeps at most 32 KiB in flight over a hop of
+	// 3.4 µs, under 10 GB/s, where the default 4 MiB lets it run at the
+	// link's pace.
+	small := busbw(t, "--op", "broadcast", "--nccl-proto", "Simple", "--nccl-buffsize", "32KiB")
+	normal := busbw(t, "--op", "broadcast", "--nccl-proto", "Simple")
+	if !(small < normal/2) {
+		t.Errorf("broadcast busbw: %v with a 32 KiB buffer, %v with 4 MiB; want the small buffer to throttle it", small, normal)
+	}
 	// 2.18's ring LL moved a third of the bus, where 2.30's moves half.
 	old := busbw(t, "--nccl-version", "2.18", "--nccl-proto", "LL", "--topo", "dgx-a100")
 	now := busbw(t, "--nccl-proto", "LL", "--topo", "dgx-a100")
@@ -109,6 +118,8 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
 		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
 		{[]string{"--nccl-channels", "-1"}, "--nccl-channels"},
+		{[]string{"--nccl-buffsize", "1KiB"}, "--nccl-buffsize 1KiB: want 32KiB to 1GiB"},
+		{[]string{"--nccl-buffsize", "lots"}, "--nccl-buffsize"},
 		{[]string{"--op", "gather"}, "--algo nccl plans"},
 	} {
 		args := append([]string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only"}, tc.args...)

@@ -21,8 +21,8 @@ const algoNCCL = "nccl"
 // ncclFlags are NCCL's environment for --algo nccl, in the spirit of
 // NCCL_ALGO, NCCL_PROTO and NCCL_MIN/MAX_NCHANNELS.
 type ncclFlags struct {
-	version, algos, protos, machine string
-	channels                        int
+	version, algos, protos, machine, buffsize string
+	channels                                  int
 }
 
 func (f *ncclFlags) register(fl *pflag.FlagSet) {
@@ -30,19 +30,20 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat); default all")
 	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple); default all")
 	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels of ring and tree, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; 0 lets the model choose")
+	fl.StringVar(&f.buffsize, "nccl-buffsize", "", "with --algo nccl: the bytes of each connection's Simple buffer, as NCCL_BUFFSIZE (e.g. 8388608 or 8MiB); default NCCL's 4MiB")
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
 		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate)")
 }
 
 // set reports whether any NCCL flag differs from its default.
 func (f *ncclFlags) set() bool {
-	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != ""
+	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != "" || f.buffsize != ""
 }
 
 // aloneError is the usage error for NCCL flags given without nccl to
 // go with (where: "--algo nccl", or "nccl among --algos").
 func (f *ncclFlags) aloneError(where string) error {
-	return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels and --nccl-machine go with %s", where)
+	return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels, --nccl-buffsize and --nccl-machine go with %s", where)
 }
 
 // machineFactors reads --nccl-machine: NCCL's machine, and the scale of
@@ -111,6 +112,16 @@ func (f *ncclFlags) options() (nccl.Options, error) {
 		return o, usagef("--nccl-channels %d: want 0 (the model's choice) to 64", f.channels)
 	}
 	o.Channels = f.channels
+	if f.buffsize != "" {
+		b, err := parseBytes(f.buffsize)
+		if err != nil {
+			return o, usagef("--nccl-buffsize: %v", err)
+		}
+		if b < nccl.MinBuffSize || b > nccl.MaxBuffSize {
+			return o, usagef("--nccl-buffsize %s: want %s to %s", f.buffsize, formatBytes(nccl.MinBuffSize), formatBytes(nccl.MaxBuffSize))
+		}
+		o.BuffSize = b
+	}
 	return o, nil
 }
 
