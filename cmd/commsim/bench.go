@@ -491,28 +491,15 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 		return rows, err
 	}
 	for _, bytes := range s.sizes {
-		spec, moved := s.spec(bytes)
-		plan, err := s.plan(spec)
-		if err != nil {
-			return rows, err
-		}
-		if err := s.rewind(w); err != nil {
-			return rows, err
-		}
-		r := s.newRow(plan, moved)
-		mirroredBefore := w.mirroredRuns()
-		w.cluster.Mark(fmt.Sprintf("%s %s out-of-place", s.op, formatBytes(bytes))) // for --trace
-		if r.outOfPlace, err = s.runOnce(w.World, exec, plan, false, moved); err != nil {
-			return rows, fmt.Errorf("%s: %w", formatBytes(bytes), err)
-		}
+		var r row
 		if sameInPlace {
-			r.inPlace = r.outOfPlace
-			reusedMirrored += w.mirroredRuns() - mirroredBefore
-		} else {
-			w.cluster.Mark(fmt.Sprintf("%s %s in-place", s.op, formatBytes(bytes)))
-			if r.inPlace, err = s.runOnce(w.World, exec, plan, true, moved); err != nil {
-				return rows, fmt.Errorf("%s in place: %w", formatBytes(bytes), err)
+			var mirrored int
+			if r, mirrored, err = s.measureSize(w, exec, s.runner, bytes); err != nil {
+				return rows, err
 			}
+			reusedMirrored += mirrored / 2 // the in-place run, not run again
+		} else if r, err = s.measureBoth(w, exec, bytes); err != nil {
+			return rows, err
 		}
 		rows = append(rows, r)
 		if emit != nil {
@@ -531,6 +518,29 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 		}
 	}
 	return rows, nil
+}
+
+// measureBoth runs one size out of place and then in place on w, marking
+// each run for --trace.
+func (s *sweep) measureBoth(w *openedWorld, exec *ops.Executor, bytes int64) (row, error) {
+	spec, moved := s.spec(bytes)
+	plan, err := s.plan(spec)
+	if err != nil {
+		return row{}, err
+	}
+	if err := s.rewind(w); err != nil {
+		return row{}, err
+	}
+	r := s.newRow(plan, moved)
+	w.cluster.Mark(fmt.Sprintf("%s %s out-of-place", s.op, formatBytes(bytes)))
+	if r.outOfPlace, err = s.runOnce(w.World, exec, plan, false, moved); err != nil {
+		return row{}, fmt.Errorf("%s: %w", formatBytes(bytes), err)
+	}
+	w.cluster.Mark(fmt.Sprintf("%s %s in-place", s.op, formatBytes(bytes)))
+	if r.inPlace, err = s.runOnce(w.World, exec, plan, true, moved); err != nil {
+		return row{}, fmt.Errorf("%s in place: %w", formatBytes(bytes), err)
+	}
+	return r, nil
 }
 
 // newRow starts the report row of one size, run with plan.
