@@ -19,7 +19,7 @@ import (
 const algoNCCL = "nccl"
 
 // ncclFlags are NCCL's environment for --algo nccl, in the spirit of
-// NCCL_ALGO, NCCL_PROTO and NCCL_MIN/MAX_NCHANNELS.
+// NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS and NCCL_BUFFSIZE.
 type ncclFlags struct {
 	version, algos, protos, machine, buffsize string
 	channels                                  int
