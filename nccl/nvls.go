@@ -34,11 +34,12 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64) int64 {
 // nvlsMaxPasses bounds the passes of an NVLS or NVLSTree channel: past it
 // a channel's parts grow with the size rather than their count, where
 // NCCL's fixed chunk makes more and shorter passes, each a few simulated
-// steps on every rank. 256 keeps a 16 GiB all-reduce on two DGX nodes to
-// 0.8 s of simulation (1.6 s at NCCL's 512 passes) and makes its time
-// 1.1% shorter (fewer passes, fewer hop latencies left uncovered);
-// smaller sizes are unchanged.
-const nvlsMaxPasses = 256
+// steps on every rank. 128 keeps a 16 GiB all-reduce on two DGX nodes to
+// 0.66 s of simulation (1.3 s at 256 passes, 2.6 s at NCCL's 512) and
+// makes its time 1.3% shorter than at 512 (fewer passes, fewer hop
+// latencies left uncovered); up to 2 GiB on that fabric the passes are
+// NCCL's.
+const nvlsMaxPasses = 128
 
 // nvlsStepsPerPass bounds a rank's steps per pass of an NVLS channel: the
 // switch's reduce and multicast, and NVLSTree's tree between nodes.
