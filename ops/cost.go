@@ -222,16 +222,19 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 		}
 		start = max(start, t)
 	}
+	took, err := c.own(r, op)
+	if err != nil {
+		return 0, false, err
+	}
+	done = start + took
 	switch op.Kind {
 	case StepSend:
-		alpha, beta, err := c.path(r, op.Peer)
-		if err != nil {
-			return 0, false, err
-		}
-		done = start + alpha + float64(op.Src.Len)*c.size*beta
 		lands := done
 		if c.plan.Wire != nil {
-			done -= alpha
+			// It lands its latency after its bytes leave; the path is
+			// cached by own.
+			alpha, _, _ := c.path(r, op.Peer)
+			lands += alpha
 		}
 		if c.mail[op.Peer] == nil {
 			c.mail[op.Peer] = map[uint64][]float64{}
@@ -251,20 +254,6 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 		} else {
 			c.mail[r][k] = q[1:]
 		}
-	case StepReduce, StepDivide:
-		g := c.m.ReduceCost(r)
-		done = start
-		if g > 0 && op.Dst.Len > 0 && c.plan.Wire == nil {
-			done += float64(op.Dst.Len) * c.size * g
-		}
-	case StepCopy:
-		done = start
-	case StepSwitchReduce, StepMulticast:
-		alpha, beta, err := c.switchPath(r, op.Kind == StepSwitchReduce)
-		if err != nil {
-			return 0, false, err
-		}
-		done = start + alpha + float64(op.Dst.Len)*c.size*beta
 	}
 	return done, true, nil
 }
@@ -419,8 +408,8 @@ func costBound(plan *Plan, m CostModel) (float64, error) {
 	return most, nil
 }
 
-// own is the time op of rank r takes by itself in Cost, waiting for
-// nothing: what try adds to its start.
+// own is the time op of rank r takes by itself, waiting for nothing: what
+// try adds to its start, and what costBound sums.
 func (c *costRun) own(r int, op *Operation) (float64, error) {
 	switch op.Kind {
 	case StepSend:
