@@ -32,18 +32,11 @@ func TestPlansCarryNCCLsBuffers(t *testing.T) {
 		{"dgx-a100x2", nccl.P2P, ops.ProtoSimple, ops.AllToAll, 128 << 10},
 		{"cluster:8x1,arch=hopper", nccl.PAT, ops.ProtoSimple, ops.AllGather, 0},
 	} {
-		tp, err := topology.Resolve(tc.topo)
-		if err != nil {
-			t.Fatal(err)
-		}
 		o := nccl.Options{Protos: []ops.Protocol{tc.proto}}
 		if tc.algo != nccl.P2P {
 			o.Algos = []nccl.Algo{tc.algo}
 		}
-		tu, err := nccl.NewTuner(tp, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tu := try(nccl.NewTuner(try(topology.Resolve(tc.topo))(t), o))(t)
 		count := 1 << 24
 		if tc.op == ops.AllToAll || tc.op == ops.AllGather {
 			count /= tu.System.Ranks
@@ -67,16 +60,10 @@ func TestPlansCarryNCCLsBuffers(t *testing.T) {
 // time and the slots hold; NCCL's choice does not read it. A buffer out
 // of bounds is refused.
 func TestBuffSizeSetsTheSimpleStep(t *testing.T) {
-	tp, err := topology.Resolve("dgx-h100")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tp := try(topology.Resolve("dgx-h100"))(t)
 	spec := ops.Spec{Op: ops.Broadcast, Ranks: 8, Count: 1 << 26, DType: hw.F32, Root: 2}
 	plan := func(buff int64) (*ops.Plan, nccl.Choice) {
-		tu, err := nccl.NewTuner(tp, nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}, BuffSize: buff})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tu := try(nccl.NewTuner(tp, nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}, BuffSize: buff}))(t)
 		p, c, err := tu.Plan(spec)
 		if err != nil {
 			t.Fatal(err)

@@ -41,14 +41,8 @@ func TestP2PChannelsFollowNCCLsSplit(t *testing.T) {
 		{"dgx-h100x2", 64 << 20, 2, ops.ProtoSimple},
 		{"dgx-h100x2", 16 << 30, 2, ops.ProtoSimple},
 	} {
-		topo, err := topology.Resolve(tc.topo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tuner, err := nccl.NewTuner(topo, nccl.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		topo := try(topology.Resolve(tc.topo))(t)
+		tuner := try(nccl.NewTuner(topo, nccl.Options{}))(t)
 		spec := ops.Spec{Op: ops.SendRecv, Ranks: topo.NumGPUs(), Count: int(tc.bytes), DType: hw.U8}
 		c, err := tuner.Choose(spec)
 		if err != nil {
@@ -65,14 +59,7 @@ func TestP2PChannelsFollowNCCLsSplit(t *testing.T) {
 // so a rank's 7 exchanges of 2 GiB take as long as 32 channels need for
 // all of it, not 7 times 32 channels' worth.
 func TestAllToAllSharesTheP2PChannels(t *testing.T) {
-	topo, err := topology.Resolve("hgx-b200")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuner, err := nccl.NewTuner(topo, nccl.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tuner := try(nccl.NewTuner(try(topology.Resolve("hgx-b200"))(t), nccl.Options{}))(t)
 	rate := func(op ops.Op, perPeer int) float64 {
 		plan, _, err := tuner.Plan(ops.Spec{Op: op, Ranks: 8, Count: perPeer, DType: hw.U8})
 		if err != nil {
