@@ -392,7 +392,9 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 			return fail("%v", err)
 		}
 		conn := connKey{r, st.Peer, st.Lane}
-		s.held[conn] += need
+		if need > 0 {
+			s.held[conn] += need
+		}
 		k := msgKey{r, st.Peer, st.Tag}
 		s.mail[k] = append(s.mail[k], symMsg{vals: vals, heard: slices.Clone(s.heard[r]), conn: conn, held: need})
 	case StepRecv:
@@ -403,7 +405,9 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 		}
 		m := q[0]
 		s.mail[k] = q[1:]
-		s.held[m.conn] -= m.held
+		if m.held > 0 {
+			s.held[m.conn] -= m.held
+		}
 		if len(m.vals) != st.Dst.Len {
 			return fail("message from rank %d has %d elements, receive buffer %d", st.Peer, len(m.vals), st.Dst.Len)
 		}
