@@ -62,6 +62,7 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 	}{
 		{[]string{"--topo", "dgx-a100", "--nccl-proto", "Simple"}, "  ring/Simple/1ch\n"},
 		{[]string{"--nccl-algo", "ring", "--nccl-proto", "ll128,simple"}, "  ring/LL128/1ch\n"},
+		{[]string{"--nccl-algo", "^tree,nvls,nvlstree,collnet_direct,collnet_chain,pat", "--nccl-proto", "^LL"}, "  ring/LL128/1ch\n"},
 		{[]string{"--nccl-algo", "ring", "--nccl-channels", "4", "-b", "1MiB", "-e", "1MiB"}, "  ring/LL/4ch\n"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "ring"}, "  ring/LL/1ch\n"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "tree"}, "  tree/LL/1ch\n"},
@@ -116,6 +117,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--topo", "cluster:2x8,arch=hopper,sharp=inf", "--nccl-algo", "collnet_chain"}, "cannot simulate collnet-chain"},
 		{[]string{"--nccl-algo", "bogus"}, "unknown algorithm"},
 		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
+		{[]string{"--nccl-proto", "^LL,LL128,Simple"}, "--nccl-proto ^LL,LL128,Simple: leaves nothing"},
 		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
 		{[]string{"--nccl-channels", "-1"}, "--nccl-channels"},
 		{[]string{"--nccl-buffsize", "1KiB"}, "--nccl-buffsize 1KiB: want 32KiB to 1GiB"},

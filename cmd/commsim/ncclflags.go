@@ -23,12 +23,15 @@ const algoNCCL = "nccl"
 type ncclFlags struct {
 	version, algos, protos, machine, buffsize string
 	channels                                  int
+	// shipped, when set, is the environment of a shipped log's run
+	// (fidelity's mapping file), taken when no flag sets one.
+	shipped *nccl.Options
 }
 
 func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.version, "nccl-version", "2.30", "with --algo nccl: the NCCL release whose tuning constants to use (2.18 … 2.30), for older logs")
-	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat); default all")
-	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple); default all")
+	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat; ^ first for all but those); default all")
+	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple; ^ first for all but those); default all")
 	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels of ring and tree, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; 0 lets the model choose")
 	fl.StringVar(&f.buffsize, "nccl-buffsize", "", "with --algo nccl: the bytes of each connection's Simple buffer, as NCCL_BUFFSIZE (e.g. 8388608 or 8MiB); default NCCL's 4MiB")
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
@@ -88,25 +91,24 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 // options reads the flags; each failure is a usage error.
 func (f *ncclFlags) options() (nccl.Options, error) {
 	var o nccl.Options
+	if f.shipped != nil && !f.set() {
+		return *f.shipped, nil
+	}
 	var err error
 	if f.version != "" {
 		if o.Version, err = nccl.ParseVersion(f.version); err != nil {
 			return o, usagef("--nccl-version: %v", err)
 		}
 	}
-	for _, name := range splitList(f.algos) {
-		a, err := nccl.ParseAlgo(name)
-		if err != nil {
-			return o, usagef("--nccl-algo: %v", err)
+	if strings.TrimSpace(f.algos) != "" {
+		if o.Algos, err = nccl.ParseAlgos(f.algos); err != nil {
+			return o, usagef("--nccl-algo %s: %v", f.algos, err)
 		}
-		o.Algos = append(o.Algos, a)
 	}
-	for _, name := range splitList(f.protos) {
-		p, err := ops.ParseProtocol(name)
-		if err != nil {
-			return o, usagef("--nccl-proto: %v", err)
+	if strings.TrimSpace(f.protos) != "" {
+		if o.Protos, err = nccl.ParseProtos(f.protos); err != nil {
+			return o, usagef("--nccl-proto %s: %v", f.protos, err)
 		}
-		o.Protos = append(o.Protos, p)
 	}
 	if f.channels < 0 || f.channels > 64 {
 		return o, usagef("--nccl-channels %d: want 0 (the model's choice) to 64", f.channels)

@@ -1,0 +1,106 @@
+package nccl
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/commsim/commsim/ops"
+)
+
+// EnvVars are the NCCL environment variables FromEnv reads: those whose
+// effect on what NCCL runs commsim reproduces.
+var EnvVars = []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}
+
+// FromEnv reads the options an NCCL run's environment sets, as NCCL reads
+// it: NCCL_ALGO and NCCL_PROTO as lists, or as lists to leave out after
+// a "^" ("^LL128" allows LL and Simple); NCCL_BUFFSIZE in bytes;
+// NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS only set to one count (a
+// range of channels is not modelled). Any other variable is refused, so
+// that a setting commsim would ignore is not taken for one it follows.
+func FromEnv(env map[string]string) (Options, error) {
+	var o Options
+	for name := range env {
+		if !slices.Contains(EnvVars, name) {
+			return o, fmt.Errorf("nccl: %s: not reproduced (commsim reads %s)", name, strings.Join(EnvVars, ", "))
+		}
+	}
+	var err error
+	if v, ok := env["NCCL_ALGO"]; ok {
+		if o.Algos, err = ParseAlgos(v); err != nil {
+			return o, fmt.Errorf("nccl: NCCL_ALGO=%s: %w", v, err)
+		}
+	}
+	if v, ok := env["NCCL_PROTO"]; ok {
+		if o.Protos, err = ParseProtos(v); err != nil {
+			return o, fmt.Errorf("nccl: NCCL_PROTO=%s: %w", v, err)
+		}
+	}
+	if v, ok := env["NCCL_BUFFSIZE"]; ok {
+		if o.BuffSize, err = strconv.ParseInt(strings.TrimSpace(v), 0, 64); err != nil {
+			return o, fmt.Errorf("nccl: NCCL_BUFFSIZE=%s: want a count of bytes", v)
+		}
+	}
+	lo, hasLo := env["NCCL_MIN_NCHANNELS"]
+	hi, hasHi := env["NCCL_MAX_NCHANNELS"]
+	if hasLo || hasHi {
+		if !hasLo || !hasHi || strings.TrimSpace(lo) != strings.TrimSpace(hi) {
+			return o, fmt.Errorf("nccl: NCCL_MIN_NCHANNELS=%s and NCCL_MAX_NCHANNELS=%s: commsim forces one channel count, both set to it", lo, hi)
+		}
+		if o.Channels, err = strconv.Atoi(strings.TrimSpace(lo)); err != nil || o.Channels < 1 || o.Channels > 64 {
+			return o, fmt.Errorf("nccl: NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=%s: want 1 to 64 channels", lo)
+		}
+	}
+	return o, o.check()
+}
+
+// ParseAlgos reads a list of algorithms as NCCL_ALGO spells it:
+// "ring,tree", or "^nvls" for all but NVLS.
+func ParseAlgos(s string) ([]Algo, error) {
+	all := make([]Algo, numAlgos)
+	for a := range all {
+		all[a] = Algo(a)
+	}
+	return parseEnvList(s, ParseAlgo, all)
+}
+
+// ParseProtos reads a list of protocols as NCCL_PROTO spells it:
+// "LL,Simple", or "^LL128" for all but LL128.
+func ParseProtos(s string) ([]ops.Protocol, error) {
+	return parseEnvList(s, ops.ParseProtocol, protocols[:])
+}
+
+// parseEnvList reads a comma-separated list of names, or after a leading
+// "^" the names to leave out of all.
+func parseEnvList[T comparable](s string, parse func(string) (T, error), all []T) ([]T, error) {
+	s = strings.TrimSpace(s)
+	except := strings.HasPrefix(s, "^")
+	var named []T
+	for _, name := range strings.Split(strings.TrimPrefix(s, "^"), ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		v, err := parse(name)
+		if err != nil {
+			return nil, err
+		}
+		named = append(named, v)
+	}
+	if !except {
+		if len(named) == 0 {
+			return nil, fmt.Errorf("names nothing")
+		}
+		return named, nil
+	}
+	var out []T
+	for _, v := range all {
+		if !slices.Contains(named, v) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("leaves nothing")
+	}
+	return out, nil
+}

@@ -1,0 +1,53 @@
+package nccl_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+)
+
+func TestFromEnvReadsWhatNCCLReads(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want nccl.Options
+	}{
+		{nil, nccl.Options{}},
+		{map[string]string{"NCCL_PROTO": "simple"}, nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}}},
+		{map[string]string{"NCCL_PROTO": "^LL128"}, nccl.Options{Protos: []ops.Protocol{ops.ProtoLL, ops.ProtoSimple}}},
+		{map[string]string{"NCCL_ALGO": "Ring, Tree"}, nccl.Options{Algos: []nccl.Algo{nccl.Ring, nccl.Tree}}},
+		{map[string]string{"NCCL_ALGO": "^nvls,nvlstree,collnet_direct,collnet_chain,pat"}, nccl.Options{Algos: []nccl.Algo{nccl.Tree, nccl.Ring}}},
+		{map[string]string{"NCCL_BUFFSIZE": "8388608"}, nccl.Options{BuffSize: 8 << 20}},
+		{map[string]string{"NCCL_MIN_NCHANNELS": "16", "NCCL_MAX_NCHANNELS": "16"}, nccl.Options{Channels: 16}},
+	} {
+		got, err := nccl.FromEnv(tc.env)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("FromEnv(%v) = %+v, %v; want %+v", tc.env, got, err, tc.want)
+		}
+	}
+}
+
+func TestFromEnvRefusesWhatItWouldNotFollow(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"NCCL_TUNER_PLUGIN": "libnccl-ofi-tuner.so"}, "NCCL_TUNER_PLUGIN: not reproduced"},
+		{map[string]string{"NCCL_PROTO": "LL256"}, `unknown protocol "LL256"`},
+		{map[string]string{"NCCL_PROTO": "^LL,LL128,Simple"}, "leaves nothing"},
+		{map[string]string{"NCCL_ALGO": ""}, "names nothing"},
+		{map[string]string{"NCCL_ALGO": "hypercube"}, `unknown algorithm "hypercube"`},
+		{map[string]string{"NCCL_BUFFSIZE": "8M"}, "want a count of bytes"},
+		{map[string]string{"NCCL_BUFFSIZE": "4096"}, "want 32768 to"},
+		{map[string]string{"NCCL_MIN_NCHANNELS": "4"}, "both set to it"},
+		{map[string]string{"NCCL_MIN_NCHANNELS": "4", "NCCL_MAX_NCHANNELS": "8"}, "both set to it"},
+		{map[string]string{"NCCL_MIN_NCHANNELS": "0", "NCCL_MAX_NCHANNELS": "0"}, "want 1 to 64"},
+	} {
+		_, err := nccl.FromEnv(tc.env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FromEnv(%v): %v; want an error saying %q", tc.env, err, tc.want)
+		}
+	}
+}
