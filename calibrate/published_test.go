@@ -25,7 +25,8 @@ const heldOutTarget = 0.05
 
 // publishedProblem is the fit of a published log on its fabric, every
 // size as fidelity.Check simulates it (nccl-tests' meaning of size, the
-// log's element type, sizes of 0 elements left out).
+// log's element type, sizes of 0 elements left out, NCCL's tuner in the
+// run's environment).
 func publishedProblem(t *testing.T, l *fidelity.PublishedLog) calibrate.NCCLProblem {
 	t.Helper()
 	topo, err := topology.Resolve(l.Topo)
@@ -40,7 +41,7 @@ func publishedProblem(t *testing.T, l *fidelity.PublishedLog) calibrate.NCCLProb
 	if !ok {
 		dt = hw.F32
 	}
-	p := calibrate.NCCLProblem{Topology: topo}
+	p := calibrate.NCCLProblem{Topology: topo, Options: cfg.NCCL}
 	for _, s := range lg.Samples {
 		spec, _ := verify.SpecForSize(ops.Spec{Op: cfg.Op, Algo: "nccl", Ranks: topo.NumGPUs(), DType: dt, Redop: hw.Sum}, s.Bytes)
 		if s.Bytes <= 0 || spec.Count == 0 {

@@ -3,11 +3,13 @@ package fidelity
 import (
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
 )
@@ -163,5 +165,49 @@ func TestPublishedCatalog(t *testing.T) {
 	}
 	if cat.Find([]byte(allGatherLog)) != nil {
 		t.Error("an unknown log was found")
+	}
+}
+
+// A log's NCCL environment and stated release reach the check: p4de's
+// run had NCCL_PROTO=Simple (from AWS's plugin), OCI's NCCL 2.26.6 takes
+// the constants of 2.23 to 2.27; a setting commsim would not follow is
+// refused.
+func TestPublishedLogsRunInTheirNCCLEnvironment(t *testing.T) {
+	cat, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byFile := map[string]*PublishedLog{}
+	for i := range cat.Logs {
+		byFile[cat.Logs[i].File] = &cat.Logs[i]
+	}
+	p4de := byFile["aws-p4de-allreduce-16xA100.txt"]
+	lg, cfg, err := p4de.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.NCCL.Protos, []ops.Protocol{ops.ProtoSimple}) {
+		t.Fatalf("p4de: protocols %v, want Simple only", cfg.NCCL.Protos)
+	}
+	rep, err := Check(lg, topo(t, p4de.Topo), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Rows {
+		if !strings.Contains(r.Algo, "/Simple/") {
+			t.Errorf("p4de: %d bytes ran %s, not Simple", r.Bytes, r.Algo)
+		}
+	}
+	if _, cfg, err := byFile["oci-oke-allreduce-16xA100.txt"].Parse(); err != nil || cfg.NCCL.Version != nccl.V2_23 {
+		t.Errorf("OCI: version %v, %v; want 2.23's constants", cfg.NCCL.Version, err)
+	}
+	for _, bad := range []PublishedLog{
+		{NCCLEnv: map[string]string{"NCCL_TUNER_PLUGIN": "libnccl-ofi-tuner.so"}},
+		{NCCLEnv: map[string]string{"NCCL_PROTO": "LL256"}},
+		{NCCLVersion: "2.16.5"},
+	} {
+		if _, err := bad.Options(); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
 	}
 }

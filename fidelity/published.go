@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 )
 
@@ -39,9 +40,16 @@ type PublishedLog struct {
 	Topo      string `yaml:"topo"`
 	Overrides string `yaml:"overrides,omitempty"`
 	Hardware  string `yaml:"hardware"`
-	// NCCLVersion and NCCLSettings are what the log's header states.
+	// NCCLVersion and NCCLSettings are what the log's header states. A
+	// version given as a release (2.N…) selects NCCL's constants of that
+	// release.
 	NCCLVersion  string `yaml:"nccl_version"`
 	NCCLSettings string `yaml:"nccl_settings"`
+	// NCCLEnv is the NCCL environment the run had that commsim reproduces
+	// (nccl.FromEnv), set by its header or by what it ran with (a plugin
+	// that sets NCCL_PROTO, say: Notes says where from). The check runs
+	// NCCL's tuner in it.
+	NCCLEnv map[string]string `yaml:"nccl_env,omitempty"`
 	// Exclude, when set, is why the log is left out of the targets and
 	// the ratchet: it ran with something commsim cannot reproduce. It is
 	// still checked, and must still parse and predict.
@@ -89,6 +97,9 @@ func Published() (*Catalog, error) {
 		if _, err := ops.ParseOp(l.Op); err != nil || l.Topo == "" || l.Ranks < 1 {
 			return nil, fmt.Errorf("fidelity: %s: log %q: want an op, a topo and ranks (op %q, topo %q, ranks %d)", mappingFile, l.File, l.Op, l.Topo, l.Ranks)
 		}
+		if _, err := l.Options(); err != nil {
+			return nil, fmt.Errorf("fidelity: %s: log %q: %w", mappingFile, l.File, err)
+		}
 		if named[l.File] {
 			return nil, fmt.Errorf("fidelity: %s: log %q named twice", mappingFile, l.File)
 		}
@@ -133,7 +144,27 @@ func (l *PublishedLog) Parse() (*calibrate.Log, Config, error) {
 	if err != nil {
 		return nil, Config{}, err
 	}
-	return lg, Config{Op: op}, nil
+	o, err := l.Options()
+	if err != nil {
+		return nil, Config{}, err
+	}
+	return lg, Config{Op: op, NCCL: o}, nil
+}
+
+// Options is the NCCL environment of the log's run that commsim
+// reproduces: its NCCLEnv, and its NCCL version where the mapping file
+// gives a release.
+func (l *PublishedLog) Options() (nccl.Options, error) {
+	o, err := nccl.FromEnv(l.NCCLEnv)
+	if err != nil {
+		return o, err
+	}
+	if strings.HasPrefix(l.NCCLVersion, "2.") {
+		if o.Version, err = nccl.ParseVersion(l.NCCLVersion); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // Preset is the preset Topo builds on: the spec up to its first override.

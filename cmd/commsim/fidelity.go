@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,19 +61,22 @@ rows for less than one element per rank) are left out.`,
 
 // fidReport is the check, as JSON.
 type fidReport struct {
-	Op        string    `json:"op"`
-	Algo      string    `json:"algo"`
-	Topology  string    `json:"topology"`
-	Ranks     int       `json:"ranks"`
-	Log       string    `json:"log"`
-	LogFormat string    `json:"log_format"`
-	Shipped   string    `json:"shipped,omitempty"`  // the shipped log it is
-	Excluded  string    `json:"excluded,omitempty"` // why that log is out of the targets
-	Skipped   int       `json:"skipped"`            // sizes left out: 0 bytes
-	Sizes     []fidSize `json:"sizes"`
-	Median    float64   `json:"median_abs_error"`
-	Max       float64   `json:"max_abs_error"`
-	Bands     []fidBand `json:"bands"`
+	Op        string `json:"op"`
+	Algo      string `json:"algo"`
+	Topology  string `json:"topology"`
+	Ranks     int    `json:"ranks"`
+	Log       string `json:"log"`
+	LogFormat string `json:"log_format"`
+	Shipped   string `json:"shipped,omitempty"`  // the shipped log it is
+	Excluded  string `json:"excluded,omitempty"` // why that log is out of the targets
+	// NCCLEnv is the shipped log's NCCL environment, when its run's
+	// settings were taken (no --nccl-* flag given).
+	NCCLEnv   map[string]string `json:"nccl_env,omitempty"`
+	Skipped   int               `json:"skipped"` // sizes left out: 0 bytes
+	Sizes     []fidSize         `json:"sizes"`
+	Median    float64           `json:"median_abs_error"`
+	Max       float64           `json:"max_abs_error"`
+	Bands     []fidBand         `json:"bands"`
 	report    *fidelity.Report
 	parsed    *calibrate.Log
 	published *fidelity.PublishedLog
@@ -131,6 +135,13 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 			return usagef("%s does not name its collective (no \"# Collective test starting\" line); give --op", f.log)
 		}
 	}
+	if pub != nil && !f.ncclFlags.set() {
+		o, err := pub.Options()
+		if err != nil {
+			return err
+		}
+		f.ncclFlags.shipped = &o
+	}
 	s, err := logSweep(f.log, lg, topo, op, f.op, f.algo, f.ncclFlags)
 	if err != nil {
 		return err
@@ -144,6 +155,9 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 		return err
 	}
 	out := newFidReport(rep, topo, f.log, lg, pub)
+	if f.shipped != nil && rep.Algo == algoNCCL {
+		out.NCCLEnv = pub.NCCLEnv
+	}
 	switch f.format {
 	case "json":
 		enc := json.NewEncoder(stdout)
@@ -175,6 +189,16 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 	return out
 }
 
+// envString writes env as NAME=value pairs, sorted by name.
+func envString(env map[string]string) string {
+	pairs := make([]string, 0, len(env))
+	for k, v := range env {
+		pairs = append(pairs, k+"="+v)
+	}
+	slices.Sort(pairs)
+	return strings.Join(pairs, " ")
+}
+
 func (r *fidReport) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "# commsim fidelity: %s, algorithm %s, on %s (%d ranks); nothing fitted\n", r.Op, r.Algo, r.Topology, r.Ranks)
 	fmt.Fprintf(w, "# log: %s (%s), %d sizes, out-of-place times", r.Log, r.LogFormat, len(r.Sizes))
@@ -184,6 +208,9 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	fmt.Fprintln(w)
 	if p := r.published; p != nil {
 		fmt.Fprintf(w, "# shipped log %s: %s; NCCL %s\n", p.File, p.Hardware, p.NCCLVersion)
+		if len(r.NCCLEnv) > 0 {
+			fmt.Fprintf(w, "# NCCL's tuner runs in that run's environment (the mapping file's nccl_env): %s\n", envString(r.NCCLEnv))
+		}
 		if p.Exclude != "" {
 			fmt.Fprintf(w, "# excluded from the fidelity targets: %s\n", p.Exclude)
 		}

@@ -41,6 +41,43 @@ func TestFidelityShippedLogKnowsItsFabric(t *testing.T) {
 	}
 }
 
+// A shipped log's run is predicted in its NCCL environment (p4de's had
+// NCCL_PROTO=Simple), and the report says so; --nccl-* flags replace it.
+func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
+	log := filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt")
+	for _, tc := range []struct {
+		args   []string
+		env    bool
+		protos string
+	}{
+		{nil, true, "/Simple/"},
+		{[]string{"--nccl-proto", "LL"}, false, "/LL/"},
+	} {
+		status, out, errOut := commsim(append([]string{"fidelity", "--log", log, "--format", "json"}, tc.args...)...)
+		if status != 0 {
+			t.Fatalf("%v: status %d: %s", tc.args, status, errOut)
+		}
+		var rep struct {
+			NCCLEnv map[string]string `json:"nccl_env"`
+			Sizes   []struct{ Algo string }
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.NCCLEnv["NCCL_PROTO"] == "Simple"; got != tc.env || len(rep.Sizes) != 29 {
+			t.Errorf("%v: nccl_env %v, %d sizes", tc.args, rep.NCCLEnv, len(rep.Sizes))
+		}
+		for _, z := range rep.Sizes {
+			if !strings.Contains(z.Algo, tc.protos) {
+				t.Errorf("%v: ran %s", tc.args, z.Algo)
+			}
+		}
+	}
+	if _, out, _ := commsim("fidelity", "--log", log); !strings.Contains(out, "# NCCL's tuner runs in that run's environment (the mapping file's nccl_env): NCCL_PROTO=Simple\n") {
+		t.Errorf("the table does not say which environment ran:\n%s", out)
+	}
+}
+
 // An excluded shipped log says why; the JSON and CSV reports carry every
 // size.
 func TestFidelityFormats(t *testing.T) {
