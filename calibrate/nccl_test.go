@@ -133,6 +133,30 @@ func TestFitNCCLRecoversMachine(t *testing.T) {
 	}
 }
 
+// Levenberg-Marquardt, which the fit falls back on where a Gauss-Newton
+// step gets nowhere (the 16×A100 p4de log, whose EFA floor no factor near
+// 1 explains), moves only downhill and within the bounds, and from NCCL's
+// model on its own finds a machine far from it: launch ×8, hop ×0.2,
+// Simple ×3, the NIC ×1.3.
+func TestLevenbergRecoversAFarMachine(t *testing.T) {
+	truth := nccl.Machine{Launch: 8, Hop: 0.2, Bandwidth: [3]float64{1, 1, 3}}
+	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 8), simpleOnly, truth, 1.3)
+	f, err := newNCCLFitter(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x0 := make([]float64, len(f.params))
+	x, err := f.levenberg(x0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, nic := f.machine(x)
+	if !inBox(x) || !(f.gnLoss(x) < f.gnLoss(x0)) ||
+		!near(m.Launch, 8, 0.03) || !near(m.Hop, 0.2, 0.05) || !near(m.Bandwidth[2], 3, 0.03) || !near(nic, 1.3, 0.03) {
+		t.Errorf("%+v, network ×%.4f; want launch 8, hop 0.2, Simple 3, network 1.3", m, nic)
+	}
+}
+
 // machineTimes simulates p's sizes as NCCL's tuner on p's fabric chooses
 // them with o, on topo.
 func machineTimes(t *testing.T, p NCCLProblem, topo *topology.Topology, o nccl.Options) []float64 {

@@ -298,8 +298,24 @@ func (f *ncclFitter) probed(x0 []float64) ([]float64, float64, error) {
 const maxProbeRounds = 4
 
 // gaussNewton runs gonum/optimize's Newton method with the Gauss-Newton
-// Hessian from x0, to the best point it finds.
+// Hessian from x0, to the best point it finds. Where that gets nowhere
+// (a line search that gives up at once: the step points far off along a
+// direction the log barely determines), damped steps (levenberg) move
+// the fit first, and Newton's method runs again from where they end.
 func (f *ncclFitter) gaussNewton(x0 []float64) ([]float64, error) {
+	x, err := f.newton(x0)
+	if err != nil || f.gnLoss(x) < f.gnLoss(x0)*(1-1e-3) {
+		return x, err
+	}
+	if x, err = f.levenberg(x0); err != nil {
+		return nil, err
+	}
+	return f.newton(x)
+}
+
+// newton runs gonum/optimize's Newton method with the Gauss-Newton
+// Hessian from x0, to the best point it finds.
+func (f *ncclFitter) newton(x0 []float64) ([]float64, error) {
 	prob := optimize.Problem{Func: f.gnLoss, Grad: f.gnGrad, Hess: f.gnHess}
 	// The backtracking line search gives up after a few contractions:
 	// near the minimum the loss stops falling (the simulator's times are
@@ -317,6 +333,51 @@ func (f *ncclFitter) gaussNewton(x0 []float64) ([]float64, error) {
 	// leave the best point found.
 	return res.X, nil
 }
+
+// levenberg runs Levenberg-Marquardt from x0: the Gauss-Newton step
+// with its Hessian's diagonal scaled up by 1 + λ, taken when it lowers
+// the loss by 0.1% and stays within the bounds. λ starts at 1, falls
+// tenfold after each step taken and rises tenfold after each refused,
+// and the fit stops once λ passes 10⁶ or the iterations run out. Large λ
+// is a short step down the gradient, each parameter scaled by its own
+// curvature, which a loss that Gauss-Newton overshoots still falls along.
+func (f *ncclFitter) levenberg(x0 []float64) ([]float64, error) {
+	x, loss := slices.Clone(x0), f.gnLoss(x0)
+	n := len(x)
+	grad, hess := make([]float64, n), mat.NewSymDense(n, nil)
+	lambda := 1.0
+	for range maxLMTries {
+		if lambda > 1e6 {
+			break
+		}
+		f.gnGrad(grad, x)
+		f.gnHess(hess, x)
+		damped := mat.NewSymDense(n, nil)
+		damped.CopySym(hess)
+		for j := range n {
+			damped.SetSym(j, j, hess.At(j, j)*(1+lambda)+1e-12)
+		}
+		var step mat.VecDense
+		solved := step.SolveVec(damped, mat.NewVecDense(n, slices.Clone(grad))) == nil
+		y := make([]float64, n)
+		for j := range y {
+			y[j] = x[j] - step.AtVec(j)
+		}
+		lambda *= 10
+		if solved && inBox(y) {
+			if l := f.gnLoss(y); l < loss*(1-1e-3) {
+				x, loss, lambda = y, l, lambda/100
+			}
+		}
+		if f.err != nil {
+			return nil, fmt.Errorf("calibrate: fit: %w", f.err)
+		}
+	}
+	return x, nil
+}
+
+// maxLMTries bounds levenberg's tries, steps taken and refused.
+const maxLMTries = 4 * maxGNIterations
 
 // gnConverge stops the fit where the Gauss-Newton step would lower the
 // loss by less than 0.01% (½ gᵀH⁻¹g, its predicted decrease), or where a
