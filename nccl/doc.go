@@ -25,9 +25,12 @@
 //     = 8 slots of the protocol's step (Simple 512 KiB, LL 32 KiB and
 //     LL128 576,000 bytes of payload; the p2p chunk for point-to-point;
 //     Options.BuffSize, as NCCL_BUFFSIZE, sets the Simple step).
-//     A message of at most a step holds its bytes there until the peer
-//     receives it, and a send waits for room, so a sender stays at most
-//     a buffer ahead of a slow receiver. A message larger than a step
+//     A message of at most a step holds its bytes there until the
+//     sender hears that the peer received it (the receiver's word comes
+//     back in the message's hop latency, as NCCL's head pointer does),
+//     and a send waits for room, so a sender stays at most a buffer
+//     ahead of a slow receiver, and a connection keeps at most a buffer
+//     in flight per round trip. A message larger than a step
 //     (a ring's whole block, moved in one pass) would stream through the
 //     slots as the receiver drains them, which whole messages cannot
 //     follow: it is not held. PAT's plan sends further ahead than 8
@@ -74,9 +77,8 @@
 //     up to 16 KiB per channel, else Simple. NCCL's model has no
 //     point-to-point figures, so the ring's latencies stand in.
 //
-// Not modelled: proxy threads, the latency of the receiver's word that a
-// slot is free (the sender sees it at once), and the tuner plugins some
-// clusters load. Algorithms NCCL
+// Not modelled: proxy threads, and the tuner plugins some clusters load.
+// Algorithms NCCL
 // would pick that the simulator cannot run on a fabric yet (CollNet with
 // several GPUs per node, NVLS across nodes) are priced by the model but
 // left out of the choice (Simulable); Choice.NCCL says what NCCL itself

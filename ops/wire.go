@@ -75,8 +75,9 @@ type Wire struct {
 	Rate float64
 	// Slots and SlotBytes are the buffer a lane's connection to each peer
 	// has (NCCL's NCCL_STEPS slots of one step each): a message of at
-	// most SlotBytes holds its bytes from its send until the peer
-	// receives it, and a send waits while it would not fit beside those
+	// most SlotBytes holds its bytes from its send until the sender hears
+	// that the peer received it (on the simulator, the message's Latency
+	// after), and a send waits while it would not fit beside those
 	// held in the Slots×SlotBytes bytes. A larger message streams
 	// through the slots as the peer drains them, which whole messages
 	// cannot follow, and holds nothing. Slots 0 bounds nothing: sends

@@ -53,7 +53,7 @@ func buffered(slots int, slotBytes int64) *sim.Wire {
 // TestBufferHoldsAFastSenderToItsReceiver: with no buffer a sender runs
 // as far ahead of a busy receiver as it likes; with one, it waits for the
 // receiver to take messages before it sends what would not fit beside
-// them.
+// them, and hears that one was taken a hop's latency (1 µs) later.
 func TestBufferHoldsAFastSenderToItsReceiver(t *testing.T) {
 	const busy = sim.Millisecond
 	for _, tc := range []struct {
@@ -63,17 +63,21 @@ func TestBufferHoldsAFastSenderToItsReceiver(t *testing.T) {
 	}{
 		// Ten sends of 40 ns back to back.
 		{"eager", buffered(0, 0), 400 * sim.Nanosecond},
-		// Eight go at once; the last two when the receiver takes the
-		// first (already landed) at 1 ms.
-		{"8 messages' room", buffered(8, 4000), busy + 80*sim.Nanosecond},
-		// Two go at once. At 1 ms the receiver takes both, sends 3 and 4
-		// go (land at +1040 and +1080 ns); each later pair waits for the
-		// pair before it to land: 5 and 6 at +1040 ns, 7 and 8 at +2080,
-		// 9 and 10 at +3120, done 80 ns later.
-		{"2 messages' room", buffered(2, 4000), busy + 3200*sim.Nanosecond},
-		{"room for 2 but not 3", buffered(2, 5999), busy + 3200*sim.Nanosecond},
-		// One at a time: sends 2…10 each wait for the one before to land.
-		{"1 message's room", buffered(1, 4000), busy + 8*1040*sim.Nanosecond + 40*sim.Nanosecond},
+		// Eight go at once; the receiver takes them (already landed) at
+		// 1 ms, and the sender hears of it at +1000 ns: the last two go
+		// then.
+		{"8 messages' room", buffered(8, 4000), busy + 1080*sim.Nanosecond},
+		// Two go at once. At 1 ms the receiver takes both; heard of at
+		// +1000 ns, sends 3 and 4 go then (land at +2040 and +2080 ns,
+		// heard of at +3040 and +3080); each later pair is 2040 ns behind
+		// the one before: 5 and 6 at +3040 ns, 7 and 8 at +5080, 9 and 10
+		// at +7120, done 80 ns later.
+		{"2 messages' room", buffered(2, 4000), busy + 7200*sim.Nanosecond},
+		{"room for 2 but not 3", buffered(2, 5999), busy + 7200*sim.Nanosecond},
+		// One at a time: send 2 goes when the first is heard of, at
+		// +1000 ns; each later one 2040 ns after the one before (40 ns
+		// sending, 1 µs landing, 1 µs back).
+		{"1 message's room", buffered(1, 4000), busy + 1000*sim.Nanosecond + 8*2040*sim.Nanosecond + 40*sim.Nanosecond},
 		// A message larger than a slot streams through them: eager.
 		{"slots smaller than a message", buffered(8, 3999), 400 * sim.Nanosecond},
 	} {
@@ -119,5 +123,47 @@ func TestWireRefusesANegativeBuffer(t *testing.T) {
 		if err := s.Synchronize(); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "buffer") {
 			t.Errorf("wire %+v: %v, want ErrBadArgument naming the buffer", *w, err)
 		}
+	}
+}
+
+// TestRewoundBuffersStartEmpty: a connection's last word that a slot is
+// free may be on its way when its collective ends; once the cluster is
+// rewound, the next run finds the room free and takes the time the first
+// did, to the picosecond.
+func TestRewoundBuffersStartEmpty(t *testing.T) {
+	c := newCluster(t, "switch:2,bw=100GB/s,lat=1us", sim.Config{TimingOnly: true})
+	d := c.Devices()
+	s := try(d[0].NewStream())(t).(*sim.Stream)
+	r := try(d[1].NewStream())(t).(*sim.Stream)
+	src := try(d[0].Alloc(hw.F32, 1000))(t)
+	dst := try(d[1].Alloc(hw.F32, 1000))(t)
+	run := func() sim.Time {
+		start, sent := try(d[0].NewEvent())(t), try(d[0].NewEvent())(t)
+		ok(t, s.Record(start))
+		var sends []sim.Op
+		for tag := uint64(1); tag <= 4; tag++ {
+			sends = append(sends, sim.Op{Kind: sim.OpSend, Src: hw.Whole(src), Peer: d[1], Tag: tag, Wire: buffered(1, 4000)})
+			ok(t, r.Recv(hw.Whole(dst), d[0], tag))
+		}
+		ok(t, s.Feed(&ops{list: sends, n: 2}))
+		ok(t, s.Record(sent))
+		ok(t, s.Synchronize())
+		ok(t, r.Synchronize())
+		return sim.FromSeconds(try(sent.ElapsedSince(start))(t))
+	}
+	// Each send but the first waits 2040 ns for the one before: 40 ns
+	// sending, 1 µs landing, 1 µs for the word back.
+	want := 3*2040*sim.Nanosecond + 40*sim.Nanosecond
+	if got := run(); got != want {
+		t.Fatalf("first run: %v, want %v", got, want)
+	}
+	ok(t, c.Rewind())
+	if got := run(); got != want {
+		t.Errorf("after a rewind: %v, want %v", got, want)
+	}
+	// Not rewound, the next run starts as the last message lands: its
+	// first send waits 1 µs for the word that the slot is free.
+	if got := run(); got != want+sim.Microsecond {
+		t.Errorf("a run at once: %v, want %v", got, want+sim.Microsecond)
 	}
 }

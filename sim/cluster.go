@@ -217,6 +217,7 @@ func (c *Cluster) Rewind() error {
 	if !c.idle() {
 		return fmt.Errorf("sim: rewind: %w: the cluster has work pending or a failed stream", hw.ErrBadArgument)
 	}
+	c.hearAll()
 	c.eng.now = 0
 	return nil
 }

@@ -242,6 +242,7 @@ func (c *Cluster) idle() bool {
 func (c *Cluster) setNow(t Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.hearAll()
 	c.eng.now = t
 }
 

@@ -567,7 +567,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 			s.fail(o, fmt.Errorf("%w: peer rank %d (%s) crashed at %v", ErrCrashed, o.peer.rank, o.peer.name, o.peer.crashedAt))
 			return false
 		}
-		if o.wire != nil && o.wire.Slots > 0 && !s.reserve(o) {
+		if o.wire != nil && o.wire.Slots > 0 && !s.reserve(o, now) {
 			return false
 		}
 		r, err := c.routeBetween(s.dev, o.peer)
@@ -587,7 +587,7 @@ func (s *Stream) begin(o *op, now Time) bool {
 	case opRecv:
 		mb := c.standIn(o.peer).mailboxTo(s.dev, o.tag)
 		m, ok := mb.take()
-		m.held.release()
+		m.held.release(now)
 		if !ok && mb.senderErr != nil {
 			s.fail(o, mb.senderErr)
 			return false
@@ -656,12 +656,13 @@ func (s *Stream) flowDone(now Time, o *op) {
 		room := s.sending
 		s.sending = held{}
 		if freed(o.src) {
-			room.release()
+			room.release(now)
 			s.fail(o, hw.ErrFreed)
 			return
 		}
 		c := s.dev.c
 		m := c.message(o)
+		room.back = o.land
 		m.held = room
 		if o.land > 0 {
 			c.eng.schedule(after(now, o.land), &landing{from: s.dev, o: *o, m: m}, 0)

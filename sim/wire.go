@@ -48,7 +48,8 @@ type Wire struct {
 	// Slots and SlotBytes are the buffer one stream's connection to a
 	// device has, as NCCL's NCCL_STEPS slots of a step each: a message of
 	// at most SlotBytes holds its bytes there from when its send starts
-	// until a receive on the device takes it, and a send waits while it
+	// until the sender hears that a receive on the device took it, the
+	// message's Latency after the receive, and a send waits while it
 	// would not fit beside those held in the Slots×SlotBytes bytes. A
 	// larger message streams through the slots as the receiver drains
 	// them, which whole-message timing cannot follow: it holds nothing.
