@@ -16,11 +16,13 @@ type connection struct {
 	owner   *Stream
 	held    int64 // bytes of messages sent and not yet freed
 	blocked bool  // the owner waits for room for its front send
-	// credits are the room receives have freed that the owner has not yet
-	// heard of, in the order it hears of them; waking says an event will
-	// tell a blocked owner of the first.
+	// credits[heard:] are the room receives have freed that the owner has
+	// not yet heard of, in the order it hears of them. waking says an
+	// event at wakeAt will tell a blocked owner of the first.
 	credits []credit
+	heard   int
 	waking  bool
+	wakeAt  Time
 }
 
 // credit is room freed on a connection that its sender hears of at a time.
@@ -65,13 +67,15 @@ func (s *Stream) reserve(o *op, now Time) bool {
 
 // hear frees the room of the credits that have reached the owner by now.
 func (cn *connection) hear(now Time) {
-	k := 0
-	for k < len(cn.credits) && cn.credits[k].at <= now {
-		cn.held -= cn.credits[k].bytes
-		k++
+	for cn.heard < len(cn.credits) && cn.credits[cn.heard].at <= now {
+		cn.held -= cn.credits[cn.heard].bytes
+		cn.heard++
 	}
-	if k > 0 {
-		cn.credits = append(cn.credits[:0], cn.credits[k:]...)
+	if cn.heard == len(cn.credits) {
+		cn.credits, cn.heard = cn.credits[:0], 0
+	} else if cn.heard > len(cn.credits)/2 {
+		n := copy(cn.credits, cn.credits[cn.heard:])
+		cn.credits, cn.heard = cn.credits[:n], 0
 	}
 }
 
@@ -90,16 +94,22 @@ func (c *Cluster) hearAll() {
 // wakeAtFirstCredit has a blocked owner look again when the first credit
 // on its way reaches it.
 func (cn *connection) wakeAtFirstCredit() {
-	if cn.waking || len(cn.credits) == 0 {
+	if cn.heard == len(cn.credits) {
 		return
 	}
-	cn.waking = true
-	cn.owner.dev.c.eng.schedule(cn.credits[0].at, cn, 0)
+	at := cn.credits[cn.heard].at
+	if cn.waking && cn.wakeAt <= at {
+		return
+	}
+	cn.waking, cn.wakeAt = true, at
+	cn.owner.dev.c.eng.schedule(at, cn, 0)
 }
 
 // fire is a credit reaching a blocked owner.
-func (cn *connection) fire(Time, uint64) {
-	cn.waking = false
+func (cn *connection) fire(now Time, _ uint64) {
+	if now >= cn.wakeAt {
+		cn.waking = false
+	}
 	if cn.blocked {
 		cn.blocked = false
 		cn.owner.dev.c.kick(cn.owner)
@@ -124,7 +134,7 @@ func (h held) release(now Time) {
 		// In the order they arrive (a rerouted message's hop may differ).
 		k := len(cn.credits)
 		cn.credits = append(cn.credits, credit{})
-		for ; k > 0 && cn.credits[k-1].at > at; k-- {
+		for ; k > cn.heard && cn.credits[k-1].at > at; k-- {
 			cn.credits[k] = cn.credits[k-1]
 		}
 		cn.credits[k] = credit{at, h.bytes}
