@@ -27,3 +27,20 @@ func ExampleTuner() {
 	// 8 B: simulate ring/LL/1ch, 15.0 µs by NCCL's model; NCCL itself would run ring/LL/1ch, 15.0 µs
 	// 1073741824 B: simulate nvls/Simple/16ch, 3204.6 µs by NCCL's model; NCCL itself would run nvls/Simple/16ch, 3204.6 µs
 }
+
+// FromEnv reads the environment an NCCL run had, as NCCL reads it, into
+// the tuner's options: here what the later releases of AWS's network
+// plugin set on p4de instances, Simple only and an 8 MiB buffer.
+func ExampleFromEnv() {
+	o, err := nccl.FromEnv(map[string]string{"NCCL_PROTO": "^LL,LL128", "NCCL_BUFFSIZE": "8388608"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	topo, _ := topology.Resolve("dgx-a100x2")
+	tuner, _ := nccl.NewTuner(topo, o)
+	_, choice, _ := tuner.Plan(ops.Spec{Op: ops.AllReduce, Ranks: 16, Count: 1 << 10, DType: hw.F32, Redop: hw.Sum})
+	fmt.Println(o.Protos, o.BuffSize, choice.Estimate)
+	// Output:
+	// [Simple] 8388608 tree/Simple/1ch
+}
