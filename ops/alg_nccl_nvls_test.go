@@ -37,9 +37,9 @@ func checkNVLSPlans(t *testing.T, algo string, opList []Op, shapes [][2]int) {
 	for _, op := range opList {
 		for _, shape := range shapes {
 			p, nodeRanks := shape[0], shape[1]
-			for _, count := range []int{0, 1, 7, 64} {
-				for _, ch := range []int{0, 1, 3, 5} {
-					for _, chunkLen := range []int{0, 1, 3, 16} {
+			for _, count := range inShort([]int{0, 1, 7, 64}) {
+				for _, ch := range inShort([]int{0, 1, 3, 5}) {
+					for _, chunkLen := range inShort([]int{0, 1, 3, 16}) {
 						for _, redop := range []hw.ReduceOp{hw.Sum, hw.Avg} {
 							spec := Spec{Op: op, Algo: algo, Ranks: p, Count: count, DType: hw.F32, Redop: redop,
 								Channels: ch, Chunk: chunkLen, NodeRanks: nodeRanks}

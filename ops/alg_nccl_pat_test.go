@@ -24,9 +24,9 @@ func TestNCCLPATPlansCheck(t *testing.T) {
 	for _, op := range []Op{AllGather, ReduceScatter} {
 		for _, shape := range [][2]int{{1, 0}, {2, 0}, {3, 1}, {5, 0}, {6, 1}, {8, 0}, {13, 1}} {
 			p, nodeRanks := shape[0], shape[1]
-			for _, count := range []int{0, 1, 7, 64} {
-				for _, ch := range []int{0, 1, 3} {
-					for _, chunkLen := range []int{0, 1, 3, 16} {
+			for _, count := range inShort([]int{0, 1, 7, 64}) {
+				for _, ch := range inShort([]int{0, 1, 3}) {
+					for _, chunkLen := range inShort([]int{0, 1, 3, 16}) {
 						for _, redop := range []hw.ReduceOp{hw.Sum, hw.Avg} {
 							spec := Spec{Op: op, Algo: "nccl-pat", Ranks: p, Count: count, DType: hw.F32, Redop: redop,
 								Channels: ch, Chunk: chunkLen, NodeRanks: nodeRanks}
