@@ -221,6 +221,13 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		if lg.Op == "" && !opSet {
 			f.op = pub.Op
 		}
+		if !f.ncclFlags.set() {
+			o, err := pub.Options()
+			if err != nil {
+				return err
+			}
+			f.ncclFlags.shipped = &o // the environment its run had
+		}
 	}
 	if lg.Op != "" && !opSet {
 		f.op = lg.Op

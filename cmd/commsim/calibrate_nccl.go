@@ -29,6 +29,7 @@ type calNCCL struct {
 	// nil when the log has too few sizes to hold half out.
 	HeldOut     *calHeldOut `json:"held_out,omitempty"`
 	Simulations int         `json:"simulations"`
+	env         string      // the --nccl-* flags of the environment it ran in
 }
 
 // calMachine is an nccl.Machine, every factor written out.
@@ -108,7 +109,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	m := newCalMachine(fit.Machine, fit.NICScale)
 	rep := calReport{Op: s.op.String(), Algo: algoNCCL, Topology: f.topo, Ranks: p, Log: f.log, LogFormat: lg.Format,
 		Links: changedLinks(linkClasses(s.topo, fit.Topology)), Simulations: fit.Simulations,
-		NCCL: &calNCCL{Version: o.Version.String(), Machine: m, Params: paramNames(fit.Params),
+		NCCL: &calNCCL{Version: o.Version.String(), env: optionFlags(s.tuner.Options), Machine: m, Params: paramNames(fit.Params),
 			Undetermined: paramNames(fit.Undetermined), InSample: newCalErrors(fit.InSample), Simulations: fit.Simulations}}
 	if half != nil {
 		rep.NCCL.HeldOut = &calHeldOut{FittedSizes: half.InSample.Sizes, Machine: newCalMachine(half.Machine, half.NICScale), calErrors: newCalErrors(half.HeldOut)}
@@ -240,7 +241,11 @@ func writeCalNCCLTable(w io.Writer, r *calReport, fit *calibrate.NCCLResult) err
 	for _, l := range r.Links {
 		fmt.Fprintf(w, "#   %s (%d links): %s\n", l.Class, l.Links, l.text)
 	}
-	fmt.Fprintf(w, "# machine: %s; to predict with it: commsim bench --algo nccl --topo %s --nccl-machine %s\n", n.Machine.goLiteral(), r.Topology, n.Machine.flag())
+	env := n.env
+	if env != "" {
+		env += " "
+	}
+	fmt.Fprintf(w, "# machine: %s; to predict with it: commsim bench --algo nccl --topo %s %s--nccl-machine %s\n", n.Machine.goLiteral(), r.Topology, env, n.Machine.flag())
 	fmt.Fprintf(w, "# in-sample |error|: median %.2f%%, max %.2f%%, rms %.2f%% over %d sizes\n", 100*n.InSample.Median, 100*n.InSample.Max, 100*r.RMSRelError, n.InSample.Sizes)
 	if h := n.HeldOut; h != nil {
 		fmt.Fprintf(w, "# held out: fitted on %d sizes (every other one, from the first: %s), predicting the %d others: median |error| %.2f%%, max %.2f%%\n",

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -253,5 +256,41 @@ func TestNCCLMachineFlagErrorsExit2(t *testing.T) {
 	status, _, errOut = commsim("calibrate", "--log", filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt"), "--topo", "dgx-h100", "--nccl-machine", "launch=2")
 	if status != 2 || !strings.Contains(errOut, "calibrate fits NCCL's machine") {
 		t.Errorf("calibrate --nccl-machine: status %d, stderr %q", status, errOut)
+	}
+}
+
+// A shipped log is calibrated in its run's NCCL environment (p4de's
+// NCCL_PROTO=Simple), and the command the report gives to predict with
+// the fit sets it too, reproducing the fitted times.
+func TestCalibrateShippedLogInItsNCCLEnvironment(t *testing.T) {
+	status, out, errOut := commsim("calibrate", "--log", "../../fidelity/nccl-logs/aws-p4de-allreduce-16xA100.txt", "-b", "8", "-e", "256")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	_, cmd, ok := strings.Cut(out, "to predict with it: commsim ")
+	cmd, _, _ = strings.Cut(cmd, "\n")
+	if !ok || !strings.Contains(cmd, "--nccl-proto Simple ") || strings.Count(out, "tree/Simple/1ch") != 6 {
+		t.Fatalf("report:\n%s", out)
+	}
+	var fitted []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 6 && !strings.HasPrefix(l, "#") && f[0] != "size(B)" {
+			fitted = append(fitted, f[2])
+		}
+	}
+	status, bench, errOut := commsim(append(strings.Fields(cmd), "-b", "8", "-e", "256", "--format", "csv")...)
+	if status != 0 {
+		t.Fatalf("%s: status %d: %s", cmd, status, errOut)
+	}
+	rows, err := csv.NewReader(strings.NewReader(bench)).ReadAll()
+	if err != nil || len(rows) != len(fitted)+1 || rows[0][9] != "time_us" {
+		t.Fatalf("%v: %d rows against %d fitted sizes:\n%s", err, len(rows)-1, len(fitted), bench)
+	}
+	for i, row := range rows[1:] {
+		us, _ := strconv.ParseFloat(row[9], 64)
+		want, _ := strconv.ParseFloat(fitted[i], 64)
+		if math.Abs(us-want) > 0.006 {
+			t.Errorf("size %d: bench %.3f us, the fit %.2f us", i, us, want)
+		}
 	}
 }

@@ -166,6 +166,37 @@ func (f ncclFlags) tuner(topo *topology.Topology) (*nccl.Tuner, *topology.Topolo
 	return t, topo, nil
 }
 
+// optionFlags writes o's environment as the --nccl-* flags that set it
+// (all but the machine), for a command line that repeats a run: empty
+// for NCCL's defaults.
+func optionFlags(o nccl.Options) string {
+	var out []string
+	if o.Version != 0 && o.Version != nccl.V2_30 {
+		out = append(out, "--nccl-version "+o.Version.String())
+	}
+	if len(o.Algos) > 0 {
+		names := make([]string, len(o.Algos))
+		for i, a := range o.Algos {
+			names[i] = strings.ReplaceAll(a.String(), "-", "_")
+		}
+		out = append(out, "--nccl-algo "+strings.Join(names, ","))
+	}
+	if len(o.Protos) > 0 {
+		names := make([]string, len(o.Protos))
+		for i, p := range o.Protos {
+			names[i] = p.String()
+		}
+		out = append(out, "--nccl-proto "+strings.Join(names, ","))
+	}
+	if o.Channels > 0 {
+		out = append(out, "--nccl-channels "+strconv.Itoa(o.Channels))
+	}
+	if o.BuffSize > 0 {
+		out = append(out, "--nccl-buffsize "+strconv.FormatInt(o.BuffSize, 10))
+	}
+	return strings.Join(out, " ")
+}
+
 // splitList splits a comma-separated list, dropping blanks around names.
 func splitList(s string) []string {
 	var out []string
