@@ -64,7 +64,8 @@ fitted times. Warnings (stderr, and "warnings" in JSON) flag sizes off by over
 10% and, for the two-scale fit, small-size plateaus. Only --out writes the
 calibrated topology (YAML, for --topo FILE). For a log commsim ships
 (fidelity's published runs, known by their content) --topo and --op may be
-left out.`,
+left out, and NCCL's tuner runs in the NCCL environment its run had (the
+mapping file's nccl_env) unless a --nccl-* flag is given.`,
 		Example: `  commsim calibrate --log all_reduce.txt --topo dgx-h100 --out dgx-h100-fitted.yaml
   commsim calibrate --log vultr-b200-allreduce-16xB200.txt          # a shipped log: its fabric is known
   commsim calibrate --log ag.csv --topo switch:8,bw=200GB/s --op allgather --algo ring --format json

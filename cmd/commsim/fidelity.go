@@ -38,7 +38,9 @@ largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
 
 commsim ships published runs (package fidelity, nccl-logs/): given one of them
 (known by its content, whatever its name), --topo and --op default to the
-fabric and collective its mapping file names. Sizes of 0 bytes (nccl-tests'
+fabric and collective its mapping file names, and NCCL's tuner runs in the
+NCCL environment its run had (the mapping file's nccl_env: NCCL_PROTO=Simple
+for p4de, set by AWS's network plugin) unless a --nccl-* flag is given. Sizes of 0 bytes (nccl-tests'
 rows for less than one element per rank) are left out.`,
 		Example: `  commsim fidelity --log all_reduce.txt --topo dgx-h100
   commsim fidelity --log vultr-b200-allreduce-8xB200.txt            # a shipped log: its fabric is known
