@@ -1,0 +1,106 @@
+package ops
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+)
+
+func foldSpec(algo string, ranks, nodeRanks, channels, count int) Spec {
+	return Spec{Op: AllReduce, Algo: algo, Ranks: ranks, NodeRanks: nodeRanks, Count: count, DType: hw.F32, Redop: hw.Sum, Channels: channels, Chunk: 4}
+}
+
+// FoldChannels keeps the first channels of a plan whose channels repeat
+// (NCCL's trees: channel c's head is local GPU c mod 8, its tree c mod
+// 2), as a valid plan of their lanes alone, and says how many each
+// stands for.
+func TestFoldChannelsKeepsTheFirstCopy(t *testing.T) {
+	for _, tc := range []struct {
+		spec Spec
+		k    int
+	}{
+		{foldSpec("nccl-tree", 16, 8, 16, 1<<12), 2}, // c and c+8
+		{foldSpec("nccl-tree", 4, 2, 8, 1<<12), 4},   // heads and trees c mod 2: c, c+2, c+4, c+6
+	} {
+		plan, err := Compile(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folded, k, ok := plan.FoldChannels()
+		if !ok || k != tc.k {
+			t.Fatalf("%v: folds %d channels into one (%v), want %d", tc.spec, k, ok, tc.k)
+		}
+		if err := folded.validate(); err != nil {
+			t.Errorf("%v: folded plan: %v", tc.spec, err)
+		}
+		if folded.Channels*k != tc.spec.Channels || folded.NumSteps()*k != plan.NumSteps() {
+			t.Errorf("%v: %d channels of %d steps, from %d of %d", tc.spec, folded.Channels, folded.NumSteps(), plan.Channels, plan.NumSteps())
+		}
+		for r := range plan.Ranks {
+			if slices.ContainsFunc(folded.Steps[r], func(s Step) bool { return s.Lane >= folded.Lanes }) {
+				t.Errorf("%v: rank %d keeps a lane past %d", tc.spec, r, folded.Lanes)
+			}
+		}
+	}
+}
+
+// Channels that are not copies of each other are not folded: four
+// channels on nodes of eight have four heads; a count that splits
+// unevenly gives channel 0 one element more than channel 8; a streamed
+// plan has no steps to compare; and a copy that waits on other steps, or
+// sends elsewhere, or a kept send that no kept lane receives, is not one.
+func TestFoldChannelsRefusesWhatIsNotACopy(t *testing.T) {
+	for _, spec := range []Spec{
+		foldSpec("nccl-tree", 16, 8, 4, 1<<12),
+		foldSpec("nccl-tree", 16, 8, 16, 1<<12+1),
+		foldSpec("nccl-tree", 16, 8, 1, 1<<12),
+		foldSpec("nccl-tree", 16, 8, 3, 1<<12),
+	} {
+		plan, err := Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, k, ok := plan.FoldChannels(); ok {
+			t.Errorf("%v: folds %d channels into one", spec, k)
+		}
+	}
+	if plan, err := CompileStreamed(Spec{Op: AllGather, Algo: "nccl-ring", Ranks: 16, NodeRanks: 8, Count: 1 << 12, DType: hw.F32, Channels: 16}); err != nil {
+		t.Fatal(err)
+	} else if _, _, ok := plan.FoldChannels(); ok {
+		t.Errorf("a streamed plan folds")
+	}
+	base, err := Compile(foldSpec("nccl-tree", 16, 8, 16, 1<<12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shift := base.Lanes / 2
+	// edit changes the first step of rank 3 that pick chooses.
+	edit := func(pick func(Step) bool, change func(*Step)) *Plan {
+		p := *base
+		p.Steps = slices.Clone(base.Steps)
+		p.Steps[3] = slices.Clone(base.Steps[3])
+		for i, s := range p.Steps[3] {
+			if pick(s) {
+				s.After = slices.Clone(s.After)
+				change(&s)
+				p.Steps[3][i] = s
+				return &p
+			}
+		}
+		t.Fatal("no step to edit")
+		return nil
+	}
+	for name, p := range map[string]*Plan{
+		"a copy waits on nothing":     edit(func(s Step) bool { return s.Lane >= shift && len(s.After) > 0 }, func(s *Step) { s.After = nil }),
+		"a copy sends elsewhere":      edit(func(s Step) bool { return s.Lane >= shift && s.Kind == StepSend }, func(s *Step) { s.Peer = (s.Peer + 1) % 16 }),
+		"a kept send goes unreceived": edit(func(s Step) bool { return s.Lane < shift && s.Kind == StepSend }, func(s *Step) { s.Tag += 1000 }),
+	} {
+		if _, k, ok := p.FoldChannels(); ok {
+			t.Errorf("%s: folds %d channels into one", name, k)
+		}
+	}
+	if _, _, ok := base.FoldChannels(); !ok {
+		t.Error("the plan edited above does not fold")
+	}
+}
