@@ -3,7 +3,9 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/commsim/commsim/hw"
@@ -83,10 +85,11 @@ type Cluster struct {
 	data       int64
 	trace      *tracer
 	closed     bool
-	faulted    bool      // a fault was injected: no mirror
-	injected   []placed  // the faults injected, to refuse conflicting ones
-	mirrors    [2]mirror // by renaming: rotation, xor (see Mirror)
-	quot       *quotient // a mirror's folding of the fabric
+	faulted    bool             // a fault was injected: no mirror
+	injected   []placed         // the faults injected, to refuse conflicting ones
+	mirrors    [2]mirror        // by renaming: rotation, xor (see Mirror)
+	thinned    map[int]*Cluster // by divisor (see Thinned)
+	quot       *quotient        // a mirror's folding of the fabric
 	// switchWays are groups' ways through their reducing switch, by first
 	// rank and size; switchReducers the switches' reduction units, by node.
 	switchWays     map[[2]int]*switchWay
@@ -279,6 +282,9 @@ func (c *Cluster) Close() error {
 		if m.cluster != nil {
 			errs = append(errs, m.cluster.Close())
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.thinned)) {
+		errs = append(errs, c.thinned[k].Close())
 	}
 	return errors.Join(errs...)
 }
