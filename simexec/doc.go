@@ -59,4 +59,17 @@
 // A whole workload of ranks that all do the same (a training step with no
 // faults) can be mirrored the same way by running only ranks 0..b-1 of it
 // on the mirror: see Driver.Mirror.
+//
+// # Thinning
+//
+// NCCL's plans are not rank-symmetric across nodes (a tree gives nodes
+// different roles), but their channels repeat: 16 channels over nodes of
+// 8 GPUs are 8 pairs that take the same path, an NVLS node's channels are
+// alike. When a plan's channels come in k identical copies
+// (ops.Plan.FoldChannels), every link and reducing switch carries all k
+// or none, each getting the same share of it. So one copy, run on every
+// rank of a cluster whose every bandwidth is divided by k
+// (sim.Cluster.Thinned), takes exactly the time of them all, in 1/k of
+// the work. The driver thins where it cannot mirror, under the same
+// conditions; tests hold thinned and full runs equal to the picosecond.
 package simexec

@@ -16,7 +16,7 @@ import (
 func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
 	mc, block, ok := d.mirrorFor(w, plan)
 	if !ok {
-		return 0, false
+		return d.timeThinned(w, plan)
 	}
 	if d.mirrorOf != mc {
 		d.mirror, d.mirrorOf = NewExecutor(mc), mc
@@ -27,6 +27,33 @@ func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan) (seconds float64, ok bool)
 		return 0, false
 	}
 	d.mirroredRuns++
+	return seconds, true
+}
+
+// timeThinned times a plan whose channels come in identical copies by
+// running one copy, every rank, on the cluster thinned by their number
+// (see ops.Plan.FoldChannels and sim.Cluster.Thinned), under the
+// conditions a mirror has.
+func (d *Driver) timeThinned(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
+	if d.workload != nil || w != d.c.World() || plan.Native() || plan.Ranks < 2 {
+		return 0, false
+	}
+	folded, k, ok := plan.FoldChannels()
+	if !ok {
+		return 0, false
+	}
+	tc, ok, err := d.c.Thinned(k)
+	if err != nil || !ok {
+		return 0, false
+	}
+	if d.thinnedOf != tc {
+		d.thinned, d.thinnedOf = NewExecutor(tc), tc
+	}
+	if seconds, err = timeRanks(d.thinned, folded, plan.Ranks); err != nil {
+		d.thinned, d.thinnedOf = nil, nil
+		return 0, false
+	}
+	d.thinnedRuns++
 	return seconds, true
 }
 
@@ -158,3 +185,7 @@ func (d *Driver) MirrorBlock(w *hw.World, plan *ops.Plan) int {
 
 // MirroredRuns counts the runs the driver timed on a mirror.
 func (d *Driver) MirroredRuns() int { return d.mirroredRuns }
+
+// ThinnedRuns counts the runs the driver timed with the plan's duplicate
+// channels folded, on a thinned cluster.
+func (d *Driver) ThinnedRuns() int { return d.thinnedRuns }

@@ -18,6 +18,11 @@ type Driver struct {
 	mirror       *ops.Executor
 	mirrorOf     *sim.Cluster
 	mirroredRuns int
+	// thinned is the executor over the cluster thinned for the last plan
+	// timed there with its duplicate channels folded (timeThinned).
+	thinned     *ops.Executor
+	thinnedOf   *sim.Cluster
+	thinnedRuns int
 	// workload is set on a driver made by Mirror: its cluster is a
 	// mirror, and every plan must keep the workload's promise.
 	workload *workload

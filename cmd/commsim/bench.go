@@ -55,7 +55,7 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl.AddFlag(&pflag.Flag{Name: "validation", Shorthand: "c", Usage: "nccl-tests' -c 0|1: --check", Value: &f.check, DefValue: "0", Hidden: true})
 	fl.BoolVar(&f.data, "data", false, "on sim, move and reduce real data without checking it (the times are the same as without)")
 	fl.BoolVar(&f.timingOnly, "timing-only", false, "on sim, times without data (phantom buffers): the default unless --check or --data")
-	fl.BoolVar(&f.symmetry, "symmetry", true, "with --timing-only on a fabric that looks alike from every GPU or node (switch:N, cluster:MxG, dgx-h100xN), time a plan that every rank runs alike (ring, rd, rhd, pairwise on even shapes) by simulating only the ranks that stand for all: the same times, far faster; =false simulates every rank")
+	fl.BoolVar(&f.symmetry, "symmetry", true, "with --timing-only on a fabric that looks alike from every GPU or node (switch:N, cluster:MxG, dgx-h100xN), time a plan that every rank runs alike (ring, rd, rhd, pairwise on even shapes) by simulating only the ranks that stand for all, and a plan whose channels repeat (NCCL's: 16 channels on nodes of 8 GPUs) by simulating one copy on the fabric with its bandwidths divided by their number: the same times, far faster; =false simulates every rank and channel")
 	fl.StringVar(&f.format, "format", "text", "output: text (nccl-tests' layout)|table (a box table)|csv|json (JSON Lines)")
 	f.backendFlags.register(cmd)
 	f.ncclFlags.register(fl)

@@ -1,0 +1,74 @@
+package simexec_test
+
+import (
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
+	"github.com/commsim/commsim/topology"
+)
+
+// TestThinnedRunsTakeTheFullTime: NCCL's plans whose channels come in
+// identical copies (16 channels over 8 GPUs a node: c and c+8) are timed
+// by running one copy on a cluster with every bandwidth divided by their
+// number, to the picosecond of running them all: trees with LL128, rings
+// with Simple, NVLS within a node (16 alike) and NVLSTree across nodes
+// (c and c+2 alike).
+func TestThinnedRunsTakeTheFullTime(t *testing.T) {
+	for _, tc := range []struct {
+		topo  string
+		op    ops.Op
+		bytes int
+		algo  nccl.Algo
+		k     int
+	}{
+		{"dgx-h100x2", ops.AllReduce, 1 << 20, nccl.Tree, 2},
+		{"dgx-h100x2", ops.AllReduce, 16 << 20, nccl.Tree, 2},
+		{"dgx-h100x2", ops.AllReduce, 256 << 20, nccl.Ring, 2},
+		{"dgx-h100x2", ops.AllGather, 64 << 20, nccl.Ring, 2},
+		{"dgx-h100", ops.AllReduce, 64 << 20, nccl.NVLS, 16},                // NVLS channels are alike
+		{"dgx-h100x4,rail=true", ops.AllReduce, 64 << 20, nccl.NVLSTree, 8}, // c and c+2: tree c%2
+	} {
+		topo, err := topology.Resolve(tc.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{tc.algo}, Channels: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := tuner.Plan(ops.Spec{Op: tc.op, Ranks: topo.NumGPUs(), Count: tc.bytes / 4 / topo.NumGPUs(), DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := tc.topo + " " + nccl.Label(plan)
+		if _, k, ok := plan.FoldChannels(); !ok || k != tc.k {
+			t.Errorf("%s: folds %d channels into one (%v), want %d", name, k, ok, tc.k)
+		}
+		run := func(symmetry bool) (float64, *simexec.Driver) {
+			c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			exec := simexec.NewExecutor(c)
+			in, out := buffers(t, c, plan, false)
+			secs, err := exec.Run(plan, in, out)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return secs, exec.Driver().(*simexec.Driver)
+		}
+		full, fd := run(false)
+		thinned, td := run(true)
+		if fd.ThinnedRuns() != 0 || td.ThinnedRuns() != 1 {
+			t.Fatalf("%s: %d and %d thinned runs, want 0 without symmetry and 1 with", name, fd.ThinnedRuns(), td.ThinnedRuns())
+		}
+		if thinned != full {
+			t.Errorf("%s: thinned %.15g s, every channel %.15g s", name, thinned, full)
+		}
+	}
+}
