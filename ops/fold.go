@@ -72,6 +72,9 @@ func foldRank(steps []Step, shift, r int, sends map[foldMessage]int) ([]Step, bo
 	pos := make([]int, len(steps))
 	var lanes [][]int
 	for i, s := range steps {
+		if s.Lane < 0 || s.Lane >= 2*shift {
+			return nil, false // lanes past the duplicates
+		}
 		for len(lanes) <= s.Lane {
 			lanes = append(lanes, nil)
 		}
@@ -80,9 +83,6 @@ func foldRank(steps []Step, shift, r int, sends map[foldMessage]int) ([]Step, bo
 	}
 	for len(lanes) < 2*shift {
 		lanes = append(lanes, nil)
-	}
-	if len(lanes) > 2*shift {
-		return nil, false // lanes past the duplicates
 	}
 	for l := range shift {
 		a, b := lanes[l], lanes[l+shift]
@@ -96,6 +96,9 @@ func foldRank(steps []Step, shift, r int, sends map[foldMessage]int) ([]Step, bo
 			}
 			for w, x := range s.After {
 				y := d.After[w]
+				if x < 0 || x >= i || y < 0 || y >= b[j] { // not an earlier step: a malformed plan
+					return nil, false
+				}
 				if steps[x].Lane >= shift || steps[y].Lane != steps[x].Lane+shift || pos[y] != pos[x] {
 					return nil, false
 				}

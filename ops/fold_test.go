@@ -49,7 +49,8 @@ func TestFoldChannelsKeepsTheFirstCopy(t *testing.T) {
 // channels on nodes of eight have four heads; a count that splits
 // unevenly gives channel 0 one element more than channel 8; a streamed
 // plan has no steps to compare; and a copy that waits on other steps, or
-// sends elsewhere, or a kept send that no kept lane receives, is not one.
+// sends elsewhere, or a kept send that no kept lane receives, is not one;
+// nor is a malformed plan, which is refused without a panic.
 func TestFoldChannelsRefusesWhatIsNotACopy(t *testing.T) {
 	for _, spec := range []Spec{
 		foldSpec("nccl-tree", 16, 8, 4, 1<<12),
@@ -95,6 +96,8 @@ func TestFoldChannelsRefusesWhatIsNotACopy(t *testing.T) {
 		"a copy waits on nothing":     edit(func(s Step) bool { return s.Lane >= shift && len(s.After) > 0 }, func(s *Step) { s.After = nil }),
 		"a copy sends elsewhere":      edit(func(s Step) bool { return s.Lane >= shift && s.Kind == StepSend }, func(s *Step) { s.Peer = (s.Peer + 1) % 16 }),
 		"a kept send goes unreceived": edit(func(s Step) bool { return s.Lane < shift && s.Kind == StepSend }, func(s *Step) { s.Tag += 1000 }),
+		"a wait on no earlier step":   edit(func(s Step) bool { return s.Lane < shift && len(s.After) > 0 }, func(s *Step) { s.After[0] = 1 << 20 }),
+		"a lane past the plan's":      edit(func(s Step) bool { return s.Lane >= shift }, func(s *Step) { s.Lane = 1 << 10 }),
 	} {
 		if _, k, ok := p.FoldChannels(); ok {
 			t.Errorf("%s: folds %d channels into one", name, k)
