@@ -68,53 +68,88 @@ type foldMessage struct {
 // and returns its kept steps, their waits renumbered; it counts the kept
 // messages into sends (+1 a send, −1 a receive).
 func foldRank(steps []Step, shift, r int, sends map[foldMessage]int) ([]Step, bool) {
-	// pos[i] is step i's place in its lane; lanes[l] lists lane l's steps.
-	pos := make([]int, len(steps))
-	var lanes [][]int
-	for i, s := range steps {
-		if s.Lane < 0 || s.Lane >= 2*shift {
-			return nil, false // lanes past the duplicates
-		}
-		for len(lanes) <= s.Lane {
-			lanes = append(lanes, nil)
-		}
-		pos[i] = len(lanes[s.Lane])
-		lanes[s.Lane] = append(lanes[s.Lane], i)
+	lanes, ok := indexLanes(steps, 2*shift)
+	if !ok {
+		return nil, false
 	}
-	for len(lanes) < 2*shift {
-		lanes = append(lanes, nil)
-	}
+	same := func(q int) int { return q }
 	for l := range shift {
-		a, b := lanes[l], lanes[l+shift]
-		if len(a) != len(b) {
+		if !lanes.same(l, lanes, l+shift, same, func(l int) int { return l + shift }) {
 			return nil, false
 		}
-		for j, i := range a {
-			s, d := steps[i], steps[b[j]]
-			if s.Kind != d.Kind || s.Peer != d.Peer || s.Src.Len != d.Src.Len || s.Dst.Len != d.Dst.Len || len(s.After) != len(d.After) {
-				return nil, false
+	}
+	return keepLanes(steps, shift, r, sends)
+}
+
+// laneIndex is a rank's steps by lane: at[l] lists lane l's steps, pos[i]
+// is step i's place in its lane.
+type laneIndex struct {
+	steps []Step
+	at    [][]int
+	pos   []int
+}
+
+// indexLanes indexes steps on lanes 0..n-1; ok is false for a step on
+// another lane.
+func indexLanes(steps []Step, n int) (laneIndex, bool) {
+	x := laneIndex{steps: steps, at: make([][]int, n), pos: make([]int, len(steps))}
+	for i, s := range steps {
+		if s.Lane < 0 || s.Lane >= n {
+			return x, false
+		}
+		x.pos[i] = len(x.at[s.Lane])
+		x.at[s.Lane] = append(x.at[s.Lane], i)
+	}
+	return x, true
+}
+
+// same reports whether lane la of a and lane lb of b do the same: step
+// for step the same kind and bytes, to peers renamed by peer, waiting on
+// the same places of lanes renamed by lane.
+func (a laneIndex) same(la int, b laneIndex, lb int, peer, lane func(int) int) bool {
+	sa, sb := a.at[la], b.at[lb]
+	if len(sa) != len(sb) {
+		return false
+	}
+	for j, i := range sa {
+		s, d := a.steps[i], b.steps[sb[j]]
+		if s.Kind != d.Kind || s.Src.Len != d.Src.Len || s.Dst.Len != d.Dst.Len || len(s.After) != len(d.After) {
+			return false
+		}
+		if (s.Kind == StepSend || s.Kind == StepRecv) && peer(s.Peer) != d.Peer {
+			return false
+		}
+		for w, x := range s.After {
+			y := d.After[w]
+			if x < 0 || x >= i || y < 0 || y >= sb[j] { // not an earlier step: a malformed plan
+				return false
 			}
-			for w, x := range s.After {
-				y := d.After[w]
-				if x < 0 || x >= i || y < 0 || y >= b[j] { // not an earlier step: a malformed plan
-					return nil, false
-				}
-				if steps[x].Lane >= shift || steps[y].Lane != steps[x].Lane+shift || pos[y] != pos[x] {
-					return nil, false
-				}
+			if lane(a.steps[x].Lane) != b.steps[y].Lane || a.pos[x] != b.pos[y] {
+				return false
 			}
 		}
 	}
+	return true
+}
+
+// keepLanes returns a rank's steps on lanes below n, their waits
+// renumbered, and counts their messages into sends (+1 a send, −1 a
+// receive); ok is false when a kept step waits on a step it drops.
+func keepLanes(steps []Step, n, r int, sends map[foldMessage]int) ([]Step, bool) {
 	index := make([]int, len(steps))
 	kept := make([]Step, 0, len(steps)/2)
 	for i, s := range steps {
-		if s.Lane >= shift {
+		index[i] = -1
+		if s.Lane >= n {
 			continue
 		}
 		index[i] = len(kept)
 		if len(s.After) > 0 {
 			after := make([]int, len(s.After))
 			for w, x := range s.After {
+				if x < 0 || x >= i || index[x] < 0 {
+					return nil, false
+				}
 				after[w] = index[x]
 			}
 			s.After = after
