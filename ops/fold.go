@@ -164,3 +164,77 @@ func keepLanes(steps []Step, n, r int, sends map[foldMessage]int) ([]Step, bool)
 	}
 	return kept, true
 }
+
+// FoldRotation returns the plan's first s channels alone, for the
+// smallest s such that rotating every node's GPUs by s (rank n·g+i to
+// n·g+(i+s) mod g, g = NodeRanks) together with the channels (c to c+s
+// mod C) maps the plan onto itself: NCCL's trees, whose channel c has its
+// head on GPU c mod g and runs tree c mod 2, turn into each other under
+// a rotation by 2. It also returns the rotation (perm[r] is rank r's
+// image) and its order g/s. The plan must have as many channels as a
+// node has GPUs (fold duplicates first, FoldChannels) and no switch
+// steps; ok is false otherwise, or when no rotation maps it onto itself.
+// The channels kept, run on every rank of a fabric folded by the same
+// rotation (every link standing for its orbit of g/s links), take the
+// time the whole plan takes on the whole fabric.
+func (p *Plan) FoldRotation() (kept *Plan, perm []int, order int, ok bool) {
+	g, c := p.NodeRanks, p.Channels
+	if p.Steps == nil || p.native || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c != g || p.Lanes < c {
+		return nil, nil, 0, false
+	}
+	per := (p.Lanes + c - 1) / c
+	lanes := make([]laneIndex, p.Ranks)
+	for r, steps := range p.Steps {
+		if lanes[r], ok = indexLanes(steps, per*c); !ok {
+			return nil, nil, 0, false
+		}
+	}
+	for s := 1; s < g; s++ {
+		if g%s != 0 {
+			continue
+		}
+		perm = make([]int, p.Ranks)
+		for r := range perm {
+			perm[r] = r/g*g + (r%g+s)%g
+		}
+		if !rotates(lanes, perm, s*per, per*c) {
+			continue
+		}
+		kept := *p
+		kept.Spec.Channels, kept.Lanes = s, s*per
+		kept.Steps = make([][]Step, p.Ranks)
+		sends := map[foldMessage]int{}
+		for r, steps := range p.Steps {
+			if kept.Steps[r], ok = keepLanes(steps, s*per, r, sends); !ok {
+				return nil, nil, 0, false
+			}
+		}
+		for _, n := range sends {
+			if n != 0 {
+				return nil, nil, 0, false
+			}
+		}
+		return &kept, perm, g / s, true
+	}
+	return nil, nil, 0, false
+}
+
+// rotates reports whether every rank r's lane l does what rank perm[r]'s
+// lane l+shift (mod lanes) does, with peers renamed by perm.
+func rotates(x []laneIndex, perm []int, shift, lanes int) bool {
+	peer := func(q int) int {
+		if q < 0 || q >= len(perm) {
+			return -1
+		}
+		return perm[q]
+	}
+	lane := func(l int) int { return (l + shift) % lanes }
+	for r := range x {
+		for l := range lanes {
+			if !x[r].same(l, x[perm[r]], lane(l), peer, lane) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -107,3 +107,37 @@ func TestFoldChannelsRefusesWhatIsNotACopy(t *testing.T) {
 		t.Error("the plan edited above does not fold")
 	}
 }
+
+// NCCL's tree channels turn into each other when every node's GPUs
+// rotate by 2: channel c's head is GPU c mod 8 and its tree c mod 2.
+// With as many channels as GPUs a node, the first two stand for all.
+func TestFoldRotationKeepsTwoTreeChannels(t *testing.T) {
+	plan, err := Compile(foldSpec("nccl-tree", 32, 8, 8, 1<<12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, perm, order, ok := plan.FoldRotation()
+	if !ok || order != 4 || kept.Channels != 2 || perm[0] != 2 || perm[7] != 1 || perm[8] != 10 {
+		t.Fatalf("fold %v: order %d, %d channels, perm %v", ok, order, kept.Channels, perm[:9])
+	}
+	if err := kept.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if kept.NumSteps()*4 != plan.NumSteps() {
+		t.Errorf("%d steps kept of %d", kept.NumSteps(), plan.NumSteps())
+	}
+	for _, spec := range []Spec{
+		foldSpec("nccl-tree", 32, 8, 16, 1<<12),  // duplicates: fold those first
+		foldSpec("nccl-tree", 32, 8, 4, 1<<12),   // fewer channels than GPUs
+		foldSpec("nccl-tree", 32, 8, 8, 1<<12+3), // channels of unequal lengths
+		foldSpec("nccl-tree", 8, 0, 8, 1<<12),    // one node
+	} {
+		p, err := Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, ok := p.FoldRotation(); ok {
+			t.Errorf("%v folds", spec)
+		}
+	}
+}
