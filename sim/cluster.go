@@ -85,11 +85,11 @@ type Cluster struct {
 	data       int64
 	trace      *tracer
 	closed     bool
-	faulted    bool             // a fault was injected: no mirror
-	injected   []placed         // the faults injected, to refuse conflicting ones
-	mirrors    [2]mirror        // by renaming: rotation, xor (see Mirror)
-	thinned    map[int]*Cluster // by divisor (see Thinned)
-	quot       *quotient        // a mirror's folding of the fabric
+	faulted    bool                // a fault was injected: no mirror
+	injected   []placed            // the faults injected, to refuse conflicting ones
+	mirrors    [2]mirror           // by renaming: rotation, xor (see Mirror)
+	foldedBy   map[string]*Cluster // thinned and rotated clusters, by fold (see Thinned); nil where a rotation does not fold
+	quot       *quotient           // a mirror's folding of the fabric
 	// switchWays are groups' ways through their reducing switch, by first
 	// rank and size; switchReducers the switches' reduction units, by node.
 	switchWays     map[[2]int]*switchWay
@@ -283,8 +283,10 @@ func (c *Cluster) Close() error {
 			errs = append(errs, m.cluster.Close())
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(c.thinned)) {
-		errs = append(errs, c.thinned[k].Close())
+	for _, k := range slices.Sorted(maps.Keys(c.foldedBy)) {
+		if f := c.foldedBy[k]; f != nil {
+			errs = append(errs, f.Close())
+		}
 	}
 	return errors.Join(errs...)
 }

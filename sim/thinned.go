@@ -18,37 +18,94 @@ import (
 // Config.Symmetry, timing-only, untraced, unseeded, free of faults and
 // idle).
 func (c *Cluster) Thinned(k int) (thinned *Cluster, ok bool, err error) {
+	if k < 2 {
+		return nil, false, fmt.Errorf("sim: thinned: %w: divisor %d", hw.ErrBadArgument, k)
+	}
+	return c.folded(foldKey{k: k})
+}
+
+// Rotated is Thinned(k) (k = 1: not thinned) folded as a mirror folds
+// (see Mirror) by the renaming of ranks perm, of the given order, which
+// must map the fabric onto itself moving every link: a flow crosses, in
+// place of each link, the lowest of its orbit. Every rank stays (a
+// message to rank q goes to rank q). A plan whose lanes for ranks r and
+// perm[r] are images of each other (ops.Plan.FoldRotation) runs a part
+// that stands for the whole on it: each link of the fold carries, from
+// the flows of the part on its orbit's links, exactly the flows of the
+// whole on one link. ok is false where Thinned's would be, and where perm
+// does not fold the fabric so.
+func (c *Cluster) Rotated(perm []int, order, k int) (rotated *Cluster, ok bool, err error) {
+	if k < 1 || order < 2 || len(perm) != len(c.devices) {
+		return nil, false, fmt.Errorf("sim: rotated: %w: %d ranks renamed, order %d, divisor %d", hw.ErrBadArgument, len(perm), order, k)
+	}
+	return c.folded(foldKey{k: k, perm: fmt.Sprint(perm), order: order, rename: perm})
+}
+
+// foldKey names a folded cluster: thinned by k, and rotated by rename
+// (perm is its text) when given.
+type foldKey struct {
+	k      int
+	perm   string
+	order  int
+	rename []int
+}
+
+// folded makes, once per key, or hands out again the cluster key names.
+func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, false, fmt.Errorf("sim: thinned: %w", hw.ErrClosed)
 	}
-	if k < 2 {
-		return nil, false, fmt.Errorf("sim: thinned: %w: divisor %d", hw.ErrBadArgument, k)
-	}
 	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil || !c.idle() {
 		return nil, false, nil
 	}
-	t := c.thinned[k]
-	if t != nil && !t.idleLocked() {
-		_ = t.Close()
-		t = nil
+	id := fmt.Sprint(key.k, key.order, key.perm)
+	f, seen := c.foldedBy[id]
+	if seen && f == nil {
+		return nil, false, nil // perm does not fold the fabric
 	}
-	if t == nil {
-		topo, err := thin(c.topo, float64(k))
-		if err != nil {
+	if f != nil && !f.idleLocked() {
+		_ = f.Close()
+		f = nil
+	}
+	if f == nil {
+		var q *quotient
+		if key.rename != nil {
+			gens, ok := c.renamings([]func(int) int{func(r int) int { return key.rename[r] }})
+			if ok {
+				q = c.orbits(gens, key.order)
+			}
+			if q == nil {
+				if c.foldedBy == nil {
+					c.foldedBy = map[string]*Cluster{}
+				}
+				c.foldedBy[id] = nil
+				return nil, false, nil
+			}
+			q.block = len(c.devices)
+			q.tree = len(c.topo.Links) == len(c.topo.Nodes)-1
+			q.unique = map[int][]uint8{}
+		}
+		topo := c.topo
+		if key.k > 1 {
+			var err error
+			if topo, err = thin(c.topo, float64(key.k)); err != nil {
+				return nil, false, err
+			}
+		}
+		var err error
+		if f, err = NewCluster(topo, Config{TimingOnly: true}); err != nil {
 			return nil, false, err
 		}
-		if t, err = NewCluster(topo, Config{TimingOnly: true}); err != nil {
-			return nil, false, err
+		f.quot = q
+		if c.foldedBy == nil {
+			c.foldedBy = map[string]*Cluster{}
 		}
-		if c.thinned == nil {
-			c.thinned = map[int]*Cluster{}
-		}
-		c.thinned[k] = t
+		c.foldedBy[id] = f
 	}
-	t.setNow(c.eng.now)
-	return t, true, nil
+	f.setNow(c.eng.now)
+	return f, true, nil
 }
 
 // thin is topo with every bandwidth divided by k.

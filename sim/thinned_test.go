@@ -55,3 +55,40 @@ func TestThinnedDividesEveryCapacity(t *testing.T) {
 		t.Errorf("closed: %v, want ErrClosed", err)
 	}
 }
+
+// TestRotatedFoldsByARenaming: rotating each node's GPUs folds a
+// cluster of nodes, every rank kept, and thinned too when asked; a
+// renaming that is not a symmetry of the fabric, or one that leaves a
+// link in place, folds nothing; bad arguments are refused.
+func TestRotatedFoldsByARenaming(t *testing.T) {
+	c := newCluster(t, "cluster:2x4", sim.Config{TimingOnly: true, Symmetry: true})
+	within := func(s int) []int { // each node's 4 GPUs rotated by s
+		perm := make([]int, 8)
+		for r := range perm {
+			perm[r] = r/4*4 + (r%4+s)%4
+		}
+		return perm
+	}
+	for _, k := range []int{1, 2} {
+		rc, okay, err := c.Rotated(within(1), 4, k)
+		if err != nil || !okay || len(rc.Devices()) != 8 {
+			t.Fatalf("rotated by 1, thinned by %d: %v, %v", k, okay, err)
+		}
+	}
+	ring := newCluster(t, "ring:8", sim.Config{TimingOnly: true, Symmetry: true})
+	swap := []int{1, 0, 2, 3, 4, 5, 6, 7}
+	if _, okay, err := ring.Rotated(swap, 2, 1); okay || err != nil {
+		t.Errorf("a swap on a ring: %v, %v; want no fold", okay, err)
+	}
+	if _, okay, err := c.Rotated(within(2), 4, 1); okay || err != nil {
+		t.Errorf("rotated by 2 given order 4 (it is 2): %v, %v; want no fold", okay, err)
+	}
+	for _, bad := range []struct {
+		perm     []int
+		order, k int
+	}{{within(1)[:4], 4, 1}, {within(1), 1, 1}, {within(1), 4, 0}} {
+		if _, _, err := c.Rotated(bad.perm, bad.order, bad.k); !errors.Is(err, hw.ErrBadArgument) {
+			t.Errorf("Rotated(%v, %d, %d): %v, want ErrBadArgument", bad.perm, bad.order, bad.k, err)
+		}
+	}
+}
