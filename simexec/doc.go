@@ -70,6 +70,16 @@
 // or none, each getting the same share of it. So one copy, run on every
 // rank of a cluster whose every bandwidth is divided by k
 // (sim.Cluster.Thinned), takes exactly the time of them all, in 1/k of
-// the work. The driver thins where it cannot mirror, under the same
-// conditions; tests hold thinned and full runs equal to the picosecond.
+// the work.
+//
+// The copy's channels may in turn be images of each other: NCCL's
+// channel c has its head on GPU c of each node (trees also alternate
+// between two), so rotating every node's GPUs by s (by 2 for trees) maps
+// channel c onto c+s. Then the first s channels, on every rank of a fabric
+// folded by that rotation as a mirror is (each link standing for its
+// orbit, sim.Cluster.Rotated), carry on each folded link exactly what all
+// channels carry on one real link (ops.Plan.FoldRotation): 16 tree
+// channels on nodes of 8 run as 2. The driver does this where it cannot
+// mirror, under the same conditions; tests hold thinned, rotated and
+// full runs equal to the picosecond.
 package simexec

@@ -32,28 +32,50 @@ func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan) (seconds float64, ok bool)
 
 // timeThinned times a plan whose channels come in identical copies by
 // running one copy, every rank, on the cluster thinned by their number
-// (see ops.Plan.FoldChannels and sim.Cluster.Thinned), under the
-// conditions a mirror has.
+// (see ops.Plan.FoldChannels and sim.Cluster.Thinned), and, where its
+// channels are rotations of each other, a part of those on the cluster
+// folded by the rotation too (ops.Plan.FoldRotation, sim.Cluster.Rotated),
+// under the conditions a mirror has.
 func (d *Driver) timeThinned(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
 	if d.workload != nil || w != d.c.World() || plan.Native() || plan.Ranks < 2 {
 		return 0, false
 	}
-	folded, k, ok := plan.FoldChannels()
-	if !ok {
+	folded, k, dup := plan.FoldChannels()
+	if !dup {
+		folded, k = plan, 1
+	}
+	if kept, perm, order, ok := folded.FoldRotation(); ok {
+		if rc, ok, err := d.c.Rotated(perm, order, k); err == nil && ok {
+			if seconds, ok = d.timeOn(rc, kept, plan.Ranks); ok {
+				d.rotatedRuns++
+				return seconds, true
+			}
+		}
+	}
+	if !dup {
 		return 0, false
 	}
 	tc, ok, err := d.c.Thinned(k)
 	if err != nil || !ok {
 		return 0, false
 	}
-	if d.thinnedOf != tc {
-		d.thinned, d.thinnedOf = NewExecutor(tc), tc
+	if seconds, ok = d.timeOn(tc, folded, plan.Ranks); ok {
+		d.thinnedRuns++
 	}
-	if seconds, err = timeRanks(d.thinned, folded, plan.Ranks); err != nil {
+	return seconds, ok
+}
+
+// timeOn times ranks 0..ranks-1 of plan on the folded cluster fc, keeping
+// its executor for the next plan timed there.
+func (d *Driver) timeOn(fc *sim.Cluster, plan *ops.Plan, ranks int) (float64, bool) {
+	if d.thinnedOf != fc {
+		d.thinned, d.thinnedOf = NewExecutor(fc), fc
+	}
+	seconds, err := timeRanks(d.thinned, plan, ranks)
+	if err != nil {
 		d.thinned, d.thinnedOf = nil, nil
 		return 0, false
 	}
-	d.thinnedRuns++
 	return seconds, true
 }
 
@@ -187,5 +209,9 @@ func (d *Driver) MirrorBlock(w *hw.World, plan *ops.Plan) int {
 func (d *Driver) MirroredRuns() int { return d.mirroredRuns }
 
 // ThinnedRuns counts the runs the driver timed with the plan's duplicate
-// channels folded, on a thinned cluster.
+// channels folded, on a thinned cluster, and RotatedRuns those it timed
+// with channels that are rotations of each other folded too.
 func (d *Driver) ThinnedRuns() int { return d.thinnedRuns }
+
+// RotatedRuns: see ThinnedRuns.
+func (d *Driver) RotatedRuns() int { return d.rotatedRuns }

@@ -23,6 +23,7 @@ type Driver struct {
 	thinned     *ops.Executor
 	thinnedOf   *sim.Cluster
 	thinnedRuns int
+	rotatedRuns int
 	// workload is set on a driver made by Mirror: its cluster is a
 	// mirror, and every plan must keep the workload's promise.
 	workload *workload

@@ -19,18 +19,20 @@ import (
 // (c and c+2 alike).
 func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 	for _, tc := range []struct {
-		topo  string
-		op    ops.Op
-		bytes int
-		algo  nccl.Algo
-		k     int
+		topo    string
+		op      ops.Op
+		bytes   int
+		algo    nccl.Algo
+		k       int
+		rotated int // 1: its channels also fold by rotating each node's GPUs
 	}{
-		{"dgx-h100x2", ops.AllReduce, 1 << 20, nccl.Tree, 2},
-		{"dgx-h100x2", ops.AllReduce, 16 << 20, nccl.Tree, 2},
-		{"dgx-h100x2", ops.AllReduce, 256 << 20, nccl.Ring, 2},
-		{"dgx-h100x2", ops.AllGather, 64 << 20, nccl.Ring, 2},
-		{"dgx-h100", ops.AllReduce, 64 << 20, nccl.NVLS, 16},                // NVLS channels are alike
-		{"dgx-h100x4,rail=true", ops.AllReduce, 64 << 20, nccl.NVLSTree, 8}, // c and c+2: tree c%2
+		{"dgx-h100x2", ops.AllReduce, 1 << 20, nccl.Tree, 2, 1},
+		{"dgx-h100x2", ops.AllReduce, 16 << 20, nccl.Tree, 2, 1},
+		{"dgx-h100x4,rail=true", ops.AllReduce, 16 << 20, nccl.Tree, 2, 1},
+		{"dgx-h100x2", ops.AllReduce, 256 << 20, nccl.Ring, 2, 1},
+		{"dgx-h100x2", ops.AllGather, 64 << 20, nccl.Ring, 2, 1},
+		{"dgx-h100", ops.AllReduce, 64 << 20, nccl.NVLS, 16, 0},                // NVLS channels are alike
+		{"dgx-h100x4,rail=true", ops.AllReduce, 64 << 20, nccl.NVLSTree, 8, 0}, // c and c+2: tree c%2
 	} {
 		topo, err := topology.Resolve(tc.topo)
 		if err != nil {
@@ -64,8 +66,9 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 		}
 		full, fd := run(false)
 		thinned, td := run(true)
-		if fd.ThinnedRuns() != 0 || td.ThinnedRuns() != 1 {
-			t.Fatalf("%s: %d and %d thinned runs, want 0 without symmetry and 1 with", name, fd.ThinnedRuns(), td.ThinnedRuns())
+		if fd.ThinnedRuns()+fd.RotatedRuns() != 0 || td.ThinnedRuns()+td.RotatedRuns() != 1 || td.RotatedRuns() != tc.rotated {
+			t.Fatalf("%s: %d+%d and %d+%d thinned+rotated runs, want none without symmetry and %d rotated with", name,
+				fd.ThinnedRuns(), fd.RotatedRuns(), td.ThinnedRuns(), td.RotatedRuns(), tc.rotated)
 		}
 		if thinned != full {
 			t.Errorf("%s: thinned %.15g s, every channel %.15g s", name, thinned, full)
