@@ -172,14 +172,18 @@ func keepLanes(steps []Step, n, r int, sends map[foldMessage]int) ([]Step, bool)
 // head on GPU c mod g and runs tree c mod 2, turn into each other under
 // a rotation by 2. It also returns the rotation (perm[r] is rank r's
 // image) and its order g/s. The plan must have as many channels as a
-// node has GPUs (fold duplicates first, FoldChannels) and no switch
-// steps; ok is false otherwise, or when no rotation maps it onto itself.
+// node has GPUs (fold duplicates first, FoldChannels), a Wire and no
+// switch steps: a rank keeps only its part of the channels, so what its
+// device does for all of them at once (reductions, unless a Wire fuses
+// them into the transfers; a switch's) would be shared less than in the
+// whole run. ok is false otherwise, or when no rotation maps it onto
+// itself.
 // The channels kept, run on every rank of a fabric folded by the same
 // rotation (every link standing for its orbit of g/s links), take the
 // time the whole plan takes on the whole fabric.
 func (p *Plan) FoldRotation() (kept *Plan, perm []int, order int, ok bool) {
 	g, c := p.NodeRanks, p.Channels
-	if p.Steps == nil || p.native || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c != g || p.Lanes < c {
+	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c != g || p.Lanes < c {
 		return nil, nil, 0, false
 	}
 	per := (p.Lanes + c - 1) / c

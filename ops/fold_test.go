@@ -110,12 +110,17 @@ func TestFoldChannelsRefusesWhatIsNotACopy(t *testing.T) {
 
 // NCCL's tree channels turn into each other when every node's GPUs
 // rotate by 2: channel c's head is GPU c mod 8 and its tree c mod 2.
-// With as many channels as GPUs a node, the first two stand for all.
+// With as many channels as GPUs a node, the first two stand for all,
+// where a Wire fuses the reductions into the transfers.
 func TestFoldRotationKeepsTwoTreeChannels(t *testing.T) {
 	plan, err := Compile(foldSpec("nccl-tree", 32, 8, 8, 1<<12))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, _, _, ok := plan.FoldRotation(); ok {
+		t.Error("a plan without a Wire folds: its ranks' reductions would be shared less")
+	}
+	plan.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}}
 	kept, perm, order, ok := plan.FoldRotation()
 	if !ok || order != 4 || kept.Channels != 2 || perm[0] != 2 || perm[7] != 1 || perm[8] != 10 {
 		t.Fatalf("fold %v: order %d, %d channels, perm %v", ok, order, kept.Channels, perm[:9])
@@ -136,6 +141,7 @@ func TestFoldRotationKeepsTwoTreeChannels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		p.Wire = plan.Wire
 		if _, _, _, ok := p.FoldRotation(); ok {
 			t.Errorf("%v folds", spec)
 		}

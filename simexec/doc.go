@@ -79,7 +79,10 @@
 // folded by that rotation as a mirror is (each link standing for its
 // orbit, sim.Cluster.Rotated), carry on each folded link exactly what all
 // channels carry on one real link (ops.Plan.FoldRotation): 16 tree
-// channels on nodes of 8 run as 2. The driver does this where it cannot
-// mirror, under the same conditions; tests hold thinned, rotated and
-// full runs equal to the picosecond.
+// channels on nodes of 8 run as 2. Only plans with a Wire and no switch
+// steps rotate: a rank keeps only its part of the channels, so what its
+// device does for all of them at once (reductions, which a Wire fuses
+// into the transfers; a switch's) would be shared less. The driver does
+// this where it cannot mirror, under the same conditions; tests hold
+// thinned, rotated and full runs equal to the picosecond.
 package simexec

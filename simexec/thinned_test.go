@@ -75,3 +75,42 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldsKeepEachDevicesWork: without a Wire a plan's reductions take
+// each GPU's reduction bandwidth, shared by all its channels. Copies share
+// it on a thinned cluster as they would (its bandwidth divided too), but a
+// rotated fold would leave each GPU its own channels only: such a plan is
+// thinned (16 channels on nodes of 8) or run whole (8), never rotated, and
+// takes the full run's time either way.
+func TestFoldsKeepEachDevicesWork(t *testing.T) {
+	topo, err := topology.Resolve("dgx-h100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ channels, thinned int }{{8, 0}, {16, 1}} {
+		plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "nccl-tree", Ranks: 16, NodeRanks: 8, Channels: tc.channels,
+			Count: 1 << 22, DType: hw.F32, Redop: hw.Sum, Chunk: 1 << 14})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := func(symmetry bool) (float64, *simexec.Driver) {
+			c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			exec := simexec.NewExecutor(c)
+			in, out := buffers(t, c, plan, false)
+			secs, err := exec.Run(plan, in, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return secs, exec.Driver().(*simexec.Driver)
+		}
+		full, _ := run(false)
+		folded, d := run(true)
+		if d.RotatedRuns() != 0 || d.ThinnedRuns() != tc.thinned || folded != full {
+			t.Errorf("%d channels: %.15g s (%d thinned, %d rotated runs), every channel %.15g s", tc.channels, folded, d.ThinnedRuns(), d.RotatedRuns(), full)
+		}
+	}
+}
