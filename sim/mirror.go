@@ -121,14 +121,24 @@ func (c *Cluster) fold(xor bool) *quotient {
 		if !ok {
 			continue
 		}
-		if q := c.orbits(gens, p/b); q != nil {
-			q.block = b
-			q.tree = len(c.topo.Links) == len(c.topo.Nodes)-1
-			q.unique = map[int][]uint8{}
+		if q := c.quotientBy(gens, p/b, b); q != nil {
 			return q
 		}
 	}
 	return nil
+}
+
+// quotientBy folds the fabric by the group the renamings gens make, of
+// the given order, ranks 0..block-1 standing for all; nil where a link's
+// orbit is smaller than the group.
+func (c *Cluster) quotientBy(gens []renamingOf, order, block int) *quotient {
+	q := c.orbits(gens, order)
+	if q != nil {
+		q.block = block
+		q.tree = len(c.topo.Links) == len(c.topo.Nodes)-1
+		q.unique = map[int][]uint8{}
+	}
+	return q
 }
 
 // renamings extends each renaming of ranks to the fabric, or reports

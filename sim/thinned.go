@@ -38,16 +38,14 @@ func (c *Cluster) Rotated(perm []int, order, k int) (rotated *Cluster, ok bool, 
 	if k < 1 || order < 2 || len(perm) != len(c.devices) {
 		return nil, false, fmt.Errorf("sim: rotated: %w: %d ranks renamed, order %d, divisor %d", hw.ErrBadArgument, len(perm), order, k)
 	}
-	return c.folded(foldKey{k: k, perm: fmt.Sprint(perm), order: order, rename: perm})
+	return c.folded(foldKey{k: k, order: order, rename: perm})
 }
 
-// foldKey names a folded cluster: thinned by k, and rotated by rename
-// (perm is its text) when given.
+// foldKey names a folded cluster: thinned by k, and rotated by rename,
+// of the given order, when given.
 type foldKey struct {
-	k      int
-	perm   string
-	order  int
-	rename []int
+	k, order int
+	rename   []int
 }
 
 // folded makes, once per key, or hands out again the cluster key names.
@@ -55,15 +53,18 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, false, fmt.Errorf("sim: thinned: %w", hw.ErrClosed)
+		return nil, false, fmt.Errorf("sim: fold: %w", hw.ErrClosed)
 	}
 	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil || !c.idle() {
 		return nil, false, nil
 	}
-	id := fmt.Sprint(key.k, key.order, key.perm)
+	if c.foldedBy == nil {
+		c.foldedBy = map[string]*Cluster{}
+	}
+	id := fmt.Sprint(key.k, key.order, key.rename)
 	f, seen := c.foldedBy[id]
 	if seen && f == nil {
-		return nil, false, nil // perm does not fold the fabric
+		return nil, false, nil // the renaming does not fold the fabric
 	}
 	if f != nil && !f.idleLocked() {
 		_ = f.Close()
@@ -74,18 +75,12 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 		if key.rename != nil {
 			gens, ok := c.renamings([]func(int) int{func(r int) int { return key.rename[r] }})
 			if ok {
-				q = c.orbits(gens, key.order)
+				q = c.quotientBy(gens, key.order, len(c.devices))
 			}
 			if q == nil {
-				if c.foldedBy == nil {
-					c.foldedBy = map[string]*Cluster{}
-				}
 				c.foldedBy[id] = nil
 				return nil, false, nil
 			}
-			q.block = len(c.devices)
-			q.tree = len(c.topo.Links) == len(c.topo.Nodes)-1
-			q.unique = map[int][]uint8{}
 		}
 		topo := c.topo
 		if key.k > 1 {
@@ -99,9 +94,6 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 			return nil, false, err
 		}
 		f.quot = q
-		if c.foldedBy == nil {
-			c.foldedBy = map[string]*Cluster{}
-		}
 		c.foldedBy[id] = f
 	}
 	f.setNow(c.eng.now)
