@@ -10,34 +10,35 @@ import (
 )
 
 // TimeRun implements ops.Shortcut: it times plan by running the ranks
-// that stand for all on the cluster's mirror, when the package doc's
-// conditions hold. A run that fails there reports false, and the executor
-// runs every rank.
+// that stand for all on the cluster's mirror, or the channels that stand
+// for all on a folded cluster, when the package doc's conditions hold. A
+// run that fails there reports false, and the executor runs every rank.
 func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
 	mc, block, ok := d.mirrorFor(w, plan)
 	if !ok {
-		return d.timeThinned(w, plan)
+		return d.timeFolded(w, plan)
 	}
-	if d.mirrorOf != mc {
-		d.mirror, d.mirrorOf = NewExecutor(mc), mc
+	if seconds, ok = d.mirror.time(mc, plan, block); ok {
+		d.mirroredRuns++
 	}
-	seconds, err := timeRanks(d.mirror, plan, block)
-	if err != nil {
-		d.mirror, d.mirrorOf = nil, nil
-		return 0, false
-	}
-	d.mirroredRuns++
-	return seconds, true
+	return seconds, ok
 }
 
-// timeThinned times a plan whose channels come in identical copies by
+// mayShortcut reports whether a run of plan on w may be timed on a
+// mirror or a folded cluster: w is the whole cluster's world (not a
+// workload's mirror), and the plan is not native and has peers.
+func (d *Driver) mayShortcut(w *hw.World, plan *ops.Plan) bool {
+	return d.workload == nil && w == d.c.World() && !plan.Native() && plan.Ranks >= 2
+}
+
+// timeFolded times a plan whose channels come in identical copies by
 // running one copy, every rank, on the cluster thinned by their number
 // (see ops.Plan.FoldChannels and sim.Cluster.Thinned), and, where its
 // channels are rotations of each other, a part of those on the cluster
 // folded by the rotation too (ops.Plan.FoldRotation, sim.Cluster.Rotated),
 // under the conditions a mirror has.
-func (d *Driver) timeThinned(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
-	if d.workload != nil || w != d.c.World() || plan.Native() || plan.Ranks < 2 {
+func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
+	if !d.mayShortcut(w, plan) {
 		return 0, false
 	}
 	folded, k, dup := plan.FoldChannels()
@@ -46,7 +47,7 @@ func (d *Driver) timeThinned(w *hw.World, plan *ops.Plan) (seconds float64, ok b
 	}
 	if kept, perm, order, ok := folded.FoldRotation(); ok {
 		if rc, ok, err := d.c.Rotated(perm, order, k); err == nil && ok {
-			if seconds, ok = d.timeOn(rc, kept, plan.Ranks); ok {
+			if seconds, ok = d.folded.time(rc, kept, plan.Ranks); ok {
 				d.rotatedRuns++
 				return seconds, true
 			}
@@ -59,21 +60,28 @@ func (d *Driver) timeThinned(w *hw.World, plan *ops.Plan) (seconds float64, ok b
 	if err != nil || !ok {
 		return 0, false
 	}
-	if seconds, ok = d.timeOn(tc, folded, plan.Ranks); ok {
+	if seconds, ok = d.folded.time(tc, folded, plan.Ranks); ok {
 		d.thinnedRuns++
 	}
 	return seconds, ok
 }
 
-// timeOn times ranks 0..ranks-1 of plan on the folded cluster fc, keeping
-// its executor for the next plan timed there.
-func (d *Driver) timeOn(fc *sim.Cluster, plan *ops.Plan, ranks int) (float64, bool) {
-	if d.thinnedOf != fc {
-		d.thinned, d.thinnedOf = NewExecutor(fc), fc
+// standIns is the executor over the cluster (a mirror, a folded cluster)
+// where the last plan was timed, kept while plans are timed there.
+type standIns struct {
+	exec *ops.Executor
+	of   *sim.Cluster
+}
+
+// time times ranks 0..ranks-1 of plan on c; false if the run fails,
+// which drops the executor.
+func (s *standIns) time(c *sim.Cluster, plan *ops.Plan, ranks int) (float64, bool) {
+	if s.of != c {
+		s.exec, s.of = NewExecutor(c), c
 	}
-	seconds, err := timeRanks(d.thinned, plan, ranks)
+	seconds, err := timeRanks(s.exec, plan, ranks)
 	if err != nil {
-		d.thinned, d.thinnedOf = nil, nil
+		*s = standIns{}
 		return 0, false
 	}
 	return seconds, true
@@ -127,7 +135,7 @@ func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks int) (seconds float64, 
 // that stand for all there, when w is the cluster's whole world, the plan
 // is symmetric and its messages pair up there.
 func (d *Driver) mirrorFor(w *hw.World, plan *ops.Plan) (mirror *sim.Cluster, block int, ok bool) {
-	if d.workload != nil || w != d.c.World() || plan.Native() || plan.Ranks < 2 {
+	if !d.mayShortcut(w, plan) {
 		return nil, 0, false
 	}
 	g := plan.Symmetry()

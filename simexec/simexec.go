@@ -13,17 +13,11 @@ import (
 // the cluster's mirror (see the package doc).
 type Driver struct {
 	c *sim.Cluster
-	// mirror is the executor over the cluster's mirror of the last run
-	// timed there, reused while the mirror is.
-	mirror       *ops.Executor
-	mirrorOf     *sim.Cluster
-	mirroredRuns int
-	// thinned is the executor over the cluster thinned for the last plan
-	// timed there with its duplicate channels folded (timeThinned).
-	thinned     *ops.Executor
-	thinnedOf   *sim.Cluster
-	thinnedRuns int
-	rotatedRuns int
+	// mirror runs plans on the cluster's mirror, and folded on the
+	// clusters thinned or rotated for a plan's folded channels
+	// (timeFolded).
+	mirror, folded                         standIns
+	mirroredRuns, thinnedRuns, rotatedRuns int
 	// workload is set on a driver made by Mirror: its cluster is a
 	// mirror, and every plan must keep the workload's promise.
 	workload *workload

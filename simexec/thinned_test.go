@@ -50,22 +50,8 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 		if _, k, ok := plan.FoldChannels(); !ok || k != tc.k {
 			t.Errorf("%s: folds %d channels into one (%v), want %d", name, k, ok, tc.k)
 		}
-		run := func(symmetry bool) (float64, *simexec.Driver) {
-			c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			exec := simexec.NewExecutor(c)
-			in, out := buffers(t, c, plan, false)
-			secs, err := exec.Run(plan, in, out)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return secs, exec.Driver().(*simexec.Driver)
-		}
-		full, fd := run(false)
-		thinned, td := run(true)
+		full, fd := runOn(t, topo, plan, false)
+		thinned, td := runOn(t, topo, plan, true)
 		if fd.ThinnedRuns()+fd.RotatedRuns() != 0 || td.ThinnedRuns()+td.RotatedRuns() != 1 || td.RotatedRuns() != tc.rotated {
 			t.Fatalf("%s: %d+%d and %d+%d thinned+rotated runs, want none without symmetry and %d rotated with", name,
 				fd.ThinnedRuns(), fd.RotatedRuns(), td.ThinnedRuns(), td.RotatedRuns(), tc.rotated)
@@ -93,24 +79,29 @@ func TestFoldsKeepEachDevicesWork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run := func(symmetry bool) (float64, *simexec.Driver) {
-			c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			exec := simexec.NewExecutor(c)
-			in, out := buffers(t, c, plan, false)
-			secs, err := exec.Run(plan, in, out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return secs, exec.Driver().(*simexec.Driver)
-		}
-		full, _ := run(false)
-		folded, d := run(true)
+		full, _ := runOn(t, topo, plan, false)
+		folded, d := runOn(t, topo, plan, true)
 		if d.RotatedRuns() != 0 || d.ThinnedRuns() != tc.thinned || folded != full {
 			t.Errorf("%d channels: %.15g s (%d thinned, %d rotated runs), every channel %.15g s", tc.channels, folded, d.ThinnedRuns(), d.RotatedRuns(), full)
 		}
 	}
+}
+
+// runOn times plan on a timing-only cluster over topo, with or without
+// Symmetry (which lets the driver mirror or fold it), and returns its
+// driver.
+func runOn(t *testing.T, topo *topology.Topology, plan *ops.Plan, symmetry bool) (float64, *simexec.Driver) {
+	t.Helper()
+	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	exec := simexec.NewExecutor(c)
+	in, out := buffers(t, c, plan, false)
+	secs, err := exec.Run(plan, in, out)
+	if err != nil {
+		t.Fatalf("%v: %v", plan.Spec, err)
+	}
+	return secs, exec.Driver().(*simexec.Driver)
 }
