@@ -110,6 +110,11 @@ func (cn *connection) fire(now Time, _ uint64) {
 	if now >= cn.wakeAt {
 		cn.waking = false
 	}
+	cn.wake()
+}
+
+// wake has a blocked owner look for room again.
+func (cn *connection) wake() {
 	if cn.blocked {
 		cn.blocked = false
 		cn.owner.dev.c.kick(cn.owner)
@@ -144,10 +149,7 @@ func (h held) release(now Time) {
 		return
 	}
 	cn.held -= h.bytes
-	if cn.blocked {
-		cn.blocked = false
-		cn.owner.dev.c.kick(cn.owner)
-	}
+	cn.wake()
 }
 
 // bufferWait describes, for a deadlock report, the room send o waits
