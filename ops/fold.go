@@ -39,23 +39,12 @@ func (p *Plan) foldHalf() (*Plan, bool) {
 	if shift >= p.Lanes {
 		return nil, false
 	}
-	half := *p
-	half.Spec.Channels, half.Lanes = c/2, shift
-	half.Steps = make([][]Step, len(p.Steps))
-	sends := map[foldMessage]int{}
-	for r, steps := range p.Steps {
-		kept, ok := foldRank(steps, shift, r, sends)
-		if !ok {
-			return nil, false
-		}
-		half.Steps[r] = kept
-	}
-	for _, n := range sends {
-		if n != 0 {
+	for _, steps := range p.Steps {
+		if !duplicated(steps, shift) {
 			return nil, false
 		}
 	}
-	return &half, true
+	return p.keepLanes(c/2, shift)
 }
 
 // foldMessage is one direction and tag of a plan's messages.
@@ -64,21 +53,43 @@ type foldMessage struct {
 	tag      uint32
 }
 
-// foldRank checks one rank's lanes below shift against their duplicates
-// and returns its kept steps, their waits renumbered; it counts the kept
-// messages into sends (+1 a send, −1 a receive).
-func foldRank(steps []Step, shift, r int, sends map[foldMessage]int) ([]Step, bool) {
+// duplicated reports whether one rank's lanes below shift do what their
+// duplicates, shift lanes on, do.
+func duplicated(steps []Step, shift int) bool {
 	lanes, ok := indexLanes(steps, 2*shift)
 	if !ok {
-		return nil, false
+		return false
 	}
 	same := func(q int) int { return q }
 	for l := range shift {
 		if !lanes.same(l, lanes, l+shift, same, func(l int) int { return l + shift }) {
+			return false
+		}
+	}
+	return true
+}
+
+// keepLanes returns the plan of its channels below channels, whose
+// lanes are those below lanes, every wait renumbered; false where a kept
+// step waits on a step dropped, or a kept lane sends a message no kept
+// lane receives (or receives one none sends).
+func (p *Plan) keepLanes(channels, lanes int) (*Plan, bool) {
+	kept := *p
+	kept.Spec.Channels, kept.Lanes = channels, lanes
+	kept.Steps = make([][]Step, len(p.Steps))
+	sends := map[foldMessage]int{}
+	for r, steps := range p.Steps {
+		var ok bool
+		if kept.Steps[r], ok = keepRankLanes(steps, lanes, r, sends); !ok {
 			return nil, false
 		}
 	}
-	return keepLanes(steps, shift, r, sends)
+	for _, n := range sends {
+		if n != 0 {
+			return nil, false
+		}
+	}
+	return &kept, true
 }
 
 // laneIndex is a rank's steps by lane: at[l] lists lane l's steps, pos[i]
@@ -132,10 +143,10 @@ func (a laneIndex) same(la int, b laneIndex, lb int, peer, lane func(int) int) b
 	return true
 }
 
-// keepLanes returns a rank's steps on lanes below n, their waits
+// keepRankLanes returns rank r's steps on lanes below n, their waits
 // renumbered, and counts their messages into sends (+1 a send, −1 a
 // receive); ok is false when a kept step waits on a step it drops.
-func keepLanes(steps []Step, n, r int, sends map[foldMessage]int) ([]Step, bool) {
+func keepRankLanes(steps []Step, n, r int, sends map[foldMessage]int) ([]Step, bool) {
 	index := make([]int, len(steps))
 	kept := make([]Step, 0, len(steps)/2)
 	for i, s := range steps {
@@ -204,21 +215,10 @@ func (p *Plan) FoldRotation() (kept *Plan, perm []int, order int, ok bool) {
 		if !rotates(lanes, perm, s*per, per*c) {
 			continue
 		}
-		kept := *p
-		kept.Spec.Channels, kept.Lanes = s, s*per
-		kept.Steps = make([][]Step, p.Ranks)
-		sends := map[foldMessage]int{}
-		for r, steps := range p.Steps {
-			if kept.Steps[r], ok = keepLanes(steps, s*per, r, sends); !ok {
-				return nil, nil, 0, false
-			}
+		if kept, ok = p.keepLanes(s, s*per); !ok {
+			return nil, nil, 0, false
 		}
-		for _, n := range sends {
-			if n != 0 {
-				return nil, nil, 0, false
-			}
-		}
-		return &kept, perm, g / s, true
+		return kept, perm, g / s, true
 	}
 	return nil, nil, 0, false
 }
