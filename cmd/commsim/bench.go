@@ -483,8 +483,9 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 	// the in-place run is the out-of-place one (unless a trace shows both).
 	sameInPlace := w.cluster != nil && s.timingOnly && s.trace == ""
 	bar := newProgress(stderr, len(s.sizes))
-	if parallel = s.parallelSizes(w); parallel {
-		rows, err := s.measureParallel(emit, bar)
+	if workers := s.parallelWorkers(w); workers > 1 {
+		parallel = true
+		rows, err := s.measureParallel(workers, emit, bar)
 		if err == nil {
 			bar.done()
 		}

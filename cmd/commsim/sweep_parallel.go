@@ -10,18 +10,30 @@ import (
 	"github.com/commsim/commsim/verify"
 )
 
-// maxParallelRanks is the largest fabric whose sizes a timing-only sweep
-// shares among cores: each core holds a cluster of its own and the plan it
-// runs, and at a thousand ranks one NCCL tree plan takes gigabytes.
-const maxParallelRanks = 256
+// Each core of a parallel sweep holds a cluster of its own and the plan
+// it runs, and at a thousand ranks one NCCL tree plan takes gigabytes
+// (about 3 GB at 1024 ranks). Fabrics of up to freeParallelRanks ranks
+// take a core each; larger ones share at most parallelRankBudget ranks
+// among their cores, so 2 cores at 1024 ranks and none past 2048.
+const (
+	freeParallelRanks  = 256
+	parallelRankBudget = 2048
+)
 
-// parallelSizes reports whether the sweep's sizes may run side by side:
-// on the simulator, timing only (so the in-place run is the out-of-place
-// one), with no trace (which shows one cluster's timeline), on a fabric
-// small enough, with more than one core and one size.
-func (s *sweep) parallelSizes(w *openedWorld) bool {
-	return w.cluster != nil && s.timingOnly && s.trace == "" && !s.check &&
-		s.topo.NumGPUs() <= maxParallelRanks && runtime.GOMAXPROCS(0) > 1 && len(s.sizes) > 1
+// parallelWorkers is how many cores the sweep's sizes may share: on the
+// simulator, timing only (so the in-place run is the out-of-place one),
+// with no trace (which shows one cluster's timeline), as many as the
+// fabric's size allows, at most one per size. Below 2 the sweep runs its
+// sizes in turn.
+func (s *sweep) parallelWorkers(w *openedWorld) int {
+	if w.cluster == nil || !s.timingOnly || s.trace != "" || s.check {
+		return 1
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(s.sizes))
+	if ranks := s.topo.NumGPUs(); ranks > freeParallelRanks {
+		workers = min(workers, max(1, parallelRankBudget/ranks))
+	}
+	return workers
 }
 
 // measured is one size of a parallel sweep once run: its row, how many of
@@ -33,8 +45,8 @@ type measured struct {
 	done     chan struct{}
 }
 
-// measureParallel is measure for a sweep that parallelSizes allows: the
-// sizes are shared among one cluster per core, made as measure's is, each
+// measureParallel is measure for a sweep that parallelWorkers gives
+// workers cores: the sizes are shared among one cluster per core, made as measure's is, each
 // run starting on an idle cluster at time zero (rewound), so every row is
 // the one the sizes run in turn on one cluster give, to the picosecond.
 // A free core takes the largest size left, the costliest to simulate, so
@@ -42,9 +54,8 @@ type measured struct {
 // size, as soon as each and those before are done. On an error it
 // returns the rows before the smallest failing size, and that size's
 // error, whichever core met it first.
-func (s *sweep) measureParallel(emit func(row) error, bar *progress) (rows []row, err error) {
+func (s *sweep) measureParallel(workers int, emit func(row) error, bar *progress) (rows []row, err error) {
 	n := len(s.sizes)
-	workers := min(runtime.GOMAXPROCS(0), n)
 	results := make([]measured, n)
 	for i := range results {
 		results[i].done = make(chan struct{})

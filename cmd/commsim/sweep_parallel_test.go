@@ -3,6 +3,8 @@ package main
 import (
 	"runtime"
 	"testing"
+
+	"github.com/commsim/commsim/sim"
 )
 
 // TestParallelSweepsAreSequentialOnes: a timing-only sweep shared among
@@ -52,5 +54,42 @@ func TestSweepSizesDoNotSpendEachOthersHorizon(t *testing.T) {
 		if status, _, errOut := commsim(args...); status != 0 {
 			t.Errorf("%s: status %d: %s", cmd, status, errOut)
 		}
+	}
+}
+
+// TestLargeFabricsShareFewerCores: fabrics past 256 ranks share the
+// cores by their size (each core holds a cluster and a plan of its own),
+// and a sweep that cannot be shared gets one.
+func TestLargeFabricsShareFewerCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
+	sizes := make([]int64, 32)
+	cases := []struct {
+		topo   string
+		mutate func(*sweep)
+		want   int
+	}{
+		{"cluster:32x8", nil, 16},
+		{"dgx-h100x64", nil, 4},
+		{"dgx-h100x128,rail=true", nil, 2},
+		{"dgx-h100x512", nil, 1},
+		{"dgx-h100x2", func(s *sweep) { s.sizes = s.sizes[:3] }, 3},
+		{"dgx-h100x2", func(s *sweep) { s.timingOnly = false }, 1},
+		{"dgx-h100x2", func(s *sweep) { s.trace = "t.json" }, 1},
+	}
+	for _, c := range cases {
+		topo, err := resolveTopology(c.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &sweep{topo: topo, sizes: sizes, timingOnly: true}
+		if c.mutate != nil {
+			c.mutate(s)
+		}
+		if got := s.parallelWorkers(&openedWorld{cluster: new(sim.Cluster)}); got != c.want {
+			t.Errorf("%s: %d cores, want %d", c.topo, got, c.want)
+		}
+	}
+	if got := (&sweep{sizes: sizes, timingOnly: true}).parallelWorkers(&openedWorld{}); got != 1 {
+		t.Errorf("a real backend: %d cores, want 1", got)
 	}
 }
