@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"iter"
+	"slices"
 	"sync/atomic"
 )
 
@@ -34,6 +35,9 @@ type builder struct {
 	// at a time, which costs one switch to the consumer per batch.
 	buf  []Step
 	emit func([]Step) bool
+	// laneCount is the most lanes a generator has asked lanes for: a
+	// hint for the room a rank's steps will take.
+	laneCount int
 }
 
 type buildMode uint8
@@ -72,6 +76,7 @@ func newBuilder(spec Spec, inLen, outLen int) *builder {
 // streamed. A generator of many lanes loops over them, so that streaming
 // one lane does not make the others' steps only to drop them.
 func (b *builder) lanes(n int) iter.Seq[int] {
+	b.laneCount = max(b.laneCount, n)
 	return func(yield func(int) bool) {
 		for l := range n {
 			if b.mode == modeStream && b.lane >= 0 && l != b.lane {
@@ -142,7 +147,15 @@ func (b *builder) add(r int, s Step) int {
 	if b.steps++; b.steps > b.limit {
 		panic(planTooLarge{b.steps})
 	}
-	b.p.Steps[r] = append(b.p.Steps[r], s)
+	steps := b.p.Steps[r]
+	if len(steps) == cap(steps) && s.Lane > 0 && b.laneCount > s.Lane && s.Lane >= b.laneCount/max(1, b.p.Channels) {
+		// A generator of many lanes makes them one after another (see
+		// lanes), its channels alike: once a channel's lanes are made,
+		// room for the rest saves growing (and copying) the rank's steps
+		// at every doubling.
+		steps = slices.Grow(steps, len(steps)/s.Lane*(b.laneCount-s.Lane))
+	}
+	b.p.Steps[r] = append(steps, s)
 	return len(b.p.Steps[r]) - 1
 }
 

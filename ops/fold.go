@@ -17,34 +17,29 @@ package ops
 // dropped one, and every message a kept lane sends a kept lane receives.
 // ok is false for a streamed or native plan, or one with no duplicates.
 func (p *Plan) FoldChannels() (folded *Plan, k int, ok bool) {
-	folded, k = p, 1
-	for {
-		half, ok := folded.foldHalf()
-		if !ok {
-			break
-		}
-		folded, k = half, 2*k
-	}
-	return folded, k, k > 1
-}
-
-// foldHalf folds channels c and c+C/2 into c once.
-func (p *Plan) foldHalf() (*Plan, bool) {
 	c := p.Channels
-	if p.Steps == nil || p.native || c < 2 || c%2 != 0 || p.Lanes < 2 {
-		return nil, false
+	if p.Steps == nil || p.native || c < 2 || p.Lanes < 2 {
+		return p, 1, false
 	}
 	per := (p.Lanes + c - 1) / c // lanes per channel
-	shift := per * c / 2         // lane l's duplicate is lane l+shift
-	if shift >= p.Lanes {
-		return nil, false
-	}
-	for _, steps := range p.Steps {
-		if !duplicated(steps, shift) {
-			return nil, false
+	lanes := make([]laneIndex, p.Ranks)
+	for r, steps := range p.Steps {
+		if lanes[r], ok = indexLanes(steps, per*c); !ok {
+			return p, 1, false
 		}
 	}
-	return p.keepLanes(c/2, shift)
+	// Halve while the channels below C/2k do what those C/2k on do: with
+	// those below C/k checked already, all k copies of each are alike.
+	k = 1
+	for c%(2*k) == 0 && duplicated(lanes, per*c/(2*k)) {
+		k *= 2
+	}
+	for ; k > 1; k /= 2 {
+		if folded, ok = p.keepLanes(c/k, per*c/k); ok {
+			return folded, k, true
+		}
+	}
+	return p, 1, false
 }
 
 // foldMessage is one direction and tag of a plan's messages.
@@ -53,17 +48,16 @@ type foldMessage struct {
 	tag      uint32
 }
 
-// duplicated reports whether one rank's lanes below shift do what their
-// duplicates, shift lanes on, do.
-func duplicated(steps []Step, shift int) bool {
-	lanes, ok := indexLanes(steps, 2*shift)
-	if !ok {
-		return false
-	}
+// duplicated reports whether, on every rank, the lanes below shift do
+// what their duplicates, shift lanes on, do.
+func duplicated(lanes []laneIndex, shift int) bool {
 	same := func(q int) int { return q }
-	for l := range shift {
-		if !lanes.same(l, lanes, l+shift, same, func(l int) int { return l + shift }) {
-			return false
+	dup := func(l int) int { return l + shift }
+	for _, x := range lanes {
+		for l := range shift {
+			if !x.same(l, x, l+shift, same, dup) {
+				return false
+			}
 		}
 	}
 	return true
@@ -241,4 +235,66 @@ func rotates(x []laneIndex, perm []int, shift, lanes int) bool {
 		}
 	}
 	return true
+}
+
+// FoldRanks returns the plan with only the ranks of local index below s
+// left (every other rank's steps dropped), when rotating every node's
+// GPUs by s (rank n·g+i to n·g+(i+s) mod g, g = NodeRanks, or every rank
+// on one node) maps the plan
+// onto itself lane for lane: rank r does on each lane what rank perm[r]
+// does on it, with peers renamed by perm. NCCL's NVLS and NVLSTree are
+// such plans: local rank i owns part i of every pass, with its switch
+// operations and its rail's tree. It also returns the rotation and its
+// order g/s. Every message a kept rank sends, a kept rank receives.
+// Unlike FoldRotation's part, a kept rank keeps all its work, so its
+// device's reductions need no Wire; a switch, which reduces for all its
+// members at once, is shared out by the fold (sim.Cluster.Rotated). ok is
+// false for a streamed or native plan, or one the rotation does not map
+// onto itself.
+// The kept ranks, run on a fabric folded by the same rotation, take the
+// time the whole plan takes on the whole fabric.
+func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
+	g := p.NodeRanks
+	if g <= 0 || g > p.Ranks {
+		g = p.Ranks // one node
+	}
+	if p.Steps == nil || p.native || g < 2 || s < 1 || s >= g || g%s != 0 || p.Ranks%g != 0 {
+		return nil, nil, 0, false
+	}
+	lanes := make([]laneIndex, p.Ranks)
+	for r, steps := range p.Steps {
+		if lanes[r], ok = indexLanes(steps, p.Lanes); !ok {
+			return nil, nil, 0, false
+		}
+	}
+	perm = make([]int, p.Ranks)
+	for r := range perm {
+		perm[r] = r/g*g + (r%g+s)%g
+	}
+	if !rotates(lanes, perm, 0, p.Lanes) {
+		return nil, nil, 0, false
+	}
+	k := *p
+	k.Steps = make([][]Step, p.Ranks)
+	sends := map[foldMessage]int{}
+	for r, steps := range p.Steps {
+		if r%g >= s {
+			continue
+		}
+		k.Steps[r] = steps
+		for _, st := range steps {
+			switch st.Kind {
+			case StepSend:
+				sends[foldMessage{r, st.Peer, st.Tag}]++
+			case StepRecv:
+				sends[foldMessage{st.Peer, r, st.Tag}]--
+			}
+		}
+	}
+	for _, n := range sends {
+		if n != 0 {
+			return nil, nil, 0, false
+		}
+	}
+	return &k, perm, g / s, true
 }
