@@ -147,3 +147,62 @@ func TestFoldRotationKeepsTwoTreeChannels(t *testing.T) {
 		}
 	}
 }
+
+// NCCL's NVLSTree gives local rank i part i of every pass, its switch
+// operations and its rail's tree: rotating every node's GPUs by one maps
+// each rank's work onto the next's, and the nodes' first GPUs stand for
+// all, keeping all their work. Rotating by 2 keeps two a node. A tree's
+// channels, whose heads rotate with them, are no such plan; nor is one
+// whose parts differ in length, or whose kept rank sends to one dropped.
+func TestFoldRanksKeepsTheNodesFirstGPUs(t *testing.T) {
+	plan, err := Compile(foldSpec("nccl-nvlstree", 32, 8, 2, 1<<12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ s, order, kept int }{{1, 8, 4}, {2, 4, 8}, {4, 2, 16}} {
+		kept, perm, order, ok := plan.FoldRanks(tc.s)
+		if !ok || order != tc.order || perm[0] != tc.s || perm[7] != tc.s-1 || perm[8] != 8+tc.s {
+			t.Fatalf("rotation by %d: %v, order %d, perm %v", tc.s, ok, order, perm[:9])
+		}
+		ranks := 0
+		for r, steps := range kept.Steps {
+			if len(steps) > 0 {
+				ranks++
+				if r%8 >= tc.s || len(steps) != len(plan.Steps[r]) {
+					t.Errorf("rotation by %d: rank %d keeps %d of its %d steps", tc.s, r, len(steps), len(plan.Steps[r]))
+				}
+			}
+		}
+		if ranks != tc.kept || kept.NumSteps()*tc.order != plan.NumSteps() {
+			t.Errorf("rotation by %d: %d ranks and %d steps kept, want %d ranks and %d of %d", tc.s, ranks, kept.NumSteps(), tc.kept, plan.NumSteps()/tc.order, plan.NumSteps())
+		}
+	}
+	if _, _, _, ok := plan.FoldRanks(3); ok {
+		t.Error("a rotation by 3 on nodes of 8 folds")
+	}
+	for _, spec := range []Spec{
+		foldSpec("nccl-tree", 32, 8, 8, 1<<12),       // channels rotate with the ranks
+		foldSpec("nccl-nvlstree", 32, 8, 2, 1<<12+3), // parts of unequal lengths
+	} {
+		p, err := Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, ok := p.FoldRanks(1); ok {
+			t.Errorf("%v folds", spec)
+		}
+	}
+	// A ring through each node's GPUs maps onto itself rotated, but a
+	// kept rank's message goes to a dropped one.
+	ring := &Plan{Spec: Spec{Op: AllGather, Algo: "ring", Ranks: 16, NodeRanks: 8, Count: 4, DType: hw.F32}, Lanes: 1, Steps: make([][]Step, 16)}
+	for r := range 16 {
+		next, prev := r/8*8+(r+1)%8, r/8*8+(r+7)%8
+		ring.Steps[r] = []Step{{Kind: StepSend, Peer: next, Src: ref(Out, 0, 4)}, {Kind: StepRecv, Peer: prev, Dst: ref(Out, 4, 4)}}
+	}
+	if _, _, _, ok := ring.FoldRanks(1); ok {
+		t.Error("a plan whose kept ranks send to dropped ones folds")
+	}
+	if _, _, _, ok := ring.FoldRanks(4); ok {
+		t.Error("a plan whose kept ranks send to dropped ones folds by 4")
+	}
+}

@@ -51,10 +51,14 @@ type flow struct {
 	gen         uint64
 	mark        uint64
 	fixed       bool
-	state       flowState
-	fab         *fabric
-	owner       flowOwner // told when the last byte arrives
-	op          *op       // the owner's operation, if any
+	// repeats: the flow may cross a link more than once, taking its rate
+	// there once per crossing (a switch operation on a folded cluster,
+	// whose members' links fold onto one: see Cluster.Rotated).
+	repeats bool
+	state   flowState
+	fab     *fabric
+	owner   flowOwner // told when the last byte arrives
+	op      *op       // the owner's operation, if any
 }
 
 // fabric keeps the set of active flows and their max-min fair rates. Rates
@@ -106,7 +110,7 @@ func (fb *fabric) start(links []*link, latency Time, n float64, owner flowOwner,
 	// gen and mark carry over: stale batch entries hold older generations
 	// and marks are compared with an epoch that only grows.
 	f.links, f.bytes, f.remaining, f.owner, f.op, f.start = f.keep(links), n, n, owner, o, fb.eng.now
-	f.rate, f.prevRate, f.updated, f.scheduled, f.fixed, f.state = 0, 0, 0, false, false, flowLatency
+	f.rate, f.prevRate, f.updated, f.scheduled, f.fixed, f.repeats, f.state = 0, 0, 0, false, false, false, flowLatency
 	fb.at(after(fb.eng.now, latency), f)
 	return f
 }
@@ -232,13 +236,16 @@ func (fb *fabric) detach(f *flow) {
 		moved := l.flows[last]
 		l.flows[f.pos[i]] = moved
 		for j, ml := range moved.links {
-			if ml == l {
+			// A flow may cross a link more than once (see flow.repeats):
+			// the crossing that sat last moves.
+			if ml == l && moved.pos[j] == int32(last) {
 				moved.pos[j] = f.pos[i]
 				break
 			}
 		}
 		l.flows[last] = nil
 		l.flows = l.flows[:last]
+		f.pos[i] = -1 // gone: no later crossing's search may match it
 		fb.touch(l)
 	}
 	fb.active--
@@ -392,7 +399,7 @@ const halfNoise = 1e-12
 // flows at that share and charge them to their other links. Ties go to the
 // lower link id, so the result never depends on map or heap order.
 func (fb *fabric) solve(links []*link, flows []*flow) {
-	if len(flows) == 1 {
+	if len(flows) == 1 && !flows[0].repeats {
 		// Alone on its links: the slowest one sets the rate.
 		f := flows[0]
 		f.rate = math.Inf(1)

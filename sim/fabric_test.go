@@ -188,3 +188,74 @@ func TestChangesResolveOnlyConnectedFlows(t *testing.T) {
 		t.Fatalf("starting two flows on another link re-solved %d flows, want 2", got)
 	}
 }
+
+// TestRepeatedCrossingsTakeTheRateOncePerCrossing: a flow that crosses a
+// link more than once (a switch operation on a folded cluster: see
+// flow.repeats) takes its rate there once per crossing, as the flows it
+// stands for would, alone and beside others; and leaving the link, in
+// any order, keeps every other flow's place on it.
+func TestRepeatedCrossingsTakeTheRateOncePerCrossing(t *testing.T) {
+	r := newFlowRig()
+	a, b := gbps(0, 100), gbps(1, 100)
+	repeat := func(links []*link, n float64) *Time {
+		rec := &finishRecorder{at: -1}
+		r.fab.start(links, 0, n, rec, nil).repeats = true
+		return &rec.at
+	}
+	// Alone, crossing a twice: 50 GB/s, 1 MB in 20 us.
+	alone := repeat([]*link{a, b, a}, 1e6)
+	r.run()
+	if want := 20 * Microsecond; *alone != want {
+		t.Errorf("alone: finish %v, want %v", *alone, want)
+	}
+	// Three crossings of a, one by another flow: a quarter each. The
+	// single one (250 KB at 25 GB/s) ends at 10 us; then 1.25 MB of the
+	// repeated flow's 1.5 MB are left, at 100/3 GB/s: 37.5 us more.
+	r = newFlowRig()
+	a, b = gbps(0, 100), gbps(1, 100)
+	many := repeat([]*link{a, a, b, a}, 1.5e6)
+	single := r.start([]*link{a}, 0, 0.25e6)
+	r.run()
+	if *single != 10*Microsecond || *many != 47500*Nanosecond {
+		t.Errorf("finishes %v and %v, want 10us and 47.5us", *single, *many)
+	}
+	// Flows leave a link whose list holds repeated crossings in any
+	// order: every place stays right (detach would index out of range or
+	// leave a finished flow on the link). Flows of 3, 1, 2, 3 and 1
+	// crossings start 1 us apart, with their sizes in every order.
+	crossings := []int{3, 1, 2, 3, 1}
+	sizes := []float64{1e5, 2e5, 3e5, 4e5, 5e5}
+	var permute func(k int)
+	permute = func(k int) {
+		if k < len(sizes) {
+			for i := k; i < len(sizes); i++ {
+				sizes[k], sizes[i] = sizes[i], sizes[k]
+				permute(k + 1)
+				sizes[k], sizes[i] = sizes[i], sizes[k]
+			}
+			return
+		}
+		r = newFlowRig()
+		a := gbps(0, 100)
+		var ends []*Time
+		for i, n := range crossings {
+			links := make([]*link, n)
+			for j := range links {
+				links[j] = a
+			}
+			rec := &finishRecorder{at: -1}
+			r.fab.start(links, Time(i)*Microsecond, sizes[i], rec, nil).repeats = true
+			ends = append(ends, &rec.at)
+		}
+		r.run()
+		if len(a.flows) != 0 {
+			t.Fatalf("sizes %v: %d flows left on the link", sizes, len(a.flows))
+		}
+		for i, end := range ends {
+			if *end <= 0 {
+				t.Fatalf("sizes %v: flow %d never finished", sizes, i)
+			}
+		}
+	}
+	permute(0)
+}

@@ -30,7 +30,9 @@ import (
 // lands: the sources are read and the destinations written then (not in
 // TimingOnly mode). A crashed member or a link of the way that is down
 // fails it: a switch operation takes no other way. Mirrors do not run
-// them.
+// them; a folded cluster (Cluster.Rotated) does, each member's links
+// folded onto their orbits' stand-ins, several onto one, which the flow
+// then crosses once for each.
 
 func (k OpKind) isSwitch() bool { return k == OpSwitchReduce || k == OpMulticast }
 
@@ -104,6 +106,15 @@ func (s *Stream) prepareSwitch(q *op, o *Op) error {
 	return nil
 }
 
+// foldedEdge is directed edge e's link, or on a folded cluster its
+// orbit's stand-in.
+func (c *Cluster) foldedEdge(e int) *link {
+	if c.quot != nil {
+		e = int(c.quot.edgeRep[e])
+	}
+	return c.edge(e)
+}
+
 // memberDevice is the device of a member's slice (checked by prepareSwitch).
 func memberDevice(m hw.Slice) *Device { return m.Buf.(*Buffer).dev }
 
@@ -138,7 +149,7 @@ func (c *Cluster) switchWayOf(members []hw.Slice) (*switchWay, error) {
 	}
 	w := &switchWay{g: g, up: make([]*link, len(ranks)), down: make([]*link, len(ranks)), reducer: c.switchReducer(g.Switch)}
 	for i := range ranks {
-		w.up[i], w.down[i] = c.edge(g.Up[i]), c.edge(g.Down[i])
+		w.up[i], w.down[i] = c.foldedEdge(g.Up[i]), c.foldedEdge(g.Down[i])
 	}
 	w.paths[0], w.paths[1] = make([][]*link, len(ranks)), make([][]*link, len(ranks))
 	if consecutive {
@@ -194,7 +205,7 @@ func (s *Stream) beginSwitch(o *op, now Time) bool {
 		s.fail(o, hw.ErrFreed)
 		return false
 	}
-	if c.quot != nil {
+	if c.quot != nil && c.quot.block < len(c.devices) {
 		s.fail(o, fmt.Errorf("%w: a mirror folds messages between two ranks, not a switch's groups", hw.ErrBadArgument))
 		return false
 	}
@@ -236,6 +247,10 @@ func (s *Stream) beginSwitch(o *op, now Time) bool {
 	}
 	s.busy = true
 	s.flow = c.fab.start(path, wait, n, s, o)
+	// On a folded cluster the members' links fold onto their orbits'
+	// stand-ins, several onto one: the flow crosses it once for each, as
+	// the whole run's flows through the links of that orbit do.
+	s.flow.repeats = c.quot != nil
 	return false
 }
 

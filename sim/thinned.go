@@ -32,8 +32,13 @@ func (c *Cluster) Thinned(k int) (thinned *Cluster, ok bool, err error) {
 // perm[r] are images of each other (ops.Plan.FoldRotation) runs a part
 // that stands for the whole on it: each link of the fold carries, from
 // the flows of the part on its orbit's links, exactly the flows of the
-// whole on one link. ok is false where Thinned's would be, and where perm
-// does not fold the fabric so.
+// whole on one link. A switch the renaming fixes (a node's NVSwitch
+// under a rotation of its GPUs) reduces in the fold for one orbit's
+// stand-in where the whole run has it reduce for all: its reduction
+// bandwidth is divided by the order over its orbit's size; and a switch
+// operation crosses its members' links folded, several onto one, once
+// for each. ok is false where Thinned's would be, and where perm does
+// not fold the fabric so.
 func (c *Cluster) Rotated(perm []int, order, k int) (rotated *Cluster, ok bool, err error) {
 	if k < 1 || order < 2 || len(perm) != len(c.devices) {
 		return nil, false, fmt.Errorf("sim: rotated: %w: %d ranks renamed, order %d, divisor %d", hw.ErrBadArgument, len(perm), order, k)
@@ -72,6 +77,7 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	}
 	if f == nil {
 		var q *quotient
+		var share []float64
 		if key.rename != nil {
 			gens, ok := c.renamings([]func(int) int{func(r int) int { return key.rename[r] }})
 			if ok {
@@ -81,11 +87,12 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 				c.foldedBy[id] = nil
 				return nil, false, nil
 			}
+			share = c.reducerShares(gens, key.order)
 		}
 		topo := c.topo
-		if key.k > 1 {
+		if key.k > 1 || share != nil {
 			var err error
-			if topo, err = thin(c.topo, float64(key.k)); err != nil {
+			if topo, err = thin(c.topo, float64(key.k), share); err != nil {
 				return nil, false, err
 			}
 		}
@@ -100,15 +107,71 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	return f, true, nil
 }
 
-// thin is topo with every bandwidth divided by k.
-func thin(topo *topology.Topology, k float64) (*topology.Topology, error) {
+// reducerShares is, for each node, how many of the whole run's
+// reductions there one of the folded run's stands for: the group's order
+// over the size of the node's orbit. A GPU moves with its rank (1: it
+// keeps all its work), and a switch the renamings fix (every node's
+// NVSwitch under a rotation of its GPUs) reduces for all of its members
+// in the whole run and for one orbit's stand-in in the fold. nil when
+// every reducing node's share is 1.
+func (c *Cluster) reducerShares(gens []renamingOf, order int) []float64 {
+	nodes := c.topo.Nodes
+	parent := make([]int, len(nodes))
+	for v := range parent {
+		parent[v] = v
+	}
+	find := func(v int) int {
+		for parent[v] != v {
+			parent[v] = parent[parent[v]]
+			v = parent[v]
+		}
+		return v
+	}
+	for _, g := range gens {
+		for e, f := range g.edge {
+			from, _ := c.topo.EdgeEnds(e)
+			image, _ := c.topo.EdgeEnds(f)
+			if a, b := find(from), find(image); a != b {
+				parent[max(a, b)] = min(a, b)
+			}
+		}
+	}
+	size := make([]int, len(nodes))
+	for v := range nodes {
+		size[find(v)]++
+	}
+	var share []float64
+	for v, n := range nodes {
+		if s := order / size[find(v)]; n.ReduceBW > 0 && s > 1 {
+			if share == nil {
+				share = make([]float64, len(nodes))
+				for i := range share {
+					share[i] = 1
+				}
+			}
+			share[v] = float64(s)
+		}
+	}
+	return share
+}
+
+// thin is topo with every bandwidth divided by k, and each node's
+// reduction bandwidth by its share too (nil: 1 each).
+func thin(topo *topology.Topology, k float64, share []float64) (*topology.Topology, error) {
 	nodes := append([]topology.Node(nil), topo.Nodes...)
 	for i := range nodes {
 		nodes[i].ReduceBW /= k
+		if share != nil {
+			nodes[i].ReduceBW /= share[i]
+		}
 	}
 	links := append([]topology.Link(nil), topo.Links...)
 	for i := range links {
 		links[i].BW /= k
 	}
-	return topology.New(fmt.Sprintf("%s thinned ÷%g", topo.Name, k), nodes, links)
+	name := fmt.Sprintf("%s thinned ÷%g", topo.Name, k)
+	if share != nil {
+		name += ", switches shared"
+	}
+	return topology.New(name, nodes, links)
 }

@@ -36,7 +36,9 @@ func (d *Driver) mayShortcut(w *hw.World, plan *ops.Plan) bool {
 // (see ops.Plan.FoldChannels and sim.Cluster.Thinned), and, where its
 // channels are rotations of each other, a part of those on the cluster
 // folded by the rotation too (ops.Plan.FoldRotation, sim.Cluster.Rotated),
-// under the conditions a mirror has.
+// or, where a rotation of every node's GPUs maps each rank's work onto
+// another's, the ranks that stand for all (ops.Plan.FoldRanks), under the
+// conditions a mirror has.
 func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
 	if !d.mayShortcut(w, plan) {
 		return 0, false
@@ -45,12 +47,24 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 	if !dup {
 		folded, k = plan, 1
 	}
-	if kept, perm, order, ok := folded.FoldRotation(); ok {
-		if rc, ok, err := d.c.Rotated(perm, order, k); err == nil && ok {
-			if seconds, ok = d.folded.time(rc, kept, plan.Ranks); ok {
-				d.rotatedRuns++
-				return seconds, true
-			}
+	rotated := func(kept *ops.Plan, perm []int, order int) bool {
+		rc, ok, err := d.c.Rotated(perm, order, k)
+		if err != nil || !ok {
+			return false
+		}
+		if seconds, ok = d.folded.time(rc, kept, plan.Ranks); ok {
+			d.rotatedRuns++
+		}
+		return ok
+	}
+	if kept, perm, order, ok := folded.FoldRotation(); ok && rotated(kept, perm, order) {
+		return seconds, true
+	}
+	// The smallest rotation that maps the plan onto itself may not map
+	// the fabric (GPUs paired on a PCIe switch): its multiples may.
+	for s := 1; s < plan.Ranks; s++ {
+		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, perm, order) {
+			return seconds, true
 		}
 	}
 	if !dup {

@@ -16,7 +16,10 @@ import (
 // by running one copy on a cluster with every bandwidth divided by their
 // number, to the picosecond of running them all: trees with LL128, rings
 // with Simple, NVLS within a node (16 alike) and NVLSTree across nodes
-// (c and c+2 alike).
+// (c and c+2 alike). Each is also rotated: trees' and rings' channels
+// turn into each other as every node's GPUs rotate, and NVLS's and
+// NVLSTree's ranks into each other (the nodes' first GPUs stand for
+// all, their switch's reductions shared out).
 func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 	for _, tc := range []struct {
 		topo    string
@@ -31,8 +34,10 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 		{"dgx-h100x4,rail=true", ops.AllReduce, 16 << 20, nccl.Tree, 2, 1},
 		{"dgx-h100x2", ops.AllReduce, 256 << 20, nccl.Ring, 2, 1},
 		{"dgx-h100x2", ops.AllGather, 64 << 20, nccl.Ring, 2, 1},
-		{"dgx-h100", ops.AllReduce, 64 << 20, nccl.NVLS, 16, 0},                // NVLS channels are alike
-		{"dgx-h100x4,rail=true", ops.AllReduce, 64 << 20, nccl.NVLSTree, 8, 0}, // c and c+2: tree c%2
+		{"dgx-h100", ops.AllReduce, 64 << 20, nccl.NVLS, 16, 1}, // NVLS channels are alike; GPU i owns part i
+		{"dgx-h100", ops.AllGather, 64 << 20, nccl.NVLS, 16, 1},
+		{"dgx-h100", ops.ReduceScatter, 64 << 20, nccl.NVLS, 16, 1},
+		{"dgx-h100x4,rail=true", ops.AllReduce, 64 << 20, nccl.NVLSTree, 8, 1}, // c and c+2: tree c%2
 	} {
 		topo, err := topology.Resolve(tc.topo)
 		if err != nil {
