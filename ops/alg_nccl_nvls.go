@@ -72,6 +72,7 @@ func ncclNVLSAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
 	pass := passLimit(b.p.Spec, n, C, p)
+	b.madeLanes(2 * C)
 	for c := range C {
 		reduceLane, castLane := laneBuilder{b, 2 * c}, laneBuilder{b, 2*c + 1}
 		off, ln := chunk(n, C, c)
@@ -211,6 +212,7 @@ func ncclNVLSTreeAllReduce(b *builder) error {
 		b.tmp(C * piece)
 	}
 	trees := dbtreeAllReduceTrees(p / g)
+	b.madeLanes(4 * C)
 	for c := range C {
 		reduceLane, upLane := laneBuilder{b, 4 * c}, laneBuilder{b, 4*c + 1}
 		downLane, castLane := laneBuilder{b, 4*c + 2}, laneBuilder{b, 4*c + 3}

@@ -35,8 +35,7 @@ type builder struct {
 	// at a time, which costs one switch to the consumer per batch.
 	buf  []Step
 	emit func([]Step) bool
-	// laneCount is the most lanes a generator has asked lanes for: a
-	// hint for the room a rank's steps will take.
+	// laneCount is the most lanes a generator said it makes (madeLanes).
 	laneCount int
 }
 
@@ -76,7 +75,7 @@ func newBuilder(spec Spec, inLen, outLen int) *builder {
 // streamed. A generator of many lanes loops over them, so that streaming
 // one lane does not make the others' steps only to drop them.
 func (b *builder) lanes(n int) iter.Seq[int] {
-	b.laneCount = max(b.laneCount, n)
+	b.madeLanes(n)
 	return func(yield func(int) bool) {
 		for l := range n {
 			if b.mode == modeStream && b.lane >= 0 && l != b.lane {
@@ -88,6 +87,11 @@ func (b *builder) lanes(n int) iter.Seq[int] {
 		}
 	}
 }
+
+// madeLanes tells the builder that the generator makes n lanes, one
+// channel's after another's (lanes does): a hint for the room a rank's
+// steps will take (see add).
+func (b *builder) madeLanes(n int) { b.laneCount = max(b.laneCount, n) }
 
 // ranks is the ranks a generator builds: all of them, or the one streamed.
 func (b *builder) ranks() iter.Seq[int] {
@@ -147,15 +151,18 @@ func (b *builder) add(r int, s Step) int {
 	if b.steps++; b.steps > b.limit {
 		panic(planTooLarge{b.steps})
 	}
-	steps := b.p.Steps[r]
-	if len(steps) == cap(steps) && s.Lane > 0 && b.laneCount > s.Lane && s.Lane >= b.laneCount/max(1, b.p.Channels) {
-		// A generator of many lanes makes them one after another (see
-		// lanes), its channels alike: once a channel's lanes are made,
-		// room for the rest saves growing (and copying) the rank's steps
-		// at every doubling.
-		steps = slices.Grow(steps, len(steps)/s.Lane*(b.laneCount-s.Lane))
+	if steps := b.p.Steps[r]; len(steps) == cap(steps) {
+		// append grows a long slice by a quarter, copying each step about
+		// four times on the way: double it instead. A generator of many
+		// lanes makes them one after another (see lanes), its channels
+		// alike: once a channel's lanes are made, make room for the rest.
+		more := max(len(steps), 8)
+		if s.Lane > 0 && b.laneCount > s.Lane && s.Lane >= b.laneCount/max(1, b.p.Channels) {
+			more = max(more, len(steps)/s.Lane*(b.laneCount-s.Lane))
+		}
+		b.p.Steps[r] = slices.Grow(steps, more)
 	}
-	b.p.Steps[r] = append(steps, s)
+	b.p.Steps[r] = append(b.p.Steps[r], s)
 	return len(b.p.Steps[r]) - 1
 }
 

@@ -303,19 +303,10 @@ func (c *Cluster) Close() error {
 // case, is made directly and costs no allocation; its links are scratch
 // space, valid until the next call (flows copy short paths).
 //
-// On a mirror the route is then folded onto its links' stand-ins
-// (foldRoute).
+// On a mirror or a folded cluster the route is then folded onto its
+// links' stand-ins (foldRoute), and the device's cache keeps it so.
 func (c *Cluster) routeBetween(a, b *Device) (route, error) {
-	r, err := c.unfolded(a, b)
-	if err != nil || c.quot == nil {
-		return r, err
-	}
-	return c.foldRoute(a, b, r)
-}
-
-// unfolded is routeBetween on the whole fabric.
-func (c *Cluster) unfolded(a, b *Device) (route, error) {
-	if a != b && a.leaf.ok && b.leaf.ok && a.leaf.Neighbour == b.leaf.Neighbour && c.linkDown == nil {
+	if a != b && a.leaf.ok && b.leaf.ok && a.leaf.Neighbour == b.leaf.Neighbour && c.linkDown == nil && c.quot == nil {
 		c.leafPath = [2]*link{c.edge(a.leaf.Out), c.edge(b.leaf.In)}
 		return route{links: c.leafPath[:], latency: FromSeconds((a.leaf.LatencyPS + b.leaf.LatencyPS) / 1e12)}, nil
 	}
@@ -347,6 +338,12 @@ func (c *Cluster) unfolded(a, b *Device) (route, error) {
 		}
 		if c.linkDown != nil {
 			c.detours[key] = r
+		}
+	}
+	if c.quot != nil {
+		var err error
+		if r, err = c.foldRoute(a, b, r); err != nil {
+			return route{}, err
 		}
 	}
 	*slot = cachedRoute{peer: b, epoch: c.routeEpoch, route: r}
