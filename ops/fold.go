@@ -170,25 +170,29 @@ func keepRankLanes(steps []Step, n, r int, sends map[foldMessage]int) ([]Step, b
 	return kept, true
 }
 
-// FoldRotation returns the plan's first s channels alone, for the
-// smallest s such that rotating every node's GPUs by s (rank n·g+i to
-// n·g+(i+s) mod g, g = NodeRanks) together with the channels (c to c+s
-// mod C) maps the plan onto itself: NCCL's trees, whose channel c has its
-// head on GPU c mod g and runs tree c mod 2, turn into each other under
-// a rotation by 2. It also returns the rotation (perm[r] is rank r's
-// image) and its order g/s. The plan must have as many channels as a
-// node has GPUs (fold duplicates first, FoldChannels), a Wire and no
-// switch steps: a rank keeps only its part of the channels, so what its
-// device does for all of them at once (reductions, unless a Wire fuses
-// them into the transfers; a switch's) would be shared less than in the
-// whole run. ok is false otherwise, or when no rotation maps it onto
-// itself.
+// FoldRotation returns the plan's first s channels alone when rotating
+// every node's GPUs by s (rank n·g+i to n·g+(i+s) mod g, g = NodeRanks),
+// together with the channels (c to c+s mod C), maps the plan onto
+// itself: NCCL's trees, whose channel c has its head on GPU c mod g and
+// runs tree c mod 2, turn into each other under a rotation by 2. With
+// mirrored, the nodes are mirrored too (node n to N−1−n of N): NCCL's
+// tree 1 is tree 0 mirrored on an even number of nodes, so channels c
+// and c+1 turn into each other under a rotation by 1 and the mirror. It
+// also returns the renaming (perm[r] is rank r's image) and its order
+// g/s (which must be even when mirrored). The plan must have as many
+// channels as a node has GPUs (fold duplicates first, FoldChannels), a
+// Wire and no switch steps: a rank keeps only its part of the channels,
+// so what its device does for all of them at once (reductions, unless a
+// Wire fuses them into the transfers; a switch's) would be shared less
+// than in the whole run. ok is false otherwise, or when the renaming
+// does not map the plan onto itself.
 // The channels kept, run on every rank of a fabric folded by the same
-// rotation (every link standing for its orbit of g/s links), take the
+// renaming (every link standing for its orbit of g/s links), take the
 // time the whole plan takes on the whole fabric.
-func (p *Plan) FoldRotation() (kept *Plan, perm []int, order int, ok bool) {
+func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order int, ok bool) {
 	g, c := p.NodeRanks, p.Channels
-	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c != g || p.Lanes < c {
+	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c != g || p.Lanes < c ||
+		s < 1 || s >= g || g%s != 0 || (mirrored && (g/s)%2 != 0) {
 		return nil, nil, 0, false
 	}
 	per := (p.Lanes + c - 1) / c
@@ -198,23 +202,22 @@ func (p *Plan) FoldRotation() (kept *Plan, perm []int, order int, ok bool) {
 			return nil, nil, 0, false
 		}
 	}
-	for s := 1; s < g; s++ {
-		if g%s != 0 {
-			continue
+	nodes := p.Ranks / g
+	perm = make([]int, p.Ranks)
+	for r := range perm {
+		n := r / g
+		if mirrored {
+			n = nodes - 1 - n
 		}
-		perm = make([]int, p.Ranks)
-		for r := range perm {
-			perm[r] = r/g*g + (r%g+s)%g
-		}
-		if !rotates(lanes, perm, s*per, per*c) {
-			continue
-		}
-		if kept, ok = p.keepLanes(s, s*per); !ok {
-			return nil, nil, 0, false
-		}
-		return kept, perm, g / s, true
+		perm[r] = n*g + (r%g+s)%g
 	}
-	return nil, nil, 0, false
+	if !rotates(lanes, perm, s*per, per*c) {
+		return nil, nil, 0, false
+	}
+	if kept, ok = p.keepLanes(s, s*per); !ok {
+		return nil, nil, 0, false
+	}
+	return kept, perm, g / s, true
 }
 
 // rotates reports whether every rank r's lane l does what rank perm[r]'s

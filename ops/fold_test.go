@@ -111,39 +111,70 @@ func TestFoldChannelsRefusesWhatIsNotACopy(t *testing.T) {
 // NCCL's tree channels turn into each other when every node's GPUs
 // rotate by 2: channel c's head is GPU c mod 8 and its tree c mod 2.
 // With as many channels as GPUs a node, the first two stand for all,
-// where a Wire fuses the reductions into the transfers.
-func TestFoldRotationKeepsTwoTreeChannels(t *testing.T) {
+// where a Wire fuses the reductions into the transfers. On an even
+// number of nodes tree 1 is tree 0 mirrored: rotating by 1 and
+// mirroring the nodes turns channel c into c+1, and the first stands
+// for all.
+func TestFoldRotationKeepsTreeChannels(t *testing.T) {
 	plan, err := Compile(foldSpec("nccl-tree", 32, 8, 8, 1<<12))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, ok := plan.FoldRotation(); ok {
+	if _, _, _, ok := plan.FoldRotation(2, false); ok {
 		t.Error("a plan without a Wire folds: its ranks' reductions would be shared less")
 	}
 	plan.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}}
-	kept, perm, order, ok := plan.FoldRotation()
-	if !ok || order != 4 || kept.Channels != 2 || perm[0] != 2 || perm[7] != 1 || perm[8] != 10 {
-		t.Fatalf("fold %v: order %d, %d channels, perm %v", ok, order, kept.Channels, perm[:9])
+	for _, tc := range []struct {
+		s        int
+		mirrored bool
+		order    int
+		perm     [3]int // of ranks 0, 7 and 8
+	}{
+		{2, false, 4, [3]int{2, 1, 10}},
+		{1, true, 8, [3]int{25, 24, 17}},
+	} {
+		kept, perm, order, ok := plan.FoldRotation(tc.s, tc.mirrored)
+		if !ok || order != tc.order || kept.Channels != tc.s || [3]int{perm[0], perm[7], perm[8]} != tc.perm {
+			t.Fatalf("by %d, mirrored %v: fold %v, order %d, kept %v, perm %v", tc.s, tc.mirrored, ok, order, kept, perm)
+		}
+		if err := kept.validate(); err != nil {
+			t.Fatal(err)
+		}
+		if kept.NumSteps()*tc.order != plan.NumSteps() {
+			t.Errorf("by %d, mirrored %v: %d steps kept of %d", tc.s, tc.mirrored, kept.NumSteps(), plan.NumSteps())
+		}
 	}
-	if err := kept.validate(); err != nil {
-		t.Fatal(err)
-	}
-	if kept.NumSteps()*4 != plan.NumSteps() {
-		t.Errorf("%d steps kept of %d", kept.NumSteps(), plan.NumSteps())
+	for _, tc := range []struct {
+		s        int
+		mirrored bool
+	}{{1, false}, {3, false}, {0, false}, {8, false}, {2, true}, {4, true}} { // mirrored by 2 or 4: tree c+2 is tree c, not its mirror
+		if _, _, _, ok := plan.FoldRotation(tc.s, tc.mirrored); ok {
+			t.Errorf("by %d, mirrored %v: folds", tc.s, tc.mirrored)
+		}
 	}
 	for _, spec := range []Spec{
 		foldSpec("nccl-tree", 32, 8, 16, 1<<12),  // duplicates: fold those first
 		foldSpec("nccl-tree", 32, 8, 4, 1<<12),   // fewer channels than GPUs
 		foldSpec("nccl-tree", 32, 8, 8, 1<<12+3), // channels of unequal lengths
 		foldSpec("nccl-tree", 8, 0, 8, 1<<12),    // one node
+		foldSpec("nccl-tree", 24, 8, 8, 1<<12),   // three nodes: tree 1 is tree 0 shifted, not mirrored
 	} {
 		p, err := Compile(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.Wire = plan.Wire
-		if _, _, _, ok := p.FoldRotation(); ok {
-			t.Errorf("%v folds", spec)
+		for _, mirrored := range []bool{false, true} {
+			if _, _, _, ok := p.FoldRotation(1, mirrored); ok {
+				t.Errorf("%v folds by 1 (mirrored %v)", spec, mirrored)
+			}
+		}
+		if spec.Ranks == 24 {
+			if _, _, _, ok := p.FoldRotation(2, false); !ok {
+				t.Errorf("%v does not fold by 2", spec)
+			}
+		} else if _, _, _, ok := p.FoldRotation(2, false); ok {
+			t.Errorf("%v folds by 2", spec)
 		}
 	}
 }

@@ -75,14 +75,24 @@
 // The copy's channels may in turn be images of each other: NCCL's
 // channel c has its head on GPU c of each node (trees also alternate
 // between two), so rotating every node's GPUs by s (by 2 for trees) maps
-// channel c onto c+s. Then the first s channels, on every rank of a fabric
-// folded by that rotation as a mirror is (each link standing for its
+// channel c onto c+s; on an even number of nodes tree 1 is tree 0
+// mirrored, so rotating by 1 and mirroring the nodes maps a tree channel
+// onto the next. Then the first s channels, on every rank of a fabric
+// folded by that renaming as a mirror is (each link standing for its
 // orbit, sim.Cluster.Rotated), carry on each folded link exactly what all
 // channels carry on one real link (ops.Plan.FoldRotation): 16 tree
-// channels on nodes of 8 run as 2. Only plans with a Wire and no switch
-// steps rotate: a rank keeps only its part of the channels, so what its
-// device does for all of them at once (reductions, which a Wire fuses
-// into the transfers; a switch's) would be shared less. The driver does
-// this where it cannot mirror, under the same conditions; tests hold
-// thinned, rotated and full runs equal to the picosecond.
+// channels on nodes of 8 run as 1. Only plans with a Wire and no switch
+// steps rotate so: a rank keeps only its part of the channels, so what
+// its device does for all of them at once (reductions, which a Wire fuses
+// into the transfers; a switch's) would be shared less.
+//
+// NVLS and NVLSTree give local GPU i part i of every pass instead: rotating
+// every node's GPUs maps each rank's work onto another's, lane for lane.
+// The nodes' first GPUs, which keep all their work, then stand for all
+// (ops.Plan.FoldRanks) on the fabric folded by the rotation, where each
+// switch operation crosses its members' folded links once per member and
+// a switch that reduced for all its members reduces for one, at its
+// bandwidth shared out. The driver does these where it cannot mirror,
+// under the same conditions; tests hold thinned, rotated and full runs
+// equal to the picosecond.
 package simexec

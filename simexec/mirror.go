@@ -57,11 +57,16 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 		}
 		return ok
 	}
-	if kept, perm, order, ok := folded.FoldRotation(); ok && rotated(kept, perm, order) {
-		return seconds, true
-	}
 	// The smallest rotation that maps the plan onto itself may not map
-	// the fabric (GPUs paired on a PCIe switch): its multiples may.
+	// the fabric (GPUs paired on a PCIe switch, nodes that a mirror does
+	// not map alike): its multiples may.
+	for s := 1; s < plan.NodeRanks; s++ {
+		for _, mirrored := range [2]bool{false, true} {
+			if kept, perm, order, ok := folded.FoldRotation(s, mirrored); ok && rotated(kept, perm, order) {
+				return seconds, true
+			}
+		}
+	}
 	for s := 1; s < plan.Ranks; s++ {
 		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, perm, order) {
 			return seconds, true
