@@ -154,11 +154,14 @@ func (b *builder) add(r int, s Step) int {
 	if steps := b.p.Steps[r]; len(steps) == cap(steps) {
 		// append grows a long slice by a quarter, copying each step about
 		// four times on the way: double it instead. A generator of many
-		// lanes makes them one after another (see lanes), its channels
-		// alike: once a channel's lanes are made, make room for the rest.
+		// lanes makes them one after another (see madeLanes), its
+		// channels alike: once a channel's lanes are made, make room for
+		// the rest and an eighth more, not double (which near the end
+		// would allocate, and clear, twice the plan).
 		more := max(len(steps), 8)
 		if s.Lane > 0 && b.laneCount > s.Lane && s.Lane >= b.laneCount/max(1, b.p.Channels) {
-			more = max(more, len(steps)/s.Lane*(b.laneCount-s.Lane))
+			more = len(steps) / s.Lane * (b.laneCount - s.Lane)
+			more += more/8 + 8
 		}
 		b.p.Steps[r] = slices.Grow(steps, more)
 	}
