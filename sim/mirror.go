@@ -164,29 +164,16 @@ func (c *Cluster) renamings(renames []func(int) int) ([]renamingOf, bool) {
 // order.
 func (c *Cluster) orbits(gens []renamingOf, order int) *quotient {
 	n := c.topo.NumEdges()
-	parent := make([]int32, n)
-	for e := range parent {
-		parent[e] = int32(e)
-	}
-	find := func(e int32) int32 {
-		for parent[e] != e {
-			parent[e] = parent[parent[e]]
-			e = parent[e]
-		}
-		return e
-	}
+	classes := newUnionFind(n)
 	for _, g := range gens {
 		for e, f := range g.edge {
-			a, b := find(int32(e)), find(int32(f))
-			if a != b {
-				parent[max(a, b)] = min(a, b)
-			}
+			classes.join(e, f)
 		}
 	}
 	q := &quotient{edgeRep: make([]int32, n)}
 	size := make([]int, n)
 	for e := range q.edgeRep {
-		q.edgeRep[e] = find(int32(e))
+		q.edgeRep[e] = int32(classes.find(e))
 		size[q.edgeRep[e]]++
 	}
 	for _, rep := range q.edgeRep {
@@ -195,6 +182,32 @@ func (c *Cluster) orbits(gens []renamingOf, order int) *quotient {
 		}
 	}
 	return q
+}
+
+// unionFind joins elements 0..n-1 into classes, each named by its
+// lowest element.
+type unionFind []int32
+
+func newUnionFind(n int) unionFind {
+	u := make(unionFind, n)
+	for x := range u {
+		u[x] = int32(x)
+	}
+	return u
+}
+
+func (u unionFind) find(x int) int {
+	for int(u[x]) != x {
+		u[x] = u[u[x]]
+		x = int(u[x])
+	}
+	return x
+}
+
+func (u unionFind) join(x, y int) {
+	if a, b := u.find(x), u.find(y); a != b {
+		u[max(a, b)] = int32(min(a, b))
+	}
 }
 
 // standIn is the device that receives for d in a mirror.

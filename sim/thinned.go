@@ -116,33 +116,21 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 // every reducing node's share is 1.
 func (c *Cluster) reducerShares(gens []renamingOf, order int) []float64 {
 	nodes := c.topo.Nodes
-	parent := make([]int, len(nodes))
-	for v := range parent {
-		parent[v] = v
-	}
-	find := func(v int) int {
-		for parent[v] != v {
-			parent[v] = parent[parent[v]]
-			v = parent[v]
-		}
-		return v
-	}
+	classes := newUnionFind(len(nodes))
 	for _, g := range gens {
 		for e, f := range g.edge {
 			from, _ := c.topo.EdgeEnds(e)
 			image, _ := c.topo.EdgeEnds(f)
-			if a, b := find(from), find(image); a != b {
-				parent[max(a, b)] = min(a, b)
-			}
+			classes.join(from, image)
 		}
 	}
 	size := make([]int, len(nodes))
 	for v := range nodes {
-		size[find(v)]++
+		size[classes.find(v)]++
 	}
 	var share []float64
 	for v, n := range nodes {
-		if s := order / size[find(v)]; n.ReduceBW > 0 && s > 1 {
+		if s := order / size[classes.find(v)]; n.ReduceBW > 0 && s > 1 {
 			if share == nil {
 				share = make([]float64, len(nodes))
 				for i := range share {
