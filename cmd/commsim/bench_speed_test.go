@@ -27,3 +27,17 @@ func BenchmarkAutoSweepDGXH100x128(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNCCLSweepDGXH100x128Rail is issue #16's second speed target:
+// the same sweep on 128 rail-optimised DGX H100 nodes, 1024 ranks, in
+// 30 s. NCCL's trees and NVLSTree do not mirror; their channels and
+// ranks fold (see simexec's package doc). The sizes share 2 cores.
+//
+//	go test -run X -bench NCCLSweepDGXH100x128Rail -benchtime 1x ./cmd/commsim/
+func BenchmarkNCCLSweepDGXH100x128Rail(b *testing.B) {
+	for b.Loop() {
+		if status, _, errOut := commsim("bench", "--topo", "dgx-h100x128,rail=true", "--algo", "nccl", "-b", "8", "-e", "16G", "--timing-only"); status != 0 {
+			b.Fatalf("status %d: %s", status, errOut)
+		}
+	}
+}
