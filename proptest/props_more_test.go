@@ -25,3 +25,12 @@ func TestMaxMinFairProperty(t *testing.T) {
 func TestMirrorProperty(t *testing.T) {
 	eqCheck(t, "mirrored runs take the full simulation's time", MirrorProperty(), 600)
 }
+
+func TestFoldProperty(t *testing.T) {
+	folded := 0
+	eqCheck(t, "folded NCCL runs take the full simulation's time", FoldProperty(&folded), 100)
+	if folded == 0 {
+		t.Error("no run was folded")
+	}
+	t.Logf("%d runs folded", folded)
+}

@@ -1,0 +1,135 @@
+package proptest
+
+import (
+	"fmt"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
+	"github.com/commsim/commsim/topology"
+)
+
+// foldCase is a generated NCCL collective for FoldProperty: nodes DGX
+// H100 boxes (rail-optimised or not), NCCL's algorithm algo (an index
+// into foldAlgos) forced with channels channels, op, and count elements
+// of f32 per rank.
+type foldCase struct {
+	Nodes    int
+	Rail     bool
+	Algo     int
+	Channels int
+	Op       int
+	Count    int
+}
+
+var (
+	foldAlgos = []nccl.Algo{nccl.Ring, nccl.Tree, nccl.NVLS, nccl.NVLSTree}
+	foldOps   = []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter}
+)
+
+func (c foldCase) String() string {
+	return fmt.Sprintf("%s on %s, %s, %d channels, %d elements a rank", foldOps[c.Op], c.topo(), foldAlgos[c.Algo], c.Channels, c.Count)
+}
+
+// runnable is the case made one NCCL runs: trees all-reduce only, NVLS
+// on one node, NVLSTree across several.
+func (c foldCase) runnable() foldCase {
+	switch foldAlgos[c.Algo] {
+	case nccl.Tree:
+		c.Op = 0
+	case nccl.NVLS:
+		c.Nodes = 1
+	case nccl.NVLSTree:
+		c.Op, c.Nodes = 0, max(c.Nodes, 2)
+	}
+	return c
+}
+
+func (c foldCase) topo() string {
+	if c.Nodes == 1 {
+		return "dgx-h100"
+	}
+	if c.Rail {
+		return fmt.Sprintf("dgx-h100x%d,rail=true", c.Nodes)
+	}
+	return fmt.Sprintf("dgx-h100x%d", c.Nodes)
+}
+
+// FoldProperty is the property that NCCL's plans, which do not mirror,
+// take the full simulation's time to the picosecond when the driver
+// folds them (sim.Config.Symmetry): duplicate channels thinned, channels
+// rotated (with the nodes mirrored on an even number of them), NVLS and
+// NVLSTree ranks folded; on 1 to 4 DGX H100 nodes, rail-optimised or not,
+// with 8 or 16 channels, for every op each algorithm runs and any count,
+// even or not (an uneven one is not folded). It adds the folded runs
+// to folded, for a test to see that folds were tried.
+func FoldProperty(folded *int) gopter.Prop {
+	return prop.ForAll(func(c foldCase) string {
+		c = c.runnable()
+		topo, err := topology.Resolve(c.topo())
+		if err != nil {
+			return err.Error()
+		}
+		algo, op := foldAlgos[c.Algo], foldOps[c.Op]
+		tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{algo}, Channels: c.Channels})
+		if err != nil {
+			return err.Error()
+		}
+		plan, _, err := tuner.Plan(ops.Spec{Op: op, Ranks: topo.NumGPUs(), Count: c.Count, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			return err.Error()
+		}
+		full, _, err := timeFolds(plan, topo, false)
+		if err != nil {
+			return err.Error()
+		}
+		fast, folds, err := timeFolds(plan, topo, true)
+		if err != nil {
+			return err.Error()
+		}
+		*folded += folds
+		if fast != full {
+			return fmt.Sprintf("%v (%s): %d folded runs: %.15g s, full simulation %.15g s", c, nccl.Label(plan), folds, fast, full)
+		}
+		return ""
+	}, gopter.DeriveGen(
+		func(nodes int, rail bool, algo, channels, op, count int) foldCase {
+			return foldCase{nodes, rail, algo, channels, op, count}
+		},
+		func(c foldCase) (int, bool, int, int, int, int) {
+			return c.Nodes, c.Rail, c.Algo, c.Channels, c.Op, c.Count
+		},
+		gen.IntRange(1, 4), gen.Bool(), gen.IntRange(0, len(foldAlgos)-1), gen.OneConstOf(8, 16), gen.IntRange(0, len(foldOps)-1),
+		gen.OneGenOf(gen.IntRange(1, 1<<16), gen.IntRange(1, 64).Map(func(k int) int { return k << 14 }))))
+}
+
+// timeFolds times plan on a timing-only cluster over topo, with or
+// without Symmetry, and says how many runs were thinned or rotated.
+func timeFolds(plan *ops.Plan, topo *topology.Topology, symmetry bool) (float64, int, error) {
+	cl, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	in, out := make([]hw.Slice, plan.Ranks), make([]hw.Slice, plan.Ranks)
+	for r, d := range cl.Devices() {
+		ib, err := d.Alloc(plan.DType, plan.InLen)
+		if err != nil {
+			return 0, 0, err
+		}
+		ob, err := d.Alloc(plan.DType, plan.OutLen)
+		if err != nil {
+			return 0, 0, err
+		}
+		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
+	}
+	driver := simexec.NewDriver(cl)
+	t, err := ops.NewExecutorWith(cl.World(), driver).Run(plan, in, out)
+	return t, driver.ThinnedRuns() + driver.RotatedRuns(), err
+}
