@@ -243,9 +243,9 @@ func rotates(x []laneIndex, perm []int, shift, lanes int) bool {
 // FoldRanks returns the plan with only the ranks of local index below s
 // left (every other rank's steps dropped), when rotating every node's
 // GPUs by s (rank n·g+i to n·g+(i+s) mod g, g = NodeRanks, or every rank
-// on one node) maps the plan
-// onto itself lane for lane: rank r does on each lane what rank perm[r]
-// does on it, with peers renamed by perm. NCCL's NVLS and NVLSTree are
+// on one node) maps the plan onto itself lane for lane: rank r does on
+// each lane what rank perm[r] does on it, with peers renamed by perm.
+// NCCL's NVLS and NVLSTree are
 // such plans: local rank i owns part i of every pass, with its switch
 // operations and its rail's tree. It also returns the rotation and its
 // order g/s. Every message a kept rank sends, a kept rank receives.

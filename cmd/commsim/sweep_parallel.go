@@ -46,14 +46,14 @@ type measured struct {
 }
 
 // measureParallel is measure for a sweep that parallelWorkers gives
-// workers cores: the sizes are shared among one cluster per core, made as measure's is, each
-// run starting on an idle cluster at time zero (rewound), so every row is
-// the one the sizes run in turn on one cluster give, to the picosecond.
-// A free core takes the largest size left, the costliest to simulate, so
-// that the last to finish is a small one; rows reach emit in order of
-// size, as soon as each and those before are done. On an error it
-// returns the rows before the smallest failing size, and that size's
-// error, whichever core met it first.
+// workers cores: the sizes are shared among one cluster per core, made
+// as measure's is, each run starting on an idle cluster at time zero
+// (rewound), so every row is the one the sizes run in turn on one
+// cluster give, to the picosecond. A free core takes the largest size
+// left, the costliest to simulate, so that the last to finish is a small
+// one; rows reach emit in order of size, as soon as each and those
+// before are done. On an error it returns the rows before the smallest
+// failing size, and that size's error, whichever core met it first.
 func (s *sweep) measureParallel(workers int, emit func(row) error, bar *progress) (rows []row, err error) {
 	n := len(s.sizes)
 	results := make([]measured, n)
