@@ -195,13 +195,6 @@ func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order
 		s < 1 || s >= g || g%s != 0 || (mirrored && (g/s)%2 != 0) {
 		return nil, nil, 0, false
 	}
-	per := (p.Lanes + c - 1) / c
-	lanes := make([]laneIndex, p.Ranks)
-	for r, steps := range p.Steps {
-		if lanes[r], ok = indexLanes(steps, per*c); !ok {
-			return nil, nil, 0, false
-		}
-	}
 	nodes := p.Ranks / g
 	perm = make([]int, p.Ranks)
 	for r := range perm {
@@ -211,13 +204,34 @@ func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order
 		}
 		perm[r] = n*g + (r%g+s)%g
 	}
-	if !rotates(lanes, perm, s*per, per*c) {
+	per := (p.Lanes + c - 1) / c
+	lanes, ok := p.indexRenamed(perm, per*c)
+	if !ok || !rotates(lanes, perm, s*per, per*c) {
 		return nil, nil, 0, false
 	}
 	if kept, ok = p.keepLanes(s, s*per); !ok {
 		return nil, nil, 0, false
 	}
 	return kept, perm, g / s, true
+}
+
+// indexRenamed indexes every rank's steps on n lanes, unless a rank has
+// not as many steps as its image under perm, which no renaming of the
+// plan onto itself allows (a cheaper refusal than the index).
+func (p *Plan) indexRenamed(perm []int, n int) ([]laneIndex, bool) {
+	for r, steps := range p.Steps {
+		if len(steps) != len(p.Steps[perm[r]]) {
+			return nil, false
+		}
+	}
+	lanes := make([]laneIndex, p.Ranks)
+	for r, steps := range p.Steps {
+		var ok bool
+		if lanes[r], ok = indexLanes(steps, n); !ok {
+			return nil, false
+		}
+	}
+	return lanes, true
 }
 
 // rotates reports whether every rank r's lane l does what rank perm[r]'s
@@ -264,17 +278,12 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 	if p.Steps == nil || p.native || g < 2 || s < 1 || s >= g || g%s != 0 || p.Ranks%g != 0 {
 		return nil, nil, 0, false
 	}
-	lanes := make([]laneIndex, p.Ranks)
-	for r, steps := range p.Steps {
-		if lanes[r], ok = indexLanes(steps, p.Lanes); !ok {
-			return nil, nil, 0, false
-		}
-	}
 	perm = make([]int, p.Ranks)
 	for r := range perm {
 		perm[r] = r/g*g + (r%g+s)%g
 	}
-	if !rotates(lanes, perm, 0, p.Lanes) {
+	lanes, ok := p.indexRenamed(perm, p.Lanes)
+	if !ok || !rotates(lanes, perm, 0, p.Lanes) {
 		return nil, nil, 0, false
 	}
 	k := *p
