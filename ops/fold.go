@@ -141,6 +141,14 @@ func (a laneIndex) same(la int, b laneIndex, lb int, peer, lane func(int) int) b
 // renumbered, and counts their messages into sends (+1 a send, −1 a
 // receive); ok is false when a kept step waits on a step it drops.
 func keepRankLanes(steps []Step, n, r int, sends map[foldMessage]int) ([]Step, bool) {
+	if kept, ok := keptPrefix(steps, n); ok {
+		// Made lane after lane, as NCCL's plans are: the kept steps come
+		// first and wait on none after them, so they keep their numbers.
+		for _, s := range kept {
+			countMessage(s, r, sends)
+		}
+		return kept, true
+	}
 	index := make([]int, len(steps))
 	kept := make([]Step, 0, len(steps)/2)
 	for i, s := range steps {
@@ -159,15 +167,42 @@ func keepRankLanes(steps []Step, n, r int, sends map[foldMessage]int) ([]Step, b
 			}
 			s.After = after
 		}
-		switch s.Kind {
-		case StepSend:
-			sends[foldMessage{r, s.Peer, s.Tag}]++
-		case StepRecv:
-			sends[foldMessage{s.Peer, r, s.Tag}]--
-		}
+		countMessage(s, r, sends)
 		kept = append(kept, s)
 	}
 	return kept, true
+}
+
+// keptPrefix returns steps' first steps, those on lanes below n, when no
+// later step is on one and each waits only on steps before it: then they
+// are the rank's steps on those lanes, numbered as they are.
+func keptPrefix(steps []Step, n int) ([]Step, bool) {
+	m := 0
+	for m < len(steps) && steps[m].Lane < n {
+		for _, x := range steps[m].After {
+			if x < 0 || x >= m {
+				return nil, false
+			}
+		}
+		m++
+	}
+	for _, s := range steps[m:] {
+		if s.Lane < n {
+			return nil, false
+		}
+	}
+	return steps[:m:m], true
+}
+
+// countMessage counts rank r's step s into sends: +1 for a send, −1 for
+// a receive, by direction and tag.
+func countMessage(s Step, r int, sends map[foldMessage]int) {
+	switch s.Kind {
+	case StepSend:
+		sends[foldMessage{r, s.Peer, s.Tag}]++
+	case StepRecv:
+		sends[foldMessage{s.Peer, r, s.Tag}]--
+	}
 }
 
 // FoldRotation returns the plan's first s channels alone when rotating
@@ -295,12 +330,7 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 		}
 		k.Steps[r] = steps
 		for _, st := range steps {
-			switch st.Kind {
-			case StepSend:
-				sends[foldMessage{r, st.Peer, st.Tag}]++
-			case StepRecv:
-				sends[foldMessage{st.Peer, r, st.Tag}]--
-			}
+			countMessage(st, r, sends)
 		}
 	}
 	for _, n := range sends {

@@ -237,3 +237,41 @@ func TestFoldRanksKeepsTheNodesFirstGPUs(t *testing.T) {
 		t.Error("a plan whose kept ranks send to dropped ones folds by 4")
 	}
 }
+
+// A rank's kept lanes are its first steps when its plan was made lane
+// after lane (kept as they are), and are picked out and renumbered when
+// lanes interleave; a wait on a dropped step refuses either way.
+func TestKeepRankLanesRenumbersInterleavedLanes(t *testing.T) {
+	send := func(lane int, after ...int) Step {
+		return Step{Kind: StepSend, Peer: 1, Tag: uint32(lane), Lane: lane, Src: ref(In, 0, 1), After: after}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []Step
+		want  [][]int // each kept step's After
+		ok    bool
+	}{
+		{"lane after lane", []Step{send(0), send(0, 0), send(1), send(1, 2)}, [][]int{nil, {0}}, true},
+		{"interleaved", []Step{send(1), send(0), send(1, 0), send(0, 1)}, [][]int{nil, {0}}, true},
+		{"a wait on a dropped step", []Step{send(1), send(0, 0)}, nil, false},
+	} {
+		sends := map[foldMessage]int{}
+		kept, ok := keepRankLanes(tc.steps, 1, 0, sends)
+		if ok != tc.ok {
+			t.Errorf("%s: ok %v, want %v", tc.name, ok, tc.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if len(kept) != len(tc.want) || sends[foldMessage{0, 1, 0}] != len(tc.want) || len(sends) != 1 {
+			t.Errorf("%s: kept %v, counted %v", tc.name, kept, sends)
+			continue
+		}
+		for i, s := range kept {
+			if s.Lane != 0 || !slices.Equal(s.After, tc.want[i]) {
+				t.Errorf("%s: kept step %d is %v, want lane 0 after %v", tc.name, i, s, tc.want[i])
+			}
+		}
+	}
+}
