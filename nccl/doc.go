@@ -49,7 +49,10 @@
 //     between the nodes, reduced up and broadcast down on lanes of their
 //     own, in pieces (NCCL's tree chunk tuning for Simple). The per-size
 //     correction factors NCCL's model puts on tree bandwidth are not
-//     applied.
+//     applied. On 2 nodes a tree channel's speed within a node is the
+//     search's second pass's (up the ladder while below twice the
+//     network's and the NVLinks carry it), which NCCL's model reads
+//     there: a tree's bandwidth may then pass a ring's.
 //   - NVLS (ops nccl-nvls, one node): each rank has the NVSwitch reduce
 //     its part of every pass from all GPUs and multicast the result back;
 //     NVLSTree (ops nccl-nvlstree, several nodes): the node's switch

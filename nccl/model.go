@@ -205,6 +205,18 @@ func speedLadder(a topology.Arch) []float64 {
 	return []float64{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3}
 }
 
+// interLadder is the per-channel speeds in GB/s the search tries on
+// several nodes, highest first (search.cc:1051-1067).
+func interLadder(a topology.Arch) []float64 {
+	switch a {
+	case topology.Blackwell:
+		return []float64{96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12}
+	case topology.Hopper, topology.UnknownArch:
+		return []float64{48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12}
+	}
+	return []float64{48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12}
+}
+
 // maxRingChannels is the most channels a ring search makes (MAXCHANNELS/2).
 const maxRingChannels = 32
 

@@ -291,3 +291,33 @@ func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
 		t.Errorf("launch %v -> %v, hop %v -> %v, rate %v -> %v", a.Launch, b.Launch, a.Wire.Latency, b.Wire.Latency, a.Wire.Rate, b.Wire.Rate)
 	}
 }
+
+// TestTreesRunFasterWithinTwoNodes: NCCL's search raises a tree's speed
+// within a node, up the ladder, while it is below twice the network's
+// and the NVLinks carry every channel at it, and on 2 nodes the model
+// reads that speed. On two A100 nodes with 400 Gb/s each (p4de: 16
+// channels of 3.125 GB/s on the network, 3 on the ladder) a tree channel
+// runs at 6 GB/s; with 200 Gb/s a GPU (12.5, 12 on the ladder) at 15,
+// where 16 channels fill the A100's 240 GB/s of NVLink. So a tree beats a
+// ring's bandwidth there, as those clusters' logs show NCCL choosing;
+// on 3 nodes the model reads the network's speed for both.
+func TestTreesRunFasterWithinTwoNodes(t *testing.T) {
+	for _, tc := range []struct {
+		fabric string
+		tree   float64 // bus GB/s of tree/Simple: 0.92 × 16 channels × the speed
+	}{
+		{"dgx-a100x2,nicbw=50Gb/s", 0.92 * 16 * 6},
+		{"dgx-a100x2,nicbw=200Gb/s", 0.92 * 16 * 15},
+		{"dgx-a100x3,nicbw=200Gb/s", 0.92 * 16 * 12.5},
+	} {
+		s := describe(t, tc.fabric)
+		tree := estimate(t, s, ops.AllReduce, 1<<30, nccl.Tree, ops.ProtoSimple, nccl.Options{})
+		ring := estimate(t, s, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{})
+		if math.Abs(tree.BusBW-tc.tree) > 1e-9*tc.tree {
+			t.Errorf("%s: tree/Simple bus bandwidth %v GB/s, want %v", tc.fabric, tree.BusBW, tc.tree)
+		}
+		if s.Nodes == 2 && !(tree.AlgBW > ring.AlgBW) {
+			t.Errorf("%s: tree %v GB/s, ring %v GB/s of algorithm bandwidth: want the tree faster", tc.fabric, tree.AlgBW, ring.AlgBW)
+		}
+	}
+}

@@ -305,6 +305,29 @@ func bandwidths(s System, a Algo, o Options) graph {
 		if ringLike {
 			g.intra = g.inter
 		}
+		if a == Tree {
+			// The search's second pass raises a tree's speed within a
+			// node, up the ladder, while it is below twice the network's
+			// and the node's NVLinks carry every channel at it
+			// (search.cc: "increase bwIntra for trees (2 nodes or
+			// collnet)"). The model reads it on 2 nodes.
+			ladder := interLadder(s.Arch)
+			net := ladder[len(ladder)-1] // the network's speed on the ladder
+			for _, sp := range ladder {
+				if sp <= g.inter {
+					net = sp
+					break
+				}
+			}
+			for i := len(ladder) - 1; i >= 0 && g.intra < 2*net; i-- {
+				if sp := ladder[i]; sp > g.intra {
+					if sp*float64(g.channels) > s.IntraBW {
+						break
+					}
+					g.intra = sp
+				}
+			}
+		}
 	}
 	return g
 }
