@@ -48,8 +48,8 @@
 //     node from the channel's NIC rail and NCCL's double binary tree
 //     between the nodes, reduced up and broadcast down on lanes of their
 //     own, in pieces (NCCL's tree chunk tuning for Simple). The per-size
-//     correction factors NCCL's model puts on tree bandwidth are not
-//     applied. On 2 nodes a tree channel's speed within a node is the
+//     correction factors NCCL's model puts on tree bandwidth sway the
+//     choice, as they do NCCL's, but not what runs. On 2 nodes a tree channel's speed within a node is the
 //     search's second pass's (up the ladder while below twice the
 //     network's and the NVLinks carry it), which NCCL's model reads
 //     there: a tree's bandwidth may then pass a ring's.

@@ -321,3 +321,39 @@ func TestTreesRunFasterWithinTwoNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestTreeCorrectionSwaysTheChoice: NCCL's model divides a tree
+// all-reduce's time by a per-size factor on its bandwidth (tuning.cc's
+// treeCorrectionFactor, by log2 of the size in 64-byte units), and from
+// 2.29 an NVLSTree all-reduce's on Blackwell with x86 hosts; nothing else,
+// and nothing under 64 bytes or from 512 MiB (trees), 1 GiB (NVLSTree).
+func TestTreeCorrectionSwaysTheChoice(t *testing.T) {
+	a100x2, b200x2, gb200x2 := describe(t, "dgx-a100x2"), describe(t, "dgx-b200x2"), describe(t, "gb200-nvl72x2")
+	v227 := nccl.Options{Version: nccl.V2_27}
+	for _, tc := range []struct {
+		sys    nccl.System
+		op     ops.Op
+		bytes  int64
+		algo   nccl.Algo
+		p      ops.Protocol
+		o      nccl.Options
+		factor float64
+	}{
+		{a100x2, ops.AllReduce, 256 << 10, nccl.Tree, ops.ProtoLL, nccl.Options{}, 0.4},    // log 12
+		{a100x2, ops.AllReduce, 1 << 20, nccl.Tree, ops.ProtoLL128, nccl.Options{}, 0.6},   // log 14
+		{a100x2, ops.AllReduce, 64 << 20, nccl.Tree, ops.ProtoSimple, nccl.Options{}, 0.8}, // log 20
+		{a100x2, ops.AllReduce, 63, nccl.Tree, ops.ProtoSimple, nccl.Options{}, 1},
+		{a100x2, ops.AllReduce, 64, nccl.Tree, ops.ProtoSimple, nccl.Options{}, 0.9},
+		{a100x2, ops.AllReduce, 512 << 20, nccl.Tree, ops.ProtoSimple, nccl.Options{}, 1}, // log 23
+		{a100x2, ops.AllReduce, 64 << 20, nccl.Ring, ops.ProtoSimple, nccl.Options{}, 1},
+		{b200x2, ops.AllReduce, 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Options{}, 0.8},
+		{b200x2, ops.AllReduce, 512 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Options{}, 0.9}, // log 23
+		{b200x2, ops.AllReduce, 64 << 20, nccl.NVLSTree, ops.ProtoSimple, v227, 1},
+		{gb200x2, ops.AllReduce, 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Options{}, 1}, // Arm hosts
+	} {
+		e := estimate(t, tc.sys, tc.op, tc.bytes, tc.algo, tc.p, tc.o)
+		if want := e.LatencyUS + float64(tc.bytes)/(1000*e.AlgBW*tc.factor); math.Abs(e.TimeUS-want) > 1e-9*want {
+			t.Errorf("%v/%v at %d bytes on %d nodes: %v µs, want %v (bandwidth ×%v)", tc.algo, tc.p, tc.bytes, tc.sys.Nodes, e.TimeUS, want, tc.factor)
+		}
+	}
+}

@@ -3,10 +3,12 @@ package nccl
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
 )
 
 // Options are NCCL's environment in commsim's terms.
@@ -82,7 +84,8 @@ type Estimate struct {
 	Channels int
 	// LatencyUS is the fixed part, BusBW and AlgBW the bandwidths in GB/s
 	// (bus is what nccl-tests prints, alg what the time divides by), and
-	// TimeUS = LatencyUS + bytes / (1000 AlgBW).
+	// TimeUS = LatencyUS + bytes / (1000 AlgBW × the tree correction, 1
+	// but for trees: see treeCorrection).
 	LatencyUS, BusBW, AlgBW, TimeUS float64
 	// Off says why the model does not consider this pair; "" when it does.
 	Off string
@@ -192,9 +195,39 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 		e.Off = "no bandwidth"
 		return e
 	}
-	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW)
+	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW*treeCorrection(s, op, a, p, bytes, o.version()))
 	e.Channels = threadChannels(bytes, e.Channels, a, p, s.Ranks)
 	return e
+}
+
+// treeCorrectionFactor is NCCL's per-size factor on a tree all-reduce's
+// bandwidth, by protocol and log2 of the size in 64-byte units
+// (tuning.cc, the same in 2.18 to 2.30).
+var treeCorrectionFactor = [numProtos][24]float64{
+	{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+	{1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
+	{.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9},
+}
+
+// treeCorrection is the factor NCCL's model puts on a tree all-reduce's
+// bandwidth when it estimates the time, by size (ncclTopoGetAlgoTime):
+// below 512 MiB for trees, below 1 GiB for NVLSTree on Blackwell with x86
+// hosts (2.29 on; commsim's 2.30, which 2.28 maps to, has it); 1 for every
+// other choice and for sizes under 64 bytes. It sways NCCL's choice only:
+// what runs keeps the model's bandwidth. A host CPU commsim does not know
+// is taken for x86.
+func treeCorrection(s System, op ops.Op, a Algo, p int, bytes int64, v Version) float64 {
+	if op != ops.AllReduce || bytes>>6 == 0 {
+		return 1
+	}
+	log := bits.Len64(uint64(bytes>>6)) - 1
+	switch {
+	case a == Tree && log < 23:
+	case a == NVLSTree && log < 24 && v >= V2_30 && s.Arch.SM() >= 100 && s.CPU != topology.ARMCPU:
+	default:
+		return 1
+	}
+	return treeCorrectionFactor[p][log]
 }
 
 func (o Options) version() Version {
