@@ -78,10 +78,8 @@ func (p *Plan) keepLanes(channels, lanes int) (*Plan, bool) {
 			return nil, false
 		}
 	}
-	for _, n := range sends {
-		if n != 0 {
-			return nil, false
-		}
+	if !balanced(sends) {
+		return nil, false
 	}
 	return &kept, true
 }
@@ -194,6 +192,17 @@ func keptPrefix(steps []Step, n int) ([]Step, bool) {
 	return steps[:m:m], true
 }
 
+// balanced reports whether every message counted into sends is both
+// sent and received.
+func balanced(sends map[foldMessage]int) bool {
+	for _, n := range sends {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // countMessage counts rank r's step s into sends: +1 for a send, −1 for
 // a receive, by direction and tag.
 func countMessage(s Step, r int, sends map[foldMessage]int) {
@@ -230,15 +239,7 @@ func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order
 		s < 1 || s >= g || g%s != 0 || (mirrored && (g/s)%2 != 0) {
 		return nil, nil, 0, false
 	}
-	nodes := p.Ranks / g
-	perm = make([]int, p.Ranks)
-	for r := range perm {
-		n := r / g
-		if mirrored {
-			n = nodes - 1 - n
-		}
-		perm[r] = n*g + (r%g+s)%g
-	}
+	perm = nodeRotation(p.Ranks, g, s, mirrored)
 	per := (p.Lanes + c - 1) / c
 	lanes, ok := p.indexRenamed(perm, per*c)
 	if !ok || !rotates(lanes, perm, s*per, per*c) {
@@ -248,6 +249,20 @@ func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order
 		return nil, nil, 0, false
 	}
 	return kept, perm, g / s, true
+}
+
+// nodeRotation renames rank n·g+i (of ranks, g a node) to n'·g+(i+s) mod
+// g, where n' is n, or N−1−n of N nodes when mirrored.
+func nodeRotation(ranks, g, s int, mirrored bool) []int {
+	perm := make([]int, ranks)
+	for r := range perm {
+		n := r / g
+		if mirrored {
+			n = ranks/g - 1 - n
+		}
+		perm[r] = n*g + (r%g+s)%g
+	}
+	return perm
 }
 
 // indexRenamed indexes every rank's steps on n lanes, unless a rank has
@@ -294,10 +309,9 @@ func rotates(x []laneIndex, perm []int, shift, lanes int) bool {
 // GPUs by s (rank n·g+i to n·g+(i+s) mod g, g = NodeRanks, or every rank
 // on one node) maps the plan onto itself lane for lane: rank r does on
 // each lane what rank perm[r] does on it, with peers renamed by perm.
-// NCCL's NVLS and NVLSTree are
-// such plans: local rank i owns part i of every pass, with its switch
-// operations and its rail's tree. It also returns the rotation and its
-// order g/s. Every message a kept rank sends, a kept rank receives.
+// NCCL's NVLS and NVLSTree are such plans: local rank i owns part i of
+// every pass, with its switch operations and its rail's tree. It also
+// returns the rotation and its order g/s. Every message a kept rank sends, a kept rank receives.
 // Unlike FoldRotation's part, a kept rank keeps all its work, so its
 // device's reductions need no Wire; a switch, which reduces for all its
 // members at once, is shared out by the fold (sim.Cluster.Rotated). ok is
@@ -313,10 +327,7 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 	if p.Steps == nil || p.native || g < 2 || s < 1 || s >= g || g%s != 0 || p.Ranks%g != 0 {
 		return nil, nil, 0, false
 	}
-	perm = make([]int, p.Ranks)
-	for r := range perm {
-		perm[r] = r/g*g + (r%g+s)%g
-	}
+	perm = nodeRotation(p.Ranks, g, s, false)
 	lanes, ok := p.indexRenamed(perm, p.Lanes)
 	if !ok || !rotates(lanes, perm, 0, p.Lanes) {
 		return nil, nil, 0, false
@@ -333,10 +344,8 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 			countMessage(st, r, sends)
 		}
 	}
-	for _, n := range sends {
-		if n != 0 {
-			return nil, nil, 0, false
-		}
+	if !balanced(sends) {
+		return nil, nil, 0, false
 	}
 	return &k, perm, g / s, true
 }
