@@ -217,6 +217,17 @@ func interLadder(a topology.Arch) []float64 {
 	return []float64{48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12}
 }
 
+// atMost is the highest speed of ladder (highest first) not above x, or
+// its lowest.
+func atMost(ladder []float64, x float64) float64 {
+	for _, s := range ladder {
+		if s <= x {
+			return s
+		}
+	}
+	return ladder[len(ladder)-1]
+}
+
 // maxRingChannels is the most channels a ring search makes (MAXCHANNELS/2).
 const maxRingChannels = 32
 
@@ -225,14 +236,7 @@ const maxRingChannels = 32
 // carry, as many channels as the bandwidth holds, then NCCL's doubling of
 // fast channels (search.cc:1036-1049).
 func searchChannels(a topology.Arch, total float64) (channels int, speed float64) {
-	ladder := speedLadder(a)
-	speed = ladder[len(ladder)-1]
-	for _, s := range ladder {
-		if s <= total {
-			speed = s
-			break
-		}
-	}
+	speed = atMost(speedLadder(a), total)
 	channels = min(maxRingChannels, max(1, int(total/speed)))
 	if speed >= 25 && !(a.SM() > 80 && speed < 50 && channels > 4) {
 		channels, speed = min(2*channels, maxRingChannels), speed/2

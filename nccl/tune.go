@@ -345,13 +345,7 @@ func bandwidths(s System, a Algo, o Options) graph {
 			// (search.cc: "increase bwIntra for trees (2 nodes or
 			// collnet)"). The model reads it on 2 nodes.
 			ladder := interLadder(s.Arch)
-			net := ladder[len(ladder)-1] // the network's speed on the ladder
-			for _, sp := range ladder {
-				if sp <= g.inter {
-					net = sp
-					break
-				}
-			}
+			net := atMost(ladder, g.inter) // the network's speed on the ladder
 			for i := len(ladder) - 1; i >= 0 && g.intra < 2*net; i-- {
 				if sp := ladder[i]; sp > g.intra {
 					if sp*float64(g.channels) > s.IntraBW {
