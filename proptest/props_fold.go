@@ -11,7 +11,6 @@ import (
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
-	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -112,24 +111,9 @@ func FoldProperty(folded *int) gopter.Prop {
 // timeFolds times plan on a timing-only cluster over topo, with or
 // without Symmetry, and says how many runs were thinned or rotated.
 func timeFolds(plan *ops.Plan, topo *topology.Topology, symmetry bool) (float64, int, error) {
-	cl, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
+	t, driver, err := timeDriven(plan, topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
 	if err != nil {
 		return 0, 0, err
 	}
-	defer cl.Close()
-	in, out := make([]hw.Slice, plan.Ranks), make([]hw.Slice, plan.Ranks)
-	for r, d := range cl.Devices() {
-		ib, err := d.Alloc(plan.DType, plan.InLen)
-		if err != nil {
-			return 0, 0, err
-		}
-		ob, err := d.Alloc(plan.DType, plan.OutLen)
-		if err != nil {
-			return 0, 0, err
-		}
-		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
-	}
-	driver := simexec.NewDriver(cl)
-	t, err := ops.NewExecutorWith(cl.World(), driver).Run(plan, in, out)
-	return t, driver.ThinnedRuns() + driver.RotatedRuns(), err
+	return t, driver.ThinnedRuns() + driver.RotatedRuns(), nil
 }

@@ -262,26 +262,33 @@ func moreTimeWith(spec ops.Spec, topo *topology.Topology, cfg sim.Config) (t flo
 	if err != nil {
 		return 0, nil, false, err
 	}
+	t, driver, err := timeDriven(plan, topo, cfg)
+	return t, plan, err == nil && driver.MirroredRuns() > 0, err
+}
+
+// timeDriven runs plan once on a fresh cluster over topo configured by
+// cfg, with the simulator's driver, which it returns for its counts.
+func timeDriven(plan *ops.Plan, topo *topology.Topology, cfg sim.Config) (float64, *simexec.Driver, error) {
 	cl, err := sim.NewCluster(topo, cfg)
 	if err != nil {
-		return 0, nil, false, err
+		return 0, nil, err
 	}
 	defer cl.Close()
 	in, out := make([]hw.Slice, plan.Ranks), make([]hw.Slice, plan.Ranks)
 	for r, d := range cl.Devices() {
 		ib, err := d.Alloc(plan.DType, plan.InLen)
 		if err != nil {
-			return 0, nil, false, err
+			return 0, nil, err
 		}
 		ob, err := d.Alloc(plan.DType, plan.OutLen)
 		if err != nil {
-			return 0, nil, false, err
+			return 0, nil, err
 		}
 		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
 	}
 	driver := simexec.NewDriver(cl)
-	t, err = ops.NewExecutorWith(cl.World(), driver).Run(plan, in, out)
-	return t, plan, driver.MirroredRuns() > 0, err
+	t, err := ops.NewExecutorWith(cl.World(), driver).Run(plan, in, out)
+	return t, driver, err
 }
 
 // moreRounding is how far rounding finish times to the picosecond may move
