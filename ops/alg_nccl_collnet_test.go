@@ -13,30 +13,96 @@ import (
 // reduce-scatters and all-gathers, and nccl-collnet-chain's all-reduces,
 // check as nccl-nvls plans do (every output exactly right, in place and
 // out, no lanes or ranks racing, the all-reduce held and the others
-// streamed), on nodes of one GPU, whose network switch's group is every
-// rank.
+// streamed): on nodes of one GPU, whose network switch's group is every
+// rank, and the all-reduces on nodes of several GPUs too, which reduce
+// within the node before the network's switch.
 func TestNCCLCollNetPlansCheck(t *testing.T) {
 	shapes := [][2]int{{1, 0}, {1, 1}, {2, 1}, {3, 1}, {5, 1}, {8, 1}}
 	checkNVLSPlans(t, "nccl-collnet-direct", nvlsOps, shapes)
 	checkNVLSPlans(t, "nccl-collnet-chain", []Op{AllReduce}, shapes)
+	several := [][2]int{{4, 0}, {4, 2}, {6, 2}, {6, 3}, {8, 4}, {12, 4}}
+	checkNVLSPlans(t, "nccl-collnet-direct", []Op{AllReduce}, several)
+	checkNVLSPlans(t, "nccl-collnet-chain", []Op{AllReduce}, several)
 	if first, n := (Spec{Algo: "nccl-collnet-direct", Ranks: 6, NodeRanks: 1}).Group(4); first != 0 || n != 6 {
 		t.Errorf("CollNet's group of rank 4 of 6: %d ranks from %d, want all 6", n, first)
 	}
+	for _, tc := range []struct {
+		spec                 Spec
+		rank                 int
+		first, stride, ranks int
+	}{
+		{Spec{Ranks: 12, NodeRanks: 4}, 6, 2, 4, 3},
+		{Spec{Ranks: 12, NodeRanks: 1}, 6, 0, 1, 12},
+		{Spec{Ranks: 12}, 6, 6, 1, 1},
+		{Spec{Ranks: 12, NodeRanks: 12}, 6, 6, 1, 1},
+	} {
+		if first, stride, n := tc.spec.NetGroup(tc.rank); first != tc.first || stride != tc.stride || n != tc.ranks {
+			t.Errorf("%v: rank %d's network group %d ranks from %d by %d, want %d from %d by %d",
+				tc.spec, tc.rank, n, first, stride, tc.ranks, tc.first, tc.stride)
+		}
+	}
 }
 
-// TestNCCLCollNetRefusals: CollNet needs nodes of one GPU (NodeRanks 1):
-// on one node, or in nodes of several GPUs, Compile refuses it with
-// ErrUnsupported naming why; like NVLS it needs a reducing switch
-// (NeedsSwitch), so AlgorithmsFor leaves it out, and chain has only the
-// all-reduce.
-func TestNCCLCollNetRefusals(t *testing.T) {
-	for _, algo := range []string{"nccl-collnet-direct", "nccl-collnet-chain"} {
-		for _, nodeRanks := range []int{0, 4} {
-			_, err := Compile(Spec{Op: AllReduce, Algo: algo, Ranks: 8, Count: 16, DType: hw.F32, Redop: hw.Sum, NodeRanks: nodeRanks})
-			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "one GPU per node") {
-				t.Errorf("%s, node ranks %d: %v, want ErrUnsupported naming one GPU per node", algo, nodeRanks, err)
+// TestNCCLCollNetMeetsThroughTheNetwork: on 2 nodes of 2 GPUs, CollNet
+// direct's heads of part i (ranks i and 2+i) all-reduce through the
+// network's switch, with the same tag, after adding their node's other
+// GPU's part; chain's head of channel c is local rank c mod 2.
+func TestNCCLCollNetMeetsThroughTheNetwork(t *testing.T) {
+	nets := func(p *Plan, r int) (out []Step) {
+		for _, s := range p.Steps[r] {
+			if s.Kind == StepNetAllReduce {
+				out = append(out, s)
 			}
 		}
+		return out
+	}
+	spec := Spec{Op: AllReduce, Algo: "nccl-collnet-direct", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum, NodeRanks: 2}
+	p, err := Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range 4 {
+		got := nets(p, r)
+		// One channel, one pass: rank r is the head of part r%2, 4 elements.
+		if want := (Step{Kind: StepNetAllReduce, Src: ref(Out, r%2*4, 4), Dst: ref(Out, r%2*4, 4), Tag: 1}); len(got) != 1 || got[0].String() != want.String() {
+			t.Errorf("direct, rank %d: net steps %v, want %v", r, got, want)
+		}
+	}
+	spec.Algo, spec.Channels = "nccl-collnet-chain", 2
+	if p, err = Compile(spec); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 4 {
+		// Channel c (elements 4c…) ends at local rank c: its tag 2c+1.
+		got := nets(p, r)
+		c := r % 2
+		if len(got) != 1 || got[0].Dst != ref(Out, 4*c, 4) || got[0].Tag != uint32(2*c+1) {
+			t.Errorf("chain, rank %d: net steps %v, want channel %d's", r, got, c)
+		}
+	}
+}
+
+// TestNCCLCollNetRefusals: CollNet's reduce-scatter and all-gather need
+// nodes of one GPU (NodeRanks 1), and its all-reduces whole nodes:
+// Compile refuses others naming why; like NVLS it
+// needs a reducing switch (NeedsSwitch), so AlgorithmsFor leaves it out,
+// and chain has only the all-reduce.
+func TestNCCLCollNetRefusals(t *testing.T) {
+	for _, op := range []Op{ReduceScatter, AllGather} {
+		for _, nodeRanks := range []int{0, 4} {
+			_, err := Compile(Spec{Op: op, Algo: "nccl-collnet-direct", Ranks: 8, Count: 16, DType: hw.F32, Redop: hw.Sum, NodeRanks: nodeRanks})
+			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "one GPU per node") {
+				t.Errorf("%s, node ranks %d: %v, want ErrUnsupported naming one GPU per node", op, nodeRanks, err)
+			}
+		}
+	}
+	for _, algo := range []string{"nccl-collnet-direct", "nccl-collnet-chain", "nccl-nvls"} {
+		_, err := Compile(Spec{Op: AllReduce, Algo: algo, Ranks: 6, Count: 16, DType: hw.F32, Redop: hw.Sum, NodeRanks: 4})
+		if err == nil || !strings.Contains(err.Error(), "do not make nodes of 4") {
+			t.Errorf("%s on 6 ranks in nodes of 4: %v, want a refusal naming the nodes", algo, err)
+		}
+	}
+	for _, algo := range []string{"nccl-collnet-direct", "nccl-collnet-chain"} {
 		if !NeedsSwitch(algo) || !IsNCCL(algo) || AlgorithmDoc(algo) == "" {
 			t.Errorf("%s: needs a switch %v, nccl %v", algo, NeedsSwitch(algo), IsNCCL(algo))
 		}
@@ -48,5 +114,62 @@ func TestNCCLCollNetRefusals(t *testing.T) {
 	}
 	if _, err := Compile(Spec{Op: AllGather, Algo: "nccl-collnet-chain", Ranks: 4, Count: 16, DType: hw.F32, NodeRanks: 1}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("chain all-gather: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestCostMeetsNetAllReduces: a network all-reduce starts when its last
+// member reaches it and costs the model's NetAllReduceCost. CollNet
+// direct on 2 nodes of 2 GPUs, 8 floats: each rank sends 16 bytes to its
+// node's other GPU (1 µs + 16 ns), adds what it receives, all-reduces its
+// 16 bytes through the switch (5 µs + 2 × 1 µs + 16 × 4 ns) and sends the
+// result back (1 µs + 16 ns).
+func TestCostMeetsNetAllReduces(t *testing.T) {
+	plan, err := Compile(Spec{Op: AllReduce, Algo: "nccl-collnet-direct", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum, NodeRanks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Cost(plan, switchModel{})
+	if want := 1.016e-6 + 7.064e-6 + 1.016e-6; err != nil || !near(got, want) {
+		t.Fatalf("cost %v (%v), want %v", got, err, want)
+	}
+	if _, err := Cost(plan, flatModel{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "SwitchCoster") {
+		t.Errorf("cost without a switch: %v, want ErrUnsupported naming SwitchCoster", err)
+	}
+}
+
+// TestCheckCatchesBrokenNetAllReduces: Check refuses a CollNet plan whose
+// network all-reduce reads the wrong part, whose members do not all
+// reach their all-reduce (a deadlock, naming the members that wait), or
+// whose members' all-reduces differ in length.
+func TestCheckCatchesBrokenNetAllReduces(t *testing.T) {
+	spec := Spec{Op: AllReduce, Algo: "nccl-collnet-direct", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum, NodeRanks: 2}
+	netStep := func(p *Plan, r int) *Step {
+		for i := range p.Steps[r] {
+			if p.Steps[r][i].Kind == StepNetAllReduce {
+				return &p.Steps[r][i]
+			}
+		}
+		t.Fatalf("rank %d has no net-allreduce", r)
+		return nil
+	}
+	for _, tc := range []struct {
+		name, want string
+		breakIt    func(p *Plan)
+	}{
+		{"an offset", "out[", func(p *Plan) { netStep(p, 3).Src.Off-- }},
+		{"a tag", "deadlock", func(p *Plan) { netStep(p, 1).Tag = 7 }},
+		{"a length", "does not match its length", func(p *Plan) { s := netStep(p, 2); s.Src.Len, s.Dst.Len = 3, 3 }},
+	} {
+		p, err := Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Check(p); err != nil {
+			t.Fatalf("unbroken: %v", err)
+		}
+		tc.breakIt(p)
+		if err := Check(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s broken: %v, want an error naming %q", tc.name, err, tc.want)
+		}
 	}
 }

@@ -4,12 +4,14 @@ import "fmt"
 
 const ncclNVLSDoc = "NCCL's NVLS on one node's NVSwitch: the data split over Spec.Channels channels, each rank owning " +
 	"1/Ranks of every pass of Ranks×Spec.Chunk elements, which the switch reduces from every GPU into it " +
-	"(((x0 op x1) op x2) …, in rank order) and multicasts from it into every GPU; needs a simulator whose switch reduces"
+	"(((x0 op x1) op x2) …, in rank order) and multicasts from it into every GPU; all-reduce across nodes " +
+	"(NCCL's NVLS with CollNet) all-reduces each node's part through the network's switch (SHARP) between the " +
+	"two; needs a simulator whose switches reduce"
 
 // ncclNVLSPlans are NVLS's collectives. They run only where the switch
 // reduces (see UsesSwitch), so AlgorithmsFor leaves them out.
 var ncclNVLSPlans = map[Op]generator{
-	AllReduce:     onOneNode(ncclNVLSAllReduce),
+	AllReduce:     ncclNVLSAnyAllReduce,
 	ReduceScatter: onOneNode(ncclNVLSReduceScatter),
 	AllGather:     onOneNode(ncclNVLSAllGather),
 }
@@ -93,6 +95,54 @@ func ncclNVLSAllReduce(b *builder) error {
 				reduceLane.finishAvg(r, ref(Out, part, sl))
 				reduced := b.last(r)
 				b.add(r, Step{Kind: StepMulticast, Dst: ref(Out, part, sl), Src: ref(Out, part, sl), Lane: castLane.lane, After: []int{reduced}})
+			})
+		}
+	}
+	return nil
+}
+
+// ncclNVLSAnyAllReduce is NVLS's all-reduce on one node, or across nodes
+// through the network's switch.
+func ncclNVLSAnyAllReduce(b *builder) error {
+	if s := b.p.Spec; s.NodeRanks > 0 && s.NodeRanks < s.Ranks {
+		return ncclNVLSNetAllReduce(b)
+	}
+	return ncclNVLSAllReduce(b)
+}
+
+// ncclNVLSNetAllReduce is NCCL's NVLS all-reduce across nodes, over
+// CollNet: channel c cuts its share of the data into passes of
+// NodeRanks×Chunk elements, and local rank i of every node owns part i
+// of each pass. On lane 3c rank r switch-reduces its part from its
+// node's In into its Out; on lane 3c+1 it all-reduces that through the
+// network's switch with the same local rank of every node (dividing for
+// avg); on lane 3c+2 it multicasts the result into its node's Outs, each
+// stage After the one before, so that a pass's stages overlap those of
+// the passes around it. Reduction order, per element of part i: P[k] =
+// ((x[k,0] op x[k,1]) op …) by node k's NVSwitch, then ((P[0] op P[1]) op
+// …) over the nodes by the network's switch, computed once for the owners
+// and multicast, so every rank holds the same bits. Tags: c.
+func ncclNVLSNetAllReduce(b *builder) error {
+	n := b.p.Count
+	g := nodeSize(b.p.Spec)
+	C := channels(b.p.Spec, n)
+	pass := passLimit(b.p.Spec, n, C, g)
+	b.madeLanes(3 * C)
+	for c := range C {
+		reduceLane, netLane, castLane := laneBuilder{b, 3 * c}, laneBuilder{b, 3*c + 1}, laneBuilder{b, 3*c + 2}
+		off, ln := chunk(n, C, c)
+		for r := range b.ranks() {
+			passes(ln, pass, func(o, m int) {
+				so, sl := chunk(m, g, r%g)
+				if sl == 0 {
+					return
+				}
+				part := ref(Out, off+o+so, sl)
+				reduceLane.switchReduce(r, part, ref(In, part.Off, sl))
+				reduced := b.last(r)
+				b.add(r, Step{Kind: StepNetAllReduce, Dst: part, Src: part, Tag: uint32(c), Lane: netLane.lane, After: []int{reduced}})
+				netLane.finishAvg(r, part)
+				b.add(r, Step{Kind: StepMulticast, Dst: part, Src: part, Lane: castLane.lane, After: []int{b.last(r)}})
 			})
 		}
 	}

@@ -76,6 +76,12 @@ func checkNVLSPlan(t *testing.T, spec Spec) {
 		if spec.NodeRanks == 1 {
 			want--
 		}
+	case spec.Algo == "nccl-nvls" && spec.Op == AllReduce && spec.NodeRanks > 0 && spec.NodeRanks < spec.Ranks:
+		want *= 3 // across nodes: a lane for the network's switch
+	case NetworkSwitch(spec.Algo) && spec.Op == AllReduce && spec.NodeRanks == 1 && spec.Ranks > 1:
+		// Nodes of one rank send nothing within the node: the last
+		// channel's second lane is empty.
+		want = 2*want - 1
 	case heldOp(spec.Algo, spec.Op) && spec.Ranks > 1:
 		want *= 2
 	}
@@ -102,15 +108,18 @@ func checkNVLSPlan(t *testing.T, spec Spec) {
 	}
 }
 
-// TestNCCLNVLSStaysOnOneNode: NVLS is one node's switch; a spec over
-// several nodes is refused as unsupported.
+// TestNCCLNVLSStaysOnOneNode: NVLS's reduce-scatter and all-gather are
+// one node's switch; a spec over several nodes is refused as
+// unsupported. Its all-reduce goes across nodes through the network's
+// switch (NCCL's NVLS over CollNet), and checks.
 func TestNCCLNVLSStaysOnOneNode(t *testing.T) {
-	for _, op := range nvlsOps {
+	for _, op := range []Op{ReduceScatter, AllGather} {
 		_, err := Compile(Spec{Op: op, Algo: "nccl-nvls", Ranks: 8, Count: 16, DType: hw.F32, Redop: hw.Sum, NodeRanks: 4})
 		if !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s over two nodes: %v, want ErrUnsupported", op, err)
 		}
 	}
+	checkNVLSPlans(t, "nccl-nvls", []Op{AllReduce}, [][2]int{{4, 2}, {6, 3}, {8, 4}, {12, 4}})
 }
 
 // TestSwitchAlgorithmsAreListedApart: nccl-nvls and nccl-nvlstree are
@@ -260,6 +269,11 @@ func (switchModel) SwitchCost(rank, first, n int, reduce bool) (float64, float64
 		return 2e-6, 1e-9, nil
 	}
 	return 2e-6, 0.5e-9, nil
+}
+
+// NetAllReduceCost: α 5 µs plus 1 µs a member, β 4 ns a byte.
+func (switchModel) NetAllReduceCost(ranks []int) (float64, float64, error) {
+	return 5e-6 + float64(len(ranks))*1e-6, 4e-9, nil
 }
 
 // TestCostPricesSwitchSteps: Cost prices a switch step with the model's

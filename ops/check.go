@@ -212,10 +212,36 @@ type symRun struct {
 	heard     [][]bool
 	mail      map[msgKey][]symMsg
 	held      map[connKey]int64 // bytes held in buffers, when the Wire has Slots
+	// nets are the network all-reduces of each group and tag, in the
+	// order their members meet them, and netSeq how many of them each
+	// rank has finished.
+	nets   map[netKey][]*netRun
+	netSeq map[netRankKey]int
+}
+
+// netKey names a network group's all-reduces of one tag: the group by its
+// first member.
+type netKey struct {
+	first int
+	tag   uint32
+}
+
+type netRankKey struct {
+	rank int
+	tag  uint32
+}
+
+// netRun is one network all-reduce: the step each member has reached
+// (nil until it does), and whether the switch has reduced.
+type netRun struct {
+	steps   []*Operation
+	arrived int
+	done    bool
 }
 
 func newSymRun(p *Plan, inPlace bool) *symRun {
-	s := &symRun{p: p, inPlace: inPlace, t: newSymTable(), mail: map[msgKey][]symMsg{}, held: map[connKey]int64{}}
+	s := &symRun{p: p, inPlace: inPlace, t: newSymTable(), mail: map[msgKey][]symMsg{}, held: map[connKey]int64{},
+		nets: map[netKey][]*netRun{}, netSeq: map[netRankKey]int{}}
 	n := p.Ranks
 	s.arrays = make([][3][]sym, n)
 	s.bases = make([][3]int, n)
@@ -364,6 +390,17 @@ func (s *symRun) bufferFull(r int, st *Operation) (need int64, full bool) {
 	return need, s.held[connKey{r, st.Peer, st.Lane}]+need > w.buffer()
 }
 
+// clock is step st of rank r's vector clock: what is known to have
+// finished before it.
+func (s *symRun) clock(r int, st *Operation) []int32 {
+	vc := slices.Clone(s.laneClock[r][st.Lane])
+	for _, a := range st.Awaits {
+		copyMax(vc, s.markClock[r][a])
+	}
+	vc[st.Lane] = int32(st.Index)
+	return vc
+}
+
 // try runs op of rank r if it can run now.
 func (s *symRun) try(r int, st *Operation) (bool, error) {
 	for _, a := range st.Awaits {
@@ -374,12 +411,7 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 	fail := func(format string, args ...any) (bool, error) {
 		return false, fmt.Errorf("%s: %s", s.where(r, st), fmt.Sprintf(format, args...))
 	}
-	// The step's vector clock: what is known to have finished before it.
-	vc := slices.Clone(s.laneClock[r][st.Lane])
-	for _, a := range st.Awaits {
-		copyMax(vc, s.markClock[r][a])
-	}
-	vc[st.Lane] = int32(st.Index)
+	vc := s.clock(r, st)
 
 	switch st.Kind {
 	case StepSend:
@@ -482,6 +514,11 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 				return fail("on member rank %d: %v", q, err)
 			}
 		}
+	case StepNetAllReduce:
+		ran, err := s.netAllReduce(r, st)
+		if err != nil || !ran {
+			return ran, err
+		}
 	}
 	s.laneClock[r][st.Lane] = vc
 	if st.Signals {
@@ -490,6 +527,59 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 		}
 		s.markClock[r][st.Mark] = vc
 	}
+	return true, nil
+}
+
+// netAllReduce runs rank r's StepNetAllReduce st once every member of
+// its group has reached its own: the switch reads each member's Src as
+// that member's step, combines them in member order, and writes the
+// result to each member's Dst. A member reached by another's call has
+// finished when its own call comes.
+func (s *symRun) netAllReduce(r int, st *Operation) (bool, error) {
+	first, stride, n := s.p.NetGroup(r)
+	rk := netRankKey{r, st.Tag}
+	seq := s.netSeq[rk]
+	k := netKey{first, st.Tag}
+	for len(s.nets[k]) <= seq {
+		s.nets[k] = append(s.nets[k], &netRun{steps: make([]*Operation, n)})
+	}
+	run := s.nets[k][seq]
+	if !run.done {
+		me := (r - first) / stride
+		if run.steps[me] == nil {
+			run.steps[me] = st
+			run.arrived++
+		}
+		if run.arrived < n {
+			return false, nil
+		}
+		var acc []sym
+		for i, m := range run.steps {
+			q := first + i*stride
+			if m.Src.Len != st.Src.Len || m.Dst.Len != st.Src.Len {
+				return false, fmt.Errorf("%s: member rank %d's step %d (%v) does not match its length", s.where(r, st), q, m.Index, m)
+			}
+			vals, err := s.read(q, q, m, s.clock(q, m), m.Src)
+			if err != nil {
+				return false, fmt.Errorf("%s: %v", s.where(q, m), err)
+			}
+			if acc == nil {
+				acc = vals
+				continue
+			}
+			for j := range acc {
+				acc[j] = s.t.combine(acc[j], vals[j])
+			}
+		}
+		for i, m := range run.steps {
+			q := first + i*stride
+			if err := s.write(q, q, m, s.clock(q, m), m.Dst, acc); err != nil {
+				return false, fmt.Errorf("%s: %v", s.where(q, m), err)
+			}
+		}
+		run.done = true
+	}
+	s.netSeq[rk] = seq + 1
 	return true, nil
 }
 

@@ -70,6 +70,12 @@ type costRun struct {
 	mail  []map[uint64][]float64 // per receiver: arrival times, by sender and tag
 	lanes [][]costLane           // per rank, per lane
 	marks []map[int]float64      // per rank: when each awaited step finished
+	// nets are the network all-reduces' α and β, by group; meetings the
+	// all-reduces of each group and tag in order, and netSeq how many of
+	// them each rank has finished.
+	nets     map[int]pathSlot
+	meetings map[netKey][]*netMeeting
+	netSeq   map[netRankKey]int
 }
 
 func (c *costRun) close() {
@@ -228,6 +234,11 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 	}
 	done = start + took
 	switch op.Kind {
+	case StepNetAllReduce:
+		var met bool
+		if done, met = c.meetNet(r, start, took, op, wake); !met {
+			return 0, false, nil
+		}
 	case StepSend:
 		lands := done
 		if c.plan.Wire != nil {
@@ -432,6 +443,84 @@ func (c *costRun) own(r int, op *Operation) (float64, error) {
 			return 0, err
 		}
 		return alpha + float64(op.Dst.Len)*c.size*beta, nil
+	case StepNetAllReduce:
+		alpha, beta, err := c.netPath(r)
+		if err != nil {
+			return 0, err
+		}
+		return alpha + float64(op.Dst.Len)*c.size*beta, nil
 	}
 	return 0, nil
+}
+
+// netPath is the way through the network's switch of rank r's group's
+// all-reduces, as the model prices it and the plan's Wire moves it (as
+// a network message).
+func (c *costRun) netPath(r int) (float64, float64, error) {
+	first, stride, n := c.plan.NetGroup(r)
+	if ps, ok := c.nets[first]; ok {
+		return ps.alpha, ps.beta, nil
+	}
+	sc, ok := c.m.(SwitchCoster)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: the cost model (%T) cannot price switch steps: it does not implement ops.SwitchCoster", ErrUnsupported, c.m)
+	}
+	ranks := make([]int, n)
+	for i := range ranks {
+		ranks[i] = first + i*stride
+	}
+	alpha, beta, err := sc.NetAllReduceCost(ranks)
+	if err != nil {
+		return 0, 0, err
+	}
+	if w := c.plan.Wire; w != nil {
+		alpha, beta = w.Latency[PathNet], beta/w.Efficiency[PathNet]
+		if w.Rate > 0 {
+			beta = max(beta, 1/w.Rate)
+		}
+	}
+	if c.nets == nil {
+		c.nets = map[int]pathSlot{}
+	}
+	c.nets[first] = pathSlot{alpha: alpha, beta: beta}
+	return alpha, beta, nil
+}
+
+// netMeeting is one network all-reduce while Cost runs: when each member
+// reached it (NaN until it does), and when it finishes once all have.
+type netMeeting struct {
+	start   []float64
+	arrived int
+	done    float64
+}
+
+// meetNet records that rank r reached its all-reduce op at start, and
+// returns when the all-reduce finishes, once every member has reached it.
+func (c *costRun) meetNet(r int, start, took float64, op *Operation, wake func(int)) (float64, bool) {
+	first, stride, n := c.plan.NetGroup(r)
+	rk := netRankKey{r, op.Tag}
+	seq := c.netSeq[rk]
+	k := netKey{first, op.Tag}
+	if c.meetings == nil {
+		c.meetings, c.netSeq = map[netKey][]*netMeeting{}, map[netRankKey]int{}
+	}
+	for len(c.meetings[k]) <= seq {
+		c.meetings[k] = append(c.meetings[k], &netMeeting{start: slices.Repeat([]float64{math.NaN()}, n), done: math.NaN()})
+	}
+	m := c.meetings[k][seq]
+	if math.IsNaN(m.done) {
+		if me := (r - first) / stride; math.IsNaN(m.start[me]) {
+			m.start[me] = start
+			m.arrived++
+		}
+		if m.arrived < n {
+			return 0, false
+		}
+		m.done = slices.Max(m.start) + took
+		for i := range n {
+			wake(first + i*stride)
+		}
+	}
+	c.netSeq[rk] = seq + 1
+	return m.done, true
 }

@@ -120,16 +120,28 @@ const (
 	// multimem.st): Dst, the same range, on every member of the rank's
 	// group (itself included) = Src on the rank.
 	StepMulticast
+	// StepNetAllReduce is in-network all-reduce through the network's
+	// switch (SHARP, NCCL's CollNet): every member of the rank's network
+	// group (Spec.NetGroup: its local index on every node) runs one, with
+	// the same Tag, and each gets in its Dst the reduction of every
+	// member's Src (the same range), combined by the switch in member
+	// order: ((x_first op x_first+stride) op …). Unlike the other switch
+	// steps it touches only its own rank's memory: the members' steps
+	// meet as a message's two ends do, the k-th of a Tag on each member
+	// with the k-th on the others. Avg sums; a StepDivide ends it.
+	StepNetAllReduce
 )
 
 var stepNames = [...]string{StepSend: "send", StepRecv: "recv", StepReduce: "reduce", StepCopy: "copy", StepDivide: "divide",
-	StepSwitchReduce: "switch-reduce", StepMulticast: "multicast"}
+	StepSwitchReduce: "switch-reduce", StepMulticast: "multicast", StepNetAllReduce: "net-allreduce"}
 
-// IsSwitch reports whether the step acts through a switch on the memory
-// of every member of its rank's group (StepSwitchReduce, StepMulticast).
-// Only a simulator with a reducing switch runs such steps; see
-// Plan.UsesSwitch.
-func (k StepKind) IsSwitch() bool { return k == StepSwitchReduce || k == StepMulticast }
+// IsSwitch reports whether the step needs a switch that reduces or
+// multicasts for a group of ranks (StepSwitchReduce, StepMulticast,
+// StepNetAllReduce). Only a simulator with a reducing switch runs such
+// steps; see Plan.UsesSwitch.
+func (k StepKind) IsSwitch() bool {
+	return k == StepSwitchReduce || k == StepMulticast || k == StepNetAllReduce
+}
 
 func (k StepKind) String() string {
 	if int(k) < len(stepNames) {
@@ -145,9 +157,9 @@ func (k StepKind) String() string {
 type Step struct {
 	Kind  StepKind
 	Peer  int    // Send, Recv
-	Tag   uint32 // Send, Recv
-	Src   Ref    // Send, Reduce (the operand), Copy, SwitchReduce (on every member), Multicast
-	Dst   Ref    // Recv, Reduce (the accumulator), Copy, Divide, SwitchReduce, Multicast (on every member)
+	Tag   uint32 // Send, Recv, NetAllReduce
+	Src   Ref    // Send, Reduce (the operand), Copy, SwitchReduce (on every member), Multicast, NetAllReduce
+	Dst   Ref    // Recv, Reduce (the accumulator), Copy, Divide, SwitchReduce, Multicast (on every member), NetAllReduce
 	Lane  int
 	After []int
 }
@@ -169,6 +181,8 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, "switch-reduce %v = %v of every member", s.Dst, s.Src)
 	case StepMulticast:
 		fmt.Fprintf(&b, "multicast %v of every member = %v", s.Dst, s.Src)
+	case StepNetAllReduce:
+		fmt.Fprintf(&b, "net-allreduce %v = %v of every member tag %d", s.Dst, s.Src, s.Tag)
 	default:
 		b.WriteString(s.Kind.String())
 	}
@@ -209,6 +223,17 @@ func (s Spec) Group(r int) (first, n int) {
 		return r / s.NodeRanks * s.NodeRanks, s.NodeRanks
 	}
 	return 0, s.Ranks
+}
+
+// NetGroup is the ranks a StepNetAllReduce of rank r meets: first,
+// first+stride, … (n of them), those of r's local index on every node,
+// each reaching the network's switch through its own NIC. With one node
+// (NodeRanks 0, or all the ranks) it is r alone.
+func (s Spec) NetGroup(r int) (first, stride, n int) {
+	if s.NodeRanks <= 0 || s.NodeRanks >= s.Ranks {
+		return r, 1, 1
+	}
+	return r % s.NodeRanks, s.NodeRanks, s.Ranks / s.NodeRanks
 }
 
 func (s Spec) String() string {

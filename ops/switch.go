@@ -32,6 +32,11 @@ type SwitchCoster interface {
 	// switch, β the narrowest of every link the operation crosses and,
 	// for a reduction, of the switch's reduction unit.
 	SwitchCost(rank, first, n int, reduce bool) (alpha, beta float64, err error)
+	// NetAllReduceCost returns the α and β of an all-reduce through the
+	// switch by the group of ranks (StepNetAllReduce): α the slowest way
+	// in plus the slowest way out, β the narrowest of every member's
+	// links to the switch and of its reduction unit.
+	NetAllReduceCost(ranks []int) (alpha, beta float64, err error)
 }
 
 // errSwitchOnly says why a backend without a switch cannot run a plan.
@@ -97,6 +102,22 @@ func checkSwitchStep(p *Plan, r int, s *Step) error {
 	first, n := p.Group(r)
 	if n < 1 || first < 0 || first+n > p.Ranks || r < first || r >= first+n {
 		return fmt.Errorf("group of %d ranks from %d does not hold rank %d within the plan's %d ranks", n, first, r, p.Ranks)
+	}
+	return nil
+}
+
+// checkNetStep checks what a StepNetAllReduce can get wrong by itself:
+// the plan's op, the lengths, and ranks that make whole nodes, so that
+// every local index has a member on every node.
+func checkNetStep(p *Plan, s *Step) error {
+	if !p.Op.Reduces() {
+		return fmt.Errorf("net-allreduce in a %s plan", p.Op)
+	}
+	if s.Src.Len != s.Dst.Len {
+		return fmt.Errorf("src has %d elements, dst %d", s.Src.Len, s.Dst.Len)
+	}
+	if g := p.NodeRanks; g > 0 && p.Ranks%g != 0 {
+		return fmt.Errorf("net-allreduce over %d ranks in nodes of %d: the nodes are not whole", p.Ranks, g)
 	}
 	return nil
 }

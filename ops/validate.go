@@ -134,6 +134,11 @@ func checkStep(p *Plan, r int, s *Step) error {
 			return err
 		}
 		refs, nrefs = [2]Ref{s.Src, s.Dst}, 2
+	case StepNetAllReduce:
+		if err := checkNetStep(p, s); err != nil {
+			return err
+		}
+		refs, nrefs = [2]Ref{s.Src, s.Dst}, 2
 	default:
 		return fmt.Errorf("unknown step kind %d", s.Kind)
 	}
