@@ -65,20 +65,51 @@ func nodeSize(s Spec) int {
 	return s.NodeRanks
 }
 
+// netDepth is how many passes of a channel a plan keeps in the network at
+// once. NCCL keeps several chunks of a channel in flight through the
+// network (NCCL_STEPS slots), so that one's latency overlaps the others'
+// transfer; a plan gives each channel netDepth lanes and tags for its
+// network all-reduces, which its passes take in turn, each lane keeping
+// its passes in order for the members to meet alike.
+const netDepth = 4
+
+// netLanes are the lanes and tags of channel c of a plan that goes
+// through the network: its first lane, netDepth for the network, and its
+// last; tags from netTags·c on, the first two the plan's own.
+type netLanes struct{ c int }
+
+const netTags = netDepth + 2
+
+func (l netLanes) first() laneBuilder     { return laneBuilder{lane: netTags * l.c} }
+func (l netLanes) last() int              { return netTags*l.c + netDepth + 1 }
+func (l netLanes) tag(i int) uint32       { return uint32(netTags*l.c + i) }
+func (l netLanes) netTag(pass int) uint32 { return l.tag(2 + pass%netDepth) }
+
+// netAllReduce adds rank r's network all-reduce of part for the channel's
+// pass-th pass, on the pass's network lane, After the rank's last step,
+// and the division that ends an average.
+func (l netLanes) netAllReduce(b *builder, r, pass int, part Ref) {
+	lane := netTags*l.c + 1 + pass%netDepth
+	b.add(r, Step{Kind: StepNetAllReduce, Dst: part, Src: part, Tag: l.netTag(pass), Lane: lane, After: []int{b.last(r)}})
+	laneBuilder{b, lane}.finishAvg(r, part)
+}
+
 // ncclCollNetDirectAllReduce: channel c cuts its share of the data into
 // passes of NodeRanks×Chunk elements, and local rank i of every node is
-// the head of part i of each pass. On lane 2c rank r sends every other
-// part of its In to that part's head on its node, then, as the head of
-// its own part, copies its own In there into its Out, receives and adds
-// the node's other GPUs' (in local order, through the channel's Tmp),
-// and all-reduces the sum through the network's switch with the same
-// head of every node (dividing for avg). On lane 2c+1, After that, it
-// sends the result to its node's other GPUs and receives theirs: each
-// pass's gather overlaps the next pass's reduction. Reduction order, per
-// element of part i: P[k] = x[k,i] op the others of node k in local
-// order, then ((P[0] op P[1]) op …) over the nodes, computed once by the
-// switch for the heads, so every rank holds the same bits. Tags: 2c
-// towards the heads, 2c+1 through the switch and back. One rank copies.
+// the head of part i of each pass. On the channel's first lane rank r
+// sends every other part of its In to that part's head on its node,
+// then, as the head of its own part, copies its own In there into its
+// Out and receives and adds the node's other GPUs' (in local order,
+// through the channel's Tmp); After that, on the pass's network lane
+// (netLanes), it all-reduces the sum through the network's switch with
+// the same head of every node (dividing for avg); After that, on the
+// channel's last lane, it sends the result to its node's other GPUs and
+// receives theirs. So a pass's stages overlap those of the passes around
+// it. Reduction order, per element of part i: P[k] = x[k,i] op the others
+// of node k in local order, then ((P[0] op P[1]) op …) over the nodes,
+// computed once by the switch for the heads, so every rank holds the
+// same bits. Tags (netLanes): the first towards the heads, the second
+// back. One rank copies.
 func ncclCollNetDirectAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	g := nodeSize(b.p.Spec)
@@ -88,11 +119,13 @@ func ncclCollNetDirectAllReduce(b *builder) error {
 	if g > 1 {
 		b.tmp(C * piece)
 	}
-	b.madeLanes(2 * C)
+	b.madeLanes(netTags * C)
 	for c := range C {
-		reduceLane, gatherLane := laneBuilder{b, 2 * c}, laneBuilder{b, 2*c + 1}
+		nl := netLanes{c}
+		first := nl.first()
+		first.b = b
 		off, ln := chunk(n, C, c)
-		toHeads, back := uint32(2*c), uint32(2*c+1)
+		toHeads, back := nl.tag(0), nl.tag(1)
 		for r := range b.ranks() {
 			if p == 1 {
 				lb := laneBuilder{b, c}
@@ -100,7 +133,7 @@ func ncclCollNetDirectAllReduce(b *builder) error {
 				lb.finishAvg(r, ref(Out, off, ln))
 				continue
 			}
-			node, me := r/g*g, r%g
+			node, me, k := r/g*g, r%g, 0
 			passes(ln, pass, func(o, m int) {
 				if m == 0 {
 					return
@@ -111,27 +144,27 @@ func ncclCollNetDirectAllReduce(b *builder) error {
 				}
 				for i := range g {
 					if i != me && part(i).Len > 0 {
-						reduceLane.send(r, node+i, ref(In, part(i).Off, part(i).Len), toHeads)
+						first.send(r, node+i, ref(In, part(i).Off, part(i).Len), toHeads)
 					}
 				}
 				own := part(me)
 				if own.Len > 0 {
-					reduceLane.copy(r, own, ref(In, own.Off, own.Len))
+					first.copy(r, own, ref(In, own.Off, own.Len))
 					inc := ref(Tmp, c*piece, own.Len)
 					for i := range g {
 						if i != me {
-							reduceLane.recv(r, node+i, inc, toHeads)
-							reduceLane.reduce(r, own, inc)
+							first.recv(r, node+i, inc, toHeads)
+							first.reduce(r, own, inc)
 						}
 					}
-					b.add(r, Step{Kind: StepNetAllReduce, Dst: own, Src: own, Tag: back, Lane: reduceLane.lane})
-					reduceLane.finishAvg(r, own)
+					nl.netAllReduce(b, r, k, own)
 				}
+				k++
 				// The gather waits for the pass's reduction: in place,
 				// it overwrites what the sends to the heads read.
 				after := []int{b.last(r)}
 				gather := func(s Step) {
-					s.Lane, s.After, after = gatherLane.lane, after, nil
+					s.Lane, s.After, after = nl.last(), after, nil
 					b.add(r, s)
 				}
 				for i := range g {
@@ -152,17 +185,18 @@ func ncclCollNetDirectAllReduce(b *builder) error {
 
 // ncclCollNetChainAllReduce: channel c's head is local rank h = c mod
 // NodeRanks, and its chain runs through the node's ranks from h+1 round
-// to h. In passes of Chunk elements, on lane 2c the chain's first rank
-// sends its In; each next rank copies its In into its Out, receives what
-// the one before sent (into the channel's Tmp), adds it and sends the sum
-// on; the head, last, all-reduces the node's sum through the network's
-// switch with the heads of every other node (dividing for avg). On lane
-// 2c+1, After that, the result runs back down the chain into each Out.
-// Reduction order, per element: P[k] = x[k,h] op (… op (x[k,h+2] op
-// x[k,h+1])) along node k's chain, then ((P[0] op P[1]) op …) over the
-// nodes, computed once by the switch, so every rank holds the same bits.
-// Tags: 2c up the chain, 2c+1 through the switch and back. One rank
-// copies.
+// to h. In passes of Chunk elements, on the channel's first lane the
+// chain's first rank sends its In; each next rank copies its In into its
+// Out, receives what the one before sent (into the channel's Tmp), adds
+// it and sends the sum on; the head, last, After that, on the pass's
+// network lane (netLanes), all-reduces the node's sum through the
+// network's switch with the heads of every other node (dividing for
+// avg). After that, on the channel's last lane, the result runs back
+// down the chain into each Out. Reduction order, per element: P[k] =
+// x[k,h] op (… op (x[k,h+2] op x[k,h+1])) along node k's chain, then
+// ((P[0] op P[1]) op …) over the nodes, computed once by the switch, so
+// every rank holds the same bits. Tags (netLanes): the first up the
+// chain, the second back down. One rank copies.
 func ncclCollNetChainAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	g := nodeSize(b.p.Spec)
@@ -171,11 +205,13 @@ func ncclCollNetChainAllReduce(b *builder) error {
 	if g > 1 {
 		b.tmp(C * pass)
 	}
-	b.madeLanes(2 * C)
+	b.madeLanes(netTags * C)
 	for c := range C {
-		upLane, downLane := laneBuilder{b, 2 * c}, laneBuilder{b, 2*c + 1}
+		nl := netLanes{c}
+		upLane := nl.first()
+		upLane.b = b
 		off, ln := chunk(n, C, c)
-		up, back := uint32(2*c), uint32(2*c+1)
+		up, back := nl.tag(0), nl.tag(1)
 		head := c % g
 		for r := range b.ranks() {
 			if p == 1 {
@@ -184,7 +220,7 @@ func ncclCollNetChainAllReduce(b *builder) error {
 				lb.finishAvg(r, ref(Out, off, ln))
 				continue
 			}
-			node := r / g * g
+			node, k := r/g*g, 0
 			// pos is r's place in the chain, 0 first and g−1 the head.
 			pos := mod(r%g-head-1, g)
 			prev, next := node+mod(r%g-1, g), node+mod(r%g+1, g)
@@ -208,14 +244,14 @@ func ncclCollNetChainAllReduce(b *builder) error {
 					}
 				}
 				if pos == g-1 {
-					b.add(r, Step{Kind: StepNetAllReduce, Dst: out, Src: out, Tag: back, Lane: upLane.lane})
-					upLane.finishAvg(r, out)
+					nl.netAllReduce(b, r, k, out)
 				}
+				k++
 				// The way down waits for the way up: in place, it
 				// overwrites what went up.
 				after := []int{b.last(r)}
 				down := func(s Step) {
-					s.Lane, s.After, after = downLane.lane, after, nil
+					s.Lane, s.After, after = nl.last(), after, nil
 					b.add(r, s)
 				}
 				if pos < g-1 {

@@ -45,8 +45,8 @@ func TestNCCLCollNetPlansCheck(t *testing.T) {
 
 // TestNCCLCollNetMeetsThroughTheNetwork: on 2 nodes of 2 GPUs, CollNet
 // direct's heads of part i (ranks i and 2+i) all-reduce through the
-// network's switch, with the same tag, after adding their node's other
-// GPU's part; chain's head of channel c is local rank c mod 2.
+// network's switch, with the same tag, on the channel's first network
+// lane; chain's head of channel c is local rank c mod 2.
 func TestNCCLCollNetMeetsThroughTheNetwork(t *testing.T) {
 	nets := func(p *Plan, r int) (out []Step) {
 		for _, s := range p.Steps[r] {
@@ -64,8 +64,8 @@ func TestNCCLCollNetMeetsThroughTheNetwork(t *testing.T) {
 	for r := range 4 {
 		got := nets(p, r)
 		// One channel, one pass: rank r is the head of part r%2, 4 elements.
-		if want := (Step{Kind: StepNetAllReduce, Src: ref(Out, r%2*4, 4), Dst: ref(Out, r%2*4, 4), Tag: 1}); len(got) != 1 || got[0].String() != want.String() {
-			t.Errorf("direct, rank %d: net steps %v, want %v", r, got, want)
+		if len(got) != 1 || got[0].Dst != ref(Out, r%2*4, 4) || got[0].Src != got[0].Dst || got[0].Tag != 2 || got[0].Lane != 1 {
+			t.Errorf("direct, rank %d: net steps %v, want part %d on lane 1 with tag 2", r, got, r%2)
 		}
 	}
 	spec.Algo, spec.Channels = "nccl-collnet-chain", 2
@@ -73,10 +73,11 @@ func TestNCCLCollNetMeetsThroughTheNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	for r := range 4 {
-		// Channel c (elements 4c…) ends at local rank c: its tag 2c+1.
+		// Channel c (elements 4c…) ends at local rank c: its first
+		// network lane and tag.
 		got := nets(p, r)
 		c := r % 2
-		if len(got) != 1 || got[0].Dst != ref(Out, 4*c, 4) || got[0].Tag != uint32(2*c+1) {
+		if len(got) != 1 || got[0].Dst != ref(Out, 4*c, 4) || got[0].Tag != uint32(netTags*c+2) || got[0].Lane != netTags*c+1 {
 			t.Errorf("chain, rank %d: net steps %v, want channel %d's", r, got, c)
 		}
 	}

@@ -113,36 +113,39 @@ func ncclNVLSAnyAllReduce(b *builder) error {
 // ncclNVLSNetAllReduce is NCCL's NVLS all-reduce across nodes, over
 // CollNet: channel c cuts its share of the data into passes of
 // NodeRanks×Chunk elements, and local rank i of every node owns part i
-// of each pass. On lane 3c rank r switch-reduces its part from its
-// node's In into its Out; on lane 3c+1 it all-reduces that through the
-// network's switch with the same local rank of every node (dividing for
-// avg); on lane 3c+2 it multicasts the result into its node's Outs, each
-// stage After the one before, so that a pass's stages overlap those of
-// the passes around it. Reduction order, per element of part i: P[k] =
-// ((x[k,0] op x[k,1]) op …) by node k's NVSwitch, then ((P[0] op P[1]) op
-// …) over the nodes by the network's switch, computed once for the owners
-// and multicast, so every rank holds the same bits. Tags: c.
+// of each pass. On the channel's first lane (netLanes) rank r
+// switch-reduces its part from its node's In into its Out; After that,
+// on the pass's network lane, it all-reduces that through the network's
+// switch with the same local rank of every node (dividing for avg);
+// After that, on the channel's last lane, it multicasts the result into
+// its node's Outs, so that a pass's stages overlap those of the passes
+// around it. Reduction order, per element of part i: P[k] = ((x[k,0] op
+// x[k,1]) op …) by node k's NVSwitch, then ((P[0] op P[1]) op …) over the
+// nodes by the network's switch, computed once for the owners and
+// multicast, so every rank holds the same bits.
 func ncclNVLSNetAllReduce(b *builder) error {
 	n := b.p.Count
 	g := nodeSize(b.p.Spec)
 	C := channels(b.p.Spec, n)
 	pass := passLimit(b.p.Spec, n, C, g)
-	b.madeLanes(3 * C)
+	b.madeLanes(netTags * C)
 	for c := range C {
-		reduceLane, netLane, castLane := laneBuilder{b, 3 * c}, laneBuilder{b, 3*c + 1}, laneBuilder{b, 3*c + 2}
+		nl := netLanes{c}
+		first := nl.first()
+		first.b = b
 		off, ln := chunk(n, C, c)
 		for r := range b.ranks() {
+			k := 0
 			passes(ln, pass, func(o, m int) {
 				so, sl := chunk(m, g, r%g)
 				if sl == 0 {
 					return
 				}
 				part := ref(Out, off+o+so, sl)
-				reduceLane.switchReduce(r, part, ref(In, part.Off, sl))
-				reduced := b.last(r)
-				b.add(r, Step{Kind: StepNetAllReduce, Dst: part, Src: part, Tag: uint32(c), Lane: netLane.lane, After: []int{reduced}})
-				netLane.finishAvg(r, part)
-				b.add(r, Step{Kind: StepMulticast, Dst: part, Src: part, Lane: castLane.lane, After: []int{b.last(r)}})
+				first.switchReduce(r, part, ref(In, part.Off, sl))
+				nl.netAllReduce(b, r, k, part)
+				k++
+				b.add(r, Step{Kind: StepMulticast, Dst: part, Src: part, Lane: nl.last(), After: []int{b.last(r)}})
 			})
 		}
 	}

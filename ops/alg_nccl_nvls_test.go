@@ -76,12 +76,15 @@ func checkNVLSPlan(t *testing.T, spec Spec) {
 		if spec.NodeRanks == 1 {
 			want--
 		}
-	case spec.Algo == "nccl-nvls" && spec.Op == AllReduce && spec.NodeRanks > 0 && spec.NodeRanks < spec.Ranks:
-		want *= 3 // across nodes: a lane for the network's switch
-	case NetworkSwitch(spec.Algo) && spec.Op == AllReduce && spec.NodeRanks == 1 && spec.Ranks > 1:
-		// Nodes of one rank send nothing within the node: the last
-		// channel's second lane is empty.
-		want = 2*want - 1
+	case spec.Ranks > 1 && spec.Op == AllReduce && (NetworkSwitch(spec.Algo) ||
+		spec.Algo == "nccl-nvls" && spec.NodeRanks > 0 && spec.NodeRanks < spec.Ranks):
+		// Through the network: netTags lanes a channel, of which the
+		// last channel may leave its last network lanes, or its last
+		// lane, empty.
+		if spec.Count > 0 && (held.Lanes > netTags*want || held.Lanes <= netTags*(want-1)+1) {
+			t.Fatalf("%s: %d lanes, want %d channels' of %d", name, held.Lanes, want, netTags)
+		}
+		want = held.Lanes
 	case heldOp(spec.Algo, spec.Op) && spec.Ranks > 1:
 		want *= 2
 	}

@@ -14,15 +14,18 @@ type Op struct {
 	Redop    hw.ReduceOp // OpReduce: Sum, Prod, Min or Max
 	Divisor  int         // OpDivide
 	Peer     *Device     // OpSend, OpRecv
-	Tag      uint64      // OpSend, OpRecv
+	Tag      uint64      // OpSend, OpRecv, OpSwitchAllReduce
 	Event    *Event      // OpRecord, OpWait
-	Wire     *Wire       // OpSend, OpSwitchReduce, OpMulticast: the protocol (see Wire); nil for plain
+	Wire     *Wire       // OpSend, OpSwitchReduce, OpMulticast, OpSwitchAllReduce: the protocol (see Wire); nil for plain
 	Duration Time        // OpDelay
 	// Members is, for OpSwitchReduce, the source on every member of the
 	// group, in the order the switch combines them, and for OpMulticast
 	// the destination on every member: one slice per member's device, the
 	// stream's among them. The group is the devices of these slices.
 	Members []hw.Slice
+	// Group is, for OpSwitchAllReduce, every member's device, in the
+	// order the switch combines them, the stream's among them.
+	Group []*Device
 	// Fused marks an OpReduce or OpDivide done as its data arrives, as
 	// NCCL's kernels reduce while they copy: it takes no time of its own
 	// (the Wire of the transfers that feed it prices the work).
@@ -63,8 +66,8 @@ type feed struct {
 	closed bool
 }
 
-// drain gives every send the source has yet to give to see, as a stream
-// that failed skips them.
+// drain gives every send and switch all-reduce the source has yet to
+// give to see, as a stream that failed skips them.
 func (f *feed) drain(see func(Op)) {
 	if f.closed {
 		return
@@ -78,7 +81,7 @@ func (f *feed) drain(see func(Op)) {
 			return
 		}
 		for i := range f.buf[:n] {
-			if f.buf[i].Kind == OpSend {
+			if k := f.buf[i].Kind; k == OpSend || k == OpSwitchAllReduce {
 				see(f.buf[i])
 			}
 		}

@@ -35,6 +35,12 @@ const (
 	// the stream's device, a member, writes Src once to the switch, which
 	// copies it into Members[i] on every member. See Stream.Multicast.
 	OpMulticast
+	// OpSwitchAllReduce is an all-reduce through the switch (SHARP, for
+	// NCCL's CollNet) that every device of Group enqueues, with the same
+	// Tag: once all have reached theirs, the switch combines their Src in
+	// Group order with Redop and writes the result to each one's Dst. See
+	// Stream.SwitchAllReduce.
+	OpSwitchAllReduce
 	opCompute
 	opFeed
 )
@@ -62,6 +68,7 @@ var opNames = [opKinds]string{
 	OpDelay:        "delay",
 	OpSwitchReduce: "switch-reduce",
 	OpMulticast:    "multicast",
+	OpSwitchAllReduce: "switch-allreduce",
 	opCompute:      "compute",
 	opFeed:         "feed",
 }
@@ -91,6 +98,8 @@ type op struct {
 type opExt struct {
 	feed    *feed      // Feed
 	members []hw.Slice // SwitchReduce: the sources, Multicast: the destinations, one per member
+	group   []*Device  // SwitchAllReduce: the members
+	meeting *meeting   // SwitchAllReduce: the one it joined, once it has
 }
 
 func (o *op) String() string {
@@ -117,6 +126,8 @@ func (o *op) String() string {
 		return fmt.Sprintf("switch-reduce %s %d x %s from %d members", o.redop, o.dst.Len, o.dst.DType(), len(o.ext.members))
 	case OpMulticast:
 		return fmt.Sprintf("multicast %d x %s to %d members", o.src.Len, o.src.DType(), len(o.ext.members))
+	case OpSwitchAllReduce:
+		return o.meetingString()
 	case opFeed:
 		return "feed"
 	}
@@ -229,6 +240,8 @@ func (s *Stream) prepare(q *op, o *Op) error {
 		return nil
 	case OpSwitchReduce, OpMulticast:
 		return s.prepareSwitch(q, o)
+	case OpSwitchAllReduce:
+		return s.prepareAllReduce(q, o)
 	case OpDelay:
 		if o.Duration < 0 {
 			return fmt.Errorf("sim: %s: delay: %w: duration %v < 0", s.dev.name, hw.ErrBadArgument, o.Duration)
@@ -488,6 +501,10 @@ func (s *Stream) fire(now Time, gen uint64) {
 			return // the stream failed while computing
 		}
 		s.computing, s.busy = nil, false
+		if o.kind == OpSwitchAllReduce {
+			o.ext.meeting.finish(now)
+			return
+		}
 		if o.kind.isSwitch() {
 			// A switch operation's result has landed.
 			if err := s.applySwitch(o); err != nil {
@@ -617,6 +634,8 @@ func (s *Stream) begin(o *op, now Time) bool {
 		return true
 	case OpSwitchReduce, OpMulticast:
 		return s.beginSwitch(o, now)
+	case OpSwitchAllReduce:
+		return s.joinAllReduce(o, now)
 	case opCompute, OpDelay:
 		if o.dur == 0 {
 			return true
@@ -753,6 +772,8 @@ func (s *Stream) abort(err, cause error) {
 			switch o.kind {
 			case opSend:
 				c.poison(s.dev, o.peer, o.tag, failed)
+			case OpSwitchAllReduce:
+				c.skipAllReduce(s.dev, o, failed)
 			case opRecord:
 				o.ev.err = s.err
 				for _, w := range o.ev.wake() {
@@ -760,7 +781,13 @@ func (s *Stream) abort(err, cause error) {
 				}
 			case opFeed:
 				// The sends it has yet to give fail their receivers too.
-				o.ext.feed.drain(func(send Op) { c.poison(s.dev, send.Peer, send.Tag, failed) })
+				o.ext.feed.drain(func(left Op) {
+					if left.Kind == OpSwitchAllReduce {
+						c.skipAllReduce(s.dev, &op{kind: OpSwitchAllReduce, tag: left.Tag, ext: &opExt{group: left.Group}}, failed)
+						return
+					}
+					c.poison(s.dev, left.Peer, left.Tag, failed)
+				})
 				o.ext.feed.close()
 			}
 		}

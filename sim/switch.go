@@ -34,7 +34,9 @@ import (
 // folded onto their orbits' stand-ins, several onto one, which the flow
 // then crosses once for each.
 
-func (k OpKind) isSwitch() bool { return k == OpSwitchReduce || k == OpMulticast }
+func (k OpKind) isSwitch() bool {
+	return k == OpSwitchReduce || k == OpMulticast || k == OpSwitchAllReduce
+}
 
 // SwitchReduce enqueues dst = the reduction by rop (Sum, Prod, Min or
 // Max; Avg is Sum then Divide) of srcs, one slice on every member of a
@@ -130,18 +132,23 @@ type switchWay struct {
 
 // switchWayOf is the way through the switch of a group with those members.
 func (c *Cluster) switchWayOf(members []hw.Slice) (*switchWay, error) {
-	first := memberDevice(members[0]).rank
-	consecutive := true
-	for i, m := range members {
-		consecutive = consecutive && memberDevice(m).rank == first+i
-	}
-	key := [2]int{first, len(members)}
-	if w := c.switchWays[key]; consecutive && w != nil {
-		return w, nil
-	}
 	ranks := make([]int, len(members))
 	for i, m := range members {
 		ranks[i] = memberDevice(m).rank
+	}
+	return c.switchWayFor(ranks)
+}
+
+// switchWayFor is the way through the switch of the group of ranks.
+func (c *Cluster) switchWayFor(ranks []int) (*switchWay, error) {
+	first := ranks[0]
+	consecutive := true
+	for i, r := range ranks {
+		consecutive = consecutive && r == first+i
+	}
+	key := [2]int{first, len(ranks)}
+	if w := c.switchWays[key]; consecutive && w != nil {
+		return w, nil
 	}
 	g, err := c.topo.ReducingSwitch(ranks)
 	if err != nil {
@@ -270,6 +277,10 @@ func (s *Stream) switchDrained(now Time, o *op) {
 		s.dev.c.eng.schedule(after(now, o.land), s, computeDone)
 		return
 	}
+	if o.kind == OpSwitchAllReduce {
+		o.ext.meeting.finish(now)
+		return
+	}
 	if err := s.applySwitch(o); err != nil {
 		s.fail(o, err)
 		return
@@ -314,6 +325,9 @@ func (s *Stream) switchMember(d *Device) bool {
 	if !s.busy || o == nil || !o.kind.isSwitch() {
 		return false
 	}
+	if o.kind == OpSwitchAllReduce {
+		return slices.Contains(o.ext.group, d)
+	}
 	return slices.ContainsFunc(o.ext.members, func(m hw.Slice) bool { return memberDevice(m) == d })
 }
 
@@ -324,5 +338,10 @@ func (c *Cluster) cutSwitch(s *Stream, f *flow, now Time) {
 	c.fab.cancel(f)
 	s.flow = nil
 	c.logf(now, "%s of rank %d cut off", o.kind, s.dev.rank)
-	s.fail(o, fmt.Errorf("a link of its way through the switch is down (%s), and a switch operation takes no other way", c.downNames()))
+	err := fmt.Errorf("a link of its way through the switch is down (%s), and a switch operation takes no other way", c.downNames())
+	if o.kind == OpSwitchAllReduce {
+		o.ext.meeting.fail(err)
+		return
+	}
+	s.fail(o, err)
 }

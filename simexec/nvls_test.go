@@ -94,6 +94,12 @@ func TestNVLSPlansRunRight(t *testing.T) {
 		{"cluster:3x2,nvls=inf", 2, 13, 2, 2, hw.Avg},
 		{"dgx-h100x2", 8, 40, 3, 1, hw.Sum},
 	}
+	// Nodes whose network switches reduce (SHARP): the network's switch
+	// all-reduces between nodes, for NVLS and CollNet.
+	sharpNodes := []fabric{
+		{"cluster:3x2,nvls=inf,sharp=inf", 2, 13, 2, 2, hw.Avg},
+		{"dgx-h100x2,rail=true,sharp=100GB/s", 8, 40, 3, 1, hw.Sum},
+	}
 	for _, run := range []struct {
 		algo    string
 		op      ops.Op
@@ -104,6 +110,9 @@ func TestNVLSPlansRunRight(t *testing.T) {
 		{"nccl-nvls", ops.ReduceScatter, oneNode, true},
 		{"nccl-nvls", ops.AllGather, oneNode, true},
 		{"nccl-nvlstree", ops.AllReduce, append(oneNode[1:2], nodes...), false},
+		{"nccl-nvls", ops.AllReduce, sharpNodes, false},
+		{"nccl-collnet-direct", ops.AllReduce, sharpNodes, false},
+		{"nccl-collnet-chain", ops.AllReduce, sharpNodes, false},
 	} {
 		op := run.op
 		for _, tc := range run.fabrics {

@@ -30,6 +30,9 @@ type laneSource struct {
 	// delay that opens each lane (ops.Plan.Launch), until it is given.
 	wire   *sim.Wire
 	launch sim.Time
+	// netGroup is the rank's network group's devices (ops.Spec.NetGroup),
+	// found at its first network all-reduce.
+	netGroup []*sim.Device
 }
 
 // sourceBatch is how many operations a held plan's lane reads at a time.
@@ -134,6 +137,18 @@ func (s *laneSource) simOp(kind ops.StepKind, src, dst ops.Ref, peer int, tag ui
 			return sim.Op{}, err
 		}
 		return sim.Op{Kind: sim.OpMulticast, Src: j.Slice(src), Members: members, Wire: s.wire}, nil
+	case ops.StepNetAllReduce:
+		if s.netGroup == nil {
+			first, stride, n := j.Plan.NetGroup(j.Rank)
+			for i := range n {
+				dev, err := s.peer(first + i*stride)
+				if err != nil {
+					return sim.Op{}, err
+				}
+				s.netGroup = append(s.netGroup, dev)
+			}
+		}
+		return sim.Op{Kind: sim.OpSwitchAllReduce, Redop: j.ReduceOp(), Dst: j.Slice(dst), Src: j.Slice(src), Group: s.netGroup, Tag: j.Tag(tag), Wire: s.wire}, nil
 	}
 	return sim.Op{}, fmt.Errorf("%w: unknown step kind %v", ops.ErrBadPlan, kind)
 }

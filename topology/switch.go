@@ -167,6 +167,25 @@ func (t *Topology) describeRanks(ranks []int) string {
 // Up and Down edge above and, for a reduction, the switch's reduction
 // unit (whose ReduceBW counts bytes of result).
 func (g SwitchGroup) Cost(i int, reduce bool) (alpha, beta float64) {
+	if reduce {
+		return g.cost(members(len(g.Up)), []int{i}, true)
+	}
+	return g.cost([]int{i}, members(len(g.Down)), false)
+}
+
+// AllReduceCost is the α and β of an all-reduce through the switch by
+// every member at once (ops.StepNetAllReduce), on an idle fabric: α the
+// slowest member's way in plus the slowest way out, β the seconds per
+// byte of the narrowest of every member's Up and Down edges and the
+// switch's reduction unit, which the one flow crosses.
+func (g SwitchGroup) AllReduceCost() (alpha, beta float64) {
+	return g.cost(members(len(g.Up)), members(len(g.Down)), true)
+}
+
+// cost is the α and β of an operation whose data comes in through the
+// ways of members in and goes out through those of out, through the
+// switch's reduction unit when reduce.
+func (g SwitchGroup) cost(in, out []int, reduce bool) (alpha, beta float64) {
 	t := g.t
 	ps := func(e int) float64 { return math.Round(t.EdgeLatency(e) * 1e12) }
 	way := func(j int, up bool) (float64, int) {
@@ -178,12 +197,6 @@ func (g SwitchGroup) Cost(i int, reduce bool) (alpha, beta float64) {
 			hop = ps(g.via[j]) // both directions of a link share its latency
 		}
 		return ps(e) + hop, e
-	}
-	var in, out []int // the members whose ways into the switch and out of it count
-	if reduce {
-		in, out = members(len(g.Up)), []int{i}
-	} else {
-		in, out = []int{i}, members(len(g.Down))
 	}
 	var inPS, outPS float64
 	bw := math.Inf(1)
@@ -227,5 +240,17 @@ func (t *Topology) SwitchCost(rank, first, n int, reduce bool) (alpha, beta floa
 		return 0, 0, err
 	}
 	alpha, beta = g.Cost(rank-first, reduce)
+	return alpha, beta, nil
+}
+
+// NetAllReduceCost returns the α and β (SwitchGroup.AllReduceCost) of an
+// all-reduce by the GPUs of ranks through the switch that reduces for
+// them: with SwitchCost, what makes a Topology an ops.SwitchCoster.
+func (t *Topology) NetAllReduceCost(ranks []int) (alpha, beta float64, err error) {
+	g, err := t.ReducingSwitch(ranks)
+	if err != nil {
+		return 0, 0, err
+	}
+	alpha, beta = g.AllReduceCost()
 	return alpha, beta, nil
 }

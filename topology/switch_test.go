@@ -116,6 +116,10 @@ func TestSwitchGroupCostTakesTheSlowestWay(t *testing.T) {
 			t.Errorf("member %d, reduce %v: α %v β %v, want α %v β %v", tc.member, tc.reduce, alpha, beta, tc.alpha, tc.beta)
 		}
 	}
+	// An all-reduce by all: the slowest way up and the slowest way down.
+	if alpha, beta := g.AllReduceCost(); math.Abs(alpha-6e-6) > 1e-18 || beta != 1/100e9 {
+		t.Errorf("all-reduce: α %v β %v, want α 6µs β 1/100 GB/s", alpha, beta)
+	}
 }
 
 // TestReducingSwitchFindsTheSHARPSwitch: GPUs of different nodes, whose
@@ -150,6 +154,12 @@ func TestReducingSwitchFindsTheSHARPSwitch(t *testing.T) {
 	}
 	if alpha, beta = g.Cost(2, false); alpha != 2*(1e-6+2e-6) || math.Abs(beta-1/50e9) > 1e-12/50e9 {
 		t.Errorf("multicast: α %v β %v, want α 6µs β 1/50 GB/s", alpha, beta)
+	}
+	if alpha, beta, err := flat.NetAllReduceCost(ranks); err != nil || alpha != 2*(1e-6+2e-6) || math.Abs(beta-1/20e9) > 1e-12/20e9 {
+		t.Errorf("all-reduce: α %v β %v (%v), want α 6µs β 1/20 GB/s", alpha, beta, err)
+	}
+	if _, _, err := flat.NetAllReduceCost([]int{1, 1}); !errors.Is(err, ErrRoute) {
+		t.Errorf("all-reduce by a rank twice: %v, want ErrRoute", err)
 	}
 	// One node's GPUs still reduce on their NVSwitch.
 	if g, err := flat.ReducingSwitch([]int{2, 3}); err != nil || g.Network || flat.Nodes[g.Switch].Name != "sw1" {
