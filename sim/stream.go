@@ -58,19 +58,19 @@ const (
 )
 
 var opNames = [opKinds]string{
-	opCopy:         "copy",
-	opReduce:       "reduce",
-	opDivide:       "divide",
-	opSend:         "send",
-	opRecv:         "recv",
-	opRecord:       "record",
-	opWait:         "wait",
-	OpDelay:        "delay",
-	OpSwitchReduce: "switch-reduce",
-	OpMulticast:    "multicast",
+	opCopy:            "copy",
+	opReduce:          "reduce",
+	opDivide:          "divide",
+	opSend:            "send",
+	opRecv:            "recv",
+	opRecord:          "record",
+	opWait:            "wait",
+	OpDelay:           "delay",
+	OpSwitchReduce:    "switch-reduce",
+	OpMulticast:       "multicast",
 	OpSwitchAllReduce: "switch-allreduce",
-	opCompute:      "compute",
-	opFeed:         "feed",
+	opCompute:         "compute",
+	opFeed:            "feed",
 }
 
 // op is one queued stream operation: plain data, described by String.
