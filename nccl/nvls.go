@@ -5,9 +5,10 @@ import (
 )
 
 // NVLS on the simulator: the node's switch reduces and multicasts (ops
-// nccl-nvls, and nccl-nvlstree with NCCL's tree between nodes), as fast
-// as the fabric's links and the switch's reduction bandwidth allow: the
-// simulator's flows, not NCCL's modelled bandwidth, set the pace.
+// nccl-nvls, with the network's switch (SHARP) between nodes, and
+// nccl-nvlstree with NCCL's tree), as fast as the fabric's links and the
+// switches' reduction bandwidths allow: the simulator's flows, not
+// NCCL's modelled bandwidth, set the pace.
 
 // nvlsChunk is the bytes of each rank's part of an NVLS pass: 128 KiB,
 // down to 64, 32 and 16 KiB while bytes < 64×, 8× and 2× channels ×
@@ -45,13 +46,19 @@ const nvlsMaxPasses = 128
 // switch's reduce and multicast, and NVLSTree's tree between nodes.
 const nvlsStepsPerPass = 2 + treeStepsPerPass
 
-// nvlsPlan compiles spec as NCCL's NVLS (one node) or NVLSTree (several)
-// with c's channels, and its latencies: NCCL's NVLS latency opens the
-// collective, its network latency per hop of the tree.
+// nvlsPlan compiles spec as NCCL's NVLS (on one node, or across nodes
+// over CollNet) or NVLSTree with c's channels, and its latencies: NCCL's
+// NVLS latency opens the collective, its network latency goes on each
+// hop of the tree or all-reduce through the network's switch.
 func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	spec.Algo, spec.Channels = "nccl-nvls", max(1, c.Channels)
+	if s.Nodes > 1 {
+		// Across nodes, NVLS goes through the network's switch (over
+		// CollNet), NVLSTree through NCCL's tree.
+		spec.NodeRanks = s.PerNode
+	}
 	if c.Algo == NVLSTree {
-		spec.Algo, spec.NodeRanks = "nccl-nvlstree", s.PerNode
+		spec.Algo = "nccl-nvlstree"
 	}
 	heads := int64(spec.Channels * s.PerNode)
 	chunk := max(nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec)), (bytesOf(spec)+heads*nvlsMaxPasses-1)/(heads*nvlsMaxPasses))

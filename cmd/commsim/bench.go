@@ -78,6 +78,7 @@ type sweep struct {
 	topoName   string
 	op         ops.Op
 	algo       string
+	nodeRanks  int         // the GPUs of a node, for an algorithm of NCCL's whose plans need them (fabricRuns)
 	tuner      *nccl.Tuner // --algo nccl's
 	dtype      hw.DType
 	redop      hw.ReduceOp
@@ -227,7 +228,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if p > ops.MaxRanks {
 		return nil, usagef("topology %s has %d GPUs, over the limit of %d ranks", f.topo, p, ops.MaxRanks)
 	}
-	if err := fabricRuns(s.algo, s.topo, f.topo); err != nil {
+	if s.nodeRanks, err = fabricRuns(s.algo, s.op, s.topo, f.topo); err != nil {
 		return nil, err
 	}
 	if s.algo == algoNCCL {
@@ -257,34 +258,44 @@ func (f *benchFlags) parse() (*sweep, error) {
 }
 
 // fabricRuns refuses, as a usage error naming why, an algorithm of NCCL's
-// that the fabric (named name) cannot run: NVLS without an NVSwitch that
-// reduces, CollNet without SHARP or on nodes of several GPUs, PAT on nodes
-// of several GPUs.
-func fabricRuns(algo string, topo *topology.Topology, name string) error {
+// that the fabric (named name) cannot run for op: NVLS without an
+// NVSwitch that reduces, or across nodes without SHARP or for anything
+// but all-reduce; CollNet without SHARP, or its reduce-scatter and
+// all-gather on nodes of several GPUs; PAT on nodes of several GPUs;
+// NVLS or CollNet across nodes whose GPUs are not numbered node by node.
+// It returns the ranks of a node the algorithm's plans are made for (0:
+// one node).
+func fabricRuns(algo string, op ops.Op, topo *topology.Topology, name string) (nodeRanks int, err error) {
 	if !ops.NeedsSwitch(algo) && algo != "nccl-pat" {
-		return nil
+		return 0, nil
 	}
 	sys, err := nccl.Describe(topo)
+	across := err == nil && sys.Nodes > 1
 	switch {
 	case algo == "nccl-pat" && (err != nil || sys.PerNode > 1):
-		return usagef("algorithm nccl-pat needs one GPU per node (NCCL runs PAT only then), which %s does not have", name)
+		return 0, usagef("algorithm nccl-pat needs one GPU per node (NCCL runs PAT only then), which %s does not have", name)
 	case ops.NetworkSwitch(algo) && (err != nil || !sys.SHARP):
-		return usagef("algorithm %s needs nodes joined by network switches that reduce (SHARP), which %s does not have", algo, name)
-	case ops.NetworkSwitch(algo) && sys.PerNode > 1:
-		return usagef("algorithm %s runs with one GPU per node (commsim's CollNet), and %s has nodes of %d", algo, name, sys.PerNode)
+		return 0, usagef("algorithm %s needs nodes joined by network switches that reduce (SHARP), which %s does not have", algo, name)
+	case ops.NetworkSwitch(algo) && sys.PerNode > 1 && op != ops.AllReduce:
+		return 0, usagef("algorithm %s runs %s with one GPU per node (commsim's CollNet), and %s has nodes of %d", algo, op, name, sys.PerNode)
 	case ops.NeedsSwitch(algo) && !ops.NetworkSwitch(algo) && (err != nil || !sys.NVLSCapable):
-		return usagef("algorithm %s needs GPUs on a switch that reduces (NVLS), which %s does not have", algo, name)
+		return 0, usagef("algorithm %s needs GPUs on a switch that reduces (NVLS), which %s does not have", algo, name)
+	case algo == "nccl-nvls" && across && (!sys.SHARP || op != ops.AllReduce):
+		return 0, usagef("algorithm nccl-nvls runs across nodes only as an all-reduce over network switches that reduce (SHARP, NCCL's CollNet); %s has %d nodes", name, sys.Nodes)
+	case ops.NeedsSwitch(algo) && across && !sys.NodeMajor:
+		return 0, usagef("algorithm %s needs each node's GPUs numbered together, which %s does not have", algo, name)
 	}
-	return nil
+	if across && algo != "nccl-pat" {
+		return sys.PerNode, nil
+	}
+	return 0, nil
 }
 
 // spec returns the collective for a size in bytes, with nccl-tests'
 // meaning of size, and the size actually moved.
 func (s *sweep) spec(bytes int64) (ops.Spec, int64) {
 	spec := ops.Spec{Op: s.op, Algo: s.algo, Ranks: s.topo.NumGPUs(), DType: s.dtype, Redop: s.redop, Root: max(s.root, 0)}
-	if ops.NetworkSwitch(s.algo) {
-		spec.NodeRanks = 1 // parse saw one GPU per node
-	}
+	spec.NodeRanks = s.nodeRanks
 	return verify.SpecForSize(spec, bytes)
 }
 

@@ -28,7 +28,9 @@ type compareFlags struct {
 type comparison struct {
 	s     *sweep
 	algos []string
-	plot  string
+	// nodeRanks is, for each of algos, the GPUs of a node its plans are made for (fabricRuns).
+	nodeRanks []int
+	plot      string
 }
 
 // cmpRow is one size of a comparison: the out-of-place result of every
@@ -120,10 +122,11 @@ func (f *compareFlags) parse() (*comparison, error) {
 			case !slices.Contains(supported, a) && !ops.NeedsSwitch(a):
 				return nil, usagef("--algos: algorithm %s has no %s (for %s use some of %s)", a, s.op, s.op, strings.Join(supported, ", "))
 			}
-			if err := fabricRuns(a, s.topo, f.topo); err != nil {
+			nodeRanks, err := fabricRuns(a, s.op, s.topo, f.topo)
+			if err != nil {
 				return nil, err
 			}
-			c.algos = append(c.algos, a)
+			c.algos, c.nodeRanks = append(c.algos, a), append(c.nodeRanks, nodeRanks)
 		}
 	}
 	if len(c.algos) == 0 {
@@ -261,7 +264,7 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 		var r cmpRow
 		for i, algo := range c.algos {
 			s := *c.s
-			s.algo = algo
+			s.algo, s.nodeRanks = algo, c.nodeRanks[i]
 			spec, moved := s.spec(bytes)
 			plan, err := s.plan(spec)
 			if err != nil {

@@ -53,6 +53,22 @@ func TestBenchAlgoNCCLRunsCollNet(t *testing.T) {
 	}
 }
 
+// On nodes of several GPUs whose NVSwitches and network switches reduce,
+// --algo nccl runs NVLS across nodes over CollNet where NCCL picks it,
+// and CollNet's all-reduces run themselves, with data that checks.
+func TestBenchRunsCollNetOnNodesOfSeveralGPUs(t *testing.T) {
+	status, out, errOut := commsim("bench", "--topo", "cluster:2x4,sharp=inf,nvls=inf", "--algo", "nccl", "-b", "512KiB", "-e", "512KiB", "--check")
+	if status != 0 || !strings.Contains(out, "  nvls/Simple/16ch\n") || !strings.Contains(out, "Out of bounds values : 0 OK") {
+		t.Errorf("--algo nccl: status %d %s:\n%s", status, errOut, out)
+	}
+	for _, algo := range []string{"nccl-collnet-direct", "nccl-collnet-chain", "nccl-nvls"} {
+		status, out, errOut := commsim("bench", "--topo", "cluster:2x4,rail=true,sharp=100GB/s,nvls=inf", "--algo", algo, "-b", "8", "-e", "64KiB", "-f", "8", "--check")
+		if status != 0 || !strings.Contains(out, "Out of bounds values : 0 OK") {
+			t.Errorf("%s: status %d %s:\n%s", algo, status, errOut, out)
+		}
+	}
+}
+
 // NCCL_ALGO, NCCL_PROTO, channels and version have flags that change the
 // choice.
 func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
@@ -114,7 +130,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "collnet_direct"}, "SHARP"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat", "--op", "allgather"}, "one GPU per node"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat"}, "PAT runs all-gather and reduce-scatter only"},
-		{[]string{"--topo", "cluster:2x8,arch=hopper,sharp=inf", "--nccl-algo", "collnet_chain"}, "cannot simulate collnet-chain"},
+		{[]string{"--topo", "cluster:2x8,arch=hopper,sharp=inf", "--nccl-algo", "collnet_direct", "--op", "allgather"}, "cannot simulate collnet-direct"},
 		{[]string{"--nccl-algo", "bogus"}, "unknown algorithm"},
 		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
 		{[]string{"--nccl-proto", "^LL,LL128,Simple"}, "--nccl-proto ^LL,LL128,Simple: leaves nothing"},
@@ -136,9 +152,11 @@ func TestBenchNCCLRefusals(t *testing.T) {
 	}
 	for _, tc := range []struct{ algo, topo, why string }{
 		{"nccl-collnet-direct", "dgx-a100x2", "needs nodes joined by network switches that reduce (SHARP)"},
-		{"nccl-collnet-chain", "cluster:2x4,sharp=inf", "runs with one GPU per node"},
+		{"nccl-collnet-direct", "cluster:2x4,sharp=inf --op allgather", "runs allgather with one GPU per node"},
+		{"nccl-nvls", "cluster:2x4,nvls=inf", "across nodes only as an all-reduce over network switches that reduce"},
 	} {
-		status, _, errOut = commsim("bench", "--topo", tc.topo, "--algo", tc.algo, "-e", "8", "--timing-only")
+		args := append([]string{"bench", "--algo", tc.algo, "-e", "8", "--timing-only", "--topo"}, strings.Fields(tc.topo)...)
+		status, _, errOut = commsim(args...)
 		if status != 2 || !strings.Contains(errOut, tc.why) {
 			t.Errorf("%s on %s: status %d, %q; want 2 saying %q", tc.algo, tc.topo, status, errOut, tc.why)
 		}
