@@ -102,7 +102,7 @@ func (f *compareFlags) parse() (*comparison, error) {
 		// nccl runs with NCCL's channels, chunks and protocols.
 		for _, a := range supported {
 			if !ops.IsNCCL(a) {
-				c.algos = append(c.algos, a)
+				c.algos, c.nodeRanks = append(c.algos, a), append(c.nodeRanks, 0)
 			}
 		}
 	} else {
