@@ -65,13 +65,18 @@
 //     at its rank, log2(ranks) network steps, farthest first for
 //     all-gather; NCCL's model's fixed terms (a network hop over 3.5 per
 //     step, 2.8 µs per rank in the launch) are the plan's.
-//   - CollNet direct and chain (ops nccl-collnet-*, one GPU per node):
-//     the network's switch (SHARP) reduces each rank's part of every
-//     pass from all nodes and multicasts it back, as NVLS does on one
-//     node; its links and reduction bandwidth set the pace, and NCCL's
-//     one network hop is spent on the way through the switch. Nodes of
-//     several GPUs, which reduce within the node before the network, and
-//     NVLS across nodes (over CollNet) are not simulated yet.
+//   - CollNet direct and chain (ops nccl-collnet-*): each node's heads
+//     (direct: every GPU, the head of its share, which the node's GPUs
+//     send it; chain: the channel's head, at the end of a chain through
+//     the node) all-reduce through the network's switch (SHARP) with the
+//     same heads of the other nodes, and send the result back; with one
+//     GPU per node, reduce-scatter and all-gather go through the switch
+//     from each GPU too. Its links and reduction bandwidth set the pace;
+//     NCCL's network hop is spent on each all-reduce through the switch,
+//     its NVLink hop (and direct's 0.4 µs a GPU) on each message within
+//     a node. NVLS across nodes runs over it (ops nccl-nvls in nodes):
+//     the node's switch reduces, the network's switch all-reduces
+//     between nodes, the node's switch multicasts.
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer
@@ -81,9 +86,8 @@
 //     point-to-point figures, so the ring's latencies stand in.
 //
 // Not modelled: proxy threads, and the tuner plugins some clusters load.
-// Algorithms NCCL
-// would pick that the simulator cannot run on a fabric yet (CollNet with
-// several GPUs per node, NVLS across nodes) are priced by the model but
-// left out of the choice (Simulable); Choice.NCCL says what NCCL itself
-// would run.
+// Algorithms NCCL would pick that the simulator cannot run on a fabric
+// yet (CollNet's reduce-scatter and all-gather with several GPUs per
+// node) are priced by the model but left out of the choice (Simulable);
+// Choice.NCCL says what NCCL itself would run.
 package nccl

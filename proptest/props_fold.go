@@ -28,7 +28,7 @@ type foldCase struct {
 }
 
 var (
-	foldAlgos = []nccl.Algo{nccl.Ring, nccl.Tree, nccl.NVLS, nccl.NVLSTree}
+	foldAlgos = []nccl.Algo{nccl.Ring, nccl.Tree, nccl.NVLS, nccl.NVLSTree, nccl.CollNetDirect, nccl.CollNetChain}
 	foldOps   = []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter}
 )
 
@@ -36,37 +36,47 @@ func (c foldCase) String() string {
 	return fmt.Sprintf("%s on %s, %s, %d channels, %d elements a rank", foldOps[c.Op], c.topo(), foldAlgos[c.Algo], c.Channels, c.Count)
 }
 
-// runnable is the case made one NCCL runs: trees all-reduce only, NVLS
-// on one node, NVLSTree across several.
+// runnable is the case made one NCCL runs: trees and CollNet all-reduce
+// only, NVLS all-reduces across nodes (over CollNet) and runs every op
+// on one node, NVLSTree and CollNet go across several nodes.
 func (c foldCase) runnable() foldCase {
 	switch foldAlgos[c.Algo] {
 	case nccl.Tree:
 		c.Op = 0
 	case nccl.NVLS:
-		c.Nodes = 1
-	case nccl.NVLSTree:
+		if c.Op != 0 {
+			c.Nodes = 1
+		}
+	case nccl.NVLSTree, nccl.CollNetDirect, nccl.CollNetChain:
 		c.Op, c.Nodes = 0, max(c.Nodes, 2)
 	}
 	return c
 }
 
+// topo is the case's fabric; its network switches reduce (SHARP) for
+// CollNet, and for NVLS across nodes.
 func (c foldCase) topo() string {
 	if c.Nodes == 1 {
 		return "dgx-h100"
 	}
+	s := fmt.Sprintf("dgx-h100x%d", c.Nodes)
 	if c.Rail {
-		return fmt.Sprintf("dgx-h100x%d,rail=true", c.Nodes)
+		s += ",rail=true"
 	}
-	return fmt.Sprintf("dgx-h100x%d", c.Nodes)
+	if a := foldAlgos[c.Algo]; a == nccl.NVLS || a == nccl.CollNetDirect || a == nccl.CollNetChain {
+		s += ",sharp=inf"
+	}
+	return s
 }
 
 // FoldProperty is the property that NCCL's plans, which do not mirror,
 // take the full simulation's time to the picosecond when the driver
 // folds them (sim.Config.Symmetry): duplicate channels thinned, channels
 // rotated (with the nodes mirrored on an even number of them), NVLS and
-// NVLSTree ranks folded; on 1 to 4 DGX H100 nodes, rail-optimised or not,
-// with 8 or 16 channels, for every op each algorithm runs and any count,
-// even or not (an uneven one is not folded). It adds the folded runs
+// NVLSTree ranks folded; on 1 to 4 DGX H100 nodes, rail-optimised or not
+// (with SHARP for CollNet and NVLS across nodes), with 8 or 16 channels,
+// for every op each algorithm runs and any count, even or not (an
+// uneven one is not folded). It adds the folded runs
 // to folded, for a test to see that folds were tried.
 func FoldProperty(folded *int) gopter.Prop {
 	return prop.ForAll(func(c foldCase) string {
