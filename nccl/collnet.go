@@ -21,7 +21,7 @@ import "github.com/commsim/commsim/ops"
 // spends it on its one switch step.
 func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	spec.Algo, spec.Channels, spec.NodeRanks = "nccl-"+c.Algo.String(), max(1, c.Channels), s.PerNode
-	spec.Chunk = int(max(1, collNetChunk(s, spec.Channels, bytesOf(spec))/int64(spec.DType.Size())))
+	spec.Chunk = int(max(1, collNetChunk(s, spec.Op, spec.Channels, bytesOf(spec))/int64(spec.DType.Size())))
 	plan, err := ops.Compile(spec)
 	if err != nil {
 		return nil, err
@@ -43,23 +43,27 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 		w.Efficiency[class], w.Latency[class] = 1, intra*1e-6*orOne(m.Hop)
 	}
 	w.Latency[ops.PathNet] = net * 1e-6 * orOne(m.Hop)
-	if spec.Op != ops.AllReduce {
-		// Switch steps take the wire's NVLink figures (the simulator
-		// and ops.Cost price every switch step so); with one GPU per
-		// node such a plan has no other traffic.
+	if spec.Op != ops.AllReduce && s.PerNode == 1 {
+		// With one GPU per node a reduce-scatter or an all-gather is
+		// NVLS's plan through the network's switch: its switch steps
+		// take the wire's NVLink figures (the simulator and ops.Cost
+		// price every switch step so), and there is no other traffic.
 		w.Latency[ops.PathNVLink] = w.Latency[ops.PathNet]
 	}
 	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, withSlots(&w, int64(o.simpleStep())), baseLatency(c.Algo, simple, v)*1e-6*orOne(m.Launch)
 	return plan, nil
 }
 
-// collNetChunk is the bytes of each head's part of a CollNet pass: NVLS's
-// ladder, grown so that a rank's steps stay under half of
-// ops.MaxPlanSteps (the all-reduce's plan is held in memory) and its
-// passes at nvlsMaxPasses a channel, as nvlsPlan's are.
-func collNetChunk(s System, channels int, bytes int64) int64 {
-	heads := int64(max(1, channels) * s.PerNode)
-	perPass := int64(5*s.PerNode + 2) // sends, receives and reductions within the node, the switch's
-	maxPasses := max(1, min(nvlsMaxPasses, int64(ops.MaxPlanSteps/2)/(int64(s.Ranks)*int64(max(1, channels))*perPass)))
-	return max(nvlsChunk(s, NVLS, channels, bytes), (bytes+heads*maxPasses-1)/(heads*maxPasses))
+// collNetChunk is the bytes of each head's part of a CollNet pass:
+// NVLS's ladder (switchChunk bounds the passes and steps).
+func collNetChunk(s System, op ops.Op, channels int, bytes int64) int64 {
+	// An all-reduce's pass: a node's parts, each GPU sending and
+	// receiving one to and from each other and the switch's.
+	parts, perPass := s.PerNode, 5*s.PerNode+2
+	if op != ops.AllReduce {
+		// A piece of every rank's block; each GPU copies, sends and
+		// receives every node's piece for each other GPU.
+		parts, perPass = s.Ranks, (s.PerNode+1)*(s.Nodes+1)+2
+	}
+	return switchChunk(s, channels, bytes, nvlsChunk(s, NVLS, channels, bytes), parts, perPass)
 }

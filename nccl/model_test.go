@@ -181,11 +181,11 @@ func TestTuneChoosesTheCheapest(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range nccl.Estimates(h100, ops.AllReduce, bytes, nccl.Options{}) {
-			if e.Off == "" && e.TimeUS < c.NCCL.TimeUS || e.Off == "" && nccl.Simulable(h100, ops.AllReduce, e.Algo) && e.TimeUS < c.TimeUS {
+			if e.Off == "" && e.TimeUS < c.NCCL.TimeUS || e.Off == "" && nccl.Simulable(h100, e.Algo) && e.TimeUS < c.TimeUS {
 				t.Errorf("%d B: chose %v (%v µs) and NCCL's %v (%v µs), but %v takes %v µs", bytes, c.Estimate, c.TimeUS, c.NCCL, c.NCCL.TimeUS, e, e.TimeUS)
 			}
 		}
-		if !nccl.Simulable(h100, ops.AllReduce, c.Algo) {
+		if !nccl.Simulable(h100, c.Algo) {
 			t.Errorf("%d B: chose %v, which commsim cannot simulate", bytes, c.Estimate)
 		}
 	}

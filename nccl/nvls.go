@@ -25,11 +25,20 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64) int64 {
 			chunk /= 2
 		}
 	}
-	// An NVLS all-reduce's plan is held in memory (its lanes wait for
-	// each other): at scale, larger parts keep it under half of
-	// ops.MaxPlanSteps, as treeChunk does for trees.
-	maxPasses := max(1, int64(ops.MaxPlanSteps/2)/(int64(s.Ranks)*int64(max(1, channels))*nvlsStepsPerPass))
-	return max(chunk, (bytes+heads*maxPasses-1)/(heads*maxPasses))
+	return chunk
+}
+
+// switchChunk is the chunk of a plan with switch steps: ladder (NCCL's),
+// grown so that a channel makes at most nvlsMaxPasses passes and, the
+// plan being held in memory (its lanes wait for each other), its ranks'
+// steps stay under half of ops.MaxPlanSteps at scale, as treeChunk does
+// for trees. A channel's pass moves parts chunks of NCCL's bytes (a
+// node's parts for an all-reduce, every rank's block for a reduce-scatter
+// or an all-gather), in perPass steps of a rank.
+func switchChunk(s System, channels int, bytes, ladder int64, parts, perPass int) int64 {
+	per := int64(max(1, channels) * parts)
+	maxPasses := max(1, min(nvlsMaxPasses, int64(ops.MaxPlanSteps/2)/(int64(s.Ranks)*int64(max(1, channels))*int64(max(perPass, nvlsStepsPerPass)))))
+	return max(ladder, (bytes+per*maxPasses-1)/(per*maxPasses))
 }
 
 // nvlsMaxPasses bounds the passes of an NVLS or NVLSTree channel: past it
@@ -60,8 +69,13 @@ func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if c.Algo == NVLSTree {
 		spec.Algo = "nccl-nvlstree"
 	}
-	heads := int64(spec.Channels * s.PerNode)
-	chunk := max(nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec)), (bytesOf(spec)+heads*nvlsMaxPasses-1)/(heads*nvlsMaxPasses))
+	parts, perPass := s.PerNode, nvlsStepsPerPass
+	if spec.Op != ops.AllReduce {
+		// A pass moves a piece of every rank's block; across nodes a rank
+		// multicasts or reduces every node's piece of its local index.
+		parts, perPass = s.Ranks, s.Nodes+2
+	}
+	chunk := switchChunk(s, spec.Channels, bytesOf(spec), nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec)), parts, perPass)
 	spec.Chunk = int(max(1, chunk/int64(spec.DType.Size())))
 	plan, err := ops.Compile(spec)
 	if err != nil {

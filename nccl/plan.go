@@ -102,7 +102,7 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		return nil, err
 	}
 	p, ok := protoIndex(c.Protocol)
-	if !ok || !Simulable(s, spec.Op, c.Algo) {
+	if !ok || !Simulable(s, c.Algo) {
 		return nil, fmt.Errorf("nccl: commsim cannot simulate %v on %s yet", c.Estimate, s)
 	}
 	switch c.Algo {

@@ -95,22 +95,21 @@ func (e Estimate) String() string {
 	return fmt.Sprintf("%s/%s/%dch", e.Algo, e.Protocol, e.Channels)
 }
 
-// Simulable reports whether commsim can run algorithm a for op as a plan
+// Simulable reports whether commsim can run algorithm a as a plan
 // on s: rings, trees and PAT anywhere NCCL runs them; NVLS on one node,
-// and its all-reduce across nodes over CollNet (SHARP); NVLSTree;
-// CollNet's all-reduces, and with one GPU per node its reduce-scatter
-// and all-gather too (see ops' nccl-collnet-direct). Across nodes every
-// node must hold ranks k·PerNode… (NodeMajor).
-func Simulable(s System, op ops.Op, a Algo) bool {
+// and across nodes over CollNet (SHARP); NVLSTree; CollNet (see ops'
+// nccl-collnet-direct). Across nodes every node must hold ranks
+// k·PerNode… (NodeMajor).
+func Simulable(s System, a Algo) bool {
 	switch a {
 	case Ring, Tree, PAT:
 		return true
 	case NVLS:
-		return s.Nodes == 1 || op == ops.AllReduce && s.NodeMajor
+		return s.Nodes == 1 || s.NodeMajor
 	case NVLSTree:
 		return s.NodeMajor
 	case CollNetDirect, CollNetChain:
-		return s.PerNode == 1 || op == ops.AllReduce && s.NodeMajor
+		return s.PerNode == 1 || s.NodeMajor
 	}
 	return false
 }
@@ -154,7 +153,7 @@ func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
 		if e.TimeUS < best {
 			best, c.NCCL = e.TimeUS, e
 		}
-		if Simulable(s, op, e.Algo) && e.TimeUS < bestSim {
+		if Simulable(s, e.Algo) && e.TimeUS < bestSim {
 			bestSim, c.Estimate = e.TimeUS, e
 		}
 	}

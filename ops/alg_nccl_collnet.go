@@ -1,14 +1,13 @@
 package ops
 
-import "fmt"
-
 const ncclCollNetDirectDoc = "NCCL's CollNet direct on InfiniBand SHARP: the data split over Spec.Channels channels and " +
 	"cut into passes of NodeRanks×Spec.Chunk elements, local rank i of every node the head of part i of each pass; " +
 	"every rank sends part i to its node's head i, which reduces the node's parts (its own first, then the others in " +
 	"local order), all-reduces that through the network's switch with head i of every other node (in node order) " +
-	"and sends the result back to its node; with one GPU per node, the network switch reduces every rank's input " +
-	"(reduce-scatter and all-gather: each rank's share, as nccl-nvls on an NVSwitch); needs a simulator whose " +
-	"network switch reduces"
+	"and sends the result back to its node; all-gather and reduce-scatter gather or reduce the blocks of the ranks " +
+	"of local index i through the switch at head i, which hands them to its node or first sums its node's; with one " +
+	"GPU per node the network switch reduces from and multicasts to every rank, as nccl-nvls does on an NVSwitch; " +
+	"needs a simulator whose network switch reduces"
 
 const ncclCollNetChainDoc = "NCCL's CollNet chain on InfiniBand SHARP: channel c's chain runs through every GPU of a " +
 	"node to its head, local rank c mod NodeRanks, each adding its input to what the one before sent; the head " +
@@ -18,15 +17,18 @@ const ncclCollNetChainDoc = "NCCL's CollNet chain on InfiniBand SHARP: channel c
 // CollNet's collectives. All-reduce reduces within each node before the
 // network (direct: each GPU a share; chain: along a chain), so each NIC
 // carries its share of the data once, and the heads meet through the
-// network's switch (StepNetAllReduce). Reduce-scatter and all-gather go
-// through the switch's reduction and multicast as NVLS's do, which
-// reads the members' inputs: with one GPU per node there is nothing to
-// reduce first.
+// network's switch (StepNetAllReduce). Direct's reduce-scatter and
+// all-gather give each GPU the blocks of the ranks of its local index:
+// it gathers them through the network's switch and hands them to its
+// node (StepNetAllGather), or sums its node's and reduces them through
+// the switch (StepNetReduceScatter). With one GPU per node they go
+// through the switch's reduction and multicast as NVLS's do, reading
+// and writing the members' buffers.
 var (
 	ncclCollNetDirectPlans = map[Op]generator{
 		AllReduce:     ncclCollNetDirectAllReduce,
-		ReduceScatter: acrossNodesOfOne(ncclNVLSReduceScatter),
-		AllGather:     acrossNodesOfOne(ncclNVLSAllGather),
+		ReduceScatter: ncclCollNetDirectReduceScatter,
+		AllGather:     ncclCollNetDirectAllGather,
 	}
 	ncclCollNetChainPlans = map[Op]generator{AllReduce: ncclCollNetChainAllReduce}
 )
@@ -36,23 +38,6 @@ var (
 // (NodeRanks 1), rather than a node's NVSwitch: CollNet's.
 func NetworkSwitch(name string) bool {
 	return name == "nccl-collnet-direct" || name == "nccl-collnet-chain"
-}
-
-// acrossNodesOfOne is gen for CollNet's reduce-scatter and all-gather:
-// refused unless the ranks are nodes of one GPU (NodeRanks 1), or a
-// single rank.
-func acrossNodesOfOne(gen generator) generator {
-	return func(b *builder) error {
-		if s := b.p.Spec; s.Ranks > 1 && s.NodeRanks != 1 {
-			nodes := "on one node"
-			if s.NodeRanks > 1 {
-				nodes = fmt.Sprintf("in nodes of %d", s.NodeRanks)
-			}
-			return fmt.Errorf("%w: CollNet's %s goes through the network's switch (SHARP) from each GPU's own input, and commsim runs it with one GPU per node only (NodeRanks 1); %d ranks are %s",
-				ErrUnsupported, s.Op, s.Ranks, nodes)
-		}
-		return gen(b)
-	}
 }
 
 // nodeSize is the ranks of each node of a plan that goes through the
@@ -84,14 +69,14 @@ func (l netLanes) first() laneBuilder     { return laneBuilder{lane: netTags * l
 func (l netLanes) last() int              { return netTags*l.c + netDepth + 1 }
 func (l netLanes) tag(i int) uint32       { return uint32(netTags*l.c + i) }
 func (l netLanes) netTag(pass int) uint32 { return l.tag(2 + pass%netDepth) }
+func (l netLanes) net(pass int) int       { return netTags*l.c + 1 + pass%netDepth }
 
 // netAllReduce adds rank r's network all-reduce of part for the channel's
 // pass-th pass, on the pass's network lane, After the rank's last step,
 // and the division that ends an average.
 func (l netLanes) netAllReduce(b *builder, r, pass int, part Ref) {
-	lane := netTags*l.c + 1 + pass%netDepth
-	b.add(r, Step{Kind: StepNetAllReduce, Dst: part, Src: part, Tag: l.netTag(pass), Lane: lane, After: []int{b.last(r)}})
-	laneBuilder{b, lane}.finishAvg(r, part)
+	b.add(r, Step{Kind: StepNetAllReduce, Dst: part, Src: part, Tag: l.netTag(pass), Lane: l.net(pass), After: []int{b.last(r)}})
+	laneBuilder{b, l.net(pass)}.finishAvg(r, part)
 }
 
 // ncclCollNetDirectAllReduce: channel c cuts its share of the data into
@@ -264,4 +249,163 @@ func ncclCollNetChainAllReduce(b *builder) error {
 		}
 	}
 	return nil
+}
+
+// ncclCollNetDirectAllGather: with one GPU per node, nccl-nvls's
+// all-gather through the network's switch. Otherwise channel c cuts its
+// share of each rank's block into passes of Chunk elements, and rank r,
+// of local index i, gathers the ranks of local index i: on the pass's
+// network lane (netLanes) it all-gathers its In through the network's
+// switch into one of the channel's netDepth result slots in Tmp (node k's
+// piece at k·pass); After that, on the channel's last lane, it copies
+// the pieces into their blocks of its Out, sends the slot to its node's
+// other GPUs, and receives theirs (through the channel's receive slot)
+// into their blocks. A slot is written again After its pass's sends.
+// Tags (netLanes): the second, between a node's GPUs. No reduction.
+func ncclCollNetDirectAllGather(b *builder) error {
+	p, n := b.p.Ranks, b.p.Count
+	g := nodeSize(b.p.Spec)
+	if g == 1 || p == 1 {
+		return ncclNVLSAllGather(b)
+	}
+	N, C := p/g, channels(b.p.Spec, n)
+	pass := passLimit(b.p.Spec, n, C, 1)
+	slot := N * pass
+	b.tmp(C * (netDepth + 1) * slot)
+	b.madeLanes(netTags * C)
+	for c := range C {
+		nl := netLanes{c}
+		off, ln := chunk(n, C, c)
+		base := c * (netDepth + 1) * slot
+		recvSlot := base + netDepth*slot
+		back := nl.tag(1)
+		for r := range b.ranks() {
+			node, me, k := r/g*g, r%g, 0
+			freed := [netDepth]int{-1, -1, -1, -1}
+			passes(ln, pass, func(o, m int) {
+				if m == 0 {
+					return
+				}
+				d := k % netDepth
+				res := ref(Tmp, base+d*slot, N*m)
+				var after []int
+				if freed[d] >= 0 {
+					after = []int{freed[d]}
+				}
+				b.add(r, Step{Kind: StepNetAllGather, Src: ref(In, off+o, m), Dst: res, Tag: nl.netTag(k), Lane: nl.net(k), After: after})
+				gather := stage(b, r, nl.last())
+				for i := range N {
+					gather(Step{Kind: StepCopy, Dst: ref(Out, (i*g+me)*n+off+o, m), Src: ref(Tmp, res.Off+i*m, m)})
+				}
+				for j := range g {
+					if j != me {
+						gather(Step{Kind: StepSend, Peer: node + j, Src: res, Tag: back})
+					}
+				}
+				freed[d] = b.last(r)
+				for j := range g {
+					if j == me {
+						continue
+					}
+					gather(Step{Kind: StepRecv, Peer: node + j, Dst: ref(Tmp, recvSlot, N*m), Tag: back})
+					for i := range N {
+						gather(Step{Kind: StepCopy, Dst: ref(Out, (i*g+j)*n+off+o, m), Src: ref(Tmp, recvSlot+i*m, m)})
+					}
+				}
+				k++
+			})
+		}
+	}
+	return nil
+}
+
+// ncclCollNetDirectReduceScatter: with one GPU per node, nccl-nvls's
+// reduce-scatter through the network's switch. Otherwise channel c cuts
+// its share of each rank's block into passes of Chunk elements, and rank
+// r, of local index i, reduces the blocks of the ranks of local index i.
+// On the channel's first lane it copies, for each other GPU of its node,
+// that GPU's ranks' pieces of its In into the channel's staging slot in
+// Tmp (node k's at k·pass) and sends them to it; copies its own ranks'
+// pieces into one of the channel's netDepth sum slots (After the slot's
+// last use), and receives and adds the node's other GPUs' (through the
+// channel's receive slot, in local order). After that, on the pass's
+// network lane (netLanes), it reduce-scatters the sums through the
+// network's switch into its Out (dividing for avg). Reduction order, per
+// element of rank q's block: P[k] = x[k,i] op the others of node k in
+// local order, then ((P[0] op P[1]) op …) over the nodes, computed once
+// by the switch. Tags (netLanes): the first, between a node's GPUs.
+func ncclCollNetDirectReduceScatter(b *builder) error {
+	p, n := b.p.Ranks, b.p.Count
+	g := nodeSize(b.p.Spec)
+	if g == 1 || p == 1 {
+		return ncclNVLSReduceScatter(b)
+	}
+	N, C := p/g, channels(b.p.Spec, n)
+	pass := passLimit(b.p.Spec, n, C, 1)
+	slot := N * pass
+	b.tmp(C * (netDepth + 2) * slot)
+	b.madeLanes(netTags * C)
+	for c := range C {
+		nl := netLanes{c}
+		first := nl.first()
+		first.b = b
+		off, ln := chunk(n, C, c)
+		base := c * (netDepth + 2) * slot
+		staging, recvSlot := base, base+slot
+		toHeads := nl.tag(0)
+		for r := range b.ranks() {
+			node, me, k := r/g*g, r%g, 0
+			freed := [netDepth]int{-1, -1, -1, -1}
+			// pieces copies the pass's pieces of the blocks of the ranks
+			// of local index j into Tmp from at, the first After after
+			// (when ≥ 0).
+			pieces := func(j, at, o, m, after int) {
+				for i := range N {
+					s := Step{Kind: StepCopy, Dst: ref(Tmp, at+i*m, m), Src: ref(In, (i*g+j)*n+off+o, m), Lane: first.lane}
+					if i == 0 && after >= 0 {
+						s.After = []int{after}
+					}
+					b.add(r, s)
+				}
+			}
+			passes(ln, pass, func(o, m int) {
+				if m == 0 {
+					return
+				}
+				for j := range g {
+					if j != me {
+						pieces(j, staging, o, m, -1)
+						first.send(r, node+j, ref(Tmp, staging, N*m), toHeads)
+					}
+				}
+				d := k % netDepth
+				sum := ref(Tmp, base+(2+d)*slot, N*m)
+				pieces(me, sum.Off, o, m, freed[d])
+				for j := range g {
+					if j != me {
+						inc := ref(Tmp, recvSlot, N*m)
+						first.recv(r, node+j, inc, toHeads)
+						first.reduce(r, sum, inc)
+					}
+				}
+				out := ref(Out, off+o, m)
+				b.add(r, Step{Kind: StepNetReduceScatter, Src: sum, Dst: out, Tag: nl.netTag(k), Lane: nl.net(k), After: []int{b.last(r)}})
+				freed[d] = b.last(r)
+				laneBuilder{b, nl.net(k)}.finishAvg(r, out)
+				k++
+			})
+		}
+	}
+	return nil
+}
+
+// stage is a function that adds rank r's steps on lane, the first of
+// them After the rank's last step so far: a stage of a pass that waits
+// for the one before, on a lane of its own.
+func stage(b *builder, r, lane int) func(Step) {
+	after := []int{b.last(r)}
+	return func(s Step) {
+		s.Lane, s.After, after = lane, after, nil
+		b.add(r, s)
+	}
 }

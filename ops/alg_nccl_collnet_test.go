@@ -20,9 +20,9 @@ func TestNCCLCollNetPlansCheck(t *testing.T) {
 	shapes := [][2]int{{1, 0}, {1, 1}, {2, 1}, {3, 1}, {5, 1}, {8, 1}}
 	checkNVLSPlans(t, "nccl-collnet-direct", nvlsOps, shapes)
 	checkNVLSPlans(t, "nccl-collnet-chain", []Op{AllReduce}, shapes)
-	several := [][2]int{{4, 0}, {4, 2}, {6, 2}, {6, 3}, {8, 4}, {12, 4}}
-	checkNVLSPlans(t, "nccl-collnet-direct", []Op{AllReduce}, several)
-	checkNVLSPlans(t, "nccl-collnet-chain", []Op{AllReduce}, several)
+	checkNVLSPlans(t, "nccl-collnet-direct", nvlsOps, [][2]int{{4, 0}, {4, 2}, {6, 3}})
+	checkNVLSPlans(t, "nccl-collnet-direct", []Op{AllReduce}, [][2]int{{12, 4}})
+	checkNVLSPlans(t, "nccl-collnet-chain", []Op{AllReduce}, [][2]int{{4, 0}, {6, 2}, {8, 4}})
 	if first, n := (Spec{Algo: "nccl-collnet-direct", Ranks: 6, NodeRanks: 1}).Group(4); first != 0 || n != 6 {
 		t.Errorf("CollNet's group of rank 4 of 6: %d ranks from %d, want all 6", n, first)
 	}
@@ -83,24 +83,19 @@ func TestNCCLCollNetMeetsThroughTheNetwork(t *testing.T) {
 	}
 }
 
-// TestNCCLCollNetRefusals: CollNet's reduce-scatter and all-gather need
-// nodes of one GPU (NodeRanks 1), and its all-reduces whole nodes:
-// Compile refuses others naming why; like NVLS it
-// needs a reducing switch (NeedsSwitch), so AlgorithmsFor leaves it out,
-// and chain has only the all-reduce.
+// TestNCCLCollNetRefusals: CollNet's plans need whole nodes: Compile
+// refuses others naming why; like NVLS it needs a reducing switch
+// (NeedsSwitch), so AlgorithmsFor leaves it out, and chain has only the
+// all-reduce.
 func TestNCCLCollNetRefusals(t *testing.T) {
-	for _, op := range []Op{ReduceScatter, AllGather} {
-		for _, nodeRanks := range []int{0, 4} {
-			_, err := Compile(Spec{Op: op, Algo: "nccl-collnet-direct", Ranks: 8, Count: 16, DType: hw.F32, Redop: hw.Sum, NodeRanks: nodeRanks})
-			if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "one GPU per node") {
-				t.Errorf("%s, node ranks %d: %v, want ErrUnsupported naming one GPU per node", op, nodeRanks, err)
-			}
-		}
-	}
-	for _, algo := range []string{"nccl-collnet-direct", "nccl-collnet-chain", "nccl-nvls"} {
-		_, err := Compile(Spec{Op: AllReduce, Algo: algo, Ranks: 6, Count: 16, DType: hw.F32, Redop: hw.Sum, NodeRanks: 4})
+	for _, tc := range []struct {
+		algo string
+		op   Op
+	}{{"nccl-collnet-direct", AllReduce}, {"nccl-collnet-direct", AllGather}, {"nccl-collnet-direct", ReduceScatter},
+		{"nccl-collnet-chain", AllReduce}, {"nccl-nvls", AllReduce}} {
+		_, err := Compile(Spec{Op: tc.op, Algo: tc.algo, Ranks: 6, Count: 16, DType: hw.F32, Redop: hw.Sum, NodeRanks: 4})
 		if err == nil || !strings.Contains(err.Error(), "do not make nodes of 4") {
-			t.Errorf("%s on 6 ranks in nodes of 4: %v, want a refusal naming the nodes", algo, err)
+			t.Errorf("%s %s on 6 ranks in nodes of 4: %v, want a refusal naming the nodes", tc.algo, tc.op, err)
 		}
 	}
 	for _, algo := range []string{"nccl-collnet-direct", "nccl-collnet-chain"} {
@@ -159,7 +154,7 @@ func TestCheckCatchesBrokenNetAllReduces(t *testing.T) {
 	}{
 		{"an offset", "out[", func(p *Plan) { netStep(p, 3).Src.Off-- }},
 		{"a tag", "deadlock", func(p *Plan) { netStep(p, 1).Tag = 7 }},
-		{"a length", "does not match its length", func(p *Plan) { s := netStep(p, 2); s.Src.Len, s.Dst.Len = 3, 3 }},
+		{"a length", "does not match its kind and lengths", func(p *Plan) { s := netStep(p, 2); s.Src.Len, s.Dst.Len = 3, 3 }},
 	} {
 		p, err := Compile(spec)
 		if err != nil {
@@ -171,6 +166,34 @@ func TestCheckCatchesBrokenNetAllReduces(t *testing.T) {
 		tc.breakIt(p)
 		if err := Check(p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s broken: %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestCheckCatchesBrokenNetGathers: Check refuses CollNet's all-gather or
+// reduce-scatter on nodes of two GPUs when one rank's step through the
+// network's switch reads or writes a piece off by one element.
+func TestCheckCatchesBrokenNetGathers(t *testing.T) {
+	for _, op := range []Op{AllGather, ReduceScatter} {
+		p, err := Compile(Spec{Op: op, Algo: "nccl-collnet-direct", Ranks: 4, Count: 6, DType: hw.F32, Redop: hw.Sum, NodeRanks: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Check(p); err != nil {
+			t.Fatalf("%s unbroken: %v", op, err)
+		}
+		for i := range p.Steps[1] {
+			if s := &p.Steps[1][i]; s.Kind.IsNet() {
+				if op == AllGather {
+					s.Src.Off++
+				} else {
+					s.Dst.Off--
+				}
+				break
+			}
+		}
+		if err := Check(p); err == nil {
+			t.Errorf("%s with a piece off by one: Check passed", op)
 		}
 	}
 }

@@ -1,7 +1,5 @@
 package ops
 
-import "fmt"
-
 const ncclNVLSDoc = "NCCL's NVLS on one node's NVSwitch: the data split over Spec.Channels channels, each rank owning " +
 	"1/Ranks of every pass of Ranks×Spec.Chunk elements, which the switch reduces from every GPU into it " +
 	"(((x0 op x1) op x2) …, in rank order) and multicasts from it into every GPU; all-reduce across nodes " +
@@ -12,19 +10,8 @@ const ncclNVLSDoc = "NCCL's NVLS on one node's NVSwitch: the data split over Spe
 // reduces (see UsesSwitch), so AlgorithmsFor leaves them out.
 var ncclNVLSPlans = map[Op]generator{
 	AllReduce:     ncclNVLSAnyAllReduce,
-	ReduceScatter: onOneNode(ncclNVLSReduceScatter),
-	AllGather:     onOneNode(ncclNVLSAllGather),
-}
-
-// onOneNode is gen for NVLS: refused over several nodes (nvlsOnOneNode).
-// CollNet runs the same plans on the network's switch.
-func onOneNode(gen generator) generator {
-	return func(b *builder) error {
-		if err := nvlsOnOneNode(b.p.Spec); err != nil {
-			return err
-		}
-		return gen(b)
-	}
+	ReduceScatter: ncclNVLSAnyReduceScatter,
+	AllGather:     ncclNVLSAnyAllGather,
 }
 
 // switchAlgorithms need a switch that reduces: AlgorithmsFor, which the
@@ -37,19 +24,14 @@ var switchAlgorithms = map[string]bool{"nccl-nvls": true, "nccl-nvlstree": true,
 // runs. AlgorithmsFor does not list such algorithms; Compile makes them.
 func NeedsSwitch(name string) bool { return switchAlgorithms[name] }
 
-// heldOp reports whether algorithm algo's plans of op order their lanes
-// with After, and so are held whatever their size, where the rest of the
-// algorithm's plans stream: NVLS's all-reduces send a pass back out on a
-// lane of their own once the other lane has reduced it.
-func heldOp(algo string, op Op) bool { return switchAlgorithms[algo] && op == AllReduce }
-
-// nvlsOnOneNode refuses a spec over several nodes: NVLS is one node's
-// switch (NCCL's NVLSTree adds a tree between nodes).
-func nvlsOnOneNode(s Spec) error {
-	if s.NodeRanks > 0 && s.NodeRanks < s.Ranks {
-		return fmt.Errorf("%w: NVLS reduces on one node's switch, and %d ranks make nodes of %d", ErrUnsupported, s.Ranks, s.NodeRanks)
-	}
-	return nil
+// heldSpec reports whether s's plans order their lanes with After, and
+// so are held whatever their size, where the rest of the algorithm's
+// plans stream: NVLS's all-reduces send a pass back out on a lane of
+// their own once the other lane has reduced it, and CollNet's
+// collectives, and NVLS's across nodes, give the network lanes of their
+// own.
+func heldSpec(s Spec) bool {
+	return switchAlgorithms[s.Algo] && (s.Op == AllReduce || NetworkSwitch(s.Algo) || acrossNodes(s))
 }
 
 func (l laneBuilder) switchReduce(r int, dst, src Ref) int {
@@ -101,13 +83,28 @@ func ncclNVLSAllReduce(b *builder) error {
 	return nil
 }
 
-// ncclNVLSAnyAllReduce is NVLS's all-reduce on one node, or across nodes
-// through the network's switch.
+// ncclNVLSAnyAllReduce, ncclNVLSAnyReduceScatter and
+// ncclNVLSAnyAllGather are NVLS's collectives on one node, or across
+// nodes through the network's switch.
 func ncclNVLSAnyAllReduce(b *builder) error {
-	if s := b.p.Spec; s.NodeRanks > 0 && s.NodeRanks < s.Ranks {
+	if acrossNodes(b.p.Spec) {
 		return ncclNVLSNetAllReduce(b)
 	}
 	return ncclNVLSAllReduce(b)
+}
+
+func ncclNVLSAnyReduceScatter(b *builder) error {
+	if acrossNodes(b.p.Spec) {
+		return ncclNVLSNetReduceScatter(b)
+	}
+	return ncclNVLSReduceScatter(b)
+}
+
+func ncclNVLSAnyAllGather(b *builder) error {
+	if acrossNodes(b.p.Spec) {
+		return ncclNVLSNetAllGather(b)
+	}
+	return ncclNVLSAllGather(b)
 }
 
 // ncclNVLSNetAllReduce is NCCL's NVLS all-reduce across nodes, over
@@ -146,6 +143,107 @@ func ncclNVLSNetAllReduce(b *builder) error {
 				nl.netAllReduce(b, r, k, part)
 				k++
 				b.add(r, Step{Kind: StepMulticast, Dst: part, Src: part, Lane: nl.last(), After: []int{b.last(r)}})
+			})
+		}
+	}
+	return nil
+}
+
+// acrossNodes reports whether a plan of NVLS's goes across nodes (over
+// CollNet): NodeRanks makes several nodes.
+func acrossNodes(s Spec) bool { return s.NodeRanks > 0 && s.NodeRanks < s.Ranks }
+
+// ncclNVLSNetAllGather is NCCL's NVLS all-gather across nodes, over
+// CollNet: channel c cuts its share of each rank's block into passes of
+// Chunk elements, and rank r, of local index i, brings the ranks of local
+// index i to its node: on the pass's network lane (netLanes) it
+// all-gathers its In through the network's switch into one of the
+// channel's netDepth slots in Tmp (node k's piece at k·pass); After that,
+// on the channel's last lane, it multicasts each node's piece into that
+// rank's block of its node's Outs. A slot is written again After its
+// pass's multicasts. No reduction.
+func ncclNVLSNetAllGather(b *builder) error {
+	p, n := b.p.Ranks, b.p.Count
+	g := nodeSize(b.p.Spec)
+	N, C := p/g, channels(b.p.Spec, n)
+	pass := passLimit(b.p.Spec, n, C, 1)
+	slot := N * pass
+	b.tmp(C * netDepth * slot)
+	b.madeLanes(netTags * C)
+	for c := range C {
+		nl := netLanes{c}
+		off, ln := chunk(n, C, c)
+		for r := range b.ranks() {
+			me, k := r%g, 0
+			freed := [netDepth]int{-1, -1, -1, -1}
+			passes(ln, pass, func(o, m int) {
+				if m == 0 {
+					return
+				}
+				d := k % netDepth
+				res := ref(Tmp, (c*netDepth+d)*slot, N*m)
+				var after []int
+				if freed[d] >= 0 {
+					after = []int{freed[d]}
+				}
+				b.add(r, Step{Kind: StepNetAllGather, Src: ref(In, off+o, m), Dst: res, Tag: nl.netTag(k), Lane: nl.net(k), After: after})
+				cast := stage(b, r, nl.last())
+				for i := range N {
+					cast(Step{Kind: StepMulticast, Dst: ref(Out, (i*g+me)*n+off+o, m), Src: ref(Tmp, res.Off+i*m, m)})
+				}
+				freed[d] = b.last(r)
+				k++
+			})
+		}
+	}
+	return nil
+}
+
+// ncclNVLSNetReduceScatter is NCCL's NVLS reduce-scatter across nodes,
+// over CollNet: channel c cuts its share of each rank's block into passes
+// of Chunk elements, and rank r, of local index i, reduces the blocks of
+// the ranks of local index i: on the channel's first lane it has its
+// node's NVSwitch reduce each such rank's piece from its node's Ins (in
+// rank order) into one of the channel's netDepth slots in Tmp (node k's
+// at k·pass; After the slot's last use); After that, on the pass's
+// network lane (netLanes), it reduce-scatters the slot through the
+// network's switch into its Out (dividing for avg). Reduction order, per
+// element of rank q's block: P[k] = ((x[k,0] op x[k,1]) op …) by node k's
+// NVSwitch, then ((P[0] op P[1]) op …) over the nodes by the network's
+// switch.
+func ncclNVLSNetReduceScatter(b *builder) error {
+	p, n := b.p.Ranks, b.p.Count
+	g := nodeSize(b.p.Spec)
+	N, C := p/g, channels(b.p.Spec, n)
+	pass := passLimit(b.p.Spec, n, C, 1)
+	slot := N * pass
+	b.tmp(C * netDepth * slot)
+	b.madeLanes(netTags * C)
+	for c := range C {
+		nl := netLanes{c}
+		lane := nl.first().lane
+		off, ln := chunk(n, C, c)
+		for r := range b.ranks() {
+			me, k := r%g, 0
+			freed := [netDepth]int{-1, -1, -1, -1}
+			passes(ln, pass, func(o, m int) {
+				if m == 0 {
+					return
+				}
+				d := k % netDepth
+				sum := ref(Tmp, (c*netDepth+d)*slot, N*m)
+				for i := range N {
+					s := Step{Kind: StepSwitchReduce, Dst: ref(Tmp, sum.Off+i*m, m), Src: ref(In, (i*g+me)*n+off+o, m), Lane: lane}
+					if i == 0 && freed[d] >= 0 {
+						s.After = []int{freed[d]}
+					}
+					b.add(r, s)
+				}
+				out := ref(Out, off+o, m)
+				b.add(r, Step{Kind: StepNetReduceScatter, Src: sum, Dst: out, Tag: nl.netTag(k), Lane: nl.net(k), After: []int{b.last(r)}})
+				freed[d] = b.last(r)
+				laneBuilder{b, nl.net(k)}.finishAvg(r, out)
+				k++
 			})
 		}
 	}

@@ -76,8 +76,8 @@ func checkNVLSPlan(t *testing.T, spec Spec) {
 		if spec.NodeRanks == 1 {
 			want--
 		}
-	case spec.Ranks > 1 && spec.Op == AllReduce && (NetworkSwitch(spec.Algo) ||
-		spec.Algo == "nccl-nvls" && spec.NodeRanks > 0 && spec.NodeRanks < spec.Ranks):
+	case spec.Ranks > 1 && (NetworkSwitch(spec.Algo) && (spec.Op == AllReduce || spec.NodeRanks != 1) ||
+		spec.Algo == "nccl-nvls" && acrossNodes(spec)):
 		// Through the network: netTags lanes a channel, of which the
 		// last channel may leave its last network lanes, or its last
 		// lane, empty.
@@ -85,14 +85,17 @@ func checkNVLSPlan(t *testing.T, spec Spec) {
 			t.Fatalf("%s: %d lanes, want %d channels' of %d", name, held.Lanes, want, netTags)
 		}
 		want = held.Lanes
-	case heldOp(spec.Algo, spec.Op) && spec.Ranks > 1:
+	case NetworkSwitch(spec.Algo) && spec.Op != AllReduce:
+		// Nodes of one GPU: NVLS's reduce-scatter and all-gather, a
+		// lane a channel.
+	case heldSpec(spec) && spec.Ranks > 1:
 		want *= 2
 	}
 	if spec.Count > 0 && held.Lanes != want {
 		t.Fatalf("%s: %d lanes, want %d", name, held.Lanes, want)
 	}
 	streamed, err := CompileStreamed(spec)
-	if heldOp(spec.Algo, spec.Op) {
+	if heldSpec(spec) {
 		if !errors.Is(err, ErrUnsupported) {
 			t.Fatalf("%s streamed: %v, want ErrUnsupported (its lanes wait for each other)", name, err)
 		}
@@ -111,18 +114,11 @@ func checkNVLSPlan(t *testing.T, spec Spec) {
 	}
 }
 
-// TestNCCLNVLSStaysOnOneNode: NVLS's reduce-scatter and all-gather are
-// one node's switch; a spec over several nodes is refused as
-// unsupported. Its all-reduce goes across nodes through the network's
-// switch (NCCL's NVLS over CollNet), and checks.
-func TestNCCLNVLSStaysOnOneNode(t *testing.T) {
-	for _, op := range []Op{ReduceScatter, AllGather} {
-		_, err := Compile(Spec{Op: op, Algo: "nccl-nvls", Ranks: 8, Count: 16, DType: hw.F32, Redop: hw.Sum, NodeRanks: 4})
-		if !errors.Is(err, ErrUnsupported) {
-			t.Errorf("%s over two nodes: %v, want ErrUnsupported", op, err)
-		}
-	}
-	checkNVLSPlans(t, "nccl-nvls", []Op{AllReduce}, [][2]int{{4, 2}, {6, 3}, {8, 4}, {12, 4}})
+// TestNCCLNVLSAcrossNodes: NVLS's collectives go across nodes through
+// the network's switch (NCCL's NVLS over CollNet): each node's NVSwitch
+// and the network's switch between them, and check, held.
+func TestNCCLNVLSAcrossNodes(t *testing.T) {
+	checkNVLSPlans(t, "nccl-nvls", nvlsOps, [][2]int{{4, 2}, {6, 3}, {12, 4}})
 }
 
 // TestSwitchAlgorithmsAreListedApart: nccl-nvls and nccl-nvlstree are

@@ -514,8 +514,8 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 				return fail("on member rank %d: %v", q, err)
 			}
 		}
-	case StepNetAllReduce:
-		ran, err := s.netAllReduce(r, st)
+	case StepNetAllReduce, StepNetAllGather, StepNetReduceScatter:
+		ran, err := s.netCollective(r, st)
 		if err != nil || !ran {
 			return ran, err
 		}
@@ -530,12 +530,12 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 	return true, nil
 }
 
-// netAllReduce runs rank r's StepNetAllReduce st once every member of
-// its group has reached its own: the switch reads each member's Src as
-// that member's step, combines them in member order, and writes the
-// result to each member's Dst. A member reached by another's call has
+// netCollective runs rank r's network step st (IsNet) once every member
+// of its group has reached its own: the switch reads each member's Src
+// as that member's step, combines or gathers them in member order, and
+// writes each member's Dst. A member reached by another's call has
 // finished when its own call comes.
-func (s *symRun) netAllReduce(r int, st *Operation) (bool, error) {
+func (s *symRun) netCollective(r int, st *Operation) (bool, error) {
 	first, stride, n := s.p.NetGroup(r)
 	rk := netRankKey{r, st.Tag}
 	seq := s.netSeq[rk]
@@ -553,27 +553,40 @@ func (s *symRun) netAllReduce(r int, st *Operation) (bool, error) {
 		if run.arrived < n {
 			return false, nil
 		}
-		var acc []sym
+		srcs := make([][]sym, n)
 		for i, m := range run.steps {
 			q := first + i*stride
-			if m.Src.Len != st.Src.Len || m.Dst.Len != st.Src.Len {
-				return false, fmt.Errorf("%s: member rank %d's step %d (%v) does not match its length", s.where(r, st), q, m.Index, m)
+			if m.Kind != st.Kind || m.Src.Len != st.Src.Len || m.Dst.Len != st.Dst.Len {
+				return false, fmt.Errorf("%s: member rank %d's step %d (%v) does not match its kind and lengths", s.where(r, st), q, m.Index, m)
 			}
 			vals, err := s.read(q, q, m, s.clock(q, m), m.Src)
 			if err != nil {
 				return false, fmt.Errorf("%s: %v", s.where(q, m), err)
 			}
-			if acc == nil {
-				acc = vals
-				continue
+			srcs[i] = vals
+		}
+		// reduce combines the members' elements lo..hi in member order.
+		reduce := func(lo, hi int) []sym {
+			acc := slices.Clone(srcs[0][lo:hi])
+			for _, vals := range srcs[1:] {
+				for j := range acc {
+					acc[j] = s.t.combine(acc[j], vals[lo+j])
+				}
 			}
-			for j := range acc {
-				acc[j] = s.t.combine(acc[j], vals[j])
-			}
+			return acc
 		}
 		for i, m := range run.steps {
+			var out []sym
+			switch st.Kind {
+			case StepNetAllReduce:
+				out = reduce(0, m.Src.Len)
+			case StepNetAllGather:
+				out = slices.Concat(srcs...)
+			case StepNetReduceScatter:
+				out = reduce(i*m.Dst.Len, (i+1)*m.Dst.Len)
+			}
 			q := first + i*stride
-			if err := s.write(q, q, m, s.clock(q, m), m.Dst, acc); err != nil {
+			if err := s.write(q, q, m, s.clock(q, m), m.Dst, out); err != nil {
 				return false, fmt.Errorf("%s: %v", s.where(q, m), err)
 			}
 		}

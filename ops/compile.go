@@ -197,7 +197,7 @@ func compileAbove(s Spec, above int) (*Plan, error) {
 			ErrUnsupported, s.Algo, s.Op, s.Op, strings.Join(AlgorithmsFor(s.Op), ", "))
 	}
 	in, out := s.BufferLens()
-	if algorithmTable[i].held || heldOp(s.Algo, s.Op) {
+	if algorithmTable[i].held || heldSpec(s) {
 		if above < 0 {
 			return nil, fmt.Errorf("ops: %s/%s: %w: its lanes wait for each other's steps, so its plans are held, never streamed", s.Op, s.Algo, ErrUnsupported)
 		}

@@ -234,7 +234,7 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 	}
 	done = start + took
 	switch op.Kind {
-	case StepNetAllReduce:
+	case StepNetAllReduce, StepNetAllGather, StepNetReduceScatter:
 		var met bool
 		if done, met = c.meetNet(r, start, took, op, wake); !met {
 			return 0, false, nil
@@ -443,12 +443,14 @@ func (c *costRun) own(r int, op *Operation) (float64, error) {
 			return 0, err
 		}
 		return alpha + float64(op.Dst.Len)*c.size*beta, nil
-	case StepNetAllReduce:
+	case StepNetAllReduce, StepNetAllGather, StepNetReduceScatter:
 		alpha, beta, err := c.netPath(r)
 		if err != nil {
 			return 0, err
 		}
-		return alpha + float64(op.Dst.Len)*c.size*beta, nil
+		// The larger side crosses the narrowest link: an all-gather's
+		// result, a reduce-scatter's input.
+		return alpha + float64(max(op.Src.Len, op.Dst.Len))*c.size*beta, nil
 	}
 	return 0, nil
 }

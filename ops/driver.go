@@ -119,7 +119,7 @@ func (j *RankJob) Enqueue(s hw.Stream, op *Operation) error {
 		err = s.Copy(j.Slice(op.Dst), j.Slice(op.Src))
 	case StepDivide:
 		err = s.Divide(j.Slice(op.Dst), j.Plan.Ranks)
-	case StepSwitchReduce, StepMulticast, StepNetAllReduce:
+	case StepSwitchReduce, StepMulticast, StepNetAllReduce, StepNetAllGather, StepNetReduceScatter:
 		err = fmt.Errorf("%w: %w", ErrUnsupported, errSwitchOnly)
 	default:
 		err = fmt.Errorf("%w: unknown step kind %v", ErrBadPlan, op.Kind)

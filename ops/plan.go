@@ -130,17 +130,33 @@ const (
 	// meet as a message's two ends do, the k-th of a Tag on each member
 	// with the k-th on the others. Avg sums; a StepDivide ends it.
 	StepNetAllReduce
+	// StepNetAllGather is an all-gather through the network's switch
+	// (SHARP's, for NCCL's CollNet), its members meeting as
+	// StepNetAllReduce's do: member i's Src (L elements) becomes block i
+	// of every member's Dst (L × the group's size).
+	StepNetAllGather
+	// StepNetReduceScatter is a reduce-scatter through the network's
+	// switch, its members meeting as StepNetAllReduce's do: member i's
+	// Dst (L elements) = the reduction, in member order, of block i of
+	// every member's Src (L × the group's size). Avg sums.
+	StepNetReduceScatter
 )
 
 var stepNames = [...]string{StepSend: "send", StepRecv: "recv", StepReduce: "reduce", StepCopy: "copy", StepDivide: "divide",
-	StepSwitchReduce: "switch-reduce", StepMulticast: "multicast", StepNetAllReduce: "net-allreduce"}
+	StepSwitchReduce: "switch-reduce", StepMulticast: "multicast", StepNetAllReduce: "net-allreduce",
+	StepNetAllGather: "net-allgather", StepNetReduceScatter: "net-reducescatter"}
 
 // IsSwitch reports whether the step needs a switch that reduces or
-// multicasts for a group of ranks (StepSwitchReduce, StepMulticast,
-// StepNetAllReduce). Only a simulator with a reducing switch runs such
-// steps; see Plan.UsesSwitch.
-func (k StepKind) IsSwitch() bool {
-	return k == StepSwitchReduce || k == StepMulticast || k == StepNetAllReduce
+// multicasts for a group of ranks (StepSwitchReduce, StepMulticast, and
+// the network's collectives: IsNet). Only a simulator with a reducing
+// switch runs such steps; see Plan.UsesSwitch.
+func (k StepKind) IsSwitch() bool { return k == StepSwitchReduce || k == StepMulticast || k.IsNet() }
+
+// IsNet reports whether the step is a collective through the network's
+// switch that every member of its rank's network group runs
+// (StepNetAllReduce, StepNetAllGather, StepNetReduceScatter).
+func (k StepKind) IsNet() bool {
+	return k == StepNetAllReduce || k == StepNetAllGather || k == StepNetReduceScatter
 }
 
 func (k StepKind) String() string {
@@ -157,9 +173,9 @@ func (k StepKind) String() string {
 type Step struct {
 	Kind  StepKind
 	Peer  int    // Send, Recv
-	Tag   uint32 // Send, Recv, NetAllReduce
-	Src   Ref    // Send, Reduce (the operand), Copy, SwitchReduce (on every member), Multicast, NetAllReduce
-	Dst   Ref    // Recv, Reduce (the accumulator), Copy, Divide, SwitchReduce, Multicast (on every member), NetAllReduce
+	Tag   uint32 // Send, Recv, the Net steps
+	Src   Ref    // Send, Reduce (the operand), Copy, SwitchReduce (on every member), Multicast, the Net steps
+	Dst   Ref    // Recv, Reduce (the accumulator), Copy, Divide, SwitchReduce, Multicast (on every member), the Net steps
 	Lane  int
 	After []int
 }
@@ -181,8 +197,8 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, "switch-reduce %v = %v of every member", s.Dst, s.Src)
 	case StepMulticast:
 		fmt.Fprintf(&b, "multicast %v of every member = %v", s.Dst, s.Src)
-	case StepNetAllReduce:
-		fmt.Fprintf(&b, "net-allreduce %v = %v of every member tag %d", s.Dst, s.Src, s.Tag)
+	case StepNetAllReduce, StepNetAllGather, StepNetReduceScatter:
+		fmt.Fprintf(&b, "%s %v = %v of every member tag %d", s.Kind, s.Dst, s.Src, s.Tag)
 	default:
 		b.WriteString(s.Kind.String())
 	}
@@ -225,7 +241,7 @@ func (s Spec) Group(r int) (first, n int) {
 	return 0, s.Ranks
 }
 
-// NetGroup is the ranks a StepNetAllReduce of rank r meets: first,
+// NetGroup is the ranks a network step of rank r meets (IsNet): first,
 // first+stride, … (n of them), those of r's local index on every node,
 // each reaching the network's switch through its own NIC. With one node
 // (NodeRanks 0, or all the ranks) it is r alone.

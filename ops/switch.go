@@ -106,18 +106,26 @@ func checkSwitchStep(p *Plan, r int, s *Step) error {
 	return nil
 }
 
-// checkNetStep checks what a StepNetAllReduce can get wrong by itself:
-// the plan's op, the lengths, and ranks that make whole nodes, so that
-// every local index has a member on every node.
-func checkNetStep(p *Plan, s *Step) error {
-	if !p.Op.Reduces() {
-		return fmt.Errorf("net-allreduce in a %s plan", p.Op)
-	}
-	if s.Src.Len != s.Dst.Len {
-		return fmt.Errorf("src has %d elements, dst %d", s.Src.Len, s.Dst.Len)
+// checkNetStep checks what a network step of rank r can get wrong by
+// itself: the plan's op, the lengths, and ranks that make whole nodes,
+// so that every local index has a member on every node.
+func checkNetStep(p *Plan, r int, s *Step) error {
+	if s.Kind != StepNetAllGather && !p.Op.Reduces() {
+		return fmt.Errorf("%s in a %s plan", s.Kind, p.Op)
 	}
 	if g := p.NodeRanks; g > 0 && p.Ranks%g != 0 {
-		return fmt.Errorf("net-allreduce over %d ranks in nodes of %d: the nodes are not whole", p.Ranks, g)
+		return fmt.Errorf("%s over %d ranks in nodes of %d: the nodes are not whole", s.Kind, p.Ranks, g)
+	}
+	_, _, n := p.NetGroup(r)
+	src, dst := s.Src.Len, s.Dst.Len
+	switch s.Kind {
+	case StepNetAllGather:
+		src *= n
+	case StepNetReduceScatter:
+		dst *= n
+	}
+	if src != dst {
+		return fmt.Errorf("%s of %d members: src has %d elements, dst %d", s.Kind, n, s.Src.Len, s.Dst.Len)
 	}
 	return nil
 }

@@ -134,8 +134,8 @@ func checkStep(p *Plan, r int, s *Step) error {
 			return err
 		}
 		refs, nrefs = [2]Ref{s.Src, s.Dst}, 2
-	case StepNetAllReduce:
-		if err := checkNetStep(p, s); err != nil {
+	case StepNetAllReduce, StepNetAllGather, StepNetReduceScatter:
+		if err := checkNetStep(p, r, s); err != nil {
 			return err
 		}
 		refs, nrefs = [2]Ref{s.Src, s.Dst}, 2

@@ -36,19 +36,16 @@ func (c foldCase) String() string {
 	return fmt.Sprintf("%s on %s, %s, %d channels, %d elements a rank", foldOps[c.Op], c.topo(), foldAlgos[c.Algo], c.Channels, c.Count)
 }
 
-// runnable is the case made one NCCL runs: trees and CollNet all-reduce
-// only, NVLS all-reduces across nodes (over CollNet) and runs every op
-// on one node, NVLSTree and CollNet go across several nodes.
+// runnable is the case made one NCCL runs: trees, NVLSTree and CollNet
+// chain all-reduce only, NVLSTree and CollNet across several nodes.
 func (c foldCase) runnable() foldCase {
 	switch foldAlgos[c.Algo] {
 	case nccl.Tree:
 		c.Op = 0
-	case nccl.NVLS:
-		if c.Op != 0 {
-			c.Nodes = 1
-		}
-	case nccl.NVLSTree, nccl.CollNetDirect, nccl.CollNetChain:
+	case nccl.NVLSTree, nccl.CollNetChain:
 		c.Op, c.Nodes = 0, max(c.Nodes, 2)
+	case nccl.CollNetDirect:
+		c.Nodes = max(c.Nodes, 2)
 	}
 	return c
 }

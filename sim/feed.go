@@ -14,16 +14,16 @@ type Op struct {
 	Redop    hw.ReduceOp // OpReduce: Sum, Prod, Min or Max
 	Divisor  int         // OpDivide
 	Peer     *Device     // OpSend, OpRecv
-	Tag      uint64      // OpSend, OpRecv, OpSwitchAllReduce
+	Tag      uint64      // OpSend, OpRecv, the switch collectives (OpSwitchAllReduce, …)
 	Event    *Event      // OpRecord, OpWait
-	Wire     *Wire       // OpSend, OpSwitchReduce, OpMulticast, OpSwitchAllReduce: the protocol (see Wire); nil for plain
+	Wire     *Wire       // OpSend and the switch operations: the protocol (see Wire); nil for plain
 	Duration Time        // OpDelay
 	// Members is, for OpSwitchReduce, the source on every member of the
 	// group, in the order the switch combines them, and for OpMulticast
 	// the destination on every member: one slice per member's device, the
 	// stream's among them. The group is the devices of these slices.
 	Members []hw.Slice
-	// Group is, for OpSwitchAllReduce, every member's device, in the
+	// Group is, for the switch collectives, every member's device, in the
 	// order the switch combines them, the stream's among them.
 	Group []*Device
 	// Fused marks an OpReduce or OpDivide done as its data arrives, as
@@ -66,7 +66,7 @@ type feed struct {
 	closed bool
 }
 
-// drain gives every send and switch all-reduce the source has yet to
+// drain gives every send and switch collective the source has yet to
 // give to see, as a stream that failed skips them.
 func (f *feed) drain(see func(Op)) {
 	if f.closed {
@@ -81,7 +81,7 @@ func (f *feed) drain(see func(Op)) {
 			return
 		}
 		for i := range f.buf[:n] {
-			if k := f.buf[i].Kind; k == OpSend || k == OpSwitchAllReduce {
+			if k := f.buf[i].Kind; k == OpSend || k.meets() {
 				see(f.buf[i])
 			}
 		}

@@ -41,6 +41,14 @@ const (
 	// Group order with Redop and writes the result to each one's Dst. See
 	// Stream.SwitchAllReduce.
 	OpSwitchAllReduce
+	// OpSwitchAllGather is an all-gather through the switch, met as
+	// OpSwitchAllReduce is: member i's Src becomes block i of every
+	// member's Dst (len(Group) × Src's length).
+	OpSwitchAllGather
+	// OpSwitchReduceScatter is a reduce-scatter through the switch, met as
+	// OpSwitchAllReduce is: member i's Dst = block i of every member's Src
+	// (len(Group) × Dst's length) combined in Group order with Redop.
+	OpSwitchReduceScatter
 	opCompute
 	opFeed
 )
@@ -58,19 +66,21 @@ const (
 )
 
 var opNames = [opKinds]string{
-	opCopy:            "copy",
-	opReduce:          "reduce",
-	opDivide:          "divide",
-	opSend:            "send",
-	opRecv:            "recv",
-	opRecord:          "record",
-	opWait:            "wait",
-	OpDelay:           "delay",
-	OpSwitchReduce:    "switch-reduce",
-	OpMulticast:       "multicast",
-	OpSwitchAllReduce: "switch-allreduce",
-	opCompute:         "compute",
-	opFeed:            "feed",
+	opCopy:                "copy",
+	opReduce:              "reduce",
+	opDivide:              "divide",
+	opSend:                "send",
+	opRecv:                "recv",
+	opRecord:              "record",
+	opWait:                "wait",
+	OpDelay:               "delay",
+	OpSwitchReduce:        "switch-reduce",
+	OpMulticast:           "multicast",
+	OpSwitchAllReduce:     "switch-allreduce",
+	OpSwitchAllGather:     "switch-allgather",
+	OpSwitchReduceScatter: "switch-reducescatter",
+	opCompute:             "compute",
+	opFeed:                "feed",
 }
 
 // op is one queued stream operation: plain data, described by String.
@@ -98,8 +108,8 @@ type op struct {
 type opExt struct {
 	feed    *feed      // Feed
 	members []hw.Slice // SwitchReduce: the sources, Multicast: the destinations, one per member
-	group   []*Device  // SwitchAllReduce: the members
-	meeting *meeting   // SwitchAllReduce: the one it joined, once it has
+	group   []*Device  // the switch collectives (OpKind.meets): the members
+	meeting *meeting   // the switch collectives: the one it joined, once it has
 }
 
 func (o *op) String() string {
@@ -126,7 +136,7 @@ func (o *op) String() string {
 		return fmt.Sprintf("switch-reduce %s %d x %s from %d members", o.redop, o.dst.Len, o.dst.DType(), len(o.ext.members))
 	case OpMulticast:
 		return fmt.Sprintf("multicast %d x %s to %d members", o.src.Len, o.src.DType(), len(o.ext.members))
-	case OpSwitchAllReduce:
+	case OpSwitchAllReduce, OpSwitchAllGather, OpSwitchReduceScatter:
 		return o.meetingString()
 	case opFeed:
 		return "feed"
@@ -240,8 +250,8 @@ func (s *Stream) prepare(q *op, o *Op) error {
 		return nil
 	case OpSwitchReduce, OpMulticast:
 		return s.prepareSwitch(q, o)
-	case OpSwitchAllReduce:
-		return s.prepareAllReduce(q, o)
+	case OpSwitchAllReduce, OpSwitchAllGather, OpSwitchReduceScatter:
+		return s.prepareMeeting(q, o)
 	case OpDelay:
 		if o.Duration < 0 {
 			return fmt.Errorf("sim: %s: delay: %w: duration %v < 0", s.dev.name, hw.ErrBadArgument, o.Duration)
@@ -501,7 +511,7 @@ func (s *Stream) fire(now Time, gen uint64) {
 			return // the stream failed while computing
 		}
 		s.computing, s.busy = nil, false
-		if o.kind == OpSwitchAllReduce {
+		if o.kind.meets() {
 			o.ext.meeting.finish(now)
 			return
 		}
@@ -634,8 +644,8 @@ func (s *Stream) begin(o *op, now Time) bool {
 		return true
 	case OpSwitchReduce, OpMulticast:
 		return s.beginSwitch(o, now)
-	case OpSwitchAllReduce:
-		return s.joinAllReduce(o, now)
+	case OpSwitchAllReduce, OpSwitchAllGather, OpSwitchReduceScatter:
+		return s.joinMeeting(o, now)
 	case opCompute, OpDelay:
 		if o.dur == 0 {
 			return true
@@ -772,8 +782,8 @@ func (s *Stream) abort(err, cause error) {
 			switch o.kind {
 			case opSend:
 				c.poison(s.dev, o.peer, o.tag, failed)
-			case OpSwitchAllReduce:
-				c.skipAllReduce(s.dev, o, failed)
+			case OpSwitchAllReduce, OpSwitchAllGather, OpSwitchReduceScatter:
+				c.skipMeeting(s.dev, o, failed)
 			case opRecord:
 				o.ev.err = s.err
 				for _, w := range o.ev.wake() {
@@ -782,8 +792,8 @@ func (s *Stream) abort(err, cause error) {
 			case opFeed:
 				// The sends it has yet to give fail their receivers too.
 				o.ext.feed.drain(func(left Op) {
-					if left.Kind == OpSwitchAllReduce {
-						c.skipAllReduce(s.dev, &op{kind: OpSwitchAllReduce, tag: left.Tag, ext: &opExt{group: left.Group}}, failed)
+					if left.Kind.meets() {
+						c.skipMeeting(s.dev, &op{kind: left.Kind, tag: left.Tag, ext: &opExt{group: left.Group}}, failed)
 						return
 					}
 					c.poison(s.dev, left.Peer, left.Tag, failed)

@@ -35,7 +35,7 @@ import (
 // then crosses once for each.
 
 func (k OpKind) isSwitch() bool {
-	return k == OpSwitchReduce || k == OpMulticast || k == OpSwitchAllReduce
+	return k == OpSwitchReduce || k == OpMulticast || k.meets()
 }
 
 // SwitchReduce enqueues dst = the reduction by rop (Sum, Prod, Min or
@@ -277,7 +277,7 @@ func (s *Stream) switchDrained(now Time, o *op) {
 		s.dev.c.eng.schedule(after(now, o.land), s, computeDone)
 		return
 	}
-	if o.kind == OpSwitchAllReduce {
+	if o.kind.meets() {
 		o.ext.meeting.finish(now)
 		return
 	}
@@ -325,7 +325,7 @@ func (s *Stream) switchMember(d *Device) bool {
 	if !s.busy || o == nil || !o.kind.isSwitch() {
 		return false
 	}
-	if o.kind == OpSwitchAllReduce {
+	if o.kind.meets() {
 		return slices.Contains(o.ext.group, d)
 	}
 	return slices.ContainsFunc(o.ext.members, func(m hw.Slice) bool { return memberDevice(m) == d })
@@ -339,7 +339,7 @@ func (c *Cluster) cutSwitch(s *Stream, f *flow, now Time) {
 	s.flow = nil
 	c.logf(now, "%s of rank %d cut off", o.kind, s.dev.rank)
 	err := fmt.Errorf("a link of its way through the switch is down (%s), and a switch operation takes no other way", c.downNames())
-	if o.kind == OpSwitchAllReduce {
+	if o.kind.meets() {
 		o.ext.meeting.fail(err)
 		return
 	}

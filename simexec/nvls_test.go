@@ -112,6 +112,8 @@ func TestNVLSPlansRunRight(t *testing.T) {
 		{"nccl-nvlstree", ops.AllReduce, append(oneNode[1:2], nodes...), false},
 		{"nccl-nvls", ops.AllReduce, sharpNodes, false},
 		{"nccl-collnet-direct", ops.AllReduce, sharpNodes, false},
+		{"nccl-collnet-direct", ops.ReduceScatter, sharpNodes, false},
+		{"nccl-collnet-direct", ops.AllGather, sharpNodes, true},
 		{"nccl-collnet-chain", ops.AllReduce, sharpNodes, false},
 	} {
 		op := run.op
@@ -122,7 +124,7 @@ func TestNVLSPlansRunRight(t *testing.T) {
 			for _, streamed := range []bool{false, true} {
 				compile := ops.Compile
 				if streamed {
-					if op == ops.AllReduce {
+					if op == ops.AllReduce || ops.NetworkSwitch(run.algo) {
 						continue // held: its lanes wait for each other
 					}
 					compile = ops.CompileStreamed
@@ -131,7 +133,7 @@ func TestNVLSPlansRunRight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var first []byte // rank 0's output, which every rank must match
+				first := map[int][]byte{} // rank 0's output, which every rank must match (each rank's, for reduce-scatter)
 				for _, inPlace := range []bool{false, true} {
 					for _, enqueue := range []bool{false, true} {
 						name := fmt.Sprintf("%v on %s, streamed %v, in place %v, enqueued %v", spec, tc.topo, streamed, inPlace, enqueue)
@@ -167,13 +169,18 @@ func TestNVLSPlansRunRight(t *testing.T) {
 								continue
 							}
 							// The tree's order: the same bits on every rank
+							// (each rank's own block, for a reduce-scatter)
 							// and every run, and within rounding of the
 							// rank-order sum.
-							if first == nil {
-								first = got
+							same := 0
+							if op == ops.ReduceScatter {
+								same = r
 							}
-							if !bytes.Equal(got, first) {
-								t.Fatalf("%s: rank %d's output differs from rank 0's", name, r)
+							if first[same] == nil {
+								first[same] = got
+							}
+							if !bytes.Equal(got, first[same]) {
+								t.Fatalf("%s: rank %d's output differs from rank %d's, or from another run's", name, r, same)
 							}
 							want, _ := hw.Decode[float32](nvlsWant(t, spec, xs, r))
 							have, _ := hw.Decode[float32](got)

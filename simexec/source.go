@@ -137,7 +137,7 @@ func (s *laneSource) simOp(kind ops.StepKind, src, dst ops.Ref, peer int, tag ui
 			return sim.Op{}, err
 		}
 		return sim.Op{Kind: sim.OpMulticast, Src: j.Slice(src), Members: members, Wire: s.wire}, nil
-	case ops.StepNetAllReduce:
+	case ops.StepNetAllReduce, ops.StepNetAllGather, ops.StepNetReduceScatter:
 		if s.netGroup == nil {
 			first, stride, n := j.Plan.NetGroup(j.Rank)
 			for i := range n {
@@ -148,7 +148,9 @@ func (s *laneSource) simOp(kind ops.StepKind, src, dst ops.Ref, peer int, tag ui
 				s.netGroup = append(s.netGroup, dev)
 			}
 		}
-		return sim.Op{Kind: sim.OpSwitchAllReduce, Redop: j.ReduceOp(), Dst: j.Slice(dst), Src: j.Slice(src), Group: s.netGroup, Tag: j.Tag(tag), Wire: s.wire}, nil
+		k := map[ops.StepKind]sim.OpKind{ops.StepNetAllReduce: sim.OpSwitchAllReduce, ops.StepNetAllGather: sim.OpSwitchAllGather,
+			ops.StepNetReduceScatter: sim.OpSwitchReduceScatter}[kind]
+		return sim.Op{Kind: k, Redop: j.ReduceOp(), Dst: j.Slice(dst), Src: j.Slice(src), Group: s.netGroup, Tag: j.Tag(tag), Wire: s.wire}, nil
 	}
 	return sim.Op{}, fmt.Errorf("%w: unknown step kind %v", ops.ErrBadPlan, kind)
 }

@@ -228,7 +228,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if p > ops.MaxRanks {
 		return nil, usagef("topology %s has %d GPUs, over the limit of %d ranks", f.topo, p, ops.MaxRanks)
 	}
-	if s.nodeRanks, err = fabricRuns(s.algo, s.op, s.topo, f.topo); err != nil {
+	if s.nodeRanks, err = fabricRuns(s.algo, s.topo, f.topo); err != nil {
 		return nil, err
 	}
 	if s.algo == algoNCCL {
@@ -258,14 +258,12 @@ func (f *benchFlags) parse() (*sweep, error) {
 }
 
 // fabricRuns refuses, as a usage error naming why, an algorithm of NCCL's
-// that the fabric (named name) cannot run for op: NVLS without an
-// NVSwitch that reduces, or across nodes without SHARP or for anything
-// but all-reduce; CollNet without SHARP, or its reduce-scatter and
-// all-gather on nodes of several GPUs; PAT on nodes of several GPUs;
-// NVLS or CollNet across nodes whose GPUs are not numbered node by node.
-// It returns the ranks of a node the algorithm's plans are made for (0:
-// one node).
-func fabricRuns(algo string, op ops.Op, topo *topology.Topology, name string) (nodeRanks int, err error) {
+// that the fabric (named name) cannot run: NVLS without an NVSwitch that
+// reduces, or across nodes without SHARP; CollNet without SHARP; PAT on
+// nodes of several GPUs; NVLS or CollNet across nodes whose GPUs are not
+// numbered node by node. It returns the ranks of a node the algorithm's
+// plans are made for (0: one node).
+func fabricRuns(algo string, topo *topology.Topology, name string) (nodeRanks int, err error) {
 	if !ops.NeedsSwitch(algo) && algo != "nccl-pat" {
 		return 0, nil
 	}
@@ -276,12 +274,10 @@ func fabricRuns(algo string, op ops.Op, topo *topology.Topology, name string) (n
 		return 0, usagef("algorithm nccl-pat needs one GPU per node (NCCL runs PAT only then), which %s does not have", name)
 	case ops.NetworkSwitch(algo) && (err != nil || !sys.SHARP):
 		return 0, usagef("algorithm %s needs nodes joined by network switches that reduce (SHARP), which %s does not have", algo, name)
-	case ops.NetworkSwitch(algo) && sys.PerNode > 1 && op != ops.AllReduce:
-		return 0, usagef("algorithm %s runs %s with one GPU per node (commsim's CollNet), and %s has nodes of %d", algo, op, name, sys.PerNode)
 	case ops.NeedsSwitch(algo) && !ops.NetworkSwitch(algo) && (err != nil || !sys.NVLSCapable):
 		return 0, usagef("algorithm %s needs GPUs on a switch that reduces (NVLS), which %s does not have", algo, name)
-	case algo == "nccl-nvls" && across && (!sys.SHARP || op != ops.AllReduce):
-		return 0, usagef("algorithm nccl-nvls runs across nodes only as an all-reduce over network switches that reduce (SHARP, NCCL's CollNet); %s has %d nodes", name, sys.Nodes)
+	case algo == "nccl-nvls" && across && !sys.SHARP:
+		return 0, usagef("algorithm nccl-nvls runs across nodes only over network switches that reduce (SHARP, NCCL's CollNet); %s has %d nodes", name, sys.Nodes)
 	case ops.NeedsSwitch(algo) && across && !sys.NodeMajor:
 		return 0, usagef("algorithm %s needs each node's GPUs numbered together, which %s does not have", algo, name)
 	}

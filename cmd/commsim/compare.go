@@ -122,7 +122,7 @@ func (f *compareFlags) parse() (*comparison, error) {
 			case !slices.Contains(supported, a) && !ops.NeedsSwitch(a):
 				return nil, usagef("--algos: algorithm %s has no %s (for %s use some of %s)", a, s.op, s.op, strings.Join(supported, ", "))
 			}
-			nodeRanks, err := fabricRuns(a, s.op, s.topo, f.topo)
+			nodeRanks, err := fabricRuns(a, s.topo, f.topo)
 			if err != nil {
 				return nil, err
 			}

@@ -61,10 +61,14 @@ func TestBenchRunsCollNetOnNodesOfSeveralGPUs(t *testing.T) {
 	if status != 0 || !strings.Contains(out, "  nvls/Simple/16ch\n") || !strings.Contains(out, "Out of bounds values : 0 OK") {
 		t.Errorf("--algo nccl: status %d %s:\n%s", status, errOut, out)
 	}
-	for _, algo := range []string{"nccl-collnet-direct", "nccl-collnet-chain", "nccl-nvls"} {
-		status, out, errOut := commsim("bench", "--topo", "cluster:2x4,rail=true,sharp=100GB/s,nvls=inf", "--algo", algo, "-b", "8", "-e", "64KiB", "-f", "8", "--check")
+	for _, tc := range []struct{ algo, op string }{
+		{"nccl-collnet-direct", "allreduce"}, {"nccl-collnet-direct", "allgather"}, {"nccl-collnet-direct", "reducescatter"},
+		{"nccl-collnet-chain", "allreduce"},
+		{"nccl-nvls", "allreduce"}, {"nccl-nvls", "allgather"}, {"nccl-nvls", "reducescatter"},
+	} {
+		status, out, errOut := commsim("bench", "--topo", "cluster:2x4,rail=true,sharp=100GB/s,nvls=inf", "--op", tc.op, "--algo", tc.algo, "-b", "8", "-e", "64KiB", "-f", "8", "--check")
 		if status != 0 || !strings.Contains(out, "Out of bounds values : 0 OK") {
-			t.Errorf("%s: status %d %s:\n%s", algo, status, errOut, out)
+			t.Errorf("%s %s: status %d %s:\n%s", tc.algo, tc.op, status, errOut, out)
 		}
 	}
 }
@@ -130,7 +134,6 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "collnet_direct"}, "SHARP"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat", "--op", "allgather"}, "one GPU per node"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat"}, "PAT runs all-gather and reduce-scatter only"},
-		{[]string{"--topo", "cluster:2x8,arch=hopper,sharp=inf", "--nccl-algo", "collnet_direct", "--op", "allgather"}, "cannot simulate collnet-direct"},
 		{[]string{"--nccl-algo", "bogus"}, "unknown algorithm"},
 		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
 		{[]string{"--nccl-proto", "^LL,LL128,Simple"}, "--nccl-proto ^LL,LL128,Simple: leaves nothing"},
@@ -152,8 +155,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 	}
 	for _, tc := range []struct{ algo, topo, why string }{
 		{"nccl-collnet-direct", "dgx-a100x2", "needs nodes joined by network switches that reduce (SHARP)"},
-		{"nccl-collnet-direct", "cluster:2x4,sharp=inf --op allgather", "runs allgather with one GPU per node"},
-		{"nccl-nvls", "cluster:2x4,nvls=inf", "across nodes only as an all-reduce over network switches that reduce"},
+		{"nccl-nvls", "cluster:2x4,nvls=inf", "across nodes only over network switches that reduce"},
 	} {
 		args := append([]string{"bench", "--algo", tc.algo, "-e", "8", "--timing-only", "--topo"}, strings.Fields(tc.topo)...)
 		status, _, errOut = commsim(args...)

@@ -158,3 +158,100 @@ func TestSwitchAllReduceRefusesBadArguments(t *testing.T) {
 		t.Errorf("no reducing switch: %v, want an error naming in-network reduction", err)
 	}
 }
+
+// TestSwitchGatherAndScatter: a switch all-gather writes member i's
+// source as block i of every member's destination; a switch
+// reduce-scatter writes, on member i, block i of every member's source
+// combined in the group's order; each takes the way through the switch
+// and its larger side's bytes (the all-gather's result, 3 × 4000, at the
+// links' 100 GB/s: 120 ns; the reduce-scatter's input at the switch's
+// 50 GB/s: 240 ns). Lengths that do not fit the group are refused.
+func TestSwitchGatherAndScatter(t *testing.T) {
+	r := newSwitchRig(t, "switch:3,bw=100GB/s,lat=1us,nvls=50GB/s", sim.Config{}, 3000)
+	srcs := make([]hw.Buffer, 3)
+	for i := range srcs {
+		srcs[i] = try(r.devs[i].Alloc(hw.F32, 1000))(t)
+		v := make([]float32, 1000)
+		for j := range v {
+			v[j] = float32(10*i + j%7)
+		}
+		ok(t, srcs[i].Write(hw.Encode(v)))
+	}
+	var starts, ends []hw.Event
+	for i, s := range r.strs {
+		starts, ends = append(starts, try(r.devs[i].NewEvent())(t)), append(ends, try(r.devs[i].NewEvent())(t))
+		ok(t, s.Record(starts[i]))
+		o := sim.Op{Kind: sim.OpSwitchAllGather, Dst: hw.Whole(r.bufs[i]), Src: hw.Whole(srcs[i]), Group: r.devs, Tag: 4}
+		ok(t, s.Feed(&ops{list: []sim.Op{o}, n: 1}))
+		ok(t, s.Record(ends[i]))
+	}
+	ok(t, r.c.Run())
+	for i, b := range r.bufs {
+		got := download(t, b)
+		for q := range 3 {
+			if got[q*1000+5] != float32(10*q+5) {
+				t.Fatalf("all-gather: rank %d's block %d starts %v, want rank %d's", i, q, got[q*1000:q*1000+6], q)
+			}
+		}
+		if took := sim.FromSeconds(try(ends[i].ElapsedSince(starts[i]))(t)); took != 2*sim.Microsecond+120*sim.Nanosecond {
+			t.Errorf("all-gather: rank %d took %v, want 2.12µs", i, took)
+		}
+	}
+	// Every rank now holds the gathered blocks 0, 10, 20 (+ j%7): block
+	// q summed over 3 ranks is 3 × (10q + j%7).
+	for i, s := range r.strs {
+		starts[i], ends[i] = try(r.devs[i].NewEvent())(t), try(r.devs[i].NewEvent())(t)
+		ok(t, s.Record(starts[i]))
+		o := sim.Op{Kind: sim.OpSwitchReduceScatter, Redop: hw.Sum, Dst: hw.Whole(srcs[i]), Src: hw.Whole(r.bufs[i]), Group: r.devs, Tag: 5}
+		ok(t, s.Feed(&ops{list: []sim.Op{o}, n: 1}))
+		ok(t, s.Record(ends[i]))
+	}
+	ok(t, r.c.Run())
+	for i, b := range srcs {
+		if got := download(t, b); got[5] != float32(3*(10*i+5)) {
+			t.Errorf("reduce-scatter: rank %d holds %v…, want %v", i, got[:6], 3*(10*i+5))
+		}
+		if took := sim.FromSeconds(try(ends[i].ElapsedSince(starts[i]))(t)); took != 2*sim.Microsecond+240*sim.Nanosecond {
+			t.Errorf("reduce-scatter: rank %d took %v, want 2.24µs", i, took)
+		}
+	}
+	bad := sim.Op{Kind: sim.OpSwitchAllGather, Dst: hw.Whole(r.bufs[0]), Src: hw.Whole(r.bufs[0]), Group: r.devs}
+	ok(t, r.strs[0].Feed(&ops{list: []sim.Op{bad}, n: 1}))
+	if err := r.c.Run(); !errors.Is(err, hw.ErrSizeMismatch) {
+		t.Errorf("an all-gather into a slice as long as its source: %v, want ErrSizeMismatch", err)
+	}
+}
+
+// TestSwitchCollectiveCrashes: a member that crashes while the others
+// wait for it, or during the switch's flow, or a link of the way that
+// goes down during it, fails every member with the reason; none hangs.
+func TestSwitchCollectiveCrashes(t *testing.T) {
+	for _, tc := range []struct {
+		name, fault string
+		late        bool // rank 2 computes 5 µs before it comes
+		want        error
+		says        string
+	}{
+		{"a member crashes while the others wait", "rank 2 crash at 1us", true, sim.ErrCrashed, "crashed"},
+		{"a member crashes during the flow", "rank 1 crash at 1.5us", false, sim.ErrCrashed, "crashed"},
+		{"a link goes down during the flow", "link sw0-gpu1 down at 1.5us", false, nil, "is down"},
+	} {
+		r := newSwitchRig(t, "switch:3,bw=100GB/s,lat=1us,nvls=inf", sim.Config{TimingOnly: true}, 1000)
+		ok(t, r.c.Inject(try(sim.ParseFault(tc.fault))(t)))
+		for i, s := range r.strs {
+			if tc.late && i == 2 {
+				ok(t, s.Compute(5e-6, "late"))
+			}
+			ok(t, s.SwitchAllReduce(hw.Sum, hw.Whole(r.bufs[i]), hw.Whole(r.bufs[i]), r.devs, 1))
+		}
+		err := r.c.Run()
+		if err == nil || sim.IsDeadlock(err) || !strings.Contains(err.Error(), tc.says) || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want a failure saying %q", tc.name, err, tc.says)
+		}
+		for i, s := range r.strs {
+			if err := s.Synchronize(); err == nil || sim.IsDeadlock(err) {
+				t.Errorf("%s: rank %d: %v, want its failure", tc.name, i, err)
+			}
+		}
+	}
+}
