@@ -69,14 +69,16 @@
 //     (direct: every GPU, the head of its share, which the node's GPUs
 //     send it; chain: the channel's head, at the end of a chain through
 //     the node) all-reduce through the network's switch (SHARP) with the
-//     same heads of the other nodes, and send the result back; with one
-//     GPU per node, reduce-scatter and all-gather go through the switch
-//     from each GPU too. Its links and reduction bandwidth set the pace;
+//     same heads of the other nodes, and send the result back;
+//     all-gather and reduce-scatter gather or reduce the blocks of each
+//     local index's ranks through the switch at that index's GPU. Its
+//     links and reduction bandwidth set the pace;
 //     NCCL's network hop is spent on each all-reduce through the switch,
 //     its NVLink hop (and direct's 0.4 µs a GPU) on each message within
 //     a node. NVLS across nodes runs over it (ops nccl-nvls in nodes):
-//     the node's switch reduces, the network's switch all-reduces
-//     between nodes, the node's switch multicasts.
+//     the node's switch reduces, the network's switch all-reduces (or
+//     all-gathers, or reduce-scatters) between nodes, the node's switch
+//     multicasts.
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer
@@ -87,7 +89,7 @@
 //
 // Not modelled: proxy threads, and the tuner plugins some clusters load.
 // Algorithms NCCL would pick that the simulator cannot run on a fabric
-// yet (CollNet's reduce-scatter and all-gather with several GPUs per
-// node) are priced by the model but left out of the choice (Simulable);
+// (NVLS or CollNet across nodes whose GPUs are not numbered node by node)
+// are priced by the model but left out of the choice (Simulable);
 // Choice.NCCL says what NCCL itself would run.
 package nccl

@@ -8,14 +8,14 @@
 // the plan fixes every reduction's order, results are bit for bit the same
 // on every backend that follows hw's arithmetic contract.
 //
-// Three more steps need a switch that reduces (NVLS on an NVSwitch,
+// More steps need a switch that reduces (NVLS on an NVSwitch,
 // SHARP on a network switch). Two act on every rank of a group at once
 // (a node, or for CollNet every node of one GPU: Spec.Group): a switch
-// reduction and a multicast (StepSwitchReduce, StepMulticast). The third,
-// an all-reduce through the network's switch (StepNetAllReduce), is run
-// by every member of a network group (the ranks of one local index:
-// Spec.NetGroup) on its own memory, and its members meet as a message's
-// ends do. No hw device offers them (CUDA reaches NVLS and SHARP only
+// reduction and a multicast (StepSwitchReduce, StepMulticast). The
+// network's collectives (StepNetAllReduce, StepNetAllGather,
+// StepNetReduceScatter: IsNet) are run by every member of a network
+// group (the ranks of one local index: Spec.NetGroup) on its own memory,
+// and their members meet as a message's ends do. No hw device offers them (CUDA reaches NVLS and SHARP only
 // inside NCCL, through "native"), so plans that use them (algorithms
 // nccl-nvls, nccl-nvlstree, nccl-collnet-*; see UsesSwitch, NeedsSwitch)
 // run on the simulator only, through package simexec, and AlgorithmsFor

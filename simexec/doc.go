@@ -53,12 +53,13 @@
 // A plan's switch steps (ops.StepSwitchReduce, ops.StepMulticast: NVLS)
 // become the simulator's switch operations, which reach the other members'
 // buffers of the same run (ops.RankJob.MemberSlice) and move with the
-// plan's Wire; its network all-reduces (ops.StepNetAllReduce: SHARP)
-// become switch all-reduces (sim.OpSwitchAllReduce) that the members of
-// its network group meet at, matched by the plan's tag. They act on
+// plan's Wire; its network collectives (ops.StepNetAllReduce and the
+// others of ops.StepKind.IsNet: SHARP) become the simulator's switch
+// collectives (sim.OpSwitchAllReduce, …) that the members of its network
+// group meet at, matched by the plan's tag. They act on
 // several ranks at once, which a mirror cannot fold: plans with them are
 // never mirrored, and a fabric folded by a rotation does not run network
-// all-reduces (the run is simulated whole instead).
+// collectives (the run is simulated whole instead).
 //
 // A whole workload of ranks that all do the same (a training step with no
 // faults) can be mirrored the same way by running only ranks 0..b-1 of it
