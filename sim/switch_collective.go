@@ -26,8 +26,8 @@ import (
 // lands the switch reads every member's Src and writes every member's
 // Dst (not in TimingOnly mode), and every member goes on. A member that
 // crashes or fails, or a link of the way that goes down, fails every
-// member: a switch operation takes no other way. Folded clusters do not
-// run them.
+// member: a switch operation takes no other way. Mirrors do not run them;
+// a folded cluster (Cluster.Rotated) does, as it runs the others.
 
 // meets reports whether ops of kind k are switch collectives, which
 // every member of a group enqueues.
@@ -150,8 +150,8 @@ func (s *Stream) joinMeeting(o *op, now Time) bool {
 		s.fail(o, hw.ErrFreed)
 		return false
 	}
-	if c.quot != nil {
-		s.fail(o, fmt.Errorf("%w: a folded cluster does not run collectives through the switch", hw.ErrBadArgument))
+	if c.quot != nil && c.quot.block < len(c.devices) {
+		s.fail(o, fmt.Errorf("%w: a mirror folds messages between two ranks, not a switch's groups", hw.ErrBadArgument))
 		return false
 	}
 	m := c.meetingOf(s.dev, o)
@@ -209,6 +209,10 @@ func (s *Stream) joinMeeting(o *op, now Time) bool {
 		}
 	}
 	s.flow = c.fab.start(path, wait, n, s, o)
+	// On a folded cluster (Cluster.Rotated) the members' links fold onto
+	// their orbits' stand-ins, and the flow crosses a stand-in once for
+	// each member's link it stands for.
+	s.flow.repeats = c.quot != nil
 	return false
 }
 

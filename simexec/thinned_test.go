@@ -15,8 +15,8 @@ import (
 // identical copies (16 channels over 8 GPUs a node: c and c+8) are timed
 // by running one copy on a cluster with every bandwidth divided by their
 // number, to the picosecond of running them all: trees with LL128, rings
-// with Simple, NVLS within a node (16 alike) and NVLSTree across nodes
-// (c and c+2 alike). Each is also rotated: trees' and rings' channels
+// with Simple, NVLS within a node (16 alike), NVLSTree across nodes
+// (c and c+2 alike) and NVLS across nodes over the rails' SHARP. Each is also rotated: trees' and rings' channels
 // turn into each other as every node's GPUs rotate, and NVLS's and
 // NVLSTree's ranks into each other (the nodes' first GPUs stand for
 // all, their switch's reductions shared out).
@@ -38,6 +38,11 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 		{"dgx-h100", ops.AllGather, 64 << 20, nccl.NVLS, 16, 1},
 		{"dgx-h100", ops.ReduceScatter, 64 << 20, nccl.NVLS, 16, 1},
 		{"dgx-h100x4,rail=true", ops.AllReduce, 64 << 20, nccl.NVLSTree, 8, 1}, // c and c+2: tree c%2
+		// NVLS across nodes over CollNet: each node's switch, the rails'
+		// switches (SHARP) between the nodes.
+		{"dgx-h100x4,rail=true,sharp=inf", ops.AllReduce, 64 << 20, nccl.NVLS, 16, 1},
+		{"dgx-h100x4,rail=true,sharp=inf", ops.AllGather, 64 << 20, nccl.NVLS, 16, 1},
+		{"dgx-h100x2,rail=true,sharp=100GB/s", ops.ReduceScatter, 64 << 20, nccl.NVLS, 16, 1},
 	} {
 		topo, err := topology.Resolve(tc.topo)
 		if err != nil {
