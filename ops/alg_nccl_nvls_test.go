@@ -277,7 +277,8 @@ func (switchModel) NetAllReduceCost(ranks []int) (float64, float64, error) {
 
 // TestCostPricesSwitchSteps: Cost prices a switch step with the model's
 // SwitchCost, and a Wire's NVLink latency, efficiency and rate in its
-// place; a model without SwitchCost cannot price it, and says so.
+// place, a run of them on a lane paying the latency once; a model
+// without SwitchCost cannot price it, and says so.
 func TestCostPricesSwitchSteps(t *testing.T) {
 	plan := nvlsPlan(t, AllReduce, 4, 1000) // each rank's part: 250 f32, 1000 bytes
 	if _, err := Cost(plan, flatModel{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "SwitchCoster") {
@@ -294,6 +295,15 @@ func TestCostPricesSwitchSteps(t *testing.T) {
 	// at the rate's 2 ns/B.
 	if want := 3e-6 + 1e-6 + 2000e-9 + 1e-6 + 2000e-9; err != nil || !near(got, want) {
 		t.Fatalf("cost with a wire %v (%v), want %v", got, err, want)
+	}
+	// An all-gather of 3 passes a rank: its multicasts follow each other
+	// on one lane and pay the wire's latency once, as the simulator runs
+	// them (each 1000 bytes at the rate's 2 ns/B).
+	ag := mustPlan(t, Spec{Op: AllGather, Algo: "nccl-nvls", Ranks: 4, Count: 750, DType: hw.F32, Chunk: 250})
+	ag.Wire, ag.Launch = plan.Wire, plan.Launch
+	got, err = Cost(ag, switchModel{})
+	if want := 3e-6 + 3*2000e-9 + 1e-6; err != nil || !near(got, want) {
+		t.Fatalf("all-gather with a wire %v (%v), want %v", got, err, want)
 	}
 }
 

@@ -37,9 +37,11 @@ type PathClasser interface {
 // bandwidth, its latency, by the path's class, replaces α and delays
 // only the message, not its sender, and its reductions are free. A switch
 // step under a Wire is priced as an NVLink message, but its rank waits
-// for it to land: it reads or writes its own memory. On an uncontended fabric this is what the simulator
-// measures, and for the textbook algorithms it equals the formulas of
-// REFERENCE.md. It reads each lane through a Cursor, so a streamed plan
+// for it to land (it reads or writes its own memory) unless the lane's
+// next step is another switch reduction or multicast, which goes on
+// without waiting, as the simulator runs them. On an uncontended fabric
+// this is what the simulator measures, and for the textbook algorithms
+// it equals the formulas of REFERENCE.md. It reads each lane through a Cursor, so a streamed plan
 // is costed in memory that grows with its ranks, as it runs.
 func Cost(plan *Plan, m CostModel) (float64, error) {
 	if plan != nil && plan.native {
@@ -59,6 +61,9 @@ func Cost(plan *Plan, m CostModel) (float64, error) {
 type costLane struct {
 	laneReader
 	at float64
+	// landing is when the switch steps the lane went on from without
+	// waiting for them to land have all landed (pipelinedSwitch).
+	landing float64
 }
 
 type costRun struct {
@@ -182,7 +187,11 @@ func (c *costRun) run() (float64, error) {
 					if op == nil {
 						break
 					}
-					done, ready, err := c.try(r, lane.at, op, wake)
+					at := lane.at
+					if !pipelinable(op.Kind) {
+						at = max(at, lane.landing)
+					}
+					done, ready, err := c.try(r, at, op, wake)
 					if err != nil {
 						return 0, fmt.Errorf("ops: cost %v: rank %d lane %d step %d: %w", p.Spec, r, l, op.Index, err)
 					}
@@ -199,6 +208,14 @@ func (c *costRun) run() (float64, error) {
 					lane.at = done
 					end = max(end, done)
 					lane.advance()
+					if p.Wire != nil && pipelinable(op.Kind) && !op.Signals {
+						if next := lane.peek(); next != nil && pipelinable(next.Kind) && len(next.Awaits) == 0 {
+							// The next switch step goes on without waiting
+							// for this one to land.
+							alpha, _, _ := c.switchPath(r, op.Kind == StepSwitchReduce)
+							lane.at, lane.landing = done-alpha, max(lane.landing, done)
+						}
+					}
 					progress = true
 				}
 			}
@@ -268,6 +285,12 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 	}
 	return done, true, nil
 }
+
+// pipelinable reports whether steps of kind k, under a Wire, go on from
+// one to the next without waiting to land, as the simulator runs a run of
+// them (sim's switch reductions and multicasts): NCCL's kernels keep
+// several steps in flight.
+func pipelinable(k StepKind) bool { return k == StepSwitchReduce || k == StepMulticast }
 
 // switchKey names a rank's switch steps of one kind: their way through
 // the switch is the same every time.

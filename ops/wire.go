@@ -62,10 +62,13 @@ const (
 // A switch step (StepSwitchReduce, StepMulticast) moves as an NVLink
 // message: Latency[PathNVLink] in place of its way's latency,
 // Efficiency[PathNVLink] of its bytes, at most Rate; but its rank waits
-// for it to land, since it reads or writes the rank's own memory. So the
-// latency is paid once per switch step, one after another on a lane: a
-// collective's fixed cost (NCCL's 25 µs NVLS latency) belongs in
-// Plan.Launch.
+// for it to land, since it reads or writes the rank's own memory, unless
+// the lane's next step is another such step (NCCL's kernels keep several
+// in flight): the latency is paid once per run of switch steps on a
+// lane. A collective's fixed cost (NCCL's 25 µs NVLS latency) belongs in
+// Plan.Launch. A network collective (StepNetAllReduce, …) moves as a
+// network message, Latency[PathNet] and Efficiency[PathNet], and its
+// rank waits for it to land.
 type Wire struct {
 	Latency    [NumPathClasses]float64
 	Efficiency [NumPathClasses]float64

@@ -371,7 +371,7 @@ func (c *Cluster) apply(f Fault, now Time) {
 
 // crash cancels the stream's transfer in flight, if any, and fails it.
 func (s *Stream) crash(err error) {
-	if s.err != nil || s.empty() {
+	if s.err != nil || s.idleQueue() {
 		if s.err == nil {
 			s.err = fmt.Errorf("sim: rank %d (%s) stream %d: %w", s.dev.rank, s.dev.name, s.id, err)
 		}

@@ -152,7 +152,7 @@ func (e *DeadlockError) Unwrap() error { return hw.ErrDeadlock }
 func (c *Cluster) deadlock() *DeadlockError {
 	var blocked []BlockedStream
 	for _, s := range c.streams {
-		if s.err != nil || s.empty() {
+		if s.err != nil || s.idleQueue() {
 			continue
 		}
 		o := s.peek()

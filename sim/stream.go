@@ -163,6 +163,9 @@ type Stream struct {
 	// besides their route, and path a send's route with it.
 	channel link
 	path    []*link
+	// landing counts its switch operations that went on without waiting
+	// to land and have not yet (see switchDrained).
+	landing int
 	// conns are the stream's buffers on each device it sends to under a
 	// Wire with Slots, and sending the room its send in flight holds
 	// (see buffer.go).
@@ -466,8 +469,12 @@ func (s *Stream) Synchronize() error {
 	return s.err
 }
 
-// empty reports whether the stream has nothing left to do.
-func (s *Stream) empty() bool { return s.fedHead == len(s.fed) && s.head == len(s.queue) }
+// empty reports whether the stream has nothing left to do: no operation
+// queued, and none landing.
+func (s *Stream) empty() bool { return s.idleQueue() && s.landing == 0 }
+
+// idleQueue reports whether the stream has no operation queued.
+func (s *Stream) idleQueue() bool { return s.fedHead == len(s.fed) && s.head == len(s.queue) }
 
 // peek is the op the stream is at: one pulled from a feed, or the next
 // queued (perhaps a feed not yet pulled), or nil.
@@ -544,6 +551,9 @@ func (s *Stream) advance(now Time) {
 				s.dev.c.eng.schedule(until, s, 0)
 			}
 			return
+		}
+		if s.landing > 0 && !o.kind.pipelines() {
+			return // the last switch operation to land kicks the stream
 		}
 		if o.start = now; o.index < 0 {
 			o.index = s.started

@@ -261,6 +261,55 @@ func (s *Stream) beginSwitch(o *op, now Time) bool {
 	return false
 }
 
+// pipelines reports whether switch operations of kind k may follow each
+// other without waiting to land (switchDrained).
+func (k OpKind) pipelines() bool { return k == OpSwitchReduce || k == OpMulticast }
+
+// afterFront is the operation queued right after the one the stream is
+// at, pulled from the feed it came from when that is where the next one
+// comes from (so that a feed's batches do not change what runs), or nil
+// when there is none, or when it would come from a feed queued behind an
+// operation enqueued directly. ok is false when the stream failed
+// pulling.
+func (s *Stream) afterFront() (next *op, ok bool) {
+	if s.fedHead < len(s.fed) {
+		if s.fedHead+1 == len(s.fed) && s.head < len(s.queue) && s.queue[s.head].kind == opFeed {
+			if !s.pull(s.queue[s.head]) {
+				return nil, false
+			}
+		}
+		if s.fedHead+1 < len(s.fed) {
+			return s.fed[s.fedHead+1], true
+		}
+		if s.head < len(s.queue) && s.queue[s.head].kind != opFeed {
+			return s.queue[s.head], true
+		}
+		return nil, true
+	}
+	if s.head+1 < len(s.queue) && s.queue[s.head+1].kind != opFeed {
+		return s.queue[s.head+1], true
+	}
+	return nil, true
+}
+
+// switchLanding is a switch operation that lands after its stream went
+// on (see switchDrained): it moves the data then, and lets the stream go
+// on past its run once the last of them has landed.
+type switchLanding struct {
+	s *Stream
+	o op
+}
+
+func (l *switchLanding) fire(now Time, _ uint64) {
+	s := l.s
+	if err := s.applySwitch(&l.o); err != nil && s.err == nil {
+		s.abort(fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, l.o.index, &l.o, err), err)
+	}
+	if s.landing--; s.landing == 0 {
+		s.dev.c.kick(s)
+	}
+}
+
 // bytes is what a switch operation moves: its own slice's bytes.
 func (o *op) bytes() int {
 	if o.kind == OpMulticast {
@@ -270,8 +319,26 @@ func (o *op) bytes() int {
 }
 
 // switchDrained goes on from a switch operation whose flow has drained:
-// it lands now, or its Wire's latency later.
+// it lands now, or its Wire's latency later. A switch reduction or
+// multicast that the stream's next operation, already at hand, follows
+// with another lands on its own (switchLanding) while the stream goes on
+// to that one: a GPU issues a run of them back to back, as NCCL's kernels
+// keep several steps in flight, and only what follows the run waits for
+// them all to land.
 func (s *Stream) switchDrained(now Time, o *op) {
+	if o.land > 0 && !o.kind.meets() {
+		next, ok := s.afterFront()
+		if !ok {
+			return // the stream failed pulling from its feed
+		}
+		if next != nil && next.kind.pipelines() {
+			s.landing++
+			s.dev.c.eng.schedule(after(now, o.land), &switchLanding{s: s, o: *o}, 0)
+			s.complete(o, now)
+			s.advance(now)
+			return
+		}
+	}
 	if o.land > 0 {
 		s.busy, s.computing = true, o
 		s.dev.c.eng.schedule(after(now, o.land), s, computeDone)

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -252,5 +253,81 @@ func TestSwitchOpsFailWithTheirWay(t *testing.T) {
 				t.Errorf("%s: %v does not wrap sim.ErrCrashed", tc.name, err)
 			}
 		}
+	}
+}
+
+// TestSwitchOpsInARowPipeline: with a Wire, a switch operation followed
+// on its stream by another goes on without waiting to land, as NCCL's
+// kernels keep several steps in flight: three multicasts of 4000 bytes
+// (8000 on the wire at the links' 100 GB/s, 80 ns each) take 3 × 80 ns
+// plus one landing of 3 µs, not three, fed a few at a time or one at a
+// time (the next is pulled from the feed); what follows the run (a copy
+// of the last multicast's data) waits for every one to land, and sees
+// their data; a copy within the run breaks it in two.
+func TestSwitchOpsInARowPipeline(t *testing.T) {
+	wire := &sim.Wire{Latency: [3]sim.Time{3 * sim.Microsecond, 9 * sim.Microsecond, 9 * sim.Microsecond}, Efficiency: [3]float64{0.5, 1, 1}}
+	for _, tc := range []struct {
+		batch int
+		split bool
+		want  sim.Time
+	}{
+		{4, false, 3*80*sim.Nanosecond + 3*sim.Microsecond},
+		{1, false, 3*80*sim.Nanosecond + 3*sim.Microsecond},
+		{4, true, 3*80*sim.Nanosecond + 6*sim.Microsecond},
+	} {
+		r := newSwitchRig(t, "switch:4,bw=100GB/s,lat=1us,nvls=50GB/s", sim.Config{}, 3000)
+		src, seen := try(r.devs[2].Alloc(hw.F32, 1000))(t), try(r.devs[2].Alloc(hw.F32, 1000))(t)
+		ok(t, src.Write(hw.Encode(slices.Repeat([]float32{7}, 1000))))
+		at := func(i int) []hw.Slice {
+			var out []hw.Slice
+			for _, b := range r.bufs {
+				out = append(out, hw.Slice{Buf: b, Off: 1000 * i, Len: 1000})
+			}
+			return out
+		}
+		list := []sim.Op{
+			{Kind: sim.OpMulticast, Src: hw.Whole(src), Members: at(0), Wire: wire},
+			{Kind: sim.OpMulticast, Src: hw.Whole(src), Members: at(1), Wire: wire},
+			{Kind: sim.OpMulticast, Src: hw.Whole(src), Members: at(2), Wire: wire},
+			{Kind: sim.OpCopy, Dst: hw.Whole(seen), Src: at(2)[2]},
+		}
+		if tc.split {
+			list = slices.Insert(list, 2, sim.Op{Kind: sim.OpCopy, Dst: hw.Whole(seen), Src: at(0)[2]})
+		}
+		got, err := r.timed(t, 2, func(s *sim.Stream) error { return s.Feed(&ops{list: list, n: tc.batch}) })
+		if err != nil || got != tc.want {
+			t.Errorf("batches of %d, split %v: %v (%v), want %v", tc.batch, tc.split, got, err, tc.want)
+		}
+		if v := download(t, seen); v[0] != 7 || v[999] != 7 {
+			t.Errorf("batches of %d: the copy after the run saw %v %v, want the last multicast's 7s", tc.batch, v[0], v[999])
+		}
+		for i, b := range r.bufs {
+			if v := download(t, b); v[0] != 7 || v[1500] != 7 || v[2999] != 7 {
+				t.Errorf("batches of %d: rank %d holds %v %v %v, want 7s", tc.batch, i, v[0], v[1500], v[2999])
+			}
+		}
+	}
+	// A slower multicast before a faster one: what follows waits for the
+	// slower's landing (9 µs after its 80 ns), not only the last's.
+	r := newSwitchRig(t, "switch:4,bw=100GB/s,lat=1us,nvls=50GB/s", sim.Config{}, 2000)
+	src, seen := try(r.devs[2].Alloc(hw.F32, 1000))(t), try(r.devs[2].Alloc(hw.F32, 1000))(t)
+	ok(t, src.Write(hw.Encode(slices.Repeat([]float32{7}, 1000))))
+	slow, fast := *wire, *wire
+	slow.Latency[0], fast.Latency[0] = 9*sim.Microsecond, sim.Microsecond
+	var first, second []hw.Slice
+	for _, b := range r.bufs {
+		first, second = append(first, hw.Slice{Buf: b, Len: 1000}), append(second, hw.Slice{Buf: b, Off: 1000, Len: 1000})
+	}
+	list := []sim.Op{
+		{Kind: sim.OpMulticast, Src: hw.Whole(src), Members: first, Wire: &slow},
+		{Kind: sim.OpMulticast, Src: hw.Whole(src), Members: second, Wire: &fast},
+		{Kind: sim.OpCopy, Dst: hw.Whole(seen), Src: first[2]},
+	}
+	got, err := r.timed(t, 2, func(s *sim.Stream) error { return s.Feed(&ops{list: list, n: 4}) })
+	if want := 80*sim.Nanosecond + 9*sim.Microsecond; err != nil || got != want {
+		t.Errorf("a slower landing first: %v (%v), want %v", got, err, want)
+	}
+	if v := download(t, seen); v[0] != 7 {
+		t.Errorf("a slower landing first: the copy after the run saw %v, want the first multicast's 7", v[0])
 	}
 }
