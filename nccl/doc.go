@@ -59,7 +59,8 @@
 //     reduces, NCCL's tree joins the nodes, the switch multicasts. The
 //     simulator's links and the switch's reduction bandwidth set the
 //     pace, not NCCL's modelled NVLS bandwidth; NCCL's NVLS latency opens
-//     the collective and each switch step pays a Simple step's handshake.
+//     the collective and each switch step pays a Simple step's handshake
+//     (a run of them on a lane, once: NCCL keeps several steps in flight).
 //   - PAT (ops nccl-pat, all-gather and reduce-scatter, one GPU per
 //     node): every block down (or, reducing, up) a binomial tree rooted
 //     at its rank, log2(ranks) network steps, farthest first for

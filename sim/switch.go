@@ -26,7 +26,9 @@ import (
 // it drains at once, its bytes grown by the NVLink efficiency and its
 // rate capped by the stream's channel as a send's, and lands the Wire's
 // NVLink latency after: unlike a send, the stream waits for it to land,
-// as it reads or writes the rank's own memory. The data moves when it
+// as it reads or writes the rank's own memory, unless its next operation
+// is another switch reduction or multicast (switchDrained), in which case
+// only what follows the run waits for all of it. The data moves when it
 // lands: the sources are read and the destinations written then (not in
 // TimingOnly mode). A crashed member or a link of the way that is down
 // fails it: a switch operation takes no other way. Mirrors do not run
