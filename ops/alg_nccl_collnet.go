@@ -79,6 +79,16 @@ func (l netLanes) netAllReduce(b *builder, r, pass int, part Ref) {
 	laneBuilder{b, l.net(pass)}.finishAvg(r, part)
 }
 
+// netReduceScatter adds rank r's network reduce-scatter of sum into out
+// for the channel's pass-th pass, on the pass's network lane, After the
+// rank's last step; records it as its slot's last use; and adds the
+// division that ends an average.
+func (l netLanes) netReduceScatter(b *builder, r, pass int, sum, out Ref, used *slotUses) {
+	b.add(r, Step{Kind: StepNetReduceScatter, Src: sum, Dst: out, Tag: l.netTag(pass), Lane: l.net(pass), After: []int{b.last(r)}})
+	used[pass%netDepth] = b.last(r)
+	laneBuilder{b, l.net(pass)}.finishAvg(r, out)
+}
+
 // ncclCollNetDirectAllReduce: channel c cuts its share of the data into
 // passes of NodeRanks×Chunk elements, and local rank i of every node is
 // the head of part i of each pass. On the channel's first lane rank r
@@ -263,36 +273,28 @@ func ncclCollNetChainAllReduce(b *builder) error {
 // into their blocks. A slot is written again After its pass's sends.
 // Tags (netLanes): the second, between a node's GPUs. No reduction.
 func ncclCollNetDirectAllGather(b *builder) error {
-	p, n := b.p.Ranks, b.p.Count
-	g := nodeSize(b.p.Spec)
-	if g == 1 || p == 1 {
+	if nodeSize(b.p.Spec) == 1 || b.p.Ranks == 1 {
 		return ncclNVLSAllGather(b)
 	}
-	N, C := p/g, channels(b.p.Spec, n)
-	pass := passLimit(b.p.Spec, n, C, 1)
-	slot := N * pass
-	b.tmp(C * (netDepth + 1) * slot)
-	b.madeLanes(netTags * C)
-	for c := range C {
+	n := b.p.Count
+	bp := newBlockPasses(b, netDepth+1)
+	g, N, pass, slot := bp.g, bp.N, bp.pass, bp.slot
+	for c := range bp.C {
 		nl := netLanes{c}
-		off, ln := chunk(n, C, c)
+		off, ln := chunk(n, bp.C, c)
 		base := c * (netDepth + 1) * slot
 		recvSlot := base + netDepth*slot
 		back := nl.tag(1)
 		for r := range b.ranks() {
 			node, me, k := r/g*g, r%g, 0
-			freed := [netDepth]int{-1, -1, -1, -1}
+			used := newSlotUses()
 			passes(ln, pass, func(o, m int) {
 				if m == 0 {
 					return
 				}
 				d := k % netDepth
 				res := ref(Tmp, base+d*slot, N*m)
-				var after []int
-				if freed[d] >= 0 {
-					after = []int{freed[d]}
-				}
-				b.add(r, Step{Kind: StepNetAllGather, Src: ref(In, off+o, m), Dst: res, Tag: nl.netTag(k), Lane: nl.net(k), After: after})
+				b.add(r, Step{Kind: StepNetAllGather, Src: ref(In, off+o, m), Dst: res, Tag: nl.netTag(k), Lane: nl.net(k), After: used.after(d)})
 				gather := stage(b, r, nl.last())
 				for i := range N {
 					gather(Step{Kind: StepCopy, Dst: ref(Out, (i*g+me)*n+off+o, m), Src: ref(Tmp, res.Off+i*m, m)})
@@ -302,7 +304,7 @@ func ncclCollNetDirectAllGather(b *builder) error {
 						gather(Step{Kind: StepSend, Peer: node + j, Src: res, Tag: back})
 					}
 				}
-				freed[d] = b.last(r)
+				used[d] = b.last(r)
 				for j := range g {
 					if j == me {
 						continue
@@ -335,35 +337,30 @@ func ncclCollNetDirectAllGather(b *builder) error {
 // local order, then ((P[0] op P[1]) op …) over the nodes, computed once
 // by the switch. Tags (netLanes): the first, between a node's GPUs.
 func ncclCollNetDirectReduceScatter(b *builder) error {
-	p, n := b.p.Ranks, b.p.Count
-	g := nodeSize(b.p.Spec)
-	if g == 1 || p == 1 {
+	if nodeSize(b.p.Spec) == 1 || b.p.Ranks == 1 {
 		return ncclNVLSReduceScatter(b)
 	}
-	N, C := p/g, channels(b.p.Spec, n)
-	pass := passLimit(b.p.Spec, n, C, 1)
-	slot := N * pass
-	b.tmp(C * (netDepth + 2) * slot)
-	b.madeLanes(netTags * C)
-	for c := range C {
+	n := b.p.Count
+	bp := newBlockPasses(b, netDepth+2)
+	g, N, pass, slot := bp.g, bp.N, bp.pass, bp.slot
+	for c := range bp.C {
 		nl := netLanes{c}
 		first := nl.first()
 		first.b = b
-		off, ln := chunk(n, C, c)
+		off, ln := chunk(n, bp.C, c)
 		base := c * (netDepth + 2) * slot
 		staging, recvSlot := base, base+slot
 		toHeads := nl.tag(0)
 		for r := range b.ranks() {
 			node, me, k := r/g*g, r%g, 0
-			freed := [netDepth]int{-1, -1, -1, -1}
+			used := newSlotUses()
 			// pieces copies the pass's pieces of the blocks of the ranks
-			// of local index j into Tmp from at, the first After after
-			// (when ≥ 0).
-			pieces := func(j, at, o, m, after int) {
+			// of local index j into Tmp from at, the first After after.
+			pieces := func(j, at, o, m int, after []int) {
 				for i := range N {
 					s := Step{Kind: StepCopy, Dst: ref(Tmp, at+i*m, m), Src: ref(In, (i*g+j)*n+off+o, m), Lane: first.lane}
-					if i == 0 && after >= 0 {
-						s.After = []int{after}
+					if i == 0 {
+						s.After = after
 					}
 					b.add(r, s)
 				}
@@ -374,13 +371,13 @@ func ncclCollNetDirectReduceScatter(b *builder) error {
 				}
 				for j := range g {
 					if j != me {
-						pieces(j, staging, o, m, -1)
+						pieces(j, staging, o, m, nil)
 						first.send(r, node+j, ref(Tmp, staging, N*m), toHeads)
 					}
 				}
 				d := k % netDepth
 				sum := ref(Tmp, base+(2+d)*slot, N*m)
-				pieces(me, sum.Off, o, m, freed[d])
+				pieces(me, sum.Off, o, m, used.after(d))
 				for j := range g {
 					if j != me {
 						inc := ref(Tmp, recvSlot, N*m)
@@ -389,14 +386,50 @@ func ncclCollNetDirectReduceScatter(b *builder) error {
 					}
 				}
 				out := ref(Out, off+o, m)
-				b.add(r, Step{Kind: StepNetReduceScatter, Src: sum, Dst: out, Tag: nl.netTag(k), Lane: nl.net(k), After: []int{b.last(r)}})
-				freed[d] = b.last(r)
-				laneBuilder{b, nl.net(k)}.finishAvg(r, out)
+				nl.netReduceScatter(b, r, k, sum, out, &used)
 				k++
 			})
 		}
 	}
 	return nil
+}
+
+// blockPasses is how a plan that takes every rank's block through the
+// network's switch (an all-gather, a reduce-scatter) cuts them: nodes of
+// g GPUs, N of them, C channels, passes of pass elements of each block; a
+// slot of Tmp holds a pass's piece of the N blocks of one local index.
+type blockPasses struct{ g, N, C, pass, slot int }
+
+// newBlockPasses is b's blockPasses, with Tmp for slots slots a channel
+// and netTags lanes a channel.
+func newBlockPasses(b *builder, slots int) blockPasses {
+	g := nodeSize(b.p.Spec)
+	C := channels(b.p.Spec, b.p.Count)
+	pass := passLimit(b.p.Spec, b.p.Count, C, 1)
+	bp := blockPasses{g: g, N: b.p.Ranks / g, C: C, pass: pass, slot: b.p.Ranks / g * pass}
+	b.tmp(C * slots * bp.slot)
+	b.madeLanes(netTags * C)
+	return bp
+}
+
+// slotUses is, for each of a channel's netDepth slots, the rank's step
+// that last used it, which its next use waits for (-1: none yet).
+type slotUses [netDepth]int
+
+func newSlotUses() slotUses {
+	var u slotUses
+	for d := range u {
+		u[d] = -1
+	}
+	return u
+}
+
+// after is what the next use of slot d waits for (After).
+func (u *slotUses) after(d int) []int {
+	if u[d] < 0 {
+		return nil
+	}
+	return []int{u[d]}
 }
 
 // stage is a function that adds rank r's steps on lane, the first of

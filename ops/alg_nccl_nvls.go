@@ -163,35 +163,27 @@ func acrossNodes(s Spec) bool { return s.NodeRanks > 0 && s.NodeRanks < s.Ranks 
 // rank's block of its node's Outs. A slot is written again After its
 // pass's multicasts. No reduction.
 func ncclNVLSNetAllGather(b *builder) error {
-	p, n := b.p.Ranks, b.p.Count
-	g := nodeSize(b.p.Spec)
-	N, C := p/g, channels(b.p.Spec, n)
-	pass := passLimit(b.p.Spec, n, C, 1)
-	slot := N * pass
-	b.tmp(C * netDepth * slot)
-	b.madeLanes(netTags * C)
-	for c := range C {
+	n := b.p.Count
+	bp := newBlockPasses(b, netDepth)
+	g, N, slot := bp.g, bp.N, bp.slot
+	for c := range bp.C {
 		nl := netLanes{c}
-		off, ln := chunk(n, C, c)
+		off, ln := chunk(n, bp.C, c)
 		for r := range b.ranks() {
 			me, k := r%g, 0
-			freed := [netDepth]int{-1, -1, -1, -1}
-			passes(ln, pass, func(o, m int) {
+			used := newSlotUses()
+			passes(ln, bp.pass, func(o, m int) {
 				if m == 0 {
 					return
 				}
 				d := k % netDepth
 				res := ref(Tmp, (c*netDepth+d)*slot, N*m)
-				var after []int
-				if freed[d] >= 0 {
-					after = []int{freed[d]}
-				}
-				b.add(r, Step{Kind: StepNetAllGather, Src: ref(In, off+o, m), Dst: res, Tag: nl.netTag(k), Lane: nl.net(k), After: after})
+				b.add(r, Step{Kind: StepNetAllGather, Src: ref(In, off+o, m), Dst: res, Tag: nl.netTag(k), Lane: nl.net(k), After: used.after(d)})
 				cast := stage(b, r, nl.last())
 				for i := range N {
 					cast(Step{Kind: StepMulticast, Dst: ref(Out, (i*g+me)*n+off+o, m), Src: ref(Tmp, res.Off+i*m, m)})
 				}
-				freed[d] = b.last(r)
+				used[d] = b.last(r)
 				k++
 			})
 		}
@@ -212,21 +204,17 @@ func ncclNVLSNetAllGather(b *builder) error {
 // NVSwitch, then ((P[0] op P[1]) op …) over the nodes by the network's
 // switch.
 func ncclNVLSNetReduceScatter(b *builder) error {
-	p, n := b.p.Ranks, b.p.Count
-	g := nodeSize(b.p.Spec)
-	N, C := p/g, channels(b.p.Spec, n)
-	pass := passLimit(b.p.Spec, n, C, 1)
-	slot := N * pass
-	b.tmp(C * netDepth * slot)
-	b.madeLanes(netTags * C)
-	for c := range C {
+	n := b.p.Count
+	bp := newBlockPasses(b, netDepth)
+	g, N, slot := bp.g, bp.N, bp.slot
+	for c := range bp.C {
 		nl := netLanes{c}
 		lane := nl.first().lane
-		off, ln := chunk(n, C, c)
+		off, ln := chunk(n, bp.C, c)
 		for r := range b.ranks() {
 			me, k := r%g, 0
-			freed := [netDepth]int{-1, -1, -1, -1}
-			passes(ln, pass, func(o, m int) {
+			used := newSlotUses()
+			passes(ln, bp.pass, func(o, m int) {
 				if m == 0 {
 					return
 				}
@@ -234,15 +222,13 @@ func ncclNVLSNetReduceScatter(b *builder) error {
 				sum := ref(Tmp, (c*netDepth+d)*slot, N*m)
 				for i := range N {
 					s := Step{Kind: StepSwitchReduce, Dst: ref(Tmp, sum.Off+i*m, m), Src: ref(In, (i*g+me)*n+off+o, m), Lane: lane}
-					if i == 0 && freed[d] >= 0 {
-						s.After = []int{freed[d]}
+					if i == 0 {
+						s.After = used.after(d)
 					}
 					b.add(r, s)
 				}
 				out := ref(Out, off+o, m)
-				b.add(r, Step{Kind: StepNetReduceScatter, Src: sum, Dst: out, Tag: nl.netTag(k), Lane: nl.net(k), After: []int{b.last(r)}})
-				freed[d] = b.last(r)
-				laneBuilder{b, nl.net(k)}.finishAvg(r, out)
+				nl.netReduceScatter(b, r, k, sum, out, &used)
 				k++
 			})
 		}
@@ -391,14 +377,7 @@ func ncclNVLSTreeAllReduce(b *builder) error {
 				}
 				// Each stage's first step waits for the last step of the
 				// stage before: a lane of its own, in order.
-				stage := func(l laneBuilder) func(Step) {
-					after := []int{b.last(r)}
-					return func(s Step) {
-						s.Lane, s.After, after = l.lane, after, nil
-						b.add(r, s)
-					}
-				}
-				upStep := stage(upLane)
+				upStep := stage(b, r, upLane.lane)
 				for _, k := range kids {
 					inc := ref(Tmp, c*piece, sl)
 					upStep(Step{Kind: StepRecv, Peer: k, Dst: inc, Tag: up})
@@ -409,7 +388,7 @@ func ncclNVLSTreeAllReduce(b *builder) error {
 				} else if isAvg(b.p.Spec) {
 					upStep(Step{Kind: StepDivide, Dst: part})
 				}
-				downStep := stage(downLane)
+				downStep := stage(b, r, downLane.lane)
 				if parent >= 0 {
 					downStep(Step{Kind: StepRecv, Peer: parent, Dst: part, Tag: down})
 				}
@@ -417,7 +396,7 @@ func ncclNVLSTreeAllReduce(b *builder) error {
 					downStep(Step{Kind: StepSend, Peer: k, Src: part, Tag: down})
 				}
 				if g > 1 {
-					stage(castLane)(Step{Kind: StepMulticast, Dst: part, Src: part})
+					stage(b, r, castLane.lane)(Step{Kind: StepMulticast, Dst: part, Src: part})
 				}
 			})
 		}
