@@ -94,8 +94,9 @@ type Cluster struct {
 	// rank and size; switchReducers the switches' reduction units, by node.
 	switchWays     map[[2]int]*switchWay
 	switchReducers map[int]*link
-	// meetings are the switch all-reduces members have reached, or that
-	// failed before they did, by group and tag, oldest first.
+	// meetings are the switch collectives (OpSwitchAllReduce, …) members
+	// have reached, or that failed before they did, by group and tag,
+	// oldest first.
 	meetings map[meetingKey][]*meeting
 }
 

@@ -95,9 +95,9 @@ type op struct {
 	dur      Time   // Compute, Delay
 	label    string // Compute
 	start    Time
-	ext      *opExt // Feed, SwitchReduce, Multicast: what only they carry
-	wire     *Wire  // Send, SwitchReduce, Multicast: its protocol, or nil
-	land     Time   // Send, SwitchReduce, Multicast with a Wire: its latency, from drained to delivered
+	ext      *opExt // Feed and the switch operations: what only they carry
+	wire     *Wire  // Send and the switch operations: its protocol, or nil
+	land     Time   // Send and the switch operations with a Wire: its latency, from drained to delivered
 	fused    bool   // Reduce, Divide: takes no time (Op.Fused)
 }
 
