@@ -65,11 +65,11 @@ type netLanes struct{ c int }
 
 const netTags = netDepth + 2
 
-func (l netLanes) first() laneBuilder     { return laneBuilder{lane: netTags * l.c} }
-func (l netLanes) last() int              { return netTags*l.c + netDepth + 1 }
-func (l netLanes) tag(i int) uint32       { return uint32(netTags*l.c + i) }
-func (l netLanes) netTag(pass int) uint32 { return l.tag(2 + pass%netDepth) }
-func (l netLanes) net(pass int) int       { return netTags*l.c + 1 + pass%netDepth }
+func (l netLanes) first(b *builder) laneBuilder { return laneBuilder{b, netTags * l.c} }
+func (l netLanes) last() int                    { return netTags*l.c + netDepth + 1 }
+func (l netLanes) tag(i int) uint32             { return uint32(netTags*l.c + i) }
+func (l netLanes) netTag(pass int) uint32       { return l.tag(2 + pass%netDepth) }
+func (l netLanes) net(pass int) int             { return netTags*l.c + 1 + pass%netDepth }
 
 // netAllReduce adds rank r's network all-reduce of part for the channel's
 // pass-th pass, on the pass's network lane, After the rank's last step,
@@ -117,8 +117,7 @@ func ncclCollNetDirectAllReduce(b *builder) error {
 	b.madeLanes(netTags * C)
 	for c := range C {
 		nl := netLanes{c}
-		first := nl.first()
-		first.b = b
+		first := nl.first(b)
 		off, ln := chunk(n, C, c)
 		toHeads, back := nl.tag(0), nl.tag(1)
 		for r := range b.ranks() {
@@ -203,8 +202,7 @@ func ncclCollNetChainAllReduce(b *builder) error {
 	b.madeLanes(netTags * C)
 	for c := range C {
 		nl := netLanes{c}
-		upLane := nl.first()
-		upLane.b = b
+		upLane := nl.first(b)
 		off, ln := chunk(n, C, c)
 		up, back := nl.tag(0), nl.tag(1)
 		head := c % g
@@ -345,8 +343,7 @@ func ncclCollNetDirectReduceScatter(b *builder) error {
 	g, N, pass, slot := bp.g, bp.N, bp.pass, bp.slot
 	for c := range bp.C {
 		nl := netLanes{c}
-		first := nl.first()
-		first.b = b
+		first := nl.first(b)
 		off, ln := chunk(n, bp.C, c)
 		base := c * (netDepth + 2) * slot
 		staging, recvSlot := base, base+slot

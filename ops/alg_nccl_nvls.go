@@ -128,8 +128,7 @@ func ncclNVLSNetAllReduce(b *builder) error {
 	b.madeLanes(netTags * C)
 	for c := range C {
 		nl := netLanes{c}
-		first := nl.first()
-		first.b = b
+		first := nl.first(b)
 		off, ln := chunk(n, C, c)
 		for r := range b.ranks() {
 			k := 0
@@ -209,7 +208,7 @@ func ncclNVLSNetReduceScatter(b *builder) error {
 	g, N, slot := bp.g, bp.N, bp.slot
 	for c := range bp.C {
 		nl := netLanes{c}
-		lane := nl.first().lane
+		lane := nl.first(b).lane
 		off, ln := chunk(n, bp.C, c)
 		for r := range b.ranks() {
 			me, k := r%g, 0
