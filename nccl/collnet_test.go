@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -103,5 +104,26 @@ func TestNVLSAcrossNodesRunsOverCollNet(t *testing.T) {
 	got := simtest.Time(t, c, plan)
 	if ratio := got * 1e6 / choice.TimeUS; !(ratio >= 0.5 && ratio <= 1.25) {
 		t.Errorf("64 MiB: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want 0.5 to 1.25)", got*1e6, choice.TimeUS, ratio)
+	}
+}
+
+// TestGathersThroughTheNetworkNeedANICPerGPU: as in NCCL's tuner, NVLS
+// and CollNet direct run all-gather and reduce-scatter across nodes only
+// where every GPU of a node has a NIC (a CollNet head) of its own; with
+// half as many NICs they are off, saying why, and all-reduce keeps them.
+func TestGathersThroughTheNetworkNeedANICPerGPU(t *testing.T) {
+	s := describe(t, "dgx-h100x2,rail=true,sharp=inf")
+	for _, nics := range []int{8, 4} {
+		s.NICs = nics
+		for _, op := range []ops.Op{ops.AllGather, ops.ReduceScatter, ops.AllReduce} {
+			for _, e := range nccl.Estimates(s, op, 64<<20, nccl.Options{}) {
+				if e.Algo != nccl.NVLS && e.Algo != nccl.CollNetDirect || e.Protocol != ops.ProtoSimple {
+					continue
+				}
+				if off := nics == 4 && op != ops.AllReduce; off != strings.Contains(e.Off, "a NIC for every GPU") {
+					t.Errorf("%d NICs, %s, %v: off %q, want off for want of NICs: %v", nics, op, e.Algo, e.Off, off)
+				}
+			}
+		}
 	}
 }

@@ -260,6 +260,10 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 		if a != Ring && a != PAT && a != NVLS && a != CollNetDirect {
 			return "all-gather and reduce-scatter run on ring, PAT, NVLS or CollNet direct"
 		}
+		if (a == NVLS || a == CollNetDirect) && s.Nodes > 1 && s.PerNode > s.NICs {
+			// tuning.cc: "AllGather/ReduceScatter requires 1:1 GPU:NIC".
+			return "all-gather and reduce-scatter through the network's switch need a NIC for every GPU of a node"
+		}
 	case ops.AllReduce:
 		if a == PAT {
 			return "PAT runs all-gather and reduce-scatter only"
