@@ -53,8 +53,9 @@
 //     search's second pass's (up the ladder while below twice the
 //     network's and the NVLinks carry it), which NCCL's model reads
 //     there: a tree's bandwidth may then pass a ring's.
-//   - NVLS (ops nccl-nvls, one node): each rank has the NVSwitch reduce
-//     its part of every pass from all GPUs and multicast the result back;
+//   - NVLS (ops nccl-nvls; across nodes over CollNet, below): each rank
+//     has the NVSwitch reduce its part of every pass from all GPUs and
+//     multicast the result back;
 //     NVLSTree (ops nccl-nvlstree, several nodes): the node's switch
 //     reduces, NCCL's tree joins the nodes, the switch multicasts. The
 //     simulator's links and the switch's reduction bandwidth set the
