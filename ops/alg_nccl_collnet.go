@@ -54,7 +54,7 @@ func nodeSize(s Spec) int {
 // once. NCCL keeps several chunks of a channel in flight through the
 // network (NCCL_STEPS slots), so that one's latency overlaps the others'
 // transfer; a plan gives each channel netDepth lanes and tags for its
-// network all-reduces, which its passes take in turn, each lane keeping
+// network collectives, which its passes take in turn, each lane keeping
 // its passes in order for the members to meet alike.
 const netDepth = 4
 

@@ -212,15 +212,15 @@ type symRun struct {
 	heard     [][]bool
 	mail      map[msgKey][]symMsg
 	held      map[connKey]int64 // bytes held in buffers, when the Wire has Slots
-	// nets are the network all-reduces of each group and tag, in the
+	// nets are the network collectives of each group and tag, in the
 	// order their members meet them, and netSeq how many of them each
 	// rank has finished.
 	nets   map[netKey][]*netRun
 	netSeq map[netRankKey]int
 }
 
-// netKey names a network group's all-reduces of one tag: the group by its
-// first member.
+// netKey names a network group's collectives of one tag: the group by
+// its first member.
 type netKey struct {
 	first int
 	tag   uint32
@@ -231,8 +231,8 @@ type netRankKey struct {
 	tag  uint32
 }
 
-// netRun is one network all-reduce: the step each member has reached
-// (nil until it does), and whether the switch has reduced.
+// netRun is one network collective: the step each member has reached
+// (nil until it does), and whether the switch has run it.
 type netRun struct {
 	steps   []*Operation
 	arrived int

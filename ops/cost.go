@@ -39,10 +39,12 @@ type PathClasser interface {
 // step under a Wire is priced as an NVLink message, but its rank waits
 // for it to land (it reads or writes its own memory) unless the lane's
 // next step is another switch reduction or multicast, which goes on
-// without waiting, as the simulator runs them. On an uncontended fabric
-// this is what the simulator measures, and for the textbook algorithms
-// it equals the formulas of REFERENCE.md. It reads each lane through a Cursor, so a streamed plan
-// is costed in memory that grows with its ranks, as it runs.
+// without waiting, as the simulator runs them. A network collective
+// (StepNetAllReduce, …) starts when the last member of its group reaches
+// it. On an uncontended fabric this is what the simulator measures, and
+// for the textbook algorithms it equals the formulas of REFERENCE.md. It
+// reads each lane through a Cursor, so a streamed plan is costed in
+// memory that grows with its ranks, as it runs.
 func Cost(plan *Plan, m CostModel) (float64, error) {
 	if plan != nil && plan.native {
 		return 0, fmt.Errorf("ops: cost %v: %w: %w", plan.Spec, ErrUnsupported, errNativePlan)
@@ -62,7 +64,7 @@ type costLane struct {
 	laneReader
 	at float64
 	// landing is when the switch steps the lane went on from without
-	// waiting for them to land have all landed (pipelinedSwitch).
+	// waiting for them to land have all landed (pipelinable).
 	landing float64
 }
 
@@ -75,8 +77,8 @@ type costRun struct {
 	mail  []map[uint64][]float64 // per receiver: arrival times, by sender and tag
 	lanes [][]costLane           // per rank, per lane
 	marks []map[int]float64      // per rank: when each awaited step finished
-	// nets are the network all-reduces' α and β, by group; meetings the
-	// all-reduces of each group and tag in order, and netSeq how many of
+	// nets are the network collectives' α and β, by group; meetings the
+	// collectives of each group and tag in order, and netSeq how many of
 	// them each rank has finished.
 	nets     map[int]pathSlot
 	meetings map[netKey][]*netMeeting
@@ -479,7 +481,7 @@ func (c *costRun) own(r int, op *Operation) (float64, error) {
 }
 
 // netPath is the way through the network's switch of rank r's group's
-// all-reduces, as the model prices it and the plan's Wire moves it (as
+// collectives, as the model prices it and the plan's Wire moves it (as
 // a network message).
 func (c *costRun) netPath(r int) (float64, float64, error) {
 	first, stride, n := c.plan.NetGroup(r)
@@ -511,7 +513,7 @@ func (c *costRun) netPath(r int) (float64, float64, error) {
 	return alpha, beta, nil
 }
 
-// netMeeting is one network all-reduce while Cost runs: when each member
+// netMeeting is one network collective while Cost runs: when each member
 // reached it (NaN until it does), and when it finishes once all have.
 type netMeeting struct {
 	start   []float64
@@ -519,8 +521,8 @@ type netMeeting struct {
 	done    float64
 }
 
-// meetNet records that rank r reached its all-reduce op at start, and
-// returns when the all-reduce finishes, once every member has reached it.
+// meetNet records that rank r reached its network collective op at
+// start, and returns when it finishes, once every member has reached it.
 func (c *costRun) meetNet(r int, start, took float64, op *Operation, wake func(int)) (float64, bool) {
 	first, stride, n := c.plan.NetGroup(r)
 	rk := netRankKey{r, op.Tag}

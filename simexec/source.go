@@ -31,7 +31,7 @@ type laneSource struct {
 	wire   *sim.Wire
 	launch sim.Time
 	// netGroup is the rank's network group's devices (ops.Spec.NetGroup),
-	// found at its first network all-reduce.
+	// found at its first network collective.
 	netGroup []*sim.Device
 }
 
