@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -19,6 +20,13 @@ type quotient struct {
 	// tie-break, which renamings do not respect.
 	tree   bool
 	unique map[int][]uint8
+	// linkShare is, per link, how many of the whole run's links one
+	// stand-in carries the flows of: the group's order over the size of
+	// the link's orbit (nil when every orbit is as large as the group). A
+	// link the renamings fix (a spine's) carries every block's flows in
+	// the whole run and one block's in the fold, so the fold divides its
+	// bandwidth by its share.
+	linkShare []float64
 }
 
 // renamingOf is one renaming of the fabric.
@@ -42,12 +50,16 @@ const (
 // and the block b of ranks that stand for all there; package simexec
 // explains what a mirror is for and why it is exact. It looks for the
 // smallest b such that renaming ranks by r ↦ r+b mod p (Rotation), or by
-// r ↦ r xor k·b (Xor), maps the fabric onto itself and moves every link
-// (see topology.Automorphism). The mirror is a second, timing-only
-// cluster over the same topology in which
+// r ↦ r xor k·b (Xor), maps the fabric onto itself (see
+// topology.Automorphism). The mirror is a second, timing-only cluster
+// over the same topology in which
 //   - a flow crosses, in place of each link of its route, the lowest link
 //     of that link's orbit, and a route that would cross one orbit twice,
 //     or that is not the only shortest path, fails the send;
+//   - a link whose orbit is smaller than the group (one the renamings fix,
+//     as a spine's) has its bandwidth divided by the group's order over
+//     its orbit's size: the whole run puts that many times the mirror's
+//     flows on it;
 //   - a message to rank q is delivered to rank q mod b, and a receive from
 //     rank x takes what rank x mod b sent.
 //
@@ -79,7 +91,14 @@ func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err e
 		m.cluster = nil
 	}
 	if m.cluster == nil {
-		mc, err := NewCluster(c.topo, Config{TimingOnly: true})
+		topo := c.topo
+		if m.quot.linkShare != nil {
+			var err error
+			if topo, err = thin(c.topo, 1, nil, m.quot.linkShare); err != nil {
+				return nil, 0, false, err
+			}
+		}
+		mc, err := NewCluster(topo, Config{TimingOnly: true})
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -99,9 +118,10 @@ type mirror struct {
 	cluster *Cluster
 }
 
-// fold finds the smallest block whose renamings map the fabric onto itself
-// with every directed edge's orbit as large as the group (no renaming but
-// the identity leaves an edge in place), or returns nil.
+// fold finds the smallest block whose renamings map the fabric onto
+// itself, or returns nil. Links the renamings fix, or map onto fewer
+// images than the group has renamings, carry a share of the flows
+// (quotient.linkShare).
 func (c *Cluster) fold(xor bool) *quotient {
 	p := len(c.devices)
 	for b := 1; b < p; b++ {
@@ -160,8 +180,8 @@ func (c *Cluster) renamings(renames []func(int) int) ([]renamingOf, bool) {
 }
 
 // orbits joins every directed edge with its images under gens and returns
-// each edge's lowest-numbered fellow, or nil when an orbit is not of size
-// order.
+// each edge's lowest-numbered fellow, and each link's share (linkShare)
+// where an orbit is smaller than the group of the given order.
 func (c *Cluster) orbits(gens []renamingOf, order int) *quotient {
 	n := c.topo.NumEdges()
 	classes := newUnionFind(n)
@@ -176,10 +196,16 @@ func (c *Cluster) orbits(gens []renamingOf, order int) *quotient {
 		q.edgeRep[e] = int32(classes.find(e))
 		size[q.edgeRep[e]]++
 	}
-	for _, rep := range q.edgeRep {
-		if size[rep] != order {
-			return nil
+	for e, rep := range q.edgeRep {
+		if size[rep] == order {
+			continue
 		}
+		if q.linkShare == nil {
+			q.linkShare = slices.Repeat([]float64{1}, len(c.topo.Links))
+		}
+		// A link's two directions have orbits of one size: a renaming
+		// maps a link's reverse to its image's reverse.
+		q.linkShare[e/2] = float64(order) / float64(size[rep])
 	}
 	return q
 }

@@ -39,7 +39,7 @@ links:
 		{name: "a DGX pair", topo: "dgx-h100x2", cfg: symmetric, rot: 8, xor: 1},
 		{name: "a ring", topo: "ring:8", cfg: symmetric, rot: 1, xor: 4},
 		{name: "a mesh", topo: "mesh:8", cfg: symmetric, rot: 1, xor: 1},
-		{name: "rails, whose spine links every node shares", topo: "cluster:4x2,rail=true", cfg: symmetric},
+		{name: "rails and a spine, whose links the renamings fix or swap", topo: "cluster:4x2,rail=true", cfg: symmetric, rot: 2, xor: 1},
 		{name: "one slower link", topo: unevenYAML, cfg: symmetric},
 		{name: "not asked", topo: "switch:8", cfg: Config{TimingOnly: true}},
 		{name: "real data", topo: "switch:8", cfg: Config{Symmetry: true}},

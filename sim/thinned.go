@@ -79,6 +79,12 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 		var q *quotient
 		var share []float64
 		if key.rename != nil {
+			if permOrder(key.rename) != key.order {
+				// A link's share is the order over its orbit's size:
+				// the order must be the renaming's own.
+				c.foldedBy[id] = nil
+				return nil, false, nil
+			}
 			gens, ok := c.renamings([]func(int) int{func(r int) int { return key.rename[r] }})
 			if ok {
 				q = c.quotientBy(gens, key.order, len(c.devices))
@@ -90,9 +96,13 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 			share = c.reducerShares(gens, key.order)
 		}
 		topo := c.topo
-		if key.k > 1 || share != nil {
+		var linkShare []float64
+		if q != nil {
+			linkShare = q.linkShare
+		}
+		if key.k > 1 || share != nil || linkShare != nil {
 			var err error
-			if topo, err = thin(c.topo, float64(key.k), share); err != nil {
+			if topo, err = thin(c.topo, float64(key.k), share, linkShare); err != nil {
 				return nil, false, err
 			}
 		}
@@ -105,6 +115,34 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	}
 	f.setNow(c.eng.now)
 	return f, true, nil
+}
+
+// permOrder is the order of permutation perm: the least common multiple
+// of its cycles' lengths, 0 when perm is not a permutation.
+func permOrder(perm []int) int {
+	seen := make([]bool, len(perm))
+	order := 1
+	for r := range perm {
+		n := 0
+		for q := r; !seen[q]; q = perm[q] {
+			if perm[q] < 0 || perm[q] >= len(perm) {
+				return 0
+			}
+			seen[q] = true
+			n++
+		}
+		if n > 0 {
+			order = order / gcd(order, n) * n
+		}
+	}
+	return order
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // reducerShares is, for each node, how many of the whole run's
@@ -143,9 +181,10 @@ func (c *Cluster) reducerShares(gens []renamingOf, order int) []float64 {
 	return share
 }
 
-// thin is topo with every bandwidth divided by k, and each node's
-// reduction bandwidth by its share too (nil: 1 each).
-func thin(topo *topology.Topology, k float64, share []float64) (*topology.Topology, error) {
+// thin is topo with every bandwidth divided by k, each node's reduction
+// bandwidth by its share too, and each link's bandwidth by its linkShare
+// (nil: 1 each).
+func thin(topo *topology.Topology, k float64, share, linkShare []float64) (*topology.Topology, error) {
 	nodes := append([]topology.Node(nil), topo.Nodes...)
 	for i := range nodes {
 		nodes[i].ReduceBW /= k
@@ -156,10 +195,16 @@ func thin(topo *topology.Topology, k float64, share []float64) (*topology.Topolo
 	links := append([]topology.Link(nil), topo.Links...)
 	for i := range links {
 		links[i].BW /= k
+		if linkShare != nil {
+			links[i].BW /= linkShare[i]
+		}
 	}
 	name := fmt.Sprintf("%s thinned ÷%g", topo.Name, k)
 	if share != nil {
 		name += ", switches shared"
+	}
+	if linkShare != nil {
+		name += ", links shared"
 	}
 	return topology.New(name, nodes, links)
 }

@@ -29,9 +29,12 @@
 // pairwise exchanges) or q ↦ q xor r (xor: recursive halving and doubling
 // on 2^k ranks), with the same kinds, sizes, tags and lanes. A fabric
 // folds (sim.Cluster.Mirror) when the renamings of ranks by multiples of a
-// block b map it onto itself, moving every link: b = 1 for GPUs on one
-// switch, b = the node size for nodes on a network (cluster:MxG,
-// dgx-h100xN).
+// block b map it onto itself: b = 1 for GPUs on one switch, b = the node
+// size for nodes on a network (cluster:MxG, dgx-h100xN). A link that the
+// renamings move onto fewer images than there are renamings (a spine's,
+// which they fix) carries every block's flows in the full run: on the
+// mirror its bandwidth is divided by the number of renamings over its
+// images'.
 //
 // Then rank r+k·b starts every step at the same instant as rank r, and
 // each flow shares its links only with images of the flows of ranks

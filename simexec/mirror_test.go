@@ -37,10 +37,11 @@ func timeOn(t *testing.T, topo string, spec ops.Spec, symmetry bool) (seconds fl
 // for all (one on a switch, a node's on a cluster), and its time is the
 // full simulation's to the picosecond. Plans that are not symmetric
 // (rooted ops, trees, counts that do not split evenly, rd/rhd on other
-// than powers of two) and fabrics that do not fold (a rail-optimised
-// cluster's spine links, which every node shares; a torus, whose equal
+// than powers of two) and fabrics that do not fold (a torus, whose equal
 // paths the router tells apart by a tie-break) run in full and agree
-// trivially; the cases listed as mirrored must be.
+// trivially; the cases listed as mirrored must be. A rail-optimised
+// cluster folds too: its spine's links, which the renamings fix or swap,
+// carry their share of every block's flows.
 func TestMirroredRunsTakeExactlyTheFullTime(t *testing.T) {
 	mirrors := map[string]bool{
 		"allreduce/ring/8/64 on switch:8": true, "allreduce/ring/12/96 on switch:12": true,
@@ -51,6 +52,7 @@ func TestMirroredRunsTakeExactlyTheFullTime(t *testing.T) {
 		"allreduce/ring/8/64 on cluster:2x4": true, "allreduce/rhd/8/64 on cluster:2x4": true,
 		"alltoall/pairwise/8/7 on cluster:4x2": true, "allreduce/ring/16/64 on dgx-h100x2": true,
 		"allgather/ring/8/7 on ring:8": true, "allreduce/rhd/8/64 on mesh:8": true,
+		"allreduce/rd/8/64 on cluster:4x2,rail=true": true, "allreduce/rhd/8/64 on cluster:4x2,rail=true": true,
 	}
 	seen := map[string]bool{}
 	fabrics := []string{"cluster:2x4", "cluster:4x2", "cluster:4x2,rail=true", "cluster:3x2,bw=80GB/s,nicbw=30GB/s", "dgx-h100x2", "ring:8", "mesh:8", "torus:2x4"}
@@ -220,6 +222,63 @@ func TestMirrorBlock(t *testing.T) {
 		}
 		if got := simexec.NewDriver(c).MirrorBlock(c.World(), plan); got != tc.want {
 			t.Errorf("%s on %s, symmetry %v: block %d, want %d", tc.algo, tc.topo, tc.symmetry, got, tc.want)
+		}
+	}
+}
+
+// railsNoNVLink is 4 nodes of 2 GPUs without NVLink, each GPU on its
+// rail's switch, the rails joined by a spine: renaming rank r to r+1 maps
+// it onto itself (the rails swap), but no renaming moves the spine off
+// itself, and each rail–spine link has an orbit of 2 under a group of 8.
+const railsNoNVLink = `
+nodes:
+  - {name: g0, kind: gpu}
+  - {name: g1, kind: gpu}
+  - {name: g2, kind: gpu}
+  - {name: g3, kind: gpu}
+  - {name: g4, kind: gpu}
+  - {name: g5, kind: gpu}
+  - {name: g6, kind: gpu}
+  - {name: g7, kind: gpu}
+  - {name: rail0, kind: switch}
+  - {name: rail1, kind: switch}
+  - {name: spine, kind: switch}
+links:
+  - {a: g0, b: rail0, bw: 50GB/s, lat: 2us}
+  - {a: g1, b: rail1, bw: 50GB/s, lat: 2us}
+  - {a: g2, b: rail0, bw: 50GB/s, lat: 2us}
+  - {a: g3, b: rail1, bw: 50GB/s, lat: 2us}
+  - {a: g4, b: rail0, bw: 50GB/s, lat: 2us}
+  - {a: g5, b: rail1, bw: 50GB/s, lat: 2us}
+  - {a: g6, b: rail0, bw: 50GB/s, lat: 2us}
+  - {a: g7, b: rail1, bw: 50GB/s, lat: 2us}
+  - {a: rail0, b: spine, bw: 100GB/s, lat: 1us}
+  - {a: rail1, b: spine, bw: 100GB/s, lat: 1us}
+`
+
+// TestMirrorsShareFixedLinks: on railsNoNVLink every ring message crosses
+// the spine, 4 of them on each rail–spine link at once, and the spine's
+// links carry a quarter of their bandwidth for the one rank that stands
+// for all (its orbit of 2 under 8 renamings): the mirrored ring all-reduce
+// and all-to-all take the full simulation's time to the picosecond, and
+// are mirrored. Without the share, the spine would be 4 times as fast.
+func TestMirrorsShareFixedLinks(t *testing.T) {
+	topo, err := topology.ReadYAML([]byte(railsNoNVLink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []ops.Spec{
+		{Op: ops.AllReduce, Algo: "ring", Ranks: 8, Count: 1 << 16, DType: hw.F32, Redop: hw.Sum},
+		{Op: ops.AllToAll, Algo: "pairwise", Ranks: 8, Count: 1 << 14, DType: hw.F32},
+	} {
+		plan, err := ops.Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, _ := runOn(t, topo, plan, false)
+		fast, d := runOn(t, topo, plan, true)
+		if d.MirroredRuns() != 1 || fast != full {
+			t.Errorf("%v: %d mirrored runs, %.15g s against the full run's %.15g s; want 1, equal", spec, d.MirroredRuns(), fast, full)
 		}
 	}
 }
