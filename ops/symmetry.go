@@ -173,25 +173,16 @@ func (p *Plan) PairsUpInBlocks(g Symmetry, block int) bool {
 		return false
 	}
 	rank0, ok := p.rank0()
-	return ok && pairsUp(rank0, g, p.Ranks, block)
+	return ok && pairsUpWith(block, p.Ranks, g, func(int) []Step { return rank0 }, func(j, q int) int { return g.Rename(j, q, p.Ranks) })
 }
 
 // rank0 is rank 0's program, unless it is too long to hold.
-func (p *Plan) rank0() ([]Step, bool) {
-	if !p.Streamed() {
-		return p.Steps[0], true
-	}
-	var steps []Step
-	for s := range p.RankSteps(0) {
-		if len(steps) == maxMirroredSteps {
-			return nil, false
-		}
-		steps = append(steps, s)
-	}
-	return steps, true
-}
+func (p *Plan) rank0() ([]Step, bool) { return p.rankProgram(0) }
 
-func pairsUp(rank0 []Step, g Symmetry, p, block int) bool {
+// pairsUpWith checks that messages pair up on a mirror of ranks
+// 0..block-1 (see PairsUpInBlocks), rank j running program(j) with its
+// steps' peers named by peer(j, q).
+func pairsUpWith(block, p int, g Symmetry, program func(j int) []Step, peer func(j, q int) int) bool {
 	type key struct {
 		from, to int // ranks below block
 		tag      uint32
@@ -199,14 +190,14 @@ func pairsUp(rank0 []Step, g Symmetry, p, block int) bool {
 	type message struct{ peer, size, lane int } // the rank at the other end
 	sent, got := map[key][]message{}, map[key][]message{}
 	for j := range block {
-		for _, s := range rank0 {
+		for _, s := range program(j) {
 			switch s.Kind {
 			case StepSend:
-				q := g.Rename(j, s.Peer, p)
+				q := peer(j, s.Peer)
 				k := key{j, q % block, s.Tag}
 				sent[k] = append(sent[k], message{q, s.Src.Len, s.Lane})
 			case StepRecv:
-				x := g.Rename(j, s.Peer, p)
+				x := peer(j, s.Peer)
 				k := key{x % block, j, s.Tag}
 				got[k] = append(got[k], message{x, s.Dst.Len, s.Lane})
 			}
@@ -228,4 +219,80 @@ func pairsUp(rank0 []Step, g Symmetry, p, block int) bool {
 		}
 	}
 	return true
+}
+
+// MirrorsInBlocks reports whether only ranks 0..block-1 of the plan, run
+// as a simulator's mirror runs them (package simexec: a message to rank q
+// goes to rank q mod block), stand for every rank, where the plan need not
+// be symmetric under a group that takes rank 0 to every rank (Symmetry)
+// but maps onto itself when every rank is shifted by block, r ↦ r+block
+// mod p: rank r runs rank r mod block's program with its peers shifted by
+// r − r mod block (the same kinds, sizes, tags, lanes and After lists).
+// NCCL's rings and their channels, which keep to their rails, map so by
+// a node. The messages must pair up as PairsUpInBlocks says, and no lane
+// of a rank may send to two ranks that one rank stands for (the mirror
+// would give their messages one connection's buffer). It reads every
+// rank's steps: false for a plan whose ranks below block are too long to
+// hold.
+func (p *Plan) MirrorsInBlocks(block int) bool {
+	if p == nil || p.native || p.Ranks < 2 || block < 1 || block >= p.Ranks || p.Ranks%block != 0 {
+		return false
+	}
+	bases := make([][]Step, block)
+	for j := range bases {
+		var ok bool
+		if bases[j], ok = p.rankProgram(j); !ok {
+			return false
+		}
+	}
+	for r := block; r < p.Ranks; r++ {
+		base, shift := bases[r%block], r-r%block
+		i := 0
+		for s := range p.RankSteps(r) {
+			if i >= len(base) || !sameStep(&base[i], &s, Rotation, shift, p.Ranks) {
+				return false
+			}
+			i++
+		}
+		if i != len(base) {
+			return false
+		}
+	}
+	return pairsUpBases(bases, p.Ranks, block)
+}
+
+// rankProgram is rank r's program, unless it is too long to hold.
+func (p *Plan) rankProgram(r int) ([]Step, bool) {
+	if !p.Streamed() {
+		return p.Steps[r], true
+	}
+	var steps []Step
+	for s := range p.RankSteps(r) {
+		if len(steps) == maxMirroredSteps {
+			return nil, false
+		}
+		steps = append(steps, s)
+	}
+	return steps, true
+}
+
+// pairsUpBases is pairsUp for ranks 0..block-1 each running its own
+// program, bases[j], the plan mapping onto itself under shifts by block;
+// and no lane of theirs sends to two ranks one stands for.
+func pairsUpBases(bases [][]Step, p, block int) bool {
+	type laneKey struct{ rank, lane, standIn int }
+	peerOf := map[laneKey]int{}
+	for j, steps := range bases {
+		for _, s := range steps {
+			if s.Kind != StepSend {
+				continue
+			}
+			k := laneKey{j, s.Lane, s.Peer % block}
+			if q, ok := peerOf[k]; ok && q != s.Peer {
+				return false
+			}
+			peerOf[k] = s.Peer
+		}
+	}
+	return pairsUpWith(block, p, Rotation, func(j int) []Step { return bases[j] }, func(_ int, q int) int { return q })
 }

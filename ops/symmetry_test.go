@@ -43,3 +43,32 @@ func TestSymmetryFindsTheGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestMirrorsInBlocks: NCCL's ring all-gather on 4 nodes of 8, whose way
+// through a node alternates from node to node, maps onto itself under a
+// shift by 16 ranks, not by 8, nor under any rank renaming (Symmetry); a
+// block that does not divide the ranks, or all of them, is refused; and a
+// pairwise all-to-all, shift-symmetric by 2, is refused there because a
+// lane of rank 0 sends to ranks 1 and 3, whom one rank stands for on a
+// mirror of 2 (their messages would share one connection's buffer).
+func TestMirrorsInBlocks(t *testing.T) {
+	ring, err := ops.Compile(ops.Spec{Op: ops.AllGather, Algo: "nccl-ring", Ranks: 32, NodeRanks: 8, Count: 1024, DType: hw.F32, Channels: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ring.Symmetry() != ops.NotSymmetric {
+		t.Errorf("NCCL's ring: symmetric under %v, want none", ring.Symmetry())
+	}
+	for block, want := range map[int]bool{16: true, 8: false, 3: false, 32: false, 0: false} {
+		if got := ring.MirrorsInBlocks(block); got != want {
+			t.Errorf("NCCL's ring by %d: %v, want %v", block, got, want)
+		}
+	}
+	a2a, err := ops.Compile(ops.Spec{Op: ops.AllToAll, Algo: "pairwise", Ranks: 4, Count: 8, DType: hw.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a2a.MirrorsInBlocks(2) {
+		t.Error("pairwise all-to-all by 2: true, want false (one lane sends to ranks 1 and 3)")
+	}
+}

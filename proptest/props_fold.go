@@ -66,15 +66,15 @@ func (c foldCase) topo() string {
 	return s
 }
 
-// FoldProperty is the property that NCCL's plans, which do not mirror,
-// take the full simulation's time to the picosecond when the driver
-// folds them (sim.Config.Symmetry): duplicate channels thinned, channels
-// rotated (with the nodes mirrored on an even number of them), NVLS and
-// NVLSTree ranks folded; on 1 to 4 DGX H100 nodes, rail-optimised or not
-// (with SHARP for CollNet and NVLS across nodes), with 8 or 16 channels,
-// for every op each algorithm runs and any count, even or not (an
-// uneven one is not folded). It adds the folded runs
-// to folded, for a test to see that folds were tried.
+// FoldProperty is the property that NCCL's plans take the full
+// simulation's time to the picosecond when the driver folds them
+// (sim.Config.Symmetry): duplicate channels thinned, channels rotated
+// (with the nodes mirrored on an even number of them), NVLS and NVLSTree
+// ranks folded, rings mirrored by two nodes; on 1 to 4 DGX H100 nodes,
+// rail-optimised or not (with SHARP for CollNet and NVLS across nodes),
+// with 8 or 16 channels, for every op each algorithm runs and any count,
+// even or not (an uneven one is not folded). It adds the folded runs to
+// folded, for a test to see that folds were tried.
 func FoldProperty(folded *int) gopter.Prop {
 	return prop.ForAll(func(c foldCase) string {
 		c = c.runnable()
@@ -116,11 +116,12 @@ func FoldProperty(folded *int) gopter.Prop {
 }
 
 // timeFolds times plan on a timing-only cluster over topo, with or
-// without Symmetry, and says how many runs were thinned or rotated.
+// without Symmetry, and says how many runs were thinned, rotated or
+// mirrored.
 func timeFolds(plan *ops.Plan, topo *topology.Topology, symmetry bool) (float64, int, error) {
 	t, driver, err := timeDriven(plan, topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
 	if err != nil {
 		return 0, 0, err
 	}
-	return t, driver.ThinnedRuns() + driver.RotatedRuns(), nil
+	return t, driver.ThinnedRuns() + driver.RotatedRuns() + driver.MirroredRuns(), nil
 }

@@ -88,6 +88,7 @@ type Cluster struct {
 	faulted    bool                // a fault was injected: no mirror
 	injected   []placed            // the faults injected, to refuse conflicting ones
 	mirrors    [2]mirror           // by renaming: rotation, xor (see Mirror)
+	mirrorsBy  map[int]*mirror     // by block, rotations (see MirrorBy)
 	foldedBy   map[string]*Cluster // thinned and rotated clusters, by fold (see Thinned); nil where a rotation does not fold
 	quot       *quotient           // a mirror's folding of the fabric
 	// switchWays are groups' ways through their reducing switch, by first
@@ -284,6 +285,11 @@ func (c *Cluster) Close() error {
 	var errs []error
 	for _, m := range c.mirrors {
 		if m.cluster != nil {
+			errs = append(errs, m.cluster.Close())
+		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(c.mirrorsBy)) {
+		if m := c.mirrorsBy[b]; m.cluster != nil {
 			errs = append(errs, m.cluster.Close())
 		}
 	}

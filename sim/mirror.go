@@ -83,8 +83,51 @@ func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err e
 	if !m.tried {
 		m.tried, m.quot = true, c.fold(g == Xor)
 	}
+	mc, err := c.handOut(m)
+	if err != nil || mc == nil {
+		return nil, 0, false, err
+	}
+	return mc, m.quot.block, true, nil
+}
+
+// MirrorBy is Mirror for the rotation by block, r ↦ r+block mod p, when
+// it maps the fabric onto itself: a plan that only shifts by a multiple
+// of Mirror's block map onto itself (NCCL's rings, whose way through a
+// node alternates from node to node) mirrors there.
+func (c *Cluster) MirrorBy(block int) (mc *Cluster, ok bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false, fmt.Errorf("sim: mirror: %w", hw.ErrClosed)
+	}
+	p := len(c.devices)
+	if block < 1 || block >= p || p%block != 0 {
+		return nil, false, fmt.Errorf("sim: mirror: %w: a block of %d of %d ranks", hw.ErrBadArgument, block, p)
+	}
+	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil || !c.idle() {
+		return nil, false, nil
+	}
+	if c.mirrorsBy == nil {
+		c.mirrorsBy = map[int]*mirror{}
+	}
+	m := c.mirrorsBy[block]
+	if m == nil {
+		m = &mirror{tried: true}
+		if gens, ok := c.renamings([]func(int) int{func(r int) int { return (r + block) % p }}); ok {
+			m.quot = c.quotientBy(gens, p/block, block)
+		}
+		c.mirrorsBy[block] = m
+	}
+	mc, err = c.handOut(m)
+	return mc, mc != nil, err
+}
+
+// handOut is m's mirror cluster, made on first use or when the last one
+// was left with work, its clock set to the cluster's; nil when m's
+// renamings do not fold the fabric.
+func (c *Cluster) handOut(m *mirror) (*Cluster, error) {
 	if m.quot == nil {
-		return nil, 0, false, nil
+		return nil, nil
 	}
 	if m.cluster != nil && !m.cluster.idleLocked() {
 		_ = m.cluster.Close()
@@ -95,12 +138,12 @@ func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err e
 		if m.quot.linkShare != nil {
 			var err error
 			if topo, err = thin(c.topo, 1, nil, m.quot.linkShare); err != nil {
-				return nil, 0, false, err
+				return nil, err
 			}
 		}
 		mc, err := NewCluster(topo, Config{TimingOnly: true})
 		if err != nil {
-			return nil, 0, false, err
+			return nil, err
 		}
 		mc.quot = m.quot
 		m.cluster = mc
@@ -108,7 +151,7 @@ func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err e
 	// The mirror's run stands for one on this cluster, starting now: its
 	// clock starts here too, so the horizon is the same for both.
 	m.cluster.setNow(c.eng.now)
-	return m.cluster, m.quot.block, true, nil
+	return m.cluster, nil
 }
 
 // mirror is a cluster's mirror for one kind of renaming, made on first use.

@@ -36,6 +36,13 @@
 // mirror its bandwidth is divided by the number of renamings over its
 // images'.
 //
+// A plan that no such group maps onto itself but a shift by a block
+// does, rank r running rank r mod b's program with its peers shifted by
+// r − r mod b (ops.Plan.MirrorsInBlocks), mirrors too, on a block that
+// is the fabric's or a power-of-two multiple of it
+// (sim.Cluster.MirrorBy): NCCL's rings, whose way through a node
+// alternates from node to node, by two nodes.
+//
 // Then rank r+k·b starts every step at the same instant as rank r, and
 // each flow shares its links only with images of the flows of ranks
 // 0..b-1. So ranks 0..b-1, run alone on a mirror where every link stands

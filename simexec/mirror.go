@@ -159,13 +159,35 @@ func (d *Driver) mirrorFor(w *hw.World, plan *ops.Plan) (mirror *sim.Cluster, bl
 	}
 	g := plan.Symmetry()
 	if g == ops.NotSymmetric {
-		return nil, 0, false
+		return d.mirrorInBlocks(plan)
 	}
 	mirror, block, ok, err := d.c.Mirror(renaming(g))
 	if err != nil || !ok || !plan.PairsUpInBlocks(g, block) {
 		return nil, 0, false
 	}
 	return mirror, block, true
+}
+
+// mirrorInBlocks finds a mirror for a plan that no group taking rank 0 to
+// every rank maps onto itself, but a shift by a block does: the fabric's
+// smallest block (sim.Cluster.Mirror), or twice it, four times…, as long
+// as the ranks divide into at least 4 blocks (NCCL's rings alternate
+// their way through a node from node to node: a shift by two nodes maps
+// them).
+func (d *Driver) mirrorInBlocks(plan *ops.Plan) (mirror *sim.Cluster, block int, ok bool) {
+	_, b, ok, err := d.c.Mirror(sim.Rotation)
+	if err != nil || !ok {
+		return nil, 0, false
+	}
+	for ; 2*b <= plan.Ranks && plan.Ranks%b == 0; b *= 2 {
+		if !plan.MirrorsInBlocks(b) {
+			continue
+		}
+		if mirror, ok, err = d.c.MirrorBy(b); err == nil && ok {
+			return mirror, b, true
+		}
+	}
+	return nil, 0, false
 }
 
 // renaming is sim's name for the group g.

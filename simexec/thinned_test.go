@@ -1,6 +1,7 @@
 package simexec_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -114,4 +115,40 @@ func runOn(t *testing.T, topo *topology.Topology, plan *ops.Plan, symmetry bool)
 		t.Fatalf("%v: %v", plan.Spec, err)
 	}
 	return secs, exec.Driver().(*simexec.Driver)
+}
+
+// TestNCCLRingsMirrorByTwoNodes: NCCL's rings alternate their way through
+// a node from node to node, so no rank renaming of a whole group maps
+// them onto themselves, but a shift by two nodes does: on 4 DGX H100
+// nodes (rail-optimised or not) every ring all-gather, reduce-scatter and
+// all-reduce, at any channel count NCCL picks, is timed on the mirror by
+// the 16 ranks of two nodes, to the picosecond of the full run.
+func TestNCCLRingsMirrorByTwoNodes(t *testing.T) {
+	for _, fabric := range []string{"dgx-h100x4,rail=true", "dgx-h100x4"} {
+		topo, err := topology.Resolve(fabric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{nccl.Ring}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []ops.Op{ops.AllGather, ops.ReduceScatter, ops.AllReduce} {
+			for _, count := range []int{1 << 10, 1 << 16, 1 << 20} {
+				plan, _, err := tuner.Plan(ops.Spec{Op: op, Ranks: 32, Count: count, DType: hw.F32, Redop: hw.Sum})
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := fmt.Sprintf("%s %s %d: %s", fabric, op, count, nccl.Label(plan))
+				if plan.Symmetry() != ops.NotSymmetric || !plan.MirrorsInBlocks(16) || plan.MirrorsInBlocks(8) {
+					t.Fatalf("%s: symmetric %v, by two nodes %v, by one %v; want by two only", name, plan.Symmetry(), plan.MirrorsInBlocks(16), plan.MirrorsInBlocks(8))
+				}
+				full, _ := runOn(t, topo, plan, false)
+				fast, d := runOn(t, topo, plan, true)
+				if d.MirroredRuns() != 1 || fast != full {
+					t.Errorf("%s: %d mirrored runs, %.15g s against the full run's %.15g s", name, d.MirroredRuns(), fast, full)
+				}
+			}
+		}
+	}
 }
