@@ -238,15 +238,19 @@ func (p *Plan) MirrorsInBlocks(block int) bool {
 	if p == nil || p.native || p.Ranks < 2 || block < 1 || block >= p.Ranks || p.Ranks%block != 0 {
 		return false
 	}
-	bases := make([][]Step, block)
-	for j := range bases {
-		var ok bool
-		if bases[j], ok = p.rankProgram(j); !ok {
-			return false
-		}
-	}
+	// The ranks below block are read as the others need them: a plan
+	// that a shift does not map usually fails at rank block.
+	bases, read := make([][]Step, block), make([]bool, block)
 	for r := block; r < p.Ranks; r++ {
-		base, shift := bases[r%block], r-r%block
+		j := r % block
+		if !read[j] {
+			var ok bool
+			if bases[j], ok = p.rankProgram(j); !ok {
+				return false
+			}
+			read[j] = true
+		}
+		base, shift := bases[j], r-j
 		i := 0
 		for s := range p.RankSteps(r) {
 			if i >= len(base) || !sameStep(&base[i], &s, Rotation, shift, p.Ranks) {
