@@ -268,7 +268,7 @@ var columns = []string{"size(B)", "count", "type", "redop", "root",
 // writeMirrored says how many of the runs were timed on a mirror.
 func writeMirrored(w io.Writer, mirrored, runs int) {
 	if mirrored > 0 {
-		fmt.Fprintf(w, "# %d of %d runs were timed by simulating only the ranks that stand for all (one on a switch, a node's on a cluster): every rank runs those plans alike on a fabric that looks alike from each, so the times are exact (--symmetry=false simulates every rank)\n", mirrored, runs)
+		fmt.Fprintf(w, "# %d of %d runs were timed by simulating only the ranks that stand for all (one on a switch, a node's or two nodes' on a cluster): every such block of ranks runs those plans alike on a fabric that looks alike from each, so the times are exact (--symmetry=false simulates every rank)\n", mirrored, runs)
 	}
 }
 
