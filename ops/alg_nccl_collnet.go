@@ -40,16 +40,6 @@ func NetworkSwitch(name string) bool {
 	return name == "nccl-collnet-direct" || name == "nccl-collnet-chain"
 }
 
-// nodeSize is the ranks of each node of a plan that goes through the
-// network: NodeRanks, or every rank when it is 0 (Compile has refused
-// nodes that are not whole).
-func nodeSize(s Spec) int {
-	if s.NodeRanks <= 0 || s.NodeRanks > s.Ranks {
-		return s.Ranks
-	}
-	return s.NodeRanks
-}
-
 // netDepth is how many passes of a channel a plan keeps in the network at
 // once. NCCL keeps several chunks of a channel in flight through the
 // network (NCCL_STEPS slots), so that one's latency overlaps the others'
@@ -156,11 +146,7 @@ func ncclCollNetDirectAllReduce(b *builder) error {
 				k++
 				// The gather waits for the pass's reduction: in place,
 				// it overwrites what the sends to the heads read.
-				after := []int{b.last(r)}
-				gather := func(s Step) {
-					s.Lane, s.After, after = nl.last(), after, nil
-					b.add(r, s)
-				}
+				gather := stage(b, r, nl.last())
 				for i := range g {
 					if i != me && own.Len > 0 {
 						gather(Step{Kind: StepSend, Peer: node + i, Src: own, Tag: back})
@@ -242,11 +228,7 @@ func ncclCollNetChainAllReduce(b *builder) error {
 				k++
 				// The way down waits for the way up: in place, it
 				// overwrites what went up.
-				after := []int{b.last(r)}
-				down := func(s Step) {
-					s.Lane, s.After, after = nl.last(), after, nil
-					b.add(r, s)
-				}
+				down := stage(b, r, nl.last())
 				if pos < g-1 {
 					down(Step{Kind: StepRecv, Peer: next, Dst: out, Tag: back})
 				}

@@ -2,9 +2,9 @@ package ops
 
 const ncclNVLSDoc = "NCCL's NVLS on one node's NVSwitch: the data split over Spec.Channels channels, each rank owning " +
 	"1/Ranks of every pass of Ranks×Spec.Chunk elements, which the switch reduces from every GPU into it " +
-	"(((x0 op x1) op x2) …, in rank order) and multicasts from it into every GPU; all-reduce across nodes " +
-	"(NCCL's NVLS with CollNet) all-reduces each node's part through the network's switch (SHARP) between the " +
-	"two; needs a simulator whose switches reduce"
+	"(((x0 op x1) op x2) …, in rank order) and multicasts from it into every GPU; across nodes (NCCL's NVLS with " +
+	"CollNet) the network's switch (SHARP) all-reduces, all-gathers or reduce-scatters between the nodes' switches; " +
+	"needs a simulator whose switches reduce"
 
 // ncclNVLSPlans are NVLS's collectives. They run only where the switch
 // reduces (see UsesSwitch), so AlgorithmsFor leaves them out.
@@ -337,10 +337,7 @@ func (t railTree) kidsOf(r int) []int {
 // 2c up, 2c+1 down. One rank copies.
 func ncclNVLSTreeAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
-	g := b.p.NodeRanks
-	if g <= 0 || g > p {
-		g = p
-	}
+	g := nodeSize(b.p.Spec)
 	C := channels(b.p.Spec, n)
 	pass := passLimit(b.p.Spec, n, C, g)
 	_, piece := chunk(pass, g, 0)

@@ -19,10 +19,7 @@ type chainTree struct {
 // binary tree over the nodes, with heads on local index c, so that each
 // channel crosses nodes on its own NIC rail.
 func ncclChainTree(s Spec, c int) chainTree {
-	g := s.NodeRanks
-	if g <= 0 || g > s.Ranks {
-		g = s.Ranks
-	}
+	g := nodeSize(s)
 	return chainTree{nodes: dbtreeAllReduceTrees(s.Ranks / g)[c%2], g: g, head: c % g}
 }
 

@@ -212,11 +212,15 @@ type symRun struct {
 	heard     [][]bool
 	mail      map[msgKey][]symMsg
 	held      map[connKey]int64 // bytes held in buffers, when the Wire has Slots
-	// nets are the network collectives of each group and tag, in the
-	// order their members meet them, and netSeq how many of them each
-	// rank has finished.
-	nets   map[netKey][]*netRun
-	netSeq map[netRankKey]int
+	nets      netMeetings[netRun]
+}
+
+// netMeetings pairs a plan's network steps (IsNet) into the collectives
+// they make, of type M: the k-th step of a tag on each member of a
+// network group with the k-th on the others.
+type netMeetings[M any] struct {
+	runs map[netKey][]*M    // by group and tag, in the order their members meet them
+	seq  map[netRankKey]int // how many of a tag each rank has finished
 }
 
 // netKey names a network group's collectives of one tag: the group by
@@ -231,6 +235,23 @@ type netRankKey struct {
 	tag  uint32
 }
 
+// at is the collective that rank r's next step of tag joins, in the
+// group whose first member is first; fresh makes it for the first to
+// come.
+func (m *netMeetings[M]) at(first, r int, tag uint32, fresh func() *M) *M {
+	if m.runs == nil {
+		m.runs, m.seq = map[netKey][]*M{}, map[netRankKey]int{}
+	}
+	seq, k := m.seq[netRankKey{r, tag}], netKey{first, tag}
+	for len(m.runs[k]) <= seq {
+		m.runs[k] = append(m.runs[k], fresh())
+	}
+	return m.runs[k][seq]
+}
+
+// leave records that rank r has finished its collective of tag.
+func (m *netMeetings[M]) leave(r int, tag uint32) { m.seq[netRankKey{r, tag}]++ }
+
 // netRun is one network collective: the step each member has reached
 // (nil until it does), and whether the switch has run it.
 type netRun struct {
@@ -240,8 +261,7 @@ type netRun struct {
 }
 
 func newSymRun(p *Plan, inPlace bool) *symRun {
-	s := &symRun{p: p, inPlace: inPlace, t: newSymTable(), mail: map[msgKey][]symMsg{}, held: map[connKey]int64{},
-		nets: map[netKey][]*netRun{}, netSeq: map[netRankKey]int{}}
+	s := &symRun{p: p, inPlace: inPlace, t: newSymTable(), mail: map[msgKey][]symMsg{}, held: map[connKey]int64{}}
 	n := p.Ranks
 	s.arrays = make([][3][]sym, n)
 	s.bases = make([][3]int, n)
@@ -537,13 +557,7 @@ func (s *symRun) try(r int, st *Operation) (bool, error) {
 // finished when its own call comes.
 func (s *symRun) netCollective(r int, st *Operation) (bool, error) {
 	first, stride, n := s.p.NetGroup(r)
-	rk := netRankKey{r, st.Tag}
-	seq := s.netSeq[rk]
-	k := netKey{first, st.Tag}
-	for len(s.nets[k]) <= seq {
-		s.nets[k] = append(s.nets[k], &netRun{steps: make([]*Operation, n)})
-	}
-	run := s.nets[k][seq]
+	run := s.nets.at(first, r, st.Tag, func() *netRun { return &netRun{steps: make([]*Operation, n)} })
 	if !run.done {
 		me := (r - first) / stride
 		if run.steps[me] == nil {
@@ -592,7 +606,7 @@ func (s *symRun) netCollective(r int, st *Operation) (bool, error) {
 		}
 		run.done = true
 	}
-	s.netSeq[rk] = seq + 1
+	s.nets.leave(r, st.Tag)
 	return true, nil
 }
 

@@ -77,12 +77,10 @@ type costRun struct {
 	mail  []map[uint64][]float64 // per receiver: arrival times, by sender and tag
 	lanes [][]costLane           // per rank, per lane
 	marks []map[int]float64      // per rank: when each awaited step finished
-	// nets are the network collectives' α and β, by group; meetings the
-	// collectives of each group and tag in order, and netSeq how many of
-	// them each rank has finished.
+	// nets are the network collectives' α and β, by group; meetings
+	// pair their steps.
 	nets     map[int]pathSlot
-	meetings map[netKey][]*netMeeting
-	netSeq   map[netRankKey]int
+	meetings netMeetings[netMeeting]
 }
 
 func (c *costRun) close() {
@@ -117,12 +115,8 @@ func (c *costRun) path(a, b int) (float64, float64, error) {
 	if class < 0 || class >= NumPathClasses {
 		return 0, 0, fmt.Errorf("path class %d of %d -> %d is not one of the %d classes", class, a, b, NumPathClasses)
 	}
-	w := c.plan.Wire
-	beta /= w.Efficiency[class]
-	if w.Rate > 0 {
-		beta = max(beta, 1/w.Rate)
-	}
-	return w.Latency[class], beta, nil
+	alpha, beta = c.plan.Wire.moves(class, beta)
+	return alpha, beta, nil
 }
 
 // rawPath is a's path to b as the model prices it, remembered.
@@ -294,6 +288,16 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 // several steps in flight.
 func pipelinable(k StepKind) bool { return k == StepSwitchReduce || k == StepMulticast }
 
+// switchCoster is the cost model as a SwitchCoster, which prices switch
+// steps, or why it is not one.
+func (c *costRun) switchCoster() (SwitchCoster, error) {
+	sc, ok := c.m.(SwitchCoster)
+	if !ok {
+		return nil, fmt.Errorf("%w: the cost model (%T) cannot price switch steps: it does not implement ops.SwitchCoster", ErrUnsupported, c.m)
+	}
+	return sc, nil
+}
+
 // switchKey names a rank's switch steps of one kind: their way through
 // the switch is the same every time.
 type switchKey struct {
@@ -308,9 +312,9 @@ func (c *costRun) switchPath(r int, reduce bool) (float64, float64, error) {
 	if ps, ok := c.sw[k]; ok {
 		return ps.alpha, ps.beta, nil
 	}
-	sc, ok := c.m.(SwitchCoster)
-	if !ok {
-		return 0, 0, fmt.Errorf("%w: the cost model (%T) cannot price switch steps: it does not implement ops.SwitchCoster", ErrUnsupported, c.m)
+	sc, err := c.switchCoster()
+	if err != nil {
+		return 0, 0, err
 	}
 	first, n := c.plan.Group(r)
 	alpha, beta, err := sc.SwitchCost(r, first, n, reduce)
@@ -318,10 +322,7 @@ func (c *costRun) switchPath(r int, reduce bool) (float64, float64, error) {
 		return 0, 0, err
 	}
 	if w := c.plan.Wire; w != nil {
-		alpha, beta = w.Latency[PathNVLink], beta/w.Efficiency[PathNVLink]
-		if w.Rate > 0 {
-			beta = max(beta, 1/w.Rate)
-		}
+		alpha, beta = w.moves(PathNVLink, beta)
 	}
 	if c.sw == nil {
 		c.sw = map[switchKey]pathSlot{}
@@ -488,9 +489,9 @@ func (c *costRun) netPath(r int) (float64, float64, error) {
 	if ps, ok := c.nets[first]; ok {
 		return ps.alpha, ps.beta, nil
 	}
-	sc, ok := c.m.(SwitchCoster)
-	if !ok {
-		return 0, 0, fmt.Errorf("%w: the cost model (%T) cannot price switch steps: it does not implement ops.SwitchCoster", ErrUnsupported, c.m)
+	sc, err := c.switchCoster()
+	if err != nil {
+		return 0, 0, err
 	}
 	ranks := make([]int, n)
 	for i := range ranks {
@@ -501,10 +502,7 @@ func (c *costRun) netPath(r int) (float64, float64, error) {
 		return 0, 0, err
 	}
 	if w := c.plan.Wire; w != nil {
-		alpha, beta = w.Latency[PathNet], beta/w.Efficiency[PathNet]
-		if w.Rate > 0 {
-			beta = max(beta, 1/w.Rate)
-		}
+		alpha, beta = w.moves(PathNet, beta)
 	}
 	if c.nets == nil {
 		c.nets = map[int]pathSlot{}
@@ -525,16 +523,9 @@ type netMeeting struct {
 // start, and returns when it finishes, once every member has reached it.
 func (c *costRun) meetNet(r int, start, took float64, op *Operation, wake func(int)) (float64, bool) {
 	first, stride, n := c.plan.NetGroup(r)
-	rk := netRankKey{r, op.Tag}
-	seq := c.netSeq[rk]
-	k := netKey{first, op.Tag}
-	if c.meetings == nil {
-		c.meetings, c.netSeq = map[netKey][]*netMeeting{}, map[netRankKey]int{}
-	}
-	for len(c.meetings[k]) <= seq {
-		c.meetings[k] = append(c.meetings[k], &netMeeting{start: slices.Repeat([]float64{math.NaN()}, n), done: math.NaN()})
-	}
-	m := c.meetings[k][seq]
+	m := c.meetings.at(first, r, op.Tag, func() *netMeeting {
+		return &netMeeting{start: slices.Repeat([]float64{math.NaN()}, n), done: math.NaN()}
+	})
 	if math.IsNaN(m.done) {
 		if me := (r - first) / stride; math.IsNaN(m.start[me]) {
 			m.start[me] = start
@@ -548,6 +539,6 @@ func (c *costRun) meetNet(r int, start, took float64, op *Operation, wake func(i
 			wake(first + i*stride)
 		}
 	}
-	c.netSeq[rk] = seq + 1
+	c.meetings.leave(r, op.Tag)
 	return m.done, true
 }

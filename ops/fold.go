@@ -320,10 +320,7 @@ func rotates(x []laneIndex, perm []int, shift, lanes int) bool {
 // The kept ranks, run on a fabric folded by the same rotation, take the
 // time the whole plan takes on the whole fabric.
 func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
-	g := p.NodeRanks
-	if g <= 0 || g > p.Ranks {
-		g = p.Ranks // one node
-	}
+	g := nodeSize(p.Spec)
 	if p.Steps == nil || p.native || g < 2 || s < 1 || s >= g || g%s != 0 || p.Ranks%g != 0 {
 		return nil, nil, 0, false
 	}

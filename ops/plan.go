@@ -241,6 +241,15 @@ func (s Spec) Group(r int) (first, n int) {
 	return 0, s.Ranks
 }
 
+// nodeSize is the ranks of each of s's nodes: NodeRanks, or every rank
+// when it is 0 (or more than the ranks: one node).
+func nodeSize(s Spec) int {
+	if s.NodeRanks <= 0 || s.NodeRanks > s.Ranks {
+		return s.Ranks
+	}
+	return s.NodeRanks
+}
+
 // NetGroup is the ranks a network step of rank r meets (IsNet): first,
 // first+stride, … (n of them), those of r's local index on every node,
 // each reaching the network's switch through its own NIC. With one node

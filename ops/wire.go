@@ -90,6 +90,17 @@ type Wire struct {
 	SlotBytes int64
 }
 
+// moves is the α and β of a way of path class class, whose β is beta,
+// as the Wire moves a message there: its latency in place of the way's,
+// β grown by its efficiency, and no faster than its rate.
+func (w *Wire) moves(class int, beta float64) (alpha, wireBeta float64) {
+	wireBeta = beta / w.Efficiency[class]
+	if w.Rate > 0 {
+		wireBeta = max(wireBeta, 1/w.Rate)
+	}
+	return w.Latency[class], wireBeta
+}
+
 // holds is the bytes a message of bytes payload holds in w's buffer.
 func (w *Wire) holds(bytes int64) int64 {
 	if bytes > w.SlotBytes {
