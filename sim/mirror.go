@@ -76,7 +76,7 @@ func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err e
 	if g != Rotation && g != Xor {
 		return nil, 0, false, fmt.Errorf("sim: mirror: %w: renaming %d", hw.ErrBadArgument, g)
 	}
-	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil || !c.idle() {
+	if !c.mayFold() {
 		return nil, 0, false, nil
 	}
 	m := &c.mirrors[g-1]
@@ -104,7 +104,7 @@ func (c *Cluster) MirrorBy(block int) (mc *Cluster, ok bool, err error) {
 	if block < 1 || block >= p || p%block != 0 {
 		return nil, false, fmt.Errorf("sim: mirror: %w: a block of %d of %d ranks", hw.ErrBadArgument, block, p)
 	}
-	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil || !c.idle() {
+	if !c.mayFold() {
 		return nil, false, nil
 	}
 	if c.mirrorsBy == nil {
@@ -112,10 +112,7 @@ func (c *Cluster) MirrorBy(block int) (mc *Cluster, ok bool, err error) {
 	}
 	m := c.mirrorsBy[block]
 	if m == nil {
-		m = &mirror{tried: true}
-		if gens, ok := c.renamings([]func(int) int{func(r int) int { return (r + block) % p }}); ok {
-			m.quot = c.quotientBy(gens, p/block, block)
-		}
+		m = &mirror{tried: true, quot: c.shiftQuotient(block)}
 		c.mirrorsBy[block] = m
 	}
 	mc, err = c.handOut(m)
@@ -171,37 +168,51 @@ func (c *Cluster) fold(xor bool) *quotient {
 		if p%b != 0 || (xor && (p&(p-1) != 0 || b&(b-1) != 0)) {
 			continue
 		}
-		// Generators of the group: one shift makes the rotations; the
-		// xors by b, 2b, 4b, … make the xors by multiples of b.
-		renames := []func(int) int{func(r int) int { return (r + b) % p }}
-		if xor {
-			renames = nil
-			for k := b; k < p; k *= 2 {
-				renames = append(renames, func(r int) int { return r ^ k })
+		if !xor {
+			if q := c.shiftQuotient(b); q != nil {
+				return q
 			}
-		}
-		gens, ok := c.renamings(renames)
-		if !ok {
 			continue
 		}
-		if q := c.quotientBy(gens, p/b, b); q != nil {
-			return q
+		// The xors by b, 2b, 4b, … make the xors by multiples of b.
+		var renames []func(int) int
+		for k := b; k < p; k *= 2 {
+			renames = append(renames, func(r int) int { return r ^ k })
+		}
+		if gens, ok := c.renamings(renames); ok {
+			return c.quotientBy(gens, p/b, b)
 		}
 	}
 	return nil
 }
 
+// shiftQuotient folds the fabric by the rotations of ranks by multiples
+// of block (one shift makes them all), ranks 0..block-1 standing for all;
+// nil when the shift does not map the fabric onto itself.
+func (c *Cluster) shiftQuotient(block int) *quotient {
+	p := len(c.devices)
+	gens, ok := c.renamings([]func(int) int{func(r int) int { return (r + block) % p }})
+	if !ok {
+		return nil
+	}
+	return c.quotientBy(gens, p/block, block)
+}
+
 // quotientBy folds the fabric by the group the renamings gens make, of
-// the given order, ranks 0..block-1 standing for all; nil where a link's
-// orbit is smaller than the group.
+// the given order, ranks 0..block-1 standing for all.
 func (c *Cluster) quotientBy(gens []renamingOf, order, block int) *quotient {
 	q := c.orbits(gens, order)
-	if q != nil {
-		q.block = block
-		q.tree = len(c.topo.Links) == len(c.topo.Nodes)-1
-		q.unique = map[int][]uint8{}
-	}
+	q.block = block
+	q.tree = len(c.topo.Links) == len(c.topo.Nodes)-1
+	q.unique = map[int][]uint8{}
 	return q
+}
+
+// mayFold reports whether the cluster may hand out a mirror or a folded
+// cluster: made with Config.Symmetry, timing-only, untraced, unseeded,
+// free of faults, not itself a fold, and idle.
+func (c *Cluster) mayFold() bool {
+	return c.cfg.Symmetry && c.cfg.TimingOnly && c.trace == nil && c.cfg.Seed == 0 && !c.faulted && c.quot == nil && c.idle()
 }
 
 // renamings extends each renaming of ranks to the fabric, or reports

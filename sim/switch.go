@@ -243,24 +243,32 @@ func (s *Stream) beginSwitch(o *op, now Time) bool {
 		}
 	}
 	alpha, _ := w.g.Cost(me, reduce)
-	wait, n, path := FromSeconds(alpha), float64(o.bytes()), links
+	s.busy = true
+	s.startSwitchFlow(o, links, alpha, o.bytes(), PathNVLink)
+	return false
+}
+
+// startSwitchFlow starts switch operation o's one flow of bytes across
+// links, after its way's α; with a Wire, at once, its bytes grown by the
+// Wire's efficiency for class and its rate capped by the stream's
+// channel, landing the Wire's latency for class after it drains.
+func (s *Stream) startSwitchFlow(o *op, links []*link, alpha float64, bytes int, class PathClass) {
+	wait, n, path := FromSeconds(alpha), float64(bytes), links
 	o.land = 0
 	if wire := o.wire; wire != nil {
-		eff := wire.Efficiency[PathNVLink]
-		wait, n, o.land = 0, n/eff, wire.Latency[PathNVLink]
+		eff := wire.Efficiency[class]
+		wait, n, o.land = 0, n/eff, wire.Latency[class]
 		if wire.Rate > 0 {
 			s.channel.capacity = perPicosecond(wire.Rate / eff)
 			s.path = append(append(s.path[:0], links...), &s.channel)
 			path = s.path
 		}
 	}
-	s.busy = true
-	s.flow = c.fab.start(path, wait, n, s, o)
+	s.flow = s.dev.c.fab.start(path, wait, n, s, o)
 	// On a folded cluster the members' links fold onto their orbits'
 	// stand-ins, several onto one: the flow crosses it once for each, as
 	// the whole run's flows through the links of that orbit do.
-	s.flow.repeats = c.quot != nil
-	return false
+	s.flow.repeats = s.dev.c.quot != nil
 }
 
 // pipelines reports whether switch operations of kind k may follow each

@@ -198,21 +198,7 @@ func (s *Stream) joinMeeting(o *op, now Time) bool {
 		}
 	}
 	alpha, _ := w.g.AllReduceCost()
-	wait, n := FromSeconds(alpha), float64(max(o.dst.Bytes(), o.src.Bytes()))
-	o.land = 0
-	if wire := o.wire; wire != nil {
-		eff := wire.Efficiency[PathNet]
-		wait, n, o.land = 0, n/eff, wire.Latency[PathNet]
-		if wire.Rate > 0 {
-			s.channel.capacity = perPicosecond(wire.Rate / eff)
-			path = append(path, &s.channel)
-		}
-	}
-	s.flow = c.fab.start(path, wait, n, s, o)
-	// On a folded cluster (Cluster.Rotated) the members' links fold onto
-	// their orbits' stand-ins, and the flow crosses a stand-in once for
-	// each member's link it stands for.
-	s.flow.repeats = c.quot != nil
+	s.startSwitchFlow(o, path, alpha, max(o.dst.Bytes(), o.src.Bytes()), PathNet)
 	return false
 }
 

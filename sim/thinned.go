@@ -60,7 +60,7 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	if c.closed {
 		return nil, false, fmt.Errorf("sim: fold: %w", hw.ErrClosed)
 	}
-	if !c.cfg.Symmetry || !c.cfg.TimingOnly || c.trace != nil || c.cfg.Seed != 0 || c.faulted || c.quot != nil || !c.idle() {
+	if !c.mayFold() {
 		return nil, false, nil
 	}
 	if c.foldedBy == nil {
@@ -86,13 +86,11 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 				return nil, false, nil
 			}
 			gens, ok := c.renamings([]func(int) int{func(r int) int { return key.rename[r] }})
-			if ok {
-				q = c.quotientBy(gens, key.order, len(c.devices))
-			}
-			if q == nil {
+			if !ok {
 				c.foldedBy[id] = nil
 				return nil, false, nil
 			}
+			q = c.quotientBy(gens, key.order, len(c.devices))
 			share = c.reducerShares(gens, key.order)
 		}
 		topo := c.topo
