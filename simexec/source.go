@@ -148,11 +148,16 @@ func (s *laneSource) simOp(kind ops.StepKind, src, dst ops.Ref, peer int, tag ui
 				s.netGroup = append(s.netGroup, dev)
 			}
 		}
-		k := map[ops.StepKind]sim.OpKind{ops.StepNetAllReduce: sim.OpSwitchAllReduce, ops.StepNetAllGather: sim.OpSwitchAllGather,
-			ops.StepNetReduceScatter: sim.OpSwitchReduceScatter}[kind]
-		return sim.Op{Kind: k, Redop: j.ReduceOp(), Dst: j.Slice(dst), Src: j.Slice(src), Group: s.netGroup, Tag: j.Tag(tag), Wire: s.wire}, nil
+		return sim.Op{Kind: switchCollectives[kind], Redop: j.ReduceOp(), Dst: j.Slice(dst), Src: j.Slice(src), Group: s.netGroup, Tag: j.Tag(tag), Wire: s.wire}, nil
 	}
 	return sim.Op{}, fmt.Errorf("%w: unknown step kind %v", ops.ErrBadPlan, kind)
+}
+
+// switchCollectives is the simulator's op for each network step.
+var switchCollectives = map[ops.StepKind]sim.OpKind{
+	ops.StepNetAllReduce:     sim.OpSwitchAllReduce,
+	ops.StepNetAllGather:     sim.OpSwitchAllGather,
+	ops.StepNetReduceScatter: sim.OpSwitchReduceScatter,
 }
 
 // members is ref on every member of the rank's group, in rank order: the
