@@ -27,14 +27,7 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 		return nil, err
 	}
 	v, m := o.version(), o.Machine
-	net := hwLatency(ops.PathNet, c.Algo, simple, v)
-	if s.PerNode == 1 {
-		net = hwLatency(ops.PathNet, Tree, simple, v)
-	}
-	intra := hwLatency(ops.PathNVLink, c.Algo, simple, v)
-	if s.NVLinks == 0 {
-		intra = hwLatency(ops.PathPCI, c.Algo, simple, v)
-	}
+	net, intra := interLatency(s, c.Algo, simple, v), intraLatency(s, c.Algo, simple, v)
 	if c.Algo == CollNetDirect {
 		intra += float64(s.PerNode-1) * 0.4
 	}

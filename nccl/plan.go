@@ -156,9 +156,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	for class := range ops.NumPathClasses {
 		w.Latency[class] = hwLatency(class, a, p, v) * 1e-6 * scale
 	}
-	if s.PerNode == 1 {
-		w.Latency[ops.PathNet] = hwLatency(ops.PathNet, Tree, p, v) * 1e-6 * scale
-	}
+	w.Latency[ops.PathNet] = interLatency(s, a, p, v) * 1e-6 * scale
 	if s.Nodes > 1 {
 		over := netOverhead(s.CPU)
 		if p == simple {

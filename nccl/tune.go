@@ -363,17 +363,29 @@ func bandwidths(s System, a Algo, o Options) graph {
 	return g
 }
 
+// intraLatency is NCCL's per-hop latency of algorithm a with protocol p
+// within a node, in µs: over NVLink, or PCIe where a node has none.
+func intraLatency(s System, a Algo, p int, v Version) float64 {
+	if s.NVLinks == 0 {
+		return hwLatency(ops.PathPCI, a, p, v)
+	}
+	return hwLatency(ops.PathNVLink, a, p, v)
+}
+
+// interLatency is NCCL's per-hop latency of algorithm a with protocol p
+// across nodes, in µs; with one GPU per node the tree's ("with ppn=1
+// latencies are fully exposed, use the Tree network latency",
+// tuning.cc).
+func interLatency(s System, a Algo, p int, v Version) float64 {
+	if s.PerNode == 1 {
+		a = Tree
+	}
+	return hwLatency(ops.PathNet, a, p, v)
+}
+
 // latency is the fixed part of the time, in µs (tuning.cc:289-435).
 func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channels int) float64 {
-	intraClass := ops.PathNVLink
-	if s.NVLinks == 0 {
-		intraClass = ops.PathPCI
-	}
-	intra := hwLatency(intraClass, a, p, v)
-	inter := hwLatency(ops.PathNet, a, p, v)
-	if s.PerNode == 1 {
-		inter = hwLatency(ops.PathNet, Tree, p, v)
-	}
+	intra, inter := intraLatency(s, a, p, v), interLatency(s, a, p, v)
 	if s.Nodes > 1 && (a == Ring || a == Tree) {
 		over := netOverhead(s.CPU)
 		if p == simple {
