@@ -357,3 +357,32 @@ func TestTreeCorrectionSwaysTheChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestBlackwellHopsTakeTheirExtraNotTheChoice: NCCL's model has Hopper's
+// per-hop NVLink latency for every generation, and its tuner chooses by
+// it; what runs on a Blackwell fabric takes 0.7 µs more per NVLink hop
+// (topology.Arch.NVLinkExtraLatency), on rings and point-to-point alike.
+func TestBlackwellHopsTakeTheirExtraNotTheChoice(t *testing.T) {
+	hopper := try(nccl.NewTuner(try(topology.Resolve("switch:8,arch=hopper,bw=900GB/s"))(t), nccl.Options{}))(t)
+	blackwell := try(nccl.NewTuner(try(topology.Resolve("switch:8,arch=blackwell,bw=900GB/s"))(t), nccl.Options{}))(t)
+	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.SendRecv} {
+		spec := ops.Spec{Op: op, Ranks: 8, Count: 8, DType: hw.F32, Redop: hw.Sum}
+		h, ch, err := hopper.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, cb, err := blackwell.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.LatencyUS != cb.LatencyUS || nccl.Label(h) != nccl.Label(b) {
+			t.Errorf("%v: NCCL's model chose %s at %.2f us on Hopper, %s at %.2f us on Blackwell", op, nccl.Label(h), ch.LatencyUS, nccl.Label(b), cb.LatencyUS)
+		}
+		if d := b.Wire.Latency[ops.PathNVLink] - h.Wire.Latency[ops.PathNVLink]; math.Abs(d-0.7e-6) > 1e-12 {
+			t.Errorf("%v (%s): a Blackwell NVLink hop takes %.3g s more than Hopper's, want 0.7 us", op, nccl.Label(b), d)
+		}
+		if b.Wire.Latency[ops.PathNet] != h.Wire.Latency[ops.PathNet] {
+			t.Errorf("%v: the network's hop changed with the GPUs' arch", op)
+		}
+	}
+}

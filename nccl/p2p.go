@@ -108,7 +108,7 @@ func p2pChoice(s System, bytesPerPeer int64) Choice {
 // communicator's p2p channels when they need more than it has; with the
 // per-hop latency and base latency of the protocol in NCCL's ring model
 // (NCCL's model has no point-to-point figures; these are the nearest it
-// has).
+// has), an NVLink hop taking its arch's extra as a ring's does.
 func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	spec.Algo, spec.Channels = "nccl-p2p", c.Channels
 	plan, err := ops.Compile(spec)
@@ -122,6 +122,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		w.Latency[class] = hwLatency(class, Ring, p, v) * 1e-6
 		w.Efficiency[class] = 1
 	}
+	w.Latency[ops.PathNVLink] += s.Arch.NVLinkExtraLatency()
 	if p == ll {
 		for class := range ops.NumPathClasses {
 			w.Efficiency[class] = 0.5

@@ -141,7 +141,9 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // p move for spec, and the launch that opens the collective: NCCL's base
 // latency, and per hop its latency for each path class; NCCL's model
 // multiplies a multi-node Ring/Simple all-reduce's by a plateau factor
-// past 64 bytes per channel and rank. Every byte on the wire carries the
+// past 64 bytes per channel and rank. An NVLink hop also takes what the
+// GPUs' crossing takes beyond Hopper's, which NCCL's one figure for
+// every generation leaves out (its tuner does not see it). Every byte on the wire carries the
 // protocol's share of payload (LL 8 of 16 bytes, LL128 120 of 128), and
 // each channel moves at most its share of the bandwidth of NCCL's model:
 // a channel is one block of threads, and a ring or a tree goes at its
@@ -164,6 +166,9 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 		}
 		w.Latency[ops.PathNVLink] = max(w.Latency[ops.PathNVLink], over*1e-6*scale)
 	}
+	// NCCL's figures, its step's floor on several nodes among them, are
+	// Hopper's: another arch's step takes its crossing's difference more.
+	w.Latency[ops.PathNVLink] += s.Arch.NVLinkExtraLatency()
 	factor := 1.0
 	switch p {
 	case ll:

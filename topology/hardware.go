@@ -80,6 +80,24 @@ func (a Arch) NVLinkRate() float64 {
 	return 0
 }
 
+// NVLinkExtraLatency is how much longer, in seconds, one crossing from a
+// GPU through NVLink to another takes on this architecture than on
+// Hopper. NCCL's model has one per-hop NVLink latency for every
+// generation (its hwLat, NCCL-MODEL.md §3), which matches Hopper; a
+// simulated wire adds this to it, and Blackwell presets to their
+// GPU-switch links.
+//
+//	Blackwell 0.7 µs: an 8-byte all-reduce on 8× B200 took ≈3 µs where 8× H200 or H800 took
+//	          ≈2.3 µs, with NCCL 2.27's symmetric-memory kernel and the same tuning on both
+//	          (NVIDIA/nccl#1940); that kernel crosses NVLink once (each rank stores into its
+//	          peers' buffers), so the crossing carries the difference.
+func (a Arch) NVLinkExtraLatency() float64 {
+	if a == Blackwell {
+		return 0.7e-6
+	}
+	return 0
+}
+
 // CPUVendor is the vendor of a fabric's host CPUs. NCCL's LL bandwidth cap
 // on several nodes and its per-step network overhead depend on it
 // (NCCL-MODEL.md §3, §5). The zero value, UnknownCPU, is what a spec-built

@@ -21,10 +21,11 @@ type presetDef struct {
 
 // nvswitchParams are the numbers of GPUs on an NVSwitch: NVLink bandwidth
 // per GPU, the GPU's reduce bandwidth and arch, the switch's NVLS, and the
-// host CPU. Every preset's GPU-switch link has latency nvswitchLinkLat.
+// host CPU. Every preset's GPU-switch link has latency nvswitchLinkLat,
+// and half of what its arch's NVLink crossing takes beyond Hopper's.
 func nvswitchParams(bw, reduce float64, arch Arch, nvls float64, cpu CPUVendor) params {
 	p := genericParams()
-	p.bw, p.lat, p.reduce = bw, nvswitchLinkLat, reduce
+	p.bw, p.lat, p.reduce = bw, nvswitchLinkLat+arch.NVLinkExtraLatency()/2, reduce
 	p.arch, p.nvls, p.cpu = arch, nvls, cpu
 	return p
 }
@@ -99,7 +100,7 @@ func presetTable() []presetDef {
 		single("hgx-h200", "8× H200 on NVSwitch, 450 GB/s per direction per GPU; NVLS 276 GB/s", 8, h200,
 			srcH200NVLink, srcSwitchLat2, srcReduce, srcHGXH200, srcNVLSH200),
 		single("hgx-b200", "8× B200 on NVLink5 switches, 900 GB/s per direction per GPU; NVLS 482 GB/s", 8, hgxB200,
-			srcB200x8, srcSwitchLat2, srcB200HGXReduce, srcHGXB200, srcNVLSB200),
+			srcB200x8, srcSwitchLatB200, srcB200HGXReduce, srcHGXB200, srcNVLSB200),
 		multi("dgx-h100xN", "N DGX H100 nodes (8 GPUs on NVSwitch each), one 400 Gb/s NDR NIC per GPU, one non-blocking IB switch (rail=true: rail-optimised)", 8,
 			withNetwork(h100, ndrBW, pcieGen5BW, false),
 			srcH100NVLink, srcSwitchLat, srcH100Reduce, srcDGXH100, srcNVLSHopper, srcNDR, srcNDRLat, srcPCIe),
@@ -111,12 +112,12 @@ func presetTable() []presetDef {
 			srcH200NVLink, srcSwitchLat2, srcReduce, srcHGXH200, srcNVLSH200, srcNDRRail, srcNDRLat, srcPCIe, srcRailAssumed),
 		multi("dgx-b200xN", "N DGX B200 nodes, one 400 Gb/s NDR ConnectX-7 per GPU (PCIe Gen5), rail-optimised leaf/spine", 8,
 			withNetwork(dgxB200, ndrBW, pcieGen5BW, true),
-			srcB200x8, srcSwitchLat2, srcB200HGXReduce, srcDGXB200, srcNVLSB200, srcNDRRail, srcNDRLat, srcPCIe, srcRailRA),
+			srcB200x8, srcSwitchLatB200, srcB200HGXReduce, srcDGXB200, srcNVLSB200, srcNDRRail, srcNDRLat, srcPCIe, srcRailRA),
 		single("gb200-nvl72", "72× B200 in one NVLink5 Switch domain, 900 GB/s per direction per GPU; NVLS 482 GB/s; Grace (Arm) hosts", 72, nvl72,
-			srcB200NVLink, srcSwitchLat2, srcB200Reduce, srcGB200, srcNVLSNVL72),
+			srcB200NVLink, srcSwitchLatB200, srcB200Reduce, srcGB200, srcNVLSNVL72),
 		multi("gb200-nvl72xN", "N GB200 NVL72 racks joined by InfiniBand: one 400 Gb/s NDR NIC per GPU, one rail per GPU position (72), leaf/spine", 72,
 			withNetwork(nvl72, ndrBW, pcieGen5BW, true),
-			srcB200NVLink, srcSwitchLat2, srcB200Reduce, srcGB200, srcNVLSNVL72, srcNDRRail, srcNDRLat, srcPCIeGB200, srcRailAssumed),
+			srcB200NVLink, srcSwitchLatB200, srcB200Reduce, srcGB200, srcNVLSNVL72, srcNDRRail, srcNDRLat, srcPCIeGB200, srcRailAssumed),
 		{Preset: Preset{"mac-tb5:N", "ring of N Macs (M4 Max) cabled with Thunderbolt 5, 10 GB/s per direction",
 			[]string{srcTB5, srcTCP, srcM4Reduce}},
 			fam:   family{"mac-tb5", plainKeys, mac, buildRing},
