@@ -53,6 +53,7 @@ func TestMirroredRunsTakeExactlyTheFullTime(t *testing.T) {
 		"alltoall/pairwise/8/7 on cluster:4x2": true, "allreduce/ring/16/64 on dgx-h100x2": true,
 		"allgather/ring/8/7 on ring:8": true, "allreduce/rhd/8/64 on mesh:8": true,
 		"allreduce/rd/8/64 on cluster:4x2,rail=true": true, "allreduce/rhd/8/64 on cluster:4x2,rail=true": true,
+		"alltoall/pairwise/8/7 on cluster:4x2,rail=true": true, "alltoall/pairwise/8/64 on cluster:4x2,rail=true": true,
 	}
 	seen := map[string]bool{}
 	fabrics := []string{"cluster:2x4", "cluster:4x2", "cluster:4x2,rail=true", "cluster:3x2,bw=80GB/s,nicbw=30GB/s", "dgx-h100x2", "ring:8", "mesh:8", "torus:2x4"}

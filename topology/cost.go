@@ -1,10 +1,6 @@
 package topology
 
-import (
-	"math"
-
-	"gonum.org/v1/gonum/graph/path"
-)
+import "math"
 
 // PathCost returns the α-β parameters of the route from GPU rank src to
 // rank dst: α is the route's latency in seconds, β the seconds per byte of
@@ -100,95 +96,39 @@ func (t *Topology) cachedCost(src, dst int) (pathCost, bool) {
 }
 
 // costsFrom is the cost of the route from GPU rank src to every GPU, by
-// rank, from one search (searchFrom): a route's latency and narrowest
-// link follow from its last hop's predecessor's, summed in route order as
-// Route sums them.
+// rank, from one search (searchRoutes to every node): a route's latency
+// and narrowest link follow from its last step's predecessor's, summed in
+// route order as Route sums them.
 func (t *Topology) costsFrom(src int) []pathCost {
-	pred := t.searchFrom(src)
+	s := t.searchRoutes(t.gpus[src], -1, nil, false)
 	type acc struct {
 		ps, bw float64
 		done   bool
 	}
-	memo := make([]acc, len(t.Nodes))
-	from := t.gpus[src]
-	memo[from] = acc{bw: math.Inf(1), done: true}
-	var walk func(v int) acc
-	walk = func(v int) acc {
-		if !memo[v].done {
-			u := int(pred[v])
-			e, _ := t.edgeBetween(int64(u), int64(v))
-			a := walk(u)
-			memo[v] = acc{ps: a.ps + math.Round(t.Links[e/2].Latency*1e12), bw: min(a.bw, t.EdgeBW(e)), done: true}
+	memo := make([]acc, len(s.dist)) // by state
+	memo[state(t.gpus[src], false)] = acc{bw: math.Inf(1), done: true}
+	var walk func(u int) acc
+	walk = func(u int) acc {
+		if !memo[u].done {
+			before := int(s.pred[u])
+			e, _ := t.edgeBetween(int64(before/2), int64(u/2))
+			a := walk(before)
+			memo[u] = acc{ps: a.ps + math.Round(t.Links[e/2].Latency*1e12), bw: min(a.bw, t.EdgeBW(e)), done: true}
 		}
-		return memo[v]
+		return memo[u]
 	}
 	out := make([]pathCost, len(t.gpus))
 	for q, node := range t.gpus {
-		via, last := t.lastHop(node)
-		switch {
+		switch end := s.best(node); {
 		case q == src:
-		case pred[via] < 0 && via != from:
+		case end < 0:
 			_, out[q].err = t.RouteRanks(src, q)
 		default:
-			a := walk(via)
-			if last >= 0 {
-				a.ps += math.Round(t.Links[last/2].Latency * 1e12)
-				a.bw = min(a.bw, t.EdgeBW(last))
-			}
+			a := walk(end)
 			out[q] = pathCost{alpha: a.ps / 1e12, beta: 1 / a.bw}
 		}
 	}
 	return out
-}
-
-// lastHop is how a route reaches node: through its only neighbour and
-// then edge last when it is a leaf (Route's search offers a leaf only as
-// its destination), else as node itself (last -1).
-func (t *Topology) lastHop(node int) (via, last int) {
-	if leaf, ok := t.Leaf(node); ok {
-		return leaf.Neighbour, leaf.In
-	}
-	return node, -1
-}
-
-// searchFrom runs Route's search from GPU rank src to every node at once
-// and returns each node's predecessor on its route (−1 for none): gonum's
-// Dijkstra over the graph Route searches, without any leaf. Up to each
-// destination it settles the nodes in the order Route's search for that
-// destination does (which offers no leaf but the destination, and a leaf
-// changes nothing before its one neighbour is settled), so the routes are
-// the same. gonum keeps its predecessors to itself, so the search is
-// watched: it weighs each edge from a settled node once, in order, and a
-// copy of its distances tells which weighings it took.
-func (t *Topology) searchFrom(src int) []int32 {
-	pred := make([]int32, len(t.Nodes))
-	dist := make([]float64, len(t.Nodes))
-	for i := range pred {
-		pred[i], dist[i] = -1, math.Inf(1)
-	}
-	from := t.gpus[src]
-	dist[from] = 0
-	watched := watchedGraph{routeGraph{fullGraph{t}, -1}, func(u, v int64, w float64) {
-		if joint := dist[u] + w; joint < dist[v] {
-			dist[v], pred[v] = joint, int32(u)
-		}
-	}}
-	path.DijkstraFrom(gnode(from), watched)
-	return pred
-}
-
-// watchedGraph is routeGraph that shows every weighing to see.
-type watchedGraph struct {
-	routeGraph
-	see func(u, v int64, w float64)
-}
-
-func (g watchedGraph) Weight(x, y int64) (float64, bool) {
-	w, ok := g.routeGraph.Weight(x, y)
-	if ok && x != y {
-		g.see(x, y, w)
-	}
-	return w, ok
 }
 
 // The classes of path a communication library tells apart (the order of

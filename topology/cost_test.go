@@ -33,24 +33,15 @@ func TestPathCostsFromOneSearchMatchRoutes(t *testing.T) {
 					t.Errorf("%s: %d -> %d: one search gives %+v, Route α %v β %v", spec, src, dst, got, alpha, beta)
 				}
 			}
-			// The predecessors make Route's routes, link for link.
-			pred := topo.searchFrom(src)
+			// The search for every node makes Route's routes, link for link.
+			all2 := topo.searchRoutes(topo.gpus[src], -1, nil, false)
 			for dst, node := range topo.gpus {
 				if dst == src {
 					continue
 				}
 				r, _ := topo.RouteRanks(src, dst)
-				via, last := topo.lastHop(node)
-				var edges []int
-				for v := via; v != topo.gpus[src]; v = int(pred[v]) {
-					e, _ := topo.edgeBetween(int64(pred[v]), int64(v))
-					edges = append([]int{e}, edges...)
-				}
-				if last >= 0 {
-					edges = append(edges, last)
-				}
-				if fmt.Sprint(edges) != fmt.Sprint(r.Edges) {
-					t.Errorf("%s: %d -> %d: one search's route %v, Route's %v", spec, src, dst, edges, r.Edges)
+				if got, ok := all2.path(node); !ok || fmt.Sprint(got) != fmt.Sprint(r) {
+					t.Errorf("%s: %d -> %d: one search's route %v, Route's %v", spec, src, dst, got, r)
 				}
 			}
 		}

@@ -142,22 +142,26 @@
 //
 // # Routing
 //
-// Route and RouteRanks return the shortest path by latency. They run gonum's
-// path.DijkstraFromTo over the topology's own graph type, whose adjacency is
-// kept in slices sorted by node index (gonum's simple graphs iterate maps,
-// which would make ties random). Each directed edge weighs
+// Route and RouteRanks return the shortest path by latency, from one
+// Dijkstra search of the package's own (routeSearch) over node states: a
+// node, and whether the route has crossed the network yet. A step weighs
 //
 //	round(latency in picoseconds) + 1/1024
 //
 // which is exact in float64 for paths under 1024 hops and about 8 s. So
-// among equal-latency paths (to the picosecond) the one with fewer hops wins,
-// and among those the one Dijkstra settles first, which is fixed because
-// neighbours are always offered in ascending node index. A lat=0 mesh thus
-// still takes the direct link. Nodes with a single link are offered to
-// Dijkstra only as the destination (they cannot be a way through). Routes
-// are computed on first use and cached per (source, destination) behind a
-// mutex; nothing is precomputed per pair, so memory stays linear in the
-// size of the fabric.
+// among equal-latency paths (to the picosecond) the one with fewer hops
+// wins; among those the one with fewer NVLink hops after the network
+// (cross-rail traffic goes over NVLink first, as NCCL's PXN sends it; the
+// rule reads the fabric's shape, not its numbering, so renamings that map
+// the fabric onto itself map routes onto routes, which mirrors need); and
+// among those the one the search settles first, ordered by node index,
+// never by map order. A lat=0 mesh thus still takes the direct link. Nodes
+// with a single link are reached only as the destination (they cannot be a
+// way through). Routes are computed on first use and cached per (source,
+// destination) behind a mutex; nothing is precomputed per pair, so memory
+// stays linear in the size of the fabric. A source's routes to every GPU
+// come from the same search run to the end (PathCost's tables), so they
+// are Route's routes.
 //
 // # YAML format
 //

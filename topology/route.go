@@ -5,8 +5,6 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/graph"
-	"gonum.org/v1/gonum/graph/path"
-	"gonum.org/v1/gonum/graph/traverse"
 )
 
 // Path is a route through the fabric.
@@ -19,30 +17,13 @@ type Path struct {
 // refilled (routes are deterministic, so this changes only speed).
 const maxCachedRoutes = 1 << 18
 
-// hopWeight is the part of an edge's routing weight that counts hops. It is a
-// power of two, so weight sums stay exact (see Route).
-const hopWeight = 1.0 / 1024
-
-// edgeWeight is the routing weight of a link with latency lat seconds:
-// latency in whole picoseconds plus 1/1024 per hop.
-func edgeWeight(lat float64) float64 {
-	return math.Round(lat*1e12) + hopWeight
-}
-
 // Route returns the route from node src to node dst (indices into Nodes).
 // src == dst gives an empty path.
 //
-// The route is a shortest path by latency, found by gonum's
-// path.DijkstraFromTo over the topology's own graph type. Each directed edge
-// weighs round(latency in picoseconds) + 1/1024; the sum is exact in float64
-// while a path has fewer than 1024 hops and under about 8 s (2^43 ps) of
-// latency. So among paths of equal latency (to the picosecond) the one with
-// the fewest hops wins, and among those the first one Dijkstra settles. That
-// last tie-break is deterministic because the graph lists every node's
-// neighbours in ascending node index, never in map order. A node with a
-// single link is never a way through, so it is offered to Dijkstra only as
-// the destination; this changes no route's weight and keeps routes through a
-// big switch cheap.
+// The route is a shortest path by latency, then hops, then NVLink hops
+// after the network (see the package doc's Routing and routeSearch); a
+// node with a single link is never a way through, which changes no route
+// and keeps routes through a big switch cheap.
 //
 // Routes are computed lazily, once per (src, dst), and cached, except
 // between two leaves of one node, which costs less than the cache and is
@@ -73,7 +54,7 @@ func (t *Topology) Route(src, dst int) (Path, error) {
 	if ok {
 		return p, nil
 	}
-	p, err := t.shortestIn(routeGraph{fullGraph{t}, int32(dst)}, src, dst)
+	p, err := t.shortestRoute(src, dst, nil)
 	if err != nil {
 		return Path{}, err
 	}
@@ -151,54 +132,16 @@ func (t *Topology) RouteAvoiding(src, dst int, down func(link int) bool) (Path, 
 	if src == dst {
 		return Path{}, nil
 	}
-	return t.shortestIn(avoidGraph{routeGraph{fullGraph{t}, int32(dst)}, down}, src, dst)
+	return t.shortestRoute(src, dst, down)
 }
 
-// avoidGraph is routeGraph without the links that are down.
-type avoidGraph struct {
-	routeGraph
-	down func(link int) bool
-}
-
-func (g avoidGraph) From(id int64) graph.Nodes {
-	inner, _ := g.t.neighbours(id)
-	up := make([]adjItem, 0, len(inner))
-	for _, a := range inner {
-		if !g.down(int(a.edge / 2)) {
-			up = append(up, a)
-		}
-	}
-	extra := int32(-1)
-	if d := int64(g.dst); d != id && g.t.degree(d) == 1 {
-		if a := g.t.adj[g.t.adjStart[d]]; int64(a.nbr) == id && !g.down(int(a.edge/2)) {
-			extra = g.dst
-		}
-	}
-	if len(up) == 0 && extra < 0 {
-		return graph.Empty
-	}
-	return &listIter{seg: up, extra: extra, cur: -1}
-}
-
-// shortestIn finds the path in g (a view of t) and turns it into edges.
-func (t *Topology) shortestIn(g traverse.Graph, src, dst int) (Path, error) {
-	nodes, _ := path.DijkstraFromTo(gnode(src), gnode(dst), g)
-	if len(nodes) < 2 {
+// shortestRoute is the route from src to dst around the links down
+// reports (nil: none).
+func (t *Topology) shortestRoute(src, dst int, down func(link int) bool) (Path, error) {
+	p, ok := t.searchRoutes(src, dst, down, false).path(dst)
+	if !ok {
 		return Path{}, newErr(ErrRoute, "route: no path from %s (node %d) to %s (node %d)", t.Nodes[src].Name, src, t.Nodes[dst].Name, dst)
 	}
-	p := Path{Edges: make([]int, 0, len(nodes)-1)}
-	// Sum in whole picoseconds, as routing weighs them, so 2us + 2us + 2us
-	// is exactly 6us rather than 5.999999999999999us.
-	var ps float64
-	for i := 1; i < len(nodes); i++ {
-		e, ok := t.edgeBetween(nodes[i-1].ID(), nodes[i].ID())
-		if !ok {
-			return Path{}, newErr(ErrRoute, "route: internal error: no edge between nodes %d and %d", nodes[i-1].ID(), nodes[i].ID())
-		}
-		p.Edges = append(p.Edges, e)
-		ps += math.Round(t.Links[e/2].Latency * 1e12)
-	}
-	p.Latency = ps / 1e12
 	return p, nil
 }
 
@@ -237,27 +180,19 @@ type gnode int64
 
 func (n gnode) ID() int64 { return int64(n) }
 
-// gedge is a gonum weighted edge; it is directed edge id of a topology.
-type gedge struct {
-	from, to int64
-	w        float64
-}
+// gedge is a gonum edge between two nodes.
+type gedge struct{ from, to int64 }
 
 func (e gedge) From() graph.Node         { return gnode(e.from) }
 func (e gedge) To() graph.Node           { return gnode(e.to) }
-func (e gedge) ReversedEdge() graph.Edge { return gedge{e.to, e.from, e.w} }
-func (e gedge) Weight() float64          { return e.w }
+func (e gedge) ReversedEdge() graph.Edge { return gedge{e.to, e.from} }
 
-// fullGraph is the topology as an undirected gonum graph (graph.Graph,
-// graph.Weighted and path.Weighted). Adjacency lives in sorted slices, so
-// every iteration order is fixed.
+// fullGraph is the topology as an undirected gonum graph, for gonum's
+// traversals (routes come from routeSearch). Adjacency lives in sorted
+// slices, so every iteration order is fixed.
 type fullGraph struct{ t *Topology }
 
-var (
-	_ graph.Weighted = fullGraph{}
-	_ path.Weighted  = fullGraph{}
-	_ graph.Weighted = routeGraph{}
-)
+var _ graph.Graph = fullGraph{}
 
 func (g fullGraph) Node(id int64) graph.Node {
 	if id < 0 || id >= int64(len(g.t.Nodes)) {
@@ -282,82 +217,11 @@ func (g fullGraph) HasEdgeBetween(x, y int64) bool {
 	return ok
 }
 
-func (g fullGraph) Edge(u, v int64) graph.Edge { return g.WeightedEdge(u, v) }
-
-func (g fullGraph) WeightedEdge(u, v int64) graph.WeightedEdge {
-	e, ok := g.t.edgeBetween(u, v)
-	if !ok {
+func (g fullGraph) Edge(u, v int64) graph.Edge {
+	if !g.HasEdgeBetween(u, v) {
 		return nil
 	}
-	return gedge{u, v, edgeWeight(g.t.Links[e/2].Latency)}
-}
-
-func (g fullGraph) Weight(x, y int64) (float64, bool) {
-	if x == y {
-		return 0, true
-	}
-	e, ok := g.t.edgeBetween(x, y)
-	if !ok {
-		return math.Inf(1), false
-	}
-	return edgeWeight(g.t.Links[e/2].Latency), true
-}
-
-// routeGraph is fullGraph as seen by one route query: From leaves out
-// neighbours with a single link (dead ends) unless they are the destination.
-type routeGraph struct {
-	fullGraph
-	dst int32
-}
-
-// From lists id's neighbours that have more than one link, in ascending
-// node index, then the destination if it is a leaf hanging off id.
-func (g routeGraph) From(id int64) graph.Nodes {
-	inner, _ := g.t.neighbours(id)
-	extra := int32(-1)
-	if d := int64(g.dst); d != id && g.t.degree(d) == 1 && int64(g.t.adj[g.t.adjStart[d]].nbr) == id {
-		extra = g.dst // a leaf's one entry is its only neighbour
-	}
-	if len(inner) == 0 && extra < 0 {
-		return graph.Empty
-	}
-	return &listIter{seg: inner, extra: extra, cur: -1}
-}
-
-// listIter iterates seg, then extra when it is >= 0.
-type listIter struct {
-	seg   []adjItem
-	extra int32
-	cur   int
-}
-
-func (it *listIter) n() int {
-	if it.extra >= 0 {
-		return len(it.seg) + 1
-	}
-	return len(it.seg)
-}
-
-func (it *listIter) Next() bool {
-	if it.cur+1 < it.n() {
-		it.cur++
-		return true
-	}
-	it.cur = it.n()
-	return false
-}
-
-func (it *listIter) Len() int { return max(it.n()-it.cur-1, 0) }
-func (it *listIter) Reset()   { it.cur = -1 }
-
-func (it *listIter) Node() graph.Node {
-	switch {
-	case it.cur >= 0 && it.cur < len(it.seg):
-		return gnode(it.seg[it.cur].nbr)
-	case it.cur == len(it.seg) && it.extra >= 0:
-		return gnode(it.extra)
-	}
-	return nil
+	return gedge{u, v}
 }
 
 // mergeIter iterates the union of two index-sorted lists in ascending order.

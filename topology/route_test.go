@@ -222,12 +222,22 @@ func TestRouteCluster(t *testing.T) {
 	}
 	// Rail-optimised: to another rail, one NVLink detour through a node
 	// switch to a GPU on the right rail (2×468.125ns + 2×7us) beats the
-	// spine (4×7us). Sender-side and receiver-side detours tie exactly (same
-	// latency, same hops); the tie-break picks one, always the same.
+	// spine (4×7us). The detour at the sender and the one at the receiver
+	// tie in latency and hops; the sender's wins, as NCCL's PXN sends (over
+	// NVLink to the GPU on the destination's rail, then its NIC), both ways
+	// and whatever the numbering, so the route is the only shortest one.
 	tp = mustParse(t, "dgx-h100x2,rail=true")
-	p, _ = tp.RouteRanks(0, 9)
-	if got := strings.Join(hops(tp, 0, p), " "); got != "gpu0 nic0 rail0 nic8 gpu8 sw1 gpu9" || p.Latency != 2*468.125e-9+14e-6 {
-		t.Errorf("rail route: %s, %v", got, p.Latency)
+	for _, tc := range []struct {
+		src, dst int
+		want     string
+	}{{0, 9, "gpu0 sw0 gpu1 nic1 rail1 nic9 gpu9"}, {9, 0, "gpu9 sw1 gpu8 nic8 rail0 nic0 gpu0"}, {15, 2, "gpu15 sw1 gpu10 nic10 rail2 nic2 gpu2"}} {
+		p, _ = tp.RouteRanks(tc.src, tc.dst)
+		if got := strings.Join(hops(tp, tp.GPUs()[tc.src], p), " "); got != tc.want || p.Latency != 2*468.125e-9+14e-6 {
+			t.Errorf("rail route %d -> %d: %s, %v; want %s", tc.src, tc.dst, got, p.Latency, tc.want)
+		}
+		if n := tp.ShortestRoutes(tp.GPUs()[tc.src])[tp.GPUs()[tc.dst]]; n != 1 {
+			t.Errorf("rail route %d -> %d: %d shortest routes, want 1", tc.src, tc.dst, n)
+		}
 	}
 	p, _ = tp.RouteRanks(0, 8)
 	if got := strings.Join(hops(tp, 0, p), " "); got != "gpu0 nic0 rail0 nic8 gpu8" {

@@ -1,9 +1,7 @@
 package topology
 
 import (
-	"container/heap"
 	"encoding/binary"
-	"math"
 	"slices"
 )
 
@@ -170,59 +168,19 @@ func (t *Topology) placeByGPUs() (place []placement, ok bool) {
 }
 
 // ShortestRoutes counts, for every node, the shortest routes from node src
-// to it as Route weighs them (latency to the picosecond, then hops), up to
-// 2: where it is 1, Route's path is the only one, so a renaming that maps
-// the fabric onto itself maps the route onto the route between the renamed
-// ends. It returns nil for a node out of range.
+// to it as Route weighs them (latency to the picosecond, then hops, then
+// NVLink hops after the network), up to 2: where it is 1, Route's path is
+// the only one, so a renaming that maps the fabric onto itself maps the
+// route onto the route between the renamed ends. It returns nil for a
+// node out of range.
 func (t *Topology) ShortestRoutes(src int) []uint8 {
 	if !t.built() || src < 0 || src >= len(t.Nodes) {
 		return nil
 	}
-	dist := make([]float64, len(t.Nodes))
+	s := t.searchRoutes(src, -1, nil, true)
 	count := make([]uint8, len(t.Nodes))
-	done := make([]bool, len(t.Nodes))
-	for i := range dist {
-		dist[i] = math.Inf(1)
-	}
-	dist[src], count[src] = 0, 1
-	h := &distHeap{{0, src}}
-	for h.Len() > 0 {
-		it := heap.Pop(h).(distItem)
-		u := it.node
-		if done[u] || it.dist != dist[u] {
-			continue
-		}
-		done[u] = true
-		for _, a := range t.adj[t.adjStart[u]:t.adjStart[u+1]] {
-			v := int(a.nbr)
-			d := dist[u] + edgeWeight(t.Links[a.edge/2].Latency)
-			switch {
-			case d < dist[v]:
-				dist[v], count[v] = d, count[u]
-				heap.Push(h, distItem{d, v})
-			case d == dist[v]:
-				count[v] = min(2, count[v]+count[u])
-			}
-		}
+	for v := range count {
+		count[v] = s.routes(v)
 	}
 	return count
-}
-
-type distItem struct {
-	dist float64
-	node int
-}
-
-// distHeap is a min-heap of nodes by distance (container/heap).
-type distHeap []distItem
-
-func (h distHeap) Len() int           { return len(h) }
-func (h distHeap) Less(i, j int) bool { return h[i].dist < h[j].dist }
-func (h distHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *distHeap) Push(x any)        { *h = append(*h, x.(distItem)) }
-func (h *distHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return it
 }

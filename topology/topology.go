@@ -22,7 +22,8 @@ const (
 	// MaxLinks is the largest number of links in a topology.
 	MaxLinks = 1 << 22
 	// MaxLatency is the largest latency of one link, in seconds. Routing
-	// weights are exact below about 8 s of path latency (see Route).
+	// weights are exact below about 8 s of path latency (see the package
+	// doc's Routing).
 	MaxLatency = 1.0
 	// MaxNameBytes is the longest node or topology name, in bytes.
 	MaxNameBytes = 1024

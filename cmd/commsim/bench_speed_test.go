@@ -41,3 +41,16 @@ func BenchmarkNCCLSweepDGXH100x128Rail(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNCCLAllToAllDGXH100x128Rail is the all-to-all of the same
+// sweep: a million messages a size, mirrored by a node (its cross-rail
+// routes take NVLink first, the same from every node).
+//
+//	go test -run X -bench NCCLAllToAllDGXH100x128Rail -benchtime 1x ./cmd/commsim/
+func BenchmarkNCCLAllToAllDGXH100x128Rail(b *testing.B) {
+	for b.Loop() {
+		if status, _, errOut := commsim("bench", "--topo", "dgx-h100x128,rail=true", "--op", "alltoall", "--algo", "nccl", "-b", "8", "-e", "16G", "--timing-only"); status != 0 {
+			b.Fatalf("status %d: %s", status, errOut)
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package topology
+
+import (
+	"container/heap"
+	"math"
+)
+
+// hopWeight is the part of an edge's routing weight that counts hops. It is a
+// power of two, so weight sums stay exact (see Route).
+const hopWeight = 1.0 / 1024
+
+// edgeWeight is the routing weight of a link with latency lat seconds:
+// latency in whole picoseconds plus 1/1024 per hop.
+func edgeWeight(lat float64) float64 {
+	return math.Round(lat*1e12) + hopWeight
+}
+
+// A search state is a node and whether the route to it has crossed the
+// network (a link to a NIC): 2·node, or 2·node+1 once crossed.
+func state(node int, crossed bool) int {
+	if crossed {
+		return 2*node + 1
+	}
+	return 2 * node
+}
+
+// routeSearch is Dijkstra's search over the states, the one search every
+// route comes from: Route's to one destination, and a source's routes to
+// every node at once (PathCost's, ShortestRoutes'), which settle every
+// state in the same order up to the destination, so they give the same
+// routes.
+//
+// The frontier is ordered by distance (edgeWeight summed: latency, then
+// hops), then by NVLink hops into or out of a GPU after the network, then
+// by state, and a state takes only a strictly nearer way, so no tie is
+// broken by map order. The NVLink rule sends cross-rail traffic over
+// NVLink first, as NCCL's PXN does (to the GPU on the destination's rail,
+// then through its NIC). It reads the fabric's shape, never its
+// numbering, so a renaming that maps the fabric onto itself maps every
+// route onto the renamed ends' route, which mirrors need; a
+// rail-optimised fabric's cross-rail routes (NVLink at the source, or at
+// the destination) would otherwise tie, and could not fold.
+//
+// A node with a single link (a GPU on a switch) is never a way through: a
+// search for one destination reaches no other, and a search for every
+// node reaches them last.
+type routeSearch struct {
+	t    *Topology
+	src  int
+	dst  int                 // the destination node, or -1 for every node
+	down func(link int) bool // links out of service, or nil
+	dist []float64           // by state: edgeWeight summed
+	late []uint16            // by state: NVLink hops after the network
+	pred []int32             // the state before, by state; -1 for none
+	// count is the number of shortest routes to each state, up to 2,
+	// when counted.
+	count []uint8
+	front stateHeap
+}
+
+// searchRoutes searches from node src to node dst (-1: to every node),
+// around the links down reports (nil: none), counting routes when count
+// is set.
+func (t *Topology) searchRoutes(src, dst int, down func(int) bool, count bool) *routeSearch {
+	n := 2 * len(t.Nodes)
+	s := &routeSearch{t: t, src: src, dst: dst, down: down, dist: make([]float64, n), late: make([]uint16, n), pred: make([]int32, n)}
+	for i := range s.dist {
+		s.dist[i], s.pred[i] = math.Inf(1), -1
+	}
+	first := state(src, false)
+	if count {
+		s.count = make([]uint8, len(s.dist))
+		s.count[first] = 1
+	}
+	s.dist[first] = 0
+	s.front = stateHeap{{0, 0, int32(first)}}
+	s.run()
+	return s
+}
+
+// run settles states nearest first, until the destination's first state
+// is settled or every reachable state is.
+func (s *routeSearch) run() {
+	t := s.t
+	dstLeaf, leafDst := Leaf{}, false
+	if s.dst >= 0 {
+		dstLeaf, leafDst = t.Leaf(s.dst)
+	}
+	settled := make([]bool, len(s.dist))
+	for s.front.Len() > 0 {
+		it := heap.Pop(&s.front).(stateItem)
+		u := int(it.state)
+		if settled[u] || it.dist != s.dist[u] || it.late != s.late[u] {
+			continue
+		}
+		settled[u] = true
+		node, crossed := u/2, u%2 == 1
+		if node == s.dst {
+			return
+		}
+		if node != s.src && t.degree(int64(node)) == 1 {
+			continue // a leaf is no way through
+		}
+		lo, hi := t.adjStart[node], t.adjStart[node+1]
+		if s.dst >= 0 {
+			hi = t.adjLeaf[node] // no leaf but the destination
+		}
+		for _, a := range t.adj[lo:hi] {
+			s.relax(u, crossed, a)
+		}
+		if leafDst && dstLeaf.Neighbour == node {
+			s.relax(u, crossed, adjItem{nbr: int32(s.dst), edge: int32(dstLeaf.In)})
+		}
+	}
+}
+
+// relax offers the state after taking edge a from state u.
+func (s *routeSearch) relax(u int, crossed bool, a adjItem) {
+	t := s.t
+	e := int(a.edge)
+	if s.down != nil && s.down(e/2) {
+		return
+	}
+	class := t.EdgeClass(e)
+	d, late := s.dist[u]+edgeWeight(t.Links[e/2].Latency), s.late[u]
+	if crossed && class == ClassNVLink && t.touchesGPU(e/2) {
+		late = min(late+1, math.MaxUint16)
+	}
+	v := state(int(a.nbr), crossed || class == ClassNet)
+	switch {
+	case d < s.dist[v] || d == s.dist[v] && late < s.late[v]:
+		s.dist[v], s.late[v], s.pred[v] = d, late, int32(u)
+		if s.count != nil {
+			s.count[v] = s.count[u]
+		}
+		heap.Push(&s.front, stateItem{d, late, int32(v)})
+	case d == s.dist[v] && late == s.late[v] && s.count != nil:
+		s.count[v] = min(2, s.count[v]+s.count[u])
+	}
+}
+
+// touchesGPU reports whether link l has a GPU at an end.
+func (t *Topology) touchesGPU(l int) bool {
+	return t.Nodes[t.Links[l].A].Kind == GPU || t.Nodes[t.Links[l].B].Kind == GPU
+}
+
+// best is node v's state that a route to it ends in: the nearer, or the
+// one not crossed when both are as near (the first settled); -1 when v is
+// out of reach.
+func (s *routeSearch) best(v int) int {
+	a, b := state(v, false), state(v, true)
+	switch {
+	case math.IsInf(s.dist[a], 1) && math.IsInf(s.dist[b], 1):
+		return -1
+	case s.nearer(b, a):
+		return b
+	}
+	return a
+}
+
+// nearer reports whether state a is nearer than state b: less weight, or
+// as much and fewer NVLink hops after the network.
+func (s *routeSearch) nearer(a, b int) bool {
+	return s.dist[a] < s.dist[b] || s.dist[a] == s.dist[b] && s.late[a] < s.late[b]
+}
+
+// path is the route to node v, or false when v is out of reach.
+func (s *routeSearch) path(v int) (Path, bool) {
+	end := s.best(v)
+	if end < 0 {
+		return Path{}, false
+	}
+	n := 0
+	for u := end; s.pred[u] >= 0; u = int(s.pred[u]) {
+		n++
+	}
+	p := Path{Edges: make([]int, n)}
+	for u := end; s.pred[u] >= 0; u = int(s.pred[u]) {
+		n--
+		e, _ := s.t.edgeBetween(int64(s.pred[u]/2), int64(u/2))
+		p.Edges[n] = e
+	}
+	// Sum in whole picoseconds, as routing weighs them, so 2us + 2us + 2us
+	// is exactly 6us rather than 5.999999999999999us.
+	var ps float64
+	for _, e := range p.Edges {
+		ps += math.Round(s.t.Links[e/2].Latency * 1e12)
+	}
+	p.Latency = ps / 1e12
+	return p, true
+}
+
+// routes counts the shortest routes to node v, up to 2: those of its
+// states as near as its nearest.
+func (s *routeSearch) routes(v int) uint8 {
+	a, b := state(v, false), state(v, true)
+	switch {
+	case s.nearer(a, b):
+		return s.count[a]
+	case s.nearer(b, a):
+		return s.count[b]
+	}
+	return min(2, s.count[a]+s.count[b])
+}
+
+// stateItem is a state on the frontier at a distance.
+type stateItem struct {
+	dist  float64
+	late  uint16
+	state int32
+}
+
+// stateHeap is the frontier, nearest first, then by state
+// (container/heap).
+type stateHeap []stateItem
+
+func (h stateHeap) Len() int { return len(h) }
+func (h stateHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	return a.dist < b.dist || a.dist == b.dist && (a.late < b.late || a.late == b.late && a.state < b.state)
+}
+func (h stateHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *stateHeap) Push(x any)   { *h = append(*h, x.(stateItem)) }
+func (h *stateHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}
