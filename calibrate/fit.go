@@ -25,8 +25,9 @@
 // α-β-γ decomposition from three simulations gives the start, and
 // Nelder-Mead on (ln sα, ln sβ) refines it on the simulator itself.
 //
-// Both minimise the sum over sizes of the squared relative error of the
-// simulated (timing-only) time against the measured out-of-place time.
+// Both fit the simulated (timing-only) time to the measured out-of-place
+// time by relative error: Fit minimises the sum of its squares, FitNCCL a
+// robust sum (squares while small, growing linearly past 5%: softL1).
 // Which collective a log's size stands for (nccl-tests' meaning of size,
 // verify.SpecForSize) is the caller's choice: Fit takes the plans,
 // FitNCCL the specs.

@@ -188,8 +188,8 @@ type ncclFitter struct {
 // FitNCCL finds the nccl.Machine (launch and hop latency, each used
 // protocol's channel speed) and, on several nodes, the network's
 // bandwidth that bring the simulated times of p's fitted sizes closest to
-// the measured ones (least squared relative error), then predicts every
-// size with them. The fit runs Gauss-Newton on the logarithms of the
+// the measured ones (least relative error, robustly: softL1), then
+// predicts every size with them. The fit runs Gauss-Newton on the logarithms of the
 // factors from NCCL's model as it stands (all ones), each within e^±3
 // (ncclopt.go says how). A size NCCL's tuner cannot plan is a *SizeError;
 // fewer sizes to fit than parameters is ErrTooFewSizes.
