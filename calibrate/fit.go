@@ -27,7 +27,8 @@
 //
 // Both fit the simulated (timing-only) time to the measured out-of-place
 // time by relative error: Fit minimises the sum of its squares, FitNCCL a
-// robust sum (squares while small, growing linearly past 5%: softL1).
+// robust sum (squares while small, growing ever more slowly past 5%:
+// cauchy).
 // Which collective a log's size stands for (nccl-tests' meaning of size,
 // verify.SpecForSize) is the caller's choice: Fit takes the plans,
 // FitNCCL the specs.

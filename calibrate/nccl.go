@@ -188,7 +188,7 @@ type ncclFitter struct {
 // FitNCCL finds the nccl.Machine (launch and hop latency, each used
 // protocol's channel speed) and, on several nodes, the network's
 // bandwidth that bring the simulated times of p's fitted sizes closest to
-// the measured ones (least relative error, robustly: softL1), then
+// the measured ones (least relative error, robustly: cauchy), then
 // predicts every size with them. The fit runs Gauss-Newton on the logarithms of the
 // factors from NCCL's model as it stands (all ones), each within e^±3
 // (ncclopt.go says how). A size NCCL's tuner cannot plan is a *SizeError;

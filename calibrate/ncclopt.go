@@ -32,7 +32,7 @@ const (
 	// the NIC alone limits) at the values nearest the model.
 	ridge = 1e-6
 	// robustScale is the relative error past which a size weighs less
-	// than its square (see softL1).
+	// than its square (see cauchy).
 	robustScale = 0.05
 	// maxGNIterations bounds the Gauss-Newton iterations.
 	maxGNIterations = 40
@@ -75,7 +75,7 @@ func (f *ncclFitter) at(x []float64) *point {
 	for k, i := range f.fit {
 		p.r[k] = res.secs[i]/(f.MeasuredUS[i]*1e-6) - 1
 		p.launch[k] = res.launch[i]
-		p.loss += softL1(p.r[k])
+		p.loss += cauchy(p.r[k])
 	}
 	for _, v := range x {
 		p.loss += ridge * v * v
@@ -87,22 +87,23 @@ func (f *ncclFitter) at(x []float64) *point {
 	return p
 }
 
-// softL1 is what a size's relative error r adds to the loss: r² while
-// small, growing as 2c|r| past c = robustScale (2c²(√(1+r²/c²)−1)). A
-// few sizes that no factor explains (a protocol NCCL switched at another
-// size, a measured step) then pull the fit less than the many it can
-// match, as the held-out median, the figure the fit is judged by, wants;
-// with least squares they set the factors for every size.
-func softL1(r float64) float64 {
+// cauchy is what a size's relative error r adds to the loss, c²·ln(1 +
+// r²/c²) with c = robustScale (Cauchy's): r² while small, and a size far
+// off pulls the factors the less the farther it is. A few sizes that no
+// factor explains (a protocol NCCL switched at another size, a measured
+// step) then leave the fit to the many it can match, as the held-out
+// median, the figure the fit is judged by, wants; with least squares
+// they set the factors for every size.
+func cauchy(r float64) float64 {
 	const c = robustScale
-	return 2 * c * c * (math.Sqrt(1+r*r/(c*c)) - 1)
+	return c * c * math.Log1p(r*r/(c*c))
 }
 
-// softL1Weight is softL1's slope in r², the weight of a size's squared
+// cauchyWeight is cauchy's slope in r², the weight of a size's squared
 // error in the gradient and the Gauss-Newton Hessian: 1 at 0, falling as
-// c/|r| past c.
-func softL1Weight(r float64) float64 {
-	return 1 / math.Sqrt(1+r*r/(robustScale*robustScale))
+// c²/r² past c.
+func cauchyWeight(r float64) float64 {
+	return 1 / (1 + r*r/(robustScale*robustScale))
 }
 
 // jacobian fills p.jac: the launch's column exactly, the others by
@@ -172,7 +173,7 @@ func (f *ncclFitter) jacobian(p *point) {
 }
 
 // gnLoss, gnGrad and gnHess are the loss, its gradient 2JᵀWr + 2ρx and
-// the Gauss-Newton Hessian 2JᵀWJ + 2ρI, W the sizes' softL1 weights, with
+// the Gauss-Newton Hessian 2JᵀWJ + 2ρI, W the sizes' cauchy weights, with
 // a steep wall outside the bounds.
 func (f *ncclFitter) gnLoss(x []float64) float64 {
 	if !inBox(x) {
@@ -198,7 +199,7 @@ func (f *ncclFitter) gnGrad(grad, x []float64) {
 	f.jacobian(p)
 	wr := make([]float64, len(p.r))
 	for k, r := range p.r {
-		wr[k] = softL1Weight(r) * r
+		wr[k] = cauchyWeight(r) * r
 	}
 	var g mat.VecDense
 	g.MulVec(p.jac.T(), mat.NewVecDense(len(wr), wr))
@@ -222,7 +223,7 @@ func (f *ncclFitter) gnHess(hess *mat.SymDense, x []float64) {
 	rows, cols := p.jac.Dims()
 	weighted := mat.NewDense(rows, cols, nil) // √W J
 	for k := range rows {
-		w := math.Sqrt(softL1Weight(p.r[k]))
+		w := math.Sqrt(cauchyWeight(p.r[k]))
 		for j := range cols {
 			weighted.Set(k, j, w*p.jac.At(k, j))
 		}

@@ -42,9 +42,9 @@ func newCalibrateCmd() *cobra.Command {
 		Long: `calibrate reads nccl-tests output (the text table, old or new, or a CSV naming
 size(B) and time(us) columns; rank tags, time stamps, dates and banners
 allowed) and fits the simulator to the measured out-of-place times (least
-relative error: with --algo nccl a robust sum, the square of each size's
-error while under 5% and growing linearly past it, so a few sizes no factor
-explains do not set the factors for all; otherwise least squares).
+relative error: with --algo nccl a robust sum, Cauchy's, that counts each
+size's error squared while under 5% and ever less past it, so a few sizes no
+factor explains do not set the factors for all; otherwise least squares).
 
 With --algo nccl (the default) every size runs as NCCL's tuner chooses it
 (package nccl, in the environment the --nccl-* flags give), and the fit finds
