@@ -44,6 +44,11 @@
 //	                   switch rail<g>, and the leaves on one spine
 //	SHARP (CollNet)    the network switches' ReduceBW > 0
 //
+// NCCL's model also has one per-hop NVLink latency for every generation;
+// Arch.NVLinkExtraLatency is what a crossing takes beyond it (0.7 µs on
+// Blackwell), which package nccl's wires add and the Blackwell presets'
+// GPU-switch links carry.
+//
 // # Units
 //
 // Bandwidths are bytes per second. In strings, GB/s means 10^9 bytes per
