@@ -6,7 +6,7 @@ import (
 )
 
 // hopWeight is the part of an edge's routing weight that counts hops. It is a
-// power of two, so weight sums stay exact (see Route).
+// power of two, so weight sums stay exact (see the package doc's Routing).
 const hopWeight = 1.0 / 1024
 
 // edgeWeight is the routing weight of a link with latency lat seconds:
