@@ -64,10 +64,12 @@ func try[T any](v T, err error) func(*testing.T) T {
 
 // TestFixedLatenciesAreNCCLs: the size-independent part of NCCL's
 // estimates for 8 GPUs on one node, NVLink or PCIe, is what NCCL-MODEL.md
-// §8 derives from tuning.cc by hand.
+// §8 derives from tuning.cc by hand; on two nodes, what §4's formulas
+// give with tuning.cc's table.
 func TestFixedLatenciesAreNCCLs(t *testing.T) {
 	nvlink := describe(t, "dgx-h100")
 	pcie := nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, Arch: topology.Hopper, CPU: topology.IntelCPU, IntraBW: 12}
+	twoAMD := describe(t, "dgx-h100x2,cpu=amd")
 	for _, tc := range []struct {
 		sys   nccl.System
 		op    ops.Op
@@ -88,6 +90,19 @@ func TestFixedLatenciesAreNCCLs(t *testing.T) {
 		{pcie, ops.AllReduce, nccl.Ring, ops.ProtoLL, 20.6},
 		{pcie, ops.AllReduce, nccl.Ring, ops.ProtoLL128, 49.0},
 		{pcie, ops.AllReduce, nccl.Ring, ops.ProtoSimple, 88.2},
+		// A ring that broadcasts or reduces counts one hop.
+		{nvlink, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 0.6},
+		{nvlink, ops.Reduce, nccl.Ring, ops.ProtoLL128, 14 + 1.9},
+		{nvlink, ops.Broadcast, nccl.Ring, ops.ProtoSimple, 8.4 + 3.4},
+		{twoAMD, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 2.7},
+		{twoAMD, ops.Reduce, nccl.Ring, ops.ProtoSimple, 8.4 + 14},
+		// On two nodes a ring's steps within a node take at least the
+		// host's network overhead (2 µs on AMD, three times it with
+		// Simple); a tree's do not.
+		{twoAMD, ops.AllReduce, nccl.Ring, ops.ProtoLL, 6.6 + 28*2.0 + 2*2.7},
+		{twoAMD, ops.AllGather, nccl.Ring, ops.ProtoSimple, 8.4 + 14*max(3.4, 6) + 14},
+		{twoAMD, ops.AllReduce, nccl.Tree, ops.ProtoLL, 6.8 + 2*(7*0.6+5.0)},
+		{twoAMD, ops.AllReduce, nccl.Tree, ops.ProtoLL128, 14 + 2*(7*1.25+8.5)},
 	} {
 		e := estimate(t, tc.sys, tc.op, 1<<20, tc.algo, tc.proto, nccl.Options{})
 		if e.Off != "" || math.Abs(e.LatencyUS-tc.us) > 1e-9 {

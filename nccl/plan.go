@@ -159,13 +159,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 		w.Latency[class] = hwLatency(class, a, p, v) * 1e-6 * scale
 	}
 	w.Latency[ops.PathNet] = interLatency(s, a, p, v) * 1e-6 * scale
-	if s.Nodes > 1 {
-		over := netOverhead(s.CPU)
-		if p == simple {
-			over *= 3
-		}
-		w.Latency[ops.PathNVLink] = max(w.Latency[ops.PathNVLink], over*1e-6*scale)
-	}
+	w.Latency[ops.PathNVLink] = max(w.Latency[ops.PathNVLink], ringStepFloor(s, spec.Op, a, p)*1e-6*scale)
 	// NCCL's figures, its step's floor on several nodes among them, are
 	// Hopper's: another arch's step takes its crossing's difference more.
 	w.Latency[ops.PathNVLink] += s.Arch.NVLinkExtraLatency()

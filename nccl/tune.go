@@ -383,22 +383,43 @@ func interLatency(s System, a Algo, p int, v Version) float64 {
 	return hwLatency(ops.PathNet, a, p, v)
 }
 
+// ringStepFloor is the least a step within a node takes on a ring that
+// crosses nodes, in µs: "inter-node rings still have to launch nsteps *
+// net overhead" (tuning.cc), the host's network overhead, three times it
+// with Simple. Trees, and rings that broadcast or reduce, have none.
+func ringStepFloor(s System, op ops.Op, a Algo, p int) float64 {
+	if s.Nodes == 1 || a != Ring || op == ops.Broadcast || op == ops.Reduce {
+		return 0
+	}
+	over := netOverhead(s.CPU)
+	if p == simple {
+		over *= 3
+	}
+	return over
+}
+
 // latency is the fixed part of the time, in µs (tuning.cc:289-435).
 func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channels int) float64 {
 	intra, inter := intraLatency(s, a, p, v), interLatency(s, a, p, v)
-	if s.Nodes > 1 && (a == Ring || a == Tree) {
-		over := netOverhead(s.CPU)
-		if p == simple {
-			over *= 3
-		}
-		intra = max(intra, over)
-	}
+	intra = max(intra, ringStepFloor(s, op, a, p))
 	base := baseLatency(a, p, v)
 	nodes, ppn := float64(s.Nodes), float64(s.PerNode)
 	lg := math.Log2(nodes)
 	var lat float64
 	switch a {
 	case Ring:
+		if op == ops.Broadcast || op == ops.Reduce {
+			// One hop, as NCCL counts a ring that broadcasts or reduces
+			// when its channels all keep one pattern (sameChannels, which
+			// its search tries first and keeps once a pattern fills the
+			// fabric, as on every fabric commsim describes).
+			hop := intra
+			if s.Nodes > 1 {
+				hop = hwLatency(ops.PathNet, a, p, v)
+			}
+			lat = base + hop
+			break
+		}
 		steps, crossings := ringSteps(op, s.Ranks), 0
 		if s.Nodes > 1 {
 			crossings = s.Nodes - 1
