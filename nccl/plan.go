@@ -143,11 +143,11 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // multiplies a multi-node Ring/Simple all-reduce's by a plateau factor
 // past 64 bytes per channel and rank. An NVLink hop also takes what the
 // GPUs' crossing takes beyond Hopper's, which NCCL's one figure for
-// every generation leaves out (its tuner does not see it). Every byte on the wire carries the
-// protocol's share of payload (LL 8 of 16 bytes, LL128 120 of 128), and
-// each channel moves at most its share of the bandwidth of NCCL's model:
-// a channel is one block of threads, and a ring or a tree goes at its
-// slowest link's pace.
+// every generation leaves out (its tuner does not see it). Every byte on
+// the wire carries the protocol's share of payload (LL 8 of 16 bytes,
+// LL128 120 of 128), and each channel moves at most its share of the
+// bandwidth of NCCL's model: a channel is one block of threads, and a
+// ring or a tree goes at its slowest link's pace.
 func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64) {
 	v := o.version()
 	scale := 1.0
