@@ -43,7 +43,7 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 		// price every switch step so), and there is no other traffic.
 		w.Latency[ops.PathNVLink] = w.Latency[ops.PathNet]
 	}
-	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, withSlots(&w, int64(o.simpleStep())), baseLatency(c.Algo, simple, v)*1e-6*orOne(m.Launch)
+	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, int64(o.simpleStep())), baseLatency(c.Algo, simple, v)*1e-6*orOne(m.Launch)
 	return plan, nil
 }
 

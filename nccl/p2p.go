@@ -145,7 +145,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if p == ll {
 		step = llChunk
 	}
-	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, withSlots(&w, step), baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
+	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, step), baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
 	return plan, nil
 }
 

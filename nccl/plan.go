@@ -24,13 +24,18 @@ const (
 // buffer, each holding one step.
 const ncclSteps = 8
 
-// withSlots gives w the buffer of NCCL's connections: ncclSteps slots of
-// stepBytes of payload each, so that a sender stays at most a buffer
+// finishWire gives w the buffer of NCCL's connections: ncclSteps slots
+// of stepBytes of payload each, so that a sender stays at most a buffer
 // ahead of its receiver. The slots hold bytes, not messages: the
 // simulator's LL and LL128 pieces are finer than NCCL's chunks (see
 // chainChunk), and a slot each would throttle them as NCCL's are not.
-func withSlots(w *ops.Wire, stepBytes int64) *ops.Wire {
+// And it gives w the network crossing NCCL's network figures stand for
+// (topology.NetCrossing): a route across the network that takes longer
+// (more switches, slower ones, an NVLink hop to another rail's NIC)
+// lands the difference later.
+func finishWire(w *ops.Wire, stepBytes int64) *ops.Wire {
 	w.Slots, w.SlotBytes = ncclSteps, stepBytes
+	w.Reference[ops.PathNet] = topology.NetCrossing
 	return w
 }
 
@@ -193,7 +198,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 		w.Latency[class] *= orOne(m.Hop)
 	}
 	w.Rate *= orOne(m.Bandwidth[p])
-	return withSlots(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
+	return finishWire(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
 }
 
 // bytesOf is NCCL's size of a collective: the larger of a rank's send and

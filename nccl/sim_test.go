@@ -134,3 +134,34 @@ func TestHeldPlansFitAtScale(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowerNetworksShow: NCCL's figures stand for the presets' network
+// crossing (topology.NetCrossing, 14 µs); a fabric whose crossing takes
+// longer lands each network message the difference later, and NCCL's
+// choice, which reads none of it, stays. A small tree all-reduce on two
+// nodes crosses twice (up, then down): with 30 µs NIC links (60 µs a
+// crossing), 2 × 46 µs more.
+func TestSlowerNetworksShow(t *testing.T) {
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 16, Count: 256, DType: hw.F32, Redop: hw.Sum}
+	times := map[string]float64{}
+	var labels []string
+	for _, topo := range []string{"cluster:2x8,niclat=7us", "cluster:2x8,niclat=30us"} {
+		c, tp := simtest.World(t, topo, sim.Config{TimingOnly: true})
+		tu, err := nccl.NewTuner(tp, nccl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := tu.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		times[topo] = simtest.Time(t, c, plan)
+		labels = append(labels, nccl.Label(plan))
+	}
+	if labels[0] != labels[1] || labels[0] != "tree/LL/1ch" {
+		t.Fatalf("NCCL chose %v, want tree/LL/1ch on both", labels)
+	}
+	if d := times["cluster:2x8,niclat=30us"] - times["cluster:2x8,niclat=7us"]; math.Abs(d-2*46e-6) > 1e-12 {
+		t.Errorf("30 µs NIC links take %.6g s more than 7 µs ones, want 2 × 46 µs", d)
+	}
+}

@@ -3,6 +3,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -374,5 +375,11 @@ func TestCheckHoldsSendsToTheirBuffers(t *testing.T) {
 	p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}, Slots: -1}
 	if err := Check(p); !errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), "buffer") {
 		t.Fatalf("-1 slots: %v, want ErrBadPlan naming the buffer", err)
+	}
+	for _, ref := range []float64{-1e-6, math.Inf(1), math.NaN()} {
+		p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}, Reference: [NumPathClasses]float64{0, 0, ref}}
+		if err := Check(p); !errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), "reference latency") {
+			t.Errorf("reference %v s: %v, want ErrBadPlan naming the reference latency", ref, err)
+		}
 	}
 }

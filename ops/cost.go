@@ -115,7 +115,7 @@ func (c *costRun) path(a, b int) (float64, float64, error) {
 	if class < 0 || class >= NumPathClasses {
 		return 0, 0, fmt.Errorf("path class %d of %d -> %d is not one of the %d classes", class, a, b, NumPathClasses)
 	}
-	alpha, beta = c.plan.Wire.moves(class, beta)
+	alpha, beta = c.plan.Wire.moves(class, alpha, beta)
 	return alpha, beta, nil
 }
 
@@ -322,7 +322,7 @@ func (c *costRun) switchPath(r int, reduce bool) (float64, float64, error) {
 		return 0, 0, err
 	}
 	if w := c.plan.Wire; w != nil {
-		alpha, beta = w.moves(PathNVLink, beta)
+		alpha, beta = w.moves(PathNVLink, alpha, beta)
 	}
 	if c.sw == nil {
 		c.sw = map[switchKey]pathSlot{}
@@ -502,7 +502,7 @@ func (c *costRun) netPath(r int) (float64, float64, error) {
 		return 0, 0, err
 	}
 	if w := c.plan.Wire; w != nil {
-		alpha, beta = w.moves(PathNet, beta)
+		alpha, beta = w.moves(PathNet, alpha, beta)
 	}
 	if c.nets == nil {
 		c.nets = map[int]pathSlot{}

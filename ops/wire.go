@@ -72,6 +72,12 @@ const (
 type Wire struct {
 	Latency    [NumPathClasses]float64
 	Efficiency [NumPathClasses]float64
+	// Reference is, per path class, the way latency that Latency already
+	// stands for: a message or switch step whose way takes longer adds
+	// the difference, so a fabric slower than the one NCCL's figures
+	// describe (a network hop through more switches, or slower ones)
+	// still shows. 0 adds nothing, whatever the way.
+	Reference [NumPathClasses]float64
 	// Rate is the most payload bytes per second a lane's message moves
 	// however idle its links (an NCCL channel copies at its own pace);
 	// 0 sets no limit.
@@ -90,15 +96,20 @@ type Wire struct {
 	SlotBytes int64
 }
 
-// moves is the α and β of a way of path class class, whose β is beta,
-// as the Wire moves a message there: its latency in place of the way's,
-// β grown by its efficiency, and no faster than its rate.
-func (w *Wire) moves(class int, beta float64) (alpha, wireBeta float64) {
+// moves is the α and β of a way of path class class, whose α and β are
+// alpha and beta, as the Wire moves a message there: its latency in
+// place of the way's (and what the way takes beyond its Reference), β
+// grown by its efficiency, and no faster than its rate.
+func (w *Wire) moves(class int, alpha, beta float64) (wireAlpha, wireBeta float64) {
 	wireBeta = beta / w.Efficiency[class]
 	if w.Rate > 0 {
 		wireBeta = max(wireBeta, 1/w.Rate)
 	}
-	return w.Latency[class], wireBeta
+	wireAlpha = w.Latency[class]
+	if r := w.Reference[class]; r > 0 && alpha > r {
+		wireAlpha += alpha - r
+	}
+	return wireAlpha, wireBeta
 }
 
 // holds is the bytes a message of bytes payload holds in w's buffer.
@@ -120,6 +131,9 @@ func (w *Wire) check() error {
 		}
 		if l := w.Latency[k]; !(l >= 0) || math.IsInf(l, 0) {
 			return fmt.Errorf("wire latency %v s on path class %d is not a time", l, k)
+		}
+		if r := w.Reference[k]; !(r >= 0) || math.IsInf(r, 0) {
+			return fmt.Errorf("wire reference latency %v s on path class %d is not a time", r, k)
 		}
 	}
 	if !(w.Rate >= 0) || math.IsInf(w.Rate, 0) {

@@ -257,7 +257,7 @@ func (s *Stream) startSwitchFlow(o *op, links []*link, alpha float64, bytes int,
 	o.land = 0
 	if wire := o.wire; wire != nil {
 		eff := wire.Efficiency[class]
-		wait, n, o.land = 0, n/eff, wire.Latency[class]
+		wait, n, o.land = 0, n/eff, wire.landing(class, FromSeconds(alpha))
 		if wire.Rate > 0 {
 			s.channel.capacity = perPicosecond(wire.Rate / eff)
 			s.path = append(append(s.path[:0], links...), &s.channel)

@@ -41,6 +41,10 @@ func (k PathClass) String() string {
 type Wire struct {
 	Latency    [numPathClasses]Time
 	Efficiency [numPathClasses]float64
+	// Reference is, per path class, the route latency that Latency
+	// already stands for: a message or switch operation whose route takes
+	// longer lands the difference later too. 0 adds nothing.
+	Reference [numPathClasses]Time
 	// Rate is the most payload bytes per second one stream's message
 	// moves, however idle its links (NCCL's channel is one block of
 	// threads, and copies at its pace); 0 sets no limit.
@@ -69,6 +73,17 @@ func (w *Wire) holds(bytes int64) int64 {
 // buffer is the bytes w's slots hold in all.
 func (w *Wire) buffer() int64 { return int64(w.Slots) * w.SlotBytes }
 
+// landing is how long after it drains a message or switch operation of
+// class whose route takes latency lands: the Wire's latency, and what
+// the route takes beyond its Reference.
+func (w *Wire) landing(class PathClass, latency Time) Time {
+	l := w.Latency[class]
+	if r := w.Reference[class]; r > 0 && latency > r {
+		l += latency - r
+	}
+	return l
+}
+
 // check reports a wire that would make a transfer take no time or
 // forever.
 func (w *Wire) check() error {
@@ -78,6 +93,9 @@ func (w *Wire) check() error {
 		}
 		if w.Latency[k] < 0 {
 			return fmt.Errorf("wire latency %v on %s paths is negative", w.Latency[k], PathClass(k))
+		}
+		if w.Reference[k] < 0 {
+			return fmt.Errorf("wire reference latency %v on %s paths is negative", w.Reference[k], PathClass(k))
 		}
 	}
 	if !(w.Rate >= 0) || math.IsInf(w.Rate, 0) {
@@ -117,7 +135,7 @@ func (c *Cluster) sendCost(r route, o *op) (wait Time, n float64, land Time) {
 		return r.latency, n, 0
 	}
 	class := c.classOf(r)
-	return 0, n / o.wire.Efficiency[class], o.wire.Latency[class]
+	return 0, n / o.wire.Efficiency[class], o.wire.landing(class, r.latency)
 }
 
 // sendPath is what send o over r shares: the route's links, and the

@@ -84,6 +84,7 @@ func simWire(w *ops.Wire) *sim.Wire {
 	sw := sim.Wire{Rate: w.Rate, Slots: w.Slots, SlotBytes: w.SlotBytes}
 	for k := range ops.NumPathClasses {
 		sw.Latency[k] = sim.FromSeconds(w.Latency[k])
+		sw.Reference[k] = sim.FromSeconds(w.Reference[k])
 		sw.Efficiency[k] = w.Efficiency[k]
 	}
 	return &sw

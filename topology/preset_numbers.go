@@ -5,6 +5,13 @@ package topology
 // commsim project, which records the public source of each row, and
 // nccl-logs/ and NCCL-MODEL.md sit beside it.
 
+// NetCrossing is how long the presets' network takes a message from NIC
+// to switch to NIC: NCCL's per-hop network latency with Simple (14 µs,
+// tuning.cc), which their NDR InfiniBand takes as its own. Package
+// nccl's wires take NCCL's per-protocol figures for a crossing this long
+// and add what a longer route across the network takes beyond it.
+const NetCrossing = 14e-6
+
 // Link rates and latencies used by the presets. Every number names its
 // source; REFERENCE means /work/shared/REFERENCE.md of the commsim project,
 // which records the public source of each row.
@@ -38,7 +45,7 @@ const (
 	// Network hop latency: NCCL's tuning model (src/graph/tuning.cc, Simple
 	// protocol, REFERENCE) charges 14 µs per network hop; a NIC->switch->NIC
 	// hop crosses two NIC links, so 7 µs each.
-	ndrLinkLat = 14e-6 / 2
+	ndrLinkLat = NetCrossing / 2
 
 	// GPU to NIC: PCIe Gen5 x16 ≈ 64 GB/s per direction (REFERENCE); the
 	// latency is folded into the network hop above, so 0.
