@@ -126,6 +126,21 @@ func TestWireRefusesANegativeBuffer(t *testing.T) {
 	}
 }
 
+// TestWireRefusesANegativeReference: a wire whose reference latency is
+// negative is bad input, named.
+func TestWireRefusesANegativeReference(t *testing.T) {
+	w := buffered(2, 4000)
+	w.Reference[sim.PathNet] = -1
+	c := newCluster(t, "switch:2", sim.Config{TimingOnly: true})
+	d := c.Devices()
+	s := try(d[0].NewStream())(t).(*sim.Stream)
+	src := try(d[0].Alloc(hw.F32, 4))(t)
+	ok(t, s.Feed(&ops{list: []sim.Op{{Kind: sim.OpSend, Src: hw.Whole(src), Peer: d[1], Tag: 1, Wire: w}}, n: 1}))
+	if err := s.Synchronize(); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "reference latency") {
+		t.Errorf("wire %+v: %v, want ErrBadArgument naming the reference latency", *w, err)
+	}
+}
+
 // TestRewoundBuffersStartEmpty: a connection's last word that a slot is
 // free may be on its way when its collective ends; once the cluster is
 // rewound, the next run finds the room free and takes the time the first
