@@ -595,10 +595,13 @@ const (
 	maxSweepSeconds       = 3600
 )
 
-// checkDuration estimates the sweep's host time from the plan of its
-// largest size and refuses it, with the figures, if it would take over
-// an hour. w, when not nil, tells which plans it would time on a
-// mirror.
+// checkDuration estimates the sweep's host time and refuses it, with the
+// figures, if it would take over an hour. A plan's steps grow with its
+// size no faster than in proportion (chunks): each size is counted at
+// the largest's steps scaled to its bytes, and never below the
+// smallest's. A size runs once where the in-place run is the out-of-place
+// one (the simulator, timing only, untraced), else twice. w, when not
+// nil, tells which plans it would time on a mirror.
 func (s *sweep) checkDuration(w *openedWorld) error {
 	top := s.sizes[len(s.sizes)-1]
 	spec, moved := s.spec(top)
@@ -607,37 +610,57 @@ func (s *sweep) checkDuration(w *openedWorld) error {
 		return err
 	}
 	s.largest.spec, s.largest.plan = spec, plan
-	runs := float64(2 * len(s.sizes))
-	est := runs * float64(plan.NumSteps()) * secondsPerStep
+	topSteps, floorSteps := float64(plan.NumSteps()), float64(plan.NumSteps())
+	if len(s.sizes) > 1 {
+		bottom, _ := s.spec(s.sizes[0])
+		small, err := s.plan(bottom)
+		if err != nil {
+			return err
+		}
+		floorSteps = float64(small.NumSteps())
+	}
+	runs := 2.0
+	if w != nil && w.cluster != nil && s.timingOnly && s.trace == "" {
+		runs = 1
+	}
 	block := 0
 	if w != nil {
 		block = w.mirrorBlock(plan)
 	}
-	if block > 0 {
+	est := sweepSeconds(s.sizes, floorSteps, topSteps, runs, func(bytes int64) float64 {
 		// Sizes whose count does not split evenly over the ranks make
 		// chunked plans (ring, rhd) unsymmetric: count them in full.
-		est = 0
-		mirroredRun := float64(plan.NumSteps()) * (secondsPerCheckedStep + secondsPerStep*float64(block)/float64(plan.Ranks))
-		for _, bytes := range s.sizes {
-			if spec, _ := s.spec(bytes); spec.Count%spec.Ranks == 0 {
-				est += 2 * mirroredRun
-			} else {
-				est += 2 * float64(plan.NumSteps()) * secondsPerStep
-			}
+		if spec, _ := s.spec(bytes); block > 0 && spec.Count%spec.Ranks == 0 {
+			return secondsPerCheckedStep + secondsPerStep*float64(block)/float64(plan.Ranks)
 		}
-	}
+		return secondsPerStep
+	})
 	if !s.timingOnly {
-		est += runs * float64(moved) * float64(plan.Ranks) / dataBytesPerSec
+		est += 2 * float64(len(s.sizes)) * float64(moved) * float64(plan.Ranks) / dataBytesPerSec
 	}
 	if est > maxSweepSeconds {
 		hint := "use fewer sizes (-b, -e, -f) or ranks"
 		if !s.timingOnly {
 			hint += ", or --timing-only"
 		}
-		return usagef("the sweep would take about %.1f hours (%d sizes × 2 runs of %d plan steps on %d ranks); the limit is %d hour; %s",
+		return usagef("the sweep would take about %.1f hours (%d sizes, up to %d plan steps on %d ranks); the limit is %d hour; %s",
 			est/3600, len(s.sizes), plan.NumSteps(), plan.Ranks, maxSweepSeconds/3600, hint)
 	}
 	return nil
+}
+
+// sweepSeconds is the host time of a sweep over sizes (ascending) whose
+// smallest plan has floorSteps steps and largest topSteps: each size's
+// steps scaled from the largest's by its bytes, within those two, run
+// runs times at perStep(bytes) seconds a step.
+func sweepSeconds(sizes []int64, floorSteps, topSteps, runs float64, perStep func(bytes int64) float64) float64 {
+	top := float64(sizes[len(sizes)-1])
+	est := 0.0
+	for _, bytes := range sizes {
+		steps := min(topSteps, max(floorSteps, topSteps*float64(bytes)/top))
+		est += runs * steps * perStep(bytes)
+	}
+	return est
 }
 
 // plan compiles the spec, or picks the cheapest plan for auto.

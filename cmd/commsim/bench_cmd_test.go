@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,8 +238,12 @@ func TestBenchIsDeterministic(t *testing.T) {
 	}
 }
 
+// TestBenchRefusesSweepsThatWouldTakeHours: 102 sizes of a ring
+// all-reduce on 4096 ranks, every rank simulated, 84M plan steps each
+// (the ring's steps do not grow with its size), at about a microsecond a
+// step, would take over two hours.
 func TestBenchRefusesSweepsThatWouldTakeHours(t *testing.T) {
-	status, _, errOut := commsim("bench", "--topo", "switch:1024", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "1GiB", "-f", "1.05", "--timing-only")
+	status, _, errOut := commsim("bench", "--topo", "switch:4096", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "1GiB", "-f", "1.2", "--timing-only", "--symmetry=false")
 	if status != 2 || !strings.Contains(errOut, "hours") || !strings.Contains(errOut, "limit is 1 hour") {
 		t.Fatalf("status %d, stderr %q", status, errOut)
 	}
@@ -352,5 +357,24 @@ func TestBenchSizesLikeNcclTests(t *testing.T) {
 	code, _, errOut = commsim("bench", "--topo", "switch:8", "--op", "allreduce", "-b", "16G", "-e", "16G", "--data")
 	if code != 2 || !strings.Contains(errOut, "384GiB") || !strings.Contains(errOut, "without --check and --data") {
 		t.Fatalf("data mode at 16G: exit %d, %q; want a usage error naming the bytes", code, errOut)
+	}
+}
+
+// TestSweepSecondsScalesStepsWithSize: a plan whose steps grow with its
+// bytes (NCCL's chunked broadcast on 1024 ranks: 67M steps at 16 GiB, 10k
+// at 8 B) costs its doubling sizes about twice the largest's steps, not
+// 32 times; one whose steps do not (a ring's) costs every size the
+// largest's.
+func TestSweepSecondsScalesStepsWithSize(t *testing.T) {
+	var sizes []int64
+	for b := int64(8); b <= 16<<30; b *= 2 {
+		sizes = append(sizes, b)
+	}
+	perStep := func(int64) float64 { return 1e-6 }
+	if got := sweepSeconds(sizes, 1e4, 67e6, 1, perStep); got < 134 || got > 135 {
+		t.Errorf("chunked: %.1f s, want about 2 × 67 s", got)
+	}
+	if got, want := sweepSeconds(sizes, 5e6, 5e6, 2, perStep), float64(len(sizes))*2*5; math.Abs(got-want) > 1e-9 {
+		t.Errorf("a ring's: %.1f s, want %.1f", got, want)
 	}
 }
