@@ -172,12 +172,9 @@ func (p *Plan) PairsUpInBlocks(g Symmetry, block int) bool {
 	if !p.SymmetricUnder(g) || block < 1 || p.Ranks%block != 0 {
 		return false
 	}
-	rank0, ok := p.rank0()
+	rank0, ok := p.rankProgram(0)
 	return ok && pairsUpWith(block, p.Ranks, g, func(int) []Step { return rank0 }, func(j, q int) int { return g.Rename(j, q, p.Ranks) })
 }
-
-// rank0 is rank 0's program, unless it is too long to hold.
-func (p *Plan) rank0() ([]Step, bool) { return p.rankProgram(0) }
 
 // pairsUpWith checks that messages pair up on a mirror of ranks
 // 0..block-1 (see PairsUpInBlocks), rank j running program(j) with its
@@ -280,7 +277,7 @@ func (p *Plan) rankProgram(r int) ([]Step, bool) {
 	return steps, true
 }
 
-// pairsUpBases is pairsUp for ranks 0..block-1 each running its own
+// pairsUpBases is pairsUpWith for ranks 0..block-1 each running its own
 // program, bases[j], the plan mapping onto itself under shifts by block;
 // and no lane of theirs sends to two ranks one stands for.
 func pairsUpBases(bases [][]Step, p, block int) bool {

@@ -251,7 +251,8 @@ func (s *Stream) beginSwitch(o *op, now Time) bool {
 // startSwitchFlow starts switch operation o's one flow of bytes across
 // links, after its way's α; with a Wire, at once, its bytes grown by the
 // Wire's efficiency for class and its rate capped by the stream's
-// channel, landing the Wire's latency for class after it drains.
+// channel, landing the Wire's latency for class (and what α takes beyond
+// its Reference) after it drains.
 func (s *Stream) startSwitchFlow(o *op, links []*link, alpha float64, bytes int, class PathClass) {
 	wait, n, path := FromSeconds(alpha), float64(bytes), links
 	o.land = 0
