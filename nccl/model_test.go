@@ -111,6 +111,16 @@ func TestFixedLatenciesAreNCCLs(t *testing.T) {
 	}
 }
 
+// planOf is tu's plan and choice for spec.
+func planOf(t *testing.T, tu *nccl.Tuner, spec ops.Spec) (*ops.Plan, nccl.Choice) {
+	t.Helper()
+	plan, choice, err := tu.Plan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, choice
+}
+
 // estimate finds one algorithm and protocol among Estimates.
 func estimate(t *testing.T, s nccl.System, op ops.Op, bytes int64, a nccl.Algo, p ops.Protocol, o nccl.Options) nccl.Estimate {
 	t.Helper()
@@ -291,14 +301,8 @@ func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
 	plain := try(nccl.NewTuner(topo, nccl.Options{}))(t)
 	m := nccl.Machine{Launch: 2, Hop: 3, Bandwidth: [3]float64{0.5, 0.5, 0.5}}
 	fitted := try(nccl.NewTuner(topo, nccl.Options{Machine: m}))(t)
-	a, ca, err := plain.Plan(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, cb, err := fitted.Plan(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ca := planOf(t, plain, spec)
+	b, cb := planOf(t, fitted, spec)
 	if ca != cb {
 		t.Errorf("choice %v became %v", ca.Estimate, cb.Estimate)
 	}
@@ -382,14 +386,8 @@ func TestBlackwellHopsTakeTheirExtraNotTheChoice(t *testing.T) {
 	blackwell := try(nccl.NewTuner(try(topology.Resolve("switch:8,arch=blackwell,bw=900GB/s"))(t), nccl.Options{}))(t)
 	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.SendRecv} {
 		spec := ops.Spec{Op: op, Ranks: 8, Count: 8, DType: hw.F32, Redop: hw.Sum}
-		h, ch, err := hopper.Plan(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, cb, err := blackwell.Plan(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, ch := planOf(t, hopper, spec)
+		b, cb := planOf(t, blackwell, spec)
 		if ch.LatencyUS != cb.LatencyUS || nccl.Label(h) != nccl.Label(b) {
 			t.Errorf("%v: NCCL's model chose %s at %.2f us on Hopper, %s at %.2f us on Blackwell", op, nccl.Label(h), ch.LatencyUS, nccl.Label(b), cb.LatencyUS)
 		}

@@ -147,14 +147,7 @@ func TestSlowerNetworksShow(t *testing.T) {
 	var labels []string
 	for _, topo := range []string{"cluster:2x8,niclat=7us", "cluster:2x8,niclat=30us"} {
 		c, tp := simtest.World(t, topo, sim.Config{TimingOnly: true})
-		tu, err := nccl.NewTuner(tp, nccl.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, _, err := tu.Plan(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan, _ := planOf(t, try(nccl.NewTuner(tp, nccl.Options{}))(t), spec)
 		times[topo] = simtest.Time(t, c, plan)
 		labels = append(labels, nccl.Label(plan))
 	}

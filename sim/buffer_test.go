@@ -111,33 +111,26 @@ func TestABufferOnACrashedRankFailsTheSender(t *testing.T) {
 	}
 }
 
-// TestWireRefusesANegativeBuffer: a wire with negative slots, or slots
-// too large to add up, is bad input.
-func TestWireRefusesANegativeBuffer(t *testing.T) {
-	for _, w := range []*sim.Wire{buffered(-1, 4000), buffered(2, -1), buffered(2, math.MaxInt64)} {
+// TestWireRefusesBadWires: a wire with negative slots, slots too large
+// to add up, or a negative reference latency is bad input, named.
+func TestWireRefusesBadWires(t *testing.T) {
+	negativeReference := buffered(2, 4000)
+	negativeReference.Reference[sim.PathNet] = -1
+	for _, tc := range []struct {
+		w     *sim.Wire
+		names string
+	}{
+		{buffered(-1, 4000), "buffer"}, {buffered(2, -1), "buffer"}, {buffered(2, math.MaxInt64), "buffer"},
+		{negativeReference, "reference latency"},
+	} {
 		c := newCluster(t, "switch:2", sim.Config{TimingOnly: true})
 		d := c.Devices()
 		s := try(d[0].NewStream())(t).(*sim.Stream)
 		src := try(d[0].Alloc(hw.F32, 4))(t)
-		ok(t, s.Feed(&ops{list: []sim.Op{{Kind: sim.OpSend, Src: hw.Whole(src), Peer: d[1], Tag: 1, Wire: w}}, n: 1}))
-		if err := s.Synchronize(); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "buffer") {
-			t.Errorf("wire %+v: %v, want ErrBadArgument naming the buffer", *w, err)
+		ok(t, s.Feed(&ops{list: []sim.Op{{Kind: sim.OpSend, Src: hw.Whole(src), Peer: d[1], Tag: 1, Wire: tc.w}}, n: 1}))
+		if err := s.Synchronize(); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), tc.names) {
+			t.Errorf("wire %+v: %v, want ErrBadArgument naming the %s", *tc.w, err, tc.names)
 		}
-	}
-}
-
-// TestWireRefusesANegativeReference: a wire whose reference latency is
-// negative is bad input, named.
-func TestWireRefusesANegativeReference(t *testing.T) {
-	w := buffered(2, 4000)
-	w.Reference[sim.PathNet] = -1
-	c := newCluster(t, "switch:2", sim.Config{TimingOnly: true})
-	d := c.Devices()
-	s := try(d[0].NewStream())(t).(*sim.Stream)
-	src := try(d[0].Alloc(hw.F32, 4))(t)
-	ok(t, s.Feed(&ops{list: []sim.Op{{Kind: sim.OpSend, Src: hw.Whole(src), Peer: d[1], Tag: 1, Wire: w}}, n: 1}))
-	if err := s.Synchronize(); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "reference latency") {
-		t.Errorf("wire %+v: %v, want ErrBadArgument naming the reference latency", *w, err)
 	}
 }
 
