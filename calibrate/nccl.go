@@ -389,9 +389,9 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 	out := &run{topo: topo, secs: make([]float64, n), launch: make([]float64, n), labels: make([]string, n)}
 	secs, err := Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(idx), func(k int) (*ops.Plan, error) {
 		i := idx[k]
-		plan, _, err := tuner.Plan(f.Specs[i])
+		plan, c, err := tuner.Plan(f.Specs[i])
 		if err == nil {
-			out.launch[i], out.labels[i] = plan.Launch, nccl.Label(plan)
+			out.launch[i], out.labels[i] = plan.Launch-tuner.TreeDip(f.Specs[i], c), nccl.Label(plan)
 		}
 		return plan, err
 	})

@@ -47,9 +47,13 @@
 //   - Tree (ops nccl-tree, all-reduce): per channel a chain through each
 //     node from the channel's NIC rail and NCCL's double binary tree
 //     between the nodes, reduced up and broadcast down on lanes of their
-//     own, in pieces (NCCL's tree chunk tuning for Simple). The per-size
-//     correction factors NCCL's model puts on tree bandwidth sway the
-//     choice, as they do NCCL's, but not what runs. On 2 nodes a tree channel's speed within a node is the
+//     own, in pieces (NCCL's tree chunk tuning for Simple). NCCL's model
+//     slows a tree all-reduce by a per-size factor on its bandwidth
+//     (NCCL measured its trees slower at middle sizes than its bandwidths
+//     say): the factor sways the choice, as it does NCCL's, and what it
+//     adds to the model's time opens the plan's run, once, on top of the
+//     launch (the simulated tree already pays its pipeline's fill, which
+//     slowing every hop would pay again). On 2 nodes a tree channel's speed within a node is the
 //     search's second pass's (up the ladder while below twice the
 //     network's and the NVLinks carry it), which NCCL's model reads
 //     there: a tree's bandwidth may then pass a ring's.

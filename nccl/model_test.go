@@ -377,6 +377,53 @@ func TestTreeCorrectionSwaysTheChoice(t *testing.T) {
 	}
 }
 
+// TestTreeDipRunsAsTheModelSays: what NCCL's tree correction adds to
+// its model's time (the bandwidth term over the factor, less the term)
+// opens the plan's run on top of its launch, so a tree all-reduce at a
+// size NCCL measured slow runs that much longer; a faster protocol
+// (Machine.Bandwidth) shrinks it with the term, and a size or an
+// algorithm without a correction adds nothing.
+func TestTreeDipRunsAsTheModelSays(t *testing.T) {
+	fast := nccl.Machine{Bandwidth: [3]float64{2, 2, 2}}
+	for _, tc := range []struct {
+		fabric string
+		bytes  int
+		algo   nccl.Algo
+		p      ops.Protocol
+		m      nccl.Machine
+		factor float64
+	}{
+		{"dgx-a100x2", 1 << 20, nccl.Tree, ops.ProtoLL128, nccl.Machine{}, 0.6},
+		{"dgx-a100x2", 1 << 20, nccl.Tree, ops.ProtoLL128, fast, 0.6},
+		{"dgx-a100x2", 256 << 10, nccl.Tree, ops.ProtoLL, nccl.Machine{}, 0.4},
+		{"dgx-a100x2", 64 << 20, nccl.Tree, ops.ProtoSimple, nccl.Machine{}, 0.8},
+		{"dgx-b200x2", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 0.8},
+		{"dgx-a100x2", 64 << 20, nccl.Ring, ops.ProtoSimple, nccl.Machine{}, 1},
+	} {
+		tu := try(nccl.NewTuner(try(topology.Resolve(tc.fabric))(t), nccl.Options{Algos: []nccl.Algo{tc.algo}, Protos: []ops.Protocol{tc.p}, Machine: tc.m}))(t)
+		spec := ops.Spec{Op: ops.AllReduce, Ranks: tu.System.Ranks, Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
+		plan, c := planOf(t, tu, spec)
+		// 1 GiB is past every correction: its launch is the launch alone.
+		big := spec
+		big.Count = 1 << 28
+		whole, _ := planOf(t, tu, big)
+		want := float64(tc.bytes) / (1e9 * c.AlgBW * orOne(tc.m.Bandwidth[0])) * (1/tc.factor - 1)
+		if got := plan.Launch - whole.Launch; math.Abs(got-want) > 1e-9*max(want, 1e-6) {
+			t.Errorf("%s %s at %d bytes (machine %+v): the correction adds %.4g s, want %.4g s (×%v on %.1f GB/s)", tc.fabric, nccl.Label(plan), tc.bytes, tc.m, got, want, tc.factor, c.AlgBW)
+		}
+		if got := tu.TreeDip(spec, c); math.Abs(got-want) > 1e-9*max(want, 1e-6) {
+			t.Errorf("%s %s: TreeDip %.4g s, want %.4g s", tc.fabric, nccl.Label(plan), got, want)
+		}
+	}
+}
+
+func orOne(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	return x
+}
+
 // TestBlackwellHopsTakeTheirExtraNotTheChoice: NCCL's model has Hopper's
 // per-hop NVLink latency for every generation, and its tuner chooses by
 // it; what runs on a Blackwell fabric takes 0.7 µs more per NVLink hop

@@ -92,6 +92,6 @@ func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	w.Latency[ops.PathNVLink] = (hwLatency(ops.PathNVLink, Ring, simple, v)*1e-6 + s.Arch.NVLinkExtraLatency()) * orOne(m.Hop)
 	w.Latency[ops.PathNet] = hwLatency(ops.PathNet, c.Algo, simple, v) * 1e-6 * orOne(m.Hop)
 	launch := (baseLatency(c.Algo, simple, v) + hwLatency(ops.PathNVLink, c.Algo, simple, v)) * 1e-6 * orOne(m.Launch)
-	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, int64(o.simpleStep())), launch
+	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, int64(o.simpleStep())), launch+treeDip(s, spec, c, simple, o)
 	return plan, nil
 }

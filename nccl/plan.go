@@ -136,6 +136,7 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	}
 	plan.Protocol = c.Protocol
 	plan.Wire, plan.Launch = wire(s, spec, c.Algo, p, o)
+	plan.Launch += treeDip(s, spec, c, p, o)
 	if c.Algo == PAT {
 		plan.Wire, plan.Launch = patWire(s, plan.Wire, plan.Launch, o)
 	}
@@ -199,6 +200,33 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	}
 	w.Rate *= orOne(m.Bandwidth[p])
 	return finishWire(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
+}
+
+// treeDip is the time NCCL's model adds to a tree all-reduce at sizes
+// where its per-size correction (treeCorrection) is below 1: the model's
+// bandwidth term divided by the factor, less the term itself. NCCL
+// measured its trees slower there than its bandwidths say; the
+// simulator's tree already pays its pipeline's fill, so the dip is added
+// as the model states it, once per collective, and not by slowing every
+// hop (which would multiply the fill as well).
+func treeDip(s System, spec ops.Spec, c Choice, p int, o Options) float64 {
+	bytes := bytesOf(spec)
+	corr := treeCorrection(s, spec.Op, c.Algo, p, bytes, o.version())
+	if corr >= 1 || !finite(c.AlgBW) {
+		return 0
+	}
+	return float64(bytes) / (1e9 * c.AlgBW * orOne(o.Machine.Bandwidth[p])) * (1/corr - 1)
+}
+
+// TreeDip is the seconds of the launch of t's plan for spec with choice c
+// that are NCCL's tree correction (see treeDip) rather than its launch:
+// they scale with the protocol's bandwidth, not with Machine.Launch.
+func (t *Tuner) TreeDip(spec ops.Spec, c Choice) float64 {
+	p, ok := protoIndex(c.Protocol)
+	if !ok {
+		return 0
+	}
+	return treeDip(t.System, spec, c, p, t.Options)
 }
 
 // bytesOf is NCCL's size of a collective: the larger of a rank's send and

@@ -50,9 +50,7 @@ func TestSimulationFollowsNCCLsModel(t *testing.T) {
 						t.Fatalf("%s %v: chose %v, planned %s, want %v/%s", topo, spec, choice.Estimate, nccl.Label(plan), algo, proto)
 					}
 					got := simtest.Time(t, c, plan)
-					// The model's time without its per-size tree correction,
-					// which sways the choice but is no property of the machine.
-					model := choice.LatencyUS + float64(bytes)/(1000*choice.AlgBW)
+					model := choice.TimeUS
 					if op == ops.Broadcast || op == ops.Reduce {
 						// NCCL counts one hop for the chain; its data
 						// crosses every rank to reach the end.
