@@ -14,8 +14,9 @@ import "github.com/commsim/commsim/ops"
 // collNetPlan compiles spec as NCCL's CollNet with c's channels, and its
 // latencies, NCCL's model's terms (tuning.cc's CollNet latencies): its
 // network hop on each all-reduce through the switch, its NVLink hop
-// (with direct's 0.4 µs a GPU of arity serialization) on each message
-// within a node, and its base latency to open the collective. With one
+// (with direct's 0.4 µs a GPU of arity serialization, and what a
+// crossing takes beyond Hopper's) on each message within a node, and its
+// base latency to open the collective. With one
 // GPU per node NCCL's network hop is the tree's, and a reduce-scatter or
 // an all-gather, which the switch reduces or multicasts from each GPU,
 // spends it on its one switch step.
@@ -33,15 +34,21 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 	}
 	var w ops.Wire
 	for class := range ops.NumPathClasses {
-		w.Efficiency[class], w.Latency[class] = 1, intra*1e-6*orOne(m.Hop)
+		w.Efficiency[class], w.Latency[class] = 1, intra*1e-6
 	}
-	w.Latency[ops.PathNet] = net * 1e-6 * orOne(m.Hop)
+	w.Latency[ops.PathNet] = net * 1e-6
 	if spec.Op != ops.AllReduce && s.PerNode == 1 {
 		// With one GPU per node a reduce-scatter or an all-gather is
 		// NVLS's plan through the network's switch: its switch steps
 		// take the wire's NVLink figures (the simulator and ops.Cost
 		// price every switch step so), and there is no other traffic.
 		w.Latency[ops.PathNVLink] = w.Latency[ops.PathNet]
+	} else {
+		// NCCL's NVLink figure is Hopper's, as in wire.
+		w.Latency[ops.PathNVLink] += s.Arch.NVLinkExtraLatency()
+	}
+	for class := range ops.NumPathClasses {
+		w.Latency[class] *= orOne(m.Hop)
 	}
 	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, int64(o.simpleStep())), baseLatency(c.Algo, simple, v)*1e-6*orOne(m.Launch)
 	return plan, nil

@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -443,6 +444,28 @@ func TestBlackwellHopsTakeTheirExtraNotTheChoice(t *testing.T) {
 		}
 		if b.Wire.Latency[ops.PathNet] != h.Wire.Latency[ops.PathNet] {
 			t.Errorf("%v: the network's hop changed with the GPUs' arch", op)
+		}
+	}
+	// CollNet within a node of GPUs crosses NVLink too; with one GPU per
+	// node its all-gather's switch steps are the network's and take none.
+	for _, tc := range []struct {
+		fabric string
+		algo   nccl.Algo
+		op     ops.Op
+		extra  float64
+	}{
+		{"cluster:2x8,arch=%s,sharp=inf", nccl.CollNetDirect, ops.AllReduce, 0.7e-6},
+		{"cluster:2x8,arch=%s,sharp=inf", nccl.CollNetChain, ops.AllReduce, 0.7e-6},
+		{"cluster:4x1,arch=%s,sharp=inf", nccl.CollNetDirect, ops.AllGather, 0},
+	} {
+		var lat [2]float64
+		for i, arch := range []string{"hopper", "blackwell"} {
+			tu := try(nccl.NewTuner(try(topology.Resolve(fmt.Sprintf(tc.fabric, arch)))(t), nccl.Options{Algos: []nccl.Algo{tc.algo}, Protos: []ops.Protocol{ops.ProtoSimple}}))(t)
+			plan, _ := planOf(t, tu, ops.Spec{Op: tc.op, Ranks: tu.System.Ranks, Count: 1024, DType: hw.F32, Redop: hw.Sum})
+			lat[i] = plan.Wire.Latency[ops.PathNVLink]
+		}
+		if d := lat[1] - lat[0]; math.Abs(d-tc.extra) > 1e-12 {
+			t.Errorf("%s %v %v: a Blackwell NVLink hop takes %.3g s more than Hopper's, want %.3g", fmt.Sprintf(tc.fabric, "blackwell"), tc.algo, tc.op, d, tc.extra)
 		}
 	}
 }
