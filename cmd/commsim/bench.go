@@ -102,13 +102,15 @@ type sweep struct {
 
 	simTopo *topology.Topology // --sim-topo (simtopo.go), or nil
 
-	// largest is the plan of the largest size, made by checkDuration and
-	// kept for the sweep's last size: a plan of millions of steps takes a
-	// second or two to count.
-	largest struct {
-		spec ops.Spec
-		plan *ops.Plan
-	}
+	// kept are the plans of the largest and the smallest size, made by
+	// checkDuration and kept for the sweep: a plan of millions of steps
+	// takes a second or two to count.
+	kept [2]keptPlan
+}
+
+type keptPlan struct {
+	spec ops.Spec
+	plan *ops.Plan
 }
 
 // parse validates every flag; each failure is a usage error.
@@ -609,7 +611,7 @@ func (s *sweep) checkDuration(w *openedWorld) error {
 	if err != nil {
 		return err
 	}
-	s.largest.spec, s.largest.plan = spec, plan
+	s.kept[0] = keptPlan{spec, plan}
 	topSteps, floorSteps := float64(plan.NumSteps()), float64(plan.NumSteps())
 	if len(s.sizes) > 1 {
 		bottom, _ := s.spec(s.sizes[0])
@@ -617,6 +619,7 @@ func (s *sweep) checkDuration(w *openedWorld) error {
 		if err != nil {
 			return err
 		}
+		s.kept[1] = keptPlan{bottom, small}
 		floorSteps = float64(small.NumSteps())
 	}
 	runs := 2.0
@@ -665,8 +668,10 @@ func sweepSeconds(sizes []int64, floorSteps, topSteps, runs float64, perStep fun
 
 // plan compiles the spec, or picks the cheapest plan for auto.
 func (s *sweep) plan(spec ops.Spec) (*ops.Plan, error) {
-	if s.largest.plan != nil && s.largest.spec == spec {
-		return s.largest.plan, nil
+	for _, k := range s.kept {
+		if k.plan != nil && k.spec == spec {
+			return k.plan, nil
+		}
 	}
 	if s.algo == algoNCCL {
 		p, _, err := s.tuner.Plan(spec)
