@@ -34,6 +34,9 @@ const (
 	// robustScale is the relative error past which a size weighs less
 	// than its square (see cauchy).
 	robustScale = 0.05
+	// wideScale is robustScale's stand-in for the fit that finds the
+	// narrow fit a start (see minimize).
+	wideScale = 0.5
 	// maxGNIterations bounds the Gauss-Newton iterations.
 	maxGNIterations = 40
 	// recentPoints is how many simulated points the fit keeps: a start,
@@ -75,7 +78,7 @@ func (f *ncclFitter) at(x []float64) *point {
 	for k, i := range f.fit {
 		p.r[k] = res.secs[i]/(f.MeasuredUS[i]*1e-6) - 1
 		p.launch[k] = res.launch[i]
-		p.loss += cauchy(p.r[k])
+		p.loss += cauchy(p.r[k], f.scale)
 	}
 	for _, v := range x {
 		p.loss += ridge * v * v
@@ -88,22 +91,27 @@ func (f *ncclFitter) at(x []float64) *point {
 }
 
 // cauchy is what a size's relative error r adds to the loss, c²·ln(1 +
-// r²/c²) with c = robustScale (Cauchy's): r² while small, and a size far
+// r²/c²) (Cauchy's; the fit's c is robustScale): r² while small, and a size far
 // off pulls the factors the less the farther it is. A few sizes that no
 // factor explains (a protocol NCCL switched at another size, a measured
 // step) then leave the fit to the many it can match, as the held-out
 // median, the figure the fit is judged by, wants; with least squares
 // they set the factors for every size.
-func cauchy(r float64) float64 {
-	const c = robustScale
+func cauchy(r, c float64) float64 {
 	return c * c * math.Log1p(r*r/(c*c))
 }
 
 // cauchyWeight is cauchy's slope in r², the weight of a size's squared
 // error in the gradient and the Gauss-Newton Hessian: 1 at 0, falling as
 // c²/r² past c.
-func cauchyWeight(r float64) float64 {
-	return 1 / (1 + r*r/(robustScale*robustScale))
+func cauchyWeight(r, c float64) float64 {
+	return 1 / (1 + r*r/(c*c))
+}
+
+// setScale makes c the loss's scale, forgetting the points simulated
+// (their losses were at the old one).
+func (f *ncclFitter) setScale(c float64) {
+	f.scale, f.recent = c, nil
 }
 
 // jacobian fills p.jac: the launch's column exactly, the others by
@@ -199,7 +207,7 @@ func (f *ncclFitter) gnGrad(grad, x []float64) {
 	f.jacobian(p)
 	wr := make([]float64, len(p.r))
 	for k, r := range p.r {
-		wr[k] = cauchyWeight(r) * r
+		wr[k] = cauchyWeight(r, f.scale) * r
 	}
 	var g mat.VecDense
 	g.MulVec(p.jac.T(), mat.NewVecDense(len(wr), wr))
@@ -223,7 +231,7 @@ func (f *ncclFitter) gnHess(hess *mat.SymDense, x []float64) {
 	rows, cols := p.jac.Dims()
 	weighted := mat.NewDense(rows, cols, nil) // √W J
 	for k := range rows {
-		w := math.Sqrt(cauchyWeight(p.r[k]))
+		w := math.Sqrt(cauchyWeight(p.r[k], f.scale))
 		for j := range cols {
 			weighted.Set(k, j, w*p.jac.At(k, j))
 		}
@@ -250,7 +258,8 @@ func (f *ncclFitter) gnHess(hess *mat.SymDense, x []float64) {
 // a NIC at ×e^-0.7 and ×e^-1.4 (about ×0.5 and ×0.25), unless the first
 // start already reproduces the log (rms error under 0.1%); and after each
 // run every such bandwidth is probed at ×e^-0.5, ×e^-1 and ×e^-2, the fit
-// running again from the best probe while one lowers the loss. The best
+// running again from the best probe while one lowers the loss. And it
+// starts from where a nearly least-squares fit ends (wideStart). The best
 // end wins.
 func (f *ncclFitter) minimize() ([]float64, error) {
 	starts := [][]float64{make([]float64, len(f.params))}
@@ -260,6 +269,11 @@ func (f *ncclFitter) minimize() ([]float64, error) {
 			x[j] = -down
 			starts = append(starts, x)
 		}
+	}
+	if wide, err := f.wideStart(); err != nil {
+		return nil, err
+	} else if wide != nil {
+		starts = append(starts, wide)
 	}
 	// The most promising start first: it is often the only one run.
 	loss := make([]float64, len(starts))
@@ -286,6 +300,23 @@ func (f *ncclFitter) minimize() ([]float64, error) {
 		}
 	}
 	return best, nil
+}
+
+// wideStart is where the fit ends from all ones with the loss's scale
+// at wideScale, nearly least squares: with robustScale from the start,
+// a log whose sizes are most of them far off the model (more than the
+// scale) can leave them all as outliers and settle on the few it fits,
+// where a factor that would bring the many in has no pull. Nil when all
+// ones already reproduce the log.
+func (f *ncclFitter) wideStart() ([]float64, error) {
+	defer f.setScale(robustScale)
+	f.setScale(wideScale)
+	x0 := make([]float64, len(f.params))
+	if f.gnLoss(x0) < reproduced*float64(len(f.fit)) {
+		return nil, f.err
+	}
+	x, _, err := f.probed(x0)
+	return x, err
 }
 
 // reproduced is the loss per fitted size below which a start reproduces
