@@ -413,9 +413,6 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 		return s.report(stdout, stderr, rows)
 	}
 	rep := &benchReport{w: stdout, s: s}
-	if err := rep.begin(); err != nil {
-		return err
-	}
 	rows, err := s.measure(stderr, rep.add)
 	if err != nil {
 		if s.format == "table" && len(rows) > 0 {

@@ -31,6 +31,7 @@ type comparison struct {
 	// nodeRanks is, for each of algos, the GPUs of a node its plans are made for (fabricRuns).
 	nodeRanks []int
 	plot      string
+	begun     bool // the header is written
 }
 
 // cmpRow is one size of a comparison: the out-of-place result of every
@@ -161,10 +162,10 @@ func checkPlotFile(plot string, s *sweep) error {
 // each size as it is measured, so a comparison that fails half-way keeps
 // the sizes it has; the table prints what it has then.
 func (c *comparison) run(stdout, stderr io.Writer) error {
-	if err := c.begin(stdout); err != nil {
-		return err
-	}
 	rows, err := c.measure(stderr, func(r cmpRow) error { return c.add(stdout, r) })
+	if err == nil {
+		err = c.begin(stdout)
+	}
 	if err != nil {
 		if c.s.format == "table" && len(rows) > 0 {
 			err = errors.Join(err, c.writeTable(stdout, rows))
@@ -194,8 +195,14 @@ func (c *comparison) run(stdout, stderr io.Writer) error {
 	return nil
 }
 
-// begin writes the header of the formats that print rows as they come.
+// begin writes the header of the formats that print rows as they come,
+// once, with the first row (or at the end): a comparison refused before
+// it measures anything writes nothing but its one-line error.
 func (c *comparison) begin(w io.Writer) error {
+	if c.begun {
+		return nil
+	}
+	c.begun = true
 	switch c.s.format {
 	case "csv":
 		return writeCSVRows(w, [][]string{cmpCSVColumns})
@@ -207,6 +214,9 @@ func (c *comparison) begin(w io.Writer) error {
 
 // add writes one measured size, but for the table, which waits.
 func (c *comparison) add(w io.Writer, r cmpRow) error {
+	if err := c.begin(w); err != nil {
+		return err
+	}
 	switch c.s.format {
 	case "csv":
 		return c.writeCSV(w, []cmpRow{r})

@@ -297,6 +297,7 @@ func TestCompareUsageErrorsExit2WithOneLine(t *testing.T) {
 		{[]string{"--check", "--timing-only"}, "--check"},
 		{[]string{"--algos", "ring,nccl-nvls"}, "needs GPUs on a switch that reduces (NVLS)"},
 		{[]string{"--algos", "ring,nccl-collnet-direct"}, "(SHARP)"},
+		{[]string{"--algos", "ring,nccl", "--nccl-algo", "nvls", "--nccl-proto", "LL"}, "NVLS runs Simple only"},
 	}
 	for _, c := range cases {
 		args := append([]string{"compare", "--topo", "switch:8", "-e", "1KiB"}, c.args...)

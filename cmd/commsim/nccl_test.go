@@ -124,7 +124,7 @@ func busbw(t *testing.T, args ...string) float64 {
 }
 
 // What NCCL cannot run, or commsim cannot simulate, is a usage error that
-// says why.
+// says why, in one line and with no report begun on stdout.
 func TestBenchNCCLRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -144,9 +144,12 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--op", "gather"}, "--algo nccl plans"},
 	} {
 		args := append([]string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only"}, tc.args...)
-		status, _, errOut := commsim(args...)
+		status, out, errOut := commsim(args...)
 		if status != 2 || !strings.Contains(errOut, tc.why) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%v: status %d, stderr %q; want 2 and one line saying %q", tc.args, status, errOut, tc.why)
+		}
+		if out != "" {
+			t.Errorf("%v: refused, yet wrote %q", tc.args, out)
 		}
 	}
 	status, _, errOut := commsim("bench", "--topo", "dgx-a100", "--algo", "nccl-nvls", "-e", "8", "--timing-only")

@@ -23,6 +23,7 @@ type benchReport struct {
 	// withSim is whether the rows carry --sim-topo's prediction, which
 	// adds columns to the header: such a report is written at the end.
 	withSim bool
+	begun   bool // the header is written
 }
 
 // writeReport prints a measured sweep whole.
@@ -39,8 +40,15 @@ func writeReport(w io.Writer, s *sweep, rows []row) error {
 	return rep.end()
 }
 
-// begin writes the header.
+// begin writes the header, once. A sweep's report begins with its first
+// row (or its end), so a sweep refused before it measures anything (a
+// plan NCCL cannot run, an estimate of hours) writes nothing but its
+// one-line error.
 func (rep *benchReport) begin() error {
+	if rep.begun {
+		return nil
+	}
+	rep.begun = true
 	switch rep.s.format {
 	case "csv":
 		return writeCSVRows(rep.w, [][]string{append(append([]string{}, csvColumns...), simCSVColumns(rep.simRows())...)})
@@ -61,6 +69,9 @@ func (rep *benchReport) simRows() []row {
 
 // add writes one row (the table waits for end).
 func (rep *benchReport) add(r row) error {
+	if err := rep.begin(); err != nil {
+		return err
+	}
 	rep.rows = append(rep.rows, r)
 	switch rep.s.format {
 	case "csv":
@@ -76,6 +87,9 @@ func (rep *benchReport) add(r row) error {
 
 // end writes the footer, or the whole table.
 func (rep *benchReport) end() error {
+	if err := rep.begin(); err != nil {
+		return err
+	}
 	switch rep.s.format {
 	case "table":
 		return writeTable(rep.w, rep.s, rep.rows)
