@@ -73,8 +73,11 @@ func chainChunk(spec ops.Spec, p int, o Options) int {
 // treeChunk is the bytes a tree forwards at a time with protocol p: for
 // Simple, NCCL's step, halved while a channel would make too few passes
 // for the tree's depth (below 8 × depth passes down to 128 KiB, 4 × down
-// to 64 KiB, 1 × down to 32 KiB: enqueue.cc's tree chunk tuning); for LL
-// and LL128 as a chain's.
+// to 64 KiB, 1 × down to 32 KiB: enqueue.cc's tree chunk tuning, which
+// NCCL 2.20 dropped; kept for every version, since whole steps through
+// a wire whose NVLink hops go at the channel's share of the NIC would
+// fill a deep tree far slower than NCCL does); for LL and LL128 as a
+// chain's.
 func treeChunk(s System, spec ops.Spec, p int, o Options) int {
 	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
 	chunk := int64(chainChunk(spec, p, o))
