@@ -37,18 +37,13 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 		w.Efficiency[class], w.Latency[class] = 1, intra*1e-6
 	}
 	w.Latency[ops.PathNet] = net * 1e-6
+	machineHops(&w, s, m)
 	if spec.Op != ops.AllReduce && s.PerNode == 1 {
 		// With one GPU per node a reduce-scatter or an all-gather is
 		// NVLS's plan through the network's switch: its switch steps
 		// take the wire's NVLink figures (the simulator and ops.Cost
 		// price every switch step so), and there is no other traffic.
 		w.Latency[ops.PathNVLink] = w.Latency[ops.PathNet]
-	} else {
-		// NCCL's NVLink figure is Hopper's, as in wire.
-		w.Latency[ops.PathNVLink] += s.Arch.NVLinkExtraLatency()
-	}
-	for class := range ops.NumPathClasses {
-		w.Latency[class] *= orOne(m.Hop)
 	}
 	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, int64(o.simpleStep())), baseLatency(c.Algo, simple, v)*1e-6*orOne(m.Launch)
 	return plan, nil

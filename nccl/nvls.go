@@ -89,8 +89,9 @@ func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	// A switch step is a Simple step behind a flag handshake, as a ring's
 	// is: NCCL's model has no per-step NVLS figure, and the ring's stands
 	// in.
-	w.Latency[ops.PathNVLink] = (hwLatency(ops.PathNVLink, Ring, simple, v)*1e-6 + s.Arch.NVLinkExtraLatency()) * orOne(m.Hop)
-	w.Latency[ops.PathNet] = hwLatency(ops.PathNet, c.Algo, simple, v) * 1e-6 * orOne(m.Hop)
+	w.Latency[ops.PathNVLink] = hwLatency(ops.PathNVLink, Ring, simple, v) * 1e-6
+	w.Latency[ops.PathNet] = hwLatency(ops.PathNet, c.Algo, simple, v) * 1e-6
+	machineHops(&w, s, m)
 	launch := (baseLatency(c.Algo, simple, v) + hwLatency(ops.PathNVLink, c.Algo, simple, v)) * 1e-6 * orOne(m.Launch)
 	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, int64(o.simpleStep())), launch+treeDip(s, spec, c, simple, o)
 	return plan, nil

@@ -122,16 +122,13 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		w.Latency[class] = hwLatency(class, Ring, p, v) * 1e-6
 		w.Efficiency[class] = 1
 	}
-	w.Latency[ops.PathNVLink] += s.Arch.NVLinkExtraLatency()
 	if p == ll {
 		for class := range ops.NumPathClasses {
 			w.Efficiency[class] = 0.5
 		}
 	}
 	m := o.Machine
-	for class := range ops.NumPathClasses {
-		w.Latency[class] *= orOne(m.Hop)
-	}
+	machineHops(&w, s, m)
 	total, _, perChannel := p2pChannels(s)
 	peers := 1
 	if spec.Op == ops.AllToAll {

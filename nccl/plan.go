@@ -39,6 +39,17 @@ func finishWire(w *ops.Wire, stepBytes int64) *ops.Wire {
 	return w
 }
 
+// machineHops turns NCCL's per-hop figures in w, which are Hopper's, into
+// the machine's: an NVLink hop also takes what s's GPUs' crossing takes
+// beyond Hopper's (NCCL's one figure for every generation leaves it out,
+// and its tuner does not see it), and every hop scales by m.Hop.
+func machineHops(w *ops.Wire, s System, m Machine) {
+	w.Latency[ops.PathNVLink] += s.Arch.NVLinkExtraLatency()
+	for class := range ops.NumPathClasses {
+		w.Latency[class] *= orOne(m.Hop)
+	}
+}
+
 // chunkBytes is the bytes a channel of a broadcast or a reduce moves per
 // step with protocol p.
 func chunkBytes(p int, o Options) int {
@@ -169,9 +180,6 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	}
 	w.Latency[ops.PathNet] = interLatency(s, a, p, v) * 1e-6 * scale
 	w.Latency[ops.PathNVLink] = max(w.Latency[ops.PathNVLink], ringStepFloor(s, spec.Op, a, p)*1e-6*scale)
-	// NCCL's figures, its step's floor on several nodes among them, are
-	// Hopper's: another arch's step takes its crossing's difference more.
-	w.Latency[ops.PathNVLink] += s.Arch.NVLinkExtraLatency()
 	factor := 1.0
 	switch p {
 	case ll:
@@ -197,10 +205,10 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	if finite(all) && finite(alone) {
 		w.Rate = 1e9 * min(alone, all/float64(max(1, spec.Channels)))
 	}
+	// NCCL's figures, its step's floor on several nodes among them, are
+	// Hopper's.
 	m := o.Machine
-	for class := range ops.NumPathClasses {
-		w.Latency[class] *= orOne(m.Hop)
-	}
+	machineHops(&w, s, m)
 	w.Rate *= orOne(m.Bandwidth[p])
 	return finishWire(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
 }
