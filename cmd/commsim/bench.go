@@ -485,9 +485,7 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 			return nil, err
 		}
 	}
-	// Timing only, a run's time does not depend on where its buffers are:
-	// the in-place run is the out-of-place one (unless a trace shows both).
-	sameInPlace := w.cluster != nil && s.timingOnly && s.trace == ""
+	sameInPlace := s.runsOnce(w)
 	bar := newProgress(stderr, len(s.sizes))
 	if workers := s.parallelWorkers(w); workers > 1 {
 		parallel = true
@@ -620,7 +618,7 @@ func (s *sweep) checkDuration(w *openedWorld) error {
 		floorSteps = float64(small.NumSteps())
 	}
 	runs := 2.0
-	if w != nil && w.cluster != nil && s.timingOnly && s.trace == "" {
+	if s.runsOnce(w) {
 		runs = 1
 	}
 	block := 0
@@ -647,6 +645,13 @@ func (s *sweep) checkDuration(w *openedWorld) error {
 			est/3600, len(s.sizes), plan.NumSteps(), plan.Ranks, maxSweepSeconds/3600, hint)
 	}
 	return nil
+}
+
+// runsOnce reports whether each size runs once on w: on the simulator,
+// timing only, a run's time does not depend on where its buffers are, so
+// the in-place run is the out-of-place one (unless a trace shows both).
+func (s *sweep) runsOnce(w *openedWorld) bool {
+	return w != nil && w.cluster != nil && s.timingOnly && s.trace == ""
 }
 
 // sweepSeconds is the host time of a sweep over sizes (ascending) whose

@@ -26,7 +26,7 @@ const (
 // fabric's size allows, at most one per size. Below 2 the sweep runs its
 // sizes in turn.
 func (s *sweep) parallelWorkers(w *openedWorld) int {
-	if w.cluster == nil || !s.timingOnly || s.trace != "" || s.check {
+	if !s.runsOnce(w) || s.check {
 		return 1
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(s.sizes))
