@@ -183,7 +183,6 @@ type ncclFitter struct {
 	evals    int
 	err      error
 	recent   []*point // the last points simulated, oldest first
-	scale    float64  // the loss's (see cauchy)
 }
 
 // FitNCCL finds the nccl.Machine (launch and hop latency, each used
@@ -268,7 +267,7 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	f := &ncclFitter{NCCLProblem: p, tuner: tuner, choices: make([]nccl.Choice, len(p.Specs)), scale: robustScale}
+	f := &ncclFitter{NCCLProblem: p, tuner: tuner, choices: make([]nccl.Choice, len(p.Specs))}
 	used := map[Param]bool{Launch: true, Hop: true}
 	for i, spec := range p.Specs {
 		if err := spec.Validate(); err != nil {
