@@ -125,6 +125,11 @@ type NCCLResult struct {
 	// a protocol's speed where the fabric's links set the pace): other
 	// values fit the log alike. One the fit never moved stays at 1.
 	Undetermined []Param
+	// AtBound are the parameters of Params that ended at a bound of the
+	// fit (×0.05 or ×20, ncclLogLimit), the log pulling them further: no
+	// machine near NCCL's model explains the log there, and such a
+	// factor reads as "at most" or "at least", not as a measurement.
+	AtBound []Param
 	// Topology is Problem.Topology with NICScale applied, named
 	// NAME-calibrated, its network links rounded to 4 significant digits
 	// (the others as they were): with Machine, it reproduces Seconds.
@@ -223,7 +228,8 @@ func FitNCCL(p NCCLProblem) (*NCCLResult, error) {
 	}
 	secs := final.secs
 	r := &NCCLResult{Machine: m, NICScale: nic, Params: f.params, Topology: final.topo, Choices: f.choices, Labels: final.labels,
-		Seconds: secs, Errors: make([]float64, len(secs)), Fitted: make([]bool, len(secs)), Simulations: f.evals, Undetermined: undetermined}
+		Seconds: secs, Errors: make([]float64, len(secs)), Fitted: make([]bool, len(secs)), Simulations: f.evals, Undetermined: undetermined,
+		AtBound: f.atBounds(x, undetermined)}
 	for i := range r.Machine.Bandwidth {
 		r.Machine.Bandwidth[i] = cmp.Or(r.Machine.Bandwidth[i], 1)
 	}

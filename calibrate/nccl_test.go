@@ -100,8 +100,8 @@ func TestFitNCCLRecoversMachine(t *testing.T) {
 	if !labels["tree"] || !labels["ring"] {
 		t.Fatalf("plans %v: want trees and rings", fit.Labels)
 	}
-	if want := []Param{Launch, Hop, BandwidthSimple, NIC}; !slices.Equal(fit.Params, want) || len(fit.Undetermined) != 0 {
-		t.Fatalf("fitted %v (undetermined %v), want %v", fit.Params, fit.Undetermined, want)
+	if want := []Param{Launch, Hop, BandwidthSimple, NIC}; !slices.Equal(fit.Params, want) || len(fit.Undetermined) != 0 || len(fit.AtBound) != 0 {
+		t.Fatalf("fitted %v (undetermined %v, at a bound %v), want %v", fit.Params, fit.Undetermined, fit.AtBound, want)
 	}
 	for _, c := range []struct {
 		q    Param
@@ -314,6 +314,9 @@ func TestFitNCCLSlidesAlongABound(t *testing.T) {
 	fit, err := FitNCCL(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(fit.AtBound, []Param{Hop}) {
+		t.Errorf("at a bound: %v, want the hop alone (%s)", fit.AtBound, fit.Describe())
 	}
 	if hop := fit.Value(Hop); !near(hop, math.Exp(-ncclLogLimit), 0.002) {
 		t.Errorf("hop ×%.4f, want it held at the bound ×%.4f (%s)", hop, math.Exp(-ncclLogLimit), fit.Describe())

@@ -453,8 +453,22 @@ func (f *ncclFitter) levenberg(x0 []float64) ([]float64, error) {
 // atBound reports whether a factor at log value v, with the loss's slope
 // g there, is held by its bound: at it, and the loss falling past it.
 func atBound(v, g float64) bool {
-	const near = 1e-9
-	return v <= -ncclLogLimit+near && g > 0 || v >= ncclLogLimit-near && g < 0
+	return v <= -ncclLogLimit+boundSlack && g > 0 || v >= ncclLogLimit-boundSlack && g < 0
+}
+
+// boundSlack is how near a bound a log factor counts as at it.
+const boundSlack = 1e-9
+
+// atBounds lists the parameters at a bound at x, but those in
+// undetermined (whose value the log does not tell).
+func (f *ncclFitter) atBounds(x []float64, undetermined []Param) []Param {
+	var out []Param
+	for j, q := range f.params {
+		if math.Abs(x[j]) >= ncclLogLimit-boundSlack && !slices.Contains(undetermined, q) {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // maxLMTries bounds levenberg's tries, steps taken and refused.

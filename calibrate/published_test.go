@@ -93,6 +93,9 @@ func TestPublishedHeldOut(t *testing.T) {
 		if len(full.Undetermined) > 0 {
 			factors += fmt.Sprintf(" (undetermined: %v)", full.Undetermined)
 		}
+		if len(full.AtBound) > 0 {
+			factors += fmt.Sprintf(" (at a bound: %v)", full.AtBound)
+		}
 		ok := "yes"
 		if half.HeldOut.Median > heldOutTarget {
 			ok = "no"

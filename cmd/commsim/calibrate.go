@@ -55,7 +55,8 @@ rate), by Gauss-Newton on the factors' logarithms from NCCL's model (all ×1),
 each within ×0.05 to ×20. It then fits again on every other size (the first,
 the third, …) and predicts the others: the held-out error says how well the
 fitted machine predicts sizes it has not seen. A factor the log does not
-determine stays at ×1 and is named.
+determine stays at ×1 and is named, and so is one that ends at a bound (the
+log pulls it further: read it as at most or at least).
 
 With any other algorithm it scales every link's latency by one factor and its
 effective bandwidth by another, keeping the ratios between link classes

@@ -24,6 +24,7 @@ type calNCCL struct {
 	Machine      calMachine `json:"machine"`
 	Params       []string   `json:"params"`       // the factors fitted
 	Undetermined []string   `json:"undetermined"` // those no fitted size depends on where the fit ended
+	AtBound      []string   `json:"at_bound"`     // those that ended at ×0.05 or ×20, the log pulling them further
 	InSample     calErrors  `json:"in_sample"`
 	// HeldOut is the fit on every other size and its error on the others;
 	// nil when the log has too few sizes to hold half out.
@@ -110,7 +111,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	rep := calReport{Op: s.op.String(), Algo: algoNCCL, Topology: f.topo, Ranks: p, Log: f.log, LogFormat: lg.Format,
 		Links: changedLinks(linkClasses(s.topo, fit.Topology)), Simulations: fit.Simulations,
 		NCCL: &calNCCL{Version: o.Version.String(), env: optionFlags(s.tuner.Options), Machine: m, Params: paramNames(fit.Params),
-			Undetermined: paramNames(fit.Undetermined), InSample: newCalErrors(fit.InSample), Simulations: fit.Simulations}}
+			Undetermined: paramNames(fit.Undetermined), AtBound: paramNames(fit.AtBound), InSample: newCalErrors(fit.InSample), Simulations: fit.Simulations}}
 	if half != nil {
 		rep.NCCL.HeldOut = &calHeldOut{FittedSizes: half.InSample.Sizes, Machine: newCalMachine(half.Machine, half.NICScale), calErrors: newCalErrors(half.HeldOut)}
 	}
@@ -237,6 +238,9 @@ func writeCalNCCLTable(w io.Writer, r *calReport, fit *calibrate.NCCLResult) err
 	fmt.Fprintf(w, "# fit: %s (Gauss-Newton on the factors' logarithms from NCCL's model; %d simulations of every size)\n", fit.Describe(), n.Simulations)
 	if len(n.Undetermined) > 0 {
 		fmt.Fprintf(w, "#   not determined by the log (no fitted size depends on them there; other values fit alike): %s\n", strings.Join(n.Undetermined, ", "))
+	}
+	if len(n.AtBound) > 0 {
+		fmt.Fprintf(w, "#   at the fit's bound, ×0.05 or ×20 (the log pulls them further, which no machine near NCCL's model follows: read them as at most or at least): %s\n", strings.Join(n.AtBound, ", "))
 	}
 	for _, l := range r.Links {
 		fmt.Fprintf(w, "#   %s (%d links): %s\n", l.Class, l.Links, l.text)

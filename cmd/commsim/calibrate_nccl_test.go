@@ -91,6 +91,28 @@ func machineLogFile(t *testing.T, m nccl.Machine, nic float64) string {
 
 var calNCCLTruth = nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 1, 0.8}}
 
+// A log made with a hop latency past the fit's bound (×0.01) fits with a
+// latency factor at its bound (here the launch, ×0.05: on this fabric
+// the two trade), and the report names it, in JSON and in the table,
+// rather than pass the bound off as a measurement.
+func TestCalibrateNCCLNamesAFactorAtItsBound(t *testing.T) {
+	log := machineLogFile(t, nccl.Machine{Launch: 1.7, Hop: 0.01, Bandwidth: [3]float64{1, 1, 0.8}}, 0.5)
+	rep, _ := calJSON(t, "--log", log, "--topo", calNCCLTopo, "--nccl-proto", calNCCLProto)
+	n := rep.NCCL
+	if n == nil || len(n.AtBound) == 0 {
+		t.Fatalf("report %+v: want a factor named at its bound", n)
+	}
+	for _, q := range n.AtBound {
+		if v := map[string]float64{"launch": n.Machine.Launch, "hop": n.Machine.Hop}[q]; !near(v, 0.04979, 0.001) {
+			t.Errorf("%s ×%g named at its bound, want a latency at ×0.04979", q, v)
+		}
+	}
+	status, out, errOut := commsim("calibrate", "--log", log, "--topo", calNCCLTopo, "--nccl-proto", calNCCLProto)
+	if want := "at most or at least): " + strings.Join(n.AtBound, ", ") + "\n"; status != 0 || !strings.Contains(out, "#   at the fit's bound, ×0.05 or ×20 (") || !strings.Contains(out, want) {
+		t.Errorf("status %d, stderr %q, table:\n%s\nwant a line ending %q", status, errOut, out, want)
+	}
+}
+
 // calibrate --algo nccl (the default) finds the machine a log was made
 // with, reports the fit on every other size and its error on the rest,
 // and writes a fabric with the network links scaled.
@@ -111,8 +133,8 @@ func TestCalibrateNCCLRecoversMachine(t *testing.T) {
 			t.Errorf("%s ×%.4f, want ×%.4g", c.name, c.got, c.want)
 		}
 	}
-	if want := []string{"launch", "hop", "Simple bandwidth", "NIC bandwidth"}; !slices.Equal(n.Params, want) || len(n.Undetermined) != 0 {
-		t.Errorf("params %q, undetermined %q; want %q", n.Params, n.Undetermined, want)
+	if want := []string{"launch", "hop", "Simple bandwidth", "NIC bandwidth"}; !slices.Equal(n.Params, want) || len(n.Undetermined) != 0 || n.AtBound == nil || len(n.AtBound) != 0 {
+		t.Errorf("params %q, undetermined %q, at a bound %q; want %q, none and none", n.Params, n.Undetermined, n.AtBound, want)
 	}
 	if n.InSample.Sizes != 7 || n.InSample.Max > 0.005 || n.HeldOut == nil || n.HeldOut.FittedSizes != 4 || n.HeldOut.Sizes != 3 || n.HeldOut.Max > 0.01 {
 		t.Errorf("in sample %+v, held out %+v: want 7 sizes within 0.5%%, 3 held out within 1%%", n.InSample, n.HeldOut)
