@@ -1,10 +1,10 @@
 package calibrate
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
@@ -27,59 +27,74 @@ func (e *SizeError) Error() string { return fmt.Sprintf("calibrate: size %d: %v"
 func (e *SizeError) Unwrap() error { return e.Err }
 
 // Simulate times the plans of sizes 0..n-1 in seconds, each out of place on an idle
-// cluster of topo made with cfg, sharing them among one cluster per core;
-// plan(i) makes the i-th (it runs on any worker, and may record what it
+// cluster of topo made with cfg, sharing them among one cluster per core,
+// the last size first (a log's sizes grow, and so, mostly, does the time
+// a size takes to simulate: the largest first keep the cores busy to the
+// end); plan(i) makes the i-th (it runs on any worker, and may record what it
 // needs of the plan at index i). Each run starts on an idle cluster at
 // time zero (sim.Cluster.Rewind), so the times do not depend on which
 // worker ran which plan, nor on what it ran before. On failure it
 // returns a *SizeError: the smallest failing size's, whichever worker
-// met it, so the report is the same on every run.
+// met it (every size is tried), so the report is the same on every run.
 func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (*ops.Plan, error)) ([]float64, error) {
 	secs := make([]float64, n)
 	workers := max(1, min(runtime.GOMAXPROCS(0), n))
 	errs := make([]error, workers)
+	sizeErrs := make([]*SizeError, n)
+	var taken atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			c, err := sim.NewCluster(topo, cfg)
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			defer c.Close()
-			exec := simexec.NewExecutor(c)
+			var c *sim.Cluster
+			var exec *ops.Executor
 			var runner verify.Runner
 			defer runner.Free()
-			for i := w; i < n; i += workers {
+			defer func() {
+				if c != nil {
+					c.Close()
+				}
+			}()
+			for k := int(taken.Add(1)) - 1; k < n; k = int(taken.Add(1)) - 1 {
+				i := n - 1 - k
+				if c == nil {
+					var err error
+					if c, err = sim.NewCluster(topo, cfg); err != nil {
+						errs[w], c = err, nil
+						return
+					}
+					exec = simexec.NewExecutor(c)
+				}
 				pl, err := plan(i)
 				if err != nil {
-					errs[w] = &SizeError{i, true, err}
-					return
+					sizeErrs[i] = &SizeError{i, true, err}
+					continue
 				}
 				// Each size gets the whole horizon, whatever ran before it.
-				if err := c.Rewind(); err != nil {
-					errs[w] = &SizeError{i, false, err}
-					return
+				if err = c.Rewind(); err == nil {
+					var res verify.Result
+					if res, err = runner.Run(exec, c.World(), pl, nil, false); err == nil {
+						secs[i] = res.Seconds
+						continue
+					}
 				}
-				res, err := runner.Run(exec, c.World(), pl, nil, false)
-				if err != nil {
-					errs[w] = &SizeError{i, false, err}
-					return
-				}
-				secs[i] = res.Seconds
+				// A cluster a run failed on is not trusted with the next.
+				sizeErrs[i] = &SizeError{i, false, err}
+				c.Close()
+				c = nil
 			}
 		})
 	}
 	wg.Wait()
-	var first *SizeError
 	for _, err := range errs {
-		var pe *SizeError
-		switch {
-		case err == nil:
-		case !errors.As(err, &pe):
+		if err != nil {
 			return nil, err
-		case first == nil || pe.Index < first.Index:
-			first = pe
+		}
+	}
+	var first *SizeError
+	for _, e := range sizeErrs {
+		if e != nil {
+			first = e
+			break
 		}
 	}
 	if first != nil {

@@ -1,7 +1,9 @@
 package calibrate
 
 import (
+	"errors"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -30,5 +32,31 @@ func TestSimulateGivesEverySizeTheWholeHorizon(t *testing.T) {
 	}
 	if days := secs[1] / 86400; days < 80 || days > 90 {
 		t.Errorf("4 MiB took %.1f days, want about 85", days)
+	}
+}
+
+// TestSimulateReportsTheSmallestFailingSize: the sizes run largest first,
+// and a failure does not stop the others, so the error is the smallest
+// failing size's (1: past the horizon) however the sizes were shared,
+// not the first met (3: no plan); and the cluster a run failed on is
+// replaced, so the size after it (0) still runs.
+func TestSimulateReportsTheSmallestFailingSize(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	topo, err := topology.Parse("switch:8,bw=1B/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := []int{1024, 4 << 20, 1024, -1}
+	var ran []int
+	_, err = Simulate(topo, sim.Config{TimingOnly: true}, len(counts), func(i int) (*ops.Plan, error) {
+		ran = append(ran, i)
+		return ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 8, Count: counts[i], DType: hw.F32, Redop: hw.Sum})
+	})
+	var se *SizeError
+	if !errors.As(err, &se) || se.Index != 1 || se.Planning {
+		t.Fatalf("error %v, want size 1's run past the horizon", err)
+	}
+	if want := []int{3, 2, 1, 0}; !slices.Equal(ran, want) {
+		t.Errorf("planned %v, want %v: every size, the largest first", ran, want)
 	}
 }
