@@ -400,9 +400,10 @@ const maxLMRounds = 4
 // with its Hessian's diagonal scaled up by 1 + λ, taken when it lowers
 // the loss by 0.1%. It keeps to the bounds as a projected method does: a
 // factor at its bound with the loss falling past it is held there (left
-// out of the step), and a step that would cross a bound stops at it.
-// λ starts at 1, falls tenfold after each step taken and rises tenfold after each refused,
-// and the fit stops once λ passes 10⁶ or the iterations run out. Large λ
+// out of the step), and a step that would cross a bound stops at it. λ
+// starts at 1, falls tenfold after each step taken and rises tenfold
+// after each refused, and the fit stops once λ passes 10⁶ or the
+// iterations run out. Large λ
 // is a short step down the gradient, each parameter scaled by its own
 // curvature, which a loss that Gauss-Newton overshoots still falls along.
 func (f *ncclFitter) levenberg(x0 []float64) ([]float64, error) {
@@ -451,20 +452,21 @@ func (f *ncclFitter) levenberg(x0 []float64) ([]float64, error) {
 }
 
 // atBound reports whether a factor at log value v, with the loss's slope
-// g there, is held by its bound: at it, and the loss falling past it.
+// g there, is held by its bound: on it, and the loss falling past it.
 func atBound(v, g float64) bool {
-	return v <= -ncclLogLimit+boundSlack && g > 0 || v >= ncclLogLimit-boundSlack && g < 0
+	return onBound(v) && v*g < 0
 }
 
-// boundSlack is how near a bound a log factor counts as at it.
-const boundSlack = 1e-9
+// onBound reports whether log factor v is at one of the fit's bounds
+// (within 1e-9).
+func onBound(v float64) bool { return math.Abs(v) >= ncclLogLimit-1e-9 }
 
 // atBounds lists the parameters at a bound at x, but those in
 // undetermined (whose value the log does not tell).
 func (f *ncclFitter) atBounds(x []float64, undetermined []Param) []Param {
 	var out []Param
 	for j, q := range f.params {
-		if math.Abs(x[j]) >= ncclLogLimit-boundSlack && !slices.Contains(undetermined, q) {
+		if onBound(x[j]) && !slices.Contains(undetermined, q) {
 			out = append(out, q)
 		}
 	}
