@@ -67,7 +67,9 @@ func protoIndex(p ops.Protocol) (int, bool) {
 }
 
 // Version is an NCCL release whose constants the model takes: 2.18,
-// 2.21, 2.23, 2.27 or 2.30 (2.28 and later share 2.30's).
+// 2.21, 2.23, 2.27, 2.28 or 2.30 (2.29 and later share 2.30's; 2.28 has
+// 2.30's tuning but not NVLSTree's tree correction on Blackwell, and
+// splits point-to-point operations as 2.23 to 2.27 do).
 type Version int
 
 // The versions with constants of their own (NCCL-MODEL.md §10).
@@ -76,6 +78,7 @@ const (
 	V2_21 Version = 221
 	V2_23 Version = 223
 	V2_27 Version = 227
+	V2_28 Version = 228
 	V2_30 Version = 230
 )
 
@@ -86,8 +89,10 @@ func ParseVersion(s string) (Version, error) {
 		return 0, fmt.Errorf("nccl: version %q: want 2.N (2.18 to 2.30)", s)
 	}
 	switch {
-	case minor >= 28:
+	case minor >= 29:
 		return V2_30, nil
+	case minor >= 28:
+		return V2_28, nil
 	case minor >= 27:
 		return V2_27, nil
 	case minor >= 23:

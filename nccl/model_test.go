@@ -258,7 +258,7 @@ func TestVersionsKeepTheirConstants(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want nccl.Version
-	}{{"2.30.7", nccl.V2_30}, {"2.28", nccl.V2_30}, {"2.27.3", nccl.V2_27}, {"2.26.6", nccl.V2_23}, {"2.21.5", nccl.V2_21}, {"2.18.3", nccl.V2_18}} {
+	}{{"2.30.7", nccl.V2_30}, {"2.29.2", nccl.V2_30}, {"2.28", nccl.V2_28}, {"2.28.3", nccl.V2_28}, {"2.27.3", nccl.V2_27}, {"2.26.6", nccl.V2_23}, {"2.21.5", nccl.V2_21}, {"2.18.3", nccl.V2_18}} {
 		if v, err := nccl.ParseVersion(tc.in); err != nil || v != tc.want {
 			t.Errorf("ParseVersion(%q) = %v, %v; want %v", tc.in, v, err, tc.want)
 		}

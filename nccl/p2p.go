@@ -25,7 +25,12 @@ const P2P Algo = numAlgos
 //     than the largest (part sizes from the p2p chunk: on one node 1/8 and
 //     32 chunks, across nodes 1/2 and 1 chunk);
 //   - it moves with LL while it carries at most 16 KiB per channel
-//     (NCCL_P2P_LL_THRESHOLD), else with Simple.
+//     (NCCL_P2P_LL_THRESHOLD), else with Simple. NCCL 2.23 to 2.28
+//     choose the protocol first, LL while the operation carries at most
+//     16 KiB for each channel a peer may get, and split an LL operation
+//     by LL's step (64 KiB of lines, so 8 KiB pieces on one node): LL
+//     on 4 channels up to 512 KiB a peer on 8 B200s, where 2.29 on (and
+//     2.22 and before) move anything over 16 KiB with Simple.
 const (
 	p2pNetPeerChannels = 2
 	p2pLLThreshold     = 16 << 10
@@ -55,21 +60,28 @@ func p2pChunk(s System) int64 {
 	return 128 << 10
 }
 
-// p2pOpChannels is how many channels NCCL splits one send (or receive) of
-// bytes over.
-func p2pOpChannels(s System, bytes int64) int {
+// p2pSplit is how NCCL moves one send (or receive) of bytes: on how many
+// channels, and whether with LL.
+func p2pSplit(s System, bytes int64, v Version) (channels int, ll bool) {
 	total, perPeer, _ := p2pChannels(s)
 	least := perPeer
 	for least*s.Ranks > total && least > 1 {
 		least /= 2
 	}
-	chunk := p2pChunk(s)
-	minPart, maxPart := chunk/8, chunk*32
-	if s.Nodes > 1 {
-		minPart, maxPart = chunk/2, chunk
-	}
 	if bytes <= 0 {
-		return 1
+		return 1, true
+	}
+	step := p2pChunk(s)
+	llFirst := v >= V2_23 && v <= V2_28
+	if llFirst {
+		ll = bytes <= int64(perPeer)*p2pLLThreshold
+		if ll {
+			step = 2 * llChunk // an LL step's lines: its payload and flags
+		}
+	}
+	minPart, maxPart := step/8, step*32
+	if s.Nodes > 1 {
+		minPart, maxPart = step/2, step
 	}
 	n := int(min(int64(least), (bytes+minPart-1)/minPart))
 	part := max(minPart, (bytes+int64(n)-1)/int64(n))
@@ -77,7 +89,10 @@ func p2pOpChannels(s System, bytes int64) int {
 		n *= 2
 		part = (bytes + int64(n) - 1) / int64(n)
 	}
-	return n
+	if !llFirst {
+		ll = bytes <= int64(n)*p2pLLThreshold
+	}
+	return n, ll
 }
 
 // pow2Up is the least power of two at least n (1 for n < 1).
@@ -90,13 +105,12 @@ func pow2Up(n int) int {
 }
 
 // p2pChoice is how NCCL moves op's point-to-point messages of bytes per
-// peer: on p2pOpChannels channels, LL up to the threshold per channel,
-// else Simple. Its time is what the simulation says; NCCL's model has
-// none.
-func p2pChoice(s System, bytesPerPeer int64) Choice {
-	n := p2pOpChannels(s, bytesPerPeer)
+// peer in version v (p2pSplit). Its time is what the simulation says;
+// NCCL's model has none.
+func p2pChoice(s System, bytesPerPeer int64, v Version) Choice {
+	n, ll := p2pSplit(s, bytesPerPeer, v)
 	e := Estimate{Algo: P2P, Protocol: ops.ProtoSimple, Channels: n}
-	if bytesPerPeer <= int64(n)*p2pLLThreshold {
+	if ll {
 		e.Protocol = ops.ProtoLL
 	}
 	return Choice{Estimate: e, NCCL: e}
@@ -104,7 +118,7 @@ func p2pChoice(s System, bytesPerPeer int64) Choice {
 
 // p2pPlan compiles an all-to-all or a sendrecv as NCCL runs it: every
 // exchange at once, each at the speed of its channels' share of NCCL's
-// ring bandwidth, the exchanges of an all-to-all sharing the
+// ring bandwidth (LL's share of it for LL, as a ring's), the exchanges of an all-to-all sharing the
 // communicator's p2p channels when they need more than it has; with the
 // per-hop latency and base latency of the protocol in NCCL's ring model
 // (NCCL's model has no point-to-point figures; these are the nearest it
@@ -135,7 +149,13 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		peers = max(1, spec.Ranks-1)
 	}
 	channels := min(float64(c.Channels), float64(total)/float64(peers))
-	w.Rate = channels * perChannel * 1e9 * orOne(m.Bandwidth[p])
+	rate := channels * perChannel
+	if p == ll {
+		// What NCCL's ring model gives LL: its share of the channels'
+		// bandwidth, under the LL cap.
+		rate = min(llMaxBw(s), llFactor(s, spec.Op, v)*rate)
+	}
+	w.Rate = rate * 1e9 * orOne(m.Bandwidth[p])
 	// A p2p connection's buffer is NCCL_STEPS p2p chunks (LL's lines
 	// for LL).
 	step := p2pChunk(s)

@@ -54,6 +54,48 @@ func TestP2PChannelsFollowNCCLsSplit(t *testing.T) {
 	}
 }
 
+// TestP2PProtocolByVersion: NCCL 2.23 to 2.28 choose LL first, while a
+// send carries at most 16 KiB for each of the 32 channels a peer may get
+// on 8 B200s, and split it by LL's 64 KiB step (8 KiB pieces, at most 4
+// channels); 2.29 on, and 2.22 and before, split by the Simple chunk and
+// keep LL for at most 16 KiB a channel. So 2.27 moves 512 KiB with LL on
+// 4 channels and 1 MiB with Simple, where 2.30 has gone Simple from
+// 32 KiB: the switch a published B200 sendrecv run shows (512 KiB slower
+// than 1 MiB). Across nodes a peer gets 2 channels: LL up to 32 KiB.
+func TestP2PProtocolByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		topo    string
+		version nccl.Version
+		bytes   int64
+		want    int
+		proto   ops.Protocol
+	}{
+		{"hgx-b200", nccl.V2_27, 8 << 10, 1, ops.ProtoLL},
+		{"hgx-b200", nccl.V2_27, 16 << 10, 2, ops.ProtoLL},
+		{"hgx-b200", nccl.V2_27, 32 << 10, 4, ops.ProtoLL},
+		{"hgx-b200", nccl.V2_28, 512 << 10, 4, ops.ProtoLL},
+		{"hgx-b200", nccl.V2_23, 1 << 20, 4, ops.ProtoSimple},
+		{"hgx-b200", nccl.V2_27, 512 << 20, 32, ops.ProtoSimple},
+		{"hgx-b200", nccl.V2_30, 32 << 10, 1, ops.ProtoSimple},
+		{"hgx-b200", nccl.V2_21, 32 << 10, 1, ops.ProtoSimple},
+		{"hgx-b200", nccl.V2_21, 16 << 10, 1, ops.ProtoLL},
+		{"dgx-h100x2", nccl.V2_27, 32 << 10, 1, ops.ProtoLL},
+		{"dgx-h100x2", nccl.V2_27, 64 << 10, 1, ops.ProtoSimple},
+		{"dgx-h100x2", nccl.V2_30, 32 << 10, 1, ops.ProtoSimple},
+	} {
+		topo := try(topology.Resolve(tc.topo))(t)
+		tuner := try(nccl.NewTuner(topo, nccl.Options{Version: tc.version}))(t)
+		spec := ops.Spec{Op: ops.SendRecv, Ranks: topo.NumGPUs(), Count: int(tc.bytes), DType: hw.U8}
+		c, err := tuner.Choose(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Channels != tc.want || c.Protocol != tc.proto {
+			t.Errorf("%s, NCCL %v, %d bytes: %v, want p2p/%v/%dch", tc.topo, tc.version, tc.bytes, c.Estimate, tc.proto, tc.want)
+		}
+	}
+}
+
 // TestAllToAllSharesTheP2PChannels: an all-to-all's exchanges together
 // move at most the communicator's p2p channels' worth (32 on 8 B200s),
 // so a rank's 7 exchanges of 2 GiB take as long as 32 channels need for

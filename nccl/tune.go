@@ -212,7 +212,7 @@ var treeCorrectionFactor = [numProtos][24]float64{
 // treeCorrection is the factor NCCL's model puts on a tree all-reduce's
 // bandwidth when it estimates the time, by size (ncclTopoGetAlgoTime):
 // below 512 MiB for trees, below 1 GiB for NVLSTree on Blackwell with x86
-// hosts (2.29 on; commsim's 2.30, which 2.28 maps to, has it); 1 for every
+// hosts (2.29 on); 1 for every
 // other choice and for sizes under 64 bytes. It sways NCCL's choice, and
 // what it adds to the time opens the plan's run (treeDip). A host CPU
 // commsim does not know is taken for x86.
@@ -582,7 +582,7 @@ func hwLatency(class int, a Algo, p int, v Version) float64 {
 		return 28
 	case a == Tree && p == simple && v <= V2_18:
 		return [...]float64{4, 6, 14}[class]
-	case a == NVLSTree && class == ops.PathNet && v < V2_30:
+	case a == NVLSTree && class == ops.PathNet && v < V2_28:
 		return 14
 	}
 	return hwLat[class][a][p]
