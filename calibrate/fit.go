@@ -143,7 +143,7 @@ func (f *fitter) scaled(sa, sb float64) (*topology.Topology, error) {
 	}
 	t, err := topology.New(base.Name+"-calibrated", base.Nodes, links)
 	if err == nil {
-		t.HostCPU = base.HostCPU
+		t.HostCPU, t.NICPorts = base.HostCPU, base.NICPorts
 	}
 	return t, err
 }

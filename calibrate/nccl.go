@@ -374,7 +374,7 @@ func scaleLinks(base *topology.Topology, idx []int, factor float64, round bool) 
 	}
 	t, err := topology.New(base.Name+"-calibrated", base.Nodes, links)
 	if err == nil {
-		t.HostCPU = base.HostCPU
+		t.HostCPU, t.NICPorts = base.HostCPU, base.NICPorts
 	}
 	return t, err
 }

@@ -36,8 +36,10 @@
 //	NVLS               the NVSwitch's ReduceBW > 0 (0: none, as on A100);
 //	                   ReducingSwitch finds it for a group of GPUs, and
 //	                   SwitchCost prices a reduction or multicast through it
-//	NICs per GPU       the NIC nodes linked to the GPU (one in every preset)
-//	NIC speed          the NIC's link to its network switch (nicbw)
+//	NICs per GPU       the NIC nodes linked to the GPU (one in every preset),
+//	                   each standing for Topology.NICPorts ports (nicports)
+//	NIC speed          the NIC's link to its network switch (nicbw), shared
+//	                   by its ports
 //	PCIe generation    the GPU-NIC link (pciebw): 32GB/s is Gen4 x16, 64GB/s
 //	                   Gen5 x16 (REFERENCE.md's rates)
 //	rails              with rail=true, NIC g of every node is on leaf
@@ -93,6 +95,9 @@
 //	nvls=off       in-network reduction of the GPUs' switch sw<m> (NVLS on an
 //	               NVSwitch): a bandwidth, inf or off (switch, cluster)
 //	nicbw=50GB/s   NIC-to-network link: one NDR InfiniBand port, 400Gb/s (cluster)
+//	nicports=1     network ports each NIC link stands for, as NCCL's search
+//	               counts NICs: nicbw=200Gb/s,nicports=2 is two 100Gb/s
+//	               ports a GPU (cluster)
 //	niclat=2us     NIC-to-network latency (cluster)
 //	pciebw=64GB/s  GPU-to-NIC: PCIe Gen5 x16 per direction (cluster)
 //	pcielat=0      GPU-to-NIC latency (cluster)
@@ -101,7 +106,7 @@
 //	               the rails and spine; SHARP): a bandwidth, inf or off (cluster)
 //
 // ring, mesh and torus take bw, lat, reduce, arch and cpu; switch also
-// nvls; cluster takes all twelve. An unknown key, a key that does not apply,
+// nvls; cluster takes all thirteen. An unknown key, a key that does not apply,
 // a key given twice, a malformed value, a non-finite link bandwidth, a
 // latency above MaxLatency or a size below 1 is an error that names the key
 // and the value. Sizes are limited to MaxNodes nodes and MaxLinks links,

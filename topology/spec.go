@@ -35,9 +35,13 @@ const (
 	keyPCIeLat = "pcielat"
 	keyRail    = "rail"
 	keySHARP   = "sharp"
+	keyPorts   = "nicports"
 )
 
-var allKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP}
+// MaxNICPorts is the most ports a NIC link may stand for (nicports=).
+const MaxNICPorts = 16
+
+var allKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP, keyPorts}
 
 // params are the numbers a generator builds with: defaults, then overrides.
 type params struct {
@@ -49,6 +53,7 @@ type params struct {
 	pciebw, pcielat float64
 	rail            bool
 	sharp           float64 // ReduceBW of the network switches (netsw, rails, spine), 0: none
+	nicports        int     // the topology's NICPorts
 }
 
 func genericParams() params {
@@ -62,7 +67,7 @@ func genericParams() params {
 var (
 	plainKeys   = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU}
 	switchKeys  = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS}
-	clusterKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP}
+	clusterKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP, keyPorts}
 )
 
 // Parse builds a topology from a spec string KIND:SHAPE[,key=value…] or a
@@ -98,7 +103,7 @@ func Parse(spec string) (*Topology, error) {
 	if err != nil {
 		return nil, wrapErr(ErrSpec, err, "spec %q", spec)
 	}
-	t.HostCPU = p.cpu
+	t.HostCPU, t.NICPorts = p.cpu, p.nicports
 	return t, nil
 }
 
@@ -264,6 +269,12 @@ func setParam(p *params, key, val string) error {
 		default:
 			p.pcielat = v
 		}
+	case keyPorts:
+		v, err := strconv.Atoi(val)
+		if err != nil || v < 1 || v > MaxNICPorts {
+			return newErr(ErrSpec, "nicports must be a whole number from 1 to %d", MaxNICPorts)
+		}
+		p.nicports = v
 	case keyRail:
 		v, err := strconv.ParseBool(val)
 		if err != nil {

@@ -159,6 +159,17 @@ func TestParseOverrides(t *testing.T) {
 	checkLink(t, tp, linkCheck{0, "gpu0", "sw0", 450e9, 1e-6})
 	checkLink(t, tp, linkCheck{len(tp.Links) - 1, "rail7", "spine", 50e9, 7e-6})
 
+	// nicports changes no link: it says how many ports a NIC link stands
+	// for, and a subset keeps it.
+	tp, err = Parse("dgx-a100x2,nicbw=200Gb/s,nicports=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLink(t, tp, linkCheck{len(tp.Links) - 1, "rail7", "spine", 50e9, 7e-6})
+	if sub, err := FirstGPUs(tp, 12); err != nil || tp.NICPorts != 2 || sub.NICPorts != 2 {
+		t.Errorf("nicports=2: %d ports, subset %v (%v)", tp.NICPorts, sub, err)
+	}
+
 	tp, err = Parse("mac-tb5:3,bw=5GB/s")
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +215,9 @@ func TestParseErrors(t *testing.T) {
 		{"hgx-h200x2:2", "preset hgx-h200xN takes no :shape"},
 		{"hgx-b200:8", "preset hgx-b200 takes no shape"},
 		{"dgx-a100x2,arch=volta,arch=ampere", `key "arch" given twice`},
+		{"cluster:2x2,nicports=0", "nicports must be a whole number from 1 to 16"},
+		{"cluster:2x2,nicports=1.5", "nicports must be a whole number from 1 to 16"},
+		{"switch:4,nicports=2", `key "nicports" does not apply to switch`},
 		{"ring:4,nicbw=1GB/s", `key "nicbw" does not apply to ring`},
 		{"torus:2x2,rail=true", `key "rail" does not apply to torus`},
 		{"ring:4,bw", `override "bw": want key=value`},

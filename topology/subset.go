@@ -81,6 +81,6 @@ func FirstGPUs(t *Topology, n int) (*Topology, error) {
 	if err != nil {
 		return nil, wrapErr(ErrInvalid, err, "the first %d GPUs of %s without the others", n, t.Name)
 	}
-	sub.HostCPU = t.HostCPU
+	sub.HostCPU, sub.NICPorts = t.HostCPU, t.NICPorts
 	return sub, nil
 }

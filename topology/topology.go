@@ -160,6 +160,12 @@ type Topology struct {
 	// does not say. Unlike Nodes and Links it is not indexed: it may be
 	// set after New.
 	HostCPU CPUVendor
+	// NICPorts is how many network ports each NIC link stands for, as a
+	// communication library's topology search counts NICs: a GPU with two
+	// 100 Gb/s ports is one NIC link of 200 Gb/s with NICPorts 2 (NCCL
+	// then sees two NICs of 100 Gb/s). 0 or 1: one. Like HostCPU it is not
+	// indexed and may be set after New.
+	NICPorts int
 
 	gpus []int // node indices of the GPUs, in Nodes order
 	// Adjacency (CSR): node v's entries are adj[adjStart[v]:adjStart[v+1]];

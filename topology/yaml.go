@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -173,7 +174,7 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 	if root == nil || root.Kind != yaml.MappingNode {
 		return nil, newErr(ErrYAML, "yaml: line %d: the document must be a mapping with name, nodes and links", line(root))
 	}
-	var name, cpu field
+	var name, cpu, ports field
 	var nodesN, linksN *yaml.Node
 	seen := map[string]bool{}
 	for k := 0; k+1 < len(root.Content); k += 2 {
@@ -200,12 +201,19 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 			if vn.ShortTag() != "!!null" {
 				cpu = field{val: vn.Value, set: true, line: vn.Line}
 			}
+		case "nic_ports":
+			if vn == nil || vn.Kind != yaml.ScalarNode {
+				return nil, newErr(ErrYAML, "yaml: line %d: nic_ports must be a single value", kn.Line)
+			}
+			if vn.ShortTag() != "!!null" {
+				ports = field{val: vn.Value, set: true, line: vn.Line}
+			}
 		case "nodes":
 			nodesN = vn
 		case "links":
 			linksN = vn
 		default:
-			return nil, newErr(ErrYAML, "yaml: line %d: unknown top-level field %q (want name, cpu, nodes, links)", kn.Line, kn.Value)
+			return nil, newErr(ErrYAML, "yaml: line %d: unknown top-level field %q (want name, cpu, nic_ports, nodes, links)", kn.Line, kn.Value)
 		}
 	}
 	var vendor CPUVendor
@@ -215,6 +223,14 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 			return nil, wrapErr(ErrYAML, err, "yaml: line %d: cpu", cpu.line)
 		}
 		vendor = v
+	}
+	nicPorts := 0
+	if ports.set {
+		v, err := strconv.Atoi(ports.val)
+		if err != nil || v < 1 || v > MaxNICPorts {
+			return nil, newErr(ErrYAML, "yaml: line %d: nic_ports %q: want a whole number from 1 to %d", ports.line, ports.val, MaxNICPorts)
+		}
+		nicPorts = v
 	}
 	nodes, err := readNodes(nodesN)
 	if err != nil {
@@ -231,7 +247,7 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 	if err != nil {
 		return nil, wrapErr(nil, err, "yaml")
 	}
-	t.HostCPU = vendor
+	t.HostCPU, t.NICPorts = vendor, nicPorts
 	return t, nil
 }
 
@@ -404,7 +420,7 @@ func linkFromFields(i int, f *[4]field, itemLine int, index map[string]int) (Lin
 // flow mapping per node and per link; cpu, a GPU's arch and a switch's
 // reduce only when known or set. Bandwidths and latencies are written with
 // FormatBandwidth and FormatLatency, so ReadYAML gives back the same Name,
-// HostCPU, Nodes and Links, bit for bit.
+// HostCPU, NICPorts, Nodes and Links, bit for bit.
 //
 // It streams: each node and link is written as it is formatted, through a
 // buffer of fixed size, so exporting a million-node fabric needs no more
@@ -418,10 +434,16 @@ func (t *Topology) WriteYAML(w io.Writer) error {
 	if t.HostCPU > ARMCPU {
 		return newErr(ErrInvalid, "write yaml: unknown host cpu vendor %d", uint8(t.HostCPU))
 	}
+	if t.NICPorts < 0 || t.NICPorts > MaxNICPorts {
+		return newErr(ErrInvalid, "write yaml: %d NIC ports, want 0 to %d", t.NICPorts, MaxNICPorts)
+	}
 	out := bufio.NewWriterSize(w, 64<<10)
 	header := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{plainScalar("name"), taggedString(t.Name)}}
 	if t.HostCPU != UnknownCPU {
 		header.Content = append(header.Content, plainScalar("cpu"), plainScalar(t.HostCPU.String()))
+	}
+	if t.NICPorts > 1 {
+		header.Content = append(header.Content, plainScalar("nic_ports"), plainScalar(strconv.Itoa(t.NICPorts)))
 	}
 	if err := encodeYAML(out, header); err != nil {
 		return wrapErr(nil, err, "write yaml")

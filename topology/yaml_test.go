@@ -11,10 +11,10 @@ import (
 	"testing"
 )
 
-// sameTopology reports whether a and b have equal Name, HostCPU, Nodes and
-// Links, comparing floats bit for bit.
+// sameTopology reports whether a and b have equal Name, HostCPU, NICPorts,
+// Nodes and Links, comparing floats bit for bit.
 func sameTopology(a, b *Topology) bool {
-	if a.Name != b.Name || a.HostCPU != b.HostCPU || len(a.Nodes) != len(b.Nodes) || len(a.Links) != len(b.Links) {
+	if a.Name != b.Name || a.HostCPU != b.HostCPU || max(1, a.NICPorts) != max(1, b.NICPorts) || len(a.Nodes) != len(b.Nodes) || len(a.Links) != len(b.Links) {
 		return false
 	}
 	for i := range a.Nodes {
@@ -102,6 +102,15 @@ func TestYAMLRoundTrip(t *testing.T) {
 		tp.HostCPU = c
 		roundTrip(t, tp)
 	}
+	for _, n := range []int{2, MaxNICPorts} {
+		tp.NICPorts = n
+		roundTrip(t, tp)
+	}
+	tp.NICPorts = MaxNICPorts + 1
+	if err := tp.WriteYAML(&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "17 NIC ports") {
+		t.Errorf("WriteYAML with 17 NIC ports: %v", err)
+	}
+	tp.NICPorts = 0
 	tp.HostCPU = ARMCPU + 1
 	if err := tp.WriteYAML(&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "unknown host cpu vendor 4") {
 		t.Errorf("WriteYAML with a bad vendor: %v", err)
@@ -266,6 +275,9 @@ func TestReadYAMLEdgeCases(t *testing.T) {
 		{"a: &x [*x]\n", "unknown top-level field"},
 		{"cpu: [intel]\nnodes: [{name: g, kind: gpu}]\n", "line 1: cpu must be a single value"},
 		{"cpu: intel\ncpu: amd\nnodes: [{name: g, kind: gpu}]\n", `line 2: top-level field "cpu" given twice`},
+		{"nic_ports: 0\nnodes: [{name: g, kind: gpu}]\n", `line 1: nic_ports "0": want a whole number from 1 to 16`},
+		{"nic_ports: two\nnodes: [{name: g, kind: gpu}]\n", `line 1: nic_ports "two"`},
+		{"nic_ports: [2]\nnodes: [{name: g, kind: gpu}]\n", "line 1: nic_ports must be a single value"},
 		{"nodes: [{name: g, kind: gpu, arch: [hopper]}]\n", `node 0 (g): field "arch" must be a single value`},
 		{"nodes: [{name: g, kind: gpu, arch: sm90}]\n", `line 1: node 0 (g): arch: unknown gpu arch "sm90"`},
 		{"nodes: [{name: g, kind: gpu}, {name: n, kind: nic, arch: hopper}]\n", "node 1 (n): arch applies only to gpus, not to a nic"},

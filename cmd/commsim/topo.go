@@ -346,6 +346,9 @@ func hardwareLine(t *topology.Topology) string {
 	if t.HostCPU != topology.UnknownCPU {
 		parts = append(parts, t.HostCPU.String()+" host cpus")
 	}
+	if t.NICPorts > 1 {
+		parts = append(parts, fmt.Sprintf("%d ports a nic", t.NICPorts))
+	}
 	for _, bw := range slices.Sorted(maps.Keys(reducing)) {
 		noun := "switches"
 		if reducing[bw] == 1 {
