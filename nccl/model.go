@@ -249,6 +249,58 @@ func searchChannels(a topology.Arch, total float64) (channels int, speed float64
 	return channels, speed
 }
 
+// netSearchChannels approximates NCCL's ring search across nodes
+// (search.cc, ncclTopoCompute): each channel crosses on one NIC, so the
+// first speed tried is the highest on the inter-node ladder that the path
+// from a GPU to its NIC carries (the NIC, or the PCIe link before it,
+// whichever is slower); a NIC takes as many channels as its bandwidth
+// holds at that speed, and the node's NVLinks all of them. Slower speeds
+// are tried while they are above 0.49 of the best found, and one replaces
+// it only with more bandwidth in all. Then NCCL doubles fast channels as
+// on one node (ncclTopoDupChannels). On DGX B200s: 8 channels of 48 GB/s
+// (PCIe Gen5's 48 under NDR's 50; not doubled, as Blackwell doubles
+// channels under 50 GB/s only up to 4).
+func netSearchChannels(s System) (channels int, speed float64) {
+	path := s.NICBW
+	if s.PCIeBW > 0 {
+		path = min(path, s.PCIeBW)
+	}
+	for _, sp := range interLadder(s.Arch) {
+		if sp > path {
+			continue
+		}
+		if channels > 0 && sp/speed <= 0.49 {
+			break
+		}
+		ch := min(maxRingChannels, max(1, s.NICs)*max(1, int(s.NICBW/sp)))
+		for ch > 1 && float64(ch)*sp > s.IntraBW {
+			ch--
+		}
+		if float64(ch)*sp > float64(channels)*speed {
+			channels, speed = ch, sp
+		}
+	}
+	if channels == 0 { // a NIC slower than every speed: the lowest, once
+		ladder := interLadder(s.Arch)
+		channels, speed = 1, ladder[len(ladder)-1]
+	}
+	if speed >= 25 && !(s.Arch.SM() > 80 && speed < 50 && channels > 4) {
+		channels, speed = min(2*channels, maxRingChannels), speed/2
+	}
+	return channels, speed
+}
+
+// collChannels is how many channels NCCL's rings and trees run on: twice
+// the search's (connect.cc duplicates every ring and tree after the
+// search: "24 coll channels" on 8 H100s whose search found 12), or what
+// NCCL_MIN/MAX_NCHANNELS set.
+func collChannels(g graph, o Options) int {
+	if o.Channels > 0 {
+		return o.Channels
+	}
+	return min(maxChannels, 2*g.channels)
+}
+
 // nvlsChannels is NVLS's channel count (nvls.cc:155-213).
 func nvlsChannels(a topology.Arch, nodes int) int {
 	if a == topology.Blackwell {

@@ -27,7 +27,9 @@ func describe(t *testing.T, spec string) nccl.System {
 
 // TestDescribeReadsWhatNCCLSees: ranks per node, GPU and CPU, NVLinks and
 // NCCL's figure for them (18 × 20.6 GB/s on an H100, 12 × 20 on an A100:
-// NCCL-MODEL.md §6), NICs and NVLink SHARP, from the presets.
+// NCCL-MODEL.md §6), NICs (a NIC link of two ports as two NICs), the
+// PCIe link before them as NCCL rates it, and NVLink SHARP, from the
+// presets.
 func TestDescribeReadsWhatNCCLSees(t *testing.T) {
 	for _, tc := range []struct {
 		topo string
@@ -36,9 +38,11 @@ func TestDescribeReadsWhatNCCLSees(t *testing.T) {
 		{"dgx-h100", nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, NodeMajor: true, Arch: topology.Hopper, CPU: topology.IntelCPU,
 			NVLinks: 18, IntraBW: 18 * 20.6, LinkBW: 450e9, NVLSCapable: true}},
 		{"dgx-a100x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Ampere, CPU: topology.AMDCPU,
-			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 8, NICBW: 25}},
+			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 8, NICBW: 25, PCIeBW: 24}},
+		{"dgx-a100x2,nicports=2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Ampere, CPU: topology.AMDCPU,
+			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 16, NICBW: 12.5, PCIeBW: 24}},
 		{"dgx-b200x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.IntelCPU,
-			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 50, NVLSCapable: true}},
+			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 50, PCIeBW: 48, NVLSCapable: true}},
 	} {
 		got := describe(t, tc.topo)
 		if math.Abs(got.IntraBW-tc.want.IntraBW) < 1e-9 {
@@ -315,20 +319,27 @@ func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
 // TestTreesRunFasterWithinTwoNodes: NCCL's search raises a tree's speed
 // within a node, up the ladder, while it is below twice the network's
 // and the NVLinks carry every channel at it, and on 2 nodes the model
-// reads that speed. On two A100 nodes with 400 Gb/s each (p4de: 16
-// channels of 3.125 GB/s on the network, 3 on the ladder) a tree channel
-// runs at 6 GB/s; with 200 Gb/s a GPU (12.5, 12 on the ladder) at 15,
-// where 16 channels fill the A100's 240 GB/s of NVLink. So a tree beats a
-// ring's bandwidth there, as those clusters' logs show NCCL choosing;
-// on 3 nodes the model reads the network's speed for both.
+// reads that speed, under its per-channel cap (counted on the search's
+// channels). On two A100 nodes with 400 Gb/s each (p4de: 8 channels of
+// 6 GB/s on the network) a tree channel runs at 12 GB/s and beats a
+// ring; with 200 Gb/s a GPU (8 channels of 24) at 30, but Ampere's cap of
+// 23.6 GB/s a channel holds the tree to 188.8 GB/s, under the ring's 192:
+// NCCL's model runs rings there. The same 200 Gb/s as two ports of 100
+// (OCI's A100 nodes) make 16 channels of 12, a tree's at 15, and a tree
+// of 220.8 GB/s under twice the cap: trees win. On 2 DGX B200s the cap (42.8) holds a
+// tree at 86 GB/s to 342.4. On 3 nodes the model reads the network's
+// speed, and the cap for more than 2 nodes (17.8).
 func TestTreesRunFasterWithinTwoNodes(t *testing.T) {
 	for _, tc := range []struct {
-		fabric string
-		tree   float64 // bus GB/s of tree/Simple: 0.92 × 16 channels × the speed
+		fabric   string
+		tree     float64 // bus GB/s of tree/Simple
+		treeWins bool
 	}{
-		{"dgx-a100x2,nicbw=50Gb/s", 0.92 * 16 * 6},
-		{"dgx-a100x2,nicbw=200Gb/s", 0.92 * 16 * 15},
-		{"dgx-a100x3,nicbw=200Gb/s", 0.92 * 16 * 12.5},
+		{"dgx-a100x2,nicbw=50Gb/s", 0.92 * 8 * 12, true},
+		{"dgx-a100x2,nicbw=200Gb/s", 8 * 23.6, false},
+		{"dgx-a100x2,nicbw=200Gb/s,nicports=2", 0.92 * 16 * 15, true},
+		{"dgx-b200x2", 8 * 42.8, false},
+		{"dgx-a100x3,nicbw=200Gb/s", 8 * 17.8, false},
 	} {
 		s := describe(t, tc.fabric)
 		tree := estimate(t, s, ops.AllReduce, 1<<30, nccl.Tree, ops.ProtoSimple, nccl.Options{})
@@ -336,9 +347,42 @@ func TestTreesRunFasterWithinTwoNodes(t *testing.T) {
 		if math.Abs(tree.BusBW-tc.tree) > 1e-9*tc.tree {
 			t.Errorf("%s: tree/Simple bus bandwidth %v GB/s, want %v", tc.fabric, tree.BusBW, tc.tree)
 		}
-		if s.Nodes == 2 && !(tree.AlgBW > ring.AlgBW) {
-			t.Errorf("%s: tree %v GB/s, ring %v GB/s of algorithm bandwidth: want the tree faster", tc.fabric, tree.AlgBW, ring.AlgBW)
+		if s.Nodes == 2 && tree.AlgBW > ring.AlgBW != tc.treeWins {
+			t.Errorf("%s: tree %v GB/s, ring %v GB/s of algorithm bandwidth: tree faster %v, want %v", tc.fabric, tree.AlgBW, ring.AlgBW, !tc.treeWins, tc.treeWins)
 		}
+	}
+}
+
+// TestChannelsFollowNCCLsSearch: across nodes a ring channel crosses on
+// one NIC at the highest ladder speed the path to it carries (PCIe Gen5's
+// 48 GB/s under NDR's 50 on H100 and B200 nodes, Gen4's 24 under HDR's
+// 25 on A100s; 45 on H100s, whose NVLinks do not carry 8 channels of 48),
+// one channel a NIC, and NCCL's model counts those 8; the
+// collectives run on twice the search's channels, as connect.cc
+// duplicates them: 24 on 8 H100s (12 found), 32 on 8 B200s, 16 on two
+// nodes of any of them.
+func TestChannelsFollowNCCLsSearch(t *testing.T) {
+	for _, tc := range []struct {
+		fabric   string
+		channels int
+		bus      float64 // ring/Simple bus GB/s
+	}{
+		{"dgx-h100", 24, 12 * 30},
+		{"hgx-b200", 32, 16 * 45},
+		{"dgx-h100x2", 16, 8 * 45}, // 18 NVLinks (370.8 GB/s) do not carry 8 × 48
+		{"dgx-b200x2", 16, 8 * 48},
+		{"dgx-a100x2", 16, 8 * 24},
+		{"dgx-a100x2,nicbw=50Gb/s", 16, 8 * 6},
+	} {
+		s := describe(t, tc.fabric)
+		e := estimate(t, s, ops.AllGather, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{})
+		if e.Channels != tc.channels || math.Abs(e.BusBW-tc.bus) > 1e-9*tc.bus {
+			t.Errorf("%s: ring/Simple on %d channels at %v GB/s, want %d at %v", tc.fabric, e.Channels, e.BusBW, tc.channels, tc.bus)
+		}
+	}
+	forced := estimate(t, describe(t, "dgx-h100"), ops.AllGather, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{Channels: 4})
+	if forced.Channels != 4 {
+		t.Errorf("NCCL_MAX_NCHANNELS=4: %d channels", forced.Channels)
 	}
 }
 

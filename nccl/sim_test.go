@@ -18,8 +18,10 @@ import (
 // protocol, on one node and across two, from a few bytes to 1 GiB.
 // Broadcast and reduce chains, and trees, forward in pieces, so their
 // pipeline takes time to fill that NCCL's model leaves out: never faster
-// than the model by more than 10%, and never slower than 2.5× (1.7× for
-// trees, whose pieces shrink as NCCL's do for a deep tree), the chains'
+// than the model by more than 10%, and never slower than 2.5× (1.9× for
+// trees, whose pieces shrink as NCCL's do for a deep tree: at 1 MiB a
+// tree's 24 channels on 8 H100s carry 43 KiB each, one 32 KiB piece and
+// a rest store-and-forwarded through the chain), the chains'
 // model given a hop for each rank where NCCL counts one for all.
 func TestSimulationFollowsNCCLsModel(t *testing.T) {
 	for _, topo := range []string{"dgx-h100", "dgx-a100x2"} {
@@ -68,10 +70,10 @@ func TestSimulationFollowsNCCLsModel(t *testing.T) {
 					case op == ops.Broadcast || op == ops.Reduce:
 						hi = 2.5
 					case algo == nccl.Tree:
-						hi = 1.7
+						hi = 1.9
 					}
 					if !(ratio >= lo && ratio <= hi) || math.IsNaN(ratio) {
-						t.Errorf("%s %v %s: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want %.1f to %.1f)", topo, op, nccl.Label(plan), got*1e6, model, ratio, lo, hi)
+						t.Errorf("%s %v %d B %s: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want %.1f to %.1f)", topo, op, bytes, nccl.Label(plan), got*1e6, model, ratio, lo, hi)
 					}
 				}
 			}

@@ -23,9 +23,13 @@ type System struct {
 	NVLinks int
 	IntraBW float64
 	LinkBW  float64
-	// NICs per node and each one's bandwidth in GB/s, on several nodes.
-	NICs  int
-	NICBW float64
+	// NICs per node and each one's bandwidth in GB/s, on several nodes,
+	// and the PCIe link before a NIC as NCCL rates it (topo.cc: lanes ×
+	// a per-lane figure that is 3/4 of the lane's rate: 48 GB/s for Gen5
+	// x16, 24 for Gen4), 0 when the fabric does not say.
+	NICs   int
+	NICBW  float64
+	PCIeBW float64
 	// NVLSCapable: the node's NVSwitch reduces (NVLink SHARP); SHARP: the
 	// network's switches do (CollNet).
 	NVLSCapable, SHARP bool
@@ -166,6 +170,7 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 			switch {
 			case t.Nodes[other].Kind == topology.GPU && find(other) == home:
 				nics[end] = true
+				s.PCIeBW = max(s.PCIeBW, 0.75*l.BW/1e9)
 			case t.Nodes[other].Kind == topology.Switch:
 				s.NICBW = max(s.NICBW, l.BW/1e9)
 				if t.Nodes[other].ReduceBW > 0 {
@@ -175,4 +180,10 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 		}
 	}
 	s.NICs = max(1, len(nics))
+	if ports := t.NICPorts; ports > 1 {
+		// NCCL finds each port a NIC of its own, with its share of the
+		// link.
+		s.NICs *= ports
+		s.NICBW /= float64(ports)
+	}
 }

@@ -188,7 +188,7 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 	}
 	bw := bandwidths(s, a, o)
 	e.Channels = bw.channels
-	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), bw.channels)
+	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), collChannels(bw, o))
 	e.BusBW = busBandwidth(s, op, a, p, bw, o.version())
 	e.AlgBW = e.BusBW * busToAlg(s, op, a)
 	if !finite(e.AlgBW) {
@@ -196,6 +196,9 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 		return e
 	}
 	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW*treeCorrection(s, op, a, p, bytes, o.version()))
+	if a == Ring || a == Tree {
+		e.Channels = collChannels(bw, o)
+	}
 	e.Channels = threadChannels(bytes, e.Channels, a, p, s.Ranks)
 	return e
 }
@@ -306,7 +309,10 @@ type graph struct {
 	nvlsEfficiency float64
 }
 
-// bandwidths approximates NCCL's graph for algorithm a.
+// bandwidths approximates NCCL's graph for algorithm a: its channels
+// and their speed as the search finds them, before connect.cc doubles the
+// channels the collectives run on (collChannels). NCCL's model and its
+// per-channel caps count the graph's channels.
 func bandwidths(s System, a Algo, o Options) graph {
 	var g graph
 	switch a {
@@ -318,16 +324,8 @@ func bandwidths(s System, a Algo, o Options) graph {
 		g.channels, g.intra = searchChannels(s.Arch, s.IntraBW)
 	}
 	ringLike := a == Ring || a == Tree
-	if ringLike && o.Channels == 0 && s.Nodes > 1 && s.NICs > 1 {
-		// Across nodes each channel crosses on one NIC, and the search
-		// gives the NICs as many channels each.
-		per := max(1, int(math.Round(float64(g.channels)/float64(s.NICs))))
-		g.intra *= float64(g.channels) / float64(s.NICs*per)
-		g.channels = s.NICs * per
-		if g.channels > maxRingChannels {
-			g.intra *= float64(g.channels) / float64(maxRingChannels-maxRingChannels%s.NICs)
-			g.channels = maxRingChannels - maxRingChannels%s.NICs
-		}
+	if ringLike && o.Channels == 0 && s.Nodes > 1 {
+		g.channels, g.intra = netSearchChannels(s)
 	}
 	if o.Channels > 0 && ringLike {
 		// NCCL clamps the search's channels and keeps their speed.

@@ -176,7 +176,7 @@ func TestCalibrateNCCLTable(t *testing.T) {
 	}
 	for _, want := range []string{"as NCCL 2.30's tuner chooses per size (--algo nccl)", "# fit: launch ×1.", "hop ×0.6", "NIC bandwidth ×",
 		"# machine: nccl.Machine{Launch: 1.", "# in-sample |error|: median", "# held out: fitted on 4 sizes", "predicting the 3 others",
-		"held-out(%)", "(fitted)", "tree/Simple/", "ring/Simple/4ch", "nic-switch (8 links): bw 20GB/s → "} {
+		"held-out(%)", "(fitted)", "tree/Simple/", "ring/Simple/6ch", "nic-switch (8 links): bw 20GB/s → "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -57,7 +57,7 @@ func TestBenchAlgoNCCLRunsCollNet(t *testing.T) {
 // --algo nccl runs NVLS across nodes over CollNet where NCCL picks it,
 // and CollNet's all-reduces run themselves, with data that checks.
 func TestBenchRunsCollNetOnNodesOfSeveralGPUs(t *testing.T) {
-	status, out, errOut := commsim("bench", "--topo", "cluster:2x4,sharp=inf,nvls=inf", "--algo", "nccl", "-b", "512KiB", "-e", "512KiB", "--check")
+	status, out, errOut := commsim("bench", "--topo", "cluster:2x4,sharp=inf,nvls=inf", "--algo", "nccl", "-b", "2MiB", "-e", "2MiB", "--check")
 	if status != 0 || !strings.Contains(out, "  nvls/Simple/16ch\n") || !strings.Contains(out, "Out of bounds values : 0 OK") {
 		t.Errorf("--algo nccl: status %d %s:\n%s", status, errOut, out)
 	}
