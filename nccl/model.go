@@ -254,7 +254,8 @@ func searchChannels(a topology.Arch, total float64) (channels int, speed float64
 // first speed tried is the highest on the inter-node ladder that the path
 // from a GPU to its NIC carries (the NIC, or the PCIe link before it,
 // whichever is slower); a NIC takes as many channels as its bandwidth
-// holds at that speed, and the node's NVLinks all of them. Slower speeds
+// holds at that speed, and the node's NVLinks (where a node has several
+// GPUs) all of them. Slower speeds
 // are tried while they are above 0.49 of the best found, and one replaces
 // it only with more bandwidth in all. Then NCCL doubles fast channels as
 // on one node (ncclTopoDupChannels). On DGX B200s: 8 channels of 48 GB/s
@@ -273,7 +274,7 @@ func netSearchChannels(s System) (channels int, speed float64) {
 			break
 		}
 		ch := min(maxRingChannels, max(1, s.NICs)*max(1, int(s.NICBW/sp)))
-		for ch > 1 && float64(ch)*sp > s.IntraBW {
+		for s.PerNode > 1 && ch > 1 && float64(ch)*sp > s.IntraBW {
 			ch--
 		}
 		if float64(ch)*sp > float64(channels)*speed {

@@ -384,6 +384,22 @@ func TestChannelsFollowNCCLsSearch(t *testing.T) {
 	if forced.Channels != 4 {
 		t.Errorf("NCCL_MAX_NCHANNELS=4: %d channels", forced.Channels)
 	}
+	// A block alone moves half a search channel on 8 B200s (22.5 of 45
+	// GB/s), as two blocks run each ring; with the channels set, a
+	// whole one.
+	for _, tc := range []struct {
+		channels int
+		rate     float64
+	}{{0, 22.5e9}, {1, 45e9}} {
+		tu := try(nccl.NewTuner(try(topology.Resolve("hgx-b200"))(t), nccl.Options{Algos: []nccl.Algo{nccl.Ring}, Protos: []ops.Protocol{ops.ProtoSimple}, Channels: tc.channels}))(t)
+		plan, c, err := tu.Plan(ops.Spec{Op: ops.AllGather, Ranks: 8, Count: 1024, DType: hw.F32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Channels != 1 || math.Abs(plan.Wire.Rate-tc.rate) > 1e-6*tc.rate {
+			t.Errorf("NCCL_MAX_NCHANNELS %d: one channel at %.4g B/s (%v), want %.4g", tc.channels, plan.Wire.Rate, c.Estimate, tc.rate)
+		}
+	}
 }
 
 // TestTreeCorrectionSwaysTheChoice: NCCL's model divides a tree

@@ -190,9 +190,11 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	for class := range ops.NumPathClasses {
 		w.Efficiency[class] = factor
 	}
-	// A channel is one block of threads: it moves at most the speed of
-	// one channel in NCCL's model, and the channels launched share the
-	// model's whole bandwidth (its caps are on the sum). A ring channel's
+	// A channel is one block of threads: it moves at most its share of
+	// one of the search's channels in NCCL's model (connect.cc runs each
+	// ring and tree on two blocks, as the point-to-point channels share
+	// them), and the channels launched share the model's whole bandwidth
+	// (its caps are on the sum). A ring channel's
 	// step carries 1/ranks of its data, as bus bandwidth counts; a tree's
 	// carries all of it, as algorithm bandwidth does.
 	g := bandwidths(s, a, o)
@@ -203,6 +205,9 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 		all, alone = all*busToAlg(s, spec.Op, a), alone*busToAlg(s, spec.Op, a)
 	}
 	if finite(all) && finite(alone) {
+		if a == Ring || a == Tree {
+			alone *= float64(g.channels) / float64(collChannels(g, o))
+		}
 		w.Rate = 1e9 * min(alone, all/float64(max(1, spec.Channels)))
 	}
 	// NCCL's figures, its step's floor on several nodes among them, are
