@@ -255,9 +255,8 @@ func searchChannels(a topology.Arch, total float64) (channels int, speed float64
 // from a GPU to its NIC carries (the NIC, or the PCIe link before it,
 // whichever is slower); a NIC takes as many channels as its bandwidth
 // holds at that speed, and the node's NVLinks (where a node has several
-// GPUs) all of them. Slower speeds
-// are tried while they are above 0.49 of the best found, and one replaces
-// it only with more bandwidth in all. Then NCCL doubles fast channels as
+// GPUs) all of them. Slower speeds are tried while they are above 0.49
+// of the best found, and one replaces it only with more bandwidth in all. Then NCCL doubles fast channels as
 // on one node (ncclTopoDupChannels). On DGX B200s: 8 channels of 48 GB/s
 // (PCIe Gen5's 48 under NDR's 50; not doubled, as Blackwell doubles
 // channels under 50 GB/s only up to 4).

@@ -41,7 +41,7 @@ const (
 // peer gets, and each channel's share of the bandwidth in GB/s.
 func p2pChannels(s System) (total, perPeer int, bw float64) {
 	g := bandwidths(s, Ring, Options{})
-	coll := min(maxChannels, 2*g.channels)
+	coll := collChannels(g, Options{})
 	total = min(maxChannels, pow2Up(coll))
 	peer := p2pNetPeerChannels
 	if s.Nodes == 1 && s.NVLinks > 0 {
@@ -118,11 +118,12 @@ func p2pChoice(s System, bytesPerPeer int64, v Version) Choice {
 
 // p2pPlan compiles an all-to-all or a sendrecv as NCCL runs it: every
 // exchange at once, each at the speed of its channels' share of NCCL's
-// ring bandwidth (LL's share of it for LL, as a ring's), the exchanges of an all-to-all sharing the
-// communicator's p2p channels when they need more than it has; with the
-// per-hop latency and base latency of the protocol in NCCL's ring model
-// (NCCL's model has no point-to-point figures; these are the nearest it
-// has), an NVLink hop taking its arch's extra as a ring's does.
+// ring bandwidth (LL's share of it for LL, as a ring's), the exchanges
+// of an all-to-all sharing the communicator's p2p channels when they
+// need more than it has; with the per-hop latency and base latency of
+// the protocol in NCCL's ring model (NCCL's model has no point-to-point
+// figures; these are the nearest it has), an NVLink hop taking its
+// arch's extra as a ring's does.
 func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	spec.Algo, spec.Channels = "nccl-p2p", c.Channels
 	plan, err := ops.Compile(spec)
