@@ -239,14 +239,11 @@ const maxRingChannels = 32
 // searchChannels approximates NCCL's ring search over a node whose GPUs
 // each have total GB/s of NVLink: the first ladder speed a channel can
 // carry, as many channels as the bandwidth holds, then NCCL's doubling of
-// fast channels (search.cc:1036-1049).
+// fast channels (dupChannels).
 func searchChannels(a topology.Arch, total float64) (channels int, speed float64) {
 	speed = atMost(speedLadder(a), total)
 	channels = min(maxRingChannels, max(1, int(total/speed)))
-	if speed >= 25 && !(a.SM() > 80 && speed < 50 && channels > 4) {
-		channels, speed = min(2*channels, maxRingChannels), speed/2
-	}
-	return channels, speed
+	return dupChannels(a, channels, speed)
 }
 
 // netSearchChannels approximates NCCL's ring search across nodes
@@ -256,8 +253,9 @@ func searchChannels(a topology.Arch, total float64) (channels int, speed float64
 // whichever is slower); a NIC takes as many channels as its bandwidth
 // holds at that speed, and the node's NVLinks (where a node has several
 // GPUs) all of them. Slower speeds are tried while they are above 0.49
-// of the best found, and one replaces it only with more bandwidth in all. Then NCCL doubles fast channels as
-// on one node (ncclTopoDupChannels). On DGX B200s: 8 channels of 48 GB/s
+// of the best found, and one replaces it only with more bandwidth in
+// all. Then NCCL doubles fast channels as on one node (dupChannels). On
+// DGX B200s: 8 channels of 48 GB/s
 // (PCIe Gen5's 48 under NDR's 50; not doubled, as Blackwell doubles
 // channels under 50 GB/s only up to 4).
 func netSearchChannels(s System) (channels int, speed float64) {
@@ -284,8 +282,16 @@ func netSearchChannels(s System) (channels int, speed float64) {
 		ladder := interLadder(s.Arch)
 		channels, speed = 1, ladder[len(ladder)-1]
 	}
-	if speed >= 25 && !(s.Arch.SM() > 80 && speed < 50 && channels > 4) {
-		channels, speed = min(2*channels, maxRingChannels), speed/2
+	return dupChannels(s.Arch, channels, speed)
+}
+
+// dupChannels is NCCL's doubling of fast channels after its search
+// (search.cc:1036-1049, ncclTopoDupChannels): each of twice as many at
+// half the speed, where a channel carries 25 GB/s or more, except on
+// GPUs past Ampere at under 50 GB/s with more than 4 channels.
+func dupChannels(a topology.Arch, channels int, speed float64) (int, float64) {
+	if speed >= 25 && !(a.SM() > 80 && speed < 50 && channels > 4) {
+		return min(2*channels, maxRingChannels), speed / 2
 	}
 	return channels, speed
 }

@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"cmp"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -41,16 +42,24 @@ func TestP2PChannelsFollowNCCLsSplit(t *testing.T) {
 		{"dgx-h100x2", 64 << 20, 2, ops.ProtoSimple},
 		{"dgx-h100x2", 16 << 30, 2, ops.ProtoSimple},
 	} {
-		topo := try(topology.Resolve(tc.topo))(t)
-		tuner := try(nccl.NewTuner(topo, nccl.Options{}))(t)
-		spec := ops.Spec{Op: ops.SendRecv, Ranks: topo.NumGPUs(), Count: int(tc.bytes), DType: hw.U8}
-		c, err := tuner.Choose(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Algo != nccl.P2P || c.Channels != tc.want || c.Protocol != tc.proto {
-			t.Errorf("%s, %d bytes: %v, want p2p/%v/%dch", tc.topo, tc.bytes, c.Estimate, tc.proto, tc.want)
-		}
+		checkP2PSplit(t, tc.topo, nccl.Options{}, tc.bytes, tc.want, tc.proto)
+	}
+}
+
+// checkP2PSplit checks that NCCL (with o) moves a sendrecv of bytes on
+// topo point to point, on want channels with proto.
+func checkP2PSplit(t *testing.T, topo string, o nccl.Options, bytes int64, want int, proto ops.Protocol) {
+	t.Helper()
+	tp := try(topology.Resolve(topo))(t)
+	tuner := try(nccl.NewTuner(tp, o))(t)
+	spec := ops.Spec{Op: ops.SendRecv, Ranks: tp.NumGPUs(), Count: int(bytes), DType: hw.U8}
+	c, err := tuner.Choose(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Algo != nccl.P2P || c.Channels != want || c.Protocol != proto {
+		v := cmp.Or(o.Version, nccl.V2_30)
+		t.Errorf("%s, NCCL %v, %d bytes: %v, want p2p/%v/%dch", topo, v, bytes, c.Estimate, proto, want)
 	}
 }
 
@@ -83,16 +92,7 @@ func TestP2PProtocolByVersion(t *testing.T) {
 		{"dgx-h100x2", nccl.V2_27, 64 << 10, 1, ops.ProtoSimple},
 		{"dgx-h100x2", nccl.V2_30, 32 << 10, 1, ops.ProtoSimple},
 	} {
-		topo := try(topology.Resolve(tc.topo))(t)
-		tuner := try(nccl.NewTuner(topo, nccl.Options{Version: tc.version}))(t)
-		spec := ops.Spec{Op: ops.SendRecv, Ranks: topo.NumGPUs(), Count: int(tc.bytes), DType: hw.U8}
-		c, err := tuner.Choose(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Channels != tc.want || c.Protocol != tc.proto {
-			t.Errorf("%s, NCCL %v, %d bytes: %v, want p2p/%v/%dch", tc.topo, tc.version, tc.bytes, c.Estimate, tc.proto, tc.want)
-		}
+		checkP2PSplit(t, tc.topo, nccl.Options{Version: tc.version}, tc.bytes, tc.want, tc.proto)
 	}
 }
 

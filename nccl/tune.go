@@ -188,7 +188,8 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 	}
 	bw := bandwidths(s, a, o)
 	e.Channels = bw.channels
-	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), collChannels(bw, o))
+	coll := collChannels(bw, o)
+	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), coll)
 	e.BusBW = busBandwidth(s, op, a, p, bw, o.version())
 	e.AlgBW = e.BusBW * busToAlg(s, op, a)
 	if !finite(e.AlgBW) {
@@ -197,7 +198,7 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 	}
 	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW*treeCorrection(s, op, a, p, bytes, o.version()))
 	if a == Ring || a == Tree {
-		e.Channels = collChannels(bw, o)
+		e.Channels = coll
 	}
 	e.Channels = threadChannels(bytes, e.Channels, a, p, s.Ranks)
 	return e

@@ -41,6 +41,13 @@ const (
 // MaxNICPorts is the most ports a NIC link may stand for (nicports=).
 const MaxNICPorts = 16
 
+// parseNICPorts reads a count of NIC ports (nicports=, YAML's nic_ports):
+// a whole number from 1 to MaxNICPorts.
+func parseNICPorts(s string) (int, bool) {
+	v, err := strconv.Atoi(s)
+	return v, err == nil && v >= 1 && v <= MaxNICPorts
+}
+
 var allKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP, keyPorts}
 
 // params are the numbers a generator builds with: defaults, then overrides.
@@ -270,8 +277,8 @@ func setParam(p *params, key, val string) error {
 			p.pcielat = v
 		}
 	case keyPorts:
-		v, err := strconv.Atoi(val)
-		if err != nil || v < 1 || v > MaxNICPorts {
+		v, ok := parseNICPorts(val)
+		if !ok {
 			return newErr(ErrSpec, "nicports must be a whole number from 1 to %d", MaxNICPorts)
 		}
 		p.nicports = v

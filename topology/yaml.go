@@ -226,8 +226,8 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 	}
 	nicPorts := 0
 	if ports.set {
-		v, err := strconv.Atoi(ports.val)
-		if err != nil || v < 1 || v > MaxNICPorts {
+		v, ok := parseNICPorts(ports.val)
+		if !ok {
 			return nil, newErr(ErrYAML, "yaml: line %d: nic_ports %q: want a whole number from 1 to %d", ports.line, ports.val, MaxNICPorts)
 		}
 		nicPorts = v
