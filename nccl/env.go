@@ -11,11 +11,12 @@ import (
 
 // EnvVars are the NCCL environment variables FromEnv reads: those whose
 // effect on what NCCL runs commsim reproduces.
-var EnvVars = []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}
+var EnvVars = []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_NCHANNELS_PER_NET_PEER"}
 
 // FromEnv reads the options an NCCL run's environment sets, as NCCL reads
 // it: NCCL_ALGO and NCCL_PROTO as lists, or as lists to leave out after
 // a "^" ("^LL128" allows LL and Simple); NCCL_BUFFSIZE in bytes;
+// NCCL_NCHANNELS_PER_NET_PEER as a count;
 // NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS only set to one count (a
 // range of channels is not modelled). Any other variable is refused, so
 // that a setting commsim would ignore is not taken for one it follows.
@@ -50,6 +51,11 @@ func FromEnv(env map[string]string) (Options, error) {
 		}
 		if o.Channels, err = strconv.Atoi(strings.TrimSpace(lo)); err != nil || o.Channels < 1 || o.Channels > 64 {
 			return o, fmt.Errorf("nccl: NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=%s: want 1 to 64 channels", lo)
+		}
+	}
+	if v, ok := env["NCCL_NCHANNELS_PER_NET_PEER"]; ok {
+		if o.NetPeerChannels, err = strconv.Atoi(strings.TrimSpace(v)); err != nil || o.NetPeerChannels < 1 || o.NetPeerChannels > maxChannels {
+			return o, fmt.Errorf("nccl: NCCL_NCHANNELS_PER_NET_PEER=%s: want 1 to %d channels", v, maxChannels)
 		}
 	}
 	return o, o.check()

@@ -21,6 +21,7 @@ func TestFromEnvReadsWhatNCCLReads(t *testing.T) {
 		{map[string]string{"NCCL_ALGO": "^nvls,nvlstree,collnet_direct,collnet_chain,pat"}, nccl.Options{Algos: []nccl.Algo{nccl.Tree, nccl.Ring}}},
 		{map[string]string{"NCCL_BUFFSIZE": "8388608"}, nccl.Options{BuffSize: 8 << 20}},
 		{map[string]string{"NCCL_MIN_NCHANNELS": "16", "NCCL_MAX_NCHANNELS": "16"}, nccl.Options{Channels: 16}},
+		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": " 4"}, nccl.Options{NetPeerChannels: 4}},
 	} {
 		got, err := nccl.FromEnv(tc.env)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -44,6 +45,8 @@ func TestFromEnvRefusesWhatItWouldNotFollow(t *testing.T) {
 		{map[string]string{"NCCL_MIN_NCHANNELS": "4"}, "both set to it"},
 		{map[string]string{"NCCL_MIN_NCHANNELS": "4", "NCCL_MAX_NCHANNELS": "8"}, "both set to it"},
 		{map[string]string{"NCCL_MIN_NCHANNELS": "0", "NCCL_MAX_NCHANNELS": "0"}, "want 1 to 64"},
+		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": "0"}, "NCCL_NCHANNELS_PER_NET_PEER=0: want 1 to 64"},
+		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": "two"}, "want 1 to 64"},
 	} {
 		_, err := nccl.FromEnv(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -69,7 +69,8 @@ func protoIndex(p ops.Protocol) (int, bool) {
 // Version is an NCCL release whose constants the model takes: 2.18,
 // 2.21, 2.23, 2.27, 2.28 or 2.30 (2.29 and later share 2.30's; 2.28 has
 // 2.30's tuning but not NVLSTree's tree correction on Blackwell, and
-// splits point-to-point operations as 2.23 to 2.27 do).
+// splits point-to-point operations, and gives a peer across the network
+// its channels, as 2.23 to 2.27 do).
 type Version int
 
 // The versions with constants of their own (NCCL-MODEL.md §10).

@@ -1,6 +1,8 @@
 package nccl
 
 import (
+	"math"
+
 	"github.com/commsim/commsim/ops"
 )
 
@@ -15,10 +17,15 @@ const P2P Algo = numAlgos
 //     duplicates them after the search), the p2p channels are that
 //     count rounded up to a power of two, and each channel carries an
 //     equal share of the ring's bandwidth;
-//   - a peer gets at most as many channels as its path allows (two per
-//     NVLink to an NVLink peer, NCCL_NCHANNELS_PER_NET_PEER = 2 to a
-//     peer across the network, two over PCIe), the least over all peers,
-//     rounded up to a power of two;
+//   - a peer gets at most as many channels as its path allows, the
+//     least over all peers, rounded up to a power of two (paths.cc,
+//     ncclTopoGetNchannels): two per NVLink to an NVLink peer, two over
+//     PCIe, and across the network NCCL_NCHANNELS_PER_NET_PEER where it
+//     is set; else, up to 2.28, two (halved while twice the ranks exceed
+//     four times the p2p channels) but at least one a local NIC, and
+//     from 2.29 one a local NIC but at least what drives their bandwidth
+//     at NCCL_P2P_PER_CHANNEL_NET_BW (14 GB/s) a channel, halved while
+//     that many for each batch of 8 peers exceeds the p2p channels;
 //   - an operation starts on that many channels, halved while they times
 //     the ranks exceed the p2p channels, no more than it has pieces of
 //     the smallest part, and doubles its channels while a part is larger
@@ -33,23 +40,64 @@ const P2P Algo = numAlgos
 //     2.22 and before) move anything over 16 KiB with Simple.
 const (
 	p2pNetPeerChannels = 2
+	p2pPerChannelNetBW = 14 // GB/s, NCCL_P2P_PER_CHANNEL_NET_BW
+	p2pPeersPerBatch   = 8  // NCCL_MAX_DEV_WORK_P2P_PER_BATCH
 	p2pLLThreshold     = 16 << 10
 	maxChannels        = 64
 )
 
 // p2pChannels are the communicator's p2p channels, the most channels a
 // peer gets, and each channel's share of the bandwidth in GB/s.
-func p2pChannels(s System) (total, perPeer int, bw float64) {
+func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 	g := bandwidths(s, Ring, Options{})
 	coll := collChannels(g, Options{})
 	total = min(maxChannels, pow2Up(coll))
-	peer := p2pNetPeerChannels
-	if s.Nodes == 1 && s.NVLinks > 0 {
-		peer = 2 * s.NVLinks
+	least := maxChannels // the least a peer allows
+	if s.PerNode > 1 {
+		least = 2 // over PCIe
+		if s.NVLinks > 0 {
+			least = 2 * s.NVLinks
+		}
 	}
-	perPeer = min(total, pow2Up(min(coll, peer)))
-	return total, perPeer, g.intra * float64(g.channels) / float64(coll)
+	if s.Nodes > 1 {
+		least = min(least, netPeerChannels(s, o, coll))
+	}
+	perPeer = pow2Up(least)
+	if s.Nodes > 1 && o.NetPeerChannels == 0 && o.version() > V2_28 {
+		for perPeer*ceilDiv(s.Ranks, p2pPeersPerBatch) > total && perPeer > 1 {
+			perPeer /= 2
+		}
+	}
+	return total, min(total, perPeer), g.intra * float64(g.channels) / float64(coll)
 }
+
+// netPeerChannels is how many channels NCCL gives a peer across the
+// network, on a communicator of coll channels.
+func netPeerChannels(s System, o Options, coll int) int {
+	if o.NetPeerChannels > 0 {
+		return o.NetPeerChannels
+	}
+	// A GPU's local NICs (ncclTopoGetLocalNetCountByBw: its own, up to
+	// the bandwidth of its PCIe link), each at what the path to it
+	// carries.
+	local := max(1, s.NICs/max(1, s.PerNode))
+	path := s.NICBW
+	if s.PCIeBW > 0 {
+		path = min(path, s.PCIeBW)
+		local = min(local, max(1, int(math.Ceil(s.PCIeBW/path-1e-9))))
+	}
+	if o.version() > V2_28 {
+		return max(local, ceilDiv(int(float64(local)*path), p2pPerChannelNetBW))
+	}
+	n := p2pNetPeerChannels
+	for n*s.Ranks > 4*coll && n > 1 {
+		n /= 2
+	}
+	return max(local, n)
+}
+
+// ceilDiv is a/b rounded up, for positive b.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // p2pChunk is NCCL's p2p chunk: 512 KiB on one node joined by NVLink,
 // 128 KiB over PCIe or the network (init.cc).
@@ -62,8 +110,9 @@ func p2pChunk(s System) int64 {
 
 // p2pSplit is how NCCL moves one send (or receive) of bytes: on how many
 // channels, and whether with LL.
-func p2pSplit(s System, bytes int64, v Version) (channels int, ll bool) {
-	total, perPeer, _ := p2pChannels(s)
+func p2pSplit(s System, bytes int64, o Options) (channels int, ll bool) {
+	v := o.version()
+	total, perPeer, _ := p2pChannels(s, o)
 	least := perPeer
 	for least*s.Ranks > total && least > 1 {
 		least /= 2
@@ -105,10 +154,10 @@ func pow2Up(n int) int {
 }
 
 // p2pChoice is how NCCL moves op's point-to-point messages of bytes per
-// peer in version v (p2pSplit). Its time is what the simulation says;
+// peer with options o (p2pSplit). Its time is what the simulation says;
 // NCCL's model has none.
-func p2pChoice(s System, bytesPerPeer int64, v Version) Choice {
-	n, ll := p2pSplit(s, bytesPerPeer, v)
+func p2pChoice(s System, bytesPerPeer int64, o Options) Choice {
+	n, ll := p2pSplit(s, bytesPerPeer, o)
 	e := Estimate{Algo: P2P, Protocol: ops.ProtoSimple, Channels: n}
 	if ll {
 		e.Protocol = ops.ProtoLL
@@ -144,7 +193,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	}
 	m := o.Machine
 	machineHops(&w, s, m)
-	total, _, perChannel := p2pChannels(s)
+	total, _, perChannel := p2pChannels(s, o)
 	peers := 1
 	if spec.Op == ops.AllToAll {
 		peers = max(1, spec.Ranks-1)

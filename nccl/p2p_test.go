@@ -17,8 +17,8 @@ import (
 // channel's part is over 16 MiB (32 chunks of 512 KiB), up to 32 — the
 // flat time from 64 to 512 MiB a published sendrecv run shows. On 8
 // H100s (24 coll channels, 32 p2p) the same; across nodes a peer gets
-// NCCL_NCHANNELS_PER_NET_PEER's 2 channels. LL carries up to 16 KiB a
-// channel.
+// 4 channels (TestP2PChannelsAcrossTheNetwork). LL carries up to 16 KiB
+// a channel.
 func TestP2PChannelsFollowNCCLsSplit(t *testing.T) {
 	for _, tc := range []struct {
 		topo  string
@@ -39,10 +39,44 @@ func TestP2PChannelsFollowNCCLsSplit(t *testing.T) {
 		{"dgx-h100", 128 << 20, 8, ops.ProtoSimple},
 		{"dgx-h100x2", 8, 1, ops.ProtoLL},
 		{"dgx-h100x2", 32 << 10, 1, ops.ProtoSimple},
-		{"dgx-h100x2", 64 << 20, 2, ops.ProtoSimple},
-		{"dgx-h100x2", 16 << 30, 2, ops.ProtoSimple},
+		{"dgx-h100x2", 64 << 10, 1, ops.ProtoSimple},
+		{"dgx-h100x2", 256 << 10, 2, ops.ProtoSimple},
+		{"dgx-h100x2", 64 << 20, 4, ops.ProtoSimple},
 	} {
 		checkP2PSplit(t, tc.topo, nccl.Options{}, tc.bytes, tc.want, tc.proto)
+	}
+}
+
+// TestP2PChannelsAcrossTheNetwork: the channels a peer across the
+// network gets (paths.cc, ncclTopoGetNchannels and
+// ncclTopoComputeP2pChannels), seen as those a 16 GiB sendrecv runs on.
+// NCCL_NCHANNELS_PER_NET_PEER sets them. Else 2.29 on gives one a local
+// NIC, or as many as drive its path at 14 GB/s a channel: 4 for H100s'
+// 48 GB/s (PCIe Gen5 before NDR), 2 for A100s' 24 (Gen4 before HDR) and
+// for two 100 Gb/s ports a GPU; then halves them while that many for
+// each batch of 8 peers exceeds the 16 p2p channels (64 ranks: 2; 1024:
+// 1). Up to 2.28 a peer got 2, halved while twice the ranks exceed four
+// times the coll channels (64 ranks: 1), but one a local NIC.
+func TestP2PChannelsAcrossTheNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		topo    string
+		version nccl.Version
+		env     int
+		want    int
+	}{
+		{"dgx-h100x2", nccl.V2_30, 0, 4},
+		{"dgx-h100x2", nccl.V2_28, 0, 2},
+		{"dgx-h100x2", nccl.V2_30, 1, 1},
+		{"dgx-h100x2", nccl.V2_27, 8, 8},
+		{"dgx-a100x2", nccl.V2_30, 0, 2},
+		{"dgx-a100x2,nicbw=200Gb/s,nicports=2", nccl.V2_30, 0, 2},
+		{"dgx-a100x2,nicbw=200Gb/s,nicports=2", nccl.V2_27, 0, 2},
+		{"dgx-h100x8", nccl.V2_30, 0, 2},
+		{"dgx-h100x8", nccl.V2_27, 0, 1},
+		{"dgx-h100x8", nccl.V2_30, 4, 4},
+		{"dgx-h100x128", nccl.V2_30, 0, 1},
+	} {
+		checkP2PSplit(t, tc.topo, nccl.Options{Version: tc.version, NetPeerChannels: tc.env}, 16<<30, tc.want, ops.ProtoSimple)
 	}
 }
 

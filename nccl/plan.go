@@ -306,7 +306,7 @@ func (t *Tuner) Plan(spec ops.Spec) (*ops.Plan, Choice, error) {
 // all-to-all or a sendrecv.
 func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
 	if isP2P(spec.Op) {
-		return p2pChoice(t.System, bytesPerPeer(spec), t.Options.version()), nil
+		return p2pChoice(t.System, bytesPerPeer(spec), t.Options), nil
 	}
 	return Tune(t.System, spec.Op, bytesOf(spec), t.Options)
 }

@@ -33,6 +33,10 @@ type Options struct {
 	// slots move in steps. NCCL's model does not read it: the choice is
 	// the same, what runs is not.
 	BuffSize int64
+	// NetPeerChannels is the channels point-to-point operations give a
+	// peer across the network, as NCCL_NCHANNELS_PER_NET_PEER sets them;
+	// 0 is NCCL's default for the release (see p2pChannels).
+	NetPeerChannels int
 }
 
 // Bounds on Options.BuffSize: a step of at least 4 KiB, and a buffer no
@@ -46,6 +50,9 @@ const (
 func (o Options) check() error {
 	if o.BuffSize != 0 && (o.BuffSize < MinBuffSize || o.BuffSize > MaxBuffSize) {
 		return fmt.Errorf("nccl: a buffer (NCCL_BUFFSIZE) of %d bytes: want %d to %d", o.BuffSize, MinBuffSize, MaxBuffSize)
+	}
+	if o.NetPeerChannels < 0 || o.NetPeerChannels > maxChannels {
+		return fmt.Errorf("nccl: %d channels a network peer (NCCL_NCHANNELS_PER_NET_PEER): want 1 to %d", o.NetPeerChannels, maxChannels)
 	}
 	return nil
 }

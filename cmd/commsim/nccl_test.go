@@ -139,6 +139,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--nccl-proto", "^LL,LL128,Simple"}, "--nccl-proto ^LL,LL128,Simple: leaves nothing"},
 		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
 		{[]string{"--nccl-channels", "-1"}, "--nccl-channels"},
+		{[]string{"--nccl-net-peer-channels", "65"}, "--nccl-net-peer-channels 65: want 0 (NCCL's default) to 64"},
 		{[]string{"--nccl-buffsize", "1KiB"}, "--nccl-buffsize 1KiB: want 32KiB to 1GiB"},
 		{[]string{"--nccl-buffsize", "lots"}, "--nccl-buffsize"},
 		{[]string{"--op", "gather"}, "--algo nccl plans"},

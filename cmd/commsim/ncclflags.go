@@ -19,10 +19,11 @@ import (
 const algoNCCL = "nccl"
 
 // ncclFlags are NCCL's environment for --algo nccl, in the spirit of
-// NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS and NCCL_BUFFSIZE.
+// NCCL_ALGO, NCCL_PROTO, NCCL_MIN/MAX_NCHANNELS, NCCL_BUFFSIZE and
+// NCCL_NCHANNELS_PER_NET_PEER.
 type ncclFlags struct {
 	version, algos, protos, machine, buffsize string
-	channels                                  int
+	channels, netPeerChannels                 int
 	// shipped, when set, is the environment of a shipped log's run
 	// (fidelity's mapping file), taken when no flag sets one.
 	shipped *nccl.Options
@@ -33,6 +34,7 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat; ^ first for all but those); default all")
 	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple; ^ first for all but those); default all")
 	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels of ring and tree, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; 0 lets the model choose")
+	fl.IntVar(&f.netPeerChannels, "nccl-net-peer-channels", 0, "with --algo nccl: the channels all-to-all and sendrecv give a peer across the network, as NCCL_NCHANNELS_PER_NET_PEER; 0 is NCCL's default")
 	fl.StringVar(&f.buffsize, "nccl-buffsize", "", "with --algo nccl: the bytes of each connection's Simple buffer, as NCCL_BUFFSIZE (e.g. 8388608 or 8MiB); default NCCL's 4MiB")
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
 		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate)")
@@ -40,13 +42,13 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 
 // set reports whether any NCCL flag differs from its default.
 func (f *ncclFlags) set() bool {
-	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != "" || f.buffsize != ""
+	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != "" || f.buffsize != "" || f.netPeerChannels != 0
 }
 
 // aloneError is the usage error for NCCL flags given without nccl to
 // go with (where: "--algo nccl", or "nccl among --algos").
 func (f *ncclFlags) aloneError(where string) error {
-	return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels, --nccl-buffsize and --nccl-machine go with %s", where)
+	return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels, --nccl-net-peer-channels, --nccl-buffsize and --nccl-machine go with %s", where)
 }
 
 // machineFactors reads --nccl-machine: NCCL's machine, and the scale of
@@ -114,6 +116,10 @@ func (f *ncclFlags) options() (nccl.Options, error) {
 		return o, usagef("--nccl-channels %d: want 0 (the model's choice) to 64", f.channels)
 	}
 	o.Channels = f.channels
+	if f.netPeerChannels < 0 || f.netPeerChannels > 64 {
+		return o, usagef("--nccl-net-peer-channels %d: want 0 (NCCL's default) to 64", f.netPeerChannels)
+	}
+	o.NetPeerChannels = f.netPeerChannels
 	if f.buffsize != "" {
 		b, err := parseBytes(f.buffsize)
 		if err != nil {
@@ -190,6 +196,9 @@ func optionFlags(o nccl.Options) string {
 	}
 	if o.Channels > 0 {
 		out = append(out, "--nccl-channels "+strconv.Itoa(o.Channels))
+	}
+	if o.NetPeerChannels > 0 {
+		out = append(out, "--nccl-net-peer-channels "+strconv.Itoa(o.NetPeerChannels))
 	}
 	if o.BuffSize > 0 {
 		out = append(out, "--nccl-buffsize "+strconv.FormatInt(o.BuffSize, 10))
