@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"cmp"
 	"math"
 	"strings"
 	"testing"
@@ -123,6 +124,40 @@ func TestGathersThroughTheNetworkNeedANICPerGPU(t *testing.T) {
 				if off := nics == 4 && op != ops.AllReduce; off != strings.Contains(e.Off, "a NIC for every GPU") {
 					t.Errorf("%d NICs, %s, %v: off %q, want off for want of NICs: %v", nics, op, e.Algo, e.Off, off)
 				}
+			}
+		}
+	}
+}
+
+// TestEnablesTurnNVLSAndCollNetOff: NCCL_NVLS_ENABLE=0 leaves NVLS and
+// NVLS tree out, and NCCL_COLLNET_ENABLE=0 CollNet and NVLS across nodes
+// (which runs over it), each saying so; the rest stay as they were.
+func TestEnablesTurnNVLSAndCollNetOff(t *testing.T) {
+	s := describe(t, "dgx-h100x2,rail=true,sharp=inf")
+	offByDefault := map[nccl.Algo]string{}
+	for _, e := range nccl.Estimates(s, ops.AllReduce, 64<<20, nccl.Options{}) {
+		if e.Protocol == ops.ProtoSimple {
+			offByDefault[e.Algo] = e.Off
+		}
+	}
+	if offByDefault[nccl.NVLS] != "" || offByDefault[nccl.CollNetDirect] != "" {
+		t.Fatalf("NVLS and CollNet should run here by default: %q", offByDefault)
+	}
+	for _, tc := range []struct {
+		env string
+		o   nccl.Options
+		off map[nccl.Algo]string
+	}{
+		{"NCCL_NVLS_ENABLE=0", nccl.Options{NoNVLS: true}, map[nccl.Algo]string{nccl.NVLS: "NCCL_NVLS_ENABLE=0", nccl.NVLSTree: "NCCL_NVLS_ENABLE=0"}},
+		{"NCCL_COLLNET_ENABLE=0", nccl.Options{NoCollNet: true}, map[nccl.Algo]string{nccl.NVLS: "needs CollNet", nccl.CollNetDirect: "NCCL_COLLNET_ENABLE=0", nccl.CollNetChain: "NCCL_COLLNET_ENABLE=0"}},
+	} {
+		for _, e := range nccl.Estimates(s, ops.AllReduce, 64<<20, tc.o) {
+			if e.Protocol != ops.ProtoSimple {
+				continue
+			}
+			why, off := tc.off[e.Algo]
+			if off && (why == "" || !strings.Contains(e.Off, why)) || !off && e.Off != offByDefault[e.Algo] {
+				t.Errorf("%s: %v off %q, want %q", tc.env, e.Algo, e.Off, cmp.Or(why, offByDefault[e.Algo]))
 			}
 		}
 	}

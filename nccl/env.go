@@ -11,12 +11,18 @@ import (
 
 // EnvVars are the NCCL environment variables FromEnv reads: those whose
 // effect on what NCCL runs commsim reproduces.
-var EnvVars = []string{"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_NCHANNELS_PER_NET_PEER"}
+var EnvVars = []string{
+	"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
+	"NCCL_NCHANNELS_PER_NET_PEER", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE",
+	"NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE",
+}
 
 // FromEnv reads the options an NCCL run's environment sets, as NCCL reads
 // it: NCCL_ALGO and NCCL_PROTO as lists, or as lists to leave out after
-// a "^" ("^LL128" allows LL and Simple); NCCL_BUFFSIZE in bytes;
-// NCCL_NCHANNELS_PER_NET_PEER as a count;
+// a "^" ("^LL128" allows LL and Simple); NCCL_BUFFSIZE and the
+// NCCL_P2P_*_CHUNKSIZE in bytes; NCCL_NCHANNELS_PER_NET_PEER as a count;
+// NCCL_NVLS_ENABLE and NCCL_COLLNET_ENABLE as 0 or 1 (2 too for NVLS:
+// NCCL's default, on where the switch reduces);
 // NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS only set to one count (a
 // range of channels is not modelled). Any other variable is refused, so
 // that a setting commsim would ignore is not taken for one it follows.
@@ -38,9 +44,29 @@ func FromEnv(env map[string]string) (Options, error) {
 			return o, fmt.Errorf("nccl: NCCL_PROTO=%s: %w", v, err)
 		}
 	}
-	if v, ok := env["NCCL_BUFFSIZE"]; ok {
-		if o.BuffSize, err = strconv.ParseInt(strings.TrimSpace(v), 0, 64); err != nil {
-			return o, fmt.Errorf("nccl: NCCL_BUFFSIZE=%s: want a count of bytes", v)
+	for _, b := range [...]struct {
+		name  string
+		bytes *int64
+	}{{"NCCL_BUFFSIZE", &o.BuffSize}, {"NCCL_P2P_NET_CHUNKSIZE", &o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", &o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", &o.P2PPCIChunk}} {
+		if v, ok := env[b.name]; ok {
+			if *b.bytes, err = strconv.ParseInt(strings.TrimSpace(v), 0, 64); err != nil {
+				return o, fmt.Errorf("nccl: %s=%s: want a count of bytes", b.name, v)
+			}
+		}
+	}
+	for _, e := range [...]struct {
+		name string
+		off  *bool
+		on   []string
+		want string
+	}{{"NCCL_NVLS_ENABLE", &o.NoNVLS, []string{"1", "2"}, "0, 1 or 2"}, {"NCCL_COLLNET_ENABLE", &o.NoCollNet, []string{"1"}, "0 or 1"}} {
+		v, ok := env[e.name]
+		switch v = strings.TrimSpace(v); {
+		case !ok:
+		case v == "0":
+			*e.off = true
+		case !slices.Contains(e.on, v):
+			return o, fmt.Errorf("nccl: %s=%s: want %s", e.name, v, e.want)
 		}
 	}
 	lo, hasLo := env["NCCL_MIN_NCHANNELS"]

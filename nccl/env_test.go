@@ -22,6 +22,10 @@ func TestFromEnvReadsWhatNCCLReads(t *testing.T) {
 		{map[string]string{"NCCL_BUFFSIZE": "8388608"}, nccl.Options{BuffSize: 8 << 20}},
 		{map[string]string{"NCCL_MIN_NCHANNELS": "16", "NCCL_MAX_NCHANNELS": "16"}, nccl.Options{Channels: 16}},
 		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": " 4"}, nccl.Options{NetPeerChannels: 4}},
+		{map[string]string{"NCCL_P2P_NET_CHUNKSIZE": "524288", "NCCL_P2P_NVL_CHUNKSIZE": "0x40000", "NCCL_P2P_PCI_CHUNKSIZE": "65536"},
+			nccl.Options{P2PNetChunk: 512 << 10, P2PNVLChunk: 256 << 10, P2PPCIChunk: 64 << 10}},
+		{map[string]string{"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}, nccl.Options{NoNVLS: true, NoCollNet: true}},
+		{map[string]string{"NCCL_NVLS_ENABLE": "2", "NCCL_COLLNET_ENABLE": "1"}, nccl.Options{}},
 	} {
 		got, err := nccl.FromEnv(tc.env)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -47,6 +51,10 @@ func TestFromEnvRefusesWhatItWouldNotFollow(t *testing.T) {
 		{map[string]string{"NCCL_MIN_NCHANNELS": "0", "NCCL_MAX_NCHANNELS": "0"}, "want 1 to 64"},
 		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": "0"}, "NCCL_NCHANNELS_PER_NET_PEER=0: want 1 to 64"},
 		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": "two"}, "want 1 to 64"},
+		{map[string]string{"NCCL_P2P_NET_CHUNKSIZE": "512K"}, "NCCL_P2P_NET_CHUNKSIZE=512K: want a count of bytes"},
+		{map[string]string{"NCCL_P2P_NVL_CHUNKSIZE": "1024"}, "(NCCL_P2P_NVL_CHUNKSIZE) of 1024 bytes: want 4096 to"},
+		{map[string]string{"NCCL_NVLS_ENABLE": "3"}, "NCCL_NVLS_ENABLE=3: want 0, 1 or 2"},
+		{map[string]string{"NCCL_COLLNET_ENABLE": "yes"}, "NCCL_COLLNET_ENABLE=yes: want 0 or 1"},
 	} {
 		_, err := nccl.FromEnv(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,9 +1,11 @@
 package nccl
 
 import (
+	"cmp"
 	"math"
 
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
 )
 
 // P2P is NCCL's point-to-point transport, which all-to-all and sendrecv
@@ -99,13 +101,25 @@ func netPeerChannels(s System, o Options, coll int) int {
 // ceilDiv is a/b rounded up, for positive b.
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// p2pChunk is NCCL's p2p chunk: 512 KiB on one node joined by NVLink,
-// 128 KiB over PCIe or the network (init.cc).
-func p2pChunk(s System) int64 {
-	if s.Nodes == 1 && s.NVLinks > 0 {
-		return 512 << 10
+// p2pChunk is NCCL's p2p chunk (init.cc, computeBuffSizes): across nodes
+// 128 KiB (NCCL_P2P_NET_CHUNKSIZE; twice it on Arm hosts with Blackwell
+// GPUs, whose trays hold 4 GPUs), on one node joined by NVLink 512 KiB
+// (NCCL_P2P_NVL_CHUNKSIZE), else 128 KiB (NCCL_P2P_PCI_CHUNKSIZE); never
+// more than a Simple step, so that NCCL_STEPS chunks fit the buffer.
+func p2pChunk(s System, o Options) int64 {
+	var chunk int64
+	switch {
+	case s.Nodes > 1:
+		chunk = cmp.Or(o.P2PNetChunk, 128<<10)
+		if s.CPU == topology.ARMCPU && s.Arch.SM() >= 100 {
+			chunk *= 2
+		}
+	case s.NVLinks > 0:
+		chunk = cmp.Or(o.P2PNVLChunk, 512<<10)
+	default:
+		chunk = cmp.Or(o.P2PPCIChunk, 128<<10)
 	}
-	return 128 << 10
+	return min(chunk, int64(o.simpleStep()))
 }
 
 // p2pSplit is how NCCL moves one send (or receive) of bytes: on how many
@@ -120,7 +134,7 @@ func p2pSplit(s System, bytes int64, o Options) (channels int, ll bool) {
 	if bytes <= 0 {
 		return 1, true
 	}
-	step := p2pChunk(s)
+	step := p2pChunk(s, o)
 	llFirst := v >= V2_23 && v <= V2_28
 	if llFirst {
 		ll = bytes <= int64(perPeer)*p2pLLThreshold
@@ -208,7 +222,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	w.Rate = rate * 1e9 * orOne(m.Bandwidth[p])
 	// A p2p connection's buffer is NCCL_STEPS p2p chunks (LL's lines
 	// for LL).
-	step := p2pChunk(s)
+	step := p2pChunk(s, o)
 	if p == ll {
 		step = llChunk
 	}

@@ -97,6 +97,32 @@ func checkP2PSplit(t *testing.T, topo string, o nccl.Options, bytes int64, want 
 	}
 }
 
+// TestP2PChunkSetsTheSplit: the p2p chunk sets a part's bounds (on one
+// node at most 32 chunks, across nodes one), so NCCL_P2P_*_CHUNKSIZE
+// changes how many channels a send takes; NCCL keeps the chunk within a
+// Simple step (NCCL_BUFFSIZE / 8), and doubles the network's on Arm hosts
+// with Blackwell GPUs (GB200 trays).
+func TestP2PChunkSetsTheSplit(t *testing.T) {
+	for _, tc := range []struct {
+		topo  string
+		o     nccl.Options
+		bytes int64
+		want  int
+	}{
+		{"hgx-b200", nccl.Options{}, 64 << 20, 4},                        // 16 MiB parts of 32 × 512 KiB
+		{"hgx-b200", nccl.Options{P2PNVLChunk: 128 << 10}, 64 << 20, 16}, // 4 MiB parts at most
+		{"hgx-b200", nccl.Options{BuffSize: 1 << 20}, 64 << 20, 16},      // a 128 KiB step caps the chunk
+		{"hgx-b200", nccl.Options{P2PNVLChunk: 1 << 20}, 64 << 20, 4},    // capped at the 512 KiB step
+		{"hgx-b200", nccl.Options{P2PPCIChunk: 128 << 10}, 64 << 20, 4},  // not a PCIe node
+		{"dgx-b200x2", nccl.Options{}, 256 << 10, 2},                     // 128 KiB parts at most
+		{"dgx-b200x2", nccl.Options{P2PNetChunk: 256 << 10}, 256 << 10, 1},
+		{"dgx-b200x2,cpu=arm", nccl.Options{}, 256 << 10, 1},
+		{"dgx-h100x2,cpu=arm", nccl.Options{}, 256 << 10, 2}, // Hopper: not doubled
+	} {
+		checkP2PSplit(t, tc.topo, tc.o, tc.bytes, tc.want, ops.ProtoSimple)
+	}
+}
+
 // TestP2PProtocolByVersion: NCCL 2.23 to 2.28 choose LL first, while a
 // send carries at most 16 KiB for each of the 32 channels a peer may get
 // on 8 B200s, and split it by LL's 64 KiB step (8 KiB pieces, at most 4

@@ -37,6 +37,18 @@ type Options struct {
 	// peer across the network, as NCCL_NCHANNELS_PER_NET_PEER sets them;
 	// 0 is NCCL's default for the release (see p2pChannels).
 	NetPeerChannels int
+	// P2PNetChunk, P2PNVLChunk and P2PPCIChunk are the bytes of a
+	// point-to-point chunk across nodes, on one node joined by NVLink,
+	// and on one joined by PCIe, as NCCL_P2P_NET_CHUNKSIZE,
+	// NCCL_P2P_NVL_CHUNKSIZE and NCCL_P2P_PCI_CHUNKSIZE set them; 0 is
+	// NCCL's default (128 KiB, 512 KiB, 128 KiB).
+	P2PNetChunk, P2PNVLChunk, P2PPCIChunk int64
+	// NoNVLS and NoCollNet leave NVLS (and NVLS tree) and CollNet out, as
+	// NCCL_NVLS_ENABLE=0 and NCCL_COLLNET_ENABLE=0 do (NVLS across nodes
+	// needs CollNet). commsim runs CollNet wherever the network's
+	// switches reduce, as NCCL does with NCCL_COLLNET_ENABLE=1 and a
+	// SHARP plugin; NCCL's own default is off.
+	NoNVLS, NoCollNet bool
 }
 
 // Bounds on Options.BuffSize: a step of at least 4 KiB, and a buffer no
@@ -46,10 +58,21 @@ const (
 	MaxBuffSize = 1 << 30
 )
 
+// minP2PChunk bounds a point-to-point chunk from below, as a Simple step.
+const minP2PChunk = 4 << 10
+
 // check refuses options NCCL would not run with.
 func (o Options) check() error {
 	if o.BuffSize != 0 && (o.BuffSize < MinBuffSize || o.BuffSize > MaxBuffSize) {
 		return fmt.Errorf("nccl: a buffer (NCCL_BUFFSIZE) of %d bytes: want %d to %d", o.BuffSize, MinBuffSize, MaxBuffSize)
+	}
+	for _, c := range [...]struct {
+		name  string
+		bytes int64
+	}{{"NCCL_P2P_NET_CHUNKSIZE", o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", o.P2PPCIChunk}} {
+		if c.bytes != 0 && (c.bytes < minP2PChunk || c.bytes > MaxBuffSize/ncclSteps) {
+			return fmt.Errorf("nccl: a point-to-point chunk (%s) of %d bytes: want %d to %d", c.name, c.bytes, minP2PChunk, MaxBuffSize/ncclSteps)
+		}
 	}
 	if o.NetPeerChannels < 0 || o.NetPeerChannels > maxChannels {
 		return fmt.Errorf("nccl: %d channels a network peer (NCCL_NCHANNELS_PER_NET_PEER): want 1 to %d", o.NetPeerChannels, maxChannels)
@@ -285,17 +308,21 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 	switch a {
 	case NVLS, NVLSTree:
 		switch {
+		case o.NoNVLS:
+			return "NVLS is disabled (NCCL_NVLS_ENABLE=0)"
 		case p != simple:
 			return "NVLS runs Simple only"
 		case !s.NVLSCapable:
 			return "the NVSwitch does not reduce (no NVLS)"
 		case a == NVLSTree && s.Nodes == 1:
 			return "NVLS tree needs several nodes"
-		case a == NVLS && s.Nodes > 1 && !s.SHARP:
+		case a == NVLS && s.Nodes > 1 && (!s.SHARP || o.NoCollNet):
 			return "NVLS across nodes needs CollNet (SHARP)"
 		}
 	case CollNetDirect, CollNetChain:
 		switch {
+		case o.NoCollNet:
+			return "CollNet is disabled (NCCL_COLLNET_ENABLE=0)"
 		case p != simple:
 			return "CollNet runs Simple only"
 		case !s.SHARP:

@@ -2,8 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
 )
 
 // --algo nccl runs what NCCL's tuner picks per size and says so in the
@@ -74,7 +80,7 @@ func TestBenchRunsCollNetOnNodesOfSeveralGPUs(t *testing.T) {
 }
 
 // NCCL_ALGO, NCCL_PROTO, channels and version have flags that change the
-// choice.
+// choice; --nccl-env sets NCCL's variables by name.
 func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -87,6 +93,9 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "ring"}, "  ring/LL/1ch\n"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "tree"}, "  tree/LL/1ch\n"},
 		{[]string{"--op", "alltoall"}, "  p2p/LL/1ch\n"},
+		{[]string{"--nccl-env", "NCCL_ALGO=ring,tree", "--nccl-env", "NCCL_PROTO=^LL", "-b", "1GiB", "-e", "1GiB"}, "  ring/Simple/24ch\n"},
+		{[]string{"--nccl-env", "NCCL_NVLS_ENABLE=0", "-b", "1GiB", "-e", "1GiB"}, "  ring/Simple/24ch\n"},
+		{[]string{"--nccl-env", "NCCL_NVLS_ENABLE=1", "-b", "1GiB", "-e", "1GiB"}, "  nvls/Simple/16ch\n"},
 	} {
 		args := append([]string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "64", "-e", "64", "--timing-only"}, tc.args...)
 		status, out, errOut := commsim(args...)
@@ -140,6 +149,12 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
 		{[]string{"--nccl-channels", "-1"}, "--nccl-channels"},
 		{[]string{"--nccl-net-peer-channels", "65"}, "--nccl-net-peer-channels 65: want 0 (NCCL's default) to 64"},
+		{[]string{"--nccl-env", "NCCL_IB_HCA=mlx5"}, "--nccl-env: NCCL_IB_HCA: not reproduced"},
+		{[]string{"--nccl-env", "NCCL_NVLS_ENABLE"}, `--nccl-env "NCCL_NVLS_ENABLE": want NAME=VALUE`},
+		{[]string{"--nccl-env", "NCCL_NVLS_ENABLE=0", "--nccl-env", "NCCL_NVLS_ENABLE=1"}, "--nccl-env: NCCL_NVLS_ENABLE given twice"},
+		{[]string{"--nccl-env", "NCCL_BUFFSIZE=8388608", "--nccl-buffsize", "8MiB"}, "--nccl-buffsize and --nccl-env NCCL_BUFFSIZE both set it"},
+		{[]string{"--nccl-env", "NCCL_MAX_NCHANNELS=4", "--nccl-env", "NCCL_MIN_NCHANNELS=4", "--nccl-channels", "4"}, "--nccl-channels and --nccl-env NCCL_MIN_NCHANNELS both set it"},
+		{[]string{"--nccl-env", "NCCL_COLLNET_ENABLE=2"}, "--nccl-env: NCCL_COLLNET_ENABLE=2: want 0 or 1"},
 		{[]string{"--nccl-buffsize", "1KiB"}, "--nccl-buffsize 1KiB: want 32KiB to 1GiB"},
 		{[]string{"--nccl-buffsize", "lots"}, "--nccl-buffsize"},
 		{[]string{"--op", "gather"}, "--algo nccl plans"},
@@ -176,5 +191,34 @@ func TestBenchNCCLRefusals(t *testing.T) {
 	status, _, errOut = commsim("bench", "--topo", "dgx-h100", "--nccl-proto", "LL", "-e", "8")
 	if status != 2 || !strings.Contains(errOut, "go with --algo nccl") {
 		t.Errorf("--nccl-proto without --algo nccl: status %d, %q", status, errOut)
+	}
+}
+
+// The flags optionFlags writes (calibrate's command to predict with a
+// fit) set the environment they were written from again.
+func TestOptionFlagsRepeatTheEnvironment(t *testing.T) {
+	for _, o := range []nccl.Options{
+		{},
+		{Version: nccl.V2_27, Algos: []nccl.Algo{nccl.Ring, nccl.CollNetDirect}, Protos: []ops.Protocol{ops.ProtoLL, ops.ProtoSimple}},
+		{Channels: 8, BuffSize: 8 << 20, NetPeerChannels: 2},
+		{P2PNetChunk: 512 << 10, P2PNVLChunk: 256 << 10, P2PPCIChunk: 64 << 10, NoNVLS: true, NoCollNet: true},
+	} {
+		var f ncclFlags
+		fl := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f.register(fl)
+		line := optionFlags(o)
+		if err := fl.Parse(strings.Fields(line)); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got, err := f.options()
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if o.Version == 0 {
+			o.Version = nccl.V2_30
+		}
+		if !reflect.DeepEqual(got, o) {
+			t.Errorf("%q sets %+v, want %+v", line, got, o)
+		}
 	}
 }

@@ -24,6 +24,9 @@ const algoNCCL = "nccl"
 type ncclFlags struct {
 	version, algos, protos, machine, buffsize string
 	channels, netPeerChannels                 int
+	// env is NCCL's environment as NAME=VALUE pairs (nccl.FromEnv), for
+	// the variables no flag of their own sets.
+	env []string
 	// shipped, when set, is the environment of a shipped log's run
 	// (fidelity's mapping file), taken when no flag sets one.
 	shipped *nccl.Options
@@ -36,19 +39,20 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels of ring and tree, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; 0 lets the model choose")
 	fl.IntVar(&f.netPeerChannels, "nccl-net-peer-channels", 0, "with --algo nccl: the channels all-to-all and sendrecv give a peer across the network, as NCCL_NCHANNELS_PER_NET_PEER; 0 is NCCL's default")
 	fl.StringVar(&f.buffsize, "nccl-buffsize", "", "with --algo nccl: the bytes of each connection's Simple buffer, as NCCL_BUFFSIZE (e.g. 8388608 or 8MiB); default NCCL's 4MiB")
+	fl.StringArrayVar(&f.env, "nccl-env", nil, "with --algo nccl: an NCCL environment variable, NAME=VALUE, as NCCL reads it; repeat for more. commsim follows "+strings.Join(nccl.EnvVars, ", "))
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
 		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate)")
 }
 
 // set reports whether any NCCL flag differs from its default.
 func (f *ncclFlags) set() bool {
-	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != "" || f.buffsize != "" || f.netPeerChannels != 0
+	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != "" || f.buffsize != "" || f.netPeerChannels != 0 || len(f.env) > 0
 }
 
 // aloneError is the usage error for NCCL flags given without nccl to
 // go with (where: "--algo nccl", or "nccl among --algos").
 func (f *ncclFlags) aloneError(where string) error {
-	return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels, --nccl-net-peer-channels, --nccl-buffsize and --nccl-machine go with %s", where)
+	return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels, --nccl-net-peer-channels, --nccl-buffsize, --nccl-env and --nccl-machine go with %s", where)
 }
 
 // machineFactors reads --nccl-machine: NCCL's machine, and the scale of
@@ -92,22 +96,39 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 
 // options reads the flags; each failure is a usage error.
 func (f *ncclFlags) options() (nccl.Options, error) {
-	var o nccl.Options
 	if f.shipped != nil && !f.set() {
 		return *f.shipped, nil
 	}
-	var err error
+	o, env, err := f.envOptions()
+	if err != nil {
+		return o, err
+	}
+	// twice refuses a flag set along with the variable it stands for.
+	twice := func(flag string, names ...string) error {
+		for _, name := range names {
+			if _, ok := env[name]; ok {
+				return usagef("%s and --nccl-env %s both set it: give one", flag, name)
+			}
+		}
+		return nil
+	}
 	if f.version != "" {
 		if o.Version, err = nccl.ParseVersion(f.version); err != nil {
 			return o, usagef("--nccl-version: %v", err)
 		}
 	}
 	if strings.TrimSpace(f.algos) != "" {
+		if err := twice("--nccl-algo", "NCCL_ALGO"); err != nil {
+			return o, err
+		}
 		if o.Algos, err = nccl.ParseAlgos(f.algos); err != nil {
 			return o, usagef("--nccl-algo %s: %v", f.algos, err)
 		}
 	}
 	if strings.TrimSpace(f.protos) != "" {
+		if err := twice("--nccl-proto", "NCCL_PROTO"); err != nil {
+			return o, err
+		}
 		if o.Protos, err = nccl.ParseProtos(f.protos); err != nil {
 			return o, usagef("--nccl-proto %s: %v", f.protos, err)
 		}
@@ -115,12 +136,25 @@ func (f *ncclFlags) options() (nccl.Options, error) {
 	if f.channels < 0 || f.channels > 64 {
 		return o, usagef("--nccl-channels %d: want 0 (the model's choice) to 64", f.channels)
 	}
-	o.Channels = f.channels
+	if f.channels > 0 {
+		if err := twice("--nccl-channels", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"); err != nil {
+			return o, err
+		}
+		o.Channels = f.channels
+	}
 	if f.netPeerChannels < 0 || f.netPeerChannels > 64 {
 		return o, usagef("--nccl-net-peer-channels %d: want 0 (NCCL's default) to 64", f.netPeerChannels)
 	}
-	o.NetPeerChannels = f.netPeerChannels
+	if f.netPeerChannels > 0 {
+		if err := twice("--nccl-net-peer-channels", "NCCL_NCHANNELS_PER_NET_PEER"); err != nil {
+			return o, err
+		}
+		o.NetPeerChannels = f.netPeerChannels
+	}
 	if f.buffsize != "" {
+		if err := twice("--nccl-buffsize", "NCCL_BUFFSIZE"); err != nil {
+			return o, err
+		}
 		b, err := parseBytes(f.buffsize)
 		if err != nil {
 			return o, usagef("--nccl-buffsize: %v", err)
@@ -131,6 +165,27 @@ func (f *ncclFlags) options() (nccl.Options, error) {
 		o.BuffSize = b
 	}
 	return o, nil
+}
+
+// envOptions reads --nccl-env: the options it sets, and the variables.
+func (f *ncclFlags) envOptions() (nccl.Options, map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range f.env {
+		name, value, ok := strings.Cut(kv, "=")
+		name = strings.TrimSpace(name)
+		switch _, seen := env[name]; {
+		case !ok || name == "":
+			return nccl.Options{}, nil, usagef("--nccl-env %q: want NAME=VALUE, e.g. NCCL_NVLS_ENABLE=0", kv)
+		case seen:
+			return nccl.Options{}, nil, usagef("--nccl-env: %s given twice", name)
+		}
+		env[name] = value
+	}
+	o, err := nccl.FromEnv(env)
+	if err != nil {
+		return o, nil, usagef("--nccl-env: %v", strings.TrimPrefix(err.Error(), "nccl: "))
+	}
+	return o, env, nil
 }
 
 // useNCCL readies the sweep for --algo nccl: NCCL's tuner on its fabric,
@@ -202,6 +257,20 @@ func optionFlags(o nccl.Options) string {
 	}
 	if o.BuffSize > 0 {
 		out = append(out, "--nccl-buffsize "+strconv.FormatInt(o.BuffSize, 10))
+	}
+	for _, c := range [...]struct {
+		name  string
+		bytes int64
+	}{{"NCCL_P2P_NET_CHUNKSIZE", o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", o.P2PPCIChunk}} {
+		if c.bytes > 0 {
+			out = append(out, "--nccl-env "+c.name+"="+strconv.FormatInt(c.bytes, 10))
+		}
+	}
+	if o.NoNVLS {
+		out = append(out, "--nccl-env NCCL_NVLS_ENABLE=0")
+	}
+	if o.NoCollNet {
+		out = append(out, "--nccl-env NCCL_COLLNET_ENABLE=0")
 	}
 	return strings.Join(out, " ")
 }
