@@ -35,12 +35,12 @@ func FromEnv(env map[string]string) (Options, error) {
 	}
 	var err error
 	if v, ok := env["NCCL_ALGO"]; ok {
-		if o.Algos, err = ParseAlgos(v); err != nil {
+		if o.Algos, o.OpAlgos, err = ParseAlgos(v); err != nil {
 			return o, fmt.Errorf("nccl: NCCL_ALGO=%s: %w", v, err)
 		}
 	}
 	if v, ok := env["NCCL_PROTO"]; ok {
-		if o.Protos, err = ParseProtos(v); err != nil {
+		if o.Protos, o.OpProtos, err = ParseProtos(v); err != nil {
 			return o, fmt.Errorf("nccl: NCCL_PROTO=%s: %w", v, err)
 		}
 	}
@@ -87,20 +87,64 @@ func FromEnv(env map[string]string) (Options, error) {
 	return o, o.check()
 }
 
-// ParseAlgos reads a list of algorithms as NCCL_ALGO spells it:
-// "ring,tree", or "^nvls" for all but NVLS.
-func ParseAlgos(s string) ([]Algo, error) {
+// ParseAlgos reads algorithms as NCCL_ALGO spells them (tuning.cc,
+// parseList): a list for every collective, "ring,tree", or "^nvls" for
+// all but NVLS; then, separated by ";", entries such as "allreduce:tree"
+// that replace it for one collective (broadcast, reduce, allgather,
+// reducescatter or allreduce). A list for every collective may be left
+// out; the per-collective lists are nil where none is given.
+func ParseAlgos(s string) ([]Algo, map[ops.Op][]Algo, error) {
 	all := make([]Algo, numAlgos)
 	for a := range all {
 		all[a] = Algo(a)
 	}
-	return parseEnvList(s, ParseAlgo, all)
+	return parseEnvMap(s, ParseAlgo, all)
 }
 
-// ParseProtos reads a list of protocols as NCCL_PROTO spells it:
-// "LL,Simple", or "^LL128" for all but LL128.
-func ParseProtos(s string) ([]ops.Protocol, error) {
-	return parseEnvList(s, ops.ParseProtocol, protocols[:])
+// ParseProtos reads protocols as NCCL_PROTO spells them: "LL,Simple",
+// "^LL128" for all but LL128, and per collective as ParseAlgos reads.
+func ParseProtos(s string) ([]ops.Protocol, map[ops.Op][]ops.Protocol, error) {
+	return parseEnvMap(s, ops.ParseProtocol, protocols[:])
+}
+
+// tunedOps are the collectives NCCL's lists name, in NCCL's order.
+var tunedOps = []ops.Op{ops.Broadcast, ops.Reduce, ops.AllGather, ops.ReduceScatter, ops.AllReduce}
+
+// parseEnvMap reads NCCL's list syntax: an optional list for every
+// collective first, then ";"-separated "collective:list" entries.
+func parseEnvMap[T comparable](s string, parse func(string) (T, error), all []T) ([]T, map[ops.Op][]T, error) {
+	var every []T
+	var perOp map[ops.Op][]T
+	for i, entry := range strings.Split(s, ";") {
+		if strings.TrimSpace(entry) == "" && (i > 0 || strings.Contains(s, ";")) {
+			continue
+		}
+		name, list, named := strings.Cut(entry, ":")
+		if !named {
+			if i > 0 {
+				return nil, nil, fmt.Errorf("%q: every entry but the first names its collective (allreduce:...)", entry)
+			}
+			l, err := parseEnvList(entry, parse, all)
+			if err != nil {
+				return nil, nil, err
+			}
+			every = l
+			continue
+		}
+		k := slices.IndexFunc(tunedOps, func(op ops.Op) bool { return strings.EqualFold(strings.TrimSpace(name), op.String()) })
+		if k < 0 {
+			return nil, nil, fmt.Errorf("unknown collective %q (want broadcast, reduce, allgather, reducescatter or allreduce)", strings.TrimSpace(name))
+		}
+		l, err := parseEnvList(list, parse, all)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", tunedOps[k], err)
+		}
+		if perOp == nil {
+			perOp = map[ops.Op][]T{}
+		}
+		perOp[tunedOps[k]] = l
+	}
+	return every, perOp, nil
 }
 
 // parseEnvList reads a comma-separated list of names, or after a leading

@@ -26,6 +26,12 @@ func TestFromEnvReadsWhatNCCLReads(t *testing.T) {
 			nccl.Options{P2PNetChunk: 512 << 10, P2PNVLChunk: 256 << 10, P2PPCIChunk: 64 << 10}},
 		{map[string]string{"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}, nccl.Options{NoNVLS: true, NoCollNet: true}},
 		{map[string]string{"NCCL_NVLS_ENABLE": "2", "NCCL_COLLNET_ENABLE": "1"}, nccl.Options{}},
+		{map[string]string{"NCCL_PROTO": "^LL128;allreduce:LL128"}, nccl.Options{
+			Protos: []ops.Protocol{ops.ProtoLL, ops.ProtoSimple}, OpProtos: map[ops.Op][]ops.Protocol{ops.AllReduce: {ops.ProtoLL128}}}},
+		{map[string]string{"NCCL_ALGO": "ring,collnetdirect;AllReduce:tree,collnet_direct;broadcast:ring;"}, nccl.Options{
+			Algos: []nccl.Algo{nccl.Ring, nccl.CollNetDirect}, OpAlgos: map[ops.Op][]nccl.Algo{ops.AllReduce: {nccl.Tree, nccl.CollNetDirect}, ops.Broadcast: {nccl.Ring}}}},
+		{map[string]string{"NCCL_ALGO": "allgather:^pat"}, nccl.Options{
+			OpAlgos: map[ops.Op][]nccl.Algo{ops.AllGather: {nccl.Tree, nccl.Ring, nccl.CollNetDirect, nccl.CollNetChain, nccl.NVLS, nccl.NVLSTree}}}},
 	} {
 		got, err := nccl.FromEnv(tc.env)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -55,10 +61,40 @@ func TestFromEnvRefusesWhatItWouldNotFollow(t *testing.T) {
 		{map[string]string{"NCCL_P2P_NVL_CHUNKSIZE": "1024"}, "(NCCL_P2P_NVL_CHUNKSIZE) of 1024 bytes: want 4096 to"},
 		{map[string]string{"NCCL_NVLS_ENABLE": "3"}, "NCCL_NVLS_ENABLE=3: want 0, 1 or 2"},
 		{map[string]string{"NCCL_COLLNET_ENABLE": "yes"}, "NCCL_COLLNET_ENABLE=yes: want 0 or 1"},
+		{map[string]string{"NCCL_ALGO": "allreduce:tree;ring"}, `"ring": every entry but the first names its collective`},
+		{map[string]string{"NCCL_ALGO": "alltoall:ring"}, `unknown collective "alltoall"`},
+		{map[string]string{"NCCL_PROTO": "allreduce:LL256"}, `allreduce: ops: unknown protocol "LL256"`},
 	} {
 		_, err := nccl.FromEnv(tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("FromEnv(%v): %v; want an error saying %q", tc.env, err, tc.want)
 		}
+	}
+}
+
+// A collective's own entry in NCCL_ALGO or NCCL_PROTO replaces the list
+// for every collective, for it alone.
+func TestPerCollectiveListsChooseForTheirCollective(t *testing.T) {
+	o, err := nccl.FromEnv(map[string]string{"NCCL_ALGO": "tree;allgather:ring;broadcast:ring", "NCCL_PROTO": "^LL;allgather:LL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := describe(t, "dgx-h100")
+	for _, tc := range []struct {
+		op    ops.Op
+		algo  nccl.Algo
+		proto ops.Protocol
+	}{
+		{ops.AllReduce, nccl.Tree, ops.ProtoSimple},
+		{ops.AllGather, nccl.Ring, ops.ProtoLL},
+		{ops.Broadcast, nccl.Ring, ops.ProtoSimple},
+	} {
+		c, err := nccl.Tune(s, tc.op, 1<<30, o)
+		if err != nil || c.Algo != tc.algo || c.Protocol != tc.proto {
+			t.Errorf("%s: %v, %v; want %v/%v", tc.op, c.Estimate, err, tc.algo, tc.proto)
+		}
+	}
+	if c, err := nccl.Tune(s, ops.ReduceScatter, 1<<30, o); err == nil {
+		t.Errorf("reduce-scatter runs no tree, yet NCCL_ALGO=tree chose %v", c.Estimate)
 	}
 }

@@ -36,11 +36,13 @@ func (a Algo) String() string {
 }
 
 // ParseAlgo reads an algorithm name as NCCL_ALGO spells it, in any case
-// ("ring", "tree", "nvls", "nvlstree", "collnet_direct", "pat", …).
+// ("ring", "tree", "nvls", "nvlstree", "CollNetDirect", "pat", …), or
+// as commsim does ("collnet-direct", "collnet_direct").
 func ParseAlgo(s string) (Algo, error) {
-	t := strings.ReplaceAll(strings.ToLower(s), "_", "-")
+	bare := strings.NewReplacer("_", "", "-", "")
+	t := bare.Replace(strings.ToLower(strings.TrimSpace(s)))
 	for a := range numAlgos {
-		if t == algoNames[a] {
+		if t == bare.Replace(algoNames[a]) {
 			return a, nil
 		}
 	}

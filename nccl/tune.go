@@ -16,9 +16,12 @@ type Options struct {
 	// Version selects the constants (0: 2.30).
 	Version Version
 	// Algos and Protos restrict the choice, as NCCL_ALGO and NCCL_PROTO
-	// do; nil allows all.
-	Algos  []Algo
-	Protos []ops.Protocol
+	// do; nil allows all. OpAlgos and OpProtos replace them for the
+	// collectives they name, as NCCL's "allreduce:tree" entries do.
+	Algos    []Algo
+	Protos   []ops.Protocol
+	OpAlgos  map[ops.Op][]Algo
+	OpProtos map[ops.Op][]ops.Protocol
 	// Channels forces the channel count of ring and tree, as
 	// NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS set to one value do; 0
 	// lets the model choose.
@@ -279,10 +282,17 @@ const (
 
 // enabled says why NCCL would not run a with protocol p for op, or "".
 func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
+	algos, protos := o.Algos, o.Protos
+	if l, ok := o.OpAlgos[op]; ok {
+		algos = l
+	}
+	if l, ok := o.OpProtos[op]; ok {
+		protos = l
+	}
 	switch {
-	case o.Algos != nil && !slices.Contains(o.Algos, a):
+	case algos != nil && !slices.Contains(algos, a):
 		return notAllowed
-	case o.Protos != nil && !slices.Contains(o.Protos, protocols[p]):
+	case protos != nil && !slices.Contains(protos, protocols[p]):
 		return protoNotAllowed
 	}
 	switch op {

@@ -202,12 +202,14 @@ func TestOptionFlagsRepeatTheEnvironment(t *testing.T) {
 		{Version: nccl.V2_27, Algos: []nccl.Algo{nccl.Ring, nccl.CollNetDirect}, Protos: []ops.Protocol{ops.ProtoLL, ops.ProtoSimple}},
 		{Channels: 8, BuffSize: 8 << 20, NetPeerChannels: 2},
 		{P2PNetChunk: 512 << 10, P2PNVLChunk: 256 << 10, P2PPCIChunk: 64 << 10, NoNVLS: true, NoCollNet: true},
+		{OpAlgos: map[ops.Op][]nccl.Algo{ops.AllReduce: {nccl.Tree}}, Protos: []ops.Protocol{ops.ProtoSimple},
+			OpProtos: map[ops.Op][]ops.Protocol{ops.AllGather: {ops.ProtoLL}, ops.Broadcast: {ops.ProtoLL128, ops.ProtoSimple}}},
 	} {
 		var f ncclFlags
 		fl := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		f.register(fl)
 		line := optionFlags(o)
-		if err := fl.Parse(strings.Fields(line)); err != nil {
+		if err := fl.Parse(shellWords(line)); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
 		got, err := f.options()
@@ -221,4 +223,18 @@ func TestOptionFlagsRepeatTheEnvironment(t *testing.T) {
 			t.Errorf("%q sets %+v, want %+v", line, got, o)
 		}
 	}
+}
+
+// shellWords splits a command line as a shell would one whose only
+// quotes are single.
+func shellWords(line string) []string {
+	var words []string
+	for i, part := range strings.Split(line, "'") {
+		if i%2 == 1 {
+			words = append(words, part)
+			continue
+		}
+		words = append(words, strings.Fields(part)...)
+	}
+	return words
 }

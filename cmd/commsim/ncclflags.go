@@ -34,8 +34,8 @@ type ncclFlags struct {
 
 func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.version, "nccl-version", "2.30", "with --algo nccl: the NCCL release whose tuning constants to use (2.18 … 2.30), for older logs")
-	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat; ^ first for all but those); default all")
-	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple; ^ first for all but those); default all")
+	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat; ^ first for all but those; then ;-separated entries such as allreduce:tree for one collective); default all")
+	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple; ^ first for all but those; then ;-separated entries such as allreduce:LL128 for one collective); default all")
 	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels of ring and tree, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; 0 lets the model choose")
 	fl.IntVar(&f.netPeerChannels, "nccl-net-peer-channels", 0, "with --algo nccl: the channels all-to-all and sendrecv give a peer across the network, as NCCL_NCHANNELS_PER_NET_PEER; 0 is NCCL's default")
 	fl.StringVar(&f.buffsize, "nccl-buffsize", "", "with --algo nccl: the bytes of each connection's Simple buffer, as NCCL_BUFFSIZE (e.g. 8388608 or 8MiB); default NCCL's 4MiB")
@@ -121,7 +121,7 @@ func (f *ncclFlags) options() (nccl.Options, error) {
 		if err := twice("--nccl-algo", "NCCL_ALGO"); err != nil {
 			return o, err
 		}
-		if o.Algos, err = nccl.ParseAlgos(f.algos); err != nil {
+		if o.Algos, o.OpAlgos, err = nccl.ParseAlgos(f.algos); err != nil {
 			return o, usagef("--nccl-algo %s: %v", f.algos, err)
 		}
 	}
@@ -129,7 +129,7 @@ func (f *ncclFlags) options() (nccl.Options, error) {
 		if err := twice("--nccl-proto", "NCCL_PROTO"); err != nil {
 			return o, err
 		}
-		if o.Protos, err = nccl.ParseProtos(f.protos); err != nil {
+		if o.Protos, o.OpProtos, err = nccl.ParseProtos(f.protos); err != nil {
 			return o, usagef("--nccl-proto %s: %v", f.protos, err)
 		}
 	}
@@ -235,19 +235,12 @@ func optionFlags(o nccl.Options) string {
 	if o.Version != 0 && o.Version != nccl.V2_30 {
 		out = append(out, "--nccl-version "+o.Version.String())
 	}
-	if len(o.Algos) > 0 {
-		names := make([]string, len(o.Algos))
-		for i, a := range o.Algos {
-			names[i] = strings.ReplaceAll(a.String(), "-", "_")
-		}
-		out = append(out, "--nccl-algo "+strings.Join(names, ","))
+	algo := func(a nccl.Algo) string { return strings.ReplaceAll(a.String(), "-", "_") }
+	if l := envList(o.Algos, o.OpAlgos, algo); l != "" {
+		out = append(out, "--nccl-algo "+l)
 	}
-	if len(o.Protos) > 0 {
-		names := make([]string, len(o.Protos))
-		for i, p := range o.Protos {
-			names[i] = p.String()
-		}
-		out = append(out, "--nccl-proto "+strings.Join(names, ","))
+	if l := envList(o.Protos, o.OpProtos, ops.Protocol.String); l != "" {
+		out = append(out, "--nccl-proto "+l)
 	}
 	if o.Channels > 0 {
 		out = append(out, "--nccl-channels "+strconv.Itoa(o.Channels))
@@ -273,6 +266,32 @@ func optionFlags(o nccl.Options) string {
 		out = append(out, "--nccl-env NCCL_COLLNET_ENABLE=0")
 	}
 	return strings.Join(out, " ")
+}
+
+// envList writes a list for every collective and lists per collective
+// as NCCL_ALGO and NCCL_PROTO spell them, quoted for a shell when it has
+// several entries: "" when there is none.
+func envList[T any](every []T, perOp map[ops.Op][]T, name func(T) string) string {
+	join := func(l []T) string {
+		names := make([]string, len(l))
+		for i, v := range l {
+			names[i] = name(v)
+		}
+		return strings.Join(names, ",")
+	}
+	var entries []string
+	if every != nil {
+		entries = append(entries, join(every))
+	}
+	for _, op := range nccl.Ops() { // in a fixed order
+		if l, ok := perOp[op]; ok {
+			entries = append(entries, op.String()+":"+join(l))
+		}
+	}
+	if len(entries) > 1 || len(perOp) > 0 {
+		return "'" + strings.Join(entries, ";") + "'"
+	}
+	return strings.Join(entries, ";")
 }
 
 // splitList splits a comma-separated list, dropping blanks around names.
