@@ -68,14 +68,16 @@ func protoIndex(p ops.Protocol) (int, bool) {
 	return 0, false
 }
 
-// Version is an NCCL release whose constants the model takes: 2.18,
-// 2.21, 2.23, 2.27, 2.28 or 2.30 (2.29 and later share 2.30's; 2.28 has
-// 2.30's tuning but not NVLSTree's tree correction on Blackwell, and
-// splits point-to-point operations, and gives a peer across the network
-// its channels, as 2.23 to 2.27 do).
+// Version is an NCCL release, 2.18 to 2.30, as 200 + its minor number.
+// The model has the constants of the releases NCCL-MODEL.md §10 reads
+// (2.18, 2.21, 2.23, 2.27, 2.28 and 2.30); a release between them takes
+// the constants of the last before it, and the behaviours read from a
+// release's source by release (2.28 has 2.30's tuning but not NVLSTree's
+// tree correction on Blackwell, and splits point-to-point operations,
+// and gives a peer across the network its channels, as 2.23 to 2.27 do).
 type Version int
 
-// The versions with constants of their own (NCCL-MODEL.md §10).
+// The releases whose constants the model has (NCCL-MODEL.md §10).
 const (
 	V2_18 Version = 218
 	V2_21 Version = 221
@@ -85,27 +87,17 @@ const (
 	V2_30 Version = 230
 )
 
-// ParseVersion reads "2.30", "2.27.3", "2.18" and so on.
+// ParseVersion reads "2.30", "2.27.3", "2.18" and so on; a release past
+// 2.30 takes 2.30's constants.
 func ParseVersion(s string) (Version, error) {
 	var major, minor int
 	if _, err := fmt.Sscanf(s, "%d.%d", &major, &minor); err != nil || major != 2 {
 		return 0, fmt.Errorf("nccl: version %q: want 2.N (2.18 to 2.30)", s)
 	}
-	switch {
-	case minor >= 29:
-		return V2_30, nil
-	case minor >= 28:
-		return V2_28, nil
-	case minor >= 27:
-		return V2_27, nil
-	case minor >= 23:
-		return V2_23, nil
-	case minor >= 21:
-		return V2_21, nil
-	case minor >= 18:
-		return V2_18, nil
+	if minor < 18 {
+		return 0, fmt.Errorf("nccl: version %q is older than 2.18, whose constants the model does not have", s)
 	}
-	return 0, fmt.Errorf("nccl: version %q is older than 2.18, whose constants the model does not have", s)
+	return min(V2_30, Version(200+minor)), nil
 }
 
 func (v Version) String() string { return fmt.Sprintf("2.%d", int(v)-200) }
@@ -299,16 +291,37 @@ func dupChannels(a topology.Arch, channels int, speed float64) (int, float64) {
 	return channels, speed
 }
 
-// collChannels is how many channels NCCL's rings and trees run on: twice
-// the search's (connect.cc duplicates every ring and tree after the
-// search: "24 coll channels" on 8 H100s whose search found 12), or what
-// NCCL_MIN/MAX_NCHANNELS set.
-func collChannels(g graph, o Options) int {
+// collChannels is how many channels NCCL's rings and trees run on:
+// twice the ring search's (connect.cc duplicates every ring and tree
+// after the search: "24 coll channels" on 8 H100s whose search found 12),
+// twice that again on Hopper across nodes while under 16 where a ring
+// channel runs over 45 GB/s ("4 compute channels per search channel to
+// reach peak BW on <8 PPN": from 2.25 on Blackwell too, and before 2.20
+// up to 64 channels), or what NCCL_MIN/MAX_NCHANNELS set.
+func collChannels(s System, o Options) int {
 	if o.Channels > 0 {
 		return o.Channels
 	}
-	return min(maxChannels, 2*g.channels)
+	ring := bandwidths(s, Ring, o)
+	n := min(maxChannels, 2*ring.channels)
+	v, sm := o.version(), s.Arch.SM()
+	hopper := sm == 90 || sm > 90 && v >= v2_25
+	room := n < 16
+	if v < v2_20 {
+		room = 2*n <= maxChannels
+	}
+	if s.Nodes > 1 && hopper && ring.intra > 45 && room {
+		n *= 2
+	}
+	return n
 }
+
+// Releases where a behaviour changes between those whose constants the
+// model has.
+const (
+	v2_20 Version = 220
+	v2_25 Version = 225
+)
 
 // nvlsChannels is NVLS's channel count (nvls.cc:155-213).
 func nvlsChannels(a topology.Arch, nodes int) int {

@@ -262,7 +262,7 @@ func TestVersionsKeepTheirConstants(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want nccl.Version
-	}{{"2.30.7", nccl.V2_30}, {"2.29.2", nccl.V2_30}, {"2.28", nccl.V2_28}, {"2.28.3", nccl.V2_28}, {"2.27.3", nccl.V2_27}, {"2.26.6", nccl.V2_23}, {"2.21.5", nccl.V2_21}, {"2.18.3", nccl.V2_18}} {
+	}{{"2.30.7", nccl.V2_30}, {"2.31", nccl.V2_30}, {"2.29.2", 229}, {"2.28", nccl.V2_28}, {"2.28.3", nccl.V2_28}, {"2.27.3", nccl.V2_27}, {"2.26.6", 226}, {"2.21.5", nccl.V2_21}, {"2.18.3", nccl.V2_18}} {
 		if v, err := nccl.ParseVersion(tc.in); err != nil || v != tc.want {
 			t.Errorf("ParseVersion(%q) = %v, %v; want %v", tc.in, v, err, tc.want)
 		}
@@ -349,6 +349,39 @@ func TestTreesRunFasterWithinTwoNodes(t *testing.T) {
 		}
 		if s.Nodes == 2 && tree.AlgBW > ring.AlgBW != tc.treeWins {
 			t.Errorf("%s: tree %v GB/s, ring %v GB/s of algorithm bandwidth: tree faster %v, want %v", tc.fabric, tree.AlgBW, ring.AlgBW, !tc.treeWins, tc.treeWins)
+		}
+	}
+}
+
+// TestFourComputeChannelsPerSearchChannel: across nodes of Hopper GPUs
+// whose ring channels run over 45 GB/s, connect.cc doubles the channels
+// once more while under 16 ("4 compute channels per search channel"):
+// six GPUs and six 400 Gb/s NICs a node find 6 channels of 48 GB/s, so
+// the collectives run on 24; Blackwell joined the rule in 2.25; before
+// 2.20 it doubled up to 64 channels, so 8 H100s a node (16 coll channels
+// of 45 GB/s) are too slow for it either way.
+func TestFourComputeChannelsPerSearchChannel(t *testing.T) {
+	for _, tc := range []struct {
+		topo    string
+		version nccl.Version
+		want    int
+	}{
+		{"cluster:2x6,arch=hopper,bw=450GB/s,nicbw=400Gb/s", nccl.V2_30, 24},
+		{"cluster:2x6,arch=hopper,bw=450GB/s,nicbw=400Gb/s", nccl.V2_18, 24},
+		{"cluster:2x6,arch=blackwell,bw=900GB/s,nicbw=400Gb/s", nccl.V2_30, 24},
+		{"cluster:2x6,arch=blackwell,bw=900GB/s,nicbw=400Gb/s", nccl.V2_23, 12},
+		{"cluster:2x6,arch=hopper,bw=450GB/s,nicbw=200Gb/s", nccl.V2_30, 12},
+		{"cluster:2x8,arch=hopper,bw=900GB/s,nicbw=400Gb/s", nccl.V2_30, 16},
+		{"cluster:2x8,arch=hopper,bw=900GB/s,nicbw=400Gb/s", nccl.V2_18, 32},
+		{"dgx-h100x2", nccl.V2_18, 16},
+		{"dgx-b200x2", nccl.V2_30, 16},
+		{"dgx-b200x2", nccl.V2_18, 16},
+	} {
+		o := nccl.Options{Version: tc.version, Algos: []nccl.Algo{nccl.Ring}, Protos: []ops.Protocol{ops.ProtoSimple}}
+		tu := try(nccl.NewTuner(try(topology.Resolve(tc.topo))(t), o))(t)
+		c, err := tu.Choose(ops.Spec{Op: ops.AllReduce, Ranks: tu.System.Ranks, Count: 1 << 28, DType: hw.F32, Redop: hw.Sum})
+		if err != nil || c.Channels != tc.want {
+			t.Errorf("%s, NCCL %v: %v, %v; want ring on %d channels", tc.topo, tc.version, c.Estimate, err, tc.want)
 		}
 	}
 }

@@ -52,7 +52,7 @@ const (
 // peer gets, and each channel's share of the bandwidth in GB/s.
 func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 	g := bandwidths(s, Ring, Options{})
-	coll := collChannels(g, Options{})
+	coll := collChannels(s, Options{Version: o.Version})
 	total = min(maxChannels, pow2Up(coll))
 	least := maxChannels // the least a peer allows
 	if s.PerNode > 1 {

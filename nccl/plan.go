@@ -206,7 +206,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	}
 	if finite(all) && finite(alone) {
 		if a == Ring || a == Tree {
-			alone *= float64(g.channels) / float64(collChannels(g, o))
+			alone *= float64(g.channels) / float64(collChannels(s, o))
 		}
 		w.Rate = 1e9 * min(alone, all/float64(max(1, spec.Channels)))
 	}

@@ -13,7 +13,8 @@ import (
 
 // Options are NCCL's environment in commsim's terms.
 type Options struct {
-	// Version selects the constants (0: 2.30).
+	// Version is the release whose constants and behaviours to use (0:
+	// 2.30).
 	Version Version
 	// Algos and Protos restrict the choice, as NCCL_ALGO and NCCL_PROTO
 	// do; nil allows all. OpAlgos and OpProtos replace them for the
@@ -66,6 +67,9 @@ const minP2PChunk = 4 << 10
 
 // check refuses options NCCL would not run with.
 func (o Options) check() error {
+	if o.Version != 0 && (o.Version < V2_18 || o.Version > V2_30) {
+		return fmt.Errorf("nccl: version %v: the model has 2.18 to 2.30", o.Version)
+	}
 	if o.BuffSize != 0 && (o.BuffSize < MinBuffSize || o.BuffSize > MaxBuffSize) {
 		return fmt.Errorf("nccl: a buffer (NCCL_BUFFSIZE) of %d bytes: want %d to %d", o.BuffSize, MinBuffSize, MaxBuffSize)
 	}
@@ -221,7 +225,7 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 	}
 	bw := bandwidths(s, a, o)
 	e.Channels = bw.channels
-	coll := collChannels(bw, o)
+	coll := collChannels(s, o)
 	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), coll)
 	e.BusBW = busBandwidth(s, op, a, p, bw, o.version())
 	e.AlgBW = e.BusBW * busToAlg(s, op, a)
@@ -260,7 +264,7 @@ func treeCorrection(s System, op ops.Op, a Algo, p int, bytes int64, v Version) 
 	log := bits.Len64(uint64(bytes>>6)) - 1
 	switch {
 	case a == Tree && log < 23:
-	case a == NVLSTree && log < 24 && v >= V2_30 && s.Arch.SM() >= 100 && s.CPU != topology.ARMCPU:
+	case a == NVLSTree && log < 24 && v > V2_28 && s.Arch.SM() >= 100 && s.CPU != topology.ARMCPU:
 	default:
 		return 1
 	}
@@ -576,7 +580,7 @@ func busBandwidth(s System, op ops.Op, a Algo, p int, g graph, v Version) float6
 // bytes per 16-byte line); 2.18 used 1/4 across nodes for all-reduce and
 // reduce, 1/3 otherwise.
 func llFactor(s System, op ops.Op, v Version) float64 {
-	if v <= V2_18 {
+	if v < V2_21 {
 		if s.Nodes > 1 && (op == ops.AllReduce || op == ops.Reduce) {
 			return 1.0 / 4
 		}
@@ -588,7 +592,7 @@ func llFactor(s System, op ops.Op, v Version) float64 {
 // ll128Factor is Ring LL128's share: 0.92 (120 of 128 bytes), 0.7 before
 // 2.23 with one GPU per node.
 func ll128Factor(s System, v Version) float64 {
-	if v <= V2_21 && s.PerNode < 2 {
+	if v < V2_23 && s.PerNode < 2 {
 		return 0.7
 	}
 	return 0.92
@@ -612,7 +616,7 @@ func baseLatency(a Algo, p int, v Version) float64 {
 	if a == Tree && p == simple && v < V2_23 {
 		return 0
 	}
-	if (a == NVLS || a == NVLSTree) && v <= V2_18 {
+	if (a == NVLS || a == NVLSTree) && v < V2_21 {
 		return 23
 	}
 	return baseLat[a][p]
@@ -621,9 +625,9 @@ func baseLatency(a Algo, p int, v Version) float64 {
 // hwLatency is the per-hop latency of a with protocol p on a path class.
 func hwLatency(class int, a Algo, p int, v Version) float64 {
 	switch {
-	case a == Tree && p == simple && v == V2_21:
+	case a == Tree && p == simple && v >= V2_21 && v < V2_23:
 		return 28
-	case a == Tree && p == simple && v <= V2_18:
+	case a == Tree && p == simple && v < V2_21:
 		return [...]float64{4, 6, 14}[class]
 	case a == NVLSTree && class == ops.PathNet && v < V2_28:
 		return 14
