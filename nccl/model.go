@@ -294,7 +294,10 @@ func dupChannels(a topology.Arch, channels int, speed float64) (int, float64) {
 // collChannels is how many channels NCCL's rings and trees run on:
 // twice the ring search's (connect.cc duplicates every ring and tree
 // after the search: "24 coll channels" on 8 H100s whose search found 12),
-// twice that again on Hopper across nodes while under 16 where a ring
+// half as many again where CollNet runs on nodes of several GPUs whose
+// chains within a node are faster than the network ("to saturate
+// intra-node bandwidth"), twice that on Hopper across nodes while under
+// 16 where a ring
 // channel runs over 45 GB/s ("4 compute channels per search channel to
 // reach peak BW on <8 PPN": from 2.25 on Blackwell too, and before 2.20
 // up to 64 channels), or what NCCL_MIN/MAX_NCHANNELS set.
@@ -304,6 +307,11 @@ func collChannels(s System, o Options) int {
 	}
 	ring := bandwidths(s, Ring, o)
 	n := min(maxChannels, 2*ring.channels)
+	if s.SHARP && !o.NoCollNet && s.PerNode > 1 {
+		if chain := bandwidths(s, CollNetChain, o); chain.intra > chain.inter {
+			n = min(maxChannels, n+n/2)
+		}
+	}
 	v, sm := o.version(), s.Arch.SM()
 	hopper := sm == 90 || sm > 90 && v >= v2_25
 	room := n < 16

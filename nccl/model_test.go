@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -377,12 +378,31 @@ func TestFourComputeChannelsPerSearchChannel(t *testing.T) {
 		{"dgx-b200x2", nccl.V2_30, 16},
 		{"dgx-b200x2", nccl.V2_18, 16},
 	} {
-		o := nccl.Options{Version: tc.version, Algos: []nccl.Algo{nccl.Ring}, Protos: []ops.Protocol{ops.ProtoSimple}}
-		tu := try(nccl.NewTuner(try(topology.Resolve(tc.topo))(t), o))(t)
-		c, err := tu.Choose(ops.Spec{Op: ops.AllReduce, Ranks: tu.System.Ranks, Count: 1 << 28, DType: hw.F32, Redop: hw.Sum})
-		if err != nil || c.Channels != tc.want {
-			t.Errorf("%s, NCCL %v: %v, %v; want ring on %d channels", tc.topo, tc.version, c.Estimate, err, tc.want)
-		}
+		checkRingChannels(t, tc.topo, nccl.Options{Version: tc.version}, tc.want)
+	}
+}
+
+// TestCollNetAddsChannels: where CollNet runs on nodes of several GPUs
+// whose chains within a node outpace the network, connect.cc gives the
+// communicator half as many channels again: 24 on two DGX A100s whose
+// switches reduce (16 without CollNet), none on DGX H100s, whose NVLink
+// speed the search keeps to the network's.
+func TestCollNetAddsChannels(t *testing.T) {
+	checkRingChannels(t, "dgx-a100x2,sharp=inf", nccl.Options{}, 24)
+	checkRingChannels(t, "dgx-a100x2,sharp=inf", nccl.Options{NoCollNet: true}, 16)
+	checkRingChannels(t, "dgx-a100x2", nccl.Options{}, 16)
+	checkRingChannels(t, "dgx-h100x2,sharp=inf", nccl.Options{}, 16)
+}
+
+// checkRingChannels checks that a ring all-reduce of 1 GiB on topo runs
+// on want channels (the communicator's) with options o.
+func checkRingChannels(t *testing.T, topo string, o nccl.Options, want int) {
+	t.Helper()
+	o.Algos, o.Protos = []nccl.Algo{nccl.Ring}, []ops.Protocol{ops.ProtoSimple}
+	tu := try(nccl.NewTuner(try(topology.Resolve(topo))(t), o))(t)
+	c, err := tu.Choose(ops.Spec{Op: ops.AllReduce, Ranks: tu.System.Ranks, Count: 1 << 28, DType: hw.F32, Redop: hw.Sum})
+	if err != nil || c.Channels != want {
+		t.Errorf("%s, NCCL %v (CollNet off: %v): %v, %v; want ring on %d channels", topo, cmp.Or(o.Version, nccl.V2_30), o.NoCollNet, c.Estimate, err, want)
 	}
 }
 
