@@ -3,8 +3,10 @@
 // node, GPU architecture, NVLinks and NCCL's figure for them, NICs,
 // in-network reduction, host CPU), runs NCCL's own tuning model on it
 // (the constants and formulas of src/graph/tuning.cc and enqueue.cc,
-// NCCL 2.30 by default and 2.18 to 2.27 on request; see NCCL-MODEL.md in
-// the project's shared notes) to choose an algorithm, a protocol and a
+// NCCL 2.30 by default and any release from 2.18 on request; see
+// NCCL-MODEL.md in the project's shared notes), in the environment an
+// NCCL run reads (FromEnv: NCCL_ALGO, NCCL_PROTO, channels, buffers,
+// chunks, NVLS and CollNet), to choose an algorithm, a protocol and a
 // number of channels for each collective and size (Tune), and turns the
 // choice into a plan that the simulator runs on the fabric (Tuner.Plan),
 // so contention, faults and unusual fabrics still show.
