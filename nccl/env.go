@@ -19,13 +19,13 @@ var EnvVars = []string{
 
 // FromEnv reads the options an NCCL run's environment sets, as NCCL reads
 // it: NCCL_ALGO and NCCL_PROTO as lists, or as lists to leave out after
-// a "^" ("^LL128" allows LL and Simple); NCCL_BUFFSIZE and the
-// NCCL_P2P_*_CHUNKSIZE in bytes; NCCL_NCHANNELS_PER_NET_PEER as a count;
-// NCCL_NVLS_ENABLE and NCCL_COLLNET_ENABLE as 0 or 1 (2 too for NVLS:
-// NCCL's default, on where the switch reduces);
-// NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS only set to one count (a
-// range of channels is not modelled). Any other variable is refused, so
-// that a setting commsim would ignore is not taken for one it follows.
+// a "^" ("^LL128" allows LL and Simple), then per collective (see
+// ParseAlgos); NCCL_BUFFSIZE and the NCCL_P2P_*_CHUNKSIZE in bytes;
+// NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS and NCCL_NCHANNELS_PER_NET_PEER
+// as counts; NCCL_NVLS_ENABLE and NCCL_COLLNET_ENABLE as 0 or 1 (2 too
+// for NVLS: NCCL's default, on where the switch reduces). Any other
+// variable is refused, so that a setting commsim would ignore is not
+// taken for one it follows.
 func FromEnv(env map[string]string) (Options, error) {
 	var o Options
 	for name := range env {
@@ -69,19 +69,14 @@ func FromEnv(env map[string]string) (Options, error) {
 			return o, fmt.Errorf("nccl: %s=%s: want %s", e.name, v, e.want)
 		}
 	}
-	lo, hasLo := env["NCCL_MIN_NCHANNELS"]
-	hi, hasHi := env["NCCL_MAX_NCHANNELS"]
-	if hasLo || hasHi {
-		if !hasLo || !hasHi || strings.TrimSpace(lo) != strings.TrimSpace(hi) {
-			return o, fmt.Errorf("nccl: NCCL_MIN_NCHANNELS=%s and NCCL_MAX_NCHANNELS=%s: commsim forces one channel count, both set to it", lo, hi)
-		}
-		if o.Channels, err = strconv.Atoi(strings.TrimSpace(lo)); err != nil || o.Channels < 1 || o.Channels > 64 {
-			return o, fmt.Errorf("nccl: NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=%s: want 1 to 64 channels", lo)
-		}
-	}
-	if v, ok := env["NCCL_NCHANNELS_PER_NET_PEER"]; ok {
-		if o.NetPeerChannels, err = strconv.Atoi(strings.TrimSpace(v)); err != nil || o.NetPeerChannels < 1 || o.NetPeerChannels > maxChannels {
-			return o, fmt.Errorf("nccl: NCCL_NCHANNELS_PER_NET_PEER=%s: want 1 to %d channels", v, maxChannels)
+	for _, c := range [...]struct {
+		name  string
+		count *int
+	}{{"NCCL_MIN_NCHANNELS", &o.MinChannels}, {"NCCL_MAX_NCHANNELS", &o.MaxChannels}, {"NCCL_NCHANNELS_PER_NET_PEER", &o.NetPeerChannels}} {
+		if v, ok := env[c.name]; ok {
+			if *c.count, err = strconv.Atoi(strings.TrimSpace(v)); err != nil || *c.count < 1 || *c.count > maxChannels {
+				return o, fmt.Errorf("nccl: %s=%s: want 1 to %d channels", c.name, v, maxChannels)
+			}
 		}
 	}
 	return o, o.check()

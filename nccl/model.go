@@ -300,15 +300,13 @@ func dupChannels(a topology.Arch, channels int, speed float64) (int, float64) {
 // 16 where a ring
 // channel runs over 45 GB/s ("4 compute channels per search channel to
 // reach peak BW on <8 PPN": from 2.25 on Blackwell too, and before 2.20
-// up to 64 channels), or what NCCL_MIN/MAX_NCHANNELS set.
+// up to 64 channels); then NCCL_MAX_NCHANNELS lowers them and
+// NCCL_MIN_NCHANNELS raises them, copying channels.
 func collChannels(s System, o Options) int {
-	if o.Channels > 0 {
-		return o.Channels
-	}
-	ring := bandwidths(s, Ring, o)
+	ring := bandwidths(s, Ring)
 	n := min(maxChannels, 2*ring.channels)
 	if s.SHARP && !o.NoCollNet && s.PerNode > 1 {
-		if chain := bandwidths(s, CollNetChain, o); chain.intra > chain.inter {
+		if chain := bandwidths(s, CollNetChain); chain.intra > chain.inter {
 			n = min(maxChannels, n+n/2)
 		}
 	}
@@ -321,7 +319,14 @@ func collChannels(s System, o Options) int {
 	if s.Nodes > 1 && hopper && ring.intra > 45 && room {
 		n *= 2
 	}
-	return n
+	lo, hi := o.MinChannels, o.MaxChannels
+	if o.Channels > 0 {
+		lo, hi = o.Channels, o.Channels
+	}
+	if hi > 0 {
+		n = min(n, hi)
+	}
+	return max(n, lo)
 }
 
 // Releases where a behaviour changes between those whose constants the

@@ -192,8 +192,15 @@ func TestEstimatesFollowNCCLsRules(t *testing.T) {
 		t.Errorf("8 B ring/LL: %d channels, want 1", e.Channels)
 	}
 	big := estimate(t, h100, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{})
-	if forced := estimate(t, h100, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{Channels: 4}); forced.Channels != 4 || !(forced.BusBW < big.BusBW) {
-		t.Errorf("4 channels forced: %d channels at %v GB/s; %d unforced at %v", forced.Channels, forced.BusBW, big.Channels, big.BusBW)
+	// NCCL_MIN/MAX_NCHANNELS clamp the channels after the search: the
+	// model, which reads the search's, does not see them.
+	for _, tc := range []struct {
+		o    nccl.Options
+		want int
+	}{{nccl.Options{Channels: 4}, 4}, {nccl.Options{MaxChannels: 8}, 8}, {nccl.Options{MinChannels: 32}, 32}, {nccl.Options{MinChannels: 8, MaxChannels: 16}, 16}} {
+		if e := estimate(t, h100, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, tc.o); e.Channels != tc.want || e.BusBW != big.BusBW {
+			t.Errorf("%+v: %d channels at %v GB/s, want %d at the model's %v (%d unforced)", tc.o, e.Channels, e.BusBW, tc.want, big.BusBW, big.Channels)
+		}
 	}
 	// Across nodes channels spread evenly over the NICs.
 	if e := estimate(t, a100x2, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{}); e.Channels%a100x2.NICs != 0 {
@@ -451,6 +458,23 @@ func TestChannelsFollowNCCLsSearch(t *testing.T) {
 		}
 		if c.Channels != 1 || math.Abs(plan.Wire.Rate-tc.rate) > 1e-6*tc.rate {
 			t.Errorf("NCCL_MAX_NCHANNELS %d: one channel at %.4g B/s (%v), want %.4g", tc.channels, plan.Wire.Rate, c.Estimate, tc.rate)
+		}
+	}
+	// At 1 GiB the 32 channels share the model's 720 GB/s; 64 (NCCL_MIN_NCHANNELS)
+	// share it too, 4 (NCCL_MAX_NCHANNELS) move a search channel each.
+	for _, tc := range []struct {
+		o        nccl.Options
+		channels int
+		rate     float64
+	}{{nccl.Options{}, 32, 22.5e9}, {nccl.Options{MinChannels: 64}, 64, 11.25e9}, {nccl.Options{MaxChannels: 4}, 4, 45e9}} {
+		tc.o.Algos, tc.o.Protos = []nccl.Algo{nccl.Ring}, []ops.Protocol{ops.ProtoSimple}
+		tu := try(nccl.NewTuner(try(topology.Resolve("hgx-b200"))(t), tc.o))(t)
+		plan, c, err := tu.Plan(ops.Spec{Op: ops.AllGather, Ranks: 8, Count: 1 << 28, DType: hw.F32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Channels != tc.channels || math.Abs(plan.Wire.Rate-tc.rate) > 1e-6*tc.rate {
+			t.Errorf("min %d, max %d channels: %d at %.4g B/s, want %d at %.4g", tc.o.MinChannels, tc.o.MaxChannels, c.Channels, plan.Wire.Rate, tc.channels, tc.rate)
 		}
 	}
 }

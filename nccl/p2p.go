@@ -51,8 +51,8 @@ const (
 // p2pChannels are the communicator's p2p channels, the most channels a
 // peer gets, and each channel's share of the bandwidth in GB/s.
 func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
-	g := bandwidths(s, Ring, Options{})
-	coll := collChannels(s, Options{Version: o.Version})
+	g := bandwidths(s, Ring)
+	coll := collChannels(s, o)
 	total = min(maxChannels, pow2Up(coll))
 	least := maxChannels // the least a peer allows
 	if s.PerNode > 1 {
@@ -70,7 +70,7 @@ func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 			perPeer /= 2
 		}
 	}
-	return total, min(total, perPeer), g.intra * float64(g.channels) / float64(coll)
+	return total, min(total, perPeer), g.intra * min(1, float64(g.channels)/float64(coll))
 }
 
 // netPeerChannels is how many channels NCCL gives a peer across the

@@ -197,7 +197,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	// (its caps are on the sum). A ring channel's
 	// step carries 1/ranks of its data, as bus bandwidth counts; a tree's
 	// carries all of it, as algorithm bandwidth does.
-	g := bandwidths(s, a, o)
+	g := bandwidths(s, a)
 	one := g
 	one.channels = 1
 	all, alone := busBandwidth(s, spec.Op, a, p, g, v), busBandwidth(s, spec.Op, a, p, one, v)
@@ -206,7 +206,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	}
 	if finite(all) && finite(alone) {
 		if a == Ring || a == Tree {
-			alone *= float64(g.channels) / float64(collChannels(s, o))
+			alone *= min(1, float64(g.channels)/float64(collChannels(s, o)))
 		}
 		w.Rate = 1e9 * min(alone, all/float64(max(1, spec.Channels)))
 	}

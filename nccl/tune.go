@@ -23,10 +23,12 @@ type Options struct {
 	Protos   []ops.Protocol
 	OpAlgos  map[ops.Op][]Algo
 	OpProtos map[ops.Op][]ops.Protocol
-	// Channels forces the channel count of ring and tree, as
-	// NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS set to one value do; 0
-	// lets the model choose.
-	Channels int
+	// MinChannels and MaxChannels bound the channels the collectives run
+	// on, as NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS do, and Channels
+	// sets both; 0 leaves a bound to NCCL. NCCL applies them after its
+	// search: its model, and so its choice, does not see them, but each
+	// channel runs at most one of the search's channels' speed.
+	Channels, MinChannels, MaxChannels int
 	// Machine corrects what the simulator runs where measurements say
 	// the machine departs from NCCL's model (package calibrate fits it);
 	// NCCL's choice stays its model's.
@@ -79,6 +81,11 @@ func (o Options) check() error {
 	}{{"NCCL_P2P_NET_CHUNKSIZE", o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", o.P2PPCIChunk}} {
 		if c.bytes != 0 && (c.bytes < minP2PChunk || c.bytes > MaxBuffSize/ncclSteps) {
 			return fmt.Errorf("nccl: a point-to-point chunk (%s) of %d bytes: want %d to %d", c.name, c.bytes, minP2PChunk, MaxBuffSize/ncclSteps)
+		}
+	}
+	for _, c := range [...]int{o.Channels, o.MinChannels, o.MaxChannels} {
+		if c < 0 || c > maxChannels {
+			return fmt.Errorf("nccl: %d channels (NCCL_MIN/MAX_NCHANNELS): want 1 to %d", c, maxChannels)
 		}
 	}
 	if o.NetPeerChannels < 0 || o.NetPeerChannels > maxChannels {
@@ -223,7 +230,7 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 		e.Channels, e.TimeUS = 1, 0
 		return e
 	}
-	bw := bandwidths(s, a, o)
+	bw := bandwidths(s, a)
 	e.Channels = bw.channels
 	coll := collChannels(s, o)
 	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), coll)
@@ -360,9 +367,10 @@ type graph struct {
 
 // bandwidths approximates NCCL's graph for algorithm a: its channels
 // and their speed as the search finds them, before connect.cc doubles the
-// channels the collectives run on (collChannels). NCCL's model and its
-// per-channel caps count the graph's channels.
-func bandwidths(s System, a Algo, o Options) graph {
+// channels the collectives run on and NCCL_MIN/MAX_NCHANNELS clamp them
+// (collChannels). NCCL's model and its per-channel caps count the
+// graph's channels, whatever the environment.
+func bandwidths(s System, a Algo) graph {
 	var g graph
 	switch a {
 	case NVLS, NVLSTree:
@@ -373,12 +381,8 @@ func bandwidths(s System, a Algo, o Options) graph {
 		g.channels, g.intra = searchChannels(s.Arch, s.IntraBW)
 	}
 	ringLike := a == Ring || a == Tree
-	if ringLike && o.Channels == 0 && s.Nodes > 1 {
+	if ringLike && s.Nodes > 1 {
 		g.channels, g.intra = netSearchChannels(s)
-	}
-	if o.Channels > 0 && ringLike {
-		// NCCL clamps the search's channels and keeps their speed.
-		g.channels = o.Channels
 	}
 	g.inter = g.intra
 	if s.Nodes > 1 {

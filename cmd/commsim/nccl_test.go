@@ -201,6 +201,7 @@ func TestOptionFlagsRepeatTheEnvironment(t *testing.T) {
 		{},
 		{Version: nccl.V2_27, Algos: []nccl.Algo{nccl.Ring, nccl.CollNetDirect}, Protos: []ops.Protocol{ops.ProtoLL, ops.ProtoSimple}},
 		{Channels: 8, BuffSize: 8 << 20, NetPeerChannels: 2},
+		{MinChannels: 32, MaxChannels: 48},
 		{P2PNetChunk: 512 << 10, P2PNVLChunk: 256 << 10, P2PPCIChunk: 64 << 10, NoNVLS: true, NoCollNet: true},
 		{OpAlgos: map[ops.Op][]nccl.Algo{ops.AllReduce: {nccl.Tree}}, Protos: []ops.Protocol{ops.ProtoSimple},
 			OpProtos: map[ops.Op][]ops.Protocol{ops.AllGather: {ops.ProtoLL}, ops.Broadcast: {ops.ProtoLL128, ops.ProtoSimple}}},

@@ -36,7 +36,7 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.version, "nccl-version", "2.30", "with --algo nccl: the NCCL release whose tuning constants to use (2.18 … 2.30), for older logs")
 	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat; ^ first for all but those; then ;-separated entries such as allreduce:tree for one collective); default all")
 	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple; ^ first for all but those; then ;-separated entries such as allreduce:LL128 for one collective); default all")
-	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels of ring and tree, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; 0 lets the model choose")
+	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels the collectives run on, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS (NCCL's choice does not see them; each runs at most a search channel's speed); 0 leaves them to NCCL")
 	fl.IntVar(&f.netPeerChannels, "nccl-net-peer-channels", 0, "with --algo nccl: the channels all-to-all and sendrecv give a peer across the network, as NCCL_NCHANNELS_PER_NET_PEER; 0 is NCCL's default")
 	fl.StringVar(&f.buffsize, "nccl-buffsize", "", "with --algo nccl: the bytes of each connection's Simple buffer, as NCCL_BUFFSIZE (e.g. 8388608 or 8MiB); default NCCL's 4MiB")
 	fl.StringArrayVar(&f.env, "nccl-env", nil, "with --algo nccl: an NCCL environment variable, NAME=VALUE, as NCCL reads it; repeat for more. commsim follows "+strings.Join(nccl.EnvVars, ", "))
@@ -250,6 +250,14 @@ func optionFlags(o nccl.Options) string {
 	}
 	if o.BuffSize > 0 {
 		out = append(out, "--nccl-buffsize "+strconv.FormatInt(o.BuffSize, 10))
+	}
+	for _, c := range [...]struct {
+		name  string
+		count int
+	}{{"NCCL_MIN_NCHANNELS", o.MinChannels}, {"NCCL_MAX_NCHANNELS", o.MaxChannels}} {
+		if c.count > 0 {
+			out = append(out, "--nccl-env "+c.name+"="+strconv.Itoa(c.count))
+		}
 	}
 	for _, c := range [...]struct {
 		name  string
