@@ -33,6 +33,12 @@ type Log struct {
 	Ranks int
 	// Samples are the sizes, smallest first.
 	Samples []Sample
+	// NCCLVersion is the NCCL release the log names ("2.21.5"): NCCL's
+	// version line, or nccl-tests' nccl-library code; "" where it names
+	// none. NCCLEnv is the environment NCCL says it read (NCCL_DEBUG=INFO's
+	// "NCCL_PROTO set by environment to Simple"), by name. See NCCLOptions.
+	NCCLVersion string
+	NCCLEnv     map[string]string
 }
 
 // LogError is a log that cannot be read: the line at fault, why, and its
@@ -156,6 +162,9 @@ func ParseLog(name string, data []byte) (*Log, error) {
 	width := 0              // and its number of fields
 	for i, l := range lines {
 		t := untag(l)
+		if noiseRE.MatchString(t) || strings.HasPrefix(t, "#") {
+			lg.readNCCLLine(t)
+		}
 		if t == "" || noiseRE.MatchString(t) || decoration(t) {
 			continue
 		}

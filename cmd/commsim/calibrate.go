@@ -32,6 +32,7 @@ const (
 type calFlags struct {
 	log, topo, op, algo, out, format, minBytes, maxBytes string
 	ncclFlags
+	envNote string // the environment the log's NCCL lines state, as taken
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -230,11 +231,16 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 			if err != nil {
 				return err
 			}
-			f.ncclFlags.shipped = &o // the environment its run had
+			f.ncclFlags.runEnv = &o // the environment its run had
 		}
 	}
 	if lg.Op != "" && !opSet {
 		f.op = lg.Op
+	}
+	if f.algo == algoNCCL {
+		if f.envNote, err = f.ncclFlags.useLogEnv(lg); err != nil {
+			return err
+		}
 	}
 	s, err := logSweep(f.log, lg, f.topo, f.op, f.op, f.algo, f.ncclFlags)
 	if err != nil {

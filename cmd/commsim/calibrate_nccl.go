@@ -31,6 +31,7 @@ type calNCCL struct {
 	HeldOut     *calHeldOut `json:"held_out,omitempty"`
 	Simulations int         `json:"simulations"`
 	env         string      // the --nccl-* flags of the environment it ran in
+	envNote     string      // the environment the log's NCCL lines state, as taken
 }
 
 // calMachine is an nccl.Machine, every factor written out.
@@ -110,7 +111,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	m := newCalMachine(fit.Machine, fit.NICScale)
 	rep := calReport{Op: s.op.String(), Algo: algoNCCL, Topology: f.topo, Ranks: p, Log: f.log, LogFormat: lg.Format,
 		Links: changedLinks(linkClasses(s.topo, fit.Topology)), Simulations: fit.Simulations,
-		NCCL: &calNCCL{Version: o.Version.String(), env: optionFlags(s.tuner.Options), Machine: m, Params: paramNames(fit.Params),
+		NCCL: &calNCCL{Version: o.Version.String(), env: optionFlags(s.tuner.Options), envNote: f.envNote, Machine: m, Params: paramNames(fit.Params),
 			Undetermined: paramNames(fit.Undetermined), AtBound: paramNames(fit.AtBound), InSample: newCalErrors(fit.InSample), Simulations: fit.Simulations}}
 	if half != nil {
 		rep.NCCL.HeldOut = &calHeldOut{FittedSizes: half.InSample.Sizes, Machine: newCalMachine(half.Machine, half.NICScale), calErrors: newCalErrors(half.HeldOut)}
@@ -235,6 +236,9 @@ func writeCalNCCLTable(w io.Writer, r *calReport, fit *calibrate.NCCLResult) err
 	n := r.NCCL
 	fmt.Fprintf(w, "# commsim calibrate: %s as NCCL %s's tuner chooses per size (--algo nccl), on %s (%d ranks)\n", r.Op, n.Version, r.Topology, r.Ranks)
 	fmt.Fprintf(w, "# log: %s (%s), %d sizes, out-of-place times\n", r.Log, r.LogFormat, len(r.Sizes))
+	if n.envNote != "" {
+		fmt.Fprintf(w, "# %s\n", n.envNote)
+	}
 	fmt.Fprintf(w, "# fit: %s (Gauss-Newton on the factors' logarithms from NCCL's model; %d simulations of every size)\n", fit.Describe(), n.Simulations)
 	if len(n.Undetermined) > 0 {
 		fmt.Fprintf(w, "#   not determined by the log (no fitted size depends on them there; other values fit alike): %s\n", strings.Join(n.Undetermined, ", "))

@@ -188,6 +188,27 @@ func TestCalibrateNCCLTable(t *testing.T) {
 	}
 }
 
+// NCCL's own lines in a log (NCCL_DEBUG=INFO) set the environment the fit
+// runs in, as --nccl-proto would (and nccl-tests' nccl-library=22703
+// header line, its release), and the report says so.
+func TestCalibrateNCCLTakesTheLogsEnvironment(t *testing.T) {
+	log := machineLogFile(t, calNCCLTruth, 0.5)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := "node1:1:1 [0] NCCL INFO NCCL_PROTO set by environment to " + calNCCLProto + "\n"
+	if err := os.WriteFile(log, append([]byte(info), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := commsim("calibrate", "--log", log, "--topo", calNCCLTopo)
+	for _, want := range []string{"# NCCL's tuner runs in the environment the log's NCCL lines state: NCCL 2.27.3, NCCL_PROTO=Simple\n", "--nccl-version 2.27 --nccl-proto Simple --nccl-machine", "# fit: launch ×1."} {
+		if status != 0 || !strings.Contains(out, want) {
+			t.Errorf("status %d, stderr %q; table lacks %q:\n%s", status, errOut, want, out)
+		}
+	}
+}
+
 // A log commsim ships knows its fabric and collective.
 func TestCalibrateNCCLShippedLog(t *testing.T) {
 	rep, _ := calJSON(t, "--log", "../../fidelity/nccl-logs/vultr-b200-sendrecv-8xB200.txt")

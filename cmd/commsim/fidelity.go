@@ -12,6 +12,7 @@ import (
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 )
 
@@ -71,17 +72,20 @@ type fidReport struct {
 	LogFormat string `json:"log_format"`
 	Shipped   string `json:"shipped,omitempty"`  // the shipped log it is
 	Excluded  string `json:"excluded,omitempty"` // why that log is out of the targets
-	// NCCLEnv is the shipped log's NCCL environment, when its run's
-	// settings were taken (no --nccl-* flag given).
-	NCCLEnv   map[string]string `json:"nccl_env,omitempty"`
-	Skipped   int               `json:"skipped"` // sizes left out: 0 bytes
-	Sizes     []fidSize         `json:"sizes"`
-	Median    float64           `json:"median_abs_error"`
-	Max       float64           `json:"max_abs_error"`
-	Bands     []fidBand         `json:"bands"`
-	report    *fidelity.Report
-	parsed    *calibrate.Log
-	published *fidelity.PublishedLog
+	// NCCLEnv is the NCCL environment of the log's run when it was taken
+	// (no --nccl-* flag given): a shipped log's, or the one NCCL's own
+	// lines in the log state, with the NCCL version they name.
+	NCCLEnv     map[string]string `json:"nccl_env,omitempty"`
+	NCCLVersion string            `json:"nccl_version,omitempty"`
+	Skipped     int               `json:"skipped"` // sizes left out: 0 bytes
+	Sizes       []fidSize         `json:"sizes"`
+	Median      float64           `json:"median_abs_error"`
+	Max         float64           `json:"max_abs_error"`
+	Bands       []fidBand         `json:"bands"`
+	report      *fidelity.Report
+	parsed      *calibrate.Log
+	published   *fidelity.PublishedLog
+	envNote     string // the environment the log's NCCL lines state, as taken
 }
 
 type fidSize struct {
@@ -142,7 +146,13 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 		if err != nil {
 			return err
 		}
-		f.ncclFlags.shipped = &o
+		f.ncclFlags.runEnv = &o
+	}
+	envNote := ""
+	if f.algo == algoNCCL {
+		if envNote, err = f.ncclFlags.useLogEnv(lg); err != nil {
+			return err
+		}
 	}
 	s, err := logSweep(f.log, lg, topo, op, f.op, f.algo, f.ncclFlags)
 	if err != nil {
@@ -157,8 +167,19 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 		return err
 	}
 	out := newFidReport(rep, topo, f.log, lg, pub)
-	if f.shipped != nil && rep.Algo == algoNCCL {
+	switch {
+	case f.runEnv != nil && pub != nil:
 		out.NCCLEnv = pub.NCCLEnv
+	case envNote != "":
+		out.envNote, out.NCCLVersion = envNote, lg.NCCLVersion
+		for name, value := range lg.NCCLEnv {
+			if slices.Contains(nccl.EnvVars, name) {
+				if out.NCCLEnv == nil {
+					out.NCCLEnv = map[string]string{}
+				}
+				out.NCCLEnv[name] = value
+			}
+		}
 	}
 	switch f.format {
 	case "json":
@@ -216,6 +237,9 @@ func (r *fidReport) writeTable(w io.Writer) error {
 		if p.Exclude != "" {
 			fmt.Fprintf(w, "# excluded from the fidelity targets: %s\n", p.Exclude)
 		}
+	}
+	if r.envNote != "" {
+		fmt.Fprintf(w, "# %s\n", r.envNote)
 	}
 	return r.report.WriteTable(w)
 }

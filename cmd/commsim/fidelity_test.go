@@ -117,6 +117,46 @@ func TestFidelityOwnLog(t *testing.T) {
 	}
 }
 
+// A log with NCCL's own lines (NCCL_DEBUG=INFO) runs NCCL's tuner in the
+// release and environment they state, saying so, unless a --nccl-* flag
+// is given; what NCCL would not run with is a usage error.
+func TestFidelityTakesTheLogsNCCLEnvironment(t *testing.T) {
+	rows := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+		"  1073741824  268435456  float  sum  -1  5000.00  0  0  0  5000.00  0  0  0\n"
+	info := "node1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n" +
+		"node1:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n" +
+		"node1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	path := write("info.log", info+rows)
+	args := []string{"fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce"}
+	status, out, errOut := commsim(args...)
+	note := "# NCCL's tuner runs in the environment the log's NCCL lines state: NCCL 2.21.5, NCCL_ALGO=Ring; not modelled: NCCL_SOCKET_IFNAME=eth0\n"
+	if status != 0 || !strings.Contains(out, note) || !strings.Contains(out, "ring/Simple/") {
+		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
+	}
+	status, out, _ = commsim(append(args, "--format", "json")...)
+	var rep fidReport
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.NCCLVersion != "2.21.5" || rep.NCCLEnv["NCCL_ALGO"] != "Ring" || len(rep.NCCLEnv) != 1 {
+		t.Errorf("json: status %d, %v, %+v", status, err, rep)
+	}
+	status, out, _ = commsim(append(args, "--nccl-version", "2.30")...)
+	if status != 0 || strings.Contains(out, "the log's NCCL lines") || !strings.Contains(out, "nvls/Simple/") {
+		t.Errorf("--nccl-version 2.30 replaces the log's environment: status %d\n%s", status, out)
+	}
+	bad := write("bad.log", "x [0] NCCL INFO NCCL_PROTO set by environment to LL256\n"+rows)
+	status, _, errOut = commsim("fidelity", "--log", bad, "--topo", "dgx-h100", "--op", "allreduce")
+	if status != 2 || !strings.Contains(errOut, `the log's NCCL environment: nccl: NCCL_PROTO=LL256`) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("a log whose NCCL_PROTO NCCL would refuse: status %d, %q", status, errOut)
+	}
+}
+
 func TestFidelityUsageErrorsExit2(t *testing.T) {
 	shipped := filepath.Join(shippedLogs, "vultr-b200-allgather-8xB200.txt")
 	own := filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt")

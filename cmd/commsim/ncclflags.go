@@ -27,12 +27,17 @@ type ncclFlags struct {
 	// env is NCCL's environment as NAME=VALUE pairs (nccl.FromEnv), for
 	// the variables no flag of their own sets.
 	env []string
-	// shipped, when set, is the environment of a shipped log's run
-	// (fidelity's mapping file), taken when no flag sets one.
-	shipped *nccl.Options
+	// flags are the flags registered, which say whether --nccl-version was
+	// given (its default, 2.30, may be given too).
+	flags *pflag.FlagSet
+	// runEnv, when set, is the environment a log's run had: a shipped
+	// log's (fidelity's mapping file), or what NCCL's own lines in the log
+	// state; it is taken when no flag sets one.
+	runEnv *nccl.Options
 }
 
 func (f *ncclFlags) register(fl *pflag.FlagSet) {
+	f.flags = fl
 	fl.StringVar(&f.version, "nccl-version", "2.30", "with --algo nccl: the NCCL release whose tuning constants to use (2.18 … 2.30), for older logs")
 	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat; ^ first for all but those; then ;-separated entries such as allreduce:tree for one collective); default all")
 	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple; ^ first for all but those; then ;-separated entries such as allreduce:LL128 for one collective); default all")
@@ -46,6 +51,9 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 
 // set reports whether any NCCL flag differs from its default.
 func (f *ncclFlags) set() bool {
+	if f.flags != nil && f.flags.Changed("nccl-version") {
+		return true
+	}
 	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != "" || f.buffsize != "" || f.netPeerChannels != 0 || len(f.env) > 0
 }
 
@@ -94,10 +102,44 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 	return m, nic, nil
 }
 
+// useLogEnv takes the environment NCCL's own lines in lg state (its
+// version, and the variables NCCL_DEBUG=INFO says it read) for the run,
+// unless a flag sets one; it returns what it took, as a line for a
+// report's header ("" for nothing), and a usage error where the log
+// states what NCCL would not run with.
+func (f *ncclFlags) useLogEnv(lg *calibrate.Log) (string, error) {
+	if f.set() || f.runEnv != nil {
+		return "", nil
+	}
+	o, ignored, stated, err := lg.NCCLOptions()
+	if err != nil {
+		return "", usagef("%v (give --nccl-version or --nccl-env to replace it)", err)
+	}
+	if !stated {
+		return "", nil
+	}
+	f.runEnv = &o
+	var took []string
+	for name, value := range lg.NCCLEnv {
+		if slices.Contains(nccl.EnvVars, name) {
+			took = append(took, name+"="+value)
+		}
+	}
+	slices.Sort(took)
+	if lg.NCCLVersion != "" {
+		took = append([]string{"NCCL " + lg.NCCLVersion}, took...)
+	}
+	line := "NCCL's tuner runs in the environment the log's NCCL lines state: " + strings.Join(took, ", ")
+	if len(ignored) > 0 {
+		line += "; not modelled: " + strings.Join(ignored, ", ")
+	}
+	return line, nil
+}
+
 // options reads the flags; each failure is a usage error.
 func (f *ncclFlags) options() (nccl.Options, error) {
-	if f.shipped != nil && !f.set() {
-		return *f.shipped, nil
+	if f.runEnv != nil && !f.set() {
+		return *f.runEnv, nil
 	}
 	o, env, err := f.envOptions()
 	if err != nil {
