@@ -46,7 +46,7 @@ func TestParseLogReadsNCCLsOwnLines(t *testing.T) {
 		t.Errorf("a log that says nothing of NCCL: %+v, %v", plain, err)
 	}
 	for text, why := range map[string]string{
-		"NCCL version 2.16.5+cuda12.0\n":                          "older than 2.18",
+		"NCCL version 2.16.5+cuda12.0\n":                           "older than 2.18",
 		"x [0] NCCL INFO NCCL_PROTO set by environment to LL256\n": `unknown protocol "LL256"`,
 	} {
 		lg, err := ParseLog("bad", []byte(text+plainLog))
