@@ -291,17 +291,17 @@ func dupChannels(a topology.Arch, channels int, speed float64) (int, float64) {
 	return channels, speed
 }
 
-// collChannels is how many channels NCCL's rings and trees run on:
-// twice the ring search's (connect.cc duplicates every ring and tree
-// after the search: "24 coll channels" on 8 H100s whose search found 12),
-// half as many again where CollNet runs on nodes of several GPUs whose
-// chains within a node are faster than the network ("to saturate
-// intra-node bandwidth"), twice that on Hopper across nodes while under
-// 16 where a ring
-// channel runs over 45 GB/s ("4 compute channels per search channel to
-// reach peak BW on <8 PPN": from 2.25 on Blackwell too, and before 2.20
-// up to 64 channels); then NCCL_MAX_NCHANNELS lowers them and
-// NCCL_MIN_NCHANNELS raises them, copying channels.
+// collChannels is how many channels NCCL's rings and trees run on
+// (connect.cc, ncclTopoPostset): twice the ring search's (every ring and
+// tree is duplicated after the search: "24 coll channels" on 8 H100s
+// whose search found 12); half as many again where CollNet runs on nodes
+// of several GPUs whose chains within a node are faster than the network
+// ("to saturate intra-node bandwidth"); twice that on Hopper across nodes
+// while under 16 where a ring channel runs over 45 GB/s ("4 compute
+// channels per search channel to reach peak BW on <8 PPN": from 2.25 on
+// Blackwell too, and before 2.20 up to 64 channels); then
+// NCCL_MAX_NCHANNELS lowers them and NCCL_MIN_NCHANNELS raises them,
+// copying channels.
 func collChannels(s System, o Options) int {
 	ring := bandwidths(s, Ring)
 	n := min(maxChannels, 2*ring.channels)
@@ -311,12 +311,12 @@ func collChannels(s System, o Options) int {
 		}
 	}
 	v, sm := o.version(), s.Arch.SM()
-	hopper := sm == 90 || sm > 90 && v >= v2_25
+	arch := sm == 90 || sm > 90 && v >= v2_25
 	room := n < 16
 	if v < v2_20 {
 		room = 2*n <= maxChannels
 	}
-	if s.Nodes > 1 && hopper && ring.intra > 45 && room {
+	if s.Nodes > 1 && arch && ring.intra > 45 && room {
 		n *= 2
 	}
 	lo, hi := o.MinChannels, o.MaxChannels
