@@ -188,9 +188,11 @@ func TestBenchNCCLRefusals(t *testing.T) {
 			t.Errorf("nccl-pat on %s: status %d, %q", topo, status, errOut)
 		}
 	}
-	status, _, errOut = commsim("bench", "--topo", "dgx-h100", "--nccl-proto", "LL", "-e", "8")
-	if status != 2 || !strings.Contains(errOut, "go with --algo nccl") {
-		t.Errorf("--nccl-proto without --algo nccl: status %d, %q", status, errOut)
+	for _, flag := range [][]string{{"--nccl-proto", "LL"}, {"--nccl-version", "2.30"}, {"--nccl-env", "NCCL_NVLS_ENABLE=0"}} {
+		status, _, errOut = commsim(append([]string{"bench", "--topo", "dgx-h100", "-e", "8"}, flag...)...)
+		if status != 2 || !strings.Contains(errOut, "go with --algo nccl") {
+			t.Errorf("%s without --algo nccl: status %d, %q", flag[0], status, errOut)
+		}
 	}
 }
 
