@@ -187,9 +187,21 @@ func TestEstimatesFollowNCCLsRules(t *testing.T) {
 			t.Errorf("NVLS on Hopper: %d channels, want 16", e.Channels)
 		}
 	}
-	// Few bytes: NCCL launches fewer channels (8 B: one).
+	// Few bytes: NCCL launches fewer channels (8 B: one), while a channel
+	// would have under 64 bytes a thread for Simple: 48 KiB keeps one of
+	// 512 threads on NVLink, two of 256 where the ring search found no
+	// more than PCIe's 12 GB/s (tuning.cc halves Simple's threads there).
 	if e := estimate(t, h100, ops.AllReduce, 8, nccl.Ring, ops.ProtoLL, nccl.Options{}); e.Channels != 1 {
 		t.Errorf("8 B ring/LL: %d channels, want 1", e.Channels)
+	}
+	pcie := nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, Arch: topology.Hopper, CPU: topology.IntelCPU, IntraBW: 12}
+	for _, tc := range []struct {
+		sys  nccl.System
+		want int
+	}{{h100, 1}, {pcie, 2}} {
+		if e := estimate(t, tc.sys, ops.AllReduce, 48<<10, nccl.Ring, ops.ProtoSimple, nccl.Options{}); e.Channels != tc.want {
+			t.Errorf("48 KiB ring/Simple on %v: %d channels, want %d", tc.sys, e.Channels, tc.want)
+		}
 	}
 	big := estimate(t, h100, ops.AllReduce, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{})
 	// NCCL_MIN/MAX_NCHANNELS clamp the channels after the search: the

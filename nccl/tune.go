@@ -244,7 +244,7 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 	if a == Ring || a == Tree {
 		e.Channels = coll
 	}
-	e.Channels = threadChannels(bytes, e.Channels, a, p, s.Ranks)
+	e.Channels = threadChannels(s, bytes, e.Channels, a, p)
 	return e
 }
 
@@ -642,7 +642,7 @@ func hwLatency(class int, a Algo, p int, v Version) float64 {
 // threadChannels is how many channels NCCL launches for bytes: fewer
 // while each thread would have under its threshold of bytes
 // (enqueue.cc:2092-2105, comm.h:49-51).
-func threadChannels(bytes int64, channels int, a Algo, p, ranks int) int {
+func threadChannels(s System, bytes int64, channels int, a Algo, p int) int {
 	if a != Ring && a != Tree {
 		return channels
 	}
@@ -651,10 +651,16 @@ func threadChannels(bytes int64, channels int, a Algo, p, ranks int) int {
 	case ll:
 		threshold = 8
 		if a == Ring {
-			threshold *= int64(ranks)
+			threshold *= int64(s.Ranks)
 		}
 	case ll128:
 		threads, threshold = 640, 8
+	case simple:
+		// A ring's Simple blocks have half the threads where the ring
+		// search found no more than PCIe's 12 GB/s in all (tuning.cc).
+		if ring := bandwidths(s, Ring); a == Ring && ring.intra*float64(ring.channels) <= pciBW {
+			threads = 256
+		}
 	}
 	for channels > 1 && bytes < int64(channels)*int64(threads)*threshold {
 		channels--
