@@ -129,6 +129,24 @@ func TestGathersThroughTheNetworkNeedANICPerGPU(t *testing.T) {
 	}
 }
 
+// TestNVLSAcrossNodesRunsOnTheCommunicatorsChannels: NVLS over CollNet
+// launches at most the communicator's channels (enqueue.cc): 24 on two
+// DGX B200s with SHARP (16, and half as many again for CollNet), whose
+// NVLS graph has 32; on one node and for NVLS tree, the NVLS graph's 24
+// and 32.
+func TestNVLSAcrossNodesRunsOnTheCommunicatorsChannels(t *testing.T) {
+	for _, tc := range []struct {
+		topo string
+		algo nccl.Algo
+		want int
+	}{{"dgx-b200x2,sharp=inf", nccl.NVLS, 24}, {"dgx-b200x2,sharp=inf", nccl.NVLSTree, 32}, {"hgx-b200", nccl.NVLS, 24}} {
+		e := estimate(t, describe(t, tc.topo), ops.AllReduce, 1<<30, tc.algo, ops.ProtoSimple, nccl.Options{})
+		if e.Channels != tc.want {
+			t.Errorf("%s, %v: %d channels, want %d", tc.topo, tc.algo, e.Channels, tc.want)
+		}
+	}
+}
+
 // TestEnablesTurnNVLSAndCollNetOff: NCCL_NVLS_ENABLE=0 leaves NVLS and
 // NVLS tree out, and NCCL_COLLNET_ENABLE=0 CollNet and NVLS across nodes
 // (which runs over it), each saying so; the rest stay as they were.

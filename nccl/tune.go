@@ -241,8 +241,13 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 		return e
 	}
 	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW*treeCorrection(s, op, a, p, bytes, o.version()))
-	if a == Ring || a == Tree {
+	switch {
+	case a == Ring || a == Tree:
 		e.Channels = coll
+	case a == NVLS && s.Nodes > 1:
+		// NVLS over CollNet runs on no more channels than the
+		// communicator has (enqueue.cc, topoGetAlgoInfo).
+		e.Channels = min(e.Channels, coll)
 	}
 	e.Channels = threadChannels(s, bytes, e.Channels, a, p)
 	return e
