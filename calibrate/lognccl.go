@@ -56,28 +56,36 @@ func versionOfCode(code int) string {
 	return fmt.Sprintf("%d.%d.%d", code/1000, code%1000/100, code%100)
 }
 
-// NCCLOptions is the NCCL environment the log's own lines state (NCCL's
+// LogNCCL is the NCCL environment a log's own lines state (NCCL's
 // version, and the variables NCCL_DEBUG=INFO says it read), as far as
-// commsim follows it (nccl.FromEnv), and the variables it names that
-// commsim does not follow, sorted. stated is false where the log states
-// neither a version nor a variable commsim follows.
-func (l *Log) NCCLOptions() (o nccl.Options, ignored []string, stated bool, err error) {
-	env := map[string]string{}
+// commsim follows it.
+type LogNCCL struct {
+	Options nccl.Options
+	Env     map[string]string // the variables commsim follows (nccl.EnvVars), by name
+	Ignored []string          // the others, as NAME=value, sorted
+}
+
+// NCCLOptions is what the log's NCCL lines state. stated is false where
+// they state neither a version nor a variable commsim follows.
+func (l *Log) NCCLOptions() (run LogNCCL, stated bool, err error) {
 	for name, value := range l.NCCLEnv {
-		if slices.Contains(nccl.EnvVars, name) {
-			env[name] = value
-		} else {
-			ignored = append(ignored, name+"="+value)
+		if !slices.Contains(nccl.EnvVars, name) {
+			run.Ignored = append(run.Ignored, name+"="+value)
+			continue
 		}
+		if run.Env == nil {
+			run.Env = map[string]string{}
+		}
+		run.Env[name] = value
 	}
-	slices.Sort(ignored)
-	if o, err = nccl.FromEnv(env); err != nil {
-		return o, ignored, true, fmt.Errorf("the log's NCCL environment: %w", err)
+	slices.Sort(run.Ignored)
+	if run.Options, err = nccl.FromEnv(run.Env); err != nil {
+		return run, true, fmt.Errorf("the log's NCCL environment: %w", err)
 	}
 	if l.NCCLVersion != "" {
-		if o.Version, err = nccl.ParseVersion(l.NCCLVersion); err != nil {
-			return o, ignored, true, fmt.Errorf("the log's NCCL %s: %w", l.NCCLVersion, err)
+		if run.Options.Version, err = nccl.ParseVersion(l.NCCLVersion); err != nil {
+			return run, true, fmt.Errorf("the log's NCCL %s: %w", l.NCCLVersion, err)
 		}
 	}
-	return o, ignored, l.NCCLVersion != "" || len(env) > 0, nil
+	return run, l.NCCLVersion != "" || len(run.Env) > 0, nil
 }

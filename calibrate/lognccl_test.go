@@ -28,10 +28,11 @@ func TestParseLogReadsNCCLsOwnLines(t *testing.T) {
 	if lg.NCCLVersion != "2.21.5" || !reflect.DeepEqual(lg.NCCLEnv, wantEnv) {
 		t.Errorf("version %q, env %v; want 2.21.5, %v", lg.NCCLVersion, lg.NCCLEnv, wantEnv)
 	}
-	o, ignored, stated, err := lg.NCCLOptions()
+	run, stated, err := lg.NCCLOptions()
 	want := nccl.Options{Version: nccl.V2_21, Protos: []ops.Protocol{ops.ProtoSimple}, BuffSize: 8 << 20}
-	if err != nil || !stated || !reflect.DeepEqual(o, want) || !reflect.DeepEqual(ignored, []string{"NCCL_SOCKET_IFNAME=eth0"}) {
-		t.Errorf("NCCLOptions: %+v, %v, %v, %v; want %+v, the socket ignored", o, ignored, stated, err, want)
+	followed := map[string]string{"NCCL_PROTO": "Simple", "NCCL_BUFFSIZE": "8388608"}
+	if err != nil || !stated || !reflect.DeepEqual(run.Options, want) || !reflect.DeepEqual(run.Env, followed) || !reflect.DeepEqual(run.Ignored, []string{"NCCL_SOCKET_IFNAME=eth0"}) {
+		t.Errorf("NCCLOptions: %+v, %v, %v; want %+v from %v, the socket ignored", run, stated, err, want, followed)
 	}
 
 	header := "# nccl-tests version 2.13.9 nccl-headers=22703 nccl-library=22703\n"
@@ -42,7 +43,7 @@ func TestParseLogReadsNCCLsOwnLines(t *testing.T) {
 		t.Errorf("nccl-library=2708: %+v, %v; want 2.7.8", lg, err)
 	}
 	plain, err := ParseLog("plain", []byte(plainLog))
-	if _, _, stated, _ := plain.NCCLOptions(); err != nil || stated {
+	if _, stated, _ := plain.NCCLOptions(); err != nil || stated {
 		t.Errorf("a log that says nothing of NCCL: %+v, %v", plain, err)
 	}
 	for text, why := range map[string]string{
@@ -53,7 +54,7 @@ func TestParseLogReadsNCCLsOwnLines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := lg.NCCLOptions(); err == nil || !strings.Contains(err.Error(), why) {
+		if _, _, err := lg.NCCLOptions(); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("%q: %v; want an error saying %q", text, err, why)
 		}
 	}

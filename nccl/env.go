@@ -44,10 +44,7 @@ func FromEnv(env map[string]string) (Options, error) {
 			return o, fmt.Errorf("nccl: NCCL_PROTO=%s: %w", v, err)
 		}
 	}
-	for _, b := range [...]struct {
-		name  string
-		bytes *int64
-	}{{"NCCL_BUFFSIZE", &o.BuffSize}, {"NCCL_P2P_NET_CHUNKSIZE", &o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", &o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", &o.P2PPCIChunk}} {
+	for _, b := range append(o.p2pChunkVars(), byteVar{"NCCL_BUFFSIZE", &o.BuffSize}) {
 		if v, ok := env[b.name]; ok {
 			if *b.bytes, err = strconv.ParseInt(strings.TrimSpace(v), 0, 64); err != nil {
 				return o, fmt.Errorf("nccl: %s=%s: want a count of bytes", b.name, v)

@@ -67,6 +67,17 @@ const (
 // minP2PChunk bounds a point-to-point chunk from below, as a Simple step.
 const minP2PChunk = 4 << 10
 
+// byteVar is an environment variable of bytes and the field it sets.
+type byteVar struct {
+	name  string
+	bytes *int64
+}
+
+// p2pChunkVars are the variables that set o's point-to-point chunks.
+func (o *Options) p2pChunkVars() []byteVar {
+	return []byteVar{{"NCCL_P2P_NET_CHUNKSIZE", &o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", &o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", &o.P2PPCIChunk}}
+}
+
 // check refuses options NCCL would not run with.
 func (o Options) check() error {
 	if o.Version != 0 && (o.Version < V2_18 || o.Version > V2_30) {
@@ -75,12 +86,9 @@ func (o Options) check() error {
 	if o.BuffSize != 0 && (o.BuffSize < MinBuffSize || o.BuffSize > MaxBuffSize) {
 		return fmt.Errorf("nccl: a buffer (NCCL_BUFFSIZE) of %d bytes: want %d to %d", o.BuffSize, MinBuffSize, MaxBuffSize)
 	}
-	for _, c := range [...]struct {
-		name  string
-		bytes int64
-	}{{"NCCL_P2P_NET_CHUNKSIZE", o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", o.P2PPCIChunk}} {
-		if c.bytes != 0 && (c.bytes < minP2PChunk || c.bytes > MaxBuffSize/ncclSteps) {
-			return fmt.Errorf("nccl: a point-to-point chunk (%s) of %d bytes: want %d to %d", c.name, c.bytes, minP2PChunk, MaxBuffSize/ncclSteps)
+	for _, c := range o.p2pChunkVars() {
+		if b := *c.bytes; b != 0 && (b < minP2PChunk || b > MaxBuffSize/ncclSteps) {
+			return fmt.Errorf("nccl: a point-to-point chunk (%s) of %d bytes: want %d to %d", c.name, b, minP2PChunk, MaxBuffSize/ncclSteps)
 		}
 	}
 	for _, c := range [...]int{o.Channels, o.MinChannels, o.MaxChannels} {
@@ -663,8 +671,10 @@ func threadChannels(s System, bytes int64, channels int, a Algo, p int) int {
 	case simple:
 		// A ring's Simple blocks have half the threads where the ring
 		// search found no more than PCIe's 12 GB/s in all (tuning.cc).
-		if ring := bandwidths(s, Ring); a == Ring && ring.intra*float64(ring.channels) <= pciBW {
-			threads = 256
+		if a == Ring {
+			if ring := bandwidths(s, Ring); ring.intra*float64(ring.channels) <= pciBW {
+				threads = 256
+			}
 		}
 	}
 	for channels > 1 && bytes < int64(channels)*int64(threads)*threshold {

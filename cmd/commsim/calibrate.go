@@ -238,7 +238,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		f.op = lg.Op
 	}
 	if f.algo == algoNCCL {
-		if f.envNote, err = f.ncclFlags.useLogEnv(lg); err != nil {
+		if f.envNote, _, err = f.ncclFlags.useLogEnv(lg); err != nil {
 			return err
 		}
 	}

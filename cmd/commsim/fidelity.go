@@ -12,7 +12,6 @@ import (
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/fidelity"
-	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 )
 
@@ -148,9 +147,10 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 		}
 		f.ncclFlags.runEnv = &o
 	}
-	envNote := ""
+	var envNote string
+	var logEnv map[string]string
 	if f.algo == algoNCCL {
-		if envNote, err = f.ncclFlags.useLogEnv(lg); err != nil {
+		if envNote, logEnv, err = f.ncclFlags.useLogEnv(lg); err != nil {
 			return err
 		}
 	}
@@ -168,18 +168,10 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 	}
 	out := newFidReport(rep, topo, f.log, lg, pub)
 	switch {
-	case f.runEnv != nil && pub != nil:
+	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:
 		out.NCCLEnv = pub.NCCLEnv
 	case envNote != "":
-		out.envNote, out.NCCLVersion = envNote, lg.NCCLVersion
-		for name, value := range lg.NCCLEnv {
-			if slices.Contains(nccl.EnvVars, name) {
-				if out.NCCLEnv == nil {
-					out.NCCLEnv = map[string]string{}
-				}
-				out.NCCLEnv[name] = value
-			}
-		}
+		out.envNote, out.NCCLVersion, out.NCCLEnv = envNote, lg.NCCLVersion, logEnv
 	}
 	switch f.format {
 	case "json":

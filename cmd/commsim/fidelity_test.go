@@ -42,7 +42,8 @@ func TestFidelityShippedLogKnowsItsFabric(t *testing.T) {
 }
 
 // A shipped log's run is predicted in its NCCL environment (p4de's had
-// NCCL_PROTO=Simple), and the report says so; --nccl-* flags replace it.
+// NCCL_PROTO=Simple), and the report says so; --nccl-* flags replace it,
+// and another algorithm runs without it.
 func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 	log := filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt")
 	for _, tc := range []struct {
@@ -52,6 +53,7 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 	}{
 		{nil, true, "/Simple/"},
 		{[]string{"--nccl-proto", "LL"}, false, "/LL/"},
+		{[]string{"--algo", "ring"}, false, "ring"}, // not NCCL's tuner: no environment
 	} {
 		status, out, errOut := commsim(append([]string{"fidelity", "--log", log, "--format", "json"}, tc.args...)...)
 		if status != 0 {

@@ -104,36 +104,30 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 
 // useLogEnv takes the environment NCCL's own lines in lg state (its
 // version, and the variables NCCL_DEBUG=INFO says it read) for the run,
-// unless a flag sets one; it returns what it took, as a line for a
-// report's header ("" for nothing), and a usage error where the log
-// states what NCCL would not run with.
-func (f *ncclFlags) useLogEnv(lg *calibrate.Log) (string, error) {
+// unless a flag sets one. It returns what it took: as a line for a
+// report's header ("" for nothing), and the variables commsim follows;
+// and a usage error where the log states what NCCL would not run with.
+func (f *ncclFlags) useLogEnv(lg *calibrate.Log) (note string, env map[string]string, err error) {
 	if f.set() || f.runEnv != nil {
-		return "", nil
+		return "", nil, nil
 	}
-	o, ignored, stated, err := lg.NCCLOptions()
+	run, stated, err := lg.NCCLOptions()
 	if err != nil {
-		return "", usagef("%v (give --nccl-version or --nccl-env to replace it)", err)
+		return "", nil, usagef("%v (give --nccl-version or --nccl-env to replace it)", err)
 	}
 	if !stated {
-		return "", nil
+		return "", nil, nil
 	}
-	f.runEnv = &o
-	var took []string
-	for name, value := range lg.NCCLEnv {
-		if slices.Contains(nccl.EnvVars, name) {
-			took = append(took, name+"="+value)
-		}
-	}
-	slices.Sort(took)
+	f.runEnv = &run.Options
+	took := strings.Fields(envString(run.Env))
 	if lg.NCCLVersion != "" {
 		took = append([]string{"NCCL " + lg.NCCLVersion}, took...)
 	}
-	line := "NCCL's tuner runs in the environment the log's NCCL lines state: " + strings.Join(took, ", ")
-	if len(ignored) > 0 {
-		line += "; not modelled: " + strings.Join(ignored, ", ")
+	note = "NCCL's tuner runs in the environment the log's NCCL lines state: " + strings.Join(took, ", ")
+	if len(run.Ignored) > 0 {
+		note += "; not modelled: " + strings.Join(run.Ignored, ", ")
 	}
-	return line, nil
+	return note, run.Env, nil
 }
 
 // options reads the flags; each failure is a usage error.
