@@ -8,8 +8,7 @@ import "github.com/commsim/commsim/ops"
 // reduction bandwidth allow: the simulator's flows, not NCCL's modelled
 // bandwidth, set the pace. Within a node of several GPUs, direct sends
 // each GPU's share to its head and the result back, chain runs a chain
-// to the channel's head and back. NCCL's NVLS chunk ladder stands in for
-// CollNet's.
+// to the channel's head and back.
 
 // collNetPlan compiles spec as NCCL's CollNet with c's channels, and its
 // latencies, NCCL's model's terms (tuning.cc's CollNet latencies): its
@@ -22,7 +21,7 @@ import "github.com/commsim/commsim/ops"
 // spends it on its one switch step.
 func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	spec.Algo, spec.Channels, spec.NodeRanks = "nccl-"+c.Algo.String(), max(1, c.Channels), s.PerNode
-	spec.Chunk = int(max(1, collNetChunk(s, spec.Op, spec.Channels, bytesOf(spec))/int64(spec.DType.Size())))
+	spec.Chunk = int(max(1, collNetChunk(s, spec.Op, c.Algo, spec.Channels, bytesOf(spec), o)/int64(spec.DType.Size())))
 	plan, err := ops.Compile(spec)
 	if err != nil {
 		return nil, err
@@ -49,16 +48,39 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 	return plan, nil
 }
 
-// collNetChunk is the bytes of each head's part of a CollNet pass:
-// NVLS's ladder (switchChunk bounds the passes and steps).
-func collNetChunk(s System, op ops.Op, channels int, bytes int64) int64 {
+// collNetChunk is the bytes of a CollNet pass's part (enqueue.cc,
+// calcCollChunking): direct's, each head's, from a Simple step, halved
+// while bytes ÷ (channels × heads × chunk) < 64 × depth above 128 KiB,
+// then < 8 × depth above 64 KiB and again above 32 KiB (depth 2 where a
+// node has several GPUs, else 1); chain's, each channel's, from a Simple
+// step of at most 256 KiB, halved while bytes ÷ (channels × chunk) <
+// 64 × depth above 128 KiB, < 8 × depth above 64 KiB and < depth above
+// 32 KiB (depth: the GPUs of a node). switchChunk then bounds the passes
+// and steps.
+func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Options) int64 {
+	type rung struct{ times, above int64 }
+	per, depth := int64(max(1, channels)), int64(s.PerNode)
+	chunk := int64(o.simpleStep())
+	ladder := []rung{{64, 128 << 10}, {8, 64 << 10}, {1, 32 << 10}}
 	// An all-reduce's pass: a node's parts, each GPU sending and
 	// receiving one to and from each other and the switch's.
 	parts, perPass := s.PerNode, 5*s.PerNode+2
+	if a == CollNetChain {
+		chunk, parts = min(chunk, 256<<10), 1
+	} else {
+		per *= int64(s.PerNode)
+		depth = min(2, depth)
+		ladder[2].times = 8
+	}
 	if op != ops.AllReduce {
 		// A piece of every rank's block; each GPU copies, sends and
 		// receives every node's piece for each other GPU.
 		parts, perPass = s.Ranks, (s.PerNode+1)*(s.Nodes+1)+2
 	}
-	return switchChunk(s, channels, bytes, nvlsChunk(s, NVLS, channels, bytes), parts, perPass)
+	for _, r := range ladder {
+		for bytes/(per*chunk) < r.times*depth && chunk > r.above {
+			chunk /= 2
+		}
+	}
+	return switchChunk(s, channels, bytes, chunk, parts, perPass)
 }

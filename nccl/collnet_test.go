@@ -17,15 +17,16 @@ import (
 // network switch reduces (sharp=), NCCL's tuner picks CollNet direct for
 // all-reduce at every size, and the simulator runs it (nccl-collnet-
 // direct through the network switch): in NCCL's model's time within 10%
-// at small sizes, where its one network hop is all there is; at large
-// ones the NICs' links and the switch set the simulator's pace (SHARP
-// all-reduces at the NICs' 50 GB/s, each carrying the data up once and
-// the result down once) and NCCL's modelled bandwidth, with its factors
-// for GPUs per NIC and Hopper, the model's, about 35% slower: 0.6 to
-// 1.25. On nodes of eight GPUs, direct and chain (forced, as NCCL_ALGO
-// does) run too, reducing within the node first: within 10% of the
-// model at 1 KiB and 15% at 256 MiB (their middle sizes, where the
-// plan's pipeline of chunks is short, are only logged).
+// at small sizes, where its one network hop is all there is. From 1 MiB
+// the simulator's pace is its links', the switch's and the pipeline of
+// NCCL's chunks on the channels NCCL launches (fewer for small sizes,
+// which NCCL's model does not see), where NCCL's model prices CollNet at
+// one bandwidth: 0.5 to 1.35 of it. On nodes of eight GPUs, direct and
+// chain (forced, as NCCL_ALGO does) run too, reducing within the node
+// first: within 10% of the model at 1 KiB, and 0.45 to 1.25 of it at
+// 256 MiB (NCCL's chunks of 128 KiB, a channel's for chain, a
+// head's for direct, keep the NICs busier than NCCL's model credits; no
+// measurement of SHARP says which is nearer). Middle sizes are logged.
 func TestCollNetRunsWhereNCCLPicksIt(t *testing.T) {
 	c, tp := simtest.World(t, "cluster:8x1,arch=hopper,sharp=inf", sim.Config{TimingOnly: true})
 	tu, err := nccl.NewTuner(tp, nccl.Options{})
@@ -48,7 +49,7 @@ func TestCollNetRunsWhereNCCLPicksIt(t *testing.T) {
 		ratio := got * 1e6 / choice.TimeUS
 		lo, hi := 0.9, 1.1
 		if bytes >= 1<<20 {
-			lo, hi = 0.6, 1.25
+			lo, hi = 0.5, 1.35
 		}
 		if !(ratio >= lo && ratio <= hi) || math.IsNaN(ratio) {
 			t.Errorf("%d B: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want %.2f to %.2f)", bytes, got*1e6, choice.TimeUS, ratio, lo, hi)
@@ -75,8 +76,12 @@ func TestCollNetRunsWhereNCCLPicksIt(t *testing.T) {
 			got := simtest.Time(t, c8, plan)
 			ratio := got * 1e6 / choice.TimeUS
 			t.Logf("nodes of 8, %v, %d B: simulated %.1f µs, NCCL's model %.1f µs", algo, bytes, got*1e6, choice.TimeUS)
-			if within := map[int]float64{1 << 10: 0.1, 256 << 20: 0.15}[bytes]; within > 0 && math.Abs(ratio-1) > within {
-				t.Errorf("nodes of 8, %v, %d B: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want within %.0f%%)", algo, bytes, got*1e6, choice.TimeUS, ratio, within*100)
+			lo, hi := 0.9, 1.1
+			if bytes == 256<<20 {
+				lo, hi = 0.45, 1.25
+			}
+			if bytes != 1<<20 && !(ratio >= lo && ratio <= hi) {
+				t.Errorf("nodes of 8, %v, %d B: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want %.2f to %.2f)", algo, bytes, got*1e6, choice.TimeUS, ratio, lo, hi)
 			}
 		}
 	}
@@ -179,4 +184,55 @@ func TestEnablesTurnNVLSAndCollNetOff(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCollNetChunksAndChannelsAreNCCLs: CollNet direct launches fewer
+// channels for small sizes by its own rule (enqueue.cc: while bytes <
+// channels × 640 threads × heads × 512, stopping at 16, 8, 4, 2 or 1 once
+// it holds): 3 of 4 for 1 MiB on nodes of one GPU, 1 on nodes of 8;
+// chain by a ring's rule at 640 × 512 bytes a channel: 3. Their chunks
+// are NCCL's (calcCollChunking): at 64 MiB on two nodes of 8, 64 KiB a
+// head for direct, 128 KiB a channel for chain; at 32 MiB half that. NCCL_COLLNET_NODE_
+// THRESHOLD keeps CollNet off below that many nodes, and its channels
+// with it.
+func TestCollNetChunksAndChannelsAreNCCLs(t *testing.T) {
+	one, eight := describe(t, "cluster:8x1,arch=hopper,sharp=inf"), describe(t, "cluster:2x8,arch=hopper,sharp=inf")
+	for _, tc := range []struct {
+		s     nccl.System
+		algo  nccl.Algo
+		bytes int64
+		want  int
+	}{
+		{one, nccl.CollNetDirect, 1 << 20, 3},
+		{one, nccl.CollNetDirect, 400000, 2}, // at 3, half the threshold
+		{one, nccl.CollNetDirect, 1 << 30, 4},
+		{eight, nccl.CollNetDirect, 1 << 20, 1},
+		{eight, nccl.CollNetDirect, 1 << 30, 8},
+		{eight, nccl.CollNetChain, 1 << 20, 3},
+		{eight, nccl.CollNetChain, 1 << 30, 8},
+	} {
+		if e := estimateOf(t, tc.s, ops.AllReduce, tc.bytes, tc.algo, nccl.Options{}); e.Channels != tc.want {
+			t.Errorf("%s: %v of %d B on %d channels, want %d", tc.s, tc.algo, tc.bytes, e.Channels, tc.want)
+		}
+	}
+	const fabric = "cluster:2x8,arch=hopper,sharp=inf"
+	for _, tc := range []struct {
+		algo        nccl.Algo
+		bytes, want int64
+	}{
+		{nccl.CollNetDirect, 64 << 20, 64 << 10},
+		{nccl.CollNetDirect, 32 << 20, 32 << 10},
+		{nccl.CollNetChain, 64 << 20, 128 << 10},
+		{nccl.CollNetChain, 32 << 20, 64 << 10},
+	} {
+		if got := chunkOf(t, fabric, tc.bytes, tc.algo, nccl.Options{}); got != tc.want {
+			t.Errorf("%s, %v of %d B: chunk of %d bytes, want %d", fabric, tc.algo, tc.bytes, got, tc.want)
+		}
+	}
+	for _, e := range nccl.Estimates(eight, ops.AllReduce, 1<<30, nccl.Options{CollNetNodes: 4}) {
+		if (e.Algo == nccl.CollNetDirect || e.Algo == nccl.CollNetChain) && e.Protocol == ops.ProtoSimple && !strings.Contains(e.Off, "NCCL_COLLNET_NODE_THRESHOLD") {
+			t.Errorf("CollNet on 2 nodes with a threshold of 4: %v is %q, want off", e, e.Off)
+		}
+	}
+	checkRingChannels(t, "dgx-a100x2,sharp=inf", nccl.Options{CollNetNodes: 3}, 16)
 }

@@ -5,11 +5,11 @@
 // (the constants and formulas of src/graph/tuning.cc and enqueue.cc,
 // NCCL 2.30 by default and any release from 2.18 on request; see
 // NCCL-MODEL.md in the project's shared notes), in the environment an
-// NCCL run reads (FromEnv: NCCL_ALGO, NCCL_PROTO, channels, buffers,
-// chunks, NVLS and CollNet), to choose an algorithm, a protocol and a
-// number of channels for each collective and size (Tune), and turns the
-// choice into a plan that the simulator runs on the fabric (Tuner.Plan),
-// so contention, faults and unusual fabrics still show.
+// NCCL run reads (FromEnv: NCCL_ALGO, NCCL_PROTO, channels, threads,
+// buffers, chunks, NVLS, CollNet and PAT), to choose an algorithm, a
+// protocol and a number of channels for each collective and size (Tune),
+// and turns the choice into a plan that the simulator runs on the fabric
+// (Tuner.Plan), so contention, faults and unusual fabrics still show.
 //
 // The choice is NCCL's where its model says how NCCL chooses. What the
 // simulator runs is an approximation, stated per algorithm:
@@ -68,6 +68,9 @@
 //     pace, not NCCL's modelled NVLS bandwidth; NCCL's NVLS latency opens
 //     the collective and each switch step pays a Simple step's handshake
 //     (a run of them on a lane, once: NCCL keeps several steps in flight).
+//     Channels and chunks are NCCL's setup's by release (nvlsSetupOf:
+//     16, 24 or 32 channels, 2.30's tuning for several Blackwell nodes)
+//     and its chunk ladders.
 //   - PAT (ops nccl-pat, all-gather and reduce-scatter, one GPU per
 //     node): every block down (or, reducing, up) a binomial tree rooted
 //     at its rank, log2(ranks) network steps, farthest first for
@@ -86,7 +89,8 @@
 //     a node. NVLS across nodes runs over it (ops nccl-nvls in nodes):
 //     the node's switch reduces, the network's switch all-reduces (or
 //     all-gathers, or reduce-scatters) between nodes, the node's switch
-//     multicasts.
+//     multicasts. CollNet runs on the channels NCCL launches (direct
+//     drops them for small sizes by its own rule) in NCCL's chunks.
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer

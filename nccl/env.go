@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,19 +14,99 @@ import (
 // effect on what NCCL runs commsim reproduces.
 var EnvVars = []string{
 	"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
-	"NCCL_NCHANNELS_PER_NET_PEER", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE",
-	"NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE",
+	"NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_NTHREADS", "NCCL_LL128_NTHREADS",
+	"NCCL_NCHANNELS_PER_NET_PEER", "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS",
+	"NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE",
+	"NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE",
+	"NCCL_COLLNET_ENABLE", "NCCL_COLLNET_NODE_THRESHOLD", "NCCL_PAT_ENABLE",
+}
+
+// number is a variable that sets one number of Options (its field) and
+// the values NCCL runs with: lo to hi, a multiple of step.
+type number struct {
+	name         string
+	count        *int
+	bytes        *int64
+	lo, hi, step int64
+	unit         string
+}
+
+// numbers are the variables that set o's numbers.
+func (o *Options) numbers() []number {
+	channels := func(name string, field *int) number {
+		return number{name: name, count: field, lo: 1, hi: maxChannels, step: 1, unit: "channels"}
+	}
+	chunk := func(name string, field *int64) number {
+		return number{name: name, bytes: field, lo: minP2PChunk, hi: MaxBuffSize / ncclSteps, step: 1, unit: "bytes"}
+	}
+	return []number{
+		{name: "NCCL_BUFFSIZE", bytes: &o.BuffSize, lo: MinBuffSize, hi: MaxBuffSize, step: 1, unit: "bytes"},
+		channels("NCCL_MIN_NCHANNELS", &o.MinChannels), channels("NCCL_MAX_NCHANNELS", &o.MaxChannels),
+		channels("NCCL_MIN_CTAS", &o.MinCTAs), channels("NCCL_MAX_CTAS", &o.MaxCTAs),
+		// tuning.cc, getNthreads: a multiple of a warp, up to the
+		// protocol's most.
+		{name: "NCCL_NTHREADS", count: &o.Threads, lo: 64, hi: 512, step: 32, unit: "threads"},
+		{name: "NCCL_LL128_NTHREADS", count: &o.LL128Threads, lo: 160, hi: 640, step: 32, unit: "threads"},
+		channels("NCCL_NCHANNELS_PER_NET_PEER", &o.NetPeerChannels),
+		channels("NCCL_MIN_P2P_NCHANNELS", &o.MinP2PChannels), channels("NCCL_MAX_P2P_NCHANNELS", &o.MaxP2PChannels),
+		chunk("NCCL_P2P_NET_CHUNKSIZE", &o.P2PNetChunk), chunk("NCCL_P2P_NVL_CHUNKSIZE", &o.P2PNVLChunk),
+		chunk("NCCL_P2P_PCI_CHUNKSIZE", &o.P2PPCIChunk),
+		channels("NCCL_NVLS_NCHANNELS", &o.NVLSChannels),
+		chunk("NCCL_NVLS_CHUNKSIZE", &o.NVLSChunk), chunk("NCCL_NVLSTREE_MAX_CHUNKSIZE", &o.NVLSTreeMaxChunk),
+		{name: "NCCL_COLLNET_NODE_THRESHOLD", count: &o.CollNetNodes, lo: 1, hi: math.MaxInt32, step: 1, unit: "nodes"},
+	}
+}
+
+func (n number) get() int64 {
+	if n.count != nil {
+		return int64(*n.count)
+	}
+	return *n.bytes
+}
+
+func (n number) set(v int64) {
+	if n.count != nil {
+		*n.count = int(v)
+	} else {
+		*n.bytes = v
+	}
+}
+
+func (n number) allows(v int64) bool { return v >= n.lo && v <= n.hi && v%n.step == 0 }
+
+func (n number) want() string {
+	if n.step > 1 {
+		return fmt.Sprintf("a multiple of %d from %d to %d %s", n.step, n.lo, n.hi, n.unit)
+	}
+	return fmt.Sprintf("%d to %d %s", n.lo, n.hi, n.unit)
+}
+
+// switches are the variables that turn an algorithm off with "0", the
+// values that leave it on, and the field they set.
+func (o *Options) switches() []struct {
+	name string
+	off  *bool
+	on   []string
+} {
+	return []struct {
+		name string
+		off  *bool
+		on   []string
+	}{
+		{"NCCL_NVLS_ENABLE", &o.NoNVLS, []string{"1", "2"}},
+		{"NCCL_COLLNET_ENABLE", &o.NoCollNet, []string{"1"}},
+		{"NCCL_PAT_ENABLE", &o.NoPAT, []string{"1", "2"}},
+	}
 }
 
 // FromEnv reads the options an NCCL run's environment sets, as NCCL reads
 // it: NCCL_ALGO and NCCL_PROTO as lists, or as lists to leave out after
 // a "^" ("^LL128" allows LL and Simple), then per collective (see
-// ParseAlgos); NCCL_BUFFSIZE and the NCCL_P2P_*_CHUNKSIZE in bytes;
-// NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS and NCCL_NCHANNELS_PER_NET_PEER
-// as counts; NCCL_NVLS_ENABLE and NCCL_COLLNET_ENABLE as 0 or 1 (2 too
-// for NVLS: NCCL's default, on where the switch reduces). Any other
-// variable is refused, so that a setting commsim would ignore is not
-// taken for one it follows.
+// ParseAlgos); the others as numbers (bytes, channels, threads or nodes:
+// decimal, or hexadecimal after 0x) or, the *_ENABLE ones, as 0 to turn
+// an algorithm off (1, and 2 where NCCL's default is 2, leave it on).
+// Any other variable is refused, so that a setting commsim would ignore
+// is not taken for one it follows.
 func FromEnv(env map[string]string) (Options, error) {
 	var o Options
 	for name := range env {
@@ -44,39 +125,50 @@ func FromEnv(env map[string]string) (Options, error) {
 			return o, fmt.Errorf("nccl: NCCL_PROTO=%s: %w", v, err)
 		}
 	}
-	for _, b := range append(o.p2pChunkVars(), byteVar{"NCCL_BUFFSIZE", &o.BuffSize}) {
-		if v, ok := env[b.name]; ok {
-			if *b.bytes, err = strconv.ParseInt(strings.TrimSpace(v), 0, 64); err != nil {
-				return o, fmt.Errorf("nccl: %s=%s: want a count of bytes", b.name, v)
-			}
+	for _, n := range o.numbers() {
+		v, ok := env[n.name]
+		if !ok {
+			continue
 		}
+		x, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64)
+		if err != nil || !n.allows(x) {
+			return o, fmt.Errorf("nccl: %s=%s: want %s", n.name, v, n.want())
+		}
+		n.set(x)
 	}
-	for _, e := range [...]struct {
-		name string
-		off  *bool
-		on   []string
-		want string
-	}{{"NCCL_NVLS_ENABLE", &o.NoNVLS, []string{"1", "2"}, "0, 1 or 2"}, {"NCCL_COLLNET_ENABLE", &o.NoCollNet, []string{"1"}, "0 or 1"}} {
+	for _, e := range o.switches() {
 		v, ok := env[e.name]
 		switch v = strings.TrimSpace(v); {
 		case !ok:
 		case v == "0":
 			*e.off = true
 		case !slices.Contains(e.on, v):
-			return o, fmt.Errorf("nccl: %s=%s: want %s", e.name, v, e.want)
-		}
-	}
-	for _, c := range [...]struct {
-		name  string
-		count *int
-	}{{"NCCL_MIN_NCHANNELS", &o.MinChannels}, {"NCCL_MAX_NCHANNELS", &o.MaxChannels}, {"NCCL_NCHANNELS_PER_NET_PEER", &o.NetPeerChannels}} {
-		if v, ok := env[c.name]; ok {
-			if *c.count, err = strconv.Atoi(strings.TrimSpace(v)); err != nil || *c.count < 1 || *c.count > maxChannels {
-				return o, fmt.Errorf("nccl: %s=%s: want 1 to %d channels", c.name, v, maxChannels)
-			}
+			all := append([]string{"0"}, e.on...)
+			return o, fmt.Errorf("nccl: %s=%s: want %s or %s", e.name, v, strings.Join(all[:len(all)-1], ", "), all[len(all)-1])
 		}
 	}
 	return o, o.check()
+}
+
+// Env is the environment that sets o, as FromEnv reads it: NAME=VALUE
+// for each variable o sets, in EnvVars' order. Options.Channels, which
+// sets both NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS, and the release
+// are not variables and are left out.
+func (o Options) Env() []string {
+	var out []string
+	for _, name := range EnvVars {
+		for _, n := range o.numbers() {
+			if n.name == name && n.get() != 0 {
+				out = append(out, name+"="+strconv.FormatInt(n.get(), 10))
+			}
+		}
+		for _, e := range o.switches() {
+			if e.name == name && *e.off {
+				out = append(out, name+"=0")
+			}
+		}
+	}
+	return out
 }
 
 // ParseAlgos reads algorithms as NCCL_ALGO spells them (tuning.cc,

@@ -27,7 +27,14 @@ func TestFromEnvReadsWhatNCCLReads(t *testing.T) {
 		{map[string]string{"NCCL_P2P_NET_CHUNKSIZE": "524288", "NCCL_P2P_NVL_CHUNKSIZE": "0x40000", "NCCL_P2P_PCI_CHUNKSIZE": "65536"},
 			nccl.Options{P2PNetChunk: 512 << 10, P2PNVLChunk: 256 << 10, P2PPCIChunk: 64 << 10}},
 		{map[string]string{"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}, nccl.Options{NoNVLS: true, NoCollNet: true}},
-		{map[string]string{"NCCL_NVLS_ENABLE": "2", "NCCL_COLLNET_ENABLE": "1"}, nccl.Options{}},
+		{map[string]string{"NCCL_NVLS_ENABLE": "2", "NCCL_COLLNET_ENABLE": "1", "NCCL_PAT_ENABLE": "2"}, nccl.Options{}},
+		{map[string]string{"NCCL_PAT_ENABLE": "0"}, nccl.Options{NoPAT: true}},
+		{map[string]string{"NCCL_NVLS_NCHANNELS": "8", "NCCL_NVLS_CHUNKSIZE": "262144", "NCCL_NVLSTREE_MAX_CHUNKSIZE": "65536"},
+			nccl.Options{NVLSChannels: 8, NVLSChunk: 256 << 10, NVLSTreeMaxChunk: 64 << 10}},
+		{map[string]string{"NCCL_MIN_CTAS": "4", "NCCL_MAX_CTAS": "16", "NCCL_MIN_P2P_NCHANNELS": "2", "NCCL_MAX_P2P_NCHANNELS": "32"},
+			nccl.Options{MinCTAs: 4, MaxCTAs: 16, MinP2PChannels: 2, MaxP2PChannels: 32}},
+		{map[string]string{"NCCL_NTHREADS": "256", "NCCL_LL128_NTHREADS": "320", "NCCL_COLLNET_NODE_THRESHOLD": "4"},
+			nccl.Options{Threads: 256, LL128Threads: 320, CollNetNodes: 4}},
 		{map[string]string{"NCCL_PROTO": "^LL128;allreduce:LL128"}, nccl.Options{
 			Protos: []ops.Protocol{ops.ProtoLL, ops.ProtoSimple}, OpProtos: map[ops.Op][]ops.Protocol{ops.AllReduce: {ops.ProtoLL128}}}},
 		{map[string]string{"NCCL_ALGO": "ring,collnetdirect;AllReduce:tree,collnet_direct;broadcast:ring;"}, nccl.Options{
@@ -52,17 +59,24 @@ func TestFromEnvRefusesWhatItWouldNotFollow(t *testing.T) {
 		{map[string]string{"NCCL_PROTO": "^LL,LL128,Simple"}, "leaves nothing"},
 		{map[string]string{"NCCL_ALGO": ""}, "names nothing"},
 		{map[string]string{"NCCL_ALGO": "hypercube"}, `unknown algorithm "hypercube"`},
-		{map[string]string{"NCCL_BUFFSIZE": "8M"}, "want a count of bytes"},
+		{map[string]string{"NCCL_BUFFSIZE": "8M"}, "NCCL_BUFFSIZE=8M: want 32768 to 1073741824 bytes"},
 		{map[string]string{"NCCL_BUFFSIZE": "4096"}, "want 32768 to"},
 		{map[string]string{"NCCL_MIN_NCHANNELS": "65"}, "NCCL_MIN_NCHANNELS=65: want 1 to 64"},
 		{map[string]string{"NCCL_MAX_NCHANNELS": "many"}, "NCCL_MAX_NCHANNELS=many: want 1 to 64"},
 		{map[string]string{"NCCL_MIN_NCHANNELS": "0", "NCCL_MAX_NCHANNELS": "0"}, "want 1 to 64"},
 		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": "0"}, "NCCL_NCHANNELS_PER_NET_PEER=0: want 1 to 64"},
 		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": "two"}, "want 1 to 64"},
-		{map[string]string{"NCCL_P2P_NET_CHUNKSIZE": "512K"}, "NCCL_P2P_NET_CHUNKSIZE=512K: want a count of bytes"},
-		{map[string]string{"NCCL_P2P_NVL_CHUNKSIZE": "1024"}, "(NCCL_P2P_NVL_CHUNKSIZE) of 1024 bytes: want 4096 to"},
+		{map[string]string{"NCCL_P2P_NET_CHUNKSIZE": "512K"}, "NCCL_P2P_NET_CHUNKSIZE=512K: want 4096 to 134217728 bytes"},
+		{map[string]string{"NCCL_P2P_NVL_CHUNKSIZE": "1024"}, "NCCL_P2P_NVL_CHUNKSIZE=1024: want 4096 to"},
 		{map[string]string{"NCCL_NVLS_ENABLE": "3"}, "NCCL_NVLS_ENABLE=3: want 0, 1 or 2"},
 		{map[string]string{"NCCL_COLLNET_ENABLE": "yes"}, "NCCL_COLLNET_ENABLE=yes: want 0 or 1"},
+		{map[string]string{"NCCL_PAT_ENABLE": "on"}, "NCCL_PAT_ENABLE=on: want 0, 1 or 2"},
+		{map[string]string{"NCCL_NTHREADS": "100"}, "NCCL_NTHREADS=100: want a multiple of 32 from 64 to 512 threads"},
+		{map[string]string{"NCCL_LL128_NTHREADS": "1024"}, "NCCL_LL128_NTHREADS=1024: want a multiple of 32 from 160 to 640 threads"},
+		{map[string]string{"NCCL_NVLS_NCHANNELS": "0"}, "NCCL_NVLS_NCHANNELS=0: want 1 to 64 channels"},
+		{map[string]string{"NCCL_MAX_CTAS": "128"}, "NCCL_MAX_CTAS=128: want 1 to 64 channels"},
+		{map[string]string{"NCCL_NVLS_CHUNKSIZE": "1k"}, "NCCL_NVLS_CHUNKSIZE=1k: want 4096 to"},
+		{map[string]string{"NCCL_COLLNET_NODE_THRESHOLD": "-1"}, "NCCL_COLLNET_NODE_THRESHOLD=-1: want 1 to"},
 		{map[string]string{"NCCL_ALGO": "allreduce:tree;ring"}, `"ring": every entry but the first names its collective`},
 		{map[string]string{"NCCL_ALGO": "alltoall:ring"}, `unknown collective "alltoall"`},
 		{map[string]string{"NCCL_PROTO": "allreduce:LL256"}, `allreduce: ops: unknown protocol "LL256"`},
@@ -98,5 +112,28 @@ func TestPerCollectiveListsChooseForTheirCollective(t *testing.T) {
 	}
 	if c, err := nccl.Tune(s, ops.ReduceScatter, 1<<30, o); err == nil {
 		t.Errorf("reduce-scatter runs no tree, yet NCCL_ALGO=tree chose %v", c.Estimate)
+	}
+}
+
+// TestEnvWritesWhatFromEnvReads: Options.Env is the environment FromEnv
+// reads back into the same options, one NAME=VALUE a variable set.
+func TestEnvWritesWhatFromEnvReads(t *testing.T) {
+	o := nccl.Options{BuffSize: 8 << 20, MinChannels: 4, MaxCTAs: 16, Threads: 256, LL128Threads: 320, NetPeerChannels: 2,
+		MinP2PChannels: 2, MaxP2PChannels: 8, P2PNetChunk: 256 << 10, NVLSChannels: 8, NVLSChunk: 64 << 10,
+		NVLSTreeMaxChunk: 32 << 10, NoNVLS: true, NoCollNet: true, CollNetNodes: 3, NoPAT: true}
+	lines := o.Env()
+	env := map[string]string{}
+	for _, l := range lines {
+		name, value, _ := strings.Cut(l, "=")
+		env[name] = value
+	}
+	if len(env) != 16 || len(lines) != 16 {
+		t.Errorf("Env() = %q, want 16 variables", lines)
+	}
+	if got, err := nccl.FromEnv(env); err != nil || !reflect.DeepEqual(got, o) {
+		t.Errorf("FromEnv(%q) = %+v, %v; want %+v", lines, got, err, o)
+	}
+	if l := (nccl.Options{}).Env(); l != nil {
+		t.Errorf("NCCL's defaults: Env() = %q, want none", l)
 	}
 }

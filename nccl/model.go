@@ -301,11 +301,11 @@ func dupChannels(a topology.Arch, channels int, speed float64) (int, float64) {
 // channels per search channel to reach peak BW on <8 PPN": from 2.25 on
 // Blackwell too, and before 2.20 up to 64 channels); then
 // NCCL_MAX_NCHANNELS lowers them and NCCL_MIN_NCHANNELS raises them,
-// copying channels.
+// copying channels, and so do NCCL_MAX_CTAS and NCCL_MIN_CTAS.
 func collChannels(s System, o Options) int {
 	ring := bandwidths(s, Ring)
 	n := min(maxChannels, 2*ring.channels)
-	if s.SHARP && !o.NoCollNet && s.PerNode > 1 {
+	if o.collNet(s) && s.PerNode > 1 {
 		if chain := bandwidths(s, CollNetChain); chain.intra > chain.inter {
 			n = min(maxChannels, n+n/2)
 		}
@@ -323,15 +323,34 @@ func collChannels(s System, o Options) int {
 	if o.Channels > 0 {
 		lo, hi = o.Channels, o.Channels
 	}
-	if hi > 0 {
-		n = min(n, hi)
+	loCTAs, hiCTAs := o.ctas()
+	if hi == 0 || hiCTAs < hi {
+		hi = hiCTAs
 	}
-	return max(n, lo)
+	return max(min(n, hi), lo, loCTAs)
+}
+
+// ctas are the bounds NCCL_MIN_CTAS and NCCL_MAX_CTAS put on every
+// channel count NCCL sets up (the communicator's config; init.cc lowers
+// the least to the most where it is above).
+func (o Options) ctas() (lo, hi int) {
+	lo, hi = o.MinCTAs, maxChannels
+	if o.MaxCTAs > 0 {
+		hi = o.MaxCTAs
+	}
+	return min(lo, hi), hi
+}
+
+// clampCTAs bounds a channel count by NCCL_MIN_CTAS and NCCL_MAX_CTAS.
+func clampCTAs(n int, o Options) int {
+	lo, hi := o.ctas()
+	return max(lo, min(hi, n))
 }
 
 // Releases where a behaviour changes between those whose constants the
 // model has.
 const (
+	v2_19 Version = 219
 	v2_20 Version = 220
 	v2_25 Version = 225
 )

@@ -618,3 +618,43 @@ func TestBlackwellHopsTakeTheirExtraNotTheChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsSetTheChannelsOfSmallSizes: NCCL launches fewer channels
+// while each thread would have fewer bytes than its threshold (64 with
+// Simple, 8 with LL128): with NCCL_NTHREADS=256 a 512 KiB ring Simple
+// all-reduce on 8 H100s keeps its 24 channels where 512 threads keep 16,
+// and with NCCL_LL128_NTHREADS=320 a 64 KiB LL128 one 24 where 640 keep
+// 12. PAT has no thread count and keeps the communicator's channels at
+// any size; NCCL_PAT_ENABLE=0 turns it off.
+func TestThreadsSetTheChannelsOfSmallSizes(t *testing.T) {
+	s := describe(t, "dgx-h100")
+	for _, tc := range []struct {
+		proto int
+		bytes int64
+		o     nccl.Options
+		want  int
+	}{
+		{2, 512 << 10, nccl.Options{}, 16},
+		{2, 512 << 10, nccl.Options{Threads: 256}, 24},
+		{1, 64 << 10, nccl.Options{}, 12},
+		{1, 64 << 10, nccl.Options{LL128Threads: 320}, 24},
+		{1, 64 << 10, nccl.Options{Threads: 256}, 12},
+	} {
+		proto := []ops.Protocol{ops.ProtoLL, ops.ProtoLL128, ops.ProtoSimple}[tc.proto]
+		tc.o.Algos, tc.o.Protos = []nccl.Algo{nccl.Ring}, []ops.Protocol{proto}
+		c, err := nccl.Tune(s, ops.AllReduce, tc.bytes, tc.o)
+		if err != nil || c.Channels != tc.want {
+			t.Errorf("ring/%v, %d B, threads %d/%d: %v, %v; want %d channels", proto, tc.bytes, tc.o.Threads, tc.o.LL128Threads, c.Estimate, err, tc.want)
+		}
+	}
+	pat := describe(t, "cluster:8x1,arch=hopper")
+	ring := estimateOf(t, pat, ops.AllGather, 1<<30, nccl.Ring, nccl.Options{})
+	if e := estimateOf(t, pat, ops.AllGather, 64, nccl.PAT, nccl.Options{}); e.Channels != ring.Channels || e.Channels < 2 {
+		t.Errorf("PAT all-gather of 64 B: %d channels, want the communicator's %d", e.Channels, ring.Channels)
+	}
+	for _, e := range nccl.Estimates(pat, ops.AllGather, 64, nccl.Options{NoPAT: true}) {
+		if e.Algo == nccl.PAT && !strings.Contains(e.Off, "NCCL_PAT_ENABLE=0") {
+			t.Errorf("NCCL_PAT_ENABLE=0: %v is %q, want off", e, e.Off)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
 )
 
 // NVLS on the simulator: the node's switch reduces and multicasts (ops
@@ -10,19 +11,119 @@ import (
 // switches' reduction bandwidths allow: the simulator's flows, not
 // NCCL's modelled bandwidth, set the pace.
 
-// nvlsChunk is the bytes of each rank's part of an NVLS pass: 128 KiB,
-// down to 64, 32 and 16 KiB while bytes < 64×, 8× and 2× channels ×
-// heads × chunk (enqueue.cc:2258-2275); NVLSTree starts from 256 KiB
-// (enqueue.cc:2276-2285).
-func nvlsChunk(s System, a Algo, channels int, bytes int64) int64 {
-	chunk := int64(128 << 10)
+// nvlsSetup is what NCCL's NVLS setup gives a communicator (nvls.cc:
+// ncclNvlsInit, and ncclNvlsTuning from 2.30): the channels NVLS and
+// NVLSTree launch, the most an NVLS pass's chunk may be, and the chunk
+// NVLSTree starts from.
+type nvlsSetup struct {
+	channels         int
+	chunk, treeChunk int64
+}
+
+// nvlsSetupOf is NCCL's NVLS setup on s, by release:
+//   - channels: 16; on Blackwell 32 from 2.25, and from 2.27 24 on one
+//     node (one NVLink domain); from 2.30 on several Blackwell nodes by
+//     the GPUs' network bandwidth (ncclNvlsTreeSm100Tuning); then
+//     NCCL_NVLS_NCHANNELS, then NCCL_MIN_CTAS and NCCL_MAX_CTAS;
+//   - an NVLS chunk of at most 128 KiB (NCCL_NVLS_CHUNKSIZE from 2.21;
+//     256 KiB from that 2.30 tuning on some fabrics);
+//   - NVLSTree from a Simple step before 2.21 and from NVLS's chunk
+//     after, at most 64 KiB on 4 nodes or more from 2.19, or what
+//     NCCL_NVLSTREE_MAX_CHUNKSIZE (2.20 on) or the 2.30 tuning says.
+func nvlsSetupOf(s System, o Options) nvlsSetup {
+	v, blackwell := o.version(), s.Arch.SM() >= 100
+	n := nvlsSetup{channels: 16, chunk: 128 << 10, treeChunk: int64(o.simpleStep())}
+	switch {
+	case blackwell && v >= V2_27 && s.Nodes == 1:
+		n.channels = 24
+	case blackwell && v >= v2_25:
+		n.channels = 32
+	}
+	var treeMax int64
+	if v >= V2_30 && blackwell && s.Nodes > 1 {
+		n.channels, n.chunk, treeMax = nvlsBlackwellNodes(s, n.channels)
+	}
+	if o.NVLSChannels > 0 {
+		n.channels = o.NVLSChannels
+	}
+	n.channels = clampCTAs(n.channels, o)
+	if v >= V2_21 {
+		if o.NVLSChunk > 0 {
+			n.chunk = o.NVLSChunk
+		}
+		n.treeChunk = n.chunk
+	}
+	switch {
+	case v >= v2_20 && o.NVLSTreeMaxChunk > 0:
+		treeMax = o.NVLSTreeMaxChunk
+	case treeMax == 0 && v >= v2_19 && s.Nodes >= 4:
+		treeMax = 64 << 10
+	}
+	if treeMax > 0 {
+		n.treeChunk = min(n.treeChunk, treeMax)
+	}
+	return n
+}
+
+// nvlsBlackwellNodes is 2.30's NVLS tuning for several Blackwell nodes
+// (ncclNvlsTreeSm100Tuning), from the slowest path from a GPU to its
+// NICs (comm->minNetBw): the channels, the NVLS chunk and the most an
+// NVLSTree chunk may be (0: NCCL's default). NCCL reads whether the path
+// to the NIC stays under a PCIe switch; commsim takes it to where every
+// GPU has a NIC of its own on an x86 host, as on DGX and HGX boards
+// (Grace hosts reach theirs through the CPU).
+func nvlsBlackwellNodes(s System, channels int) (int, int64, int64) {
+	nicBW := s.NICBW
+	if s.PCIeBW > 0 {
+		nicBW = min(nicBW, s.PCIeBW)
+	}
+	underSwitch := s.NICs >= s.PerNode && s.CPU != topology.ARMCPU
+	chunk, treeMax := int64(128<<10), int64(0)
+	switch {
+	case s.Nodes == 2 && nicBW >= 48:
+		channels, treeMax = 32, 128<<10
+		switch {
+		case s.PerNode <= 4:
+			chunk, treeMax = 256<<10, 256<<10
+		case s.PerNode >= 16 || s.PerNode <= 8 && underSwitch && nicBW < 96:
+			treeMax = 64 << 10
+		}
+	case nicBW >= 96 && s.PerNode <= 8:
+		channels, chunk, treeMax = 24, 256<<10, 256<<10
+	case nicBW >= 96:
+		channels, treeMax = 32, 128<<10
+		if s.PerNode >= 32 {
+			treeMax = 64 << 10
+		}
+	case nicBW >= 48:
+		channels, treeMax = 24, 128<<10
+		if underSwitch {
+			treeMax = 64 << 10
+		}
+	}
+	return channels, chunk, treeMax
+}
+
+// nvlsChunk is the bytes of each rank's part of an NVLS or NVLSTree pass
+// (enqueue.cc, calcCollChunking). NVLS: a Simple step, at most the
+// setup's chunk (32 KiB across nodes where NCCL's model gives NVLS under
+// 150 GB/s, from 2.20), then 64, 32 and 16 KiB while bytes < 64×, 8×
+// and 2× channels × heads × chunk. NVLSTree: the setup's, then 256, 128,
+// 64 and 32 KiB while bytes < 32×, 16×, 4× and 1× that.
+func nvlsChunk(s System, a Algo, channels int, bytes int64, o Options) int64 {
+	n := nvlsSetupOf(s, o)
+	type rung struct{ times, to int64 }
+	ladder := []rung{{64, 64 << 10}, {8, 32 << 10}, {2, 16 << 10}}
+	chunk := min(int64(o.simpleStep()), n.chunk)
 	if a == NVLSTree {
-		chunk = 256 << 10
+		ladder, chunk = []rung{{32, 256 << 10}, {16, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}}, n.treeChunk
+	} else if s.Nodes > 1 && o.version() >= v2_20 && busBandwidth(s, ops.AllReduce, NVLS, simple, bandwidths(s, NVLS), o.version())*busToAlg(s, ops.AllReduce, NVLS) < 150 {
+		chunk = min(chunk, 32<<10)
 	}
 	heads := int64(max(1, channels) * s.PerNode)
-	for _, factor := range [...]int64{64, 8, 2} {
-		if bytes < factor*heads*chunk && chunk > 16<<10 {
-			chunk /= 2
+	for _, r := range ladder {
+		if bytes < r.times*heads*chunk && chunk > r.to {
+			chunk = r.to
 		}
 	}
 	return chunk
@@ -75,7 +176,7 @@ func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// multicasts or reduces every node's piece of its local index.
 		parts, perPass = s.Ranks, s.Nodes+2
 	}
-	chunk := switchChunk(s, spec.Channels, bytesOf(spec), nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec)), parts, perPass)
+	chunk := switchChunk(s, spec.Channels, bytesOf(spec), nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec), o), parts, perPass)
 	spec.Chunk = int(max(1, chunk/int64(spec.DType.Size())))
 	plan, err := ops.Compile(spec)
 	if err != nil {

@@ -53,7 +53,11 @@ const (
 func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 	g := bandwidths(s, Ring)
 	coll := collChannels(s, o)
-	total = min(maxChannels, pow2Up(coll))
+	total = coll
+	if o.MaxP2PChannels > 0 {
+		total = min(total, o.MaxP2PChannels)
+	}
+	total = min(maxChannels, pow2Up(max(total, o.MinP2PChannels)))
 	least := maxChannels // the least a peer allows
 	if s.PerNode > 1 {
 		least = 2 // over PCIe

@@ -177,3 +177,21 @@ func TestAllToAllSharesTheP2PChannels(t *testing.T) {
 		t.Errorf("4 channels a peer fit 7 peers in 32: exchange at %.4g B/s, a sendrecv's %.4g", small, rate(ops.SendRecv, 256<<10))
 	}
 }
+
+// TestP2PChannelBounds: NCCL_MAX_P2P_NCHANNELS and NCCL_MIN_P2P_NCHANNELS
+// bound the point-to-point channels (paths.cc, a power of two), and so
+// does NCCL_MAX_CTAS through the communicator's channels.
+func TestP2PChannelBounds(t *testing.T) {
+	for _, tc := range []struct {
+		o    nccl.Options
+		want int
+	}{
+		{nccl.Options{}, 32},
+		{nccl.Options{MaxP2PChannels: 8}, 8},
+		{nccl.Options{MaxP2PChannels: 6}, 8},
+		{nccl.Options{MinP2PChannels: 64}, 64},
+		{nccl.Options{MaxCTAs: 4}, 4},
+	} {
+		checkP2PSplit(t, "dgx-h100", tc.o, 16<<30, tc.want, ops.ProtoSimple)
+	}
+}

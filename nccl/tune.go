@@ -55,6 +55,32 @@ type Options struct {
 	// switches reduce, as NCCL does with NCCL_COLLNET_ENABLE=1 and a
 	// SHARP plugin; NCCL's own default is off.
 	NoNVLS, NoCollNet bool
+	// NVLSChannels is the channels NVLS and NVLSTree run on, as
+	// NCCL_NVLS_NCHANNELS sets them; NVLSChunk the most an NVLS pass's
+	// chunk may be (NCCL_NVLS_CHUNKSIZE, read from 2.21 on) and
+	// NVLSTreeMaxChunk the most an NVLSTree chunk may be
+	// (NCCL_NVLSTREE_MAX_CHUNKSIZE, from 2.20 on); 0 is NCCL's default
+	// for the release and fabric (nvlsSetupOf).
+	NVLSChannels                int
+	NVLSChunk, NVLSTreeMaxChunk int64
+	// MinCTAs and MaxCTAs bound every channel count NCCL sets up, as
+	// NCCL_MIN_CTAS and NCCL_MAX_CTAS do: the collectives' (as the
+	// MIN/MAX_NCHANNELS do), NVLS's and so point-to-point's.
+	MinCTAs, MaxCTAs int
+	// MinP2PChannels and MaxP2PChannels bound the point-to-point
+	// channels, as NCCL_MIN_P2P_NCHANNELS and NCCL_MAX_P2P_NCHANNELS do.
+	MinP2PChannels, MaxP2PChannels int
+	// Threads is the threads of a ring's or a tree's block with Simple
+	// and LL, and LL128Threads with LL128, as NCCL_NTHREADS and
+	// NCCL_LL128_NTHREADS set them; 0 is NCCL's (512, or 256 for a
+	// ring's Simple on PCIe-class fabrics; 640). Small sizes run on
+	// fewer channels while each thread would have too few bytes.
+	Threads, LL128Threads int
+	// NoPAT leaves PAT out, as NCCL_PAT_ENABLE=0 does.
+	NoPAT bool
+	// CollNetNodes is the fewest nodes CollNet runs on, as
+	// NCCL_COLLNET_NODE_THRESHOLD sets it; 0 is NCCL's 2.
+	CollNetNodes int
 }
 
 // Bounds on Options.BuffSize: a step of at least 4 KiB, and a buffer no
@@ -67,37 +93,18 @@ const (
 // minP2PChunk bounds a point-to-point chunk from below, as a Simple step.
 const minP2PChunk = 4 << 10
 
-// byteVar is an environment variable of bytes and the field it sets.
-type byteVar struct {
-	name  string
-	bytes *int64
-}
-
-// p2pChunkVars are the variables that set o's point-to-point chunks.
-func (o *Options) p2pChunkVars() []byteVar {
-	return []byteVar{{"NCCL_P2P_NET_CHUNKSIZE", &o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", &o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", &o.P2PPCIChunk}}
-}
-
 // check refuses options NCCL would not run with.
 func (o Options) check() error {
 	if o.Version != 0 && (o.Version < V2_18 || o.Version > V2_30) {
 		return fmt.Errorf("nccl: version %v: the model has 2.18 to 2.30", o.Version)
 	}
-	if o.BuffSize != 0 && (o.BuffSize < MinBuffSize || o.BuffSize > MaxBuffSize) {
-		return fmt.Errorf("nccl: a buffer (NCCL_BUFFSIZE) of %d bytes: want %d to %d", o.BuffSize, MinBuffSize, MaxBuffSize)
+	if o.Channels < 0 || o.Channels > maxChannels {
+		return fmt.Errorf("nccl: %d channels: want 1 to %d", o.Channels, maxChannels)
 	}
-	for _, c := range o.p2pChunkVars() {
-		if b := *c.bytes; b != 0 && (b < minP2PChunk || b > MaxBuffSize/ncclSteps) {
-			return fmt.Errorf("nccl: a point-to-point chunk (%s) of %d bytes: want %d to %d", c.name, b, minP2PChunk, MaxBuffSize/ncclSteps)
+	for _, n := range o.numbers() {
+		if v := n.get(); v != 0 && !n.allows(v) {
+			return fmt.Errorf("nccl: %s=%d: want %s", n.name, v, n.want())
 		}
-	}
-	for _, c := range [...]int{o.Channels, o.MinChannels, o.MaxChannels} {
-		if c < 0 || c > maxChannels {
-			return fmt.Errorf("nccl: %d channels (NCCL_MIN/MAX_NCHANNELS): want 1 to %d", c, maxChannels)
-		}
-	}
-	if o.NetPeerChannels < 0 || o.NetPeerChannels > maxChannels {
-		return fmt.Errorf("nccl: %d channels a network peer (NCCL_NCHANNELS_PER_NET_PEER): want 1 to %d", o.NetPeerChannels, maxChannels)
 	}
 	return nil
 }
@@ -249,15 +256,17 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estima
 		return e
 	}
 	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW*treeCorrection(s, op, a, p, bytes, o.version()))
-	switch {
-	case a == Ring || a == Tree:
-		e.Channels = coll
-	case a == NVLS && s.Nodes > 1:
-		// NVLS over CollNet runs on no more channels than the
-		// communicator has (enqueue.cc, topoGetAlgoInfo).
-		e.Channels = min(e.Channels, coll)
+	// What runs (enqueue.cc, topoGetAlgoInfo): NVLS's own channels, no
+	// more than the communicator's across nodes; the others from the
+	// communicator's, fewer for small sizes.
+	e.Channels = coll
+	if a == NVLS || a == NVLSTree {
+		e.Channels = nvlsSetupOf(s, o).channels
+		if a == NVLS && s.Nodes > 1 {
+			e.Channels = min(e.Channels, coll)
+		}
 	}
-	e.Channels = threadChannels(s, bytes, e.Channels, a, p)
+	e.Channels = threadChannels(s, bytes, e.Channels, a, p, o)
 	return e
 }
 
@@ -350,7 +359,7 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 			return "the NVSwitch does not reduce (no NVLS)"
 		case a == NVLSTree && s.Nodes == 1:
 			return "NVLS tree needs several nodes"
-		case a == NVLS && s.Nodes > 1 && (!s.SHARP || o.NoCollNet):
+		case a == NVLS && s.Nodes > 1 && !o.collNet(s):
 			return "NVLS across nodes needs CollNet (SHARP)"
 		}
 	case CollNetDirect, CollNetChain:
@@ -361,13 +370,32 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 			return "CollNet runs Simple only"
 		case !s.SHARP:
 			return "the network's switches do not reduce (no SHARP)"
+		case !o.collNet(s):
+			return fmt.Sprintf("CollNet needs %d nodes (NCCL_COLLNET_NODE_THRESHOLD)", o.collNetNodes())
 		}
 	case PAT:
-		if s.PerNode != 1 {
+		switch {
+		case o.NoPAT:
+			return "PAT is disabled (NCCL_PAT_ENABLE=0)"
+		case s.PerNode != 1:
 			return "PAT needs one GPU per node"
 		}
 	}
 	return ""
+}
+
+// collNet reports whether CollNet runs on s: where the network's
+// switches reduce, unless NCCL_COLLNET_ENABLE=0, on as many nodes as
+// NCCL_COLLNET_NODE_THRESHOLD asks (init.cc).
+func (o Options) collNet(s System) bool {
+	return s.SHARP && !o.NoCollNet && s.Nodes >= o.collNetNodes()
+}
+
+func (o Options) collNetNodes() int {
+	if o.CollNetNodes == 0 {
+		return 2
+	}
+	return o.CollNetNodes
 }
 
 // graph is what NCCL's search found for an algorithm: its channels and
@@ -652,33 +680,63 @@ func hwLatency(class int, a Algo, p int, v Version) float64 {
 	return hwLat[class][a][p]
 }
 
-// threadChannels is how many channels NCCL launches for bytes: fewer
-// while each thread would have under its threshold of bytes
-// (enqueue.cc:2092-2105, comm.h:49-51).
-func threadChannels(s System, bytes int64, channels int, a Algo, p int) int {
-	if a != Ring && a != Tree {
+// threadChannels is how many channels NCCL launches for bytes
+// (enqueue.cc:2070-2094, comm.h:49-51, tuning.cc:244-257): CollNet
+// direct drops channels while bytes < channels × threads × heads ×
+// threshold, halving the threshold at 24, 12, 6 and 3 channels and
+// stopping at 16, 8, 4, 2 and 1 once the test fails; NVLS keeps its own;
+// the others drop them while each thread would have under its
+// threshold of bytes. PAT has no thread count and keeps them all.
+func threadChannels(s System, bytes int64, channels int, a Algo, p int, o Options) int {
+	threads, threshold := orDefault(o.Threads, 512), int64(64)
+	switch {
+	case a == NVLS || a == NVLSTree || a == PAT:
 		return channels
-	}
-	threads, threshold := 512, int64(64)
-	switch p {
-	case ll:
+	case a == CollNetDirect || a == CollNetChain:
+		threads, threshold = ncclMaxThreads, 512
+	case p == ll:
 		threshold = 8
 		if a == Ring {
 			threshold *= int64(s.Ranks)
 		}
-	case ll128:
-		threads, threshold = 640, 8
-	case simple:
+	case p == ll128:
+		threads, threshold = orDefault(o.LL128Threads, 640), 8
+	case a == Ring && o.Threads == 0:
 		// A ring's Simple blocks have half the threads where the ring
 		// search found no more than PCIe's 12 GB/s in all (tuning.cc).
-		if a == Ring {
-			if ring := bandwidths(s, Ring); ring.intra*float64(ring.channels) <= pciBW {
-				threads = 256
-			}
+		if ring := bandwidths(s, Ring); ring.intra*float64(ring.channels) <= pciBW {
+			threads = 256
 		}
+	}
+	if a == CollNetDirect {
+		heads := int64(s.PerNode)
+		for nc, ncSwitch, fits := channels, 16, false; ncSwitch >= 1 && !fits; ncSwitch /= 2 {
+			for channels = nc; channels > ncSwitch; channels-- {
+				if fits = bytes >= int64(channels)*int64(threads)*heads*threshold; fits {
+					break
+				}
+				if channels == ncSwitch+ncSwitch/2 {
+					threshold /= 2
+				}
+			}
+			nc = channels
+		}
+		return channels
 	}
 	for channels > 1 && bytes < int64(channels)*int64(threads)*threshold {
 		channels--
 	}
 	return channels
+}
+
+// ncclMaxThreads is the threads of NVLS's, CollNet's, trees' and PAT's
+// blocks (NCCL_MAX_NTHREADS).
+const ncclMaxThreads = 640
+
+// orDefault is n, or def where n is 0.
+func orDefault(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
 }

@@ -30,7 +30,7 @@ func TestBenchAlgoNCCL(t *testing.T) {
 		}
 	}
 	status, out, errOut = commsim("bench", "--topo", "cluster:8x1,arch=hopper", "--op", "allgather", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only")
-	if status != 0 || !strings.Contains(out, "  pat/LL/2ch\n") || strings.Contains(out, "(NCCL:") {
+	if status != 0 || !strings.Contains(out, "  pat/LL/4ch\n") || strings.Contains(out, "(NCCL:") {
 		t.Errorf("PAT: status %d %s:\n%s", status, errOut, out)
 	}
 	// JSON names NCCL's own choice apart only where it did not run.
@@ -40,7 +40,7 @@ func TestBenchAlgoNCCL(t *testing.T) {
 		NCCLChoice string  `json:"nccl_choice"`
 		TimeUS     float64 `json:"time_us"`
 	}
-	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "pat/LL/2ch" || rec.NCCLChoice != "" || !(rec.TimeUS > 0) {
+	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "pat/LL/4ch" || rec.NCCLChoice != "" || !(rec.TimeUS > 0) {
 		t.Errorf("json: status %d, %v: %s", status, err, out)
 	}
 }
@@ -50,7 +50,7 @@ func TestBenchAlgoNCCL(t *testing.T) {
 // checks; bench runs nccl-collnet-direct itself too.
 func TestBenchAlgoNCCLRunsCollNet(t *testing.T) {
 	status, out, errOut := commsim("bench", "--topo", "cluster:8x1,arch=hopper,sharp=inf", "--algo", "nccl", "-b", "1KiB", "-e", "64KiB", "-f", "8", "--check")
-	if status != 0 || strings.Count(out, "  collnet-direct/Simple/2ch\n") != 3 || strings.Contains(out, "(NCCL:") || !strings.Contains(out, "Out of bounds values : 0 OK") {
+	if status != 0 || strings.Count(out, "  collnet-direct/Simple/1ch\n") != 3 || strings.Contains(out, "(NCCL:") || !strings.Contains(out, "Out of bounds values : 0 OK") {
 		t.Errorf("status %d %s:\n%s", status, errOut, out)
 	}
 	status, out, errOut = commsim("bench", "--topo", "cluster:4x1,rail=true,sharp=100GB/s", "--op", "reducescatter", "--algo", "nccl-collnet-direct", "-b", "8", "-e", "64KiB", "--check")
@@ -206,6 +206,8 @@ func TestOptionFlagsRepeatTheEnvironment(t *testing.T) {
 		{Channels: 8, BuffSize: 8 << 20, NetPeerChannels: 2},
 		{MinChannels: 32, MaxChannels: 48},
 		{P2PNetChunk: 512 << 10, P2PNVLChunk: 256 << 10, P2PPCIChunk: 64 << 10, NoNVLS: true, NoCollNet: true},
+		{NVLSChannels: 8, NVLSChunk: 64 << 10, NVLSTreeMaxChunk: 32 << 10, MinCTAs: 2, MaxCTAs: 16, MinP2PChannels: 2,
+			MaxP2PChannels: 8, Threads: 256, LL128Threads: 320, NoPAT: true, CollNetNodes: 3},
 		{OpAlgos: map[ops.Op][]nccl.Algo{ops.AllReduce: {nccl.Tree}}, Protos: []ops.Protocol{ops.ProtoSimple},
 			OpProtos: map[ops.Op][]ops.Protocol{ops.AllGather: {ops.ProtoLL}, ops.Broadcast: {ops.ProtoLL128, ops.ProtoSimple}}},
 	} {

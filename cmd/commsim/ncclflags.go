@@ -287,27 +287,10 @@ func optionFlags(o nccl.Options) string {
 	if o.BuffSize > 0 {
 		out = append(out, "--nccl-buffsize "+strconv.FormatInt(o.BuffSize, 10))
 	}
-	for _, c := range [...]struct {
-		name  string
-		count int
-	}{{"NCCL_MIN_NCHANNELS", o.MinChannels}, {"NCCL_MAX_NCHANNELS", o.MaxChannels}} {
-		if c.count > 0 {
-			out = append(out, "--nccl-env "+c.name+"="+strconv.Itoa(c.count))
+	for _, v := range o.Env() {
+		if name, _, _ := strings.Cut(v, "="); name != "NCCL_NCHANNELS_PER_NET_PEER" && name != "NCCL_BUFFSIZE" {
+			out = append(out, "--nccl-env "+v)
 		}
-	}
-	for _, c := range [...]struct {
-		name  string
-		bytes int64
-	}{{"NCCL_P2P_NET_CHUNKSIZE", o.P2PNetChunk}, {"NCCL_P2P_NVL_CHUNKSIZE", o.P2PNVLChunk}, {"NCCL_P2P_PCI_CHUNKSIZE", o.P2PPCIChunk}} {
-		if c.bytes > 0 {
-			out = append(out, "--nccl-env "+c.name+"="+strconv.FormatInt(c.bytes, 10))
-		}
-	}
-	if o.NoNVLS {
-		out = append(out, "--nccl-env NCCL_NVLS_ENABLE=0")
-	}
-	if o.NoCollNet {
-		out = append(out, "--nccl-env NCCL_COLLNET_ENABLE=0")
 	}
 	return strings.Join(out, " ")
 }
