@@ -32,6 +32,10 @@ var (
 	// A banner: a rule of one repeated mark ("=====", "-----", "*** all_reduce ***"),
 	// or a command echoed by the shell's xtrace ("+ mpirun …").
 	bannerRE = regexp.MustCompile(`^(?:={3}|-{3}|\*{3}|~{3}|_{3}|<{3}|>{3}|\.{3}|\|{3}|/{3}|\\{3}|\++(?:\s|$))`)
+	// Open MPI's note on the help messages it held back, and how to see
+	// them ("8 more processes have sent help message help-mtl-ofi.txt /
+	// OFI call fail"): a line that starts with a number but is no row.
+	mpiHelpRE = regexp.MustCompile(`^(?:\d+ more process(?:es)? ha(?:s|ve) sent help message |Set MCA parameter "orte_base_help_aggregate")`)
 )
 
 // untag returns line without its surroundings: leading space, rank and
@@ -74,7 +78,8 @@ func endsTag(t string, n int) bool {
 	return unicode.IsSpace(r)
 }
 
-// decoration reports whether an untagged line is a date or a banner.
+// decoration reports whether an untagged line is a date, a banner or
+// Open MPI's note on held-back help messages.
 func decoration(t string) bool {
-	return dateLineRE.MatchString(t) || bannerRE.MatchString(t)
+	return dateLineRE.MatchString(t) || bannerRE.MatchString(t) || mpiHelpRE.MatchString(t)
 }

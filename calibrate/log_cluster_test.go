@@ -11,7 +11,8 @@ import (
 )
 
 // A plain nccl-tests table, and the same rows as a cluster prints them:
-// launcher tags, time stamps, dates and banners.
+// launcher tags, time stamps, dates, banners and Open MPI's notes on
+// the help messages it held back.
 const (
 	plainLog = "# Collective test starting: all_reduce_perf\n" +
 		"#  Rank  0 Group  0 Pid   4242 on     node01 device  0 [0x18] NVIDIA H100 80GB HBM3\n" +
@@ -46,7 +47,9 @@ const (
 		"12:00:03 [1,0]<stdout>:65536  16384  float  sum  -1  16.00  4.10  7.17  0  16.10  4.07  7.12  0\n" +
 		"[1,0]<stdout>:\n" +
 		"[1,0]<stdout>:# Avg bus bandwidth    : 2.1\n" +
-		"Wed, 01 May 2024 12:00:04 +0000\n"
+		"Wed, 01 May 2024 12:00:04 +0000\n" +
+		"8 more processes have sent help message help-mtl-ofi.txt / OFI call fail\n" +
+		"Set MCA parameter \"orte_base_help_aggregate\" to 0 to see all help / error messages\n"
 )
 
 // Issue #17: a plain time-stamp line ended calibrate in "index out of
@@ -104,9 +107,9 @@ func TestParseLogTaggedErrorsNameTheLine(t *testing.T) {
 		line int
 		want string
 	}{
-		{clusterLog + "[1,0]<stdout>:  131072  32768  float  sum  -1  fast  0  0  0  1  0  0  0\n", 23, `time "fast" is not a number: "[1,0]<stdout>:  131072`},
-		{clusterLog + "0: 131072  32768  float  sum  -1  16.00\n", 23, "want time, algbw and busbw"},
-		{clusterLog + "mpirun noticed that process rank 1 exited on signal 9\n", 23, "want a result row"},
+		{clusterLog + "[1,0]<stdout>:  131072  32768  float  sum  -1  fast  0  0  0  1  0  0  0\n", 25, `time "fast" is not a number: "[1,0]<stdout>:  131072`},
+		{clusterLog + "0: 131072  32768  float  sum  -1  16.00\n", 25, "want time, algbw and busbw"},
+		{clusterLog + "mpirun noticed that process rank 1 exited on signal 9\n", 25, "want a result row"},
 		{"2024-05-01 12:00:00 [1,0]<stdout>: mpirun: forwarding signal\n", 1, "want a result row"},
 	} {
 		_, err := ParseLog("log", []byte(c.text))
