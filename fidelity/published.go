@@ -54,6 +54,11 @@ type PublishedLog struct {
 	// the ratchet: it ran with something commsim cannot reproduce. It is
 	// still checked, and must still parse and predict.
 	Exclude string `yaml:"exclude,omitempty"`
+	// HeldOut, when set, says where a run found after the model was
+	// built comes from: not one of issue #16's logs, it is held to its
+	// own ratchet but left out of the pooled targets, so that it shows
+	// how the model does on runs it was not shaped on.
+	HeldOut string `yaml:"held_out,omitempty"`
 	// MaxMedianError is the ratchet: the log's median error may not
 	// exceed it. 0 means no bound recorded yet.
 	MaxMedianError float64 `yaml:"max_median_error,omitempty"`
