@@ -81,18 +81,17 @@ func (n number) want() string {
 	return fmt.Sprintf("%d to %d %s", n.lo, n.hi, n.unit)
 }
 
-// switches are the variables that turn an algorithm off with "0", the
-// values that leave it on, and the field they set.
-func (o *Options) switches() []struct {
+// toggle is a variable that turns an algorithm off with "0", the values
+// that leave it on, and the field it sets.
+type toggle struct {
 	name string
 	off  *bool
 	on   []string
-} {
-	return []struct {
-		name string
-		off  *bool
-		on   []string
-	}{
+}
+
+// toggles are the variables that turn o's algorithms off.
+func (o *Options) toggles() []toggle {
+	return []toggle{
 		{"NCCL_NVLS_ENABLE", &o.NoNVLS, []string{"1", "2"}},
 		{"NCCL_COLLNET_ENABLE", &o.NoCollNet, []string{"1"}},
 		{"NCCL_PAT_ENABLE", &o.NoPAT, []string{"1", "2"}},
@@ -136,7 +135,7 @@ func FromEnv(env map[string]string) (Options, error) {
 		}
 		n.set(x)
 	}
-	for _, e := range o.switches() {
+	for _, e := range o.toggles() {
 		v, ok := env[e.name]
 		switch v = strings.TrimSpace(v); {
 		case !ok:
@@ -162,7 +161,7 @@ func (o Options) Env() []string {
 				out = append(out, name+"="+strconv.FormatInt(n.get(), 10))
 			}
 		}
-		for _, e := range o.switches() {
+		for _, e := range o.toggles() {
 			if e.name == name && *e.off {
 				out = append(out, name+"=0")
 			}
