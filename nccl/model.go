@@ -305,7 +305,7 @@ func dupChannels(a topology.Arch, channels int, speed float64) (int, float64) {
 func collChannels(s System, o Options) int {
 	ring := bandwidths(s, Ring)
 	n := min(maxChannels, 2*ring.channels)
-	if o.collNet(s) && s.PerNode > 1 {
+	if o.collNetOff(s) == "" && s.PerNode > 1 {
 		if chain := bandwidths(s, CollNetChain); chain.intra > chain.inter {
 			n = min(maxChannels, n+n/2)
 		}

@@ -658,3 +658,55 @@ func TestThreadsSetTheChannelsOfSmallSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestEligibilityFollowsTheRelease: what NCCL may run, by release
+// (tuning.cc's algorithm loop, enqueue.cc's cost table, init.cc and
+// nvls.cc): all-gather and reduce-scatter on rings only in 2.18, NVLS
+// from 2.19, CollNet direct from 2.20, PAT from 2.23; NVLS all-gather
+// on one node of up to 32 GPUs in 2.25 and 2.26 and on nodes of up to
+// 32 GPUs from 2.27 (not a GB200 NVL72's 72); NVLS on more than 2 GPUs
+// a node, 2 from 2.28; CollNet on nodes of up to 8 GPUs to 2.22, then
+// direct only to 2.27, then neither.
+func TestEligibilityFollowsTheRelease(t *testing.T) {
+	for _, tc := range []struct {
+		topo string
+		op   ops.Op
+		algo nccl.Algo
+		v    nccl.Version
+		off  string // "" where NCCL may run it
+	}{
+		{"cluster:8x1,arch=hopper", ops.AllGather, nccl.PAT, 222, "PAT came in NCCL 2.23"},
+		{"cluster:8x1,arch=hopper", ops.AllGather, nccl.PAT, 223, ""},
+		{"hgx-b200", ops.ReduceScatter, nccl.NVLS, 218, "rings only"},
+		{"hgx-b200", ops.ReduceScatter, nccl.NVLS, 219, ""},
+		{"dgx-h100x2,sharp=inf", ops.AllGather, nccl.CollNetDirect, 219, "CollNet from 2.20"},
+		{"dgx-h100x2,sharp=inf", ops.AllGather, nccl.CollNetDirect, 220, ""},
+		{"dgx-h100x2,sharp=inf", ops.AllGather, nccl.NVLS, 226, "one node of up to 32 GPUs"},
+		{"dgx-h100x2,sharp=inf", ops.AllGather, nccl.NVLS, 227, ""},
+		{"gb200-nvl72", ops.AllGather, nccl.NVLS, 224, ""},
+		{"gb200-nvl72", ops.AllGather, nccl.NVLS, 230, "nodes of up to 32 GPUs"},
+		{"gb200-nvl72", ops.AllReduce, nccl.NVLS, 230, ""},
+		{"cluster:1x2,arch=hopper,nvls=inf", ops.AllReduce, nccl.NVLS, 227, "more GPUs on the NVSwitch"},
+		{"cluster:1x2,arch=hopper,nvls=inf", ops.AllReduce, nccl.NVLS, 228, ""},
+		{"cluster:2x16,arch=hopper,sharp=inf", ops.AllReduce, nccl.CollNetChain, 222, "up to 2.22 runs CollNet on nodes of up to 8"},
+		{"cluster:2x16,arch=hopper,sharp=inf", ops.AllReduce, nccl.CollNetChain, 227, ""},
+		{"cluster:2x16,arch=hopper,sharp=inf", ops.AllReduce, nccl.CollNetDirect, 227, "nodes of up to 8 GPUs"},
+		{"cluster:2x16,arch=hopper,sharp=inf", ops.AllReduce, nccl.CollNetChain, 228, "nodes of up to 8 GPUs"},
+		{"cluster:2x8,arch=hopper,sharp=inf", ops.AllReduce, nccl.CollNetChain, 230, ""},
+	} {
+		s := describe(t, tc.topo)
+		found := false
+		for _, e := range nccl.Estimates(s, tc.op, 1<<20, nccl.Options{Version: tc.v}) {
+			if e.Algo != tc.algo || e.Protocol != ops.ProtoSimple {
+				continue
+			}
+			found = true
+			if tc.off == "" && e.Off != "" || tc.off != "" && !strings.Contains(e.Off, tc.off) {
+				t.Errorf("%s, %s, %v in %v: off %q, want %q", tc.topo, tc.op, tc.algo, tc.v, e.Off, tc.off)
+			}
+		}
+		if !found {
+			t.Errorf("%s, %s: no estimate for %v/Simple", tc.topo, tc.op, tc.algo)
+		}
+	}
+}

@@ -341,6 +341,21 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 			// tuning.cc: "AllGather/ReduceScatter requires 1:1 GPU:NIC".
 			return "all-gather and reduce-scatter through the network's switch need a NIC for every GPU of a node"
 		}
+		// By release (tuning.cc's algorithm loop, enqueue.cc's cost
+		// table): rings only in 2.18, NVLS from 2.19, CollNet direct from
+		// 2.20 (PAT from 2.23, below); NVLS on one node of up to 32 GPUs
+		// in 2.25 and 2.26, and on nodes of up to 32 GPUs from 2.27
+		// (NCCL_MAX_NVLS_ARITY).
+		switch v := o.version(); {
+		case a != Ring && v < v2_19:
+			return "NCCL 2.18 runs all-gather and reduce-scatter on rings only"
+		case a == CollNetDirect && v < v2_20:
+			return "NCCL runs all-gather and reduce-scatter on CollNet from 2.20"
+		case a == NVLS && v >= v2_25 && v < V2_27 && (s.Nodes > 1 || s.Ranks > maxNVLSArity):
+			return fmt.Sprintf("NCCL 2.25 and 2.26 run NVLS all-gather and reduce-scatter on one node of up to %d GPUs", maxNVLSArity)
+		case a == NVLS && v >= V2_27 && s.PerNode > maxNVLSArity:
+			return fmt.Sprintf("NVLS runs all-gather and reduce-scatter on nodes of up to %d GPUs", maxNVLSArity)
+		}
 	case ops.AllReduce:
 		if a == PAT {
 			return "PAT runs all-gather and reduce-scatter only"
@@ -357,24 +372,28 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 			return "NVLS runs Simple only"
 		case !s.NVLSCapable:
 			return "the NVSwitch does not reduce (no NVLS)"
+		case s.PerNode <= 2 && o.version() < V2_28 || s.PerNode < 2:
+			// nvls.cc, ncclNvlsInit: more than 2 GPUs (2 or more from 2.28).
+			return "NVLS needs more GPUs on the NVSwitch"
 		case a == NVLSTree && s.Nodes == 1:
 			return "NVLS tree needs several nodes"
-		case a == NVLS && s.Nodes > 1 && !o.collNet(s):
-			return "NVLS across nodes needs CollNet (SHARP)"
+		case a == NVLS && s.Nodes > 1 && o.collNetOff(s) != "":
+			return "NVLS across nodes needs CollNet: " + o.collNetOff(s)
 		}
 	case CollNetDirect, CollNetChain:
 		switch {
-		case o.NoCollNet:
-			return "CollNet is disabled (NCCL_COLLNET_ENABLE=0)"
 		case p != simple:
 			return "CollNet runs Simple only"
-		case !s.SHARP:
-			return "the network's switches do not reduce (no SHARP)"
-		case !o.collNet(s):
-			return fmt.Sprintf("CollNet needs %d nodes (NCCL_COLLNET_NODE_THRESHOLD)", o.collNetNodes())
+		case o.collNetOff(s) != "":
+			return o.collNetOff(s)
+		case s.PerNode > maxDirectArity && (a == CollNetDirect || o.version() >= V2_28):
+			// enqueue.cc: direct from 2.23, chain from 2.28.
+			return fmt.Sprintf("%v runs on nodes of up to %d GPUs", a, maxDirectArity)
 		}
 	case PAT:
 		switch {
+		case o.version() < V2_23:
+			return "PAT came in NCCL 2.23"
 		case o.NoPAT:
 			return "PAT is disabled (NCCL_PAT_ENABLE=0)"
 		case s.PerNode != 1:
@@ -384,11 +403,30 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 	return ""
 }
 
-// collNet reports whether CollNet runs on s: where the network's
-// switches reduce, unless NCCL_COLLNET_ENABLE=0, on as many nodes as
-// NCCL_COLLNET_NODE_THRESHOLD asks (init.cc).
-func (o Options) collNet(s System) bool {
-	return s.SHARP && !o.NoCollNet && s.Nodes >= o.collNetNodes()
+// NCCL's most GPUs a node for NVLS's all-gather and reduce-scatter
+// (NCCL_MAX_NVLS_ARITY, 2.25 on) and for CollNet (NCCL_MAX_DIRECT_ARITY
+// + 1).
+const (
+	maxNVLSArity   = 32
+	maxDirectArity = 8
+)
+
+// collNetOff says why CollNet does not run on s, "" where it does: where
+// the network's switches reduce, unless NCCL_COLLNET_ENABLE=0, on as
+// many nodes as NCCL_COLLNET_NODE_THRESHOLD asks, and up to 2.22 on
+// nodes of at most 8 GPUs (init.cc).
+func (o Options) collNetOff(s System) string {
+	switch {
+	case !s.SHARP:
+		return "the network's switches do not reduce (no SHARP)"
+	case o.NoCollNet:
+		return "CollNet is disabled (NCCL_COLLNET_ENABLE=0)"
+	case s.Nodes < o.collNetNodes():
+		return fmt.Sprintf("CollNet needs %d nodes (NCCL_COLLNET_NODE_THRESHOLD)", o.collNetNodes())
+	case s.PerNode > maxDirectArity && o.version() < V2_23:
+		return fmt.Sprintf("NCCL up to 2.22 runs CollNet on nodes of up to %d GPUs", maxDirectArity)
+	}
+	return ""
 }
 
 func (o Options) collNetNodes() int {
