@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -123,5 +124,53 @@ func TestNVLSChunksFollowTheRelease(t *testing.T) {
 		if got := chunkOf(t, sharp, 64<<20, nccl.NVLS, nccl.Options{Version: v}); got != want {
 			t.Errorf("%s, NVLS in %v: chunk of %d bytes, want %d", sharp, v, got, want)
 		}
+	}
+}
+
+// TestNVLSReducesWhatTheSwitchAdds: NCCL runs NVLS only where the switch
+// reduces the element type with the operation (device.h,
+// ncclNvlsSupported): sums of every type it adds, min and max of integers
+// and 16-bit floats, no average, nothing of 8 bits; an all-gather, which
+// reduces nothing, whatever the type. PAT's reduce-scatter does not
+// average.
+func TestNVLSReducesWhatTheSwitchAdds(t *testing.T) {
+	tu := try(nccl.NewTuner(try(topology.Resolve("dgx-h100"))(t), nccl.Options{}))(t)
+	only := try(nccl.NewTuner(try(topology.Resolve("dgx-h100"))(t), nccl.Options{Algos: []nccl.Algo{nccl.NVLS}}))(t)
+	for _, tc := range []struct {
+		op    ops.Op
+		dtype hw.DType
+		redop hw.ReduceOp
+		nvls  bool
+	}{
+		{ops.AllReduce, hw.F32, hw.Sum, true},
+		{ops.AllReduce, hw.F32, hw.Max, false},
+		{ops.AllReduce, hw.BF16, hw.Min, true},
+		{ops.AllReduce, hw.I64, hw.Max, true},
+		{ops.AllReduce, hw.I32, hw.Prod, false},
+		{ops.AllReduce, hw.F64, hw.Avg, false},
+		{ops.AllReduce, hw.U8, hw.Sum, false},
+		{ops.ReduceScatter, hw.U8, hw.Sum, false},
+		{ops.AllGather, hw.U8, 0, true},
+	} {
+		spec := ops.Spec{Op: tc.op, Ranks: 8, Count: (1 << 30) / tc.dtype.Size(), DType: tc.dtype, Redop: tc.redop}
+		if tc.op == ops.ReduceScatter || tc.op == ops.AllGather {
+			spec.Count /= 8
+		}
+		if _, err := only.Choose(spec); (err == nil) != tc.nvls || err != nil && !strings.Contains(err.Error(), "NVLS does not reduce") {
+			t.Errorf("%v of %v with %v, NVLS alone: %v; want it allowed: %v", tc.op, tc.dtype, tc.redop, err, tc.nvls)
+		}
+		// Where NVLS may not, the tuner picks what may.
+		if c, err := tu.Choose(spec); err != nil || !tc.nvls && c.Algo == nccl.NVLS {
+			t.Errorf("%v of %v with %v: %v, %v", tc.op, tc.dtype, tc.redop, c.Estimate, err)
+		}
+	}
+	pat := try(nccl.NewTuner(try(topology.Resolve("cluster:8x1,arch=hopper"))(t), nccl.Options{Algos: []nccl.Algo{nccl.PAT}}))(t)
+	spec := ops.Spec{Op: ops.ReduceScatter, Ranks: 8, Count: 1 << 20, DType: hw.F32, Redop: hw.Avg}
+	if c, err := pat.Choose(spec); err == nil || !strings.Contains(err.Error(), "does not average") {
+		t.Errorf("PAT reduce-scatter average: %v, %v; want refused", c.Estimate, err)
+	}
+	spec.Redop = hw.Sum
+	if c, err := pat.Choose(spec); err != nil || c.Algo != nccl.PAT {
+		t.Errorf("PAT reduce-scatter sum: %v, %v", c.Estimate, err)
 	}
 }

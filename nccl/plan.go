@@ -308,7 +308,7 @@ func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
 	if isP2P(spec.Op) {
 		return p2pChoice(t.System, bytesPerPeer(spec), t.Options), nil
 	}
-	return Tune(t.System, spec.Op, bytesOf(spec), t.Options)
+	return tune(t.System, spec.Op, bytesOf(spec), t.Options, elements{spec.DType, spec.Redop})
 }
 
 // Ops are the collectives Tuner plans.

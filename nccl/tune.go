@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -176,11 +177,17 @@ func Simulable(s System, a Algo) bool {
 // Estimates prices every algorithm and protocol for op on bytes (NCCL's
 // size: the larger of a rank's send and receive buffers, the whole
 // gathered buffer for all-gather and reduce-scatter).
+// The element type is taken for one that every algorithm reduces
+// (Tuner.Choose reads the collective's).
 func Estimates(s System, op ops.Op, bytes int64, o Options) []Estimate {
+	return estimates(s, op, bytes, o, elements{})
+}
+
+func estimates(s System, op ops.Op, bytes int64, o Options, el elements) []Estimate {
 	out := make([]Estimate, 0, int(numAlgos)*numProtos)
 	for a := range numAlgos {
 		for p := range numProtos {
-			out = append(out, estimate(s, op, bytes, a, p, o))
+			out = append(out, estimate(s, op, bytes, a, p, o, el))
 		}
 	}
 	return out
@@ -195,13 +202,19 @@ type Choice struct {
 	NCCL Estimate
 }
 
-// Tune picks NCCL's algorithm, protocol and channel count for op on bytes.
+// Tune picks NCCL's algorithm, protocol and channel count for op on bytes,
+// of an element type that every algorithm reduces (Tuner.Choose reads
+// the collective's).
 func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
+	return tune(s, op, bytes, o, elements{})
+}
+
+func tune(s System, op ops.Op, bytes int64, o Options, el elements) (Choice, error) {
 	var c Choice
 	best, bestSim := math.Inf(1), math.Inf(1)
 	var reasons []string           // why pairs are off, in order
 	offBy := map[string][]string{} // the pairs off for each
-	for _, e := range Estimates(s, op, bytes, o) {
+	for _, e := range estimates(s, op, bytes, o, el) {
 		if e.Off != "" {
 			if offBy[e.Off] == nil {
 				reasons = append(reasons, e.Off)
@@ -235,9 +248,9 @@ func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
 }
 
 // estimate prices algorithm a with protocol p.
-func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options) Estimate {
+func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el elements) Estimate {
 	e := Estimate{Algo: a, Protocol: protocols[p], TimeUS: math.Inf(1)}
-	if why := enabled(s, op, a, p, o); why != "" {
+	if why := cmp.Or(enabled(s, op, a, p, o), el.off(op, a)); why != "" {
 		e.Off = why
 		return e
 	}
