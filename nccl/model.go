@@ -254,10 +254,7 @@ func searchChannels(a topology.Arch, total float64) (channels int, speed float64
 // (PCIe Gen5's 48 under NDR's 50; not doubled, as Blackwell doubles
 // channels under 50 GB/s only up to 4).
 func netSearchChannels(s System) (channels int, speed float64) {
-	path := s.NICBW
-	if s.PCIeBW > 0 {
-		path = min(path, s.PCIeBW)
-	}
+	path := s.nicPathBW()
 	for _, sp := range interLadder(s.Arch) {
 		if sp > path {
 			continue

@@ -73,10 +73,7 @@ func nvlsSetupOf(s System, o Options) nvlsSetup {
 // GPU has a NIC of its own on an x86 host, as on DGX and HGX boards
 // (Grace hosts reach theirs through the CPU).
 func nvlsBlackwellNodes(s System, channels int) (int, int64, int64) {
-	nicBW := s.NICBW
-	if s.PCIeBW > 0 {
-		nicBW = min(nicBW, s.PCIeBW)
-	}
+	nicBW := s.nicPathBW()
 	underSwitch := s.NICs >= s.PerNode && s.CPU != topology.ARMCPU
 	chunk, treeMax := int64(128<<10), int64(0)
 	switch {

@@ -86,10 +86,8 @@ func netPeerChannels(s System, o Options, coll int) int {
 	// A GPU's local NICs (ncclTopoGetLocalNetCountByBw: its own, up to
 	// the bandwidth of its PCIe link), each at what the path to it
 	// carries.
-	local := max(1, s.NICs/max(1, s.PerNode))
-	path := s.NICBW
+	local, path := max(1, s.NICs/max(1, s.PerNode)), s.nicPathBW()
 	if s.PCIeBW > 0 {
-		path = min(path, s.PCIeBW)
 		local = min(local, max(1, int(math.Ceil(s.PCIeBW/path-1e-9))))
 	}
 	if o.version() > V2_28 {

@@ -35,6 +35,15 @@ type System struct {
 	NVLSCapable, SHARP bool
 }
 
+// nicPathBW is what the path from a GPU to its NIC carries in GB/s, as
+// NCCL rates it: the NIC, or the PCIe link before it where slower.
+func (s System) nicPathBW() float64 {
+	if s.PCIeBW > 0 {
+		return min(s.NICBW, s.PCIeBW)
+	}
+	return s.NICBW
+}
+
 // String says what NCCL sees in a line: "16 ranks on 2 nodes of 8,
 // hopper, 18 NVLinks (370.8 GB/s), NVLS, 8 NICs of 50 GB/s, intel hosts".
 func (s System) String() string {

@@ -378,7 +378,7 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 	}
 	switch a {
 	case NVLS, NVLSTree:
-		switch {
+		switch netOff := o.collNetOff(s); {
 		case o.NoNVLS:
 			return "NVLS is disabled (NCCL_NVLS_ENABLE=0)"
 		case p != simple:
@@ -390,15 +390,15 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 			return "NVLS needs more GPUs on the NVSwitch"
 		case a == NVLSTree && s.Nodes == 1:
 			return "NVLS tree needs several nodes"
-		case a == NVLS && s.Nodes > 1 && o.collNetOff(s) != "":
-			return "NVLS across nodes needs CollNet: " + o.collNetOff(s)
+		case a == NVLS && s.Nodes > 1 && netOff != "":
+			return "NVLS across nodes needs CollNet: " + netOff
 		}
 	case CollNetDirect, CollNetChain:
-		switch {
+		switch off := o.collNetOff(s); {
 		case p != simple:
 			return "CollNet runs Simple only"
-		case o.collNetOff(s) != "":
-			return o.collNetOff(s)
+		case off != "":
+			return off
 		case s.PerNode > maxDirectArity && (a == CollNetDirect || o.version() >= V2_28):
 			// enqueue.cc: direct from 2.23, chain from 2.28.
 			return fmt.Sprintf("%v runs on nodes of up to %d GPUs", a, maxDirectArity)
@@ -442,12 +442,7 @@ func (o Options) collNetOff(s System) string {
 	return ""
 }
 
-func (o Options) collNetNodes() int {
-	if o.CollNetNodes == 0 {
-		return 2
-	}
-	return o.CollNetNodes
-}
+func (o Options) collNetNodes() int { return cmp.Or(o.CollNetNodes, 2) }
 
 // graph is what NCCL's search found for an algorithm: its channels and
 // per-channel bandwidth inside a node and across nodes, in GB/s.
@@ -739,7 +734,7 @@ func hwLatency(class int, a Algo, p int, v Version) float64 {
 // the others drop them while each thread would have under its
 // threshold of bytes. PAT has no thread count and keeps them all.
 func threadChannels(s System, bytes int64, channels int, a Algo, p int, o Options) int {
-	threads, threshold := orDefault(o.Threads, 512), int64(64)
+	threads, threshold := cmp.Or(o.Threads, 512), int64(64)
 	switch {
 	case a == NVLS || a == NVLSTree || a == PAT:
 		return channels
@@ -751,7 +746,7 @@ func threadChannels(s System, bytes int64, channels int, a Algo, p int, o Option
 			threshold *= int64(s.Ranks)
 		}
 	case p == ll128:
-		threads, threshold = orDefault(o.LL128Threads, 640), 8
+		threads, threshold = cmp.Or(o.LL128Threads, 640), 8
 	case a == Ring && o.Threads == 0:
 		// A ring's Simple blocks have half the threads where the ring
 		// search found no more than PCIe's 12 GB/s in all (tuning.cc).
@@ -783,11 +778,3 @@ func threadChannels(s System, bytes int64, channels int, a Algo, p int, o Option
 // ncclMaxThreads is the threads of NVLS's, CollNet's, trees' and PAT's
 // blocks (NCCL_MAX_NTHREADS).
 const ncclMaxThreads = 640
-
-// orDefault is n, or def where n is 0.
-func orDefault(n, def int) int {
-	if n == 0 {
-		return def
-	}
-	return n
-}
