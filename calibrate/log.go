@@ -22,7 +22,7 @@ type Sample struct {
 
 // Log is what an nccl-tests log says.
 type Log struct {
-	Format string // "nccl-tests table" or "csv"
+	Format string // "nccl-tests table", "nccl-tests json" or "csv"
 	// Op is commsim's name of the collective (allreduce, …), "" where the
 	// log does not name it.
 	Op string
@@ -51,6 +51,16 @@ type LogError struct {
 	Text   string // the line, cut to 120 characters
 }
 
+// shortLine is a log line as an error quotes it: trimmed, and cut to
+// 120 characters.
+func shortLine(line string) string {
+	text := strings.TrimSpace(line)
+	if len(text) > 120 {
+		text = text[:117] + "..."
+	}
+	return text
+}
+
 func (e *LogError) Error() string {
 	if e.Line == 0 {
 		return fmt.Sprintf("%s: %s", e.Name, e.Reason)
@@ -63,6 +73,7 @@ var (
 		"broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "gather": "gather", "sendrecv": "sendrecv"}
 	rankRE  = regexp.MustCompile(`^#\s*Rank\s+\d+\s`)
 	startRE = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
+	perfRE  = regexp.MustCompile(`^(\w+)_perf`) // a test's program name
 	// NCCL's own lines: its debug output, and the version line
 	// NCCL_DEBUG=VERSION prints.
 	noiseRE = regexp.MustCompile(`\bNCCL (INFO|WARN|TRACE)\b|^NCCL version \S`)
@@ -113,6 +124,12 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 	return s, f[2], msg
 }
 
+// invalidSample is why a row whose sample is not valid is refused.
+const invalidSample = "want a size >= 0 and a time > 0 µs"
+
+// valid reports whether s is a size and a finite time.
+func (s Sample) valid() bool { return s.Bytes >= 0 && s.TimeUS > 0 && !math.IsInf(s.TimeUS, 0) }
+
 func sizeTime(size, time string) (s Sample, msg string) {
 	var err error
 	if s.Bytes, err = strconv.ParseInt(size, 10, 64); err != nil {
@@ -143,9 +160,10 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 // ParseLog reads nccl-tests output: its text table, in the layouts of old
 // and new versions (with or without the root and redop columns, with
 // per-iteration columns or timestamps), among NCCL INFO lines and comments;
-// or a CSV with a header naming size and time columns (commsim bench's
-// CSV, say), recognised by a comma in the first data line. Repeated sizes
-// are averaged. name is the log's name for errors, which are *LogError.
+// nccl-tests' JSON report (-J FILE), recognised by its opening brace; or a
+// CSV with a header naming size and time columns (commsim bench's CSV,
+// say), recognised by a comma in the first data line. Repeated sizes are
+// averaged. name is the log's name for errors, which are *LogError.
 //
 // Logs are read as clusters print them: each line may carry rank or host
 // tags ("0: ", "[1,0]<stdout>:", "[0] ", "gpu01: ") and time stamps
@@ -155,8 +173,26 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 // may stand between the rows. Any other line that is not a row or a
 // comment is an error naming it, as is a row that cannot be read.
 func ParseLog(name string, data []byte) (*Log, error) {
-	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
 	lg := &Log{}
+	var err error
+	if isJSON(data) {
+		err = parseJSONLog(name, data, lg)
+	} else {
+		err = parseTextLog(name, data, lg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(lg.Samples) == 0 {
+		return nil, &LogError{Name: name, Reason: "no result rows (want nccl-tests output, its JSON report or a CSV with size and time columns)"}
+	}
+	lg.averageRepeats()
+	return lg, nil
+}
+
+// parseTextLog reads nccl-tests' text output or a CSV into lg.
+func parseTextLog(name string, data []byte, lg *Log) error {
+	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
 	hasRoot := -1
 	var cols map[string]int // the CSV header's columns
 	width := 0              // and its number of fields
@@ -216,25 +252,24 @@ func ParseLog(name string, data []byte) (*Log, error) {
 		} else {
 			s, typ, msg = tableRow(strings.Fields(t), hasRoot)
 		}
-		if msg == "" && (!(s.TimeUS > 0) || math.IsInf(s.TimeUS, 0) || s.Bytes < 0) {
-			msg = "want a size >= 0 and a time > 0 µs"
+		if msg == "" && !s.valid() {
+			msg = invalidSample
 		}
 		if msg == "" && typ != "" && lg.Type != "" && typ != lg.Type {
 			msg = fmt.Sprintf("type %s after %s: calibrate one type per log", typ, lg.Type)
 		}
 		if msg != "" {
-			text := strings.TrimSpace(lines[i])
-			if len(text) > 120 {
-				text = text[:117] + "..."
-			}
-			return nil, &LogError{Name: name, Line: i + 1, Reason: msg, Text: text}
+			return &LogError{Name: name, Line: i + 1, Reason: msg, Text: shortLine(lines[i])}
 		}
 		s.Line, lg.Type = i+1, cmp.Or(typ, lg.Type)
 		lg.Samples = append(lg.Samples, s)
 	}
-	if len(lg.Samples) == 0 {
-		return nil, &LogError{Name: name, Reason: "no result rows (want nccl-tests output or a CSV with size and time columns)"}
-	}
+	return nil
+}
+
+// averageRepeats sorts the samples by size and averages the times of
+// each size's rows.
+func (lg *Log) averageRepeats() {
 	slices.SortStableFunc(lg.Samples, func(a, b Sample) int { return cmp.Compare(a.Bytes, b.Bytes) })
 	var rows []Sample
 	for i := 0; i < len(lg.Samples); {
@@ -253,5 +288,4 @@ func ParseLog(name string, data []byte) (*Log, error) {
 		rows, i = append(rows, r), j
 	}
 	lg.Samples = rows
-	return lg, nil
 }

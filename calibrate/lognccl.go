@@ -37,12 +37,18 @@ func (l *Log) readNCCLLine(line string) {
 		if v, ok := strings.CutSuffix(value, "."); ok && isInt(v) {
 			value = v
 		}
-		if l.NCCLEnv == nil {
-			l.NCCLEnv = map[string]string{}
-		}
-		if _, seen := l.NCCLEnv[m[1]]; !seen { // every rank says it
-			l.NCCLEnv[m[1]] = value
-		}
+		l.setNCCLEnv(m[1], value)
+	}
+}
+
+// setNCCLEnv records that NCCL read variable name as value; the first
+// word on it stands (every rank says it).
+func (l *Log) setNCCLEnv(name, value string) {
+	if l.NCCLEnv == nil {
+		l.NCCLEnv = map[string]string{}
+	}
+	if _, seen := l.NCCLEnv[name]; !seen {
+		l.NCCLEnv[name] = value
 	}
 }
 

@@ -96,6 +96,7 @@ type sweep struct {
 	trace      string
 	traceMax   int64          // --trace-max
 	plot       string         // bench --plot
+	jsonOut    string         // bench -J: nccl-tests' JSON report (nccljson.go)
 	backend    *backendPlan   // where the ranks live
 	runner     *verify.Runner // its buffers serve every size (and every algorithm of compare's)
 	pattern    *patternCache  // --check's inputs of the last size
@@ -333,7 +334,7 @@ type row struct {
 func newBenchCmd() *cobra.Command {
 	var f benchFlags
 	var pf procFlags
-	var plot, simTopo string
+	var plot, simTopo, jsonOut string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run an nccl-tests-style size sweep of one collective",
@@ -383,7 +384,7 @@ COMMSIM_NCCL_TIMEOUT each collective (default 5m).`,
 			if err := s.setSimTopo(simTopo); err != nil {
 				return err
 			}
-			s.plot = plot
+			s.plot, s.jsonOut = plot, jsonOut
 			return s.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -391,6 +392,7 @@ COMMSIM_NCCL_TIMEOUT each collective (default 5m).`,
 	cmd.Flags().StringVar(&f.trace, "trace", "", "write a Perfetto trace of the whole sweep (every run, every rank, transfers, link rates) to FILE")
 	addTraceMaxFlag(cmd.Flags(), &f.traceMax)
 	cmd.Flags().StringVar(&plot, "plot", "", "also draw busbw and time against size (out of place; where auto or nccl changes its choice marked) into FILE.png or FILE.svg")
+	cmd.Flags().StringVarP(&jsonOut, "output_file", "J", "", "also write the sweep as nccl-tests' JSON report (its -J), which calibrate and fidelity read back, to FILE")
 	registerSimTopo(cmd, &simTopo)
 	pf.register(cmd)
 	return cmd
@@ -418,6 +420,9 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 		if s.format == "table" && len(rows) > 0 {
 			err = errors.Join(err, writeTable(stdout, s, rows))
 		}
+		if s.jsonOut != "" && len(rows) > 0 { // as nccl-tests leaves partial output
+			err = errors.Join(err, s.writeNCCLReport(stderr, rows))
+		}
 		return err
 	}
 	if err := rep.end(); err != nil {
@@ -438,6 +443,11 @@ func (s *sweep) report(stdout, stderr io.Writer, rows []row) error {
 // finish draws the plot of a reported sweep, saying so on stderr, and
 // fails if --check found wrong elements.
 func (s *sweep) finish(stderr io.Writer, rows []row) error {
+	if s.jsonOut != "" {
+		if err := s.writeNCCLReport(stderr, rows); err != nil {
+			return err
+		}
+	}
 	if s.plot != "" {
 		if err := s.drawPlot(rows); err != nil {
 			return err

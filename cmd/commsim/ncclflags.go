@@ -271,12 +271,11 @@ func optionFlags(o nccl.Options) string {
 	if o.Version != 0 && o.Version != nccl.V2_30 {
 		out = append(out, "--nccl-version "+o.Version.String())
 	}
-	algo := func(a nccl.Algo) string { return strings.ReplaceAll(a.String(), "-", "_") }
-	if l := envList(o.Algos, o.OpAlgos, algo); l != "" {
-		out = append(out, "--nccl-algo "+l)
+	if l := envList(o.Algos, o.OpAlgos, algoEnvName); l != "" {
+		out = append(out, "--nccl-algo "+shellWord(l))
 	}
 	if l := envList(o.Protos, o.OpProtos, ops.Protocol.String); l != "" {
-		out = append(out, "--nccl-proto "+l)
+		out = append(out, "--nccl-proto "+shellWord(l))
 	}
 	if o.Channels > 0 {
 		out = append(out, "--nccl-channels "+strconv.Itoa(o.Channels))
@@ -295,9 +294,38 @@ func optionFlags(o nccl.Options) string {
 	return strings.Join(out, " ")
 }
 
+// ncclEnvOf is the environment that sets o as NCCL reads it, NAME=VALUE:
+// NCCL_ALGO, NCCL_PROTO, the channels as NCCL_MIN_NCHANNELS and
+// NCCL_MAX_NCHANNELS, then Options.Env's. The release is not a variable.
+func ncclEnvOf(o nccl.Options) []string {
+	var env []string
+	if l := envList(o.Algos, o.OpAlgos, algoEnvName); l != "" {
+		env = append(env, "NCCL_ALGO="+l)
+	}
+	if l := envList(o.Protos, o.OpProtos, ops.Protocol.String); l != "" {
+		env = append(env, "NCCL_PROTO="+l)
+	}
+	if o.Channels > 0 {
+		n := strconv.Itoa(o.Channels)
+		env = append(env, "NCCL_MIN_NCHANNELS="+n, "NCCL_MAX_NCHANNELS="+n)
+	}
+	return append(env, o.Env()...)
+}
+
+// algoEnvName is a as NCCL_ALGO spells it.
+func algoEnvName(a nccl.Algo) string { return strings.ReplaceAll(a.String(), "-", "_") }
+
+// shellWord quotes an NCCL_ALGO or NCCL_PROTO list for a shell where it
+// has several entries.
+func shellWord(l string) string {
+	if strings.ContainsAny(l, ";:") {
+		return "'" + l + "'"
+	}
+	return l
+}
+
 // envList writes a list for every collective and lists per collective
-// as NCCL_ALGO and NCCL_PROTO spell them, quoted for a shell when it has
-// several entries: "" when there is none.
+// as NCCL_ALGO and NCCL_PROTO spell them: "" when there is none.
 func envList[T any](every []T, perOp map[ops.Op][]T, name func(T) string) string {
 	join := func(l []T) string {
 		names := make([]string, len(l))
@@ -314,9 +342,6 @@ func envList[T any](every []T, perOp map[ops.Op][]T, name func(T) string) string
 		if l, ok := perOp[op]; ok {
 			entries = append(entries, op.String()+":"+join(l))
 		}
-	}
-	if len(entries) > 1 || len(perOp) > 0 {
-		return "'" + strings.Join(entries, ";") + "'"
 	}
 	return strings.Join(entries, ";")
 }

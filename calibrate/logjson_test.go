@@ -1,0 +1,109 @@
+package calibrate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/nccl"
+)
+
+// ncclTestsJSON is a report in nccl-tests' JSON layout (-J, version 3):
+// two processes of 4 GPUs each, NCCL 2.27.3, NCCL_PROTO set, records as
+// nccl-tests writes them (six decimals, a root string, nwrong null
+// without -c).
+func ncclTestsJSON(records ...string) string {
+	return `{
+  "version": 3,
+  "start_time": "2026-11-30 10:00:00",
+  "args": ["/opt/nccl-tests/build/all_gather_perf", "-b", "1K", "-e", "2K", "-g", "4", "-J", "ag.json"],
+  "env": ["PATH=/usr/bin", "NCCL_PROTO=Simple", "NCCL_DEBUG=INFO", "HOME=/root"],
+  "nccl_version": 22703,
+  "config": {"nthreads": 1, "ngpus": 4, "minimum_bytes": 1024, "maximum_bytes": 2048, "step_factor": 2,
+    "warmup_iters": 5, "iterations": 20, "aggregated_iterations": 1, "validation": 0, "graph": 0,
+    "blocking_collectives": false, "parallel_init": false,
+    "devices": [
+      {"rank": 0, "group": 0, "pid": 100, "hostname": "node01", "device": 0, "device_hex": "0x18", "device_info": "NVIDIA H100 80GB HBM3"},
+      {"rank": 4, "group": 0, "pid": 200, "hostname": "node02", "device": 0, "device_hex": "0x18", "device_info": "NVIDIA H100 80GB HBM3"}
+    ]},
+  "results": [
+` + strings.Join(records, ",\n") + `
+  ],
+  "out_of_bounds": {"count": 0, "okay": true},
+  "average_bus_bandwidth": {"bandwidth": 1.234000, "okay": "unchecked"},
+  "end_time": "2026-11-30 10:00:05"
+}
+`
+}
+
+const (
+	jsonRecord2K = `    {"size": 2048, "count": 64, "type": "float", "redop": "none", "root": "    -1",
+      "out_of_place": {"time": 12.500000, "alg_bw": 0.160000, "bus_bw": 0.140000, "nwrong": null},
+      "in_place": {"time": 12.100000, "alg_bw": 0.170000, "bus_bw": 0.150000, "nwrong": null},
+      "actual_iterations": 20, "experiment_name": ""}`
+	jsonRecord1K = `    {"size": 1024, "count": 32, "type": "float", "redop": "none", "root": "    -1",
+      "out_of_place": {"time": 11.000000, "alg_bw": 0.090000, "bus_bw": 0.080000, "nwrong": null},
+      "in_place": {"time": 10.900000, "alg_bw": 0.090000, "bus_bw": 0.080000, "nwrong": null},
+      "actual_iterations": 20, "experiment_name": ""}`
+)
+
+func TestParseLogReadsNCCLTestsJSON(t *testing.T) {
+	lg, err := ParseLog("ag.json", []byte(ncclTestsJSON(jsonRecord2K, jsonRecord1K)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg.Format != "nccl-tests json" || lg.Op != "allgather" || lg.Ranks != 8 || lg.Type != "float" || lg.NCCLVersion != "2.27.3" {
+		t.Errorf("%+v: want nccl-tests json, allgather on 8 ranks of float, NCCL 2.27.3", lg)
+	}
+	// Sorted by size, the out-of-place time, each with its record's line.
+	if len(lg.Samples) != 2 || lg.Samples[0] != (Sample{1024, 11, 19}) || lg.Samples[1] != (Sample{2048, 12.5, 15}) {
+		t.Errorf("samples %+v", lg.Samples)
+	}
+	run, stated, err := lg.NCCLOptions()
+	if err != nil || !stated || run.Env["NCCL_PROTO"] != "Simple" || run.Options.Version != nccl.Version(227) ||
+		len(run.Ignored) != 1 || run.Ignored[0] != "NCCL_DEBUG=INFO" {
+		t.Errorf("NCCL environment %+v (stated %v, %v): want NCCL_PROTO=Simple on 2.27, NCCL_DEBUG ignored", run, stated, err)
+	}
+}
+
+// A run that died mid-sweep leaves an unfinished document: the records
+// it finished are read, as nccl-tests' "partial output".
+func TestParseLogKeepsPartialJSON(t *testing.T) {
+	doc := ncclTestsJSON(jsonRecord1K, jsonRecord2K)
+	cut := strings.Index(doc, `"size": 2048`) + 20
+	lg, err := ParseLog("ag.json", []byte(doc[:cut]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lg.Samples) != 1 || lg.Samples[0].Bytes != 1024 {
+		t.Errorf("samples %+v, want the one finished record", lg.Samples)
+	}
+}
+
+// Each bad report is a *LogError naming the line at fault.
+func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
+	nan := strings.Replace(jsonRecord2K, `"time": 12.500000`, `"time": "nan"`, 1)
+	for _, c := range []struct {
+		name, text string
+		line       int
+		want       string
+	}{
+		{"nan time", ncclTestsJSON(jsonRecord1K, nan), 19, `ag.json:19: want a size >= 0 and a time > 0 µs: "{\"size\": 2048`},
+		{"no time", ncclTestsJSON(strings.NewReplacer(`"out_of_place": {`, `"out_of_place": null, "x": {`, `"in_place": {`, `"in_place": null, "y": {`).Replace(jsonRecord1K)),
+			15, `ag.json:15: a result without a time`},
+		{"negative size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "-1024", 1)), 15, `ag.json:15: want a size >= 0`},
+		{"huge size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "18446744073709551615", 1)), 15, `is not a byte count`},
+		{"mixed types", ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, "float", "half", 1)), 19, `ag.json:19: type half after float`},
+		{"syntax", strings.Replace(ncclTestsJSON(jsonRecord1K), `"ngpus": 4,`, `"ngpus": 4,,`, 1), 7, `ag.json:7: not nccl-tests JSON: invalid character ','`},
+		{"wrong type", strings.Replace(ncclTestsJSON(jsonRecord1K), `"nccl_version": 22703`, `"nccl_version": "2.27"`, 1), 6, `ag.json:6: not nccl-tests JSON: nccl_version is a JSON string, want int`},
+		{"results not a list", strings.Replace(ncclTestsJSON(jsonRecord1K), `"results": [`, `"results": {"a": [`, 1), 14, `ag.json:14: not nccl-tests JSON: results is not a list`},
+		{"cut before a record", ncclTestsJSON()[:200], 0, `not nccl-tests JSON: unexpected EOF`},
+		{"no records", ncclTestsJSON(), 0, "ag.json: no result rows"},
+	} {
+		_, err := ParseLog("ag.json", []byte(c.text))
+		var le *LogError
+		if !errors.As(err, &le) || (c.line > 0 && le.Line != c.line) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v (line %v), want line %d and %q", c.name, err, le, c.line, c.want)
+		}
+	}
+}

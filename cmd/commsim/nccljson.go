@@ -1,0 +1,198 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/commsim/commsim/hw/cuda"
+	"github.com/commsim/commsim/nccl"
+)
+
+// bench -J FILE writes the sweep as nccl-tests' JSON report (nccl-tests'
+// -J, layout version 3), so that tools built for nccl-tests' reports
+// read commsim's, and calibrate and fidelity read it back: the records
+// of each size out of place and in place, the command line, the
+// environment NCCL reads, NCCL's version and the processes' devices.
+// commsim adds what nccl-tests has no key for: each record's algorithm
+// and a "commsim" object naming the collective, the topology and the
+// backend. A simulated report holds no wall-clock time, process id or
+// host, so a rerun writes the same bytes.
+type ncclReport struct {
+	Version     int          `json:"version"`
+	StartTime   string       `json:"start_time,omitempty"`
+	Args        []string     `json:"args"`
+	Env         []string     `json:"env"`
+	NCCLVersion int          `json:"nccl_version"`
+	Config      ncclConfig   `json:"config"`
+	Results     []ncclResult `json:"results"`
+	OutOfBounds struct {
+		Count int  `json:"count"`
+		Okay  bool `json:"okay"`
+	} `json:"out_of_bounds"`
+	AverageBusBandwidth struct {
+		Bandwidth float64 `json:"bandwidth"`
+		Okay      string  `json:"okay"`
+	} `json:"average_bus_bandwidth"`
+	Commsim struct {
+		Op       string `json:"op"`
+		Algo     string `json:"algo"`
+		Topology string `json:"topology"`
+		Backend  string `json:"backend"`
+	} `json:"commsim"`
+	EndTime string `json:"end_time,omitempty"`
+}
+
+type ncclConfig struct {
+	Threads      int          `json:"nthreads"`
+	GPUs         int          `json:"ngpus"`
+	MinBytes     int64        `json:"minimum_bytes"`
+	MaxBytes     int64        `json:"maximum_bytes"`
+	StepFactor   float64      `json:"step_factor"`
+	Warmup       int          `json:"warmup_iters"`
+	Iters        int          `json:"iterations"`
+	AggIters     int          `json:"aggregated_iterations"`
+	Validation   int          `json:"validation"`
+	Graph        int          `json:"graph"`
+	Blocking     bool         `json:"blocking_collectives"`
+	ParallelInit bool         `json:"parallel_init"`
+	Devices      []ncclDevice `json:"devices"`
+}
+
+// ncclDevice is nccl-tests' line on a process: its first rank and GPU.
+type ncclDevice struct {
+	Rank       int    `json:"rank"`
+	Group      int    `json:"group"`
+	PID        int    `json:"pid"`
+	Hostname   string `json:"hostname"`
+	Device     int    `json:"device"`
+	DeviceHex  string `json:"device_hex"`
+	DeviceInfo string `json:"device_info"`
+}
+
+type ncclResult struct {
+	Size       int64      `json:"size"`
+	Count      int        `json:"count"`
+	Type       string     `json:"type"`
+	Redop      string     `json:"redop"`
+	Root       string     `json:"root"`
+	OutOfPlace ncclTiming `json:"out_of_place"`
+	InPlace    ncclTiming `json:"in_place"`
+	Iters      int        `json:"actual_iterations"`
+	Name       string     `json:"experiment_name"`
+	Algo       string     `json:"algo"` // commsim's
+}
+
+type ncclTiming struct {
+	Time  float64 `json:"time"`
+	AlgBW float64 `json:"alg_bw"`
+	BusBW float64 `json:"bus_bw"`
+	Wrong *int    `json:"nwrong"` // null where not checked
+}
+
+// ncclReportOf is the report of rows, measured by s.
+func (s *sweep) ncclReportOf(rows []row) ncclReport {
+	r := ncclReport{Version: 3, Args: os.Args, Env: s.ncclEnv()}
+	r.NCCLVersion = s.ncclVersionCode()
+	iters, warmup := 1, 0
+	if s.backend.name != "sim" {
+		iters, warmup = max(s.runner.Iters, 1), s.runner.Warmup
+	}
+	lo := int64(0)
+	if len(s.sizes) > 0 {
+		lo = s.sizes[0]
+	}
+	r.Config = ncclConfig{Threads: 1, GPUs: s.topo.NumGPUs(), MinBytes: lo, MaxBytes: s.maxBytes, StepFactor: s.factor,
+		Warmup: warmup, Iters: iters, AggIters: 1, Validation: map[bool]int{true: 1}[s.check]}
+	backend, _ := s.backend.describe(s.timingOnly)
+	if m := s.backend.multi; m != nil {
+		// One line per process, of one GPU each; only this one's is known.
+		r.Config.GPUs = 1
+		for rank := range m.rdv.Size {
+			r.Config.Devices = append(r.Config.Devices, ncclDevice{Rank: rank})
+		}
+		if len(s.backend.gpus) > 0 {
+			r.Config.Devices[0].Device = s.backend.gpus[0]
+		}
+	} else {
+		r.Config.Devices = []ncclDevice{{DeviceInfo: backend + " on " + s.topoName}}
+	}
+	if s.backend.name != "sim" {
+		host, _ := os.Hostname()
+		r.Config.Devices[0].PID, r.Config.Devices[0].Hostname = os.Getpid(), host
+	}
+	sum := 0.0
+	for _, w := range rows {
+		typ := cmp.Or(ncclTypeNames[w.dtype], w.dtype)
+		res := ncclResult{Size: w.bytes, Count: w.count, Type: typ, Redop: w.redop, Root: fmt.Sprintf("%6d", w.root),
+			OutOfPlace: ncclTimingOf(w.outOfPlace), InPlace: ncclTimingOf(w.inPlace), Iters: iters, Algo: algoCell(w)}
+		r.Results = append(r.Results, res)
+		sum += w.outOfPlace.busbw + w.inPlace.busbw
+	}
+	wrong, _ := totalWrong(rows)
+	r.OutOfBounds.Count, r.OutOfBounds.Okay = wrong, wrong == 0
+	if len(rows) > 0 {
+		r.AverageBusBandwidth.Bandwidth = roundTo(sum/float64(2*len(rows)), 3)
+	}
+	r.AverageBusBandwidth.Okay = "unchecked"
+	r.Commsim.Op, r.Commsim.Algo, r.Commsim.Topology, r.Commsim.Backend = s.op.String(), s.algo, s.topoName, backend
+	return r
+}
+
+func ncclTimingOf(res result) ncclTiming {
+	return ncclTiming{Time: tidy(res.timeUS), AlgBW: tidy(res.algbw), BusBW: tidy(res.busbw), Wrong: wrongPtr(res.wrong)}
+}
+
+// ncclEnv is the environment NCCL reads in this run: with --algo nccl
+// the variables that stand for the tuner's options (--nccl-env and the
+// flags), on a real backend the NCCL_ variables of the process; sorted.
+func (s *sweep) ncclEnv() []string {
+	env := []string{}
+	switch {
+	case s.tuner != nil:
+		env = append(env, ncclEnvOf(s.tuner.Options)...)
+	case s.backend.name == "cuda":
+		for _, kv := range os.Environ() {
+			if strings.HasPrefix(kv, "NCCL_") {
+				env = append(env, kv)
+			}
+		}
+	}
+	slices.Sort(env)
+	return env
+}
+
+// ncclVersionCode is NCCL_VERSION_CODE of the NCCL this run stands for:
+// the tuner's release with --algo nccl (its patch level 0), the library
+// loaded for --algo native on cuda, else 0.
+func (s *sweep) ncclVersionCode() int {
+	switch {
+	case s.tuner != nil:
+		v := int(cmp.Or(s.tuner.Options.Version, nccl.V2_30))
+		return v/100*10000 + v%100*100
+	case s.backend.name == "cuda" && s.algo == "native":
+		if code, err := cuda.NCCLVersion(); err == nil {
+			return code
+		}
+	}
+	return 0
+}
+
+// writeNCCLReport writes rows to s.jsonOut as nccl-tests' JSON report,
+// saying so on stderr.
+func (s *sweep) writeNCCLReport(stderr io.Writer, rows []row) error {
+	err := writeFileAtomic(s.jsonOut, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s.ncclReportOf(rows))
+	})
+	if err != nil {
+		return fmt.Errorf("-J %s: %w", s.jsonOut, err)
+	}
+	fmt.Fprintf(stderr, "commsim: wrote %s\n", s.jsonOut)
+	return nil
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// bench -J writes nccl-tests' JSON report: its layout, the NCCL
+// environment the tuner ran in, the same bytes on a rerun; and fidelity
+// reads it back, environment and all, to an error of 0.
+func TestBenchJSONReportRoundTrips(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ar.json")
+	args := []string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "--nccl-version", "2.19", "--nccl-env", "NCCL_PROTO=Simple",
+		"--nccl-channels", "4", "-b", "1K", "-e", "1M", "-f", "4", "-J", path}
+	status, _, errOut := commsim(args...)
+	if status != 0 || !strings.Contains(errOut, "commsim: wrote "+path) {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Version     int      `json:"version"`
+		Env         []string `json:"env"`
+		NCCLVersion int      `json:"nccl_version"`
+		Config      struct {
+			GPUs    int `json:"ngpus"`
+			Devices []struct {
+				PID      int    `json:"pid"`
+				Hostname string `json:"hostname"`
+			} `json:"devices"`
+		} `json:"config"`
+		Results []struct {
+			Size       int64  `json:"size"`
+			Type       string `json:"type"`
+			Root       string `json:"root"`
+			OutOfPlace struct {
+				Time  float64 `json:"time"`
+				Wrong *int    `json:"nwrong"`
+			} `json:"out_of_place"`
+			Algo string `json:"algo"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(first, &rep); err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := []string{"NCCL_MAX_NCHANNELS=4", "NCCL_MIN_NCHANNELS=4", "NCCL_PROTO=Simple"}
+	if rep.Version != 3 || rep.NCCLVersion != 21900 || !slices.Equal(rep.Env, wantEnv) || rep.Config.GPUs != 8 ||
+		len(rep.Config.Devices) != 1 || rep.Config.Devices[0].PID != 0 || rep.Config.Devices[0].Hostname != "" {
+		t.Errorf("report: %s", first)
+	}
+	if len(rep.Results) != 6 || rep.Results[0].Size != 1024 || rep.Results[0].Type != "float" || rep.Results[0].Root != "    -1" ||
+		!(rep.Results[0].OutOfPlace.Time > 0) || rep.Results[0].OutOfPlace.Wrong != nil || !strings.Contains(rep.Results[0].Algo, "/Simple/") {
+		t.Errorf("results: %+v", rep.Results)
+	}
+
+	if status, _, errOut := commsim(args...); status != 0 {
+		t.Fatalf("rerun: status %d: %s", status, errOut)
+	}
+	if again, _ := os.ReadFile(path); string(again) != string(first) {
+		t.Error("a rerun wrote different bytes")
+	}
+
+	status, out, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100")
+	if status != 0 || !strings.Contains(out, "allreduce, algorithm nccl") || !strings.Contains(out, "(nccl-tests json), 6 sizes") ||
+		!strings.Contains(out, "NCCL 2.19.0, NCCL_MAX_NCHANNELS=4, NCCL_MIN_NCHANNELS=4, NCCL_PROTO=Simple") || !strings.Contains(out, "median 0.0% over 6 sizes") {
+		t.Errorf("fidelity of bench's own report: status %d\n%s\n%s", status, out, errOut)
+	}
+}
+
+func TestBenchJSONReportErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "such", "dir", "r.json")
+	status, _, errOut := commsim("bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "-J", path)
+	if status != 1 || !strings.Contains(errOut, "-J "+path) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("an unwritable -J: status %d, %q", status, errOut)
+	}
+}
