@@ -71,7 +71,7 @@ type LogNCCL struct {
 	Ignored []string          // the others, as NAME=value, sorted
 }
 
-// NCCLOptions is what the log's NCCL lines state. stated is false where
+// NCCLOptions is what the log states of NCCL (its own lines, nccl-tests' header or JSON report). stated is false where
 // they state neither a version nor a variable commsim follows.
 func (l *Log) NCCLOptions() (run LogNCCL, stated bool, err error) {
 	for name, value := range l.NCCLEnv {

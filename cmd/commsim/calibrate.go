@@ -32,7 +32,7 @@ const (
 type calFlags struct {
 	log, topo, op, algo, out, format, minBytes, maxBytes string
 	ncclFlags
-	envNote string // the environment the log's NCCL lines state, as taken
+	envNote string // the environment the log states, as taken
 }
 
 func newCalibrateCmd() *cobra.Command {

@@ -31,7 +31,7 @@ type calNCCL struct {
 	HeldOut     *calHeldOut `json:"held_out,omitempty"`
 	Simulations int         `json:"simulations"`
 	env         string      // the --nccl-* flags of the environment it ran in
-	envNote     string      // the environment the log's NCCL lines state, as taken
+	envNote     string      // the environment the log states, as taken
 }
 
 // calMachine is an nccl.Machine, every factor written out.

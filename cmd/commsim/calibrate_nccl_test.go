@@ -202,7 +202,7 @@ func TestCalibrateNCCLTakesTheLogsEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, out, errOut := commsim("calibrate", "--log", log, "--topo", calNCCLTopo)
-	for _, want := range []string{"# NCCL's tuner runs in the environment the log's NCCL lines state: NCCL 2.27.3, NCCL_PROTO=Simple\n", "--nccl-version 2.27 --nccl-proto Simple --nccl-machine", "# fit: launch ×1."} {
+	for _, want := range []string{"# NCCL's tuner runs in the environment the log states: NCCL 2.27.3, NCCL_PROTO=Simple\n", "--nccl-version 2.27 --nccl-proto Simple --nccl-machine", "# fit: launch ×1."} {
 		if status != 0 || !strings.Contains(out, want) {
 			t.Errorf("status %d, stderr %q; table lacks %q:\n%s", status, errOut, want, out)
 		}

@@ -84,7 +84,7 @@ type fidReport struct {
 	report      *fidelity.Report
 	parsed      *calibrate.Log
 	published   *fidelity.PublishedLog
-	envNote     string // the environment the log's NCCL lines state, as taken
+	envNote     string // the environment the log states, as taken
 }
 
 type fidSize struct {

@@ -139,7 +139,7 @@ func TestFidelityTakesTheLogsNCCLEnvironment(t *testing.T) {
 	path := write("info.log", info+rows)
 	args := []string{"fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce"}
 	status, out, errOut := commsim(args...)
-	note := "# NCCL's tuner runs in the environment the log's NCCL lines state: NCCL 2.21.5, NCCL_ALGO=Ring; not modelled: NCCL_SOCKET_IFNAME=eth0\n"
+	note := "# NCCL's tuner runs in the environment the log states: NCCL 2.21.5, NCCL_ALGO=Ring; not modelled: NCCL_SOCKET_IFNAME=eth0\n"
 	if status != 0 || !strings.Contains(out, note) || !strings.Contains(out, "ring/Simple/") {
 		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
 	}

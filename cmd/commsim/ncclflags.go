@@ -123,7 +123,7 @@ func (f *ncclFlags) useLogEnv(lg *calibrate.Log) (note string, env map[string]st
 	if lg.NCCLVersion != "" {
 		took = append([]string{"NCCL " + lg.NCCLVersion}, took...)
 	}
-	note = "NCCL's tuner runs in the environment the log's NCCL lines state: " + strings.Join(took, ", ")
+	note = "NCCL's tuner runs in the environment the log states: " + strings.Join(took, ", ")
 	if len(run.Ignored) > 0 {
 		note += "; not modelled: " + strings.Join(run.Ignored, ", ")
 	}
