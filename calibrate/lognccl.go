@@ -71,8 +71,9 @@ type LogNCCL struct {
 	Ignored []string          // the others, as NAME=value, sorted
 }
 
-// NCCLOptions is what the log states of NCCL (its own lines, nccl-tests' header or JSON report). stated is false where
-// they state neither a version nor a variable commsim follows.
+// NCCLOptions is what the log states of NCCL: its own lines, nccl-tests'
+// header or JSON report. stated is false where the log states neither a
+// version nor a variable commsim follows.
 func (l *Log) NCCLOptions() (run LogNCCL, stated bool, err error) {
 	for name, value := range l.NCCLEnv {
 		if !slices.Contains(nccl.EnvVars, name) {
