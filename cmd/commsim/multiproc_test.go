@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/hw/cuda"
 	"github.com/commsim/commsim/sim"
@@ -415,4 +417,38 @@ func writeBytes(s hw.Slice, raw []byte) error {
 	}
 	copy(all[s.Off*size:], raw)
 	return s.Buf.Write(all)
+}
+
+// In a multi-process run, rank 0 writes -J's report: a device line per
+// process of one GPU each, which calibrate reads back as the job's ranks;
+// the other ranks write none.
+func TestMultiProcessJSONReport(t *testing.T) {
+	clearRendezvousEnv(t)
+	const p = 3
+	dir := t.TempDir()
+	path := func(rank int) string { return filepath.Join(dir, fmt.Sprintf("rank%d.json", rank)) }
+	status, _, stderr := benchRanks(t, newFakeJob(p), func(r int) []string { return []string{"-b", "64", "-e", "128", "-J", path(r)} })
+	for r := range p {
+		_, err := os.Stat(path(r))
+		if status[r] != 0 || (r == 0) != (err == nil) {
+			t.Fatalf("rank %d: status %d, report %v, stderr %q", r, status[r], err, stderr[r])
+		}
+	}
+	data, err := os.ReadFile(path(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep ncclReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if rep.Config.GPUs != 1 || len(rep.Config.Devices) != p || rep.Config.Devices[0].PID != os.Getpid() || rep.Config.Devices[0].Hostname != host ||
+		rep.Config.Devices[2].Rank != 2 || len(rep.Results) != 2 || rep.Commsim.Backend == "" {
+		t.Errorf("report: %s", data)
+	}
+	lg, err := calibrate.ParseLog("rank0.json", data)
+	if err != nil || lg.Ranks != p || lg.Op != "allreduce" || len(lg.Samples) != 2 {
+		t.Errorf("read back: %+v, %v", lg, err)
+	}
 }
