@@ -25,7 +25,7 @@ import (
 // benchFlags are the flags of bench (and compare, which shares the sweep).
 type benchFlags struct {
 	topo, op, algo, dtype, redop, format string
-	minBytes, maxBytes                   string
+	minBytes, maxBytes, stepBytes        string
 	factor                               float64
 	root                                 int
 	check                                checkFlag
@@ -48,8 +48,9 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl.StringVarP(&f.redop, "redop", "o", "sum", "reduce op: sum|prod|min|max|avg (-o as in nccl-tests)")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "smallest size (8, 1KiB, 1MiB, 1GB; K/M/G mean KiB/MiB/GiB)")
 	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "64MiB", "largest size")
-	fl.Float64VarP(&f.factor, "factor", "f", 2, "size multiplier between steps (> 1)")
-	fl.IntVar(&f.root, "root", 0, "root rank of gather, broadcast and reduce")
+	fl.Float64VarP(&f.factor, "factor", "f", 2, "size multiplier between steps (> 1), or 1 for steps of --stepbytes")
+	fl.StringVarP(&f.stepBytes, "stepbytes", "i", "1MiB", "bytes added between steps where --factor is 1 (nccl-tests' -i; given alone, it makes the steps linear, as in nccl-tests)")
+	fl.IntVarP(&f.root, "root", "r", 0, "root rank of gather, broadcast and reduce")
 	fl.Var(&f.check, "check", "verify every rank's result against an exact reference: --check (or =1), --check=0 not; nccl-tests' -c 0|1 too. On sim it moves real data")
 	fl.Lookup("check").NoOptDefVal = "1"
 	fl.AddFlag(&pflag.Flag{Name: "validation", Shorthand: "c", Usage: "nccl-tests' -c 0|1: --check", Value: &f.check, DefValue: "0", Hidden: true})
@@ -90,6 +91,7 @@ type sweep struct {
 	mirrored   int  // runs timed on a mirror
 	format     string
 	factor     float64 // -f
+	stepBytes  int64   // -i: the step of a linear sweep, 0 for a geometric one
 	maxBytes   int64   // -e, which the last size may fall short of
 	iters      int     // timed runs per size on real backends (-n)
 	warmup     int     // untimed runs before them (-w)
@@ -176,8 +178,8 @@ func (f *benchFlags) parse() (*sweep, error) {
 		return nil, usagef("--min-bytes %s is larger than --max-bytes %s", f.minBytes, f.maxBytes)
 	}
 	s.maxBytes = hi
-	if !(f.factor > 1) || math.IsInf(f.factor, 0) {
-		return nil, usagef("--factor must be a number > 1, got %v", f.factor)
+	if !(f.factor >= 1) || math.IsInf(f.factor, 0) {
+		return nil, usagef("--factor must be a number > 1, or 1 for steps of --stepbytes, got %v", f.factor)
 	}
 	size := int64(s.dtype.Size())
 	for _, b := range []int64{lo, hi} {
@@ -185,16 +187,8 @@ func (f *benchFlags) parse() (*sweep, error) {
 			return nil, usagef("size %d bytes is not a multiple of %s's %d bytes", b, s.dtype, size)
 		}
 	}
-	for b := lo; ; {
-		s.sizes = append(s.sizes, b)
-		if len(s.sizes) > 10000 {
-			return nil, usagef("the sweep from %s to %s by %v has over 10000 sizes", f.minBytes, f.maxBytes, f.factor)
-		}
-		if next, ok := nextSize(b, hi, size, f.factor); ok {
-			b = next
-			continue
-		}
-		break
+	if err := f.sweepSizes(s, lo, hi, size); err != nil {
+		return nil, err
 	}
 	if s.op == ops.Barrier {
 		s.sizes = []int64{0}
@@ -258,6 +252,46 @@ func (f *benchFlags) parse() (*sweep, error) {
 		}
 	}
 	return s, nil
+}
+
+// sweepSizes sets s's sizes from lo to hi, elements of size bytes:
+// multiplied by --factor, or, as nccl-tests does where its factor is 1
+// (its default), --stepbytes apart.
+func (f *benchFlags) sweepSizes(s *sweep, lo, hi, size int64) error {
+	changed := func(name string) bool { return f.ncclTestFlags.changed != nil && f.ncclTestFlags.changed(name) }
+	factorGiven := changed("factor") || changed("stepfactor")
+	linear := f.factor == 1 || changed("stepbytes") && !factorGiven
+	if changed("stepbytes") && !linear {
+		f.note("-i: ignored, as nccl-tests does, where -f %v multiplies the sizes", f.factor)
+	}
+	if linear {
+		step, err := parseBytes(f.stepBytes)
+		switch {
+		case err != nil:
+			return usagef("--stepbytes: %v", err)
+		case step <= 0 || step%size != 0:
+			return usagef("--stepbytes %s: want a positive multiple of %s's %d bytes", f.stepBytes, s.dtype, size)
+		}
+		s.stepBytes = step
+	}
+	for b := lo; ; {
+		s.sizes = append(s.sizes, b)
+		if len(s.sizes) > 10000 {
+			by := fmt.Sprintf("by %v", f.factor)
+			if linear {
+				by = "in steps of " + f.stepBytes
+			}
+			return usagef("the sweep from %s to %s %s has over 10000 sizes", f.minBytes, f.maxBytes, by)
+		}
+		next, ok := nextSize(b, hi, size, f.factor)
+		if linear {
+			next, ok = b+s.stepBytes, b <= hi-s.stepBytes
+		}
+		if !ok {
+			return nil
+		}
+		b = next
+	}
 }
 
 // fabricRuns refuses, as a usage error naming why, an algorithm of NCCL's

@@ -24,7 +24,7 @@ func TestBenchBadInputExits2(t *testing.T) {
 		"unknown backend":   {"--backend", "tpu"},
 		"min > max":         {"-b", "128", "-e", "64"},
 		"negative size":     {"-b", "-8"},
-		"factor 1":          {"-f", "1"},
+		"factor below 1":    {"-f", "0.5"},
 		"factor 0.5":        {"-f", "0.5"},
 		"not a multiple":    {"-b", "6", "--dtype", "f64"},
 		"root out of range": {"--op", "broadcast", "--root", "4"},

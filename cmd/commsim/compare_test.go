@@ -293,7 +293,7 @@ func TestCompareUsageErrorsExit2WithOneLine(t *testing.T) {
 		{[]string{"--algos", "ring,ring"}, "twice"},
 		{[]string{"--algo", "ring"}, "--algo"},
 		{[]string{"--plot", gif}, "out.gif"},
-		{[]string{"--factor", "1"}, "--factor"},
+		{[]string{"--factor", "0.5"}, "--factor"},
 		{[]string{"--check", "--timing-only"}, "--check"},
 		{[]string{"--algos", "ring,nccl-nvls"}, "needs GPUs on a switch that reduces (NVLS)"},
 		{[]string{"--algos", "ring,nccl-collnet-direct"}, "(SHARP)"},

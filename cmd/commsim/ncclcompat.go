@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -49,26 +50,46 @@ func (c *checkFlag) Type() string { return "0|1" }
 type ncclTestFlags struct {
 	ngpus         int // -g: GPUs (on sim, the first of the topology's)
 	iters, warmup int // -n, -w: timed and warm-up runs on real backends
-	// launch tuning nccl-tests has and commsim does not need
-	threads, graphs, aggIters, average, blocking, parallelInit int
-	stderr                                                     io.Writer // where notes go; nil drops them
-	changed                                                    func(name string) bool
+	threads       int // -t: commsim runs 1
+	// ignored are the values of ignoredNCCLFlags, by long name.
+	ignored map[string]*int
+	stderr  io.Writer // where notes go; nil drops them
+	changed func(name string) bool
 }
 
-// ignoredNCCLFlag is a flag of nccl-tests' launch tuning: accepted, and
-// noted when set, since commsim has nothing to tune.
+// ignoredNCCLFlag is a flag of nccl-tests that commsim has nothing to do
+// with (how nccl-tests launches and reports, NCCL features commsim does
+// not model): accepted, and noted when set to anything but what commsim
+// does anyway (same; never for some).
 type ignoredNCCLFlag struct {
 	long, short string
 	def         int
+	same        int // the value that asks for what commsim does, noted for nothing
 	note        string
 }
 
+// never is a same that no value is: every setting is noted.
+const never = math.MinInt
+
 var ignoredNCCLFlags = []ignoredNCCLFlag{
-	{"cudagraph", "G", 0, "commsim does not capture CUDA graphs: each run is launched directly"},
-	{"agg_iters", "m", 1, "commsim launches one collective per timed run"},
-	{"average", "a", 1, "commsim reports the slowest rank's time (nccl-tests' -a 3), the only one a simulated or multi-process run has"},
-	{"blocking", "z", 0, "commsim's runs always wait for the collective to finish"},
-	{"parallel_init", "p", 0, "commsim sets its ranks up in one process (or one per rank with --nranks)"},
+	{"cudagraph", "G", 0, never, "commsim does not capture CUDA graphs: each run is launched directly"},
+	{"agg_iters", "m", 1, never, "commsim launches one collective per timed run"},
+	{"average", "a", 1, never, "commsim reports the slowest rank's time (nccl-tests' -a 3), the only one a simulated or multi-process run has"},
+	{"blocking", "z", 0, never, "commsim's runs always wait for the collective to finish"},
+	{"parallel_init", "p", 0, never, "commsim sets its ranks up in one process (or one per rank with --nranks)"},
+	{"run_cycles", "N", 1, 1, "commsim runs the sweep once"},
+	{"stream_null", "y", 0, 0, "commsim's collectives run on streams of their own"},
+	{"timeout", "T", 0, 0, "on sim a hang is found at once, as a deadlock that names the ranks waiting; real runs abort a collective after COMMSIM_NCCL_TIMEOUT (default 5m)"},
+	{"report_cputime", "C", 0, 0, "commsim reports the collective's time (simulated, or by GPU events), not the host's"},
+	{"report_timestamps", "S", 0, 0, "commsim's rows carry no timestamps (a simulated run has no clock)"},
+	{"local_register", "R", 0, 0, "commsim does not register buffers with NCCL: its times are those of unregistered ones, and --algo nccl does not model NCCL's registered paths (NVLS and CollNet without copies, symmetric kernels)"},
+	{"cta_policy", "x", 0, 0, "commsim does not set NCCL's CTA policy"},
+	{"device_implementation", "D", 0, 0, "commsim runs NCCL's host API, not a device implementation"},
+	{"device_cta_count", "V", 16, 16, "commsim runs NCCL's host API, not a device implementation"},
+	{"memory", "M", 0, 0, "commsim prints no memory report"},
+	{"unalign", "u", 0, 0, "commsim's buffers start aligned"},
+	{"per_iter_timing", "I", 0, 0, "commsim reports the mean of the timed runs (on sim, the one exact run), not per-run statistics"},
+	{"per_iter_skip", "K", 0, 0, "commsim reports the mean of the timed runs (on sim, the one exact run), not per-run statistics"},
 }
 
 func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
@@ -76,10 +97,10 @@ func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
 	fl.IntVarP(&f.iters, "iters", "n", 1, "timed runs per size on real backends, averaged (nccl-tests' -n); on sim one run is exact, since every run of a plan takes the same simulated time")
 	fl.IntVarP(&f.warmup, "warmup_iters", "w", 0, "untimed runs before the timed ones on real backends (nccl-tests' -w); on sim there is nothing to warm up")
 	fl.IntVarP(&f.threads, "nthreads", "t", 1, "nccl-tests' threads per process: commsim runs 1 (ask for GPUs with -g, processes with --nranks)")
-	for i := range ignoredNCCLFlags {
-		g := &ignoredNCCLFlags[i]
-		target := map[string]*int{"cudagraph": &f.graphs, "agg_iters": &f.aggIters, "average": &f.average, "blocking": &f.blocking, "parallel_init": &f.parallelInit}[g.long]
-		fl.IntVarP(target, g.long, g.short, g.def, "nccl-tests' -"+g.short+", accepted and ignored: "+g.note)
+	f.ignored = map[string]*int{}
+	for _, g := range ignoredNCCLFlags {
+		f.ignored[g.long] = new(int)
+		fl.IntVarP(f.ignored[g.long], g.long, g.short, g.def, "nccl-tests' -"+g.short+", accepted and ignored: "+g.note)
 	}
 }
 
@@ -108,7 +129,7 @@ func (f *ncclTestFlags) validate(backend string) error {
 		f.note("-n and -w: on sim every run of a plan takes the same simulated time, so one run is timed and it is exact")
 	}
 	for _, g := range ignoredNCCLFlags {
-		if changed(g.long) {
+		if changed(g.long) && *f.ignored[g.long] != g.same {
 			f.note("-%s: %s", g.short, g.note)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,6 +113,82 @@ func TestNcclTestsLaunchFlagsAreNoted(t *testing.T) {
 	}
 	if strings.Contains(errOut, "note: -t") {
 		t.Errorf("-t 1 is what commsim runs; noted anyway: %q", errOut)
+	}
+}
+
+// A recipe's flags that ask for what commsim does anyway (-R 0, -C 0, -N
+// 1, …) pass silently; others are noted, one line each, and change
+// nothing.
+func TestNcclTestsReportingFlagsAreNotedWhereTheyDiffer(t *testing.T) {
+	base := []string{"bench", "--topo", "ring:4", "-b", "1K", "-e", "1K"}
+	_, plain, _ := commsim(base...)
+	status, out, errOut := commsim(append(base, "-R", "0", "-C", "0", "-S", "0", "-N", "1", "-y", "0", "-T", "0", "-x", "0", "-D", "0", "-V", "16", "-M", "0", "-u", "0", "-I", "0", "-K", "0")...)
+	if status != 0 || out != plain || errOut != "" {
+		t.Errorf("what commsim does anyway: status %d, stderr %q", status, errOut)
+	}
+	set := []string{"-R", "1", "-C", "1", "-S", "1", "-N", "0", "-y", "1", "-T", "30", "-x", "1", "-D", "1", "-V", "4", "-M", "1", "-u", "1", "-I", "1", "-K", "2"}
+	status, out, errOut = commsim(append(base, set...)...)
+	if status != 0 || out != plain || strings.Count(errOut, "\n") != len(set)/2 {
+		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+	for i := 0; i < len(set); i += 2 {
+		if !strings.Contains(errOut, "commsim: note: "+set[i]+": ") {
+			t.Errorf("no note for %s: %q", set[i], errOut)
+		}
+	}
+}
+
+// nccl-tests' sweep by steps of -i bytes: where -f is 1, or -i is given
+// without -f (nccl-tests' factor is 1 by default); -f above 1 multiplies
+// and -i is then noted as ignored, as nccl-tests ignores it.
+func TestNcclTestsLinearSweep(t *testing.T) {
+	sizes := func(rows []jsonRow) (out []int64) {
+		for _, r := range rows {
+			out = append(out, r.Bytes)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		args []string
+		want []int64
+		note bool
+	}{
+		{[]string{"-b", "1M", "-e", "3M", "-f", "1"}, []int64{1 << 20, 2 << 20, 3 << 20}, false},
+		{[]string{"-b", "1K", "-e", "4K", "-i", "1K"}, []int64{1024, 2048, 3072, 4096}, false},
+		{[]string{"-b", "8", "-e", "20", "--stepbytes", "8"}, []int64{8, 16}, false},
+		{[]string{"-b", "1K", "-e", "4K", "-i", "1K", "-f", "2"}, []int64{1024, 2048, 4096}, true},
+	} {
+		rows, errOut := benchRecords(t, append([]string{"--topo", "switch:4"}, c.args...)...)
+		if got := sizes(rows); !slices.Equal(got, c.want) || c.note != strings.Contains(errOut, "note: -i: ignored") {
+			t.Errorf("%q: sizes %v, want %v; stderr %q", c.args, got, c.want, errOut)
+		}
+	}
+	status, out, _ := commsim("bench", "--topo", "switch:4", "-b", "1K", "-e", "2K", "-i", "1K")
+	if status != 0 || !strings.Contains(out, "step: 1024(bytes)") {
+		t.Errorf("the header of a linear sweep: status %d\n%s", status, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-i", "6"}, "--stepbytes 6: want a positive multiple of f32's 4 bytes"},
+		{[]string{"-i", "0"}, "--stepbytes 0: want a positive multiple"},
+		{[]string{"-i", "x"}, "--stepbytes: byte size"},
+		{[]string{"-f", "0.5"}, "--factor must be a number > 1, or 1 for steps of --stepbytes"},
+		{[]string{"-e", "1G", "-i", "8"}, "in steps of 8 has over 10000 sizes"},
+	} {
+		status, _, errOut := commsim(append([]string{"bench", "--topo", "switch:4", "-b", "8"}, c.args...)...)
+		if status != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: status %d, %q, want %q", c.args, status, errOut, c.want)
+		}
+	}
+}
+
+// -r is nccl-tests' --root.
+func TestNcclTestsRootFlag(t *testing.T) {
+	got, _ := benchRecords(t, "--topo", "switch:4", "--op", "reduce", "-r", "2", "-b", "1K", "-e", "1K")
+	if len(got) != 1 || got[0].Root != 2 {
+		t.Errorf("-r 2: %+v", got)
 	}
 }
 

@@ -52,7 +52,8 @@ type ncclConfig struct {
 	GPUs         int          `json:"ngpus"`
 	MinBytes     int64        `json:"minimum_bytes"`
 	MaxBytes     int64        `json:"maximum_bytes"`
-	StepFactor   float64      `json:"step_factor"`
+	StepFactor   float64      `json:"step_factor,omitempty"` // a geometric sweep's
+	StepBytes    int64        `json:"step_bytes,omitempty"`  // a linear one's
 	Warmup       int          `json:"warmup_iters"`
 	Iters        int          `json:"iterations"`
 	AggIters     int          `json:"aggregated_iterations"`
@@ -106,8 +107,11 @@ func (s *sweep) ncclReportOf(rows []row) ncclReport {
 	if len(s.sizes) > 0 {
 		lo = s.sizes[0]
 	}
-	r.Config = ncclConfig{Threads: 1, GPUs: s.topo.NumGPUs(), MinBytes: lo, MaxBytes: s.maxBytes, StepFactor: s.factor,
+	r.Config = ncclConfig{Threads: 1, GPUs: s.topo.NumGPUs(), MinBytes: lo, MaxBytes: s.maxBytes, StepFactor: s.factor, StepBytes: s.stepBytes,
 		Warmup: warmup, Iters: iters, AggIters: 1, Validation: map[bool]int{true: 1}[s.check]}
+	if s.stepBytes > 0 {
+		r.Config.StepFactor = 0
+	}
 	backend, _ := s.backend.describe(s.timingOnly)
 	if m := s.backend.multi; m != nil {
 		// One line per process, of one GPU each; only this one's is known.

@@ -186,8 +186,12 @@ func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 		// What nccl-tests' readers (calibrate, fidelity) learn the op from.
 		fmt.Fprintf(w, "# Collective test starting: %s_perf\n", test)
 	}
-	fmt.Fprintf(w, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %g(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n",
-		s.topo.NumGPUs(), lo, hi, s.factor, warmup, iters, map[bool]int{true: 1, false: 0}[s.check])
+	step := fmt.Sprintf("%g(factor)", s.factor)
+	if s.stepBytes > 0 {
+		step = fmt.Sprintf("%d(bytes)", s.stepBytes)
+	}
+	fmt.Fprintf(w, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n",
+		s.topo.NumGPUs(), lo, hi, step, warmup, iters, map[bool]int{true: 1, false: 0}[s.check])
 	fmt.Fprintln(w, "#")
 	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
 	writeAlgoNote(w, s)
