@@ -213,6 +213,10 @@ func (f *benchFlags) parse() (*sweep, error) {
 		if f.ngpus > s.topo.NumGPUs() {
 			return nil, usagef("-g %d: %s has %d GPUs", f.ngpus, f.topo, s.topo.NumGPUs())
 		}
+		if f.ngpus == 1 {
+			// A recipe's -g 1 is one GPU in each of its processes.
+			f.note("-g 1: one rank of %s's %d GPUs. nccl-tests' -g counts one process's GPUs (a job of 8 processes with -g 1 has 8 ranks); on sim --topo's GPUs are the ranks: leave -g out for all of them", f.topo, s.topo.NumGPUs())
+		}
 		if s.topo, err = topology.FirstGPUs(s.topo, f.ngpus); err != nil {
 			return nil, usagef("-g %d: %v", f.ngpus, err)
 		}

@@ -184,6 +184,17 @@ func TestNcclTestsLinearSweep(t *testing.T) {
 	}
 }
 
+// A recipe's -g 1, one GPU a process, is one rank on sim: said on stderr.
+func TestNcclTestsOneGPUIsNoted(t *testing.T) {
+	rows, errOut := benchRecords(t, "--topo", "dgx-h100", "-g", "1", "-b", "1K", "-e", "1K")
+	if len(rows) != 1 || rows[0].Ranks != 1 || !strings.Contains(errOut, "note: -g 1: one rank of dgx-h100's 8 GPUs") {
+		t.Errorf("-g 1: %+v, stderr %q", rows, errOut)
+	}
+	if _, errOut := benchRecords(t, "--topo", "dgx-h100", "-g", "2", "-b", "1K", "-e", "1K"); errOut != "" {
+		t.Errorf("-g 2: stderr %q", errOut)
+	}
+}
+
 // -r is nccl-tests' --root.
 func TestNcclTestsRootFlag(t *testing.T) {
 	got, _ := benchRecords(t, "--topo", "switch:4", "--op", "reduce", "-r", "2", "-b", "1K", "-e", "1K")
