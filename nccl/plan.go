@@ -66,16 +66,22 @@ func chunkBytes(p int, o Options) int {
 // time with protocol p: NCCL's step for Simple, which waits for a whole
 // step before it forwards; LL and LL128 forward lines as they arrive,
 // which the simulator approaches with pieces of a quarter of a channel's
-// data per rank, no smaller than what a warp moves at once (32 lines).
-func chainChunk(spec ops.Spec, p int, o Options) int {
+// data per rank, no smaller than what a warp moves at once (32 lines) in
+// a block's time. A line crosses a hop in that time however many
+// channels share NCCL's bandwidth: a channel slowed to a share of a
+// block's speed forwards pieces that much smaller (down to a line), so
+// that a chain's or a tree's fill does not grow with the channels
+// launched.
+func chainChunk(spec ops.Spec, p int, o Options, share float64) int {
 	step := chunkBytes(p, o)
 	if p == simple {
 		return step
 	}
-	warp := int64(32 * 16)
+	line := int64(16)
 	if p == ll128 {
-		warp = 32 * 128
+		line = 128
 	}
+	warp := max(line, int64(32*share)*line)
 	in, out := spec.BufferLens()
 	perChannel := int64(max(in, out)) * int64(spec.DType.Size()) / int64(max(1, spec.Channels))
 	return int(min(int64(step), max(warp, perChannel/int64(4*spec.Ranks))))
@@ -89,9 +95,9 @@ func chainChunk(spec ops.Spec, p int, o Options) int {
 // a wire whose NVLink hops go at the channel's share of the NIC would
 // fill a deep tree far slower than NCCL does); for LL and LL128 as a
 // chain's.
-func treeChunk(s System, spec ops.Spec, p int, o Options) int {
+func treeChunk(s System, spec ops.Spec, p int, o Options, share float64) int {
 	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
-	chunk := int64(chainChunk(spec, p, o))
+	chunk := int64(chainChunk(spec, p, o, share))
 	if p == simple {
 		depth := int64(s.PerNode - 1 + bits.Len(uint(max(0, s.Nodes-1))) + 1)
 		for _, rule := range [...]struct{ passes, floor int64 }{{8, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}} {
@@ -131,15 +137,19 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		return collNetPlan(s, spec, c, o)
 	}
 	spec.Algo, spec.Channels = "nccl-"+c.Algo.String(), max(1, c.Channels)
+	share := 1.0 // of a block's speed, that each channel moves at
+	if alone, each, ok := channelSpeeds(s, spec, c.Algo, p, o); ok {
+		share = each / alone
+	}
 	switch {
 	case c.Algo == Tree:
-		spec.Chunk = max(1, treeChunk(s, spec, p, o)/spec.DType.Size())
+		spec.Chunk = max(1, treeChunk(s, spec, p, o, share)/spec.DType.Size())
 	case spec.Op == ops.Broadcast || spec.Op == ops.Reduce:
 		// A chain pipelines: a rank forwards chunk i while chunk i+1
 		// arrives. (Around a ring every rank is busy at every step, and
 		// NCCL's loops over chunks would only pay the per-step latency
 		// once per loop where NCCL's model pays it once per step.)
-		spec.Chunk = max(1, chainChunk(spec, p, o)/spec.DType.Size())
+		spec.Chunk = max(1, chainChunk(spec, p, o, share)/spec.DType.Size())
 	}
 	if s.Nodes > 1 && s.NodeMajor {
 		spec.NodeRanks = s.PerNode
@@ -190,25 +200,8 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	for class := range ops.NumPathClasses {
 		w.Efficiency[class] = factor
 	}
-	// A channel is one block of threads: it moves at most its share of
-	// one of the search's channels in NCCL's model (connect.cc runs each
-	// ring and tree on two blocks, as the point-to-point channels share
-	// them), and the channels launched share the model's whole bandwidth
-	// (its caps are on the sum). A ring channel's
-	// step carries 1/ranks of its data, as bus bandwidth counts; a tree's
-	// carries all of it, as algorithm bandwidth does.
-	g := bandwidths(s, a)
-	one := g
-	one.channels = 1
-	all, alone := busBandwidth(s, spec.Op, a, p, g, v), busBandwidth(s, spec.Op, a, p, one, v)
-	if a == Tree {
-		all, alone = all*busToAlg(s, spec.Op, a), alone*busToAlg(s, spec.Op, a)
-	}
-	if finite(all) && finite(alone) {
-		if a == Ring || a == Tree {
-			alone *= min(1, float64(g.channels)/float64(collChannels(s, o)))
-		}
-		w.Rate = 1e9 * min(alone, all/float64(max(1, spec.Channels)))
+	if _, rate, ok := channelSpeeds(s, spec, a, p, o); ok {
+		w.Rate = 1e9 * rate
 	}
 	// NCCL's figures, its step's floor on several nodes among them, are
 	// Hopper's.
@@ -216,6 +209,33 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	machineHops(&w, s, m)
 	w.Rate *= orOne(m.Bandwidth[p])
 	return finishWire(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
+}
+
+// channelSpeeds are, in GB/s, the speed of one block of threads (a
+// channel alone) and the speed of each of spec's channels, and whether
+// NCCL's model gives them. A channel is one block: it moves at most its
+// share of one of the search's channels in NCCL's model (connect.cc runs
+// each ring and tree on two blocks, as the point-to-point channels share
+// them), and the channels launched share the model's whole bandwidth
+// (its caps are on the sum). A ring channel's step carries 1/ranks of its
+// data, as bus bandwidth counts; a tree's carries all of it, as
+// algorithm bandwidth does.
+func channelSpeeds(s System, spec ops.Spec, a Algo, p int, o Options) (alone, each float64, ok bool) {
+	v := o.version()
+	g := bandwidths(s, a)
+	one := g
+	one.channels = 1
+	all, alone := busBandwidth(s, spec.Op, a, p, g, v), busBandwidth(s, spec.Op, a, p, one, v)
+	if a == Tree {
+		all, alone = all*busToAlg(s, spec.Op, a), alone*busToAlg(s, spec.Op, a)
+	}
+	if !finite(all) || !finite(alone) || !(alone > 0) {
+		return 0, 0, false
+	}
+	if a == Ring || a == Tree {
+		alone *= min(1, float64(g.channels)/float64(collChannels(s, o)))
+	}
+	return alone, min(alone, all/float64(max(1, spec.Channels))), true
 }
 
 // treeDip is the time NCCL's model adds to a tree all-reduce at sizes

@@ -81,6 +81,35 @@ func TestSimulationFollowsNCCLsModel(t *testing.T) {
 	}
 }
 
+// TestTreeFillDoesNotGrowWithChannels: NCCL launches more channels as an
+// LL tree's size grows, each with the same bytes and a smaller share of
+// NCCL's bandwidth. LL forwards lines as they arrive, so a line's
+// crossing of a hop takes a block's time whatever that share: the
+// simulated tree's excess over NCCL's model (its fill, which the model
+// leaves out) must not grow where the channels double with the size.
+func TestTreeFillDoesNotGrowWithChannels(t *testing.T) {
+	for _, topo := range []string{"dgx-a100x2", "dgx-a100x2,nicbw=200Gb/s,nicports=2", "dgx-h100x4"} {
+		c, tp := simtest.World(t, topo, sim.Config{TimingOnly: true})
+		tu, err := nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Protos: []ops.Protocol{ops.ProtoLL}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastRatio, lastChannels := math.Inf(1), 0
+		for bytes := 8 << 10; bytes <= 512<<10; bytes *= 2 {
+			spec := ops.Spec{Op: ops.AllReduce, Ranks: tu.System.Ranks, Count: bytes / 4, DType: hw.F32, Redop: hw.Sum}
+			plan, choice, err := tu.Plan(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ratio := simtest.Time(t, c, plan) * 1e6 / choice.TimeUS
+			if choice.Channels == 2*lastChannels && ratio > lastRatio+0.005 {
+				t.Errorf("%s %d B %s: simulated/model %.3f, up from %.3f at half the size on half the channels", topo, bytes, nccl.Label(plan), ratio, lastRatio)
+			}
+			lastRatio, lastChannels = ratio, choice.Channels
+		}
+	}
+}
+
 // TestNVLSRunsAtTheSwitchsPace: NCCL's choice for 1 GiB on dgx-h100 is
 // NVLS, which the simulator runs at the pace of the NVSwitch's reduction
 // (the preset's 276 GB/s of results): a bus bandwidth near the ~480 GB/s
