@@ -24,7 +24,6 @@ import (
 // host, so a rerun writes the same bytes.
 type ncclReport struct {
 	Version     int          `json:"version"`
-	StartTime   string       `json:"start_time,omitempty"`
 	Args        []string     `json:"args"`
 	Env         []string     `json:"env"`
 	NCCLVersion int          `json:"nccl_version"`
@@ -44,7 +43,6 @@ type ncclReport struct {
 		Topology string `json:"topology"`
 		Backend  string `json:"backend"`
 	} `json:"commsim"`
-	EndTime string `json:"end_time,omitempty"`
 }
 
 type ncclConfig struct {
@@ -107,11 +105,12 @@ func (s *sweep) ncclReportOf(rows []row) ncclReport {
 	if len(s.sizes) > 0 {
 		lo = s.sizes[0]
 	}
-	r.Config = ncclConfig{Threads: 1, GPUs: s.topo.NumGPUs(), MinBytes: lo, MaxBytes: s.maxBytes, StepFactor: s.factor, StepBytes: s.stepBytes,
-		Warmup: warmup, Iters: iters, AggIters: 1, Validation: map[bool]int{true: 1}[s.check]}
+	factor := s.factor
 	if s.stepBytes > 0 {
-		r.Config.StepFactor = 0
+		factor = 0 // a linear sweep's config has step_bytes instead
 	}
+	r.Config = ncclConfig{Threads: 1, GPUs: s.topo.NumGPUs(), MinBytes: lo, MaxBytes: s.maxBytes, StepFactor: factor, StepBytes: s.stepBytes,
+		Warmup: warmup, Iters: iters, AggIters: 1, Validation: map[bool]int{true: 1}[s.check]}
 	backend, _ := s.backend.describe(s.timingOnly)
 	if m := s.backend.multi; m != nil {
 		// One line per process, of one GPU each; only this one's is known.
@@ -129,20 +128,15 @@ func (s *sweep) ncclReportOf(rows []row) ncclReport {
 		host, _ := os.Hostname()
 		r.Config.Devices[0].PID, r.Config.Devices[0].Hostname = os.Getpid(), host
 	}
-	sum := 0.0
 	for _, w := range rows {
 		typ := cmp.Or(ncclTypeNames[w.dtype], w.dtype)
 		res := ncclResult{Size: w.bytes, Count: w.count, Type: typ, Redop: w.redop, Root: fmt.Sprintf("%6d", w.root),
 			OutOfPlace: ncclTimingOf(w.outOfPlace), InPlace: ncclTimingOf(w.inPlace), Iters: iters, Algo: algoCell(w)}
 		r.Results = append(r.Results, res)
-		sum += w.outOfPlace.busbw + w.inPlace.busbw
 	}
 	wrong, _ := totalWrong(rows)
 	r.OutOfBounds.Count, r.OutOfBounds.Okay = wrong, wrong == 0
-	if len(rows) > 0 {
-		r.AverageBusBandwidth.Bandwidth = roundTo(sum/float64(2*len(rows)), 3)
-	}
-	r.AverageBusBandwidth.Okay = "unchecked"
+	r.AverageBusBandwidth.Bandwidth, r.AverageBusBandwidth.Okay = avgBusBW(rows), "unchecked"
 	r.Commsim.Op, r.Commsim.Algo, r.Commsim.Topology, r.Commsim.Backend = s.op.String(), s.algo, s.topoName, backend
 	return r
 }

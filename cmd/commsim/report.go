@@ -107,14 +107,23 @@ func writeFooter(w io.Writer, rows []row) {
 	if len(rows) == 0 {
 		return
 	}
+	if wrong, checked := totalWrong(rows); checked {
+		fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, map[bool]string{true: "OK", false: "FAILED"}[wrong == 0])
+	}
+	fmt.Fprintf(w, "# Avg bus bandwidth    : %g \n", avgBusBW(rows))
+}
+
+// avgBusBW is nccl-tests' average bus bandwidth: the mean over every run,
+// out of place and in place, to 3 decimals (0 without runs).
+func avgBusBW(rows []row) float64 {
+	if len(rows) == 0 {
+		return 0
+	}
 	sum := 0.0
 	for _, r := range rows {
 		sum += r.outOfPlace.busbw + r.inPlace.busbw
 	}
-	if wrong, checked := totalWrong(rows); checked {
-		fmt.Fprintf(w, "# Out of bounds values : %d %s\n", wrong, map[bool]string{true: "OK", false: "FAILED"}[wrong == 0])
-	}
-	fmt.Fprintf(w, "# Avg bus bandwidth    : %g \n", roundTo(sum/float64(2*len(rows)), 3))
+	return roundTo(sum/float64(2*len(rows)), 3)
 }
 
 func fmtWrong(n int) string {
