@@ -147,15 +147,22 @@ func checkPlotFile(plot string, s *sweep) error {
 	if plot == "" {
 		return nil
 	}
-	switch strings.ToLower(filepath.Ext(plot)) {
-	case ".png", ".svg":
-	default:
-		return usagef("--plot %s: want a .png or .svg file name", plot)
+	if err := checkPlotName(plot); err != nil {
+		return err
 	}
 	if !slices.ContainsFunc(s.sizes, func(b int64) bool { return b > 0 }) {
 		return usagef("--plot needs sizes above 0 bytes (%s has none)", s.op)
 	}
 	return nil
+}
+
+// checkPlotName refuses a --plot file that is neither PNG nor SVG ("" is
+// no plot).
+func checkPlotName(plot string) error {
+	if ext := strings.ToLower(filepath.Ext(plot)); plot == "" || ext == ".png" || ext == ".svg" {
+		return nil
+	}
+	return usagef("--plot %s: want a .png or .svg file name", plot)
 }
 
 // run measures, reports and plots. The text, CSV and JSON formats print

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // fidelity's flags, I/O and report; package fidelity runs the check.
 
 type fidFlags struct {
-	log, topo, op, algo, format string
+	log, topo, op, algo, format, plot string
 	ncclFlags
 }
 
@@ -28,13 +29,15 @@ func newFidelityCmd() *cobra.Command {
 		Use:   "fidelity",
 		Short: "Compare simulated times with an nccl-tests log, size by size, with no fitting",
 		Long: `fidelity reads nccl-tests output (as calibrate does: the text table, old or
-new, or a CSV; rank tags, time stamps, dates and banners allowed), simulates
+new, its JSON report (-J) or a CSV; rank tags, time stamps, dates and banners
+allowed), simulates
 every size of it on the topology as it stands (timing-only, nccl-tests'
 meaning of size; by default as NCCL's tuner would run each size, --algo
 nccl) and prints the measured and predicted out-of-place times and
 the error of each size, (predicted − measured)/measured, then the median and
 largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
-≥ 16 MiB). Nothing is fitted: calibrate fits, fidelity measures.
+≥ 16 MiB); --plot draws both sweeps. Nothing is fitted: calibrate fits,
+fidelity measures.
 
 commsim ships published runs (package fidelity, nccl-logs/): given one of them
 (known by its content, whatever its name), --topo and --op default to the
@@ -44,19 +47,21 @@ for p4de, set by AWS's network plugin) unless a --nccl-* flag is given. Sizes of
 rows for less than one element per rank) are left out.`,
 		Example: `  commsim fidelity --log all_reduce.txt --topo dgx-h100
   commsim fidelity --log vultr-b200-allreduce-8xB200.txt            # a shipped log: its fabric is known
-  commsim fidelity --log ag.txt --topo dgx-b200x2 --op allgather --algo ring --format json`,
+  commsim fidelity --log ag.txt --topo dgx-b200x2 --op allgather --algo ring --format json
+  commsim fidelity --log ar.json --topo dgx-h100x2 --plot ar.png         # nccl-tests -J's report, drawn`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd.OutOrStdout(), cmd.Flags().Changed("op"))
+			return f.run(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.Flags().Changed("op"))
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.log, "log", "", "nccl-tests output: text table or CSV, at most 64 MiB (required)")
+	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J) or a CSV, at most 64 MiB (required)")
 	fl.StringVar(&f.topo, "topo", "", "topology the log was measured on: a spec, a preset or a YAML file (default: a shipped log's)")
 	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+
 		" (nccl: what NCCL's tuner would run, per size; auto: the cheapest of commsim's own)")
 	fl.StringVar(&f.format, "format", "table", "report: table|csv|json")
+	fl.StringVar(&f.plot, "plot", "", "also draw the measured and the simulated busbw and time against size (where the simulated choice changes marked) into FILE.png or FILE.svg")
 	f.ncclFlags.register(fl)
 	return cmd
 }
@@ -103,12 +108,15 @@ type fidBand struct {
 	Median float64 `json:"median_abs_error"`
 }
 
-func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
+func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	switch {
 	case f.log == "":
 		return usagef("fidelity needs --log FILE (nccl-tests output)")
 	case f.format != "table" && f.format != "json" && f.format != "csv":
 		return usagef("unknown format %q (want table, csv or json)", f.format)
+	}
+	if err := checkPlotName(f.plot); err != nil {
+		return err
 	}
 	data, err := readFileAtMost(f.log, maxLogBytes, f.log)
 	if err != nil {
@@ -161,6 +169,7 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 	if pub != nil && s.topo.NumGPUs() != pub.Ranks {
 		return usagef("%s ran on %d ranks, but topology %s has %d GPUs", pub.File, pub.Ranks, topo, s.topo.NumGPUs())
 	}
+
 	// bench's planner: every algorithm bench knows, auto's choice included.
 	rep, err := fidelity.Check(lg, s.topo, fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan})
 	if err != nil {
@@ -173,7 +182,22 @@ func (f *fidFlags) run(stdout io.Writer, opSet bool) error {
 	case envNote != "":
 		out.envNote, out.NCCLVersion, out.NCCLEnv = envNote, lg.NCCLVersion, logEnv
 	}
-	switch f.format {
+	if err := out.write(stdout, f.format); err != nil {
+		return err
+	}
+	if f.plot == "" {
+		return nil
+	}
+	if err := out.drawPlot(s, f.plot); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "commsim: wrote %s\n", f.plot)
+	return nil
+}
+
+// write prints the check in format.
+func (out *fidReport) write(stdout io.Writer, format string) error {
+	switch format {
 	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -202,6 +226,30 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 		out.Bands = append(out.Bands, fidBand{b.Band.Key, b.Band.Name, b.Sizes, b.Median})
 	}
 	return out
+}
+
+// drawPlot charts the measured and the simulated out-of-place sweep of
+// the check, s's, into file, with the sizes where the simulated choice
+// changes marked.
+func (out *fidReport) drawPlot(s *sweep, file string) error {
+	ch := &sweepChart{
+		title:     fmt.Sprintf("%s on %s: %d ranks, out of place; measured (%s) and simulated (--algo %s), nothing fitted", out.Op, out.Topology, out.Ranks, filepath.Base(out.Log), out.Algo),
+		sizeLabel: sizeMeaning(s.op),
+		bwLabel:   "bus bandwidth per rank (GB/s)\nbusbw = " + busbwFormula(s.op) + ", as nccl-tests defines it",
+		marksName: "simulated choice changes",
+	}
+	measured, simulated := chartSeries{name: "measured"}, chartSeries{name: "simulated"}
+	p := s.topo.NumGPUs()
+	for i, z := range out.Sizes {
+		_, moved := s.spec(z.Bytes)
+		measured.add(z.Bytes, timed(z.MeasuredUS*1e-6, moved, s.op, p))
+		simulated.add(z.Bytes, timed(z.PredictedUS*1e-6, moved, s.op, p))
+		if prev := out.Sizes[max(i-1, 0)]; i > 0 && choiceKey(prev.Algo) != choiceKey(z.Algo) {
+			ch.marks = append(ch.marks, chartMark{lo: prev.Bytes, hi: z.Bytes, from: choiceKey(prev.Algo), to: choiceKey(z.Algo)})
+		}
+	}
+	ch.series = []chartSeries{measured, simulated}
+	return ch.write(file)
 }
 
 // envString writes env as NAME=value pairs, sorted by name.

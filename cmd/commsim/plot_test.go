@@ -187,3 +187,28 @@ func TestComparePlotSaysWhatTheSizesAreAndMarksCrossovers(t *testing.T) {
 		t.Errorf("the table says crossover %v, the plot's legend disagrees", crossed)
 	}
 }
+
+// fidelity --plot draws the log's times and the simulated ones, with the
+// simulated choice's changes marked; a file neither PNG nor SVG is a
+// usage error before anything runs.
+func TestFidelityPlotDrawsMeasuredAndSimulated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fid.svg")
+	log := filepath.Join(shippedLogs, "vultr-b200-allreduce-16xB200.txt")
+	status, out, errOut := commsim("fidelity", "--log", log, "--plot", path)
+	if status != 0 || errOut != "commsim: wrote "+path+"\n" || !strings.Contains(out, "# commsim fidelity: allreduce") {
+		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+	svg, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"allreduce on dgx-b200x2: 16 ranks, out of place; measured (vultr-b200-allreduce-16xB200.txt) and simulated (--algo nccl), nothing fitted",
+		">measured</text>", ">simulated</text>", "tree/LL → tree/LL128", "tree/LL128 → nvlstree/Simple", "simulated choice changes", "bytes per rank"} {
+		if !bytes.Contains(svg, []byte(s)) {
+			t.Errorf("SVG lacks %q", s)
+		}
+	}
+	if status, _, errOut := commsim("fidelity", "--log", log, "--plot", "fid.pdf"); status != 2 || !strings.Contains(errOut, "--plot fid.pdf: want a .png or .svg file name") {
+		t.Errorf("--plot fid.pdf: status %d, %q", status, errOut)
+	}
+}
