@@ -265,18 +265,18 @@ func (f *benchFlags) sweepSizes(s *sweep, lo, hi, size int64) error {
 	changed := func(name string) bool { return f.ncclTestFlags.changed != nil && f.ncclTestFlags.changed(name) }
 	factorGiven := changed("factor") || changed("stepfactor")
 	linear := f.factor == 1 || changed("stepbytes") && !factorGiven
-	if changed("stepbytes") && !linear {
-		f.note("-i: ignored, as nccl-tests does, where -f %v multiplies the sizes", f.factor)
-	}
-	if linear {
+	if linear || changed("stepbytes") {
 		step, err := parseBytes(f.stepBytes)
 		switch {
 		case err != nil:
 			return usagef("--stepbytes: %v", err)
 		case step <= 0 || step%size != 0:
 			return usagef("--stepbytes %s: want a positive multiple of %s's %d bytes", f.stepBytes, s.dtype, size)
+		case !linear:
+			f.note("-i: ignored, as nccl-tests does, where -f %v multiplies the sizes", f.factor)
+		default:
+			s.stepBytes = step
 		}
-		s.stepBytes = step
 	}
 	for b := lo; ; {
 		s.sizes = append(s.sizes, b)
@@ -287,9 +287,9 @@ func (f *benchFlags) sweepSizes(s *sweep, lo, hi, size int64) error {
 			}
 			return usagef("the sweep from %s to %s %s has over 10000 sizes", f.minBytes, f.maxBytes, by)
 		}
-		next, ok := nextSize(b, hi, size, f.factor)
-		if linear {
-			next, ok = b+s.stepBytes, b <= hi-s.stepBytes
+		next, ok := b+s.stepBytes, b <= hi-s.stepBytes
+		if !linear {
+			next, ok = nextSize(b, hi, size, f.factor)
 		}
 		if !ok {
 			return nil
