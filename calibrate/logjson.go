@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"reflect"
 	"strings"
 )
 
@@ -22,10 +23,10 @@ import (
 // and its finished records are kept. commsim bench -J writes the same
 // layout, naming the collective in a "commsim" object.
 type jsonRecord struct {
-	Size       *json.Number `json:"size"`
-	Type       string       `json:"type"`
-	OutOfPlace *jsonTiming  `json:"out_of_place"`
-	InPlace    *jsonTiming  `json:"in_place"`
+	Size       json.RawMessage `json:"size"`
+	Type       string          `json:"type"`
+	OutOfPlace *jsonTiming     `json:"out_of_place"`
+	InPlace    *jsonTiming     `json:"in_place"`
 }
 
 // jsonTiming holds the time as written: a number, or nccl-tests'
@@ -64,7 +65,7 @@ func parseJSONLog(name string, data []byte, lg *Log) error {
 		case errors.As(err, &syn):
 			return fail(syn.Offset, "not nccl-tests JSON: "+syn.Error())
 		case errors.As(err, &typ):
-			return fail(dec.InputOffset(), fmt.Sprintf("not nccl-tests JSON: %s is a JSON %s, want %s", cmp.Or(typ.Field, key), typ.Value, typ.Type))
+			return fail(dec.InputOffset(), fmt.Sprintf("not nccl-tests JSON: %s is a JSON %s, want %s", cmp.Or(typ.Field, key), typ.Value, jsonKind(typ.Type)))
 		}
 		return fail(dec.InputOffset(), "not nccl-tests JSON: "+err.Error())
 	}
@@ -91,7 +92,7 @@ func parseJSONLog(name string, data []byte, lg *Log) error {
 		switch key {
 		case "results":
 			if err := lg.readJSONRecords(dec, data, fail); err != nil {
-				return broken(key, err)
+				return broken("a record of results", err)
 			}
 			continue
 		case "args":
@@ -178,11 +179,26 @@ func (r jsonRecord) sample() (s Sample, msg string) {
 	if time == nil {
 		time = t.CPUTime
 	}
-	s, msg = sizeTime(r.Size.String(), strings.Trim(string(time), `"`))
+	s, msg = sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
 	if msg == "" && !s.valid() {
 		msg = invalidSample
 	}
 	return s, msg
+}
+
+// jsonKind names what JSON value decodes into t.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return "a number"
 }
 
 // lineAt is the 1-based line holding byte off of data, and its text.
