@@ -16,19 +16,21 @@ var EnvVars = []string{
 	"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
 	"NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_NTHREADS", "NCCL_LL128_NTHREADS",
 	"NCCL_NCHANNELS_PER_NET_PEER", "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS",
-	"NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE",
+	"NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
 	"NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE",
 	"NCCL_COLLNET_ENABLE", "NCCL_COLLNET_NODE_THRESHOLD", "NCCL_PAT_ENABLE",
 }
 
 // number is a variable that sets one number of Options (its field) and
-// the values NCCL runs with: lo to hi, a multiple of step.
+// the values NCCL runs with: lo to hi, a multiple of step; and, where 0
+// means something other than NCCL's default, the field 0 sets.
 type number struct {
 	name         string
 	count        *int
 	bytes        *int64
 	lo, hi, step int64
 	unit         string
+	zero         *bool
 }
 
 // numbers are the variables that set o's numbers.
@@ -51,6 +53,8 @@ func (o *Options) numbers() []number {
 		channels("NCCL_MIN_P2P_NCHANNELS", &o.MinP2PChannels), channels("NCCL_MAX_P2P_NCHANNELS", &o.MaxP2PChannels),
 		chunk("NCCL_P2P_NET_CHUNKSIZE", &o.P2PNetChunk), chunk("NCCL_P2P_NVL_CHUNKSIZE", &o.P2PNVLChunk),
 		chunk("NCCL_P2P_PCI_CHUNKSIZE", &o.P2PPCIChunk),
+		// enqueue.cc: LL while bytes <= channels x threshold; 0 never.
+		{name: "NCCL_P2P_LL_THRESHOLD", bytes: &o.P2PLLThreshold, lo: 1, hi: MaxBuffSize, step: 1, unit: "bytes, or 0", zero: &o.NoP2PLL},
 		channels("NCCL_NVLS_NCHANNELS", &o.NVLSChannels),
 		chunk("NCCL_NVLS_CHUNKSIZE", &o.NVLSChunk), chunk("NCCL_NVLSTREE_MAX_CHUNKSIZE", &o.NVLSTreeMaxChunk),
 		{name: "NCCL_COLLNET_NODE_THRESHOLD", count: &o.CollNetNodes, lo: 1, hi: math.MaxInt32, step: 1, unit: "nodes"},
@@ -130,10 +134,14 @@ func FromEnv(env map[string]string) (Options, error) {
 			continue
 		}
 		x, err := strconv.ParseInt(strings.TrimSpace(v), 0, 64)
-		if err != nil || !n.allows(x) {
+		switch {
+		case err == nil && x == 0 && n.zero != nil:
+			*n.zero = true
+		case err != nil || !n.allows(x):
 			return o, fmt.Errorf("nccl: %s=%s: want %s", n.name, v, n.want())
+		default:
+			n.set(x)
 		}
-		n.set(x)
 	}
 	for _, e := range o.toggles() {
 		v, ok := env[e.name]
@@ -157,8 +165,12 @@ func (o Options) Env() []string {
 	var out []string
 	for _, name := range EnvVars {
 		for _, n := range o.numbers() {
-			if n.name == name && n.get() != 0 {
+			switch {
+			case n.name != name:
+			case n.get() != 0:
 				out = append(out, name+"="+strconv.FormatInt(n.get(), 10))
+			case n.zero != nil && *n.zero:
+				out = append(out, name+"=0")
 			}
 		}
 		for _, e := range o.toggles() {

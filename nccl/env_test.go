@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,6 +30,8 @@ func TestFromEnvReadsWhatNCCLReads(t *testing.T) {
 		{map[string]string{"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}, nccl.Options{NoNVLS: true, NoCollNet: true}},
 		{map[string]string{"NCCL_NVLS_ENABLE": "2", "NCCL_COLLNET_ENABLE": "1", "NCCL_PAT_ENABLE": "2"}, nccl.Options{}},
 		{map[string]string{"NCCL_PAT_ENABLE": "0"}, nccl.Options{NoPAT: true}},
+		{map[string]string{"NCCL_P2P_LL_THRESHOLD": "0"}, nccl.Options{NoP2PLL: true}},
+		{map[string]string{"NCCL_P2P_LL_THRESHOLD": "65536"}, nccl.Options{P2PLLThreshold: 64 << 10}},
 		{map[string]string{"NCCL_NVLS_NCHANNELS": "8", "NCCL_NVLS_CHUNKSIZE": "262144", "NCCL_NVLSTREE_MAX_CHUNKSIZE": "65536"},
 			nccl.Options{NVLSChannels: 8, NVLSChunk: 256 << 10, NVLSTreeMaxChunk: 64 << 10}},
 		{map[string]string{"NCCL_MIN_CTAS": "4", "NCCL_MAX_CTAS": "16", "NCCL_MIN_P2P_NCHANNELS": "2", "NCCL_MAX_P2P_NCHANNELS": "32"},
@@ -77,6 +80,7 @@ func TestFromEnvRefusesWhatItWouldNotFollow(t *testing.T) {
 		{map[string]string{"NCCL_MAX_CTAS": "128"}, "NCCL_MAX_CTAS=128: want 1 to 64 channels"},
 		{map[string]string{"NCCL_NVLS_CHUNKSIZE": "1k"}, "NCCL_NVLS_CHUNKSIZE=1k: want 4096 to"},
 		{map[string]string{"NCCL_COLLNET_NODE_THRESHOLD": "-1"}, "NCCL_COLLNET_NODE_THRESHOLD=-1: want 1 to"},
+		{map[string]string{"NCCL_P2P_LL_THRESHOLD": "-1"}, "NCCL_P2P_LL_THRESHOLD=-1: want 1 to 1073741824 bytes, or 0"},
 		{map[string]string{"NCCL_ALGO": "allreduce:tree;ring"}, `"ring": every entry but the first names its collective`},
 		{map[string]string{"NCCL_ALGO": "alltoall:ring"}, `unknown collective "alltoall"`},
 		{map[string]string{"NCCL_PROTO": "allreduce:LL256"}, `allreduce: ops: unknown protocol "LL256"`},
@@ -120,18 +124,26 @@ func TestPerCollectiveListsChooseForTheirCollective(t *testing.T) {
 func TestEnvWritesWhatFromEnvReads(t *testing.T) {
 	o := nccl.Options{BuffSize: 8 << 20, MinChannels: 4, MaxCTAs: 16, Threads: 256, LL128Threads: 320, NetPeerChannels: 2,
 		MinP2PChannels: 2, MaxP2PChannels: 8, P2PNetChunk: 256 << 10, NVLSChannels: 8, NVLSChunk: 64 << 10,
-		NVLSTreeMaxChunk: 32 << 10, NoNVLS: true, NoCollNet: true, CollNetNodes: 3, NoPAT: true}
-	lines := o.Env()
-	env := map[string]string{}
-	for _, l := range lines {
-		name, value, _ := strings.Cut(l, "=")
-		env[name] = value
+		NVLSTreeMaxChunk: 32 << 10, NoNVLS: true, NoCollNet: true, CollNetNodes: 3, NoPAT: true, NoP2PLL: true}
+	for _, o := range []nccl.Options{o, {P2PLLThreshold: 4096}} {
+		lines := o.Env()
+		env := map[string]string{}
+		for _, l := range lines {
+			name, value, _ := strings.Cut(l, "=")
+			env[name] = value
+		}
+		if len(env) != len(lines) || len(lines) < 1 {
+			t.Errorf("Env() = %q, want each variable once", lines)
+		}
+		if got, err := nccl.FromEnv(env); err != nil || !reflect.DeepEqual(got, o) {
+			t.Errorf("FromEnv(%q) = %+v, %v; want %+v", lines, got, err, o)
+		}
 	}
-	if len(env) != 16 || len(lines) != 16 {
-		t.Errorf("Env() = %q, want 16 variables", lines)
+	if l := o.Env(); len(l) != 17 || !slices.Contains(l, "NCCL_P2P_LL_THRESHOLD=0") {
+		t.Errorf("Env() = %q, want 17 variables, NCCL_P2P_LL_THRESHOLD=0 among them", l)
 	}
-	if got, err := nccl.FromEnv(env); err != nil || !reflect.DeepEqual(got, o) {
-		t.Errorf("FromEnv(%q) = %+v, %v; want %+v", lines, got, err, o)
+	if _, err := nccl.NewTuner(nil, nccl.Options{NoP2PLL: true, P2PLLThreshold: 4096}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LL_THRESHOLD: both 4096 and 0") {
+		t.Errorf("a threshold and no LL at once: %v", err)
 	}
 	if l := (nccl.Options{}).Env(); l != nil {
 		t.Errorf("NCCL's defaults: Env() = %q, want none", l)

@@ -34,7 +34,7 @@ const P2P Algo = numAlgos
 //     than the largest (part sizes from the p2p chunk: on one node 1/8 and
 //     32 chunks, across nodes 1/2 and 1 chunk);
 //   - it moves with LL while it carries at most 16 KiB per channel
-//     (NCCL_P2P_LL_THRESHOLD), else with Simple. NCCL 2.23 to 2.28
+//     (NCCL_P2P_LL_THRESHOLD; 0 never), else with Simple. NCCL 2.23 to 2.28
 //     choose the protocol first, LL while the operation carries at most
 //     16 KiB for each channel a peer may get, and split an LL operation
 //     by LL's step (64 KiB of lines, so 8 KiB pieces on one node): LL
@@ -137,9 +137,13 @@ func p2pSplit(s System, bytes int64, o Options) (channels int, ll bool) {
 		return 1, true
 	}
 	step := p2pChunk(s, o)
+	threshold := cmp.Or(o.P2PLLThreshold, p2pLLThreshold)
+	if o.NoP2PLL {
+		threshold = 0
+	}
 	llFirst := v >= V2_23 && v <= V2_28
 	if llFirst {
-		ll = bytes <= int64(perPeer)*p2pLLThreshold
+		ll = bytes <= int64(perPeer)*threshold
 		if ll {
 			step = 2 * llChunk // an LL step's lines: its payload and flags
 		}
@@ -155,7 +159,7 @@ func p2pSplit(s System, bytes int64, o Options) (channels int, ll bool) {
 		part = (bytes + int64(n) - 1) / int64(n)
 	}
 	if !llFirst {
-		ll = bytes <= int64(n)*p2pLLThreshold
+		ll = bytes <= int64(n)*threshold
 	}
 	return n, ll
 }

@@ -156,6 +156,27 @@ func TestP2PProtocolByVersion(t *testing.T) {
 	}
 }
 
+// NCCL_P2P_LL_THRESHOLD moves the switch to Simple (bytes per channel
+// at most it), and 0 moves everything with Simple.
+func TestP2PLLThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		o     nccl.Options
+		bytes int64
+		want  int
+		proto ops.Protocol
+	}{
+		{nccl.Options{}, 8 << 10, 1, ops.ProtoLL},
+		{nccl.Options{NoP2PLL: true}, 8 << 10, 1, ops.ProtoSimple},
+		{nccl.Options{P2PLLThreshold: 4 << 10}, 8 << 10, 1, ops.ProtoSimple},
+		{nccl.Options{P2PLLThreshold: 64 << 10}, 32 << 10, 1, ops.ProtoLL},
+		{nccl.Options{Version: nccl.V2_27, NoP2PLL: true}, 8 << 10, 1, ops.ProtoSimple},
+		{nccl.Options{Version: nccl.V2_27, P2PLLThreshold: 1 << 10}, 64 << 10, 1, ops.ProtoSimple},
+		{nccl.Options{Version: nccl.V2_27}, 64 << 10, 4, ops.ProtoLL},
+	} {
+		checkP2PSplit(t, "hgx-b200", tc.o, tc.bytes, tc.want, tc.proto)
+	}
+}
+
 // TestAllToAllSharesTheP2PChannels: an all-to-all's exchanges together
 // move at most the communicator's p2p channels' worth (32 on 8 B200s),
 // so a rank's 7 exchanges of 2 GiB take as long as 32 channels need for

@@ -50,6 +50,12 @@ type Options struct {
 	// NCCL_P2P_NVL_CHUNKSIZE and NCCL_P2P_PCI_CHUNKSIZE set them; 0 is
 	// NCCL's default (128 KiB, 512 KiB, 128 KiB).
 	P2PNetChunk, P2PNVLChunk, P2PPCIChunk int64
+	// P2PLLThreshold is the most bytes per channel a point-to-point
+	// operation moves with LL, as NCCL_P2P_LL_THRESHOLD sets it; 0 is
+	// NCCL's 16 KiB. NoP2PLL moves them all with Simple, as
+	// NCCL_P2P_LL_THRESHOLD=0 does.
+	P2PLLThreshold int64
+	NoP2PLL        bool
 	// NoNVLS and NoCollNet leave NVLS (and NVLS tree) and CollNet out, as
 	// NCCL_NVLS_ENABLE=0 and NCCL_COLLNET_ENABLE=0 do (NVLS across nodes
 	// needs CollNet). commsim runs CollNet wherever the network's
@@ -105,6 +111,9 @@ func (o Options) check() error {
 	for _, n := range o.numbers() {
 		if v := n.get(); v != 0 && !n.allows(v) {
 			return fmt.Errorf("nccl: %s=%d: want %s", n.name, v, n.want())
+		}
+		if n.zero != nil && *n.zero && n.get() != 0 {
+			return fmt.Errorf("nccl: %s: both %d and 0 (set one)", n.name, n.get())
 		}
 	}
 	return nil
