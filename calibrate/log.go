@@ -71,7 +71,7 @@ func (e *LogError) Error() string {
 var (
 	testOps = map[string]string{"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
 		"broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "gather": "gather", "sendrecv": "sendrecv"}
-	rankRE  = regexp.MustCompile(`^#\s*Rank\s+\d+\s`)
+	rankRE  = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s`)
 	startRE = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
 	perfRE  = regexp.MustCompile(`^(\w+)_perf`) // a test's program name
 	// NCCL's own lines: its debug output, and the version line
@@ -208,8 +208,12 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			if m := startRE.FindStringSubmatch(t); m != nil {
 				lg.Op = testOps[m[1]]
 			}
-			if rankRE.MatchString(t) {
-				lg.Ranks++
+			if m := rankRE.FindStringSubmatch(t); m != nil {
+				// The highest rank counts them: a log may quote only
+				// the last rank's line.
+				if r, err := strconv.Atoi(m[1]); err == nil && r < math.MaxInt32 {
+					lg.Ranks = max(lg.Ranks, r+1)
+				}
 			}
 			if f := strings.Fields(strings.TrimPrefix(t, "#")); len(f) > 1 && f[0] == "size" && f[1] == "count" {
 				hasRoot = 0

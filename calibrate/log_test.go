@@ -83,6 +83,18 @@ func TestParseLogHeader(t *testing.T) {
 	}
 }
 
+// A log that quotes only its last rank's line (a README's excerpt) still
+// says how many ranks ran: the highest rank counts them.
+func TestParseLogCountsRanksByTheHighest(t *testing.T) {
+	text := "#  Rank 71 Group  0 Pid  14840 on slurm-gb200-207-171 device  3 [0x01] NVIDIA Graphics Device\n" +
+		"#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+		"   536870912     134217728     float     sum      -1   1806.7  297.16  586.06      0   1835.9  292.43  576.74      0\n"
+	lg, err := ParseLog("gb200.txt", []byte(text))
+	if err != nil || lg.Ranks != 72 {
+		t.Errorf("ranks %+v, %v: want 72", lg, err)
+	}
+}
+
 // Each bad log is a *LogError naming the line and quoting it.
 func TestParseLogErrorsNameTheLine(t *testing.T) {
 	hdr := "# Collective test starting: all_reduce_perf\n#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
