@@ -50,6 +50,46 @@ func nextSize(b, hi, elem int64, factor float64) (int64, bool) {
 	return next, next <= hi
 }
 
+// sweepSizes sets s's sizes from lo to hi, elements of size bytes:
+// multiplied by --factor, or, as nccl-tests does where its factor is 1
+// (its default), --stepbytes apart.
+func (f *benchFlags) sweepSizes(s *sweep, lo, hi, size int64) error {
+	changed := func(name string) bool { return f.ncclTestFlags.changed != nil && f.ncclTestFlags.changed(name) }
+	factorGiven := changed("factor") || changed("stepfactor")
+	linear := f.factor == 1 || changed("stepbytes") && !factorGiven
+	if linear || changed("stepbytes") {
+		step, err := parseBytes(f.stepBytes)
+		switch {
+		case err != nil:
+			return usagef("--stepbytes: %v", err)
+		case step <= 0 || step%size != 0:
+			return usagef("--stepbytes %s: want a positive multiple of %s's %d bytes", f.stepBytes, s.dtype, size)
+		case !linear:
+			f.note("-i: ignored, as nccl-tests does, where -f %v multiplies the sizes", f.factor)
+		default:
+			s.stepBytes = step
+		}
+	}
+	for b := lo; ; {
+		s.sizes = append(s.sizes, b)
+		if len(s.sizes) > 10000 {
+			by := fmt.Sprintf("by %v", f.factor)
+			if linear {
+				by = "in steps of " + f.stepBytes
+			}
+			return usagef("the sweep from %s to %s %s has over 10000 sizes", f.minBytes, f.maxBytes, by)
+		}
+		next, ok := b+s.stepBytes, b <= hi-s.stepBytes
+		if !linear {
+			next, ok = nextSize(b, hi, size, f.factor)
+		}
+		if !ok {
+			return nil
+		}
+		b = next
+	}
+}
+
 // parseBytes reads a byte size such as "8", "1KiB", "1MiB", "1GB" or "32M".
 func parseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
