@@ -125,10 +125,14 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 }
 
 // invalidSample is why a row whose sample is not valid is refused.
-const invalidSample = "want a size >= 0 and a time > 0 µs"
+const invalidSample = "want a size >= 0 and a time > 0 µs (or 0 for size 0)"
 
-// valid reports whether s is a size and a finite time.
-func (s Sample) valid() bool { return s.Bytes >= 0 && s.TimeUS > 0 && !math.IsInf(s.TimeUS, 0) }
+// valid reports whether s is a size and a finite time: above 0, or 0 for
+// a size of 0 bytes (commsim's reports time an empty call as nothing;
+// fidelity and calibrate leave such sizes out).
+func (s Sample) valid() bool {
+	return s.Bytes >= 0 && !math.IsInf(s.TimeUS, 0) && (s.TimeUS > 0 || s.Bytes == 0 && s.TimeUS == 0)
+}
 
 func sizeTime(size, time string) (s Sample, msg string) {
 	var err error

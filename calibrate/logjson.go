@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"reflect"
 	"strings"
@@ -45,120 +46,175 @@ func isJSON(data []byte) bool {
 // parseJSONLog reads nccl-tests' JSON report into lg.
 func parseJSONLog(name string, data []byte, lg *Log) error {
 	lg.Format = "nccl-tests json"
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	fail := func(off int64, reason string) error {
-		line, text := lineAt(data, off)
-		return &LogError{Name: name, Line: line, Reason: reason, Text: text}
+	r := jsonReader{name: name, data: data, lg: lg, dec: json.NewDecoder(bytes.NewReader(data))}
+	r.dec.UseNumber()
+	if err := r.readReport(); err != nil {
+		return err
 	}
-	// broken turns a decoding error into a LogError; nil where the
-	// document ends early after at least one record (partial output).
-	broken := func(key string, err error) error {
-		var le *LogError
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &le):
-			return le
-		case (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && len(lg.Samples) > 0:
-			return nil
-		case errors.As(err, &syn):
-			return fail(syn.Offset, "not nccl-tests JSON: "+syn.Error())
-		case errors.As(err, &typ):
-			return fail(dec.InputOffset(), fmt.Sprintf("not nccl-tests JSON: %s is a JSON %s, want %s", cmp.Or(typ.Field, key), typ.Value, jsonKind(typ.Type)))
+	c := r.config
+	if len(r.args) > 0 {
+		if m := perfRE.FindStringSubmatch(path.Base(r.args[0])); m != nil {
+			lg.Op = testOps[m[1]]
 		}
-		return fail(dec.InputOffset(), "not nccl-tests JSON: "+err.Error())
 	}
-	if tok, err := dec.Token(); err != nil {
-		return broken("", err)
-	} else if tok != json.Delim('{') {
-		return fail(0, "not nccl-tests JSON: want an object")
+	lg.Op = cmp.Or(lg.Op, r.commsim.Op)
+	for _, kv := range r.env {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "NCCL_") {
+			lg.setNCCLEnv(k, v)
+		}
 	}
-	var args, env []string
-	var code int
-	var commsim struct{ Op string } // commsim bench -J's own key
-	var config struct {
+	if r.code > 0 {
+		lg.NCCLVersion = versionOfCode(r.code)
+	}
+	// Each process's threads drive its GPUs.
+	if len(c.Devices) == 0 {
+		return nil
+	}
+	ranks := int64(len(c.Devices))
+	for _, n := range []int{c.GPUs, max(1, c.Threads)} {
+		if n <= 0 || ranks > math.MaxInt32/int64(n) {
+			return &LogError{Name: name, Reason: fmt.Sprintf("not nccl-tests JSON: config's %d devices of %d GPUs and %d threads are not a number of ranks", len(c.Devices), c.GPUs, c.Threads)}
+		}
+		ranks *= int64(n)
+	}
+	lg.Ranks = int(ranks)
+	return nil
+}
+
+// jsonReader reads a JSON report a key at a time: what it found, and
+// where.
+type jsonReader struct {
+	name    string
+	data    []byte
+	lg      *Log
+	dec     *json.Decoder
+	args    []string
+	env     []string
+	code    int
+	commsim struct{ Op string } // commsim bench -J's own key
+	config  struct {
 		GPUs    int               `json:"ngpus"`
 		Threads int               `json:"nthreads"`
 		Devices []json.RawMessage `json:"devices"` // a line per process
 	}
-	for dec.More() {
-		tok, err := dec.Token()
+}
+
+// fail is a LogError at byte off, quoting the report from there.
+func (r *jsonReader) fail(off int64, reason string) error {
+	off = min(max(off, 0), int64(len(r.data)))
+	line := bytes.Count(r.data[:off], []byte("\n")) + 1
+	text, _, _ := strings.Cut(string(r.data[off:]), "\n")
+	return &LogError{Name: r.name, Line: line, Reason: reason, Text: shortLine(text)}
+}
+
+// next is the offset of the decoder's next value (past blanks and a
+// comma).
+func (r *jsonReader) next() int64 {
+	off := r.dec.InputOffset()
+	return off + int64(len(r.data[off:])-len(bytes.TrimLeft(r.data[off:], " \t\r\n,")))
+}
+
+// readReport reads the report's keys. A report that ends early after at
+// least one record (partial output) is read as far as it goes.
+func (r *jsonReader) readReport() error {
+	if tok, err := r.dec.Token(); err != nil {
+		return r.broken("", err)
+	} else if tok != json.Delim('{') {
+		return r.fail(0, "not nccl-tests JSON: want an object")
+	}
+	for r.dec.More() {
+		start := r.next()
+		tok, err := r.dec.Token()
 		if err != nil {
-			return broken("", err)
+			return r.broken("", err)
 		}
 		key, _ := tok.(string)
 		var v any = new(json.RawMessage) // what the report holds besides
 		switch key {
 		case "results":
-			if err := lg.readJSONRecords(dec, data, fail); err != nil {
-				return broken("a record of results", err)
+			if err := r.readRecords(); err != nil {
+				return r.broken("a record of results", err)
 			}
 			continue
 		case "args":
-			v = &args
+			v = &r.args
 		case "env":
-			v = &env
+			v = &r.env
 		case "nccl_version":
-			v = &code
+			v = &r.code
 		case "config":
-			v = &config
+			v = &r.config
 		case "commsim":
-			v = &commsim
+			v = &r.commsim
 		}
-		if err := dec.Decode(v); err != nil {
-			return broken(key, err)
-		}
-	}
-	if len(args) > 0 {
-		if m := perfRE.FindStringSubmatch(path.Base(args[0])); m != nil {
-			lg.Op = testOps[m[1]]
-		}
-	}
-	lg.Op = cmp.Or(lg.Op, commsim.Op)
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "NCCL_") {
-			lg.setNCCLEnv(k, v)
+		if err := r.dec.Decode(v); err != nil {
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) {
+				return r.fail(start, fmt.Sprintf("not nccl-tests JSON: %s is a JSON %s, want %s", cmp.Or(typ.Field, key), typ.Value, jsonKind(typ.Type)))
+			}
+			return r.broken(key, err)
 		}
 	}
-	if code > 0 {
-		lg.NCCLVersion = versionOfCode(code)
+	if _, err := r.dec.Token(); err != nil { // the report's end
+		return r.broken("", err)
 	}
-	if len(config.Devices) > 0 && config.GPUs > 0 {
-		// Each process's threads drive its GPUs.
-		lg.Ranks = len(config.Devices) * config.GPUs * max(1, config.Threads)
+	if off := r.next(); off < int64(len(r.data)) {
+		return r.fail(off, "not nccl-tests JSON: more after the report's end")
 	}
 	return nil
 }
 
-// readJSONRecords reads the "results" list, a record at a time so that
-// an error names the record's line and a truncated list keeps the
-// records before it.
-func (lg *Log) readJSONRecords(dec *json.Decoder, data []byte, fail func(int64, string) error) error {
-	if tok, err := dec.Token(); err != nil {
+// broken turns a decoding error into a LogError; nil where the report
+// ends early after at least one record (partial output).
+func (r *jsonReader) broken(key string, err error) error {
+	var le *LogError
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &le):
+		return le
+	case (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && len(r.lg.Samples) > 0:
+		return nil
+	case errors.As(err, &syn):
+		return r.fail(syn.Offset, "not nccl-tests JSON: "+syn.Error())
+	case errors.As(err, &typ):
+		return r.fail(r.dec.InputOffset(), fmt.Sprintf("not nccl-tests JSON: %s is a JSON %s, want %s", cmp.Or(typ.Field, key), typ.Value, jsonKind(typ.Type)))
+	}
+	return r.fail(r.dec.InputOffset(), "not nccl-tests JSON: "+err.Error())
+}
+
+// readRecords reads the "results" list, a record at a time so that an
+// error names the record (nccl-tests writes its report on one line) and
+// a truncated list keeps the records before it.
+func (r *jsonReader) readRecords() error {
+	if tok, err := r.dec.Token(); err != nil {
 		return err
 	} else if tok != json.Delim('[') {
-		return fail(dec.InputOffset(), "not nccl-tests JSON: results is not a list")
+		return r.fail(r.dec.InputOffset(), "not nccl-tests JSON: results is not a list")
 	}
-	for dec.More() {
-		start := dec.InputOffset()
-		start += int64(len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n,")))
-		var r jsonRecord
-		if err := dec.Decode(&r); err != nil {
+	lg := r.lg
+	for i := 0; r.dec.More(); i++ {
+		start := r.next()
+		var rec jsonRecord
+		if err := r.dec.Decode(&rec); err != nil {
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) {
+				return r.fail(start, fmt.Sprintf("not nccl-tests JSON: results[%d]: %s is a JSON %s, want %s", i, cmp.Or(typ.Field, "the record"), typ.Value, jsonKind(typ.Type)))
+			}
 			return err
 		}
-		s, msg := r.sample()
-		if msg == "" && r.Type != "" && lg.Type != "" && r.Type != lg.Type {
-			msg = fmt.Sprintf("type %s after %s: calibrate one type per log", r.Type, lg.Type)
+		s, msg := rec.sample()
+		if msg == "" && rec.Type != "" && lg.Type != "" && rec.Type != lg.Type {
+			msg = fmt.Sprintf("type %s after %s: calibrate one type per log", rec.Type, lg.Type)
 		}
 		if msg != "" {
-			return fail(start, msg)
+			return r.fail(start, fmt.Sprintf("results[%d]: %s", i, msg))
 		}
-		s.Line, _ = lineAt(data, start)
-		lg.Type = cmp.Or(lg.Type, r.Type)
+		s.Line = bytes.Count(r.data[:start], []byte("\n")) + 1
+		lg.Type = cmp.Or(lg.Type, rec.Type)
 		lg.Samples = append(lg.Samples, s)
 	}
-	_, err := dec.Token() // the list's end
+	_, err := r.dec.Token() // the list's end
 	return err
 }
 
@@ -197,17 +253,8 @@ func jsonKind(t reflect.Type) string {
 		return "true or false"
 	case reflect.String:
 		return "a string"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
 	}
-	return "a number"
-}
-
-// lineAt is the 1-based line holding byte off of data, and its text.
-func lineAt(data []byte, off int64) (int, string) {
-	off = min(max(off, 0), int64(len(data)))
-	start := bytes.LastIndexByte(data[:off], '\n') + 1
-	end := bytes.IndexByte(data[off:], '\n')
-	if end < 0 {
-		end = len(data) - int(off)
-	}
-	return bytes.Count(data[:off], []byte("\n")) + 1, shortLine(string(data[start : int(off)+end]))
+	return "a whole number"
 }

@@ -1,6 +1,8 @@
 package calibrate
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,9 +11,10 @@ import (
 )
 
 // ncclTestsJSON is a report in nccl-tests' JSON layout (-J, version 3):
-// two processes of 4 GPUs each, NCCL 2.27.3, NCCL_PROTO set, records as
-// nccl-tests writes them (six decimals, a root string, nwrong null
-// without -c).
+// two processes of 4 GPUs each, NCCL 2.27.3, NCCL_PROTO set, records with
+// nccl-tests' values (six decimals, a root string, nwrong null without
+// -c). It is spread over lines for the tests' line numbers; nccl-tests
+// writes it on one (see compact).
 func ncclTestsJSON(records ...string) string {
 	return `{
   "version": 3,
@@ -66,17 +69,48 @@ func TestParseLogReadsNCCLTestsJSON(t *testing.T) {
 	}
 }
 
-// A run that died mid-sweep leaves an unfinished document: the records
-// it finished are read, as nccl-tests' "partial output".
-func TestParseLogKeepsPartialJSON(t *testing.T) {
-	doc := ncclTestsJSON(jsonRecord1K, jsonRecord2K)
-	cut := strings.Index(doc, `"size": 2048`) + 20
-	lg, err := ParseLog("ag.json", []byte(doc[:cut]))
-	if err != nil {
+// compact is doc on one line, as nccl-tests writes its report.
+func compact(t *testing.T, doc string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(doc)); err != nil {
 		t.Fatal(err)
 	}
-	if len(lg.Samples) != 1 || lg.Samples[0].Bytes != 1024 {
-		t.Errorf("samples %+v, want the one finished record", lg.Samples)
+	return b.String()
+}
+
+// A run that died mid-sweep leaves an unfinished document: the records
+// it finished are read, as nccl-tests' "partial output", and what came
+// before them (the collective, the ranks, NCCL's version and
+// environment) is kept.
+func TestParseLogKeepsPartialJSON(t *testing.T) {
+	for _, doc := range []string{ncclTestsJSON(jsonRecord1K, jsonRecord2K), compact(t, ncclTestsJSON(jsonRecord1K, jsonRecord2K))} {
+		cut := strings.Index(doc, `"size": 2048`) + 20
+		if cut < 20 {
+			cut = strings.Index(doc, `"size":2048`) + 20
+		}
+		lg, err := ParseLog("ag.json", []byte(doc[:cut]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lg.Samples) != 1 || lg.Samples[0].Bytes != 1024 || lg.Op != "allgather" || lg.Ranks != 8 ||
+			lg.NCCLVersion != "2.27.3" || lg.NCCLEnv["NCCL_PROTO"] != "Simple" {
+			t.Errorf("%+v: want the one finished record, and the report's collective, ranks and NCCL", lg)
+		}
+	}
+}
+
+// On one line, as nccl-tests writes it, an error names the record and
+// quotes the report from it.
+func TestParseLogJSONOnOneLine(t *testing.T) {
+	doc := compact(t, ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, `"time": 12.500000`, `"time": -1`, 1)))
+	_, err := ParseLog("ag.json", []byte(doc))
+	if err == nil || !strings.HasPrefix(err.Error(), `ag.json:1: results[1]: want a size >= 0 and a time > 0 µs (or 0 for size 0): "{\"size\":2048,`) {
+		t.Errorf("%v", err)
+	}
+	lg, err := ParseLog("ag.json", []byte(compact(t, ncclTestsJSON(jsonRecord2K, jsonRecord1K))))
+	if err != nil || len(lg.Samples) != 2 || lg.Ranks != 8 {
+		t.Errorf("%+v, %v", lg, err)
 	}
 }
 
@@ -88,18 +122,20 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		line       int
 		want       string
 	}{
-		{"nan time", ncclTestsJSON(jsonRecord1K, nan), 19, `ag.json:19: want a size >= 0 and a time > 0 µs: "{\"size\": 2048`},
+		{"nan time", ncclTestsJSON(jsonRecord1K, nan), 19, `ag.json:19: results[1]: want a size >= 0 and a time > 0 µs (or 0 for size 0): "{\"size\": 2048`},
 		{"no time", ncclTestsJSON(strings.NewReplacer(`"out_of_place": {`, `"out_of_place": null, "x": {`, `"in_place": {`, `"in_place": null, "y": {`).Replace(jsonRecord1K)),
-			15, `ag.json:15: a result without a time`},
-		{"negative size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "-1024", 1)), 15, `ag.json:15: want a size >= 0`},
+			15, `ag.json:15: results[0]: a result without a time`},
+		{"negative size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "-1024", 1)), 15, `ag.json:15: results[0]: want a size >= 0`},
 		{"huge size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "18446744073709551615", 1)), 15, `is not a byte count`},
-		{"mixed types", ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, "float", "half", 1)), 19, `ag.json:19: type half after float`},
+		{"mixed types", ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, "float", "half", 1)), 19, `ag.json:19: results[1]: type half after float`},
 		{"syntax", strings.Replace(ncclTestsJSON(jsonRecord1K), `"ngpus": 4,`, `"ngpus": 4,,`, 1), 7, `ag.json:7: not nccl-tests JSON: invalid character ','`},
-		{"wrong type", strings.Replace(ncclTestsJSON(jsonRecord1K), `"nccl_version": 22703`, `"nccl_version": "2.27"`, 1), 6, `ag.json:6: not nccl-tests JSON: nccl_version is a JSON string, want a number`},
+		{"wrong type", strings.Replace(ncclTestsJSON(jsonRecord1K), `"nccl_version": 22703`, `"nccl_version": "2.27"`, 1), 6, `ag.json:6: not nccl-tests JSON: nccl_version is a JSON string, want a whole number`},
 		{"config a list", strings.Replace(ncclTestsJSON(jsonRecord1K), `"config": {`, `"config": [], "x": {`, 1), 7, `not nccl-tests JSON: config is a JSON array, want an object`},
-		{"record not an object", strings.Replace(ncclTestsJSON(jsonRecord1K), `"results": [`, `"results": [7, `, 1), 14, `not nccl-tests JSON: a record of results is a JSON number, want an object`},
-		{"size a word", ncclTestsJSON(strings.Replace(jsonRecord1K, `"size": 1024`, `"size": "big"`, 1)), 15, `ag.json:15: size "big" is not a byte count`},
+		{"record not an object", strings.Replace(ncclTestsJSON(jsonRecord1K), `"results": [`, `"results": [7, `, 1), 14, `not nccl-tests JSON: results[0]: the record is a JSON number, want an object`},
+		{"size a word", ncclTestsJSON(strings.Replace(jsonRecord1K, `"size": 1024`, `"size": "big"`, 1)), 15, `ag.json:15: results[0]: size "big" is not a byte count`},
 		{"results not a list", strings.Replace(ncclTestsJSON(jsonRecord1K), `"results": [`, `"results": {"a": [`, 1), 14, `ag.json:14: not nccl-tests JSON: results is not a list`},
+		{"more after the end", ncclTestsJSON(jsonRecord1K) + "{}\n", 24, `ag.json:24: not nccl-tests JSON: more after the report's end: "{}"`},
+		{"ranks past counting", strings.Replace(ncclTestsJSON(jsonRecord1K), `"ngpus": 4`, `"ngpus": 4611686018427387904`, 1), 0, `config's 2 devices of 4611686018427387904 GPUs and 1 threads are not a number of ranks`},
 		{"cut before a record", ncclTestsJSON()[:200], 0, `not nccl-tests JSON: unexpected EOF`},
 		{"no records", ncclTestsJSON(), 0, "ag.json: no result rows"},
 	} {

@@ -379,6 +379,9 @@ COMMSIM_NCCL_TIMEOUT each collective (default 5m).`,
 			if err := checkPlotFile(plot, s); err != nil {
 				return err
 			}
+			if err := checkOutputPath("-J", jsonOut); err != nil {
+				return err
+			}
 			if err := s.setSimTopo(simTopo); err != nil {
 				return err
 			}
@@ -405,7 +408,7 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 		// The prediction runs after the measurement, and adds columns.
 		rows, err := s.measure(stderr, nil)
 		if err != nil {
-			return err
+			return s.keepPartial(stderr, rows, err)
 		}
 		if err := s.predict(rows); err != nil {
 			return err
@@ -418,10 +421,7 @@ func (s *sweep) run(stdout, stderr io.Writer) error {
 		if s.format == "table" && len(rows) > 0 {
 			err = errors.Join(err, writeTable(stdout, s, rows))
 		}
-		if s.jsonOut != "" && len(rows) > 0 { // as nccl-tests leaves partial output
-			err = errors.Join(err, s.writeNCCLReport(stderr, rows))
-		}
-		return err
+		return s.keepPartial(stderr, rows, err)
 	}
 	if err := rep.end(); err != nil {
 		return err

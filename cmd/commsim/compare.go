@@ -160,7 +160,7 @@ func checkPlotFile(plot string, s *sweep) error {
 // no plot).
 func checkPlotName(plot string) error {
 	if ext := strings.ToLower(filepath.Ext(plot)); plot == "" || ext == ".png" || ext == ".svg" {
-		return nil
+		return checkOutputPath("--plot", plot)
 	}
 	return usagef("--plot %s: want a .png or .svg file name", plot)
 }

@@ -317,11 +317,13 @@ func TestCompareUsageErrorsExit2WithOneLine(t *testing.T) {
 	}
 }
 
-func TestComparePlotToMissingDirectoryIsARuntimeError(t *testing.T) {
+// A plot into a folder that does not exist is refused before the sweep
+// runs, as a usage error naming the file.
+func TestComparePlotToMissingDirectoryIsRefusedFirst(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no", "such", "dir", "x.png")
-	status, _, errOut := commsim("compare", "--topo", "switch:4", "--algos", "ring,rd", "-e", "1KiB", "--timing-only", "--plot", path)
-	if status != 1 || !strings.Contains(errOut, "x.png") {
-		t.Errorf("status %d, stderr %q: want 1 naming the file", status, errOut)
+	status, out, errOut := commsim("compare", "--topo", "switch:4", "--algos", "ring,rd", "-e", "1KiB", "--timing-only", "--plot", path)
+	if status != 2 || out != "" || !strings.Contains(errOut, "--plot "+path+": there is no folder") {
+		t.Errorf("status %d, stdout %q, stderr %q: want 2 naming the file, before any output", status, out, errOut)
 	}
 }
 

@@ -189,7 +189,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		return nil
 	}
 	if err := out.drawPlot(s, f.plot); err != nil {
-		return err
+		return fmt.Errorf("--plot %s: %w", f.plot, err)
 	}
 	fmt.Fprintf(stderr, "commsim: wrote %s\n", f.plot)
 	return nil

@@ -22,6 +22,25 @@ import (
 // command reads whole is read through a bound on the stream itself, so a
 // pipe or a device such as /dev/zero fails fast in bounded memory.
 
+// checkOutputPath refuses, as a usage error, a file that flag asks to
+// write in a folder that does not exist: found before a long run, not
+// after it.
+func checkOutputPath(flag, path string) error {
+	if path == "" || isStream(path) {
+		return nil
+	}
+	if dir := filepath.Dir(path); !isDir(dir) {
+		return usagef("%s %s: there is no folder %s to write it in", flag, path, dir)
+	}
+	return nil
+}
+
+// isDir reports whether path is a folder.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 // writeFileAtomic writes path through write, all of it or nothing: on any
 // error, and when an interrupt (SIGINT, SIGTERM) arrives before the
 // rename, the temporary file is removed and path is left as it was.

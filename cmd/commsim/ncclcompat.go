@@ -72,11 +72,11 @@ type ignoredNCCLFlag struct {
 const never = math.MinInt
 
 var ignoredNCCLFlags = []ignoredNCCLFlag{
-	{"cudagraph", "G", 0, never, "commsim does not capture CUDA graphs: each run is launched directly"},
-	{"agg_iters", "m", 1, never, "commsim launches one collective per timed run"},
-	{"average", "a", 1, never, "commsim reports the slowest rank's time (nccl-tests' -a 3), the only one a simulated or multi-process run has"},
+	{"cudagraph", "G", 0, 0, "commsim does not capture CUDA graphs: each run is launched directly"},
+	{"agg_iters", "m", 1, 1, "commsim launches one collective per timed run"},
+	{"average", "a", 1, 3, "commsim reports the slowest rank's time (nccl-tests' -a 3), the only one a simulated or multi-process run has"},
 	{"blocking", "z", 0, never, "commsim's runs always wait for the collective to finish"},
-	{"parallel_init", "p", 0, never, "commsim sets its ranks up in one process (or one per rank with --nranks)"},
+	{"parallel_init", "p", 0, 0, "commsim sets its ranks up in one process (or one per rank with --nranks)"},
 	{"run_cycles", "N", 1, 1, "commsim runs the sweep once"},
 	{"stream_null", "y", 0, 0, "commsim's collectives run on streams of their own"},
 	{"timeout", "T", 0, 0, "on sim a hang is found at once, as a deadlock that names the ranks waiting; real runs abort a collective after COMMSIM_NCCL_TIMEOUT (default 5m)"},

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -193,4 +194,13 @@ func (s *sweep) writeNCCLReport(stderr io.Writer, rows []row) error {
 	}
 	fmt.Fprintf(stderr, "commsim: wrote %s\n", s.jsonOut)
 	return nil
+}
+
+// keepPartial writes -J's report of the rows a sweep measured before it
+// failed with err, as nccl-tests leaves partial output, and returns err.
+func (s *sweep) keepPartial(stderr io.Writer, rows []row, err error) error {
+	if s.jsonOut != "" && len(rows) > 0 {
+		err = errors.Join(err, s.writeNCCLReport(stderr, rows))
+	}
+	return err
 }

@@ -74,10 +74,23 @@ func TestBenchJSONReportRoundTrips(t *testing.T) {
 	}
 }
 
+// A sweep from 0 bytes reads back too: its empty call, timed as nothing,
+// is left out as fidelity leaves size 0 out.
+func TestBenchJSONReportFromZeroBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "z.json")
+	if status, _, errOut := commsim("bench", "--topo", "switch:4", "-b", "0", "-e", "1K", "-f", "4", "-J", path); status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	status, out, errOut := commsim("fidelity", "--log", path, "--topo", "switch:4", "--algo", "auto")
+	if status != 0 || !strings.Contains(out, "size 0 left out") || !strings.Contains(out, "median 0.0% over") {
+		t.Errorf("status %d\n%s\n%s", status, out, errOut)
+	}
+}
+
 func TestBenchJSONReportErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no", "such", "dir", "r.json")
-	status, _, errOut := commsim("bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "-J", path)
-	if status != 1 || !strings.Contains(errOut, "-J "+path) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
-		t.Errorf("an unwritable -J: status %d, %q", status, errOut)
+	status, out, errOut := commsim("bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "-J", path)
+	if status != 2 || out != "" || !strings.Contains(errOut, "-J "+path+": there is no folder") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("-J in a folder that does not exist, refused before the sweep: status %d, %q", status, errOut)
 	}
 }

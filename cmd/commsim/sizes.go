@@ -58,14 +58,15 @@ func (f *benchFlags) sweepSizes(s *sweep, lo, hi, size int64) error {
 	factorGiven := changed("factor") || changed("stepfactor")
 	linear := f.factor == 1 || changed("stepbytes") && !factorGiven
 	if linear || changed("stepbytes") {
+		// nccl-tests refuses a step it cannot read, even one it ignores.
 		step, err := parseBytes(f.stepBytes)
 		switch {
 		case err != nil:
 			return usagef("--stepbytes: %v", err)
-		case step <= 0 || step%size != 0:
-			return usagef("--stepbytes %s: want a positive multiple of %s's %d bytes", f.stepBytes, s.dtype, size)
 		case !linear:
 			f.note("-i: ignored, as nccl-tests does, where -f %v multiplies the sizes", f.factor)
+		case step <= 0 || step%size != 0:
+			return usagef("--stepbytes %s: want a positive multiple of %s's %d bytes", f.stepBytes, s.dtype, size)
 		default:
 			s.stepBytes = step
 		}
