@@ -559,7 +559,7 @@ func (s *sweep) measureBoth(w *openedWorld, exec *ops.Executor, bytes int64) (ro
 // newRow starts the report row of one size, run with plan.
 func (s *sweep) newRow(plan *ops.Plan, moved int64) row {
 	r := row{op: s.op.String(), algo: nccl.Label(plan), topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
-		ranks: plan.Ranks, root: s.root, bytes: moved, count: int(moved) / s.dtype.Size()}
+		ranks: plan.Ranks, root: s.root, bytes: moved, count: plan.Count} // a rank's elements, as nccl-tests counts them
 	if s.algo == algoNCCL {
 		if c, err := s.tuner.Choose(plan.Spec); err == nil && c.NCCL != c.Estimate {
 			r.ncclChoice = c.NCCL.String()

@@ -351,8 +351,10 @@ func TestBenchSizesLikeNcclTests(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	if len(rows) != 2 || rows[0].Bytes != 16<<30 || rows[1].Bytes != 32<<30 || rows[1].Count != 32<<30/4 || !(rows[1].Time > rows[0].Time) {
-		t.Fatalf("rows %+v, want 16 GiB and 32 GiB (count %d)", rows, 32<<30/4)
+	// The count is a rank's elements, as nccl-tests prints it: 32 GiB of
+	// f32 over 8 ranks is 2^30 each, 2^33 in all.
+	if len(rows) != 2 || rows[0].Bytes != 16<<30 || rows[1].Bytes != 32<<30 || rows[1].Count != 32<<30/4/8 || !(rows[1].Time > rows[0].Time) {
+		t.Fatalf("rows %+v, want 16 GiB and 32 GiB (count %d)", rows, 32<<30/4/8)
 	}
 	code, _, errOut = commsim("bench", "--topo", "switch:8", "--op", "allreduce", "-b", "16G", "-e", "16G", "--data")
 	if code != 2 || !strings.Contains(errOut, "384GiB") || !strings.Contains(errOut, "without --check and --data") {
