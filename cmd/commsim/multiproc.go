@@ -235,6 +235,9 @@ func (s *sweep) runMulti(stdout, stderr io.Writer) error {
 	rdv := s.backend.multi.rdv
 	rows, err := s.measureMulti(stderr)
 	if err != nil {
+		if rdv.Rank == 0 {
+			err = s.keepPartial(stderr, rows, err)
+		}
 		return rankError{rdv.Rank, rdv.Size, err}
 	}
 	if rdv.Rank == 0 {
@@ -258,7 +261,8 @@ type rankRun struct {
 }
 
 // measureMulti joins the communicator, checks that every rank runs the same
-// sweep, and measures each size on this rank, combined over all ranks.
+// sweep, and measures each size on this rank, combined over all ranks. On
+// an error it returns the rows measured before.
 func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 	m := s.backend.multi
 	w, comm, closeFn, err := joinNative(context.Background(), m.rdv, m.gpu)
@@ -292,17 +296,17 @@ func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 		spec, moved := s.spec(bytes)
 		plan, err := s.plan(spec)
 		if err != nil {
-			return nil, err
+			return rows, err
 		}
 		var secs [2]float64
 		var wrong [2]int64
 		for i, inPlace := range []bool{false, true} {
 			if secs[i], wrong[i], err = rr.runOnce(plan, inPlace); err != nil {
-				return nil, fmt.Errorf("%v (%d bytes, %s): %w", s.op, moved, map[bool]string{false: "out of place", true: "in place"}[inPlace], err)
+				return rows, fmt.Errorf("%v (%d bytes, %s): %w", s.op, moved, map[bool]string{false: "out of place", true: "in place"}[inPlace], err)
 			}
 		}
 		if err := rr.combine(&secs, &wrong); err != nil {
-			return nil, err
+			return rows, err
 		}
 		r := s.newRow(plan, moved)
 		r.outOfPlace, r.inPlace = timed(secs[0], moved, s.op, rr.size), timed(secs[1], moved, s.op, rr.size)

@@ -163,6 +163,9 @@ type fakeJob struct {
 	// corrupt, when ≥ 0, adds one to the first output element of that
 	// rank in every f32 collective.
 	corrupt int
+	// failFrom, when > 0, fails every collective of that many bytes a
+	// rank or more, as NCCL failing mid-sweep.
+	failFrom int
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -220,6 +223,9 @@ func (j *fakeJob) Launch(calls []hw.NativeCall) error {
 		return j.err
 	}
 	j.err = j.compute(j.calls)
+	if b := calls[0].Send.Bytes(); j.failFrom > 0 && b >= j.failFrom {
+		j.err = fmt.Errorf("ncclAllReduce: unhandled system error on %d bytes", b)
+	}
 	j.calls, j.arrived = nil, 0
 	j.round++
 	j.cond.Broadcast()
@@ -450,5 +456,23 @@ func TestMultiProcessJSONReport(t *testing.T) {
 	lg, err := calibrate.ParseLog("rank0.json", data)
 	if err != nil || lg.Ranks != p || lg.Op != "allreduce" || len(lg.Samples) != 2 {
 		t.Errorf("read back: %+v, %v", lg, err)
+	}
+
+	// A run that fails mid-sweep: every rank fails, and rank 0 writes
+	// the sizes measured before.
+	job := newFakeJob(p)
+	job.failFrom = 512
+	status, _, stderr = benchRanks(t, job, func(r int) []string { return []string{"-b", "64", "-e", "1K", "-f", "4", "-J", path(r)} })
+	data, err = os.ReadFile(path(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil || len(rep.Results) != 2 || rep.Results[1].Size != 256 {
+		t.Errorf("partial report: %v, %s", err, data)
+	}
+	for r := range p {
+		if status[r] != 1 || !strings.Contains(stderr[r], "unhandled system error") {
+			t.Errorf("rank %d: status %d, stderr %q", r, status[r], stderr[r])
+		}
 	}
 }
