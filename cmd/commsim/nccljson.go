@@ -98,19 +98,12 @@ type ncclTiming struct {
 func (s *sweep) ncclReportOf(rows []row) ncclReport {
 	r := ncclReport{Version: 3, Args: os.Args, Env: s.ncclEnv()}
 	r.NCCLVersion = s.ncclVersionCode()
-	iters, warmup := 1, 0
-	if s.backend.name != "sim" {
-		iters, warmup = max(s.runner.Iters, 1), s.runner.Warmup
-	}
-	lo := int64(0)
-	if len(s.sizes) > 0 {
-		lo = s.sizes[0]
-	}
+	iters, warmup := s.runsPerSize()
 	factor := s.factor
 	if s.stepBytes > 0 {
 		factor = 0 // a linear sweep's config has step_bytes instead
 	}
-	r.Config = ncclConfig{Threads: 1, GPUs: s.topo.NumGPUs(), MinBytes: lo, MaxBytes: s.maxBytes, StepFactor: factor, StepBytes: s.stepBytes,
+	r.Config = ncclConfig{Threads: 1, GPUs: s.topo.NumGPUs(), MinBytes: s.minBytes(), MaxBytes: s.maxBytes, StepFactor: factor, StepBytes: s.stepBytes,
 		Warmup: warmup, Iters: iters, AggIters: 1, Validation: map[bool]int{true: 1}[s.check]}
 	backend, _ := s.backend.describe(s.timingOnly)
 	if m := s.backend.multi; m != nil {

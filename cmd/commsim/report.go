@@ -179,18 +179,30 @@ func ncclTime(us float64) string {
 	return fmt.Sprintf("%7.2f", us)
 }
 
+// runsPerSize are the timed and the warm-up runs of each size, as
+// nccl-tests' header and report state them: one and none on sim, where
+// one run is exact.
+func (s *sweep) runsPerSize() (iters, warmup int) {
+	if s.backend.name == "sim" {
+		return 1, 0
+	}
+	return max(s.runner.Iters, 1), s.runner.Warmup
+}
+
+// minBytes is the sweep's first size (0 for none).
+func (s *sweep) minBytes() int64 {
+	if len(s.sizes) == 0 {
+		return 0
+	}
+	return s.sizes[0]
+}
+
 // writeTextHeader writes nccl-tests' header: its parameter line, commsim's
 // description of the run, and the column heads, with the algorithm last.
 func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 	backend, _ := s.backend.describe(s.timingOnly)
-	iters, warmup := 1, 0
-	if s.backend.name != "sim" {
-		iters, warmup = max(s.runner.Iters, 1), s.runner.Warmup
-	}
-	lo, hi := int64(0), s.maxBytes
-	if len(s.sizes) > 0 {
-		lo = s.sizes[0]
-	}
+	iters, warmup := s.runsPerSize()
+	lo, hi := s.minBytes(), s.maxBytes
 	if test, ok := ncclTestNames[s.op.String()]; ok {
 		// What nccl-tests' readers (calibrate, fidelity) learn the op from.
 		fmt.Fprintf(w, "# Collective test starting: %s_perf\n", test)
