@@ -124,8 +124,20 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 	return s, f[2], msg
 }
 
-// invalidSample is why a row whose sample is not valid is refused.
-const invalidSample = "want a size >= 0 and a time > 0 µs (or 0 for size 0)"
+// add takes s, a row of type typ ("" where the row names none) on line,
+// or says why not: a size or a time out of range, or a type after
+// another.
+func (lg *Log) add(s Sample, typ string, line int) string {
+	switch {
+	case !s.valid():
+		return "want a size >= 0 and a time > 0 µs (or 0 for size 0)"
+	case typ != "" && lg.Type != "" && typ != lg.Type:
+		return fmt.Sprintf("type %s after %s: calibrate one type per log", typ, lg.Type)
+	}
+	s.Line, lg.Type = line, cmp.Or(lg.Type, typ)
+	lg.Samples = append(lg.Samples, s)
+	return ""
+}
 
 // valid reports whether s is a size and a finite time: above 0, or 0 for
 // a size of 0 bytes (commsim's reports time an empty call as nothing;
@@ -260,17 +272,12 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 		} else {
 			s, typ, msg = tableRow(strings.Fields(t), hasRoot)
 		}
-		if msg == "" && !s.valid() {
-			msg = invalidSample
-		}
-		if msg == "" && typ != "" && lg.Type != "" && typ != lg.Type {
-			msg = fmt.Sprintf("type %s after %s: calibrate one type per log", typ, lg.Type)
+		if msg == "" {
+			msg = lg.add(s, typ, i+1)
 		}
 		if msg != "" {
 			return &LogError{Name: name, Line: i + 1, Reason: msg, Text: shortLine(lines[i])}
 		}
-		s.Line, lg.Type = i+1, cmp.Or(typ, lg.Type)
-		lg.Samples = append(lg.Samples, s)
 	}
 	return nil
 }

@@ -192,7 +192,6 @@ func (r *jsonReader) readRecords() error {
 	} else if tok != json.Delim('[') {
 		return r.fail(r.dec.InputOffset(), "not nccl-tests JSON: results is not a list")
 	}
-	lg := r.lg
 	for i := 0; r.dec.More(); i++ {
 		start := r.next()
 		var rec jsonRecord
@@ -204,15 +203,12 @@ func (r *jsonReader) readRecords() error {
 			return err
 		}
 		s, msg := rec.sample()
-		if msg == "" && rec.Type != "" && lg.Type != "" && rec.Type != lg.Type {
-			msg = fmt.Sprintf("type %s after %s: calibrate one type per log", rec.Type, lg.Type)
+		if msg == "" {
+			msg = r.lg.add(s, rec.Type, bytes.Count(r.data[:start], []byte("\n"))+1)
 		}
 		if msg != "" {
 			return r.fail(start, fmt.Sprintf("results[%d]: %s", i, msg))
 		}
-		s.Line = bytes.Count(r.data[:start], []byte("\n")) + 1
-		lg.Type = cmp.Or(lg.Type, rec.Type)
-		lg.Samples = append(lg.Samples, s)
 	}
 	_, err := r.dec.Token() // the list's end
 	return err
@@ -235,11 +231,7 @@ func (r jsonRecord) sample() (s Sample, msg string) {
 	if time == nil {
 		time = t.CPUTime
 	}
-	s, msg = sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
-	if msg == "" && !s.valid() {
-		msg = invalidSample
-	}
-	return s, msg
+	return sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
 }
 
 // jsonKind names what JSON value decodes into t.
