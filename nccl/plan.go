@@ -137,8 +137,9 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		return collNetPlan(s, spec, c, o)
 	}
 	spec.Algo, spec.Channels = "nccl-"+c.Algo.String(), max(1, c.Channels)
+	alone, each, ok := channelSpeeds(s, spec, c.Algo, p, o)
 	share := 1.0 // of a block's speed, that each channel moves at
-	if alone, each, ok := channelSpeeds(s, spec, c.Algo, p, o); ok {
+	if ok {
 		share = each / alone
 	}
 	switch {
@@ -159,7 +160,7 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		return nil, err
 	}
 	plan.Protocol = c.Protocol
-	plan.Wire, plan.Launch = wire(s, spec, c.Algo, p, o)
+	plan.Wire, plan.Launch = wire(s, spec, c.Algo, p, o, each)
 	plan.Launch += treeDip(s, spec, c, p, o)
 	if c.Algo == PAT {
 		plan.Wire, plan.Launch = patWire(s, plan.Wire, plan.Launch, o)
@@ -176,9 +177,10 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // every generation leaves out (its tuner does not see it). Every byte on
 // the wire carries the protocol's share of payload (LL 8 of 16 bytes,
 // LL128 120 of 128), and each channel moves at most its share of the
-// bandwidth of NCCL's model: a channel is one block of threads, and a
-// ring or a tree goes at its slowest link's pace.
-func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64) {
+// bandwidth of NCCL's model, rate GB/s (channelSpeeds; 0 where the
+// model gives none): a channel is one block of threads, and a ring or a
+// tree goes at its slowest link's pace.
+func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops.Wire, float64) {
 	v := o.version()
 	scale := 1.0
 	if a == Ring && s.Nodes > 1 && spec.Op == ops.AllReduce && p == simple && bytesOf(spec)/int64(max(1, spec.Channels)*s.Ranks) >= 64 {
@@ -200,9 +202,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options) (*ops.Wire, float64
 	for class := range ops.NumPathClasses {
 		w.Efficiency[class] = factor
 	}
-	if _, rate, ok := channelSpeeds(s, spec, a, p, o); ok {
-		w.Rate = 1e9 * rate
-	}
+	w.Rate = 1e9 * rate
 	// NCCL's figures, its step's floor on several nodes among them, are
 	// Hopper's.
 	m := o.Machine
