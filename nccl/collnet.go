@@ -82,5 +82,5 @@ func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Opti
 			chunk /= 2
 		}
 	}
-	return switchChunk(s, channels, bytes, chunk, parts, perPass)
+	return switchChunk(s, channels, bytes, chunk, parts, perPass, switchMaxPasses)
 }

@@ -3,6 +3,7 @@ package nccl
 import (
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
+	"math"
 )
 
 // NVLS on the simulator: the node's switch reduces and multicasts (ops
@@ -127,27 +128,35 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64, o Options) int64 {
 }
 
 // switchChunk is the chunk of a plan with switch steps: ladder (NCCL's),
-// grown so that a channel makes at most nvlsMaxPasses passes and, the
-// plan being held in memory (its lanes wait for each other), its ranks'
-// steps stay under half of ops.MaxPlanSteps at scale, as treeChunk does
-// for trees. A channel's pass moves parts chunks of NCCL's bytes (a
-// node's parts for an all-reduce, every rank's block for a reduce-scatter
-// or an all-gather), in perPass steps of a rank.
-func switchChunk(s System, channels int, bytes, ladder int64, parts, perPass int) int64 {
+// grown so that a channel makes at most passCap passes and, the plan
+// being held in memory (its lanes wait for each other), its ranks' steps
+// stay under half of ops.MaxPlanSteps at scale, as treeChunk does for
+// trees. A channel's pass moves parts chunks of NCCL's bytes (a node's
+// parts for an all-reduce, every rank's block for a reduce-scatter or an
+// all-gather), in perPass steps of a rank.
+func switchChunk(s System, channels int, bytes, ladder int64, parts, perPass int, passCap int64) int64 {
 	per := int64(max(1, channels) * parts)
-	maxPasses := max(1, min(nvlsMaxPasses, int64(ops.MaxPlanSteps/2)/(int64(s.Ranks)*int64(max(1, channels))*int64(max(perPass, nvlsStepsPerPass)))))
+	maxPasses := max(1, min(passCap, int64(ops.MaxPlanSteps/2)/(int64(s.Ranks)*int64(max(1, channels))*int64(max(perPass, nvlsStepsPerPass)))))
 	return max(ladder, (bytes+per*maxPasses-1)/(per*maxPasses))
 }
 
-// nvlsMaxPasses bounds the passes of an NVLS or NVLSTree channel: past it
-// a channel's parts grow with the size rather than their count, where
-// NCCL's fixed chunk makes more and shorter passes, each a few simulated
-// steps on every rank. 128 keeps a 16 GiB all-reduce on two DGX nodes to
-// 0.66 s of simulation (1.3 s at 256 passes, 2.6 s at NCCL's 512) and
-// makes its time 1.3% shorter than at 512 (fewer passes, fewer hop
-// latencies left uncovered); up to 2 GiB on that fabric the passes are
-// NCCL's.
-const nvlsMaxPasses = 128
+// switchMaxPasses bounds the passes of an NVLS channel on one node or
+// over CollNet, and of a CollNet channel: past it a channel's parts grow
+// with the size rather than their count, where NCCL's fixed chunk makes
+// more and shorter passes, each a few simulated steps on every rank. 128
+// keeps large sizes fast to simulate (a 16 GiB NVLS all-reduce on one
+// node makes 128 passes, not NCCL's 683), and each pass leaves one hop's
+// latency uncovered, so fewer of them make it 6% shorter: there it is
+// closer to the published 8-GPU B200 and H100 runs (+1.9% and +0.6% at
+// 16 GiB, +7.9% and +5.0% with NCCL's passes).
+//
+// NVLSTree keeps NCCL's passes (ops.MaxPlanSteps alone bounds them): its
+// parts fill a tree across nodes, and parts grown past NCCL's chunk fill
+// it later at every level. On four nodes and more, where NCCL bounds its
+// NVLSTree chunk to 64 KiB for that reason (NCCL_NVLSTREE_MAX_CHUNKSIZE),
+// capped passes made the bus bandwidth fall as the size grew (348, 338,
+// 324 GB/s at 2, 4, 8 GiB on dgx-h100x4).
+const switchMaxPasses = 128
 
 // nvlsStepsPerPass bounds a rank's steps per pass of an NVLS channel: the
 // switch's reduce and multicast, and NVLSTree's tree between nodes.
@@ -173,7 +182,11 @@ func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// multicasts or reduces every node's piece of its local index.
 		parts, perPass = s.Ranks, s.Nodes+2
 	}
-	chunk := switchChunk(s, spec.Channels, bytesOf(spec), nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec), o), parts, perPass)
+	passCap := int64(switchMaxPasses)
+	if c.Algo == NVLSTree {
+		passCap = math.MaxInt64
+	}
+	chunk := switchChunk(s, spec.Channels, bytesOf(spec), nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec), o), parts, perPass, passCap)
 	spec.Chunk = int(max(1, chunk/int64(spec.DType.Size())))
 	plan, err := ops.Compile(spec)
 	if err != nil {

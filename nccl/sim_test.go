@@ -137,6 +137,39 @@ func TestNVLSRunsAtTheSwitchsPace(t *testing.T) {
 	}
 }
 
+// TestNVLSTreeBandwidthGrowsWithSize: an NVLSTree all-reduce across four
+// nodes, past NCCL's ramp, runs at a bus bandwidth that grows with the
+// size, as a pipeline's does. Capping its passes grew its parts past
+// NCCL's chunk, which the tree's levels then filled the later: the bus
+// bandwidth fell from 2 GiB to 8 GiB (348, 338, 324 GB/s).
+func TestNVLSTreeBandwidthGrowsWithSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans of millions of steps")
+	}
+	c, tp := simtest.World(t, "dgx-h100x4", sim.Config{TimingOnly: true, Symmetry: true})
+	tu, err := nccl.NewTuner(tp, nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := 0.0
+	for bytes := int64(1 << 30); bytes <= 8<<30; bytes *= 2 {
+		spec := ops.Spec{Op: ops.AllReduce, Ranks: tu.System.Ranks, Count: int(bytes / 4), DType: hw.F32, Redop: hw.Sum}
+		plan, choice, err := tu.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if choice.Algo != nccl.NVLSTree {
+			t.Fatalf("%d B: NCCL chose %s, want NVLSTree", bytes, nccl.Label(plan))
+		}
+		n := float64(tu.System.Ranks)
+		busbw := float64(bytes) / simtest.Time(t, c, plan) / 1e9 * 2 * (n - 1) / n
+		if busbw < last {
+			t.Errorf("%d B %s: %.1f GB/s bus bandwidth, down from %.1f at half the size", bytes, nccl.Label(plan), busbw, last)
+		}
+		last = busbw
+	}
+}
+
 // TestHeldPlansFitAtScale: NCCL's tree and NVLSTree all-reduces are held
 // in memory; on 1024 GPUs at 16 GiB, larger pieces keep them within
 // ops.MaxPlanSteps (NVLSTree's plan was refused as too large).
