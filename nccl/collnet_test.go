@@ -11,6 +11,7 @@ import (
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
 )
 
 // TestCollNetRunsWhereNCCLPicksIt: on eight nodes of one GPU whose
@@ -110,6 +111,62 @@ func TestNVLSAcrossNodesRunsOverCollNet(t *testing.T) {
 	got := simtest.Time(t, c, plan)
 	if ratio := got * 1e6 / choice.TimeUS; !(ratio >= 0.5 && ratio <= 1.25) {
 		t.Errorf("64 MiB: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want 0.5 to 1.25)", got*1e6, choice.TimeUS, ratio)
+	}
+}
+
+// TestCollNetReducesWhatSHARPAdds: NCCL runs CollNet, and NVLS across
+// nodes, only where its SHARP plugin reduces the element type with the
+// operation: sum (an average too), min and max, never a product; bf16 and
+// 8-bit types only on SHARP's third generation, which commsim takes from
+// 400 Gb/s (NDR) ports. Where it may not, the tuner picks what may and
+// says why the others are off; an all-gather reduces nothing.
+func TestCollNetReducesWhatSHARPAdds(t *testing.T) {
+	for _, tc := range []struct {
+		topo   string
+		op     ops.Op
+		dtype  hw.DType
+		redop  hw.ReduceOp
+		sharp  bool
+		reason string
+	}{
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=200Gb/s", ops.AllReduce, hw.F32, hw.Sum, true, ""},
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=200Gb/s", ops.AllReduce, hw.F64, hw.Avg, true, ""},
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=200Gb/s", ops.AllReduce, hw.I32, hw.Max, true, ""},
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=200Gb/s", ops.AllReduce, hw.F32, hw.Prod, false, "SHARP does not reduce with prod"},
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=200Gb/s", ops.ReduceScatter, hw.BF16, hw.Sum, false, "does not reduce bf16"},
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=200Gb/s", ops.AllReduce, hw.U8, hw.Sum, false, "does not reduce u8"},
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=400Gb/s", ops.AllReduce, hw.BF16, hw.Sum, true, ""},
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=400Gb/s", ops.AllReduce, hw.U8, hw.Min, true, ""},
+		{"cluster:8x1,arch=hopper,sharp=inf,nicbw=400Gb/s", ops.AllReduce, hw.I64, hw.Prod, false, "SHARP does not reduce with prod"},
+		{"cluster:4x8,arch=hopper,sharp=inf,nvls=inf", ops.AllReduce, hw.F32, hw.Prod, false, "SHARP does not reduce with prod"},
+	} {
+		tp := try(topology.Resolve(tc.topo))(t)
+		ranks := tp.NumGPUs()
+		algos := []nccl.Algo{nccl.CollNetDirect, nccl.CollNetChain}
+		if ranks > 8 {
+			algos = []nccl.Algo{nccl.NVLS}
+		}
+		only := try(nccl.NewTuner(tp, nccl.Options{Algos: algos}))(t)
+		tu := try(nccl.NewTuner(tp, nccl.Options{}))(t)
+		spec := ops.Spec{Op: tc.op, Ranks: ranks, Count: (64 << 20) / tc.dtype.Size(), DType: tc.dtype, Redop: tc.redop}
+		if tc.op == ops.ReduceScatter {
+			spec.Count /= ranks
+		}
+		c, err := only.Choose(spec)
+		if (err == nil) != tc.sharp || err != nil && !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%s: %v of %v with %v, %v alone: %v, %v; want it allowed: %v (%q)", tc.topo, tc.op, tc.dtype, tc.redop, algos, c.Estimate, err, tc.sharp, tc.reason)
+		}
+		c, err = tu.Choose(spec)
+		onSHARP := c.Algo == nccl.CollNetDirect || c.Algo == nccl.CollNetChain || c.Algo == nccl.NVLS
+		if err != nil || !tc.sharp && onSHARP {
+			t.Errorf("%s: %v of %v with %v: %v, %v", tc.topo, tc.op, tc.dtype, tc.redop, c.Estimate, err)
+		}
+	}
+	// All-gather reduces nothing: SHARP gathers every type.
+	tp := try(topology.Resolve("cluster:8x1,arch=hopper,sharp=inf,nicbw=200Gb/s"))(t)
+	only := try(nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.CollNetDirect}}))(t)
+	if c, err := only.Choose(ops.Spec{Op: ops.AllGather, Ranks: 8, Count: 1 << 20, DType: hw.U8}); err != nil || c.Algo != nccl.CollNetDirect {
+		t.Errorf("all-gather of u8, CollNet direct alone: %v, %v", c.Estimate, err)
 	}
 }
 

@@ -259,7 +259,7 @@ func tune(s System, op ops.Op, bytes int64, o Options, el elements) (Choice, err
 // estimate prices algorithm a with protocol p.
 func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el elements) Estimate {
 	e := Estimate{Algo: a, Protocol: protocols[p], TimeUS: math.Inf(1)}
-	if why := cmp.Or(enabled(s, op, a, p, o), el.off(op, a)); why != "" {
+	if why := cmp.Or(enabled(s, op, a, p, o), el.off(s, op, a)); why != "" {
 		e.Off = why
 		return e
 	}
