@@ -1,9 +1,10 @@
 package nccl
 
 import (
+	"math"
+
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
-	"math"
 )
 
 // NVLS on the simulator: the node's switch reduces and multicasts (ops
@@ -145,17 +146,18 @@ func switchChunk(s System, channels int, bytes, ladder int64, parts, perPass int
 // with the size rather than their count, where NCCL's fixed chunk makes
 // more and shorter passes, each a few simulated steps on every rank. 128
 // keeps large sizes fast to simulate (a 16 GiB NVLS all-reduce on one
-// node makes 128 passes, not NCCL's 683), and each pass leaves one hop's
-// latency uncovered, so fewer of them make it 6% shorter: there it is
-// closer to the published 8-GPU B200 and H100 runs (+1.9% and +0.6% at
-// 16 GiB, +7.9% and +5.0% with NCCL's passes).
+// node makes 128 passes, not NCCL's 683). Each pass also waits for its
+// reduction to land before the next (the multicast's lane waits on it),
+// so fewer passes make that all-reduce 6% shorter: closer to the
+// published 8-GPU B200 and H100 runs (+1.9% and +0.6% at 16 GiB, +7.9%
+// and +5.0% with NCCL's passes).
 //
 // NVLSTree keeps NCCL's passes (ops.MaxPlanSteps alone bounds them): its
 // parts fill a tree across nodes, and parts grown past NCCL's chunk fill
-// it later at every level. On four nodes and more, where NCCL bounds its
-// NVLSTree chunk to 64 KiB for that reason (NCCL_NVLSTREE_MAX_CHUNKSIZE),
-// capped passes made the bus bandwidth fall as the size grew (348, 338,
-// 324 GB/s at 2, 4, 8 GiB on dgx-h100x4).
+// it later at every level. On four nodes and more, where NCCL bounds that
+// chunk to 64 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE), capped passes made the
+// bus bandwidth fall as the size grew (348, 338, 324 GB/s at 2, 4, 8 GiB
+// on dgx-h100x4).
 const switchMaxPasses = 128
 
 // nvlsStepsPerPass bounds a rank's steps per pass of an NVLS channel: the
