@@ -67,10 +67,13 @@
 //     simulator's links and the switch's reduction bandwidth set the
 //     pace, not NCCL's modelled NVLS bandwidth; NCCL's NVLS latency opens
 //     the collective and each switch step pays a Simple step's handshake
-//     (a run of them on a lane, once: NCCL keeps several steps in flight).
-//     Channels and chunks are NCCL's setup's by release (nvlsSetupOf:
-//     16, 24 or 32 channels, 2.30's tuning for several Blackwell nodes)
-//     and its chunk ladders.
+//     (a run of them on a lane, once: NCCL keeps several steps in flight;
+//     but an all-reduce's reduction, which its multicast waits for, lands
+//     before the next pass's starts). Channels and chunks are NCCL's
+//     setup's by release (nvlsSetupOf: 16, 24 or 32 channels, 2.30's
+//     tuning for several Blackwell nodes) and its chunk ladders; NVLS on
+//     one node makes at most 128 passes a channel, larger ones past that
+//     (switchMaxPasses), NVLSTree NCCL's.
 //   - PAT (ops nccl-pat, all-gather and reduce-scatter, one GPU per
 //     node): every block down (or, reducing, up) a binomial tree rooted
 //     at its rank, log2(ranks) network steps, farthest first for
@@ -90,7 +93,10 @@
 //     the node's switch reduces, the network's switch all-reduces (or
 //     all-gathers, or reduce-scatters) between nodes, the node's switch
 //     multicasts. CollNet runs on the channels NCCL launches (direct
-//     drops them for small sizes by its own rule) in NCCL's chunks.
+//     drops them for small sizes by its own rule) in NCCL's chunks. It,
+//     and NVLS across nodes, reduce only what NCCL's SHARP plugin does:
+//     sum, min and max; bf16 and 8-bit types on SHARP's third generation
+//     only, which commsim takes from 400 Gb/s ports (elements.offSHARP).
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer
