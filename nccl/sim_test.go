@@ -140,9 +140,11 @@ func TestNVLSRunsAtTheSwitchsPace(t *testing.T) {
 // TestBusBandwidthGrowsWithSize: past a few MiB, while NCCL's choice
 // (algorithm, protocol, channels) stays, a collective's bus bandwidth
 // grows with its size, as a pipeline's does; a fall is a simulator
-// artefact. NVLSTree across four nodes is the one that fell: its passes
-// were capped, which grew its parts past NCCL's chunk, and the tree's
-// levels filled the later (348, 338, 324 GB/s at 2, 4, 8 GiB).
+// artefact. Checked on one B200 node, two nodes of H100, A100 (also as
+// OCI's) and B200, and four H100 nodes. NVLSTree across four nodes is the
+// one that fell: its passes were capped, which grew its parts past NCCL's
+// chunk, and the tree's levels filled the later (348, 338, 324 GB/s at 2,
+// 4, 8 GiB).
 func TestBusBandwidthGrowsWithSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plans of millions of steps")
@@ -158,6 +160,8 @@ func TestBusBandwidthGrowsWithSize(t *testing.T) {
 		{"hgx-b200", ops.AllGather, 1 << 20, 4 << 30},
 		{"dgx-a100x2", ops.AllReduce, 1 << 20, 4 << 30},
 		{"dgx-a100x2", ops.ReduceScatter, 1 << 20, 4 << 30},
+		{"dgx-b200x2", ops.AllReduce, 1 << 20, 4 << 30},
+		{"dgx-a100x2,nicbw=200Gb/s,nicports=2", ops.AllReduce, 1 << 20, 4 << 30},
 	} {
 		c, tp := simtest.World(t, tc.topo, sim.Config{TimingOnly: true, Symmetry: true})
 		tu, err := nccl.NewTuner(tp, nccl.Options{})
