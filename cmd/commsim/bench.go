@@ -171,7 +171,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if err != nil {
 		return nil, usagef("--max-bytes: %v", err)
 	}
-	if maxGiven := f.ncclTestFlags.changed != nil && (f.ncclTestFlags.changed("max-bytes") || f.ncclTestFlags.changed("maxbytes")); lo > hi && !maxGiven {
+	if maxGiven := f.given("max-bytes") || f.given("maxbytes"); lo > hi && !maxGiven {
 		hi, f.maxBytes = lo, f.minBytes // -b alone past the default -e: the sweep starts and ends at -b
 	}
 	if lo > hi {

@@ -105,6 +105,10 @@ func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
 }
 
 // note prints a one-line note on stderr.
+// given reports whether flag name was set on the command line (false
+// where the command does not say).
+func (f *ncclTestFlags) given(name string) bool { return f.changed != nil && f.changed(name) }
+
 func (f *ncclTestFlags) note(format string, args ...any) {
 	if f.stderr != nil {
 		fmt.Fprintf(f.stderr, "commsim: note: "+format+"\n", args...)
@@ -114,22 +118,21 @@ func (f *ncclTestFlags) note(format string, args ...any) {
 // validate checks nccl-tests' flags for a backend and notes those that do
 // not apply to it.
 func (f *ncclTestFlags) validate(backend string) error {
-	changed := func(name string) bool { return f.changed != nil && f.changed(name) }
 	switch {
-	case changed("ngpus") && f.ngpus < 1:
+	case f.given("ngpus") && f.ngpus < 1:
 		return usagef("-g %d: want 1 or more GPUs", f.ngpus)
-	case changed("iters") && f.iters < 1:
+	case f.given("iters") && f.iters < 1:
 		return usagef("-n %d: want 1 or more timed runs", f.iters)
 	case f.warmup < 0:
 		return usagef("-w %d: want 0 or more warm-up runs", f.warmup)
-	case changed("nthreads") && f.threads != 1:
+	case f.given("nthreads") && f.threads != 1:
 		return usagef("-t %d: commsim runs one thread per process; ask for GPUs with -g (or processes with --nranks)", f.threads)
 	}
-	if backend == "sim" && (changed("iters") || changed("warmup_iters")) {
+	if backend == "sim" && (f.given("iters") || f.given("warmup_iters")) {
 		f.note("-n and -w: on sim every run of a plan takes the same simulated time, so one run is timed and it is exact")
 	}
 	for _, g := range ignoredNCCLFlags {
-		if changed(g.long) && *f.ignored[g.long] != g.same {
+		if f.given(g.long) && *f.ignored[g.long] != g.same {
 			f.note("-%s: %s", g.short, g.note)
 		}
 	}

@@ -54,10 +54,9 @@ func nextSize(b, hi, elem int64, factor float64) (int64, bool) {
 // multiplied by --factor, or, as nccl-tests does where its factor is 1
 // (its default), --stepbytes apart.
 func (f *benchFlags) sweepSizes(s *sweep, lo, hi, size int64) error {
-	changed := func(name string) bool { return f.ncclTestFlags.changed != nil && f.ncclTestFlags.changed(name) }
-	factorGiven := changed("factor") || changed("stepfactor")
-	linear := f.factor == 1 || changed("stepbytes") && !factorGiven
-	if linear || changed("stepbytes") {
+	factorGiven := f.given("factor") || f.given("stepfactor")
+	linear := f.factor == 1 || f.given("stepbytes") && !factorGiven
+	if linear || f.given("stepbytes") {
 		// nccl-tests refuses a step it cannot read, even one it ignores.
 		step, err := parseBytes(f.stepBytes)
 		switch {
