@@ -107,6 +107,12 @@ func (r *jsonReader) fail(off int64, reason string) error {
 	return &LogError{Name: r.name, Line: line, Reason: reason, Text: shortLine(text)}
 }
 
+// typeFail is a LogError at byte off for a value of the wrong JSON type:
+// what names typ's field (else fallback) and what the report holds there.
+func (r *jsonReader) typeFail(off int64, prefix, fallback string, typ *json.UnmarshalTypeError) error {
+	return r.fail(off, fmt.Sprintf("not nccl-tests JSON: %s%s is a JSON %s, want %s", prefix, cmp.Or(typ.Field, fallback), typ.Value, jsonKind(typ.Type)))
+}
+
 // next is the offset of the decoder's next value (past blanks and a
 // comma).
 func (r *jsonReader) next() int64 {
@@ -150,7 +156,7 @@ func (r *jsonReader) readReport() error {
 		if err := r.dec.Decode(v); err != nil {
 			var typ *json.UnmarshalTypeError
 			if errors.As(err, &typ) {
-				return r.fail(start, fmt.Sprintf("not nccl-tests JSON: %s is a JSON %s, want %s", cmp.Or(typ.Field, key), typ.Value, jsonKind(typ.Type)))
+				return r.typeFail(start, "", key, typ)
 			}
 			return r.broken(key, err)
 		}
@@ -178,7 +184,7 @@ func (r *jsonReader) broken(key string, err error) error {
 	case errors.As(err, &syn):
 		return r.fail(syn.Offset, "not nccl-tests JSON: "+syn.Error())
 	case errors.As(err, &typ):
-		return r.fail(r.dec.InputOffset(), fmt.Sprintf("not nccl-tests JSON: %s is a JSON %s, want %s", cmp.Or(typ.Field, key), typ.Value, jsonKind(typ.Type)))
+		return r.typeFail(r.dec.InputOffset(), "", key, typ)
 	}
 	return r.fail(r.dec.InputOffset(), "not nccl-tests JSON: "+err.Error())
 }
@@ -198,7 +204,7 @@ func (r *jsonReader) readRecords() error {
 		if err := r.dec.Decode(&rec); err != nil {
 			var typ *json.UnmarshalTypeError
 			if errors.As(err, &typ) {
-				return r.fail(start, fmt.Sprintf("not nccl-tests JSON: results[%d]: %s is a JSON %s, want %s", i, cmp.Or(typ.Field, "the record"), typ.Value, jsonKind(typ.Type)))
+				return r.typeFail(start, fmt.Sprintf("results[%d]: ", i), "the record", typ)
 			}
 			return err
 		}
