@@ -409,15 +409,16 @@ func TestFitNCCLRefusesBadProblems(t *testing.T) {
 		p    NCCLProblem
 		want error
 	}{
-		"no topology":   {NCCLProblem{Specs: p.Specs, MeasuredUS: p.MeasuredUS}, nil},
-		"uneven":        {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS[1:]}, nil},
-		"fit marks":     {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS, Fit: []bool{true}}, nil},
-		"time 0":        {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: []float64{1, 0}}, nil},
-		"infinite time": {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: []float64{math.Inf(1), 1}}, nil},
-		"two sizes":     {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: p.MeasuredUS[:2]}, ErrTooFewSizes},
-		"half of four":  {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:4], MeasuredUS: p.MeasuredUS[:4]}.HoldOut(), ErrTooFewSizes},
-		"gather":        {gather, &SizeError{}},
-		"ranks":         {wrongRanks, &SizeError{}},
+		"no topology":              {NCCLProblem{Specs: p.Specs, MeasuredUS: p.MeasuredUS}, nil},
+		"uneven":                   {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS[1:]}, nil},
+		"fit marks":                {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS, Fit: []bool{true}}, nil},
+		"time 0":                   {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: []float64{1, 0}}, nil},
+		"infinite time":            {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: []float64{math.Inf(1), 1}}, nil},
+		"times no machine reaches": {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: slices.Repeat([]float64{1e-300}, len(p.Specs))}, nil},
+		"two sizes":                {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: p.MeasuredUS[:2]}, ErrTooFewSizes},
+		"half of four":             {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:4], MeasuredUS: p.MeasuredUS[:4]}.HoldOut(), ErrTooFewSizes},
+		"gather":                   {gather, &SizeError{}},
+		"ranks":                    {wrongRanks, &SizeError{}},
 	} {
 		_, err := FitNCCL(c.p)
 		var se *SizeError

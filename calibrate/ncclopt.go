@@ -289,6 +289,10 @@ func (f *ncclFitter) minimize() ([]float64, error) {
 			break
 		}
 	}
+	if best == nil {
+		// Every start's error overflowed: a time no machine comes near.
+		return nil, fmt.Errorf("calibrate: fit: the error is infinite from every start: a measured time is out of any machine's reach (the least is %g µs)", slices.Min(f.MeasuredUS))
+	}
 	return best, nil
 }
 
