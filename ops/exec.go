@@ -3,6 +3,8 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/commsim/commsim/hw"
@@ -103,7 +105,7 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 			}
 		}
 	}
-	var errs []error
+	var failed []rankError
 	var followers []int // ranks that failed because a peer had
 	deadlock := false
 	for r := range p {
@@ -116,17 +118,18 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 				// A deadlock report already lists every blocked stream:
 				// keep one.
 				if !deadlock {
-					errs = append(errs, err)
+					failed = append(failed, rankError{r, err})
 				}
 				deadlock = true
 			case errors.Is(err, hw.ErrPeerFailed):
 				followers = append(followers, r)
 			default:
-				errs = append(errs, err)
+				failed = append(failed, rankError{r, err})
 			}
 			break
 		}
 	}
+	errs := foldAlike(failed)
 	if len(followers) > 0 {
 		// Each says which failure reached it first: name them once,
 		// after the failures themselves.
@@ -400,6 +403,56 @@ func (e *Executor) begin(lanes []hw.Stream, start hw.Event, after []hw.Event) er
 }
 
 // joinRanks lists ranks for an error: all of them, or the first few.
+// rankError is how one rank failed.
+type rankError struct {
+	rank int
+	err  error
+}
+
+// foldAlike keeps one error per cause: the ranks whose errors wrap the
+// same root error (every rank passing the simulator's horizon, say) are
+// named after the first of them, so that a failure all ranks share reads
+// as one line, not one per rank.
+func foldAlike(failed []rankError) []error {
+	var errs []error
+	for i, f := range failed {
+		root := rootError(f.err)
+		if slices.ContainsFunc(failed[:i], func(g rankError) bool { return sameError(rootError(g.err), root) }) {
+			continue
+		}
+		var alike []int
+		for _, g := range failed[i+1:] {
+			if sameError(rootError(g.err), root) {
+				alike = append(alike, g.rank)
+			}
+		}
+		if len(alike) == 0 {
+			errs = append(errs, f.err)
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%w (and alike on rank(s) %s)", f.err, joinRanks(alike)))
+	}
+	return errs
+}
+
+// rootError is the innermost error err wraps along its single chain.
+func rootError(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// sameError reports whether a and b are one error value: a sentinel such
+// as a backend's horizon. Errors made per failure (fmt.Errorf's) differ.
+func sameError(a, b error) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
 func joinRanks(ranks []int) string {
 	const most = 16
 	var b strings.Builder

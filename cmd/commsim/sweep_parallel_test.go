@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/sim"
@@ -34,6 +35,10 @@ func TestParallelSweepsAreSequentialOnes(t *testing.T) {
 	status, out, errOut := commsim(cases[4]...)
 	if status != 1 || out == "" {
 		t.Errorf("the failing sweep: status %d, stdout %q, stderr %q: want its first rows and exit 1", status, out, errOut)
+	}
+	// Every rank passes the horizon: one line says so, not one per rank.
+	if strings.Count(strings.TrimSuffix(errOut, "\n"), "\n") != 0 || !strings.Contains(errOut, "horizon") || !strings.Contains(errOut, "alike on rank(s)") {
+		t.Errorf("the failing sweep's error: %q, want one line naming the horizon and the ranks that failed alike", errOut)
 	}
 }
 
