@@ -61,7 +61,7 @@ func TestPlansCarryNCCLsBuffers(t *testing.T) {
 // of bounds is refused.
 func TestBuffSizeSetsTheSimpleStep(t *testing.T) {
 	tp := try(topology.Resolve("dgx-h100"))(t)
-	spec := ops.Spec{Op: ops.Broadcast, Ranks: 8, Count: 1 << 26, DType: hw.F32, Root: 2}
+	spec := ops.Spec{Op: ops.Broadcast, Ranks: 8, Count: 1 << 24, DType: hw.F32, Root: 2}
 	plan := func(buff int64) (*ops.Plan, nccl.Choice) {
 		tu := try(nccl.NewTuner(tp, nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}, BuffSize: buff}))(t)
 		p, c, err := tu.Plan(spec)

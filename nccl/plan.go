@@ -72,20 +72,30 @@ func chunkBytes(p int, o Options) int {
 // block's speed forwards pieces that much smaller (down to a line), so
 // that a chain's or a tree's fill does not grow with the channels
 // launched.
+//
+// Past chainPassesPerRank passes per rank a piece grows instead: a
+// chain's fill, a pass per rank, is then under 1/128 of its time, where a
+// channel of terabytes in 512 KiB steps would be millions of steps to
+// simulate.
 func chainChunk(spec ops.Spec, p int, o Options, share float64) int {
-	step := chunkBytes(p, o)
+	in, out := spec.BufferLens()
+	perChannel := int64(max(in, out)) * int64(spec.DType.Size()) / int64(max(1, spec.Channels))
+	fewest := (perChannel + chainPassesPerRank*int64(spec.Ranks) - 1) / (chainPassesPerRank * int64(spec.Ranks))
+	step := int64(chunkBytes(p, o))
 	if p == simple {
-		return step
+		return int(max(step, fewest))
 	}
 	line := int64(16)
 	if p == ll128 {
 		line = 128
 	}
 	warp := max(line, int64(32*share)*line)
-	in, out := spec.BufferLens()
-	perChannel := int64(max(in, out)) * int64(spec.DType.Size()) / int64(max(1, spec.Channels))
-	return int(min(int64(step), max(warp, perChannel/int64(4*spec.Ranks))))
+	return int(min(step, max(warp, perChannel/int64(4*spec.Ranks))))
 }
+
+// chainPassesPerRank bounds the passes of a chain or a tree (see
+// chainChunk).
+const chainPassesPerRank = 128
 
 // treeChunk is the bytes a tree forwards at a time with protocol p: for
 // Simple, NCCL's step, halved while a channel would make too few passes

@@ -192,6 +192,34 @@ func TestBusBandwidthGrowsWithSize(t *testing.T) {
 	}
 }
 
+// TestChainsOfTerabytesStayCheap: a broadcast or a reduce chain makes at
+// most 128 passes a rank (its fill then under 1/128 of its time): 1 TiB
+// on dgx-h100 is a plan of at most 4 steps a pass for each rank and
+// channel, not the 2 million passes of NCCL's 512 KiB steps, and its bus
+// bandwidth is 16 GiB's.
+func TestChainsOfTerabytesStayCheap(t *testing.T) {
+	c, tp := simtest.World(t, "dgx-h100", sim.Config{TimingOnly: true})
+	tu, err := nccl.NewTuner(tp, nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []ops.Op{ops.Broadcast, ops.Reduce} {
+		busbw := func(bytes int64) (float64, *ops.Plan) {
+			spec := ops.Spec{Op: op, Ranks: 8, Count: int(bytes / 4), DType: hw.F32, Redop: hw.Sum, Root: 3}
+			plan, _, err := tu.Plan(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return float64(bytes) / simtest.Time(t, c, plan) / 1e9, plan
+		}
+		small, _ := busbw(16 << 30)
+		large, plan := busbw(1 << 40)
+		if most := 4 * 128 * 8 * 8 * plan.Channels; plan.NumSteps() > most || large < 0.995*small {
+			t.Errorf("%v of 1 TiB: %s, %d steps (at most %d), %.1f GB/s bus bandwidth against %.1f at 16 GiB", op, nccl.Label(plan), plan.NumSteps(), most, large, small)
+		}
+	}
+}
+
 // TestHeldPlansFitAtScale: NCCL's tree and NVLSTree all-reduces are held
 // in memory; on 1024 GPUs at 16 GiB, larger pieces keep them within
 // ops.MaxPlanSteps (NVLSTree's plan was refused as too large).
