@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -61,6 +62,10 @@ type planTooLarge struct{ steps int }
 // streamStopped unwinds a streaming generator whose consumer stopped
 // pulling.
 type streamStopped struct{}
+
+// errStopped is what generate returns for a generator its consumer
+// stopped.
+var errStopped = errors.New("ops: plan generator stopped by its consumer")
 
 // badStep unwinds a generator that made a step a streamed plan cannot
 // hold (see builder.add); Compile reports it. Only a bug in an algorithm

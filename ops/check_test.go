@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -278,6 +279,20 @@ func TestStreamedPlansEqualHeldPlans(t *testing.T) {
 	}
 }
 
+// TestRankAloneStopsPastEnough: the estimate from rank 0 stops soon after
+// the steps it needs, where a chain in chunks of one element over 2^40
+// elements would make rank 0's 10^12 steps first (hours) before the count
+// refused the plan.
+func TestRankAloneStopsPastEnough(t *testing.T) {
+	spec := Spec{Op: Broadcast, Algo: "nccl-ring", Ranks: 8, Count: 1 << 40, DType: hw.U8, Channels: 1, Chunk: 1}
+	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == spec.Algo })
+	in, out := spec.BufferLens()
+	n, steps, ok := rankAlone(spec, algorithmTable[i].gens[Broadcast], in, out, 0, 1000)
+	if !ok || n <= 1000 || n > 1000+2*genBatch || steps != nil {
+		t.Errorf("rank 0 alone: %d steps (%d kept, ok %v), want a count stopped just past 1000 and none kept", n, len(steps), ok)
+	}
+}
+
 // TestCompileCorrectsLowEstimates: Compile guesses a plan's size from rank
 // 0. When rank 0 is lighter than the others (a gather whose root is rank
 // 1) and the guess is under the streaming threshold but the plan is over
@@ -286,7 +301,7 @@ func TestCompileCorrectsLowEstimates(t *testing.T) {
 	spec := Spec{Op: Gather, Algo: "direct", Ranks: 64, Count: 3, Root: 1, DType: hw.F32}
 	held := mustPlan(t, spec)
 	in, out := spec.BufferLens()
-	rank0, _, ok := rankAlone(spec, directPlans[Gather], in, out, 0)
+	rank0, _, ok := rankAlone(spec, directPlans[Gather], in, out, 0, maxMirroredSteps)
 	total := held.NumSteps()
 	if !ok || rank0*spec.Ranks >= total {
 		t.Fatalf("rank 0 has %d steps (ok %v) of %d: it should be lighter than the average", rank0, ok, total)

@@ -217,7 +217,7 @@ func compileAbove(s Spec, above int) (*Plan, error) {
 // counted after all.
 func compile(s Spec, gen generator, in, out, above int) (*Plan, error) {
 	wrap := func(err error) error { return fmt.Errorf("ops: %s/%s with %d ranks: %w", s.Op, s.Algo, s.Ranks, err) }
-	n0, rank0, ok := rankAlone(s, gen, in, out, 0)
+	n0, rank0, ok := rankAlone(s, gen, in, out, 0, max(maxMirroredSteps, above/s.Ranks))
 	if ok && n0*s.Ranks <= above {
 		b := newBuilder(s, in, out)
 		b.limit = above
@@ -289,16 +289,22 @@ func countSteps(s Spec, gen generator, in, out int, rank0 []Step) (int, *Plan, e
 
 // rankAlone makes rank r's steps alone and counts them, keeping them
 // unless there are more than maxMirroredSteps; ok is false if the
-// generator failed, which the full pass then reports.
-func rankAlone(s Spec, gen generator, in, out, r int) (n int, steps []Step, ok bool) {
+// generator failed, which the full pass then reports. It stops soon
+// after enough steps (n is then over enough, and steps nil): a rank
+// with more needs no exact count, and one of trillions (a chunk far
+// smaller than its buffer) would take hours.
+func rankAlone(s Spec, gen generator, in, out, r, enough int) (n int, steps []Step, ok bool) {
+	made := 0
 	b := &builder{p: &Plan{Spec: s, InLen: in, OutLen: out, Lanes: 1}, mode: modeStream, only: r, lane: -1,
 		buf: make([]Step, 0, genBatch), emit: func(batch []Step) bool {
-			if len(steps)+len(batch) <= maxMirroredSteps {
+			if made += len(batch); made <= maxMirroredSteps {
 				steps = append(steps, batch...)
 			}
-			return true
+			return made <= enough
 		}}
-	if err := generate(gen, b); err != nil {
+	if err := generate(gen, b); errors.Is(err, errStopped) {
+		return b.n, nil, true
+	} else if err != nil {
 		return 0, nil, false
 	}
 	b.flush()
@@ -324,6 +330,8 @@ func generate(gen generator, b *builder) (err error) {
 				ErrTooLarge, r.steps-1, b.limit)
 		case badStep:
 			err = fmt.Errorf("%w: %w", ErrBadPlan, r.err)
+		case streamStopped:
+			err = errStopped
 		default:
 			panic(r)
 		}
