@@ -283,9 +283,11 @@ func TestBenchWithCalibratedMachine(t *testing.T) {
 func TestNCCLMachineFlagErrorsExit2(t *testing.T) {
 	for _, c := range []struct{ machine, want string }{
 		{"launch", "want key=factor"},
-		{"launch=0", "want a factor > 0"},
-		{"hop=-1", "want a factor > 0"},
-		{"simple=inf", "want a factor > 0"},
+		{"launch=0", "want a factor from 0.001 to 1000"},
+		{"hop=-1", "want a factor from 0.001 to 1000"},
+		{"simple=inf", "want a factor from 0.001 to 1000"},
+		{"hop=1e300", "want a factor from 0.001 to 1000"},
+		{"nic=1e-300", "want a factor from 0.001 to 1000"},
 		{"launch=1,launch=2", "launch given twice"},
 		{"speed=2", `unknown factor "speed"`},
 	} {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +62,12 @@ func (f *ncclFlags) aloneError(where string) error {
 	return usagef("--nccl-version, --nccl-algo, --nccl-proto, --nccl-channels, --nccl-net-peer-channels, --nccl-buffsize, --nccl-env and --nccl-machine go with %s", where)
 }
 
+// maxMachineFactor bounds --nccl-machine's factors both ways: calibrate
+// fits within ×0.05 to ×20, and a machine a thousand times faster or
+// slower than NCCL's model is another fabric (a factor of 1e300 made every
+// time infinite).
+const maxMachineFactor = 1000.0
+
 // machineFactors reads --nccl-machine: NCCL's machine, and the scale of
 // the network links' bandwidth (1 when not given).
 func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
@@ -76,8 +81,8 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 		switch {
 		case !ok:
 			return m, 0, usagef("--nccl-machine %q: want key=factor, e.g. launch=1.3", kv)
-		case err != nil || !(v > 0) || math.IsInf(v, 0):
-			return m, 0, usagef("--nccl-machine %s: want a factor > 0, not %q", key, val)
+		case err != nil || !(v >= 1/maxMachineFactor && v <= maxMachineFactor):
+			return m, 0, usagef("--nccl-machine %s: want a factor from %g to %g, not %q", key, 1/maxMachineFactor, maxMachineFactor, val)
 		case seen[key]:
 			return m, 0, usagef("--nccl-machine: %s given twice", key)
 		}
