@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -106,31 +107,45 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		}
 	}
 	var failed []rankError
-	var followers []int // ranks that failed because a peer had
+	var followers []int // ranks that failed only because a peer had
+	var followed error  // the first of their errors, which names the cause
 	deadlock := false
 	for r := range p {
+		// A rank's own failure, on any of its lanes, outranks a lane
+		// that failed for a peer's.
+		var own, peer error
 		for _, s := range e.lanes[r][:plan.Lanes] {
 			err := s.Synchronize()
 			switch {
 			case err == nil:
-				continue
-			case errors.Is(err, hw.ErrDeadlock):
-				// A deadlock report already lists every blocked stream:
-				// keep one.
-				if !deadlock {
-					failed = append(failed, rankError{r, err})
-				}
-				deadlock = true
 			case errors.Is(err, hw.ErrPeerFailed):
-				followers = append(followers, r)
+				peer = cmp.Or(peer, err)
 			default:
-				failed = append(failed, rankError{r, err})
+				own = cmp.Or(own, err)
 			}
-			break
+		}
+		switch {
+		case own != nil && errors.Is(own, hw.ErrDeadlock):
+			// A deadlock report already lists every blocked stream:
+			// keep one.
+			if !deadlock {
+				failed = append(failed, rankError{r, own})
+			}
+			deadlock = true
+		case own != nil:
+			failed = append(failed, rankError{r, own})
+		case peer != nil:
+			followers = append(followers, r)
+			followed = cmp.Or(followed, peer)
 		}
 	}
 	errs := foldAlike(failed)
-	if len(followers) > 0 {
+	switch {
+	case len(followers) > 0 && len(errs) == 0:
+		// The failure they followed is on none of the ranks' lanes:
+		// the first follower's error names it.
+		errs = append(errs, fmt.Errorf("%w (rank(s) %s failed that way)", followed, joinRanks(followers)))
+	case len(followers) > 0:
 		// Each says which failure reached it first: name them once,
 		// after the failures themselves.
 		errs = append(errs, fmt.Errorf("%w: rank(s) %s, whose peers failed before sending to them",
@@ -142,7 +157,7 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, errors.Join(errs...))
+		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, joinErrors(errs))
 	}
 	longest := 0.0
 	for r := range p {
@@ -433,6 +448,31 @@ func foldAlike(failed []rankError) []error {
 		errs = append(errs, fmt.Errorf("%w (and alike on rank(s) %s)", f.err, joinRanks(alike)))
 	}
 	return errs
+}
+
+// joinedErrors is errors.Join's on one line: a run's failures read as
+// one line of an error message, each after a semicolon.
+type joinedErrors []error
+
+func (e joinedErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e joinedErrors) Unwrap() []error { return e }
+
+// joinErrors is errs as one error, nil for none, the error itself for one.
+func joinErrors(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return joinedErrors(errs)
 }
 
 // rootError is the innermost error err wraps along its single chain.

@@ -13,6 +13,7 @@ import (
 	"github.com/commsim/commsim/internal/simtest"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -475,4 +476,25 @@ func mustTopo(t testing.TB, spec string) *topology.Topology {
 		t.Fatal(err)
 	}
 	return topo
+}
+
+// TestFailuresNameTheirCause: when every rank's lanes fail only because a
+// peer's send failed (a ring whose every hop lands past the simulator's
+// horizon), the error still names the cause, on one line.
+func TestFailuresNameTheirCause(t *testing.T) {
+	c, _ := world(t, "switch:8", sim.Config{TimingOnly: true})
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "nccl-ring", Ranks: 8, Count: 1 << 10, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &ops.Wire{}
+	for k := range w.Latency {
+		w.Latency[k], w.Efficiency[k] = 1e294, 1
+	}
+	plan.Wire = w
+	in, out := buffers(t, c, plan, false)
+	_, err = simexec.NewExecutor(c).Run(plan, in, out)
+	if err == nil || !errors.Is(err, sim.ErrHorizon) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("every hop past the horizon: %v; want one line naming the horizon", err)
+	}
 }
