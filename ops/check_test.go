@@ -291,6 +291,13 @@ func TestRankAloneStopsPastEnough(t *testing.T) {
 	if !ok || n <= 1000 || n > 1000+2*genBatch || steps != nil {
 		t.Errorf("rank 0 alone: %d steps (%d kept, ok %v), want a count stopped just past 1000 and none kept", n, len(steps), ok)
 	}
+	// A rank whose last batch takes it past enough has its whole count:
+	// the root's copy and 600 sends.
+	spec.Count = 600
+	n, _, ok = rankAlone(spec, algorithmTable[i].gens[Broadcast], in, out, 0, 590)
+	if !ok || n != 601 {
+		t.Errorf("the root alone, 600 one-element chunks: %d steps (ok %v), want all 601 counted", n, ok)
+	}
 }
 
 // TestCompileCorrectsLowEstimates: Compile guesses a plan's size from rank

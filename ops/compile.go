@@ -307,7 +307,9 @@ func rankAlone(s Spec, gen generator, in, out, r, enough int) (n int, steps []St
 	} else if err != nil {
 		return 0, nil, false
 	}
-	b.flush()
+	if len(b.buf) > 0 {
+		b.emit(b.buf) // the count is whole: past enough or not, keep it
+	}
 	if b.n > len(steps) {
 		steps = nil // too long to keep
 	}
