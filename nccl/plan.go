@@ -72,30 +72,37 @@ func chunkBytes(p int, o Options) int {
 // block's speed forwards pieces that much smaller (down to a line), so
 // that a chain's or a tree's fill does not grow with the channels
 // launched.
-//
-// Past chainPassesPerRank passes per rank a piece grows instead: a
-// chain's fill, a pass per rank, is then under 1/128 of its time, where a
-// channel of terabytes in 512 KiB steps would be millions of steps to
-// simulate.
 func chainChunk(spec ops.Spec, p int, o Options, share float64) int {
-	in, out := spec.BufferLens()
-	perChannel := int64(max(in, out)) * int64(spec.DType.Size()) / int64(max(1, spec.Channels))
-	fewest := (perChannel + chainPassesPerRank*int64(spec.Ranks) - 1) / (chainPassesPerRank * int64(spec.Ranks))
-	step := int64(chunkBytes(p, o))
+	step := chunkBytes(p, o)
 	if p == simple {
-		return int(max(step, fewest))
+		return step
 	}
 	line := int64(16)
 	if p == ll128 {
 		line = 128
 	}
 	warp := max(line, int64(32*share)*line)
-	return int(min(step, max(warp, perChannel/int64(4*spec.Ranks))))
+	in, out := spec.BufferLens()
+	perChannel := int64(max(in, out)) * int64(spec.DType.Size()) / int64(max(1, spec.Channels))
+	return int(min(int64(step), max(warp, perChannel/int64(4*spec.Ranks))))
 }
 
-// chainPassesPerRank bounds the passes of a chain or a tree (see
-// chainChunk).
-const chainPassesPerRank = 128
+// heldChunk is chunk, or larger where a channel would make more passes
+// than a plan held in memory has room for (half of ops.MaxPlanSteps, at
+// stepsPerPass steps a pass for each rank): at scale, fewer and larger
+// pieces, which fill a chain or a tree later than NCCL's would (by under
+// a thousandth of a chain's time on one node), where a broadcast of a
+// terabyte in 512 KiB steps was minutes of planning and one of 2^63
+// bytes hours.
+func heldChunk(spec ops.Spec, chunk int64, stepsPerPass int) int64 {
+	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
+	maxPasses := max(1, int64(ops.MaxPlanSteps/2)/(int64(spec.Ranks)*int64(max(1, spec.Channels))*int64(stepsPerPass)))
+	return max(chunk, (perChannel+maxPasses-1)/maxPasses)
+}
+
+// chainStepsPerPass bounds a rank's steps per pass of a chain: a receive,
+// a reduction, a send and a copy.
+const chainStepsPerPass = 4
 
 // treeChunk is the bytes a tree forwards at a time with protocol p: for
 // Simple, NCCL's step, halved while a channel would make too few passes
@@ -116,11 +123,7 @@ func treeChunk(s System, spec ops.Spec, p int, o Options, share float64) int {
 			}
 		}
 	}
-	// A tree's plan is held in memory: at scale, fewer and larger pieces
-	// keep it under half of ops.MaxPlanSteps (a deep tree then takes
-	// longer to fill than NCCL's would).
-	maxPasses := max(1, int64(ops.MaxPlanSteps/2)/(int64(spec.Ranks)*int64(max(1, spec.Channels))*treeStepsPerPass))
-	return int(max(chunk, (perChannel+maxPasses-1)/maxPasses))
+	return int(heldChunk(spec, chunk, treeStepsPerPass))
 }
 
 // treeStepsPerPass bounds a rank's steps per pass of a tree channel: up,
@@ -160,7 +163,7 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// arrives. (Around a ring every rank is busy at every step, and
 		// NCCL's loops over chunks would only pay the per-step latency
 		// once per loop where NCCL's model pays it once per step.)
-		spec.Chunk = max(1, chainChunk(spec, p, o, share)/spec.DType.Size())
+		spec.Chunk = max(1, int(heldChunk(spec, int64(chainChunk(spec, p, o, share)), chainStepsPerPass))/spec.DType.Size())
 	}
 	if s.Nodes > 1 && s.NodeMajor {
 		spec.NodeRanks = s.PerNode
