@@ -130,7 +130,7 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 func (lg *Log) add(s Sample, typ string, line int) string {
 	switch {
 	case !s.valid():
-		return "want a size >= 0 and a time > 0 µs (or 0 for size 0)"
+		return "want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0)"
 	case typ != "" && lg.Type != "" && typ != lg.Type:
 		return fmt.Sprintf("type %s after %s: calibrate one type per log", typ, lg.Type)
 	}
@@ -139,11 +139,19 @@ func (lg *Log) add(s Sample, typ string, line int) string {
 	return ""
 }
 
-// valid reports whether s is a size and a finite time: above 0, or 0 for
-// a size of 0 bytes (commsim's reports time an empty call as nothing;
-// fidelity and calibrate leave such sizes out).
+// The times a row may state: what the simulator can tell apart (1 ps)
+// and reach (2^63−1 ps, 106 days). Outside them an error is infinite or
+// meaningless (a time of 1e-300 µs made every relative error overflow).
+const (
+	minTimeUS = 1e-6
+	maxTimeUS = float64(math.MaxInt64) / 1e6
+)
+
+// valid reports whether s is a size and a time the simulator can tell
+// apart and reach, or 0 for a size of 0 bytes (commsim's reports time an
+// empty call as nothing; fidelity and calibrate leave such sizes out).
 func (s Sample) valid() bool {
-	return s.Bytes >= 0 && !math.IsInf(s.TimeUS, 0) && (s.TimeUS > 0 || s.Bytes == 0 && s.TimeUS == 0)
+	return s.Bytes >= 0 && (s.TimeUS >= minTimeUS && s.TimeUS <= maxTimeUS || s.Bytes == 0 && s.TimeUS == 0)
 }
 
 func sizeTime(size, time string) (s Sample, msg string) {

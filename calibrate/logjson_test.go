@@ -105,7 +105,7 @@ func TestParseLogKeepsPartialJSON(t *testing.T) {
 func TestParseLogJSONOnOneLine(t *testing.T) {
 	doc := compact(t, ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, `"time": 12.500000`, `"time": -1`, 1)))
 	_, err := ParseLog("ag.json", []byte(doc))
-	if err == nil || !strings.HasPrefix(err.Error(), `ag.json:1: results[1]: want a size >= 0 and a time > 0 µs (or 0 for size 0): "{\"size\":2048,`) {
+	if err == nil || !strings.HasPrefix(err.Error(), `ag.json:1: results[1]: want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0): "{\"size\":2048,`) {
 		t.Errorf("%v", err)
 	}
 	lg, err := ParseLog("ag.json", []byte(compact(t, ncclTestsJSON(jsonRecord2K, jsonRecord1K))))
@@ -122,7 +122,7 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		line       int
 		want       string
 	}{
-		{"nan time", ncclTestsJSON(jsonRecord1K, nan), 19, `ag.json:19: results[1]: want a size >= 0 and a time > 0 µs (or 0 for size 0): "{\"size\": 2048`},
+		{"nan time", ncclTestsJSON(jsonRecord1K, nan), 19, `ag.json:19: results[1]: want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0): "{\"size\": 2048`},
 		{"no time", ncclTestsJSON(strings.NewReplacer(`"out_of_place": {`, `"out_of_place": null, "x": {`, `"in_place": {`, `"in_place": null, "y": {`).Replace(jsonRecord1K)),
 			15, `ag.json:15: results[0]: a result without a time`},
 		{"negative size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "-1024", 1)), 15, `ag.json:15: results[0]: want a size >= 0`},

@@ -369,7 +369,7 @@ func TestCalibrateBadLogsExit2NamingTheLine(t *testing.T) {
 		{"bad time", hdr + row + "     2097152   524288  float  sum  -1   abc  52.43  91.75  0   20.00  52.43  91.75  0\n", `:4: time "abc" is not a number: "2097152`},
 		{"garbage", hdr + row + "mpirun noticed that process rank 3 exited\n", `:4: want a result row`},
 		{"short row", hdr + "  1048576  262144  float  sum  -1  20.00  52.43\n", `:3: want time, algbw and busbw`},
-		{"zero time", hdr + "  1048576  262144  float  sum  -1  0.00  0  0  0  0.00  0  0  0\n", `:3: want a size >= 0 and a time > 0 µs`},
+		{"zero time", hdr + "  1048576  262144  float  sum  -1  0.00  0  0  0  0.00  0  0  0\n", `:3: want a size >= 0 and a time from 1e-6 µs`},
 		{"bad size", hdr + "  1e6  262144  float  sum  -1  20.00  52.43  91.75  0  20.00  52.43  91.75  0\n", `:3: size "1e6" is not a byte count`},
 		{"mixed types", hdr + row + "     2097152   524288  half  sum  -1   30.00  52.43  91.75  0   20.00  52.43  91.75  0\n", `:4: type half after float`},
 		{"no rows", hdr + "# Avg bus bandwidth : 0\n", "no result rows"},
