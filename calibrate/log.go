@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/csv"
 	"fmt"
@@ -199,6 +200,8 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 func ParseLog(name string, data []byte) (*Log, error) {
 	lg := &Log{}
 	var err error
+	// An editor's UTF-8 byte-order mark is no part of the first line.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if isJSON(data) {
 		err = parseJSONLog(name, data, lg)
 	} else {
@@ -218,6 +221,7 @@ func ParseLog(name string, data []byte) (*Log, error) {
 func parseTextLog(name string, data []byte, lg *Log) error {
 	lines := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
 	hasRoot := -1
+	started := 0            // the line that named the log's collective
 	var cols map[string]int // the CSV header's columns
 	width := 0              // and its number of fields
 	for i, l := range lines {
@@ -230,7 +234,11 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 		}
 		if t[0] == '#' {
 			if m := startRE.FindStringSubmatch(t); m != nil {
-				lg.Op = testOps[m[1]]
+				if op := testOps[m[1]]; lg.Op != "" && op != lg.Op {
+					return &LogError{Name: name, Line: i + 1, Text: shortLine(lines[i]),
+						Reason: fmt.Sprintf("a second collective, %s after %s (line %d): give one collective per log", cmp.Or(op, m[1]), lg.Op, started)}
+				}
+				lg.Op, started = testOps[m[1]], i+1
 			}
 			if m := rankRE.FindStringSubmatch(t); m != nil {
 				// The highest rank counts them: a log may quote only

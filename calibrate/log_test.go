@@ -35,6 +35,7 @@ func TestParseLogLayouts(t *testing.T) {
 				"  4096  128  float  32.00  0.14  0.13  0e+00  31.00  0.13  0.12  0e+00\r\n",
 			[]int64{4096}, []float64{31}},
 		{"bench csv", benchCSV, []int64{64}, []float64{5.5}},
+		{"a byte-order mark", "\ufeff" + benchCSV, []int64{64}, []float64{5.5}},
 	}
 	for _, c := range cases {
 		lg, err := ParseLog("x", []byte(c.text))
@@ -110,6 +111,7 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 		{"zero time", hdr + "  1048576  262144  float  sum  -1  0.00  0  0  0  0.00  0  0  0\n", 3, `log:3: want a size >= 0 and a time from 1e-6 µs`},
 		{"time below a picosecond", hdr + "  1048576  262144  float  sum  -1  1e-300  0  0  0  1e-300  0  0  0\n", 3, `log:3: want a size >= 0 and a time from 1e-6 µs`},
 		{"time past the horizon", hdr + "  1048576  262144  float  sum  -1  1e308  0  0  0  1e308  0  0  0\n", 3, `log:3: want a size >= 0 and a time from 1e-6 µs`},
+		{"two collectives", hdr + row + "# Collective test starting: all_gather_perf\n" + row, 4, `log:4: a second collective, allgather after allreduce (line 1): give one collective per log`},
 		{"bad size", hdr + "  1e6  262144  float  sum  -1  20.00  52.43  91.75  0  20.00  52.43  91.75  0\n", 3, `log:3: size "1e6" is not a byte count`},
 		{"mixed types", hdr + row + "     2097152   524288  half  sum  -1   30.00  52.43  91.75  0   20.00  52.43  91.75  0\n", 4, `log:4: type half after float`},
 		{"long line", hdr + strings.Repeat("x", 200) + "\n", 3, `..."`},
