@@ -35,7 +35,8 @@ func TestParseLogLayouts(t *testing.T) {
 				"  4096  128  float  32.00  0.14  0.13  0e+00  31.00  0.13  0.12  0e+00\r\n",
 			[]int64{4096}, []float64{31}},
 		{"bench csv", benchCSV, []int64{64}, []float64{5.5}},
-		{"a byte-order mark", "\ufeff" + benchCSV, []int64{64}, []float64{5.5}},
+		{"a byte-order mark", "\ufeff# Collective test starting: all_reduce_perf, with a comma\n" +
+			"  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n", []int64{1024}, []float64{10}},
 	}
 	for _, c := range cases {
 		lg, err := ParseLog("x", []byte(c.text))
