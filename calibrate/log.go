@@ -40,6 +40,9 @@ type Log struct {
 	// "NCCL_PROTO set by environment to Simple"), by name. See NCCLOptions.
 	NCCLVersion string
 	NCCLEnv     map[string]string
+	// Partial says the log is a JSON report that ends early, as a run
+	// that died mid-sweep leaves it: its finished records are read.
+	Partial bool
 }
 
 // LogError is a log that cannot be read: the line at fault, why, and its

@@ -180,6 +180,7 @@ func (r *jsonReader) broken(key string, err error) error {
 	case errors.As(err, &le):
 		return le
 	case (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && len(r.lg.Samples) > 0:
+		r.lg.Partial = true
 		return nil
 	case errors.As(err, &syn):
 		return r.fail(syn.Offset, "not nccl-tests JSON: "+syn.Error())

@@ -80,7 +80,7 @@ func compact(t *testing.T, doc string) string {
 }
 
 // A run that died mid-sweep leaves an unfinished document: the records
-// it finished are read, as nccl-tests' "partial output", and what came
+// it finished are read, as nccl-tests' "partial output" (Log.Partial), and what came
 // before them (the collective, the ranks, NCCL's version and
 // environment) is kept.
 func TestParseLogKeepsPartialJSON(t *testing.T) {
@@ -94,9 +94,12 @@ func TestParseLogKeepsPartialJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(lg.Samples) != 1 || lg.Samples[0].Bytes != 1024 || lg.Op != "allgather" || lg.Ranks != 8 ||
-			lg.NCCLVersion != "2.27.3" || lg.NCCLEnv["NCCL_PROTO"] != "Simple" {
-			t.Errorf("%+v: want the one finished record, and the report's collective, ranks and NCCL", lg)
+			lg.NCCLVersion != "2.27.3" || lg.NCCLEnv["NCCL_PROTO"] != "Simple" || !lg.Partial {
+			t.Errorf("%+v: want the one finished record, marked partial, and the report's collective, ranks and NCCL", lg)
 		}
+	}
+	if lg, err := ParseLog("ag.json", []byte(ncclTestsJSON(jsonRecord1K, jsonRecord2K))); err != nil || lg.Partial {
+		t.Errorf("a whole report: %v, partial %v", err, lg != nil && lg.Partial)
 	}
 }
 

@@ -94,6 +94,23 @@ mapping file's nccl_env) unless a --nccl-* flag is given.`,
 	return cmd
 }
 
+// readLog reads and parses the log at path (--log), with a warning on
+// stderr where it is a JSON report that ends early.
+func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
+	data, err := readFileAtMost(path, maxLogBytes, path)
+	if err != nil {
+		return nil, nil, usagef("--log: %v", err)
+	}
+	lg, err := calibrate.ParseLog(path, data)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	if lg.Partial {
+		fmt.Fprintf(stderr, "commsim: warning: %s: the JSON report ends early, as a run that died mid-sweep leaves it; its %d finished sizes are read\n", path, len(lg.Samples))
+	}
+	return data, lg, nil
+}
+
 // fitSizes are the log's sizes within [lo, hi] that the fit uses, each as
 // the sweep's collective, with a warning for the sizes that hold no
 // element per rank (all of a barrier's); fewer than two is a usage error.
@@ -204,13 +221,9 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err := cmp.Or(err1, err2); err != nil {
 		return usagef("--min-bytes/--max-bytes: %v", err)
 	}
-	data, err := readFileAtMost(f.log, maxLogBytes, f.log)
+	data, lg, err := readLog(f.log, stderr)
 	if err != nil {
-		return usagef("--log: %v", err)
-	}
-	lg, err := calibrate.ParseLog(f.log, data)
-	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if f.topo == "" {
 		// A shipped log knows its fabric and its collective.

@@ -118,13 +118,9 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err := checkPlotName(f.plot); err != nil {
 		return err
 	}
-	data, err := readFileAtMost(f.log, maxLogBytes, f.log)
+	data, lg, err := readLog(f.log, stderr)
 	if err != nil {
-		return usagef("--log: %v", err)
-	}
-	lg, err := calibrate.ParseLog(f.log, data)
-	if err != nil {
-		return usageError{err}
+		return err
 	}
 	cat, err := fidelity.Published()
 	if err != nil {

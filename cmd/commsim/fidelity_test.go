@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -115,6 +116,27 @@ func TestFidelityOwnLog(t *testing.T) {
 	}
 	status, out, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce", "--algo", "ring")
 	if status != 0 || !strings.Contains(out, "     1048576         30.00 ") || !strings.Contains(out, "over 2 sizes") {
+		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
+	}
+}
+
+// A JSON report cut off mid-sweep (a run that died) is compared as far
+// as it goes, with a warning that says so.
+func TestFidelityWarnsOfAPartialReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ar.json")
+	if status, _, errOut := commsim("bench", "--topo", "dgx-h100", "-b", "1K", "-e", "64K", "--timing-only", "-J", path); status != 0 {
+		t.Fatalf("bench: status %d: %s", status, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := bytes.LastIndex(data, []byte(`"size"`))
+	if err := os.WriteFile(path, data[:cut+10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce")
+	if status != 0 || !strings.Contains(out, "over 6 sizes") || !strings.Contains(errOut, "the JSON report ends early") {
 		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
 	}
 }
