@@ -148,6 +148,9 @@ func (f *benchFlags) parse() (*sweep, error) {
 	default:
 		return nil, usagef("unknown format %q (want text, table, csv or json)", f.format)
 	}
+	if err := checkOutputPath("--trace", f.trace); err != nil {
+		return nil, err
+	}
 	if f.backend != "sim" && (s.timingOnly || s.trace != "") {
 		return nil, usagef("--timing-only and --trace are for the simulator; the %s backend runs real data", f.backend)
 	}

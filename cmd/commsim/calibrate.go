@@ -206,6 +206,9 @@ type calLink struct {
 }
 
 func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
+	if err := checkOutputPath("--out", f.out); err != nil {
+		return err
+	}
 	switch {
 	case f.log == "":
 		return usagef("calibrate needs --log FILE (nccl-tests output)")

@@ -98,6 +98,9 @@ func runDraw(cmd *cobra.Command, f *drawFlags, arg string) error {
 		default:
 			return usagef("--out %s: unknown extension %q (want .svg, .png or .dot)", f.out, filepath.Ext(f.out))
 		}
+		if err := checkOutputPath("--out", f.out); err != nil {
+			return err
+		}
 	}
 	if f.op == "" {
 		for _, name := range []string{"algo", "dtype", "redop", "bytes", "root"} {

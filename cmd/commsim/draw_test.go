@@ -231,7 +231,10 @@ func TestDrawBadInputExits2(t *testing.T) {
 }
 
 func TestDrawUnwritableOutputIsRuntimeError(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "no", "such", "dir", "x.png")
+	path := filepath.Join(t.TempDir(), "x.png") // a folder, where the file would go
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	status, _, errOut := commsim("topo", "draw", "ring:4", "--out", path)
 	if status != 1 || strings.Contains(errOut, "goroutine") {
 		t.Fatalf("status %d, stderr %q", status, errOut)

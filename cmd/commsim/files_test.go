@@ -158,10 +158,15 @@ func TestTraceFileIsCompleteAndAlone(t *testing.T) {
 }
 
 // TestFileWriteFailureIsARuntimeError: --trace and calibrate --out that
-// cannot be written fail the run (exit 1) and leave nothing.
+// cannot be written (a folder stands where the file would go; a folder
+// that does not exist is a usage error before the run) fail the run
+// (exit 1) and leave nothing.
 func TestFileWriteFailureIsARuntimeError(t *testing.T) {
 	dir := t.TempDir()
-	missing := filepath.Join(dir, "no", "such", "dir", "out")
+	missing := filepath.Join(dir, "out")
+	if err := os.Mkdir(missing, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	log := ncclTestdata + "/sim-dgx-h100-all_reduce.txt"
 	for _, args := range [][]string{
 		{"train", "--model", "gpt2-small", "--topo", "switch:4", "--trace", missing},
@@ -170,11 +175,11 @@ func TestFileWriteFailureIsARuntimeError(t *testing.T) {
 		{"calibrate", "--log", log, "--topo", "dgx-h100", "--algo", "ring", "-b", "16MiB", "-e", "64MiB", "--out", missing},
 	} {
 		status, _, errOut := commsim(args...)
-		if status != 1 || !strings.Contains(errOut, filepath.Join(dir, "no")) {
+		if status != 1 || !strings.Contains(errOut, dir) {
 			t.Errorf("%q: status %d, stderr %q", args[0], status, errOut)
 		}
 	}
-	if names := dirEntries(t, dir); len(names) != 0 {
+	if names := dirEntries(t, dir); len(names) != 1 || len(dirEntries(t, missing)) != 0 {
 		t.Fatalf("left %q", names)
 	}
 }

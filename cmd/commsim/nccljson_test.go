@@ -87,10 +87,23 @@ func TestBenchJSONReportFromZeroBytes(t *testing.T) {
 	}
 }
 
-func TestBenchJSONReportErrors(t *testing.T) {
+// A file to write in a folder that does not exist is a usage error found
+// before the run: -J, and every command's --trace and --out.
+func TestOutputFilesInNoFolderExit2(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no", "such", "dir", "r.json")
-	status, out, errOut := commsim("bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "-J", path)
-	if status != 2 || out != "" || !strings.Contains(errOut, "-J "+path+": there is no folder") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
-		t.Errorf("-J in a folder that does not exist, refused before the sweep: status %d, %q", status, errOut)
+	log := filepath.Join("..", "..", "fidelity", "nccl-logs", "vultr-b200-allreduce-8xB200.txt")
+	for _, args := range [][]string{
+		{"bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "-J", path},
+		{"bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "--trace", path},
+		{"train", "--model", "gpt2-small", "--topo", "switch:4", "--trace", path},
+		{"what-if", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "--trace", path},
+		{"topo", "draw", "switch:4", "--out", path + ".svg"},
+		{"calibrate", "--log", log, "--out", path},
+	} {
+		flag := args[len(args)-2]
+		status, out, errOut := commsim(args...)
+		if status != 2 || out != "" || !strings.Contains(errOut, flag+" "+args[len(args)-1]+": there is no folder") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%s %s in a folder that does not exist, refused before the run: status %d, %q", args[0], flag, status, errOut)
+		}
 	}
 }

@@ -196,6 +196,9 @@ func (f *trainFlags) run(w io.Writer) error {
 	if f.format != "table" && f.format != "json" && f.format != "csv" {
 		return usagef("unknown format %q (want table, csv or json)", f.format)
 	}
+	if err := checkOutputPath("--trace", f.trace); err != nil {
+		return err
+	}
 	st, err := parseStep(f.model, f.topo, f.bucket, f.algo, f.sharded)
 	if err != nil {
 		return err

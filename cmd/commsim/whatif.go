@@ -87,6 +87,9 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	if len(f.faults) == 0 {
 		return usagef("what-if needs at least one --fault")
 	}
+	if err := checkOutputPath("--trace", f.trace); err != nil {
+		return err
+	}
 	var faults []sim.Fault
 	for _, s := range f.faults {
 		ft, err := sim.ParseFault(s)
