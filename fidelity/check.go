@@ -152,6 +152,12 @@ func median(v []float64) float64 {
 	return (v[n/2-1] + v[n/2]) / 2
 }
 
+// ErrMismatch is wrapped by Check's errors for a log that does not fit
+// what it is checked as: another collective or rank count, an element
+// type or a size the fabric cannot hold. Bad input, as against a size the
+// simulator fails to run.
+var ErrMismatch = errors.New("the log does not fit")
+
 // Check predicts every size of lg on topo and compares. The topology must
 // have one GPU per rank of the log; the element type is the log's (f32
 // where it names none). A size the simulator cannot run is an error
@@ -162,23 +168,23 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		logOp, err := ops.ParseOp(lg.Op)
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("fidelity: %w", err)
+			return nil, fmt.Errorf("fidelity: %w: %w", ErrMismatch, err)
 		case op != 0 && op != logOp:
-			return nil, fmt.Errorf("fidelity: asked for %s, but the log measured %s", op, logOp)
+			return nil, fmt.Errorf("fidelity: %w: asked for %s, but the log measured %s", ErrMismatch, op, logOp)
 		}
 		op = logOp
 	}
 	if op == 0 {
-		return nil, errors.New("fidelity: the log does not name its collective; set Config.Op")
+		return nil, fmt.Errorf("fidelity: %w: the log does not name its collective; set Config.Op", ErrMismatch)
 	}
 	p := topo.NumGPUs()
 	if lg.Ranks > 0 && lg.Ranks != p {
-		return nil, fmt.Errorf("fidelity: the log has %d ranks, but topology %s has %d GPUs", lg.Ranks, topo.Name, p)
+		return nil, fmt.Errorf("fidelity: %w: the log has %d ranks, but topology %s has %d GPUs", ErrMismatch, lg.Ranks, topo.Name, p)
 	}
 	dt, ok := lg.DType()
 	if !ok {
 		if lg.Type != "" {
-			return nil, fmt.Errorf("fidelity: the log's element type %q has no commsim dtype of its size", lg.Type)
+			return nil, fmt.Errorf("fidelity: %w: the log's element type %q has no commsim dtype of its size", ErrMismatch, lg.Type)
 		}
 		dt = hw.F32
 	}
@@ -199,8 +205,8 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 			continue
 		}
 		if spec.Count == 0 {
-			return nil, fmt.Errorf("fidelity: line %d: %d bytes of %s hold no element per rank on %d ranks (nccl-tests would print size 0)",
-				s.Line, s.Bytes, dt, p)
+			return nil, fmt.Errorf("fidelity: %w: line %d: %d bytes of %s hold no element per rank on %d ranks (nccl-tests would print size 0)",
+				ErrMismatch, s.Line, s.Bytes, dt, p)
 		}
 		specs = append(specs, spec)
 		rep.Rows = append(rep.Rows, Row{Bytes: s.Bytes, Line: s.Line, MeasuredUS: s.TimeUS})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -168,8 +169,13 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 
 	// bench's planner: every algorithm bench knows, auto's choice included.
 	rep, err := fidelity.Check(lg, s.topo, fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan})
-	if err != nil {
+	switch {
+	case errors.Is(err, fidelity.ErrMismatch):
+		return usageError{err}
+	case err != nil:
 		return err
+	case len(rep.Rows) == 0:
+		return usagef("%s: no size above 0 bytes to compare", f.log)
 	}
 	out := newFidReport(rep, topo, f.log, lg, pub)
 	switch {

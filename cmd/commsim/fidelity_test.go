@@ -188,6 +188,13 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 	if err := os.WriteFile(bare, []byte("  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	empty, small, typed := filepath.Join(t.TempDir(), "empty.log"), filepath.Join(t.TempDir(), "small.log"), filepath.Join(t.TempDir(), "typed.log")
+	for path, row := range map[string]string{empty: "  0  0  float  sum  -1  0.16  0  0  0  0.15  0  0  0\n",
+		small: "  8  2  float  sum  -1  10.00  0  0  0  10.50  0  0  0\n", typed: "  1024  256  quux  sum  -1  10.00  0  0  0  10.50  0  0  0\n"} {
+		if err := os.WriteFile(path, []byte(row), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := map[string]struct {
 		args []string
 		want string
@@ -204,6 +211,9 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		"shipped":     {[]string{"--log", shipped, "--topo", "dgx-b200x2"}, "ran on 8 ranks, but topology dgx-b200x2 has 16 GPUs"},
 		"bad row":     {[]string{"--log", filepath.Join(ncclTestdata, "README.md"), "--topo", "dgx-h100"}, "README.md:3: want a result row"},
 		"stray arg":   {[]string{"--log", shipped, "extra"}, "extra"},
+		"only size 0": {[]string{"--log", empty, "--topo", "dgx-h100", "--op", "allreduce"}, "no size above 0 bytes to compare"},
+		"no element":  {[]string{"--log", small, "--topo", "dgx-h100", "--op", "allgather"}, "8 bytes of f32 hold no element per rank"},
+		"bad type":    {[]string{"--log", typed, "--topo", "dgx-h100", "--op", "allreduce"}, `element type "quux"`},
 	}
 	for name, c := range cases {
 		status, out, errOut := commsim(append([]string{"fidelity"}, c.args...)...)
