@@ -51,6 +51,7 @@ Fault syntax (repeat --fault for several):
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.stderr = cmd.ErrOrStderr()
+			f.changed = cmd.Flags().Changed // its own flags (--bytes) with bench's
 			return f.run(cmd.OutOrStdout())
 		},
 	}
@@ -222,6 +223,11 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 	}
 	if f.ngpus > 0 {
 		return usagef("-g %d goes with a collective: a training step (--model) runs on every GPU of --topo", f.ngpus)
+	}
+	for _, name := range []string{"op", "bytes", "root", "redop", "dtype"} {
+		if f.given(name) {
+			return usagef("--%s goes with a collective: a training step (--model) runs the all-reduces of its gradients", name)
+		}
 	}
 	algo := f.algo
 	st, err := parseStep(f.model, f.topo, f.bucket, algo, f.sharded)

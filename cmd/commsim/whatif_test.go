@@ -48,6 +48,8 @@ func TestWhatIfBadInputExits2(t *testing.T) {
 		"unknown link": {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu2 down at 1us"},
 		"bad rank":     {"what-if", "--topo", "ring:4", "--fault", "rank 9 crash at 1us"},
 		"xml":          {"what-if", "--topo", "ring:4", "--fault", "rank 1 crash at 1us", "--format", "xml"},
+		"step and op":  {"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "--op", "alltoall"},
+		"step and -e":  {"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "-e", "1M"},
 	} {
 		status, _, errOut := commsim(args...)
 		if status != 2 || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
