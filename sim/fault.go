@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -270,7 +271,8 @@ var faultWords = map[FaultKind]string{
 }
 
 // linkNamed finds the topology link "A-B" (either order). Node names may
-// contain '-', so every split point is tried.
+// contain '-', so every split point is tried; a name two links answer to
+// (nodes gpu-0 and sw, gpu and 0-sw) is refused, naming both.
 func (c *Cluster) linkNamed(name string) (int, error) {
 	if c.nodeIndex == nil {
 		c.nodeIndex = make(map[string]int, len(c.topo.Nodes))
@@ -278,6 +280,8 @@ func (c *Cluster) linkNamed(name string) (int, error) {
 			c.nodeIndex[n.Name] = i
 		}
 	}
+	found, ends := -1, ""
+	var nodes []string // splits that name two nodes but no link
 	for i := 0; i < len(name); i++ {
 		if name[i] != '-' {
 			continue
@@ -287,12 +291,21 @@ func (c *Cluster) linkNamed(name string) (int, error) {
 		if !okA || !okB {
 			continue
 		}
-		for l, lk := range c.topo.Links {
-			if (lk.A == a && lk.B == b) || (lk.A == b && lk.B == a) {
-				return l, nil
-			}
+		l := slices.IndexFunc(c.topo.Links, func(lk topology.Link) bool { return lk.A == a && lk.B == b || lk.A == b && lk.B == a })
+		switch {
+		case l < 0:
+			nodes = append(nodes, name[:i]+" and "+name[i+1:])
+		case found >= 0:
+			return 0, fmt.Errorf("link name %q is ambiguous: it names the link between %s and the one between %s and %s (rename a node)", name, ends, name[:i], name[i+1:])
+		default:
+			found, ends = l, name[:i]+" and "+name[i+1:]
 		}
-		return 0, fmt.Errorf("no link between %s and %s", name[:i], name[i+1:])
+	}
+	switch {
+	case found >= 0:
+		return found, nil
+	case len(nodes) > 0:
+		return 0, fmt.Errorf("no link between %s", nodes[0])
 	}
 	return 0, fmt.Errorf("no link named %q (write it as NODE-NODE, e.g. gpu0-sw0)", name)
 }

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"errors"
+	"github.com/commsim/commsim/topology"
 	"strings"
 	"testing"
 
@@ -159,6 +160,38 @@ func TestInjectRefusesBadFaults(t *testing.T) {
 		if err := c.Inject(try(sim.ParseFault(f))(t)); err == nil {
 			t.Errorf("Inject(%q) succeeded", f)
 		}
+	}
+}
+
+// TestHyphenatedLinkNames: nodes may have '-' in their names, so a link
+// is found at whichever split names it; a name two links answer to is
+// refused, naming both, where the first split's link went down.
+func TestHyphenatedLinkNames(t *testing.T) {
+	topo, err := topology.ReadYAML([]byte(`nodes:
+  - {name: gpu-0, kind: gpu}
+  - {name: gpu-1, kind: gpu}
+  - {name: sw, kind: switch}
+  - {name: gpu, kind: gpu}
+  - {name: 0-sw, kind: switch}
+links:
+  - {a: gpu-0, b: sw, bw: 10GB/s, lat: 1us}
+  - {a: gpu-1, b: sw, bw: 10GB/s, lat: 1us}
+  - {a: gpu, b: 0-sw, bw: 10GB/s, lat: 1us}
+  - {a: 0-sw, b: sw, bw: 10GB/s, lat: 1us}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(topo, sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Inject(try(sim.ParseFault("link gpu-1-sw down at 0"))(t)); err != nil {
+		t.Errorf("gpu-1-sw: %v", err)
+	}
+	err = c.Inject(try(sim.ParseFault("link gpu-0-sw down at 0"))(t))
+	if err == nil || !strings.Contains(err.Error(), "ambiguous") || !strings.Contains(err.Error(), "gpu-0 and sw") || !strings.Contains(err.Error(), "gpu and 0-sw") {
+		t.Errorf("gpu-0-sw: %v, want it refused as naming two links", err)
 	}
 }
 
