@@ -131,7 +131,7 @@ func ParseFault(s string) (Fault, error) {
 func parseTime(s string) (Time, error) {
 	sec, err := topology.ParseLatency(s)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("time %q is not a duration of 0 or more, with a unit (e.g. 0, 10us, 1.5ms)", s)
 	}
 	t := FromSeconds(sec)
 	if t == Never {

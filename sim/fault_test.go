@@ -298,6 +298,8 @@ func TestParseFaultSaysWhatIsMissing(t *testing.T) {
 		"link a-b degrade at 1us":     "degrade needs a percentage",
 		"rank 1 crash 5us":            `"5us" where "at TIME"`,
 		"rank 1 compute-slow 20% 5us": `"5us" where "at TIME"`,
+		"rank 1 stall -1us at 0":      `time "-1us" is not a duration of 0 or more`,
+		"link a-b down at 5parsecs":   `time "5parsecs" is not a duration`,
 	} {
 		_, err := sim.ParseFault(s)
 		if err == nil || !strings.Contains(err.Error(), want) {
