@@ -1,0 +1,103 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// How a run's failures on many ranks become one error, on one line.
+
+// rankError is how one rank failed.
+type rankError struct {
+	rank int
+	err  error
+}
+
+// foldAlike keeps one error per cause: the ranks whose errors wrap the
+// same root error (every rank passing the simulator's horizon, say) are
+// named after the first of them, so that a failure all ranks share reads
+// as one line, not one per rank.
+func foldAlike(failed []rankError) []error {
+	var errs []error
+	for i, f := range failed {
+		root := rootError(f.err)
+		if slices.ContainsFunc(failed[:i], func(g rankError) bool { return sameError(rootError(g.err), root) }) {
+			continue
+		}
+		var alike []int
+		for _, g := range failed[i+1:] {
+			if sameError(rootError(g.err), root) {
+				alike = append(alike, g.rank)
+			}
+		}
+		if len(alike) == 0 {
+			errs = append(errs, f.err)
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%w (and alike on rank(s) %s)", f.err, joinRanks(alike)))
+	}
+	return errs
+}
+
+// joinedErrors is errors.Join's on one line: a run's failures read as
+// one line of an error message, each after a semicolon.
+type joinedErrors []error
+
+func (e joinedErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e joinedErrors) Unwrap() []error { return e }
+
+// joinErrors is errs as one error, nil for none, the error itself for one.
+func joinErrors(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return joinedErrors(errs)
+}
+
+// rootError is the innermost error err wraps along its single chain.
+func rootError(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+// sameError reports whether a and b are one error value: a sentinel such
+// as a backend's horizon. Errors made per failure (fmt.Errorf's) differ.
+func sameError(a, b error) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
+// joinRanks lists ranks for an error: all of them, or the first few.
+func joinRanks(ranks []int) string {
+	const most = 16
+	var b strings.Builder
+	for i, r := range ranks {
+		if i == most {
+			fmt.Fprintf(&b, " and %d more", len(ranks)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, r)
+	}
+	return b.String()
+}
