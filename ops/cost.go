@@ -356,30 +356,25 @@ type Candidate struct {
 // cost the same under α-β, which sees no contention; rhd's exchanges
 // share links and simulate far slower, and ring, earlier, wins the tie.)
 //
-// Each candidate is first bounded from below in one pass over its steps
-// (costBound), and costed in full, cheapest bound first, only while its
-// bound could still be within the ties: at a thousand ranks, ring and
-// direct take millions of steps and seldom win, and Cost reads each one
-// several times.
+// Each candidate is bounded from below in one pass over its steps
+// (costBound), and costed in full only while its bound could still be
+// within the ties. The candidates are taken fewest steps first, and a
+// bound stops reading as soon as it passes the cheapest full cost so far:
+// at thousands of ranks, ring and direct take millions of steps (and
+// direct a route for every pair) and seldom win. The choice is the one
+// every bound read whole would give: a plan within the ties of the
+// cheapest has its bound within them when it is read.
 func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
-	type considered struct {
-		plan  *Plan
-		bound float64
-	}
 	var cands []Candidate
-	var seen []considered
+	var plans []*Plan
 	for _, name := range AlgorithmsFor(s.Op) {
 		if IsNCCL(name) {
 			continue
 		}
 		s.Algo = name
 		plan, err := Compile(s)
-		var bound float64
-		if err == nil {
-			bound, err = costBound(plan, m)
-		}
-		cands = append(cands, Candidate{Algo: name, Cost: bound, Bound: true, Err: err})
-		seen = append(seen, considered{plan, bound})
+		cands = append(cands, Candidate{Algo: name, Bound: true, Err: err})
+		plans = append(plans, plan)
 	}
 	order := make([]int, 0, len(cands))
 	for i, c := range cands {
@@ -387,13 +382,15 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 			order = append(order, i)
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(seen[a].bound, seen[b].bound) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(plans[a].NumSteps(), plans[b].NumSteps()) })
 	least := math.Inf(1)
 	for _, i := range order {
-		if seen[i].bound > least*(1+tieTolerance) {
-			break
+		bound, err := costBound(plans[i], m, least*(1+tieTolerance))
+		cands[i].Cost, cands[i].Err = bound, err
+		if err != nil || bound > least*(1+tieTolerance) {
+			continue
 		}
-		cands[i].Cost, cands[i].Err = Cost(seen[i].plan, m)
+		cands[i].Cost, cands[i].Err = Cost(plans[i], m)
 		cands[i].Bound = false
 		if cands[i].Err == nil {
 			least = min(least, cands[i].Cost)
@@ -401,7 +398,7 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 	}
 	for i, c := range cands {
 		if c.Err == nil && !c.Bound && c.Cost <= least*(1+tieTolerance) {
-			return seen[i].plan, cands, nil
+			return plans[i], cands, nil
 		}
 	}
 	return nil, cands, fmt.Errorf("ops: auto: no algorithm can run %v", s)
@@ -412,7 +409,8 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 // from the plan's Launch, each taking at least its own part of Cost's
 // price (a send its α and bytes·β, or only its bytes under a Wire; a
 // reduction its bytes·γ; a switch step its way), whatever it waits for.
-func costBound(plan *Plan, m CostModel) (float64, error) {
+// It stops reading once the bound passes enough, and returns what it has.
+func costBound(plan *Plan, m CostModel, enough float64) (float64, error) {
 	if plan != nil && plan.native {
 		return 0, fmt.Errorf("ops: cost %v: %w: %w", plan.Spec, ErrUnsupported, errNativePlan)
 	}
@@ -426,12 +424,15 @@ func costBound(plan *Plan, m CostModel) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		for _, lane := range newLaneReaders(cursors) {
+		lanes := newLaneReaders(cursors)
+		for i, lane := range lanes {
 			at := plan.Launch
-			for op := lane.peek(); op != nil; op = lane.peek() {
+			for op := lane.peek(); op != nil && max(most, at) <= enough; op = lane.peek() {
 				took, err := c.own(r, op)
 				if err != nil {
-					lane.close()
+					for _, l := range lanes[i:] {
+						l.close()
+					}
 					return 0, fmt.Errorf("ops: cost %v: rank %d step %d: %w", plan.Spec, r, op.Index, err)
 				}
 				at += took
@@ -439,6 +440,9 @@ func costBound(plan *Plan, m CostModel) (float64, error) {
 			}
 			lane.close()
 			most = max(most, at)
+		}
+		if most > enough {
+			return most, nil
 		}
 		c.paths[r] = nil // a sender's paths are not asked again
 	}
