@@ -96,8 +96,15 @@ func chainChunk(spec ops.Spec, p int, o Options, share float64) int {
 // bytes hours.
 func heldChunk(spec ops.Spec, chunk int64, stepsPerPass int) int64 {
 	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
-	maxPasses := max(1, int64(ops.MaxPlanSteps/2)/(int64(spec.Ranks)*int64(max(1, spec.Channels))*int64(stepsPerPass)))
+	maxPasses := heldPasses(spec.Ranks, spec.Channels, stepsPerPass)
 	return max(chunk, (perChannel+maxPasses-1)/maxPasses)
+}
+
+// heldPasses is the most passes a channel has room for in a plan held in
+// memory: half of ops.MaxPlanSteps, shared by ranks × channels lanes of
+// stepsPerPass steps a pass.
+func heldPasses(ranks, channels, stepsPerPass int) int64 {
+	return max(1, int64(ops.MaxPlanSteps/2)/(int64(ranks)*int64(max(1, channels))*int64(stepsPerPass)))
 }
 
 // chainStepsPerPass bounds a rank's steps per pass of a chain: a receive,
