@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -110,11 +111,57 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newTopoCmd(), newBenchCmd(), newCompareCmd(), newWhatIfCmd(), newTrainCmd(), newDevicesCmd(), newCalibrateCmd(), newFidelityCmd())
+	// cobra adds help and completion only when it executes, past wrapArgs'
+	// reach; its help prints "Unknown help topic" and succeeds.
+	root.SetHelpCommand(newHelpCmd())
+	root.InitDefaultCompletionCmd()
 	// Unknown subcommands and bad arguments are usage errors too.
 	for _, c := range append(root.Commands(), root) {
 		wrapArgs(c)
 	}
 	return root
+}
+
+// newHelpCmd is cobra's help command, but a topic that names no command
+// is a usage error.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				if cmd == nil {
+					cmd = c.Root()
+				}
+				var names []string
+				for _, sub := range cmd.Commands() {
+					if sub.IsAvailableCommand() {
+						names = append(names, sub.Name())
+					}
+				}
+				unknown := strings.Join(args, " ")
+				if len(rest) > 0 {
+					unknown = rest[0]
+				}
+				return usagef("no help topic %q in %q%s", unknown, cmd.CommandPath(), didYouMean(unknown, names))
+			}
+			return cmd.Help()
+		},
+		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
 }
 
 // wrapArgs turns a command's argument-validation failures into usage errors.

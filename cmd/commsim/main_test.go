@@ -29,6 +29,9 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{"frobnicate"},
 		{"--no-such-flag"},
 		{"topo", "validate", "/no/such/file.yaml"},
+		{"help", "frobnicate"},
+		{"help", "topo", "frobnicate"},
+		{"completion", "frobnicate"},
 	}
 	for _, args := range cases {
 		status, out, errOut := commsim(args...)
@@ -44,6 +47,25 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		if strings.Contains(errOut, "goroutine") {
 			t.Errorf("%q: printed a panic trace", args)
 		}
+	}
+}
+
+func TestHelpNamesCommandsAndRefusesUnknownTopics(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help"}, "Available Commands"},
+		{[]string{"help", "topo", "show"}, "commsim topo show"},
+		{[]string{"completion"}, "bash"},
+	} {
+		status, out, errOut := commsim(tc.args...)
+		if status != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%q: status %d, stdout lacks %q (stderr %q)", tc.args, status, tc.want, errOut)
+		}
+	}
+	if _, _, errOut := commsim("help", "bnech"); !strings.Contains(errOut, "did you mean bench?") {
+		t.Errorf("help on a typo: %q, want a suggestion", errOut)
 	}
 }
 

@@ -38,7 +38,7 @@ func outputCases() [][]string {
 	cases := [][]string{
 		{},
 		{"help"},
-		{"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}, {"completion", "powershell"},
+		{"completion"}, {"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}, {"completion", "powershell"},
 		{"topo"},
 		{"topo", "validate", "ring:4"},
 		{"topo", "export", "ring:4"},
