@@ -77,8 +77,8 @@ Fault syntax (repeat --fault for several):
 // scenario is one run of a what-if.
 type scenario struct {
 	Name   string   `json:"scenario"`
-	TimeUS float64  `json:"time_us,omitempty"`
-	BusBW  float64  `json:"busbw_gbps,omitempty"`
+	TimeUS *float64 `json:"time_us,omitempty"` // nil when the run failed
+	BusBW  *float64 `json:"busbw_gbps,omitempty"`
 	Wrong  *int     `json:"wrong,omitempty"`
 	Error  string   `json:"error,omitempty"`
 	Log    []string `json:"log,omitempty"`
@@ -142,7 +142,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 		if err != nil {
 			sc.Error = err.Error()
 		} else {
-			sc.TimeUS, sc.BusBW, sc.Wrong = res.timeUS, res.busbw, wrongPtr(res.wrong)
+			sc.TimeUS, sc.BusBW, sc.Wrong = &res.timeUS, &res.busbw, wrongPtr(res.wrong)
 		}
 		sc.Log = c.FaultLog()
 		runs = append(runs, sc)
@@ -184,11 +184,14 @@ func writeScenarios(w io.Writer, s *sweep, plan *ops.Plan, moved int64, runs []s
 	case "csv":
 		rows := [][]string{{"scenario", "time_us", "busbw_gbps", "wrong", "error"}}
 		for _, r := range runs {
-			wrong := ""
+			var timeUS, busbw, wrong string
+			if r.Error == "" {
+				timeUS, busbw = f2(*r.TimeUS), f2(*r.BusBW)
+			}
 			if r.Wrong != nil {
 				wrong = strconv.Itoa(*r.Wrong)
 			}
-			rows = append(rows, []string{r.Name, f2(r.TimeUS), f2(r.BusBW), wrong, r.Error})
+			rows = append(rows, []string{r.Name, timeUS, busbw, wrong, r.Error})
 		}
 		return writeCSVRows(w, rows)
 	}
@@ -199,14 +202,14 @@ func writeScenarios(w io.Writer, s *sweep, plan *ops.Plan, moved int64, runs []s
 			fmt.Fprintf(w, "%-12s failed: %s\n", r.Name, strings.ReplaceAll(r.Error, "\n", "\n             "))
 			continue
 		}
-		fmt.Fprintf(w, "%-12s %12.3f us  %9.2f GB/s busbw", r.Name, r.TimeUS, r.BusBW)
+		fmt.Fprintf(w, "%-12s %12.3f us  %9.2f GB/s busbw", r.Name, *r.TimeUS, *r.BusBW)
 		if r.Wrong != nil {
 			fmt.Fprintf(w, "  #wrong %d", *r.Wrong)
 		}
 		fmt.Fprintln(w)
 	}
-	if base, hit := runs[0], runs[1]; hit.Error == "" && base.TimeUS > 0 {
-		fmt.Fprintf(w, "difference   %+12.3f us  (%+.1f%%)\n", hit.TimeUS-base.TimeUS, 100*(hit.TimeUS-base.TimeUS)/base.TimeUS)
+	if base, hit := runs[0], runs[1]; hit.Error == "" && *base.TimeUS > 0 {
+		fmt.Fprintf(w, "difference   %+12.3f us  (%+.1f%%)\n", *hit.TimeUS-*base.TimeUS, 100*(*hit.TimeUS-*base.TimeUS) / *base.TimeUS)
 	}
 	fmt.Fprintln(w, "# what the faults did:")
 	for _, line := range runs[1].Log {

@@ -41,6 +41,32 @@ func TestWhatIfReportsCrashAsErrorNotHang(t *testing.T) {
 	}
 }
 
+// A run that finished reports its time, even 0 µs for 0 bytes; a run that
+// failed reports none, in JSON and in CSV.
+func TestWhatIfReportsTimeOnlyForRunsThatFinished(t *testing.T) {
+	args := []string{"what-if", "--topo", "ring:4", "--op", "allreduce", "-e", "0", "--fault", "rank 1 crash at 0"}
+	_, out, _ := commsim(append(args, "--format", "json")...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 JSON lines, got %q", out)
+	}
+	for i, want := range []bool{true, false} {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &rec); err != nil {
+			t.Fatal(err)
+		}
+		_, hasTime := rec["time_us"]
+		_, hasBW := rec["busbw_gbps"]
+		if hasTime != want || hasBW != want {
+			t.Errorf("line %d has time_us %v and busbw_gbps %v, want %v: %s", i, hasTime, hasBW, want, lines[i])
+		}
+	}
+	_, out, _ = commsim(append(args, "--format", "csv")...)
+	if !strings.Contains(out, "\nbaseline,0.00,0.00,,\n") || !strings.Contains(out, "\nwith faults,,,,") {
+		t.Errorf("CSV: want the baseline's 0 µs and no time for the failed run:\n%s", out)
+	}
+}
+
 func TestWhatIfBadInputExits2(t *testing.T) {
 	for name, args := range map[string][]string{
 		"no fault":     {"what-if", "--topo", "ring:4"},
