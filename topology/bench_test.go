@@ -89,3 +89,28 @@ func BenchmarkRouteCached(b *testing.B) {
 		tp.RouteRanks(0, 32)
 	}
 }
+
+// BenchmarkPathCostHypercubePartners costs every route a recursive
+// doubling asks for (rank r to r xor 2^k) on a fresh 1024-GPU cluster:
+// mostly across the network, where each source's routes need a search of
+// the whole fabric unless a renaming of the ranks gives them.
+//
+//	go test -run XXX -bench PathCostHypercube ./topology/
+func BenchmarkPathCostHypercubePartners(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		topo, err := Parse("dgx-h100x128")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		p := topo.NumGPUs()
+		for r := range p {
+			for k := 1; k < p; k *= 2 {
+				if _, _, err := topo.PathCost(r, r^k); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+}

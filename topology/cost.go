@@ -36,10 +36,15 @@ func (t *Topology) pathCostOf(edges []int, latency float64) (alpha, beta float64
 	return latency, 1 / bw, nil
 }
 
-// pathCost is one route's α and β, or why there is none.
+// pathCost is one route's α and β, or why there is none. shared says
+// that every shortest route between the two GPUs costs the same, so that
+// a renaming that maps the fabric onto itself keeps the cost (Route's
+// tie-break, by numbering, may pick another of them for the renamed
+// pair).
 type pathCost struct {
 	alpha, beta float64
 	err         error
+	shared      bool
 }
 
 // sourceCosts is what PathCost knows from one source: how many
@@ -57,13 +62,36 @@ const (
 	maxCachedCosts = 1 << 22
 )
 
-// cachedCost returns the cost of src → dst from src's table, making the
-// table when src has been asked enough; ok is false when the caller must
-// find the route itself.
+// cachedCost returns the cost of src → dst from a table, making it when
+// needed; ok is false when the caller must find the route itself.
+//
+// Where rotating the ranks by a block maps the fabric onto itself
+// (rankShift), src's costs are those of its stand-in src mod block to the
+// destination rotated alike, for every destination whose shortest routes
+// all cost the same: a cluster of thousands of GPUs needs one search per
+// GPU of a block, not one per GPU.
 func (t *Topology) cachedCost(src, dst int) (pathCost, bool) {
 	if _, ok := t.leafRoute(t.gpus[src], t.gpus[dst]); ok {
 		return pathCost{}, false // cheaper than any table
 	}
+	if block := t.rankShift(); block > 0 {
+		p, by := len(t.gpus), src-src%block
+		if all := t.costTable(src-by, true); all != nil {
+			if c := all[(dst-by+p)%p]; c.err == nil && (by == 0 || c.shared) {
+				return c, true
+			}
+		}
+	}
+	if all := t.costTable(src, false); all != nil {
+		return all[dst], true
+	}
+	return pathCost{}, false
+}
+
+// costTable is the cost from GPU rank src to every GPU, made on the call
+// that asks it more than searchAllAfter times, or the first when now is
+// set; nil before then, or when the tables are full.
+func (t *Topology) costTable(src int, now bool) []pathCost {
 	t.mu.Lock()
 	if t.costs == nil {
 		t.costs = map[int]*sourceCosts{}
@@ -74,25 +102,47 @@ func (t *Topology) cachedCost(src, dst int) (pathCost, bool) {
 		t.costs[src] = sc
 	}
 	if sc.all != nil {
-		c := sc.all[dst]
 		t.mu.Unlock()
-		return c, true
+		return sc.all
 	}
 	sc.asked++
-	build := sc.asked > searchAllAfter && t.cachedCosts+len(t.gpus) <= maxCachedCosts
+	build := (now || sc.asked > searchAllAfter) && t.cachedCosts+len(t.gpus) <= maxCachedCosts
 	t.mu.Unlock()
 	if !build {
-		return pathCost{}, false
+		return nil
 	}
 	all := t.costsFrom(src)
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if sc.all == nil {
 		sc.all = all
 		t.cachedCosts += len(all)
 	}
-	c := sc.all[dst]
-	t.mu.Unlock()
-	return c, true
+	return sc.all
+}
+
+// rankShift is the least block of ranks by whose rotation (rank r becomes
+// r+block, mod the ranks) the fabric maps onto itself (Automorphism): a
+// server of a cluster, whose leaves and spines rotate with it; 0 when
+// none does. Found once.
+func (t *Topology) rankShift() int {
+	t.shiftOnce.Do(func() {
+		p := len(t.gpus)
+		perm := make([]int, p)
+		for block := 1; block < p; block++ {
+			if p%block != 0 {
+				continue
+			}
+			for r := range perm {
+				perm[r] = (r + block) % p
+			}
+			if _, ok := t.Automorphism(perm); ok {
+				t.shift = block
+				return
+			}
+		}
+	})
+	return t.shift
 }
 
 // costsFrom is the cost of the route from GPU rank src to every GPU, by
@@ -125,7 +175,7 @@ func (t *Topology) costsFrom(src int) []pathCost {
 			_, out[q].err = t.RouteRanks(src, q)
 		default:
 			a := walk(end)
-			out[q] = pathCost{alpha: a.ps / 1e12, beta: 1 / a.bw}
+			out[q] = pathCost{alpha: a.ps / 1e12, beta: 1 / a.bw, shared: s.sameNarrowest(node)}
 		}
 	}
 	return out

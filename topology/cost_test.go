@@ -12,7 +12,7 @@ import (
 // Route's costs whether or not it has made its tables.
 func TestPathCostsFromOneSearchMatchRoutes(t *testing.T) {
 	for _, spec := range []string{"ring:9", "torus:3x4", "torus:4x4", "torus:3x3x3", "torus:2x2x3", "mesh:5", "switch:6", "cluster:3x4", "cluster:2x4,rail=true",
-		"dgx-h100x2", "cluster:3x2,bw=80GB/s,nicbw=30GB/s,niclat=3us"} {
+		"dgx-h100x2", "dgx-h100x4", "cluster:3x2,bw=80GB/s,nicbw=30GB/s,niclat=3us"} {
 		topo, err := Parse(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -55,5 +55,48 @@ func TestPathCostsFromOneSearchMatchRoutes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPathCostOnRotatedRanks: where rotating the ranks maps the fabric
+// onto itself, PathCost reads a rank's costs from its stand-in's table,
+// but only for destinations whose shortest routes all cost the same. On
+// 8 GPUs joined i to i+1 (fast) and i to i+3 (slow), rank 0 reaches rank
+// 2 by the fast links (i+1 twice; Route's tie-break takes the
+// lowest-numbered GPU between), and rank 1 reaches rank 3 through GPU 0,
+// half slow: rotated, the two costs differ, and each must be Route's.
+func TestPathCostOnRotatedRanks(t *testing.T) {
+	const p = 8
+	var nodes []Node
+	var links []Link
+	for i := range p {
+		nodes = append(nodes, gpu(fmt.Sprintf("gpu%d", i)))
+	}
+	for i := range p {
+		links = append(links, Link{i, (i + 1) % p, 100e9, 1e-6}, Link{i, (i + 3) % p, 10e9, 1e-6})
+	}
+	topo, err := New("circulant", nodes, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := topo.rankShift(); b != 1 {
+		t.Fatalf("rankShift = %d, want 1", b)
+	}
+	for src := range p {
+		for dst := range p {
+			r, err := topo.RouteRanks(src, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantA, wantB, _ := topo.pathCostOf(r.Edges, r.Latency)
+			if a, b, err := topo.PathCost(src, dst); err != nil || a != wantA || b != wantB {
+				t.Errorf("PathCost(%d, %d) = %v, %v, %v; want Route's %v, %v", src, dst, a, b, err, wantA, wantB)
+			}
+		}
+	}
+	_, b02, _ := topo.PathCost(0, 2)
+	_, b13, _ := topo.PathCost(1, 3)
+	if b02 == b13 {
+		t.Errorf("0 -> 2 and 1 -> 3 both cost β %v: the fabric no longer has the tie this test needs", b02)
 	}
 }

@@ -55,7 +55,12 @@ type routeSearch struct {
 	// count is the number of shortest routes to each state, up to 2,
 	// when counted.
 	count []uint8
-	front stateHeap
+	// narrowLo and narrowHi are, by state, the least and the most
+	// bandwidth of a shortest route's narrowest link, over every shortest
+	// route to it, when searching to every node: equal, every shortest
+	// route costs the same.
+	narrowLo, narrowHi []float64
+	front              stateHeap
 }
 
 // searchRoutes searches from node src to node dst (-1: to every node),
@@ -71,6 +76,10 @@ func (t *Topology) searchRoutes(src, dst int, down func(int) bool, count bool) *
 	if count {
 		s.count = make([]uint8, len(s.dist))
 		s.count[first] = 1
+	}
+	if dst < 0 {
+		s.narrowLo, s.narrowHi = make([]float64, n), make([]float64, n)
+		s.narrowLo[first], s.narrowHi[first] = math.Inf(1), math.Inf(1)
 	}
 	s.dist[first] = 0
 	s.front = stateHeap{{0, 0, int32(first)}}
@@ -133,9 +142,19 @@ func (s *routeSearch) relax(u int, crossed bool, a adjItem) {
 		if s.count != nil {
 			s.count[v] = s.count[u]
 		}
+		if s.narrowLo != nil {
+			bw := t.EdgeBW(e)
+			s.narrowLo[v], s.narrowHi[v] = min(s.narrowLo[u], bw), min(s.narrowHi[u], bw)
+		}
 		heap.Push(&s.front, stateItem{d, late, int32(v)})
-	case d == s.dist[v] && late == s.late[v] && s.count != nil:
-		s.count[v] = min(2, s.count[v]+s.count[u])
+	case d == s.dist[v] && late == s.late[v]:
+		if s.count != nil {
+			s.count[v] = min(2, s.count[v]+s.count[u])
+		}
+		if s.narrowLo != nil {
+			bw := t.EdgeBW(e)
+			s.narrowLo[v], s.narrowHi[v] = min(s.narrowLo[v], s.narrowLo[u], bw), max(s.narrowHi[v], min(s.narrowHi[u], bw))
+		}
 	}
 }
 
@@ -201,6 +220,20 @@ func (s *routeSearch) routes(v int) uint8 {
 		return s.count[b]
 	}
 	return min(2, s.count[a]+s.count[b])
+}
+
+// sameNarrowest reports whether every shortest route to node v has a
+// narrowest link of one bandwidth (so costs what Route's costs), in a
+// search to every node.
+func (s *routeSearch) sameNarrowest(v int) bool {
+	a, b := state(v, false), state(v, true)
+	switch {
+	case s.nearer(a, b):
+		return s.narrowLo[a] == s.narrowHi[a]
+	case s.nearer(b, a):
+		return s.narrowLo[b] == s.narrowHi[b]
+	}
+	return min(s.narrowLo[a], s.narrowLo[b]) == max(s.narrowHi[a], s.narrowHi[b])
 }
 
 // stateItem is a state on the frontier at a distance.

@@ -180,6 +180,8 @@ type Topology struct {
 	routes      map[uint64]Path      // lazily filled route cache, see Route
 	costs       map[int]*sourceCosts // PathCost's tables, by source rank
 	cachedCosts int                  // entries in costs' tables
+	shiftOnce   sync.Once
+	shift       int // see rankShift
 
 	// Every node's place by its nearest GPUs, the node at each place and
 	// the links by their ends, for Automorphism; made once.
