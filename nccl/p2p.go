@@ -40,6 +40,12 @@ const P2P Algo = numAlgos
 //     by LL's step (64 KiB of lines, so 8 KiB pieces on one node): LL
 //     on 4 channels up to 512 KiB a peer on 8 B200s, where 2.29 on (and
 //     2.22 and before) move anything over 16 KiB with Simple.
+//
+// Approximated: NCCL gives a network peer's p2p connection no LL buffers
+// (net.cc, unless NCCL_ALLOC_P2P_NET_LL_BUFFERS=1), so it moves with
+// Simple whatever the size; here it moves as a local peer's does. NCCL's
+// model has no p2p figures, and its ring's Simple hop across the network
+// (14 µs) overshoots a lone message by more than LL's undershoots it.
 const (
 	p2pNetPeerChannels = 2
 	p2pPerChannelNetBW = 14 // GB/s, NCCL_P2P_PER_CHANNEL_NET_BW
