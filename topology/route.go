@@ -25,12 +25,15 @@ const maxCachedRoutes = 1 << 18
 // node with a single link is never a way through, which changes no route
 // and keeps routes through a big switch cheap.
 //
-// Routes are computed lazily, once per (src, dst), and cached, except
-// between two leaves of one node, which costs less than the cache and is
-// computed on every call; Route is safe for concurrent use. The route from dst to src is computed on its own and
-// may differ from the reverse of this one when there are ties. A route costs
-// O(E log V) the first time and a map lookup after. The returned Edges slice
-// is shared with the cache: do not modify it.
+// Routes are computed lazily and cached, except between two leaves of one
+// node, which costs less than the cache and is computed on every call;
+// Route is safe for concurrent use. The route from dst to src is computed
+// on its own and may differ from the reverse of this one when there are
+// ties. A route costs O(E log V) the first time and a map lookup after;
+// once a source has been asked for more than searchAllAfter routes not
+// cached, one search to every node caches its routes to every GPU (an
+// all-to-all asks a source for all of them). The returned Edges slice is
+// shared with the cache: do not modify it.
 func (t *Topology) Route(src, dst int) (Path, error) {
 	if !t.built() {
 		return Path{}, newErr(ErrRoute, "route: topology was not built with New")
@@ -47,28 +50,75 @@ func (t *Topology) Route(src, dst int) (Path, error) {
 	if p, ok := t.leafRoute(src, dst); ok {
 		return p, nil // cheaper than the cache, and keeps it for harder routes
 	}
-	key := uint64(src)<<32 | uint64(dst)
+	key := routeKey(src, dst)
 	t.mu.Lock()
 	p, ok := t.routes[key]
+	if !ok {
+		if t.routeMisses == nil {
+			t.routeMisses = map[int]int{}
+		}
+		t.routeMisses[src]++
+	}
+	searchAll := !ok && t.routeMisses[src] > searchAllAfter && len(t.gpus) < maxCachedRoutes
 	t.mu.Unlock()
 	if ok {
 		return p, nil
+	}
+	if searchAll {
+		return t.cacheRoutesFrom(src, dst)
 	}
 	p, err := t.shortestRoute(src, dst, nil)
 	if err != nil {
 		return Path{}, err
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cacheRoute(key, p), nil
+}
+
+func routeKey(src, dst int) uint64 { return uint64(src)<<32 | uint64(dst) }
+
+// cacheRoute keeps p as the route of key, or hands out the one another
+// goroutine kept first; t.mu must be held.
+func (t *Topology) cacheRoute(key uint64, p Path) Path {
 	if t.routes == nil || len(t.routes) >= maxCachedRoutes {
-		t.routes = make(map[uint64]Path)
+		t.routes, t.routeMisses = make(map[uint64]Path), nil
 	}
 	if q, ok := t.routes[key]; ok {
-		p = q // another goroutine got here first; hand out one shared value
-	} else {
-		t.routes[key] = p
+		return q
 	}
-	t.mu.Unlock()
-	return p, nil
+	t.routes[key] = p
+	return p
+}
+
+// cacheRoutesFrom searches from node src to every node, caches the routes
+// to every GPU, and returns the route to dst: the routes Route finds one
+// by one, as the search settles every state in the same order.
+func (t *Topology) cacheRoutesFrom(src, dst int) (Path, error) {
+	s := t.searchRoutes(src, -1, nil, false)
+	want, ok := s.path(dst)
+	if !ok {
+		return Path{}, newErr(ErrRoute, "route: no path from %s (node %d) to %s (node %d)", t.Nodes[src].Name, src, t.Nodes[dst].Name, dst)
+	}
+	type gpuRoute struct {
+		dst int
+		p   Path
+	}
+	found := make([]gpuRoute, 0, len(t.gpus))
+	for _, v := range t.gpus {
+		if p, ok := s.path(v); ok && v != src {
+			found = append(found, gpuRoute{v, p})
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.routes)+len(found) > maxCachedRoutes {
+		t.routes, t.routeMisses = nil, nil
+	}
+	for _, r := range found {
+		t.cacheRoute(routeKey(src, r.dst), r.p)
+	}
+	return t.cacheRoute(routeKey(src, dst), want), nil
 }
 
 // RouteRanks returns the route between the GPUs of two ranks.

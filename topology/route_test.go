@@ -359,3 +359,34 @@ func TestLeaf(t *testing.T) {
 		t.Fatal("a GPU of a ring is a leaf")
 	}
 }
+
+// TestRouteFromACachedSearchIsTheRouteFoundAlone: once a source has been
+// asked for a few routes, Route caches all its routes to GPUs from one
+// search to every node; every route, between any two nodes, switches
+// included, is still link for link the one a search for that destination
+// alone finds, on fabrics with ties, leaves and unequal links.
+func TestRouteFromACachedSearchIsTheRouteFoundAlone(t *testing.T) {
+	for _, spec := range []string{"ring:9", "torus:3x4", "torus:2x2x3", "mesh:5", "cluster:3x4", "cluster:2x4,rail=true",
+		"dgx-h100x2", "cluster:3x2,bw=80GB/s,nicbw=30GB/s,niclat=3us"} {
+		tp := mustParse(t, spec)
+		for src := range tp.Nodes {
+			for dst := range tp.Nodes {
+				got, err := tp.Route(src, dst)
+				if src == dst {
+					continue
+				}
+				want, err2 := tp.shortestRoute(src, dst, nil)
+				if (err == nil) != (err2 == nil) || fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s: %s -> %s: Route %v (%v), alone %v (%v)", spec, tp.Nodes[src].Name, tp.Nodes[dst].Name, hops(tp, src, got), err, hops(tp, src, want), err2)
+				}
+			}
+		}
+		searchedAll := false
+		for _, misses := range tp.routeMisses {
+			searchedAll = searchedAll || misses > searchAllAfter
+		}
+		if !searchedAll {
+			t.Errorf("%s: no source was searched to every node", spec)
+		}
+	}
+}

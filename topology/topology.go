@@ -178,6 +178,7 @@ type Topology struct {
 
 	mu          sync.Mutex
 	routes      map[uint64]Path      // lazily filled route cache, see Route
+	routeMisses map[int]int          // Route's cache misses, by source node
 	costs       map[int]*sourceCosts // PathCost's tables, by source rank
 	cachedCosts int                  // entries in costs' tables
 	shiftOnce   sync.Once
