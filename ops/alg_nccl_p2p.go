@@ -17,14 +17,15 @@ var ncclP2PPlans = map[Op]generator{
 func ncclP2PAllToAll(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	block := func(buf Buf, i int) Ref { return ref(buf, mod(i, p)*n, n) }
+	b.reserve(2*p - 1)
 	for r := range b.ranks() {
 		laneBuilder{b, 0}.copy(r, block(Out, r), block(In, r))
-		sent := make([]int, p)
+		sent := make([]int, p) // each receive's After is one of these
 		for k := 1; k < p; k++ {
 			sent[k] = b.add(r, Step{Kind: StepSend, Peer: mod(r+k, p), Src: block(In, r+k), Tag: uint32(k), Lane: k - 1})
 		}
 		for k := 1; k < p; k++ {
-			b.add(r, Step{Kind: StepRecv, Peer: mod(r-k, p), Dst: block(Out, r-k), Tag: uint32(k), Lane: k - 1, After: []int{sent[p-k]}})
+			b.add(r, Step{Kind: StepRecv, Peer: mod(r-k, p), Dst: block(Out, r-k), Tag: uint32(k), Lane: k - 1, After: sent[p-k : p-k+1 : p-k+1]})
 		}
 	}
 	return nil
