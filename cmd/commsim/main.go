@@ -134,17 +134,11 @@ func newHelpCmd() *cobra.Command {
 				if cmd == nil {
 					cmd = c.Root()
 				}
-				var names []string
-				for _, sub := range cmd.Commands() {
-					if sub.IsAvailableCommand() {
-						names = append(names, sub.Name())
-					}
-				}
 				unknown := strings.Join(args, " ")
 				if len(rest) > 0 {
 					unknown = rest[0]
 				}
-				return usagef("no help topic %q in %q%s", unknown, cmd.CommandPath(), didYouMean(unknown, names))
+				return usagef("no help topic %q in %q%s", unknown, cmd.CommandPath(), didYouMean(unknown, subcommandNames(cmd)))
 			}
 			return cmd.Help()
 		},
@@ -154,10 +148,8 @@ func newHelpCmd() *cobra.Command {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
 			var names []cobra.Completion
-			for _, sub := range cmd.Commands() {
-				if sub.IsAvailableCommand() {
-					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
-				}
+			for _, sub := range availableSubcommands(cmd) {
+				names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
@@ -188,18 +180,33 @@ func wrapArgs(c *cobra.Command) {
 			if !cmd.HasSubCommands() || len(args) == 0 {
 				return nil
 			}
-			var names []string
-			for _, sub := range cmd.Commands() {
-				if sub.IsAvailableCommand() {
-					names = append(names, sub.Name())
-				}
-			}
-			return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), didYouMean(args[0], names))
+			return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), didYouMean(args[0], subcommandNames(cmd)))
 		}
 	}
 	for _, sub := range c.Commands() {
 		wrapArgs(sub)
 	}
+}
+
+// availableSubcommands are c's subcommands a user may call (not hidden or
+// deprecated).
+func availableSubcommands(c *cobra.Command) []*cobra.Command {
+	var subs []*cobra.Command
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			subs = append(subs, sub)
+		}
+	}
+	return subs
+}
+
+// subcommandNames are the names of c's available subcommands.
+func subcommandNames(c *cobra.Command) []string {
+	var names []string
+	for _, sub := range availableSubcommands(c) {
+		names = append(names, sub.Name())
+	}
+	return names
 }
 
 // version is the module's version as the go command stamped it (a tag, or
