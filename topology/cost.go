@@ -11,6 +11,8 @@ import "math"
 // them; from a source asked for more, one search over the whole fabric
 // gives every GPU's route at once (costsFrom), the same routes Route
 // gives, for a cost that grows with the GPUs rather than with the pairs.
+// Where rotating the ranks maps the fabric onto itself, a rank's costs
+// come from its stand-in's search (cachedCost).
 func (t *Topology) PathCost(src, dst int) (alpha, beta float64, err error) {
 	if src >= 0 && src < len(t.gpus) && dst >= 0 && dst < len(t.gpus) && src != dst {
 		if c, ok := t.cachedCost(src, dst); ok {

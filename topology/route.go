@@ -98,7 +98,7 @@ func (t *Topology) cacheRoutesFrom(src, dst int) (Path, error) {
 	s := t.searchRoutes(src, -1, nil, false)
 	want, ok := s.path(dst)
 	if !ok {
-		return Path{}, newErr(ErrRoute, "route: no path from %s (node %d) to %s (node %d)", t.Nodes[src].Name, src, t.Nodes[dst].Name, dst)
+		return Path{}, t.noRoute(src, dst)
 	}
 	type gpuRoute struct {
 		dst int
@@ -190,9 +190,14 @@ func (t *Topology) RouteAvoiding(src, dst int, down func(link int) bool) (Path, 
 func (t *Topology) shortestRoute(src, dst int, down func(link int) bool) (Path, error) {
 	p, ok := t.searchRoutes(src, dst, down, false).path(dst)
 	if !ok {
-		return Path{}, newErr(ErrRoute, "route: no path from %s (node %d) to %s (node %d)", t.Nodes[src].Name, src, t.Nodes[dst].Name, dst)
+		return Path{}, t.noRoute(src, dst)
 	}
 	return p, nil
+}
+
+// noRoute is the error for nodes src and dst that no route joins.
+func (t *Topology) noRoute(src, dst int) error {
+	return newErr(ErrRoute, "route: no path from %s (node %d) to %s (node %d)", t.Nodes[src].Name, src, t.Nodes[dst].Name, dst)
 }
 
 // neighbours returns node v's adjacency in two parts, each sorted by node
