@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -99,4 +100,35 @@ func TestPathCostOnRotatedRanks(t *testing.T) {
 	if b02 == b13 {
 		t.Errorf("0 -> 2 and 1 -> 3 both cost β %v: the fabric no longer has the tie this test needs", b02)
 	}
+}
+
+// TestPathCostConcurrent: goroutines asking one fabric for its path costs
+// in different orders, while its tables and its stand-ins' are made, get
+// the costs one goroutine gets alone.
+func TestPathCostConcurrent(t *testing.T) {
+	const spec = "dgx-h100x4"
+	ref, err := Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ref.NumGPUs()
+	type cost struct{ alpha, beta float64 }
+	want := make([]cost, p*p)
+	for i := range want {
+		want[i].alpha, want[i].beta, _ = ref.PathCost(i/p, i%p)
+	}
+	topo, _ := Parse(spec)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for k := range p * p {
+				i := (k*7 + w*13) % (p * p)
+				if a, b, err := topo.PathCost(i/p, i%p); err != nil || (cost{a, b}) != want[i] {
+					t.Errorf("PathCost(%d, %d) = %v, %v, %v; want %v", i/p, i%p, a, b, err, want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
