@@ -358,39 +358,58 @@ type Candidate struct {
 //
 // Each candidate is bounded from below in one pass over its steps
 // (costBound), and costed in full only while its bound could still be
-// within the ties. The candidates are taken fewest steps first, and a
+// within the ties. The candidates are taken fewest steps first (as many
+// as rank 0's times the ranks), and are first bounded by rank 0's steps,
+// made alone, then made whole only if that bound is within the ties; a
 // bound stops reading as soon as it passes the cheapest full cost so far:
-// at thousands of ranks, ring and direct take millions of steps (and
-// direct a route for every pair) and seldom win. The choice is the one
-// every bound read whole would give: a plan within the ties of the
-// cheapest has its bound within them when it is read.
+// at thousands of ranks, ring and direct take millions of steps to make
+// (and direct a route for every pair) and seldom win. The choice is the
+// one every bound read whole would give: a plan within the ties of the
+// cheapest has its bounds within them when they are read.
 func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 	var cands []Candidate
-	var plans []*Plan
+	var firsts [][]Step // rank 0's steps, made alone, by candidate; nil if unknown
+	estimate := map[string]int{}
 	for _, name := range AlgorithmsFor(s.Op) {
 		if IsNCCL(name) {
 			continue
 		}
 		s.Algo = name
-		plan, err := Compile(s)
-		cands = append(cands, Candidate{Algo: name, Bound: true, Err: err})
-		plans = append(plans, plan)
+		n0, steps := rankZero(s)
+		cands, firsts = append(cands, Candidate{Algo: name, Bound: true}), append(firsts, steps)
+		estimate[name] = n0
 	}
-	order := make([]int, 0, len(cands))
-	for i, c := range cands {
-		if c.Err == nil {
-			order = append(order, i)
-		}
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(plans[a].NumSteps(), plans[b].NumSteps()) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(estimate[cands[a].Algo], estimate[cands[b].Algo]) })
+	plans := make([]*Plan, len(cands))
 	least := math.Inf(1)
 	for _, i := range order {
-		bound, err := costBound(plans[i], m, least*(1+tieTolerance))
-		cands[i].Cost, cands[i].Err = bound, err
-		if err != nil || bound > least*(1+tieTolerance) {
+		s.Algo = cands[i].Algo
+		enough := least * (1 + tieTolerance)
+		if firsts[i] != nil && !math.IsInf(least, 1) {
+			// Rank 0's steps alone bound the plan: one past the ties is
+			// never made whole (ring and direct take millions of steps to
+			// count at thousands of ranks).
+			if bound, err := rankBound(s, firsts[i], m); err == nil && bound > enough {
+				cands[i].Cost = bound
+				continue
+			}
+		}
+		plan, err := Compile(s)
+		if err != nil {
+			cands[i].Err = err
 			continue
 		}
-		cands[i].Cost, cands[i].Err = Cost(plans[i], m)
+		plans[i] = plan
+		bound, err := costBound(plan, m, enough)
+		cands[i].Cost, cands[i].Err = bound, err
+		if err != nil || bound > enough {
+			continue
+		}
+		cands[i].Cost, cands[i].Err = Cost(plan, m)
 		cands[i].Bound = false
 		if cands[i].Err == nil {
 			least = min(least, cands[i].Cost)
@@ -402,6 +421,47 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 		}
 	}
 	return nil, cands, fmt.Errorf("ops: auto: no algorithm can run %v", s)
+}
+
+// rankZero is rank 0's steps in s's plan, made alone, and how many there
+// are times the ranks: what the plan's size would be if every rank were
+// rank 0. steps is nil when rank 0 has too many to keep or s cannot be
+// made (Compile then says why).
+func rankZero(s Spec) (estimate int, steps []Step) {
+	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == s.Algo })
+	if s.Validate() != nil || i < 0 || algorithmTable[i].gens[s.Op] == nil {
+		return math.MaxInt, nil
+	}
+	in, out := s.BufferLens()
+	n0, steps, ok := rankAlone(s, algorithmTable[i].gens[s.Op], in, out, 0, maxMirroredSteps)
+	if !ok {
+		return math.MaxInt, nil
+	}
+	return n0 * s.Ranks, steps
+}
+
+// rankBound is costBound's bound read from rank 0's steps alone (the
+// time its busiest lane takes by itself), which bounds the plan's cost
+// from below as costBound's does, before the plan is made.
+func rankBound(s Spec, steps []Step, m CostModel) (float64, error) {
+	shape := &Plan{Spec: s, Lanes: 1}
+	c := &costRun{plan: shape, m: m, size: float64(s.DType.Size()), paths: make([]*[pathSlots]pathSlot, s.Ranks)}
+	var lanes []float64
+	for _, st := range steps {
+		took, err := c.own(0, &Operation{Kind: st.Kind, Peer: st.Peer, Src: st.Src, Dst: st.Dst, Lane: st.Lane})
+		if err != nil {
+			return 0, err
+		}
+		if st.Lane >= len(lanes) {
+			lanes = append(lanes, make([]float64, st.Lane+1-len(lanes))...)
+		}
+		lanes[st.Lane] += took
+	}
+	most := shape.Launch
+	for _, t := range lanes {
+		most = max(most, shape.Launch+t)
+	}
+	return most, nil
 }
 
 // costBound is a lower bound of Cost(plan, m), read in one pass and in
