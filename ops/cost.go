@@ -368,16 +368,14 @@ type Candidate struct {
 // cheapest has its bounds within them when they are read.
 func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 	var cands []Candidate
-	var firsts [][]Step // rank 0's steps, made alone, by candidate; nil if unknown
 	estimate := map[string]int{}
 	for _, name := range AlgorithmsFor(s.Op) {
 		if IsNCCL(name) {
 			continue
 		}
 		s.Algo = name
-		n0, steps := rankZero(s)
-		cands, firsts = append(cands, Candidate{Algo: name, Bound: true}), append(firsts, steps)
-		estimate[name] = n0
+		cands = append(cands, Candidate{Algo: name, Bound: true})
+		estimate[name], _ = rankZero(s)
 	}
 	order := make([]int, len(cands))
 	for i := range order {
@@ -389,13 +387,16 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 	for _, i := range order {
 		s.Algo = cands[i].Algo
 		enough := least * (1 + tieTolerance)
-		if firsts[i] != nil && !math.IsInf(least, 1) {
+		if !math.IsInf(least, 1) {
 			// Rank 0's steps alone bound the plan: one past the ties is
 			// never made whole (ring and direct take millions of steps to
-			// count at thousands of ranks).
-			if bound, err := rankBound(s, firsts[i], m); err == nil && bound > enough {
-				cands[i].Cost = bound
-				continue
+			// count at thousands of ranks). They are made again here, so
+			// that one candidate's are held at a time.
+			if _, first := rankZero(s); first != nil {
+				if bound, err := rankBound(s, first, m); err == nil && bound > enough {
+					cands[i].Cost = bound
+					continue
+				}
 			}
 		}
 		plan, err := Compile(s)
