@@ -368,20 +368,17 @@ type Candidate struct {
 // cheapest has its bounds within them when they are read.
 func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 	var cands []Candidate
-	estimate := map[string]int{}
+	var order, estimate []int
 	for _, name := range AlgorithmsFor(s.Op) {
 		if IsNCCL(name) {
 			continue
 		}
 		s.Algo = name
+		n, _ := rankZero(s)
+		order, estimate = append(order, len(cands)), append(estimate, n)
 		cands = append(cands, Candidate{Algo: name, Bound: true})
-		estimate[name], _ = rankZero(s)
 	}
-	order := make([]int, len(cands))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(estimate[cands[a].Algo], estimate[cands[b].Algo]) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(estimate[a], estimate[b]) })
 	plans := make([]*Plan, len(cands))
 	least := math.Inf(1)
 	for _, i := range order {
@@ -443,10 +440,10 @@ func rankZero(s Spec) (estimate int, steps []Step) {
 
 // rankBound is costBound's bound read from rank 0's steps alone (the
 // time its busiest lane takes by itself), which bounds the plan's cost
-// from below as costBound's does, before the plan is made.
+// from below as costBound's does, before the plan is made. commsim's own
+// plans, the only ones Select makes, have no launch latency.
 func rankBound(s Spec, steps []Step, m CostModel) (float64, error) {
-	shape := &Plan{Spec: s, Lanes: 1}
-	c := &costRun{plan: shape, m: m, size: float64(s.DType.Size()), paths: make([]*[pathSlots]pathSlot, s.Ranks)}
+	c := &costRun{plan: &Plan{Spec: s, Lanes: 1}, m: m, size: float64(s.DType.Size()), paths: make([]*[pathSlots]pathSlot, s.Ranks)}
 	var lanes []float64
 	for _, st := range steps {
 		took, err := c.own(0, &Operation{Kind: st.Kind, Peer: st.Peer, Src: st.Src, Dst: st.Dst, Lane: st.Lane})
@@ -458,11 +455,7 @@ func rankBound(s Spec, steps []Step, m CostModel) (float64, error) {
 		}
 		lanes[st.Lane] += took
 	}
-	most := shape.Launch
-	for _, t := range lanes {
-		most = max(most, shape.Launch+t)
-	}
-	return most, nil
+	return slices.Max(append(lanes, 0)), nil
 }
 
 // costBound is a lower bound of Cost(plan, m), read in one pass and in
