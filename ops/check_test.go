@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -285,16 +284,16 @@ func TestStreamedPlansEqualHeldPlans(t *testing.T) {
 // refused the plan.
 func TestRankAloneStopsPastEnough(t *testing.T) {
 	spec := Spec{Op: Broadcast, Algo: "nccl-ring", Ranks: 8, Count: 1 << 40, DType: hw.U8, Channels: 1, Chunk: 1}
-	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == spec.Algo })
+	alg, _ := algorithmNamed(spec.Algo)
 	in, out := spec.BufferLens()
-	n, steps, ok := rankAlone(spec, algorithmTable[i].gens[Broadcast], in, out, 0, 1000)
+	n, steps, ok := rankAlone(spec, alg.gens[Broadcast], in, out, 0, 1000)
 	if !ok || n <= 1000 || n > 1000+2*genBatch || steps != nil {
 		t.Errorf("rank 0 alone: %d steps (%d kept, ok %v), want a count stopped just past 1000 and none kept", n, len(steps), ok)
 	}
 	// A rank whose last batch takes it past enough has its whole count:
 	// the root's copy and 600 sends.
 	spec.Count = 600
-	n, _, ok = rankAlone(spec, algorithmTable[i].gens[Broadcast], in, out, 0, 590)
+	n, _, ok = rankAlone(spec, alg.gens[Broadcast], in, out, 0, 590)
 	if !ok || n != 601 {
 		t.Errorf("the root alone, 600 one-element chunks: %d steps (ok %v), want all 601 counted", n, ok)
 	}

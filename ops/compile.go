@@ -107,18 +107,23 @@ func AlgorithmsFor(op Op) []string {
 // and chunks (Spec.Channels, Spec.Chunk): package nccl's tuner picks among
 // those, Select (auto) among the others.
 func IsNCCL(name string) bool {
-	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == name })
-	return i >= 0 && algorithmTable[i].nccl
+	a, ok := algorithmNamed(name)
+	return ok && a.nccl
 }
 
 // AlgorithmDoc is the one-line description of an algorithm, or "".
 func AlgorithmDoc(name string) string {
-	for _, a := range algorithmTable {
-		if a.name == name {
-			return a.doc
-		}
+	a, _ := algorithmNamed(name)
+	return a.doc
+}
+
+// algorithmNamed is the algorithm of that name in algorithmTable.
+func algorithmNamed(name string) (algorithm, bool) {
+	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == name })
+	if i < 0 {
+		return algorithm{}, false
 	}
-	return ""
+	return algorithmTable[i], true
 }
 
 // Validate checks a spec without compiling it.
@@ -187,17 +192,17 @@ func compileAbove(s Spec, above int) (*Plan, error) {
 	if s.Algo == Native {
 		return compileNative(s)
 	}
-	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == s.Algo })
-	if i < 0 {
+	alg, ok := algorithmNamed(s.Algo)
+	if !ok {
 		return nil, fmt.Errorf("ops: unknown algorithm %q (want one of %s)", s.Algo, strings.Join(Algorithms(), ", "))
 	}
-	gen := algorithmTable[i].gens[s.Op]
+	gen := alg.gens[s.Op]
 	if gen == nil {
 		return nil, fmt.Errorf("ops: %w: algorithm %s has no %s (for %s use one of %s)",
 			ErrUnsupported, s.Algo, s.Op, s.Op, strings.Join(AlgorithmsFor(s.Op), ", "))
 	}
 	in, out := s.BufferLens()
-	if algorithmTable[i].held || heldSpec(s) {
+	if alg.held || heldSpec(s) {
 		if above < 0 {
 			return nil, fmt.Errorf("ops: %s/%s: %w: its lanes wait for each other's steps, so its plans are held, never streamed", s.Op, s.Algo, ErrUnsupported)
 		}

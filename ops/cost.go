@@ -426,12 +426,13 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 // rank 0. steps is nil when rank 0 has too many to keep or s cannot be
 // made (Compile then says why).
 func rankZero(s Spec) (estimate int, steps []Step) {
-	i := slices.IndexFunc(algorithmTable, func(a algorithm) bool { return a.name == s.Algo })
-	if s.Validate() != nil || i < 0 || algorithmTable[i].gens[s.Op] == nil {
+	alg, _ := algorithmNamed(s.Algo)
+	gen := alg.gens[s.Op]
+	if s.Validate() != nil || gen == nil {
 		return math.MaxInt, nil
 	}
 	in, out := s.BufferLens()
-	n0, steps, ok := rankAlone(s, algorithmTable[i].gens[s.Op], in, out, 0, maxMirroredSteps)
+	n0, steps, ok := rankAlone(s, gen, in, out, 0, maxMirroredSteps)
 	if !ok {
 		return math.MaxInt, nil
 	}
