@@ -360,14 +360,15 @@ func TestLeaf(t *testing.T) {
 	}
 }
 
-// TestRouteFromACachedSearchIsTheRouteFoundAlone: once a source has been
-// asked for a few routes, Route caches all its routes to GPUs from one
-// search to every node; every route, between any two nodes, switches
-// included, is still link for link the one a search for that destination
-// alone finds, on fabrics with ties, leaves and unequal links.
-func TestRouteFromACachedSearchIsTheRouteFoundAlone(t *testing.T) {
-	for _, spec := range []string{"ring:9", "torus:3x4", "torus:2x2x3", "mesh:5", "cluster:3x4", "cluster:2x4,rail=true",
-		"dgx-h100x2", "cluster:3x2,bw=80GB/s,nicbw=30GB/s,niclat=3us"} {
+// TestRouteIsTheRouteFoundAlone: every route Route gives, between any
+// two nodes, switches included, is link for link the one a search for
+// that destination alone finds, on fabrics with ties, leaves and unequal
+// links: between two leaves of one node (its shortcut), and once a source
+// has been asked for a few routes, when all its routes to GPUs come from
+// one search to every node.
+func TestRouteIsTheRouteFoundAlone(t *testing.T) {
+	for _, spec := range []string{"ring:9", "torus:3x4", "torus:2x2x3", "mesh:5", "switch:9,lat=3us", "dgx-h100", "cluster:2x4", "cluster:3x4",
+		"cluster:2x4,rail=true", "dgx-h100x2", "cluster:3x2,bw=80GB/s,nicbw=30GB/s,niclat=3us"} {
 		tp := mustParse(t, spec)
 		for src := range tp.Nodes {
 			for dst := range tp.Nodes {
@@ -376,7 +377,7 @@ func TestRouteFromACachedSearchIsTheRouteFoundAlone(t *testing.T) {
 				}
 				got, err := tp.Route(src, dst)
 				want, err2 := tp.shortestRoute(src, dst, nil)
-				if (err == nil) != (err2 == nil) || fmt.Sprint(got) != fmt.Sprint(want) {
+				if err != nil || err2 != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Errorf("%s: %s -> %s: Route %v (%v), alone %v (%v)", spec, tp.Nodes[src].Name, tp.Nodes[dst].Name, hops(tp, src, got), err, hops(tp, src, want), err2)
 				}
 			}
