@@ -42,6 +42,8 @@ func outputCases() [][]string {
 		{"topo"},
 		{"topo", "validate", "ring:4"},
 		{"topo", "export", "ring:4"},
+		{"topo", "presets"},
+		{"topo", "presets", "--format", "json"},
 		{"topo", "draw", "ring:4"},
 		{"devices"},
 	}

@@ -19,14 +19,15 @@ import (
 func newTopoCmd() *cobra.Command {
 	topo := &cobra.Command{
 		Use:   "topo",
-		Short: "Show, validate, export and draw topologies",
+		Short: "List presets; show, validate, export and draw topologies",
 		Example: `  commsim topo show dgx-h100
   commsim topo validate fabric.yaml
   commsim topo export torus:4x4,bw=50GB/s > torus.yaml
   commsim topo draw cluster:2x4 --out cluster.svg
-  commsim topo draw ring:8 --op allreduce --algo ring -e 64MiB --out ring.png`,
+  commsim topo draw ring:8 --op allreduce --algo ring -e 64MiB --out ring.png
+  commsim topo presets`,
 	}
-	topo.AddCommand(newTopoDrawCmd())
+	topo.AddCommand(newTopoDrawCmd(), newTopoPresetsCmd())
 	var showFormat string
 	var showLinks bool
 	show := &cobra.Command{

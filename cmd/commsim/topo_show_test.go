@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/commsim/commsim/topology"
 )
 
 func showJSON(t *testing.T, args ...string) topoSummary {
@@ -97,4 +99,42 @@ func TestTopoShowJSONKeysAreSnakeCase(t *testing.T) {
 		}
 	}
 	walk(doc, "$")
+}
+
+// topo presets lists every preset by the name --topo takes, with its
+// summary and sources, and each name (N filled in) builds a fabric.
+func TestTopoPresetsListsWhatTopoTakes(t *testing.T) {
+	status, table, errOut := commsim("topo", "presets")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	status, lines, errOut := commsim("topo", "presets", "--format", "json")
+	if status != 0 {
+		t.Fatalf("json: status %d: %s", status, errOut)
+	}
+	var listed []presetLine
+	for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
+		var p presetLine
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		listed = append(listed, p)
+	}
+	if len(listed) != len(topology.Presets()) {
+		t.Fatalf("%d presets listed, %d built in", len(listed), len(topology.Presets()))
+	}
+	for _, p := range listed {
+		if !strings.Contains(table, p.Name) || !strings.Contains(table, p.Summary) || len(p.Sources) == 0 {
+			t.Errorf("%s: missing from the table, or without sources: %+v", p.Name, p)
+		}
+		spec := strings.Replace(strings.Replace(p.Name, "xN", "x2", 1), ":N", ":2", 1)
+		if _, err := topology.Resolve(spec); err != nil {
+			t.Errorf("%s: the listed name does not build (%s): %v", p.Name, spec, err)
+		}
+	}
+	for _, bad := range [][]string{{"topo", "presets", "--format", "csv"}, {"topo", "presets", "dgx-h100"}} {
+		if status, _, errOut := commsim(bad...); status != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%q: status %d, %q; want a one-line usage error", bad, status, errOut)
+		}
+	}
 }
