@@ -343,14 +343,7 @@ func TestBenchSizesLikeNcclTests(t *testing.T) {
 		Count int64   `json:"count"`
 		Time  float64 `json:"time_us"`
 	}
-	var rows []row
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var r row
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		rows = append(rows, r)
-	}
+	rows := jsonLines[row](t, out)
 	// The count is a rank's elements, as nccl-tests prints it: 32 GiB of
 	// f32 over 8 ranks is 2^30 each, 2^33 in all.
 	if len(rows) != 2 || rows[0].Bytes != 16<<30 || rows[1].Bytes != 32<<30 || rows[1].Count != 32<<30/4/8 || !(rows[1].Time > rows[0].Time) {

@@ -19,6 +19,21 @@ func commsim(args ...string) (int, string, string) {
 	return status, out.String(), errOut.String()
 }
 
+// jsonLines decodes out, one JSON value of type T a line (--format json's
+// JSON Lines).
+func jsonLines[T any](t *testing.T, out string) []T {
+	t.Helper()
+	var values []T
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var v T
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		values = append(values, v)
+	}
+	return values
+}
+
 func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 	cases := [][]string{
 		{"topo", "show", "ring:0"},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,15 +19,7 @@ func benchRecords(t *testing.T, args ...string) ([]jsonRow, string) {
 	if status != 0 {
 		t.Fatalf("%q: status %d: %s", args, status, errOut)
 	}
-	var rows []jsonRow
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var r jsonRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		rows = append(rows, r)
-	}
-	return rows, errOut
+	return jsonLines[jsonRow](t, out), errOut
 }
 
 // TestNcclTestsFlagsMeanWhatCommsimsDo: nccl-tests' command line gives the

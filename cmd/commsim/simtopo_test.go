@@ -36,15 +36,7 @@ func simBenchJSON(t *testing.T, args ...string) []jsonRow {
 	if status != 0 {
 		t.Fatalf("bench %v: status %d: %s", args, status, errOut)
 	}
-	var rows []jsonRow
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var r jsonRow
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, r)
-	}
-	return rows
+	return jsonLines[jsonRow](t, out)
 }
 
 // --sim-topo puts, beside each measured size, the time the simulator gives

@@ -112,14 +112,7 @@ func TestTopoPresetsListsWhatTopoTakes(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("json: status %d: %s", status, errOut)
 	}
-	var listed []presetLine
-	for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
-		var p presetLine
-		if err := json.Unmarshal([]byte(line), &p); err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		listed = append(listed, p)
-	}
+	listed := jsonLines[presetLine](t, lines)
 	if len(listed) != len(topology.Presets()) {
 		t.Fatalf("%d presets listed, %d built in", len(listed), len(topology.Presets()))
 	}
