@@ -156,7 +156,7 @@ func (f *fitter) times(sa, sb float64) ([]float64, *topology.Topology, error) {
 		return nil, nil, err
 	}
 	f.evals++
-	out, err := Simulate(t, sim.Config{TimingOnly: true}, len(f.Plans), func(i int) (*ops.Plan, error) { return f.Plans[i], nil })
+	out, err := Simulate(t, sim.Config{TimingOnly: true}, len(f.Plans), func(i int) (*ops.Plan, error) { return f.Plans[i], nil }, nil)
 	if err != nil {
 		return nil, nil, err
 	}

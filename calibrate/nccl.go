@@ -400,7 +400,7 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 			out.launch[i], out.labels[i] = plan.Launch-tuner.TreeDip(f.Specs[i], c), nccl.Label(plan)
 		}
 		return plan, err
-	})
+	}, nil)
 	var se *SizeError
 	if errors.As(err, &se) {
 		se.Index = idx[se.Index] // into the problem's sizes

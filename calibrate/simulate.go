@@ -36,7 +36,9 @@ func (e *SizeError) Unwrap() error { return e.Err }
 // worker ran which plan, nor on what it ran before. On failure it
 // returns a *SizeError: the smallest failing size's, whichever worker
 // met it (every size is tried), so the report is the same on every run.
-func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (*ops.Plan, error)) ([]float64, error) {
+// done, when not nil, is called after each size, failed or not, on the
+// worker that ran it: a progress bar's step.
+func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (*ops.Plan, error), done func()) ([]float64, error) {
 	secs := make([]float64, n)
 	workers := max(1, min(runtime.GOMAXPROCS(0), n))
 	errs := make([]error, workers)
@@ -54,33 +56,43 @@ func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (
 					c.Close()
 				}
 			}()
-			for k := int(taken.Add(1)) - 1; k < n; k = int(taken.Add(1)) - 1 {
-				i := n - 1 - k
+			// run times size i, or records why it failed; false: no
+			// cluster could be made.
+			run := func(i int) bool {
 				if c == nil {
 					var err error
 					if c, err = sim.NewCluster(topo, cfg); err != nil {
 						errs[w], c = err, nil
-						return
+						return false
 					}
 					exec = simexec.NewExecutor(c)
 				}
 				pl, err := plan(i)
 				if err != nil {
 					sizeErrs[i] = &SizeError{i, true, err}
-					continue
+					return true
 				}
 				// Each size gets the whole horizon, whatever ran before it.
 				if err = c.Rewind(); err == nil {
 					var res verify.Result
 					if res, err = runner.Run(exec, c.World(), pl, nil, false); err == nil {
 						secs[i] = res.Seconds
-						continue
+						return true
 					}
 				}
 				// A cluster a run failed on is not trusted with the next.
 				sizeErrs[i] = &SizeError{i, false, err}
 				c.Close()
 				c = nil
+				return true
+			}
+			for k := int(taken.Add(1)) - 1; k < n; k = int(taken.Add(1)) - 1 {
+				if !run(n - 1 - k) {
+					return
+				}
+				if done != nil {
+					done()
+				}
 			}
 		})
 	}

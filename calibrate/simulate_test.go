@@ -26,7 +26,7 @@ func TestSimulateGivesEverySizeTheWholeHorizon(t *testing.T) {
 	counts := []int{512 << 10, 1 << 20}
 	secs, err := Simulate(topo, sim.Config{TimingOnly: true}, len(counts), func(i int) (*ops.Plan, error) {
 		return ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 8, Count: counts[i], DType: hw.F32, Redop: hw.Sum})
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,8 @@ func TestSimulateGivesEverySizeTheWholeHorizon(t *testing.T) {
 // and a failure does not stop the others, so the error is the smallest
 // failing size's (1: past the horizon) however the sizes were shared,
 // not the first met (3: no plan); and the cluster a run failed on is
-// replaced, so the size after it (0) still runs.
+// replaced, so the size after it (0) still runs. Each size, failed or
+// not, counts once as done.
 func TestSimulateReportsTheSmallestFailingSize(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	topo, err := topology.Parse("switch:8,bw=1B/s")
@@ -48,15 +49,19 @@ func TestSimulateReportsTheSmallestFailingSize(t *testing.T) {
 	}
 	counts := []int{1024, 4 << 20, 1024, -1}
 	var ran []int
+	done := 0
 	_, err = Simulate(topo, sim.Config{TimingOnly: true}, len(counts), func(i int) (*ops.Plan, error) {
 		ran = append(ran, i)
 		return ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 8, Count: counts[i], DType: hw.F32, Redop: hw.Sum})
-	})
+	}, func() { done++ })
 	var se *SizeError
 	if !errors.As(err, &se) || se.Index != 1 || se.Planning {
 		t.Fatalf("error %v, want size 1's run past the horizon", err)
 	}
 	if want := []int{3, 2, 1, 0}; !slices.Equal(ran, want) {
 		t.Errorf("planned %v, want %v: every size, the largest first", ran, want)
+	}
+	if done != len(counts) {
+		t.Errorf("%d sizes reported done, want %d", done, len(counts))
 	}
 }

@@ -52,6 +52,10 @@ type Config struct {
 	// tuner's) passes them here, and every name they know works. Sizes
 	// are planned on several goroutines at once.
 	Plan func(spec ops.Spec) (*ops.Plan, error)
+	// Progress, when not nil, is called once for each size simulated,
+	// from whichever goroutine simulated it: a large fabric's check can
+	// take minutes.
+	Progress func()
 }
 
 // Row is one size of a log, measured and predicted.
@@ -211,7 +215,7 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		specs = append(specs, spec)
 		rep.Rows = append(rep.Rows, Row{Bytes: s.Bytes, Line: s.Line, MeasuredUS: s.TimeUS})
 	}
-	secs, algos, err := predict(topo, specs, plan)
+	secs, algos, err := predict(topo, specs, plan, cfg.Progress)
 	if err != nil {
 		var se *calibrate.SizeError
 		if errors.As(err, &se) {
@@ -253,7 +257,7 @@ func defaultPlanner(topo *topology.Topology, algo string, o nccl.Options) (func(
 // predict times each spec's plan, out of place, on a timing-only cluster
 // of topo that mirrors symmetric plans, sharing the sizes among one
 // cluster per core (calibrate.Simulate), and names each plan.
-func predict(topo *topology.Topology, specs []ops.Spec, plan func(ops.Spec) (*ops.Plan, error)) ([]float64, []string, error) {
+func predict(topo *topology.Topology, specs []ops.Spec, plan func(ops.Spec) (*ops.Plan, error), progress func()) ([]float64, []string, error) {
 	algos := make([]string, len(specs))
 	secs, err := calibrate.Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(specs), func(i int) (*ops.Plan, error) {
 		pl, err := plan(specs[i])
@@ -261,6 +265,6 @@ func predict(topo *topology.Topology, specs []ops.Spec, plan func(ops.Spec) (*op
 			algos[i] = nccl.Label(pl)
 		}
 		return pl, err
-	})
+	}, progress)
 	return secs, algos, err
 }

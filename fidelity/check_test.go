@@ -43,7 +43,8 @@ const allGatherLog = "# Collective test starting: all_gather_perf\n" +
 
 // Check runs each size with nccl-tests' meaning of size, leaves size 0
 // out, and reports the errors, their medians by band and the largest.
-// The same check twice gives the same report.
+// The same check twice gives the same report, the second telling its
+// progress once a size.
 func TestCheckSmallLog(t *testing.T) {
 	lg, tp := parse(t, allGatherLog), topo(t, "switch:4,bw=10GB/s,lat=2us")
 	rep, err := Check(lg, tp, Config{Algo: "ring"})
@@ -68,9 +69,14 @@ func TestCheckSmallLog(t *testing.T) {
 	if rep.Max != max(math.Abs(rep.Rows[0].Error), math.Abs(rep.Rows[1].Error), math.Abs(rep.Rows[2].Error)) {
 		t.Errorf("max %v of %+v", rep.Max, rep.Rows)
 	}
-	again, err := Check(lg, tp, Config{Algo: "ring"})
+	var mu sync.Mutex // sizes are simulated on several goroutines
+	progress := 0
+	again, err := Check(lg, tp, Config{Algo: "ring", Progress: func() { mu.Lock(); progress++; mu.Unlock() }})
 	if err != nil || !reflect.DeepEqual(rep, again) {
 		t.Errorf("a second check differs: %v\n%+v\n%+v", err, rep, again)
+	}
+	if progress != len(rep.Rows) {
+		t.Errorf("progress reported %d sizes done, want the %d simulated", progress, len(rep.Rows))
 	}
 	auto, err := Check(lg, tp, Config{Algo: "auto"})
 	if err != nil || auto.Algo != "auto" || auto.Rows[0].Algo == "" || auto.Rows[0].Algo == "auto" {

@@ -38,7 +38,8 @@ nccl) and prints the measured and predicted out-of-place times and
 the error of each size, (predicted − measured)/measured, then the median and
 largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
 ≥ 16 MiB); --plot draws both sweeps. Nothing is fitted: calibrate fits,
-fidelity measures.
+fidelity measures. On a terminal, a bar on stderr counts the sizes
+simulated (a large fabric's log can take minutes).
 
 commsim ships published runs (package fidelity, nccl-logs/): given one of them
 (known by its content, whatever its name), --topo and --op default to the
@@ -168,7 +169,9 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 
 	// bench's planner: every algorithm bench knows, auto's choice included.
-	rep, err := fidelity.Check(lg, s.topo, fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan})
+	bar := newProgress(stderr, sizesToSimulate(lg, s.op))
+	rep, err := fidelity.Check(lg, s.topo, fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan, Progress: bar.step})
+	bar.done()
 	switch {
 	case errors.Is(err, fidelity.ErrMismatch):
 		return usageError{err}
@@ -195,6 +198,21 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 	fmt.Fprintf(stderr, "commsim: wrote %s\n", f.plot)
 	return nil
+}
+
+// sizesToSimulate counts the log's sizes that fidelity.Check simulates:
+// those above 0 bytes, of a collective that moves data.
+func sizesToSimulate(lg *calibrate.Log, op ops.Op) int {
+	if op == ops.Barrier {
+		return 0
+	}
+	n := 0
+	for _, s := range lg.Samples {
+		if s.Bytes > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // write prints the check in format.
