@@ -204,7 +204,7 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 	var specs []ops.Spec
 	for _, s := range lg.Samples {
 		spec, _ := verify.SpecForSize(base, s.Bytes)
-		if s.Bytes <= 0 || op == ops.Barrier {
+		if !simulated(s.Bytes, op) {
 			rep.Skipped++
 			continue
 		}
@@ -230,6 +230,22 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 	}
 	rep.Summary = Summarize(rep.Rows)
 	return rep, nil
+}
+
+// simulated says whether Check simulates a log's size of bytes of op: a
+// size above 0, of a collective that moves data.
+func simulated(bytes int64, op ops.Op) bool { return bytes > 0 && op != ops.Barrier }
+
+// SimulatedSizes is how many of lg's sizes Check simulates for op, and so
+// calls Config.Progress for.
+func SimulatedSizes(lg *calibrate.Log, op ops.Op) int {
+	n := 0
+	for _, s := range lg.Samples {
+		if simulated(s.Bytes, op) {
+			n++
+		}
+	}
+	return n
 }
 
 // defaultPlanner compiles a spec, picks the plan the cost model finds

@@ -75,8 +75,8 @@ func TestCheckSmallLog(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(rep, again) {
 		t.Errorf("a second check differs: %v\n%+v\n%+v", err, rep, again)
 	}
-	if progress != len(rep.Rows) {
-		t.Errorf("progress reported %d sizes done, want the %d simulated", progress, len(rep.Rows))
+	if progress != len(rep.Rows) || SimulatedSizes(lg, ops.AllGather) != len(rep.Rows) {
+		t.Errorf("progress reported %d sizes done and SimulatedSizes %d, want the %d simulated", progress, SimulatedSizes(lg, ops.AllGather), len(rep.Rows))
 	}
 	auto, err := Check(lg, tp, Config{Algo: "auto"})
 	if err != nil || auto.Algo != "auto" || auto.Rows[0].Algo == "" || auto.Rows[0].Algo == "auto" {

@@ -169,7 +169,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 
 	// bench's planner: every algorithm bench knows, auto's choice included.
-	bar := newProgress(stderr, sizesToSimulate(lg, s.op))
+	bar := newProgress(stderr, fidelity.SimulatedSizes(lg, s.op))
 	rep, err := fidelity.Check(lg, s.topo, fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan, Progress: bar.step})
 	bar.done()
 	switch {
@@ -198,21 +198,6 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 	fmt.Fprintf(stderr, "commsim: wrote %s\n", f.plot)
 	return nil
-}
-
-// sizesToSimulate counts the log's sizes that fidelity.Check simulates:
-// those above 0 bytes, of a collective that moves data.
-func sizesToSimulate(lg *calibrate.Log, op ops.Op) int {
-	if op == ops.Barrier {
-		return 0
-	}
-	n := 0
-	for _, s := range lg.Samples {
-		if s.Bytes > 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // write prints the check in format.
