@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -264,15 +263,11 @@ func TestBenchWithCalibratedMachine(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("bench --nccl-machine %s: status %d: %s", machine, status, errOut)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != len(rep.Sizes) {
-		t.Fatalf("bench gave %d sizes, calibrate %d", len(lines), len(rep.Sizes))
+	rows := jsonLines[jsonRow](t, out)
+	if len(rows) != len(rep.Sizes) {
+		t.Fatalf("bench gave %d sizes, calibrate %d", len(rows), len(rep.Sizes))
 	}
-	for i, line := range lines {
-		var row jsonRow
-		if err := json.Unmarshal([]byte(line), &row); err != nil {
-			t.Fatal(err)
-		}
+	for i, row := range rows {
 		z := rep.Sizes[i]
 		if row.Bytes != z.Bytes || row.Algo != z.Algo || !near(row.TimeUS, z.FittedUS, 1e-9) {
 			t.Errorf("%d B: bench %s %.4f µs, calibrate fitted %s %.4f µs", row.Bytes, row.Algo, row.TimeUS, z.Algo, z.FittedUS)
