@@ -139,6 +139,14 @@
 //	             blackwell, NVLS 482GB/s, cpu arm
 //	gb200-nvl72xN  N gb200-nvl72 racks as cluster:Nx72,rail=true (72 rails),
 //	             NDR nicbw=50GB/s, niclat=7us, pciebw=64GB/s, pcielat=0
+//	hgx-b300     8 B300 (Blackwell Ultra): hgx-b200's numbers, which NCCL
+//	             and the datasheets give it too
+//	dgx-b300xN   N DGX B300 nodes (hgx-b300 with cpu intel) as
+//	             cluster:Nx8,rail=true, ConnectX-8 nicbw=100GB/s, niclat=7us,
+//	             pciebw=128GB/s (PCIe Gen6), pcielat=0
+//	gb300-nvl72  72 B300 on one switch: gb200-nvl72's numbers
+//	gb300-nvl72xN  N gb300-nvl72 racks as cluster:Nx72,rail=true (72 rails),
+//	             ConnectX-8 nicbw=100GB/s, niclat=7us, pciebw=128GB/s, pcielat=0
 //	mac-tb5:N    ring of N Macs over Thunderbolt 5, 10GB/s, 10us, reduce 163GB/s
 //	h200-virtual:N  N virtual ranks on one H200 (the cuda backend's --placement
 //	             virtual): a switch standing for the HBM, 1/N of 1.075TB/s of

@@ -128,6 +128,16 @@ const (
 	// GPU to NIC on an A100: PCIe Gen4 x16 ≈ 32 GB/s per direction
 	// (REFERENCE); latency 0, folded into the network hop as for Gen5.
 	pcieGen4BW = 32e9
+	// XDR InfiniBand or ConnectX-8 at 800 Gb/s = 100 GB/s per direction,
+	// one per GPU on Blackwell Ultra systems (NVIDIA HGX AI Factory RA:
+	// "800 Gb/s bandwidth per GPU"; ConnectX-8 firmware release notes:
+	// "800Gb/s or XDR IB or 2 x 400GbE").
+	xdrBW = 800e9 / 8
+
+	// GPU to ConnectX-8: PCIe Gen6 x16 ≈ 128 GB/s per direction (64 GT/s
+	// × 16 lanes; NVIDIA's Grace Blackwell CX8 GPUDirect RDMA guide:
+	// "connected by a PCIe Gen6 x16 link"); latency 0 as for Gen5.
+	pcieGen6BW = 128e9
 )
 
 // In-network reduction of the NVSwitch (NVLS, NVLink SHARP), as
@@ -170,6 +180,20 @@ var (
 	srcGB200   = "GB200 NVL72: 72 B200 (arch Blackwell, SM100) and 36 Grace CPUs (Arm): 18 compute trays of 2 Grace + 4 B200, each with 4 single-port ConnectX-7 400G NICs for the cluster network: one NIC per GPU (NVIDIA DGX GB200 user guide, hardware): cpu arm"
 
 	srcB200HGXReduce = srcB200Reduce + "; assumes the HGX/DGX B200's GPU has the GB200's 8 TB/s (NVIDIA's own HGX B200 HBM figure was not found in the sources searched)"
+
+	// Blackwell Ultra (B300, GB300): NCCL treats compute capability 10.3
+	// as Blackwell (tuning.cc: minCompCap >= 100; topo.h: SM100_NVLINK_BW
+	// for every cc >= 100), so only the numbers below differ from B200's.
+	srcB300NVLink    = "B300 NVLink5: 18 links × 100 GB/s = 1.8 TB/s both directions = 900 GB/s per direction per GPU (NVIDIA NVLink page); HGX B300: eight GPUs, 14.4 TB/s total NVLink (NVIDIA HGX AI Factory RA, 2-8-9-800); GB300 NVL72: 9 NVSwitch trays, 130 TB/s over 72 GPUs (NVIDIA NVL72 AI Factory RA, components)"
+	srcB300Reduce    = srcReduce + "; B300 scaled by HBM 8/4.8 TB/s (GB300 NVL72: 20 TB of HBM at 576 TB/s over 72 GPUs, NVIDIA's GTC 2025 figures; H200 datasheet) = 2.39 TB/s, B200's"
+	srcB300HGXReduce = srcB300Reduce + "; assumes the HGX/DGX B300's GPU has the GB300's 8 TB/s"
+	srcNVLSB300      = srcNVLSB200 + "; B300 assumed the same (same NVLink5 switch generation), which NVIDIA/nccl#2140 bears out: 8× B300 NVLS all-reduce busbw 845 GB/s, algbw 483"
+	srcNVLSNVL72U    = srcNVLSB300 + "; no 72-GPU measurement is at hand: the 8-GPU figure is assumed for the NVL72 domain"
+	srcHGXB300       = "HGX B300: 8× B300 (Blackwell Ultra, compute capability 10.3, arch Blackwell to NCCL); an HGX server's host CPU is its maker's choice (NVIDIA HGX AI Factory RA), so cpu unknown"
+	srcDGXB300       = "DGX B300: 8× B300 (arch Blackwell to NCCL) on 2 NVLink5 switch chips (14.4 TB/s aggregate), host CPUs Intel Xeon 6776P, 8 OSFP ports serving 8 single-port ConnectX-8, one per GPU (NVIDIA DGX B300 specifications): cpu intel"
+	srcGB300         = "GB300 NVL72: 72 B300 (arch Blackwell to NCCL) and 36 Grace CPUs (Arm): 18 compute trays of 2 Grace + 4 GPUs, each with 4 ConnectX-8 for the cluster network, one per GPU (NVIDIA NVL72 AI Factory RA, components): cpu arm"
+	srcXDR           = "NIC: ConnectX-8 at 800 Gb/s (XDR InfiniBand) = 100 GB/s per direction, one per GPU on its rail (NVIDIA HGX AI Factory RA: 800 Gb/s per GPU; ConnectX-8 firmware release notes: 800Gb/s or XDR IB or 2 x 400GbE: on Ethernet, nicbw=800Gb/s,nicports=2)"
+	srcPCIeGen6      = "GPU-NIC: PCIe Gen6 x16 ≈ 128 GB/s per direction (64 GT/s × 16 lanes; NVIDIA Grace Blackwell CX8 GPUDirect RDMA guide: GPU and CX8 connected by a PCIe Gen6 x16 link; on HGX B300 the ConnectX-8's own Gen6 switch joins them, an assumption from secondary sources), latency 0 (folded into the network hop)"
 
 	srcHDR       = "NIC: HDR InfiniBand 200 Gb/s = 25 GB/s per direction, one per GPU (DGX A100 with 8×200 Gb/s IB, nccl#812; NVIDIA DGX SuperPOD H100 RA: DGX H100's 400 Gb/s ConnectX-7 is 2X the DGX A100's networking)"
 	srcNDRRail   = "NIC: NDR InfiniBand 400 Gb/s = 50 GB/s per direction, one per GPU on its rail (measured ≈46–48 GB/s, nccl-tests#290)"

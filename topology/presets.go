@@ -118,6 +118,18 @@ func presetTable() []presetDef {
 		multi("gb200-nvl72xN", "N GB200 NVL72 racks joined by InfiniBand: one 400 Gb/s NDR NIC per GPU, one rail per GPU position (72), leaf/spine", 72,
 			withNetwork(nvl72, ndrBW, pcieGen5BW, true),
 			srcB200NVLink, srcSwitchLatB200, srcB200Reduce, srcGB200, srcNVLSNVL72, srcNDRRail, srcNDRLat, srcPCIeGB200, srcRailAssumed),
+		// Blackwell Ultra: its GPUs are B200s to NCCL and to these numbers
+		// (preset_numbers.go); its network is ConnectX-8 at 800 Gb/s.
+		single("hgx-b300", "8× B300 (Blackwell Ultra) on NVLink5 switches, 900 GB/s per direction per GPU; NVLS 482 GB/s", 8, hgxB200,
+			srcB300NVLink, srcSwitchLatB200, srcB300HGXReduce, srcHGXB300, srcNVLSB300),
+		multi("dgx-b300xN", "N DGX B300 nodes, one 800 Gb/s ConnectX-8 per GPU (PCIe Gen6), rail-optimised leaf/spine", 8,
+			withNetwork(dgxB200, xdrBW, pcieGen6BW, true),
+			srcB300NVLink, srcSwitchLatB200, srcB300HGXReduce, srcDGXB300, srcNVLSB300, srcXDR, srcNDRLat, srcPCIeGen6, srcRailAssumed),
+		single("gb300-nvl72", "72× B300 in one NVLink5 Switch domain, 900 GB/s per direction per GPU; NVLS 482 GB/s; Grace (Arm) hosts", 72, nvl72,
+			srcB300NVLink, srcSwitchLatB200, srcB300Reduce, srcGB300, srcNVLSNVL72U),
+		multi("gb300-nvl72xN", "N GB300 NVL72 racks: one 800 Gb/s ConnectX-8 per GPU (PCIe Gen6), one rail per GPU position (72), leaf/spine", 72,
+			withNetwork(nvl72, xdrBW, pcieGen6BW, true),
+			srcB300NVLink, srcSwitchLatB200, srcB300Reduce, srcGB300, srcNVLSNVL72U, srcXDR, srcNDRLat, srcPCIeGen6, srcRailAssumed),
 		{Preset: Preset{"mac-tb5:N", "ring of N Macs (M4 Max) cabled with Thunderbolt 5, 10 GB/s per direction",
 			[]string{srcTB5, srcTCP, srcM4Reduce}},
 			fam:   family{"mac-tb5", plainKeys, mac, buildRing},

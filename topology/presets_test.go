@@ -27,6 +27,10 @@ func TestPresets(t *testing.T) {
 		{"dgx-b200x4", 32, 900e9, 818.125e-9, 2.39e12},
 		{"gb200-nvl72", 72, 900e9, 818.125e-9, 2.39e12},
 		{"gb200-nvl72x2", 144, 900e9, 818.125e-9, 2.39e12},
+		{"hgx-b300", 8, 900e9, 818.125e-9, 2.39e12},
+		{"dgx-b300x2", 16, 900e9, 818.125e-9, 2.39e12},
+		{"gb300-nvl72", 72, 900e9, 818.125e-9, 2.39e12},
+		{"gb300-nvl72x3", 216, 900e9, 818.125e-9, 2.39e12},
 		{"mac-tb5:1", 1, 0, 0, 163e9},
 		{"mac-tb5:2", 2, 10e9, 10e-6, 163e9},
 		{"mac-tb5:4", 4, 10e9, 10e-6, 163e9},
@@ -92,7 +96,7 @@ func TestPresetsKeepTheirLinks(t *testing.T) {
 func TestPresetList(t *testing.T) {
 	ps := Presets()
 	want := []string{"dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200", "dgx-h100xN", "dgx-a100xN", "hgx-h200xN", "dgx-b200xN",
-		"gb200-nvl72", "gb200-nvl72xN", "mac-tb5:N", "h200-virtual:N"}
+		"gb200-nvl72", "gb200-nvl72xN", "hgx-b300", "dgx-b300xN", "gb300-nvl72", "gb300-nvl72xN", "mac-tb5:N", "h200-virtual:N"}
 	if len(ps) != len(want) {
 		t.Fatalf("%d presets, want %d", len(ps), len(want))
 	}
@@ -201,7 +205,7 @@ func TestPresetFacts(t *testing.T) {
 		nvlinks int     // NVLinks per GPU: GPU-switch link BW / Arch.NVLinkRate
 		nvls    float64 // the GPUs' own switches' ReduceBW
 		nicbw   float64 // 0: no network
-		pciebw  float64 // GPU-NIC link: 64e9 PCIe Gen5 x16, 32e9 Gen4 x16
+		pciebw  float64 // GPU-NIC link: 128e9 PCIe Gen6 x16, 64e9 Gen5 x16, 32e9 Gen4 x16
 		rails   int     // leaf switches (rail<g>); 0: one flat netsw
 	}{
 		{"dgx-a100", Ampere, AMDCPU, 12, 0, 0, 0, 0},
@@ -216,6 +220,10 @@ func TestPresetFacts(t *testing.T) {
 		{"dgx-b200x4", Blackwell, IntelCPU, 18, 482e9, 50e9, 64e9, 8},
 		{"dgx-b200x2,rail=false", Blackwell, IntelCPU, 18, 482e9, 50e9, 64e9, 0},
 		{"gb200-nvl72x2", Blackwell, ARMCPU, 18, 482e9, 50e9, 64e9, 72},
+		{"hgx-b300", Blackwell, UnknownCPU, 18, 482e9, 0, 0, 0},
+		{"gb300-nvl72", Blackwell, ARMCPU, 18, 482e9, 0, 0, 0},
+		{"dgx-b300x2", Blackwell, IntelCPU, 18, 482e9, 100e9, 128e9, 8},
+		{"gb300-nvl72x2", Blackwell, ARMCPU, 18, 482e9, 100e9, 128e9, 72},
 	}
 	for _, tc := range tests {
 		tp := mustParse(t, tc.spec)
@@ -316,7 +324,8 @@ func TestPresetOverrides(t *testing.T) {
 func TestPresetOf(t *testing.T) {
 	for spec, want := range map[string]string{
 		"dgx-h100": "dgx-h100", "dgx-h100x4": "dgx-h100xN", "DGX-H100x4,rail=true": "dgx-h100xN", "gb200-nvl72": "gb200-nvl72",
-		"gb200-nvl72x2": "gb200-nvl72xN", "mac-tb5:4,lat=2us": "mac-tb5:N", "h200-virtual:2": "h200-virtual:N",
+		"gb200-nvl72x2": "gb200-nvl72xN", "dgx-b300x4": "dgx-b300xN", "gb300-nvl72x2": "gb300-nvl72xN", "hgx-b300": "hgx-b300",
+		"mac-tb5:4,lat=2us": "mac-tb5:N", "h200-virtual:2": "h200-virtual:N",
 		"switch:8": "", "ring:4": "", "fabric.yaml": "", "dgx-h100x": "",
 	} {
 		p, ok := PresetOf(spec)
