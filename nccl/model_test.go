@@ -44,6 +44,12 @@ func TestDescribeReadsWhatNCCLSees(t *testing.T) {
 			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 16, NICBW: 12.5, PCIeBW: 24}},
 		{"dgx-b200x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.IntelCPU,
 			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 50, PCIeBW: 48, NVLSCapable: true}},
+		// ConnectX-8 at 800 Gb/s behind PCIe Gen6 x16, which NCCL rates at
+		// 96 GB/s (topo.cc: 64 GT/s as 480 × 16 lanes / 80).
+		{"dgx-b300x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.IntelCPU,
+			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 100, PCIeBW: 96, NVLSCapable: true}},
+		{"gb300-nvl72x2,nicports=2", nccl.System{Ranks: 144, Nodes: 2, PerNode: 72, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.ARMCPU,
+			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 144, NICBW: 50, PCIeBW: 96, NVLSCapable: true}},
 	} {
 		got := describe(t, tc.topo)
 		if math.Abs(got.IntraBW-tc.want.IntraBW) < 1e-9 {
