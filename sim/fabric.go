@@ -415,9 +415,10 @@ func (fb *fabric) solve(links []*link, flows []*flow) {
 		l.remCap = l.capacity
 		l.unfixed = len(l.flows)
 		if l.unfixed > 0 && !math.IsInf(l.capacity, 1) {
-			h.push(shareItem{share: l.remCap / float64(l.unfixed), l: l})
+			h.items = append(h.items, shareItem{share: l.remCap / float64(l.unfixed), id: l.id, l: l})
 		}
 	}
+	h.init()
 	for len(h.items) > 0 {
 		it := h.pop()
 		l := it.l
@@ -430,7 +431,7 @@ func (fb *fabric) solve(links []*link, flows []*flow) {
 		}
 		if share != it.share {
 			// Charged since it was pushed; shares only grow, so re-queue.
-			h.push(shareItem{share: share, l: l})
+			h.push(shareItem{share: share, id: l.id, l: l})
 			continue
 		}
 		for _, f := range l.flows {
@@ -453,8 +454,11 @@ func (fb *fabric) solve(links []*link, flows []*flow) {
 	}
 }
 
+// shareItem is a link queued at its share; it carries the link's id so
+// that ordering the heap reads no link.
 type shareItem struct {
 	share float64
+	id    int
 	l     *link
 }
 
@@ -462,8 +466,16 @@ type shareItem struct {
 type shareHeap struct{ items []shareItem }
 
 func (h *shareHeap) less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
-	return a.share < b.share || (a.share == b.share && a.l.id < b.l.id)
+	a, b := &h.items[i], &h.items[j]
+	return a.share < b.share || (a.share == b.share && a.id < b.id)
+}
+
+// init orders items into a heap in linear time, where a push each would
+// take n log n.
+func (h *shareHeap) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 func (h *shareHeap) push(it shareItem) {
@@ -484,7 +496,13 @@ func (h *shareHeap) pop() shareItem {
 	n := len(h.items) - 1
 	h.items[0] = h.items[n]
 	h.items = h.items[:n]
-	i := 0
+	h.down(0)
+	return top
+}
+
+// down sifts item i down until no child orders before it.
+func (h *shareHeap) down(i int) {
+	n := len(h.items)
 	for {
 		l := 2*i + 1
 		if l >= n {
@@ -500,5 +518,4 @@ func (h *shareHeap) pop() shareItem {
 		h.items[i], h.items[m] = h.items[m], h.items[i]
 		i = m
 	}
-	return top
 }
