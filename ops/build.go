@@ -38,6 +38,9 @@ type builder struct {
 	emit func([]Step) bool
 	// laneCount is the most lanes a generator said it makes (madeLanes).
 	laneCount int
+	// keepLanes, when above 0, keeps lanes below it only (Refine): the
+	// others are not made, or dropped as they are added.
+	keepLanes int
 }
 
 type buildMode uint8
@@ -83,7 +86,7 @@ func (b *builder) lanes(n int) iter.Seq[int] {
 	b.madeLanes(n)
 	return func(yield func(int) bool) {
 		for l := range n {
-			if b.mode == modeStream && b.lane >= 0 && l != b.lane {
+			if b.mode == modeStream && b.lane >= 0 && l != b.lane || b.keepLanes > 0 && l >= b.keepLanes {
 				continue
 			}
 			if !yield(l) {
@@ -96,7 +99,12 @@ func (b *builder) lanes(n int) iter.Seq[int] {
 // madeLanes tells the builder that the generator makes n lanes, one
 // channel's after another's (lanes does): a hint for the room a rank's
 // steps will take (see add).
-func (b *builder) madeLanes(n int) { b.laneCount = max(b.laneCount, n) }
+func (b *builder) madeLanes(n int) {
+	if b.keepLanes > 0 {
+		n = min(n, b.keepLanes)
+	}
+	b.laneCount = max(b.laneCount, n)
+}
 
 // ranks is the ranks a generator builds: all of them, or the one streamed.
 func (b *builder) ranks() iter.Seq[int] {
@@ -117,6 +125,16 @@ func (b *builder) ranks() iter.Seq[int] {
 }
 
 func (b *builder) add(r int, s Step) int {
+	if b.keepLanes > 0 {
+		if s.Lane >= b.keepLanes {
+			return -1
+		}
+		for _, x := range s.After {
+			if x < 0 {
+				panic(badStep{fmt.Errorf("rank %d: step %v waits on a step of a lane not kept", r, s)})
+			}
+		}
+	}
 	if s.Lane+1 > b.p.Lanes {
 		b.p.Lanes = s.Lane + 1
 	}

@@ -346,3 +346,52 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 	}
 	return &k, perm, g / s, true
 }
+
+// Refine returns kept, a fold of p that keeps its first lanes
+// (FoldChannels, FoldRotation), made again at p's FineChunk: where p's
+// pieces were coarsened so that every lane fits in memory, the lanes a
+// folded run keeps fit at the chunk the algorithm asked for, or as near
+// it as half of MaxPlanSteps allows them. Each kept lane holds what it
+// would in the whole plan made at that chunk, since a generator makes
+// every lane from the spec alone. ok is false where p has no finer
+// chunk, or the lanes at it would not fit, wait on a lane not kept, or
+// send a message no kept lane receives.
+func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
+	if p.FineChunk <= 0 || p.FineChunk >= p.Chunk || kept == nil || kept.Steps == nil || kept.Lanes >= p.Lanes {
+		return nil, false
+	}
+	alg, ok := algorithmNamed(p.Algo)
+	if !ok || alg.gens[p.Op] == nil {
+		return nil, false
+	}
+	steps := 0
+	for _, s := range kept.Steps {
+		steps += len(s)
+	}
+	// A lane's steps grow with its passes, as Chunk over the chunk.
+	budget := int64(MaxPlanSteps / 2)
+	spec := p.Spec
+	spec.Chunk = max(p.FineChunk, int((int64(p.Chunk)*int64(steps)+budget-1)/budget))
+	if spec.Chunk >= p.Chunk {
+		return nil, false
+	}
+	in, out := spec.BufferLens()
+	b := newBuilder(spec, in, out)
+	b.keepLanes = kept.Lanes
+	if err := generate(alg.gens[p.Op], b); err != nil {
+		return nil, false
+	}
+	fine = b.p
+	fine.Spec.Channels, fine.Lanes = kept.Spec.Channels, kept.Lanes // its last lanes may have no steps
+	fine.Protocol, fine.Wire, fine.Launch = p.Protocol, p.Wire, p.Launch
+	sends := map[foldMessage]int{}
+	for r, steps := range fine.Steps {
+		for _, s := range steps {
+			countMessage(s, r, sends)
+		}
+	}
+	if !balanced(sends) {
+		return nil, false
+	}
+	return fine, true
+}

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -273,5 +274,61 @@ func TestKeepRankLanesRenumbersInterleavedLanes(t *testing.T) {
 				t.Errorf("%s: kept step %d is %v, want lane 0 after %v", tc.name, i, s, tc.want[i])
 			}
 		}
+	}
+}
+
+// Refine makes the lanes a fold keeps again at the plan's FineChunk: on
+// every rank, step for step, the first lanes of the plan made whole at
+// that chunk, a valid plan of those lanes; and refuses a plan with no
+// finer chunk, a kept part that is not its first lanes, and a generator
+// whose kept lanes would wait on one not kept.
+func TestRefineMakesTheKeptLanesAtTheFineChunk(t *testing.T) {
+	coarseSpec := foldSpec("nccl-tree", 16, 8, 16, 1<<12)
+	coarseSpec.Chunk = 64
+	coarse, err := Compile(coarseSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folded, _, ok := coarse.FoldChannels()
+	if !ok {
+		t.Fatal("no fold")
+	}
+	if _, ok := coarse.Refine(folded); ok {
+		t.Error("refined a plan with no FineChunk")
+	}
+	coarse.FineChunk = 4
+	fine, ok := coarse.Refine(folded)
+	if !ok {
+		t.Fatal("not refined")
+	}
+	whole, err := Compile(foldSpec("nccl-tree", 16, 8, 16, 1<<12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fine.Chunk != 4 || fine.Channels != folded.Channels || fine.Lanes != folded.Lanes {
+		t.Errorf("chunk %d, %d channels, %d lanes; want 4, %d, %d", fine.Chunk, fine.Channels, fine.Lanes, folded.Channels, folded.Lanes)
+	}
+	for r := range whole.Ranks {
+		want := slices.DeleteFunc(slices.Clone(whole.Steps[r]), func(s Step) bool { return s.Lane >= folded.Lanes })
+		if !slices.EqualFunc(fine.Steps[r], want, func(a, b Step) bool { return a.String() == b.String() }) {
+			t.Fatalf("rank %d: %d steps, want the whole plan's %d on lanes below %d", r, len(fine.Steps[r]), len(want), folded.Lanes)
+		}
+	}
+	if err := fine.validate(); err != nil {
+		t.Errorf("refined plan: %v", err)
+	}
+	if _, ok := coarse.Refine(coarse); ok {
+		t.Error("refined the whole plan as its own part")
+	}
+	// Lane 0 waits on lane 1, which a refined part of one lane drops.
+	b := newBuilder(Spec{Op: AllReduce, Ranks: 1, Count: 1, DType: hw.F32}, 1, 1)
+	b.keepLanes = 1
+	err = generate(func(b *builder) error {
+		a := b.add(0, Step{Kind: StepCopy, Src: ref(In, 0, 1), Dst: ref(Out, 0, 1), Lane: 1})
+		b.add(0, Step{Kind: StepCopy, Src: ref(In, 0, 1), Dst: ref(Out, 0, 1), Lane: 0, After: []int{a}})
+		return nil
+	}, b)
+	if !errors.Is(err, ErrBadPlan) {
+		t.Errorf("a kept lane waiting on one not kept: %v, want ErrBadPlan", err)
 	}
 }

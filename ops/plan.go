@@ -290,6 +290,11 @@ type Plan struct {
 	Protocol Protocol
 	Wire     *Wire
 	Launch   float64
+	// FineChunk is the Chunk the plan's algorithm asks for where a held
+	// plan's step budget made Spec.Chunk coarser (package nccl sets it;
+	// 0 where it did not): a run that keeps only some lanes may make
+	// those at this chunk (Refine).
+	FineChunk int
 
 	gen       generator // a streamed plan's algorithm
 	numSteps  int       // a streamed plan's step count
