@@ -85,3 +85,26 @@ func TestBuffSizeSetsTheSimpleStep(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanSaysWhereItsPiecesWereCoarsened: a tree held in memory makes
+// its pieces coarser than NCCL's where every lane would not fit at
+// NCCL's (128 ranks × 16 channels, 64 MiB), and says which chunk NCCL
+// uses (Plan.FineChunk), so that a folded run can make the lanes it
+// keeps at it; where they fit (16 MiB), FineChunk is 0.
+func TestPlanSaysWhereItsPiecesWereCoarsened(t *testing.T) {
+	tp := try(topology.Resolve("dgx-h100x16,rail=true"))(t)
+	tu := try(nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Protos: []ops.Protocol{ops.ProtoLL128}}))(t)
+	plan := func(bytes int) *ops.Plan {
+		p, _, err := tu.Plan(ops.Spec{Op: ops.AllReduce, Ranks: tp.NumGPUs(), Count: bytes / 4, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := plan(16 << 20); p.FineChunk != 0 {
+		t.Errorf("16 MiB: chunk %d, FineChunk %d; want 0: its lanes fit", p.Chunk, p.FineChunk)
+	}
+	if p := plan(64 << 20); p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.NumSteps() > ops.MaxPlanSteps/2 {
+		t.Errorf("64 MiB: chunk %d, FineChunk %d, %d steps; want a finer chunk than the plan's and at most %d steps", p.Chunk, p.FineChunk, p.NumSteps(), ops.MaxPlanSteps/2)
+	}
+}

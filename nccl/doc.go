@@ -51,9 +51,8 @@
 //     between the nodes, reduced up and broadcast down on lanes of their
 //     own, in pieces (NCCL's tree chunk tuning for Simple), coarser than
 //     NCCL's where a held plan's step budget would not hold that many
-//     passes (heldChunk): a deep tree at scale then fills later (on 1024
-//     GPUs, LL128 trees of 8-32 MiB run 9-28% slower than with ten times
-//     the budget; see the README). NCCL's model
+//     passes (heldChunk; ops.Plan.FineChunk then says NCCL's, and a
+//     folded run makes the lanes it keeps at it, ops.Plan.Refine). NCCL's model
 //     slows a tree all-reduce by a per-size factor on its bandwidth
 //     (NCCL measured its trees slower at middle sizes than its bandwidths
 //     say): the factor sways the choice, as it does NCCL's, and what it

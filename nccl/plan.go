@@ -111,7 +111,7 @@ func heldPasses(ranks, channels, stepsPerPass int) int64 {
 // a reduction, a send and a copy.
 const chainStepsPerPass = 4
 
-// treeChunk is the bytes a tree forwards at a time with protocol p: for
+// treeChunk is the bytes NCCL's tree forwards at a time with protocol p: for
 // Simple, NCCL's step, halved while a channel would make too few passes
 // for the tree's depth (below 8 × depth passes down to 128 KiB, 4 × down
 // to 64 KiB, 1 × down to 32 KiB: enqueue.cc's tree chunk tuning, which
@@ -130,7 +130,7 @@ func treeChunk(s System, spec ops.Spec, p int, o Options, share float64) int {
 			}
 		}
 	}
-	return int(heldChunk(spec, chunk, treeStepsPerPass))
+	return int(chunk)
 }
 
 // treeStepsPerPass bounds a rank's steps per pass of a tree channel: up,
@@ -162,15 +162,25 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if ok {
 		share = each / alone
 	}
+	// want is the bytes NCCL moves at a time, where a tree or chain
+	// forwards in pieces; held is as many as a plan held in memory has
+	// room for, when that is more.
+	var want, held int64
 	switch {
 	case c.Algo == Tree:
-		spec.Chunk = max(1, treeChunk(s, spec, p, o, share)/spec.DType.Size())
+		want = int64(treeChunk(s, spec, p, o, share))
+		held = heldChunk(spec, want, treeStepsPerPass)
 	case spec.Op == ops.Broadcast || spec.Op == ops.Reduce:
 		// A chain pipelines: a rank forwards chunk i while chunk i+1
 		// arrives. (Around a ring every rank is busy at every step, and
 		// NCCL's loops over chunks would only pay the per-step latency
 		// once per loop where NCCL's model pays it once per step.)
-		spec.Chunk = max(1, int(heldChunk(spec, int64(chainChunk(spec, p, o, share)), chainStepsPerPass))/spec.DType.Size())
+		want = int64(chainChunk(spec, p, o, share))
+		held = heldChunk(spec, want, chainStepsPerPass)
+	}
+	size := int64(spec.DType.Size())
+	if held > 0 {
+		spec.Chunk = int(max(1, held/size))
 	}
 	if s.Nodes > 1 && s.NodeMajor {
 		spec.NodeRanks = s.PerNode
@@ -180,6 +190,9 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		return nil, err
 	}
 	plan.Protocol = c.Protocol
+	if fine := int(max(1, want/size)); held > want && fine < spec.Chunk {
+		plan.FineChunk = fine // a folded run may make its lanes at it (ops.Plan.Refine)
+	}
 	plan.Wire, plan.Launch = wire(s, spec, c.Algo, p, o, each)
 	plan.Launch += treeDip(s, spec, c, p, o)
 	if c.Algo == PAT {
