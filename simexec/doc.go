@@ -110,4 +110,11 @@
 // bandwidth shared out. The driver does these where it cannot mirror,
 // under the same conditions; tests hold thinned, rotated and full runs
 // equal to the picosecond.
+//
+// A thinned or rotated run keeps a few of the plan's lanes, so it can
+// afford the pieces a plan held whole could not: where package nccl
+// coarsened a tree's pieces to hold every lane (ops.Plan.FineChunk), the
+// kept lanes are made again at NCCL's (ops.Plan.Refine), and take the
+// time, to the picosecond, of the plan made whole at them; a run of every
+// lane (Symmetry off) keeps the coarse pieces.
 package simexec

@@ -38,7 +38,8 @@ func (d *Driver) mayShortcut(w *hw.World, plan *ops.Plan) bool {
 // folded by the rotation too (ops.Plan.FoldRotation, sim.Cluster.Rotated),
 // or, where a rotation of every node's GPUs maps each rank's work onto
 // another's, the ranks that stand for all (ops.Plan.FoldRanks), under the
-// conditions a mirror has.
+// conditions a mirror has. Kept channels are made at NCCL's pieces where
+// the whole plan's were coarsened (ops.Plan.Refine).
 func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
 	if !d.mayShortcut(w, plan) {
 		return 0, false
@@ -47,13 +48,28 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 	if !dup {
 		folded, k = plan, 1
 	}
-	rotated := func(kept *ops.Plan, perm []int, order int) bool {
+	// refine makes the lanes a fold keeps again at NCCL's pieces, where
+	// the whole plan's were coarsened to fit in memory (ops.Plan.Refine).
+	refine := func(kept *ops.Plan) (*ops.Plan, bool) {
+		if fine, ok := plan.Refine(kept); ok {
+			return fine, true
+		}
+		return kept, false
+	}
+	rotated := func(kept *ops.Plan, perm []int, order int, refinable bool) bool {
 		rc, ok, err := d.c.Rotated(perm, order, k)
 		if err != nil || !ok {
 			return false
 		}
+		refined := false
+		if refinable {
+			kept, refined = refine(kept)
+		}
 		if seconds, ok = d.folded.time(rc, kept, plan.Ranks); ok {
 			d.rotatedRuns++
+			if refined {
+				d.refinedRuns++
+			}
 		}
 		return ok
 	}
@@ -62,13 +78,13 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 	// not map alike): its multiples may.
 	for s := 1; s < plan.NodeRanks; s++ {
 		for _, mirrored := range [2]bool{false, true} {
-			if kept, perm, order, ok := folded.FoldRotation(s, mirrored); ok && rotated(kept, perm, order) {
+			if kept, perm, order, ok := folded.FoldRotation(s, mirrored); ok && rotated(kept, perm, order, true) {
 				return seconds, true
 			}
 		}
 	}
 	for s := 1; s < plan.Ranks; s++ {
-		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, perm, order) {
+		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, perm, order, false) {
 			return seconds, true
 		}
 	}
@@ -79,8 +95,12 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 	if err != nil || !ok {
 		return 0, false
 	}
-	if seconds, ok = d.folded.time(tc, folded, plan.Ranks); ok {
+	run, refined := refine(folded)
+	if seconds, ok = d.folded.time(tc, run, plan.Ranks); ok {
 		d.thinnedRuns++
+		if refined {
+			d.refinedRuns++
+		}
 	}
 	return seconds, ok
 }
@@ -261,6 +281,10 @@ func (d *Driver) MirroredRuns() int { return d.mirroredRuns }
 // channels folded, on a thinned cluster, and RotatedRuns those it timed
 // with channels that are rotations of each other folded too.
 func (d *Driver) ThinnedRuns() int { return d.thinnedRuns }
+
+// RefinedRuns counts the thinned and rotated runs whose kept lanes were
+// made again at NCCL's pieces (ops.Plan.Refine).
+func (d *Driver) RefinedRuns() int { return d.refinedRuns }
 
 // RotatedRuns: see ThinnedRuns.
 func (d *Driver) RotatedRuns() int { return d.rotatedRuns }

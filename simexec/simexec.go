@@ -16,8 +16,8 @@ type Driver struct {
 	// mirror runs plans on the cluster's mirror, and folded on the
 	// clusters thinned or rotated for a plan's folded channels
 	// (timeFolded).
-	mirror, folded                         standIns
-	mirroredRuns, thinnedRuns, rotatedRuns int
+	mirror, folded                                      standIns
+	mirroredRuns, thinnedRuns, rotatedRuns, refinedRuns int
 	// workload is set on a driver made by Mirror: its cluster is a
 	// mirror, and every plan must keep the workload's promise.
 	workload *workload

@@ -152,3 +152,71 @@ func TestNCCLRingsMirrorByTwoNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestRefinedFoldsTakeTheFinePlansTime: where a plan's pieces were
+// coarsened to hold every lane in memory (Plan.FineChunk, as package nccl
+// sets it at scale), a folded run makes the lanes it keeps again at the
+// fine chunk, and takes, to the picosecond, the time of every rank and
+// channel running the plan made whole at that chunk, which the coarse
+// plan does not: NCCL's trees, rotated and thinned (coarser pieces fill
+// them later), and a tree with no Wire, thinned only (whose every
+// message pays the α that fewer pieces pay less often).
+func TestRefinedFoldsTakeTheFinePlansTime(t *testing.T) {
+	for _, tc := range []struct {
+		topo     string
+		tuned    bool // NCCL's tree of 16 channels, as its tuner plans it; else ops' own
+		rotated  int
+		coarsen  int
+		bytes    int
+		channels int
+	}{
+		{"dgx-h100x2", true, 1, 8, 16 << 20, 16},
+		{"dgx-h100x4,rail=true", true, 1, 4, 16 << 20, 16},
+		{"dgx-h100x2", false, 0, 8, 16 << 20, 16},
+	} {
+		topo, err := topology.Resolve(tc.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := ops.Spec{Op: ops.AllReduce, Ranks: topo.NumGPUs(), Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
+		var fine *ops.Plan
+		if tc.tuned {
+			tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Protos: []ops.Protocol{ops.ProtoLL128}, Channels: tc.channels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fine, _, err = tuner.Plan(spec); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			spec.Algo, spec.Channels, spec.NodeRanks, spec.Chunk = "nccl-tree", tc.channels, 8, 1<<14
+			if fine, err = ops.Compile(spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fine.FineChunk != 0 {
+			t.Fatalf("%s: FineChunk %d on a plan that fits", tc.topo, fine.FineChunk)
+		}
+		coarseSpec := fine.Spec
+		coarseSpec.Chunk *= tc.coarsen
+		coarse, err := ops.Compile(coarseSpec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coarse.Protocol, coarse.Wire, coarse.Launch, coarse.FineChunk = fine.Protocol, fine.Wire, fine.Launch, fine.Chunk
+		name := fmt.Sprintf("%s %s, chunk %d coarsened %dx", tc.topo, nccl.Label(fine), fine.Chunk, tc.coarsen)
+
+		whole, _ := runOn(t, topo, fine, false)
+		coarseWhole, _ := runOn(t, topo, coarse, false)
+		folded, d := runOn(t, topo, coarse, true)
+		if d.RefinedRuns() != 1 || d.RotatedRuns() != tc.rotated || d.ThinnedRuns()+d.RotatedRuns() != 1 {
+			t.Errorf("%s: %d refined, %d rotated, %d thinned runs; want 1, %d, %d", name, d.RefinedRuns(), d.RotatedRuns(), d.ThinnedRuns(), tc.rotated, 1-tc.rotated)
+		}
+		if folded != whole {
+			t.Errorf("%s: folded and refined %.15g s, the fine plan whole %.15g s", name, folded, whole)
+		}
+		if coarseWhole == whole {
+			t.Errorf("%s: the coarse plan whole takes the fine one's %.15g s", name, whole)
+		}
+	}
+}
