@@ -347,17 +347,18 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 	return &k, perm, g / s, true
 }
 
-// Refine returns kept, a fold of p that keeps its first lanes
-// (FoldChannels, FoldRotation), made again at p's FineChunk: where p's
+// Refine returns kept, p's first kept.Lanes lanes on every rank (as
+// FoldChannels and FoldRotation keep them), made again at p's FineChunk: where p's
 // pieces were coarsened so that every lane fits in memory, the lanes a
 // folded run keeps fit at the chunk the algorithm asked for, or as near
 // it as half of MaxPlanSteps allows them. Each kept lane holds what it
 // would in the whole plan made at that chunk, since a generator makes
 // every lane from the spec alone. ok is false where p has no finer
-// chunk, or the lanes at it would not fit, wait on a lane not kept, or
-// send a message no kept lane receives.
+// chunk, kept is not its first lanes, or the lanes at the finer chunk
+// would not fit, wait on a lane not kept, or send a message no kept lane
+// receives.
 func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
-	if p.FineChunk <= 0 || p.FineChunk >= p.Chunk || kept == nil || kept.Steps == nil || kept.Lanes >= p.Lanes {
+	if p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.Steps == nil || kept == nil || len(kept.Steps) != len(p.Steps) || kept.Lanes >= p.Lanes {
 		return nil, false
 	}
 	alg, ok := algorithmNamed(p.Algo)
@@ -365,8 +366,17 @@ func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
 		return nil, false
 	}
 	steps := 0
-	for _, s := range kept.Steps {
-		steps += len(s)
+	for r, ks := range kept.Steps {
+		n := 0
+		for _, s := range p.Steps[r] {
+			if s.Lane < kept.Lanes {
+				n++
+			}
+		}
+		if len(ks) != n {
+			return nil, false // not every rank's first lanes (FoldRanks drops ranks)
+		}
+		steps += n
 	}
 	// A lane's steps grow with its passes, as Chunk over the chunk.
 	budget := int64(MaxPlanSteps / 2)

@@ -280,8 +280,8 @@ func TestKeepRankLanesRenumbersInterleavedLanes(t *testing.T) {
 // Refine makes the lanes a fold keeps again at the plan's FineChunk: on
 // every rank, step for step, the first lanes of the plan made whole at
 // that chunk, a valid plan of those lanes; and refuses a plan with no
-// finer chunk, a kept part that is not its first lanes, and a generator
-// whose kept lanes would wait on one not kept.
+// finer chunk, a kept part that is not every rank's first lanes, and a
+// generator whose kept lanes would wait on one not kept.
 func TestRefineMakesTheKeptLanesAtTheFineChunk(t *testing.T) {
 	coarseSpec := foldSpec("nccl-tree", 16, 8, 16, 1<<12)
 	coarseSpec.Chunk = 64
@@ -319,6 +319,12 @@ func TestRefineMakesTheKeptLanesAtTheFineChunk(t *testing.T) {
 	}
 	if _, ok := coarse.Refine(coarse); ok {
 		t.Error("refined the whole plan as its own part")
+	}
+	dropped := *folded // a rank's steps dropped, as FoldRanks drops ranks
+	dropped.Steps = slices.Clone(folded.Steps)
+	dropped.Steps[1] = nil
+	if _, ok := coarse.Refine(&dropped); ok {
+		t.Error("refined a part that drops a rank")
 	}
 	// Lane 0 waits on lane 1, which a refined part of one lane drops.
 	b := newBuilder(Spec{Op: AllReduce, Ranks: 1, Count: 1, DType: hw.F32}, 1, 1)

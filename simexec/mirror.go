@@ -56,15 +56,12 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 		}
 		return kept, false
 	}
-	rotated := func(kept *ops.Plan, perm []int, order int, refinable bool) bool {
+	rotated := func(kept *ops.Plan, perm []int, order int) bool {
 		rc, ok, err := d.c.Rotated(perm, order, k)
 		if err != nil || !ok {
 			return false
 		}
-		refined := false
-		if refinable {
-			kept, refined = refine(kept)
-		}
+		kept, refined := refine(kept)
 		if seconds, ok = d.folded.time(rc, kept, plan.Ranks); ok {
 			d.rotatedRuns++
 			if refined {
@@ -78,13 +75,13 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 	// not map alike): its multiples may.
 	for s := 1; s < plan.NodeRanks; s++ {
 		for _, mirrored := range [2]bool{false, true} {
-			if kept, perm, order, ok := folded.FoldRotation(s, mirrored); ok && rotated(kept, perm, order, true) {
+			if kept, perm, order, ok := folded.FoldRotation(s, mirrored); ok && rotated(kept, perm, order) {
 				return seconds, true
 			}
 		}
 	}
 	for s := 1; s < plan.Ranks; s++ {
-		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, perm, order, false) {
+		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, perm, order) {
 			return seconds, true
 		}
 	}
