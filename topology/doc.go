@@ -41,7 +41,8 @@
 //	NIC speed          the NIC's link to its network switch (nicbw), shared
 //	                   by its ports
 //	PCIe generation    the GPU-NIC link (pciebw): 32GB/s is Gen4 x16, 64GB/s
-//	                   Gen5 x16 (REFERENCE.md's rates)
+//	                   Gen5 x16 (REFERENCE.md's rates), 128GB/s Gen6 x16
+//	                   (64 GT/s × 16 lanes: the B300 presets' ConnectX-8)
 //	rails              with rail=true, NIC g of every node is on leaf
 //	                   switch rail<g>, and the leaves on one spine
 //	SHARP (CollNet)    the network switches' ReduceBW > 0
