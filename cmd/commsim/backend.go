@@ -153,6 +153,15 @@ func (w *openedWorld) mirroredRuns() int {
 	return w.driver.MirroredRuns()
 }
 
+// refinedRuns counts the runs whose folded channels the simulator made
+// at NCCL's pieces (simexec's RefinedRuns).
+func (w *openedWorld) refinedRuns() int {
+	if w.driver == nil {
+		return 0
+	}
+	return w.driver.RefinedRuns()
+}
+
 // mirrorBlock is how many ranks the simulator would run for plan, standing
 // for all on its mirror, or 0 when it would run every rank.
 func (w *openedWorld) mirrorBlock(plan *ops.Plan) int {

@@ -330,6 +330,9 @@ type row struct {
 	// ncclChoice is, with --algo nccl, what NCCL itself would run where
 	// commsim cannot simulate it yet (algo says what ran instead).
 	ncclChoice string
+	// refined: the run's folded channels were made at NCCL's pieces,
+	// finer than a plan of every channel holds (ops.Plan.Refine).
+	refined bool
 }
 
 func newBenchCmd() *cobra.Command {

@@ -330,6 +330,21 @@ func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
 	}
 }
 
+// TestBenchNamesRefinedSizes: where a tree's pieces were coarsened to
+// hold every channel (128 ranks × 16 channels at 32 MiB) and its
+// channels fold, the run makes the ones it keeps at NCCL's pieces, and
+// the text names those sizes, since --symmetry=false (every channel, so
+// the coarser plan) takes another time there; at 16 MiB the plan fits.
+func TestBenchNamesRefinedSizes(t *testing.T) {
+	status, table, errOut := commsim("bench", "--topo", "dgx-h100x16,rail=true", "--algo", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	if !strings.Contains(table, "\n# 32MiB: the channels that stand for all were made at NCCL's pieces") {
+		t.Errorf("the table does not name 32MiB, and 32MiB alone, as refined:\n%s", table)
+	}
+}
+
 // TestBenchSizesLikeNcclTests: nccl-tests' usual top sizes, 16G and 32G,
 // run in timing-only mode with counts past 2^31 (every byte count exact in
 // the JSON), and data mode refuses them naming the bytes it would need.

@@ -181,12 +181,13 @@ func (s *sweep) measureSize(world *openedWorld, exec *ops.Executor, runner *veri
 		return row{}, 0, err
 	}
 	r := s.newRow(plan, moved)
-	before := world.mirroredRuns()
+	before, refined := world.mirroredRuns(), world.refinedRuns()
 	run, err := runner.Run(exec, world.World, plan, nil, false)
 	if err != nil {
 		return row{}, 0, fmt.Errorf("%s: %w", formatBytes(bytes), err)
 	}
 	r.outOfPlace = timed(run.Seconds, moved, plan.Op, plan.Ranks)
 	r.inPlace = r.outOfPlace
+	r.refined = world.refinedRuns() > refined
 	return r, 2 * (world.mirroredRuns() - before), nil
 }
