@@ -333,8 +333,9 @@ func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
 // TestBenchNamesRefinedSizes: where a tree's pieces were coarsened to
 // hold every channel (128 ranks × 16 channels at 32 MiB) and its
 // channels fold, the run makes the ones it keeps at NCCL's pieces, and
-// the text names those sizes, since --symmetry=false (every channel, so
-// the coarser plan) takes another time there; at 16 MiB the plan fits.
+// bench's and compare's text name those sizes, since --symmetry=false
+// (every channel, so the coarser plan) takes another time there; at 16
+// MiB the plan fits.
 func TestBenchNamesRefinedSizes(t *testing.T) {
 	status, table, errOut := commsim("bench", "--topo", "dgx-h100x16,rail=true", "--algo", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
 	if status != 0 {
@@ -342,6 +343,13 @@ func TestBenchNamesRefinedSizes(t *testing.T) {
 	}
 	if !strings.Contains(table, "\n# 32MiB: the channels that stand for all were made at NCCL's pieces") {
 		t.Errorf("the table does not name 32MiB, and 32MiB alone, as refined:\n%s", table)
+	}
+	status, table, errOut = commsim("compare", "--topo", "dgx-h100x16,rail=true", "--algos", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
+	if status != 0 {
+		t.Fatalf("compare: status %d: %s", status, errOut)
+	}
+	if !strings.Contains(table, "\n# 32MiB: the channels that stand for all were made at NCCL's pieces") {
+		t.Errorf("compare's table does not name 32MiB, and 32MiB alone, as refined:\n%s", table)
 	}
 }
 

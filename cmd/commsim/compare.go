@@ -37,11 +37,15 @@ type comparison struct {
 // cmpRow is one size of a comparison: the out-of-place result of every
 // algorithm, in the order of comparison.algos, and the index of the fastest.
 type cmpRow struct {
-	bytes int64
-	count int
-	res   []result
-	best  int
+	bytes   int64
+	count   int
+	res     []result
+	best    int
+	refined bool // some run's folded channels were made at NCCL's pieces
 }
+
+// cmpRowRefined is a compared size and whether a run of it was refined.
+func cmpRowRefined(r cmpRow) (int64, bool) { return r.bytes, r.refined }
 
 // crossover is a change of the fastest algorithm between two adjacent sizes.
 type crossover struct {
@@ -188,6 +192,7 @@ func (c *comparison) run(stdout, stderr io.Writer) error {
 		}
 	case "text":
 		writeMirrored(stdout, c.s.mirrored, len(rows)*len(c.algos))
+		writeRefined(stdout, refinedSizes(rows, cmpRowRefined))
 		c.writeVerdict(stdout, rows)
 	default:
 		notes = stderr
@@ -279,6 +284,7 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 	rows = make([]cmpRow, 0, len(c.s.sizes))
 	for _, bytes := range c.s.sizes {
 		var r cmpRow
+		refined := w.refinedRuns()
 		for i, algo := range c.algos {
 			s := *c.s
 			s.algo, s.nodeRanks = algo, c.nodeRanks[i]
@@ -301,6 +307,7 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 			}
 			bar.step()
 		}
+		r.refined = w.refinedRuns() > refined
 		rows = append(rows, r)
 		if err := emit(r); err != nil {
 			return rows, err
@@ -346,6 +353,7 @@ func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
 	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
 	writeMirrored(w, s.mirrored, len(rows)*len(c.algos))
+	writeRefined(w, refinedSizes(rows, cmpRowRefined))
 	header := []string{"size(B)", "count"}
 	for _, a := range c.algos {
 		header = append(header, a+" busbw(GB/s)", a+" time(us)")

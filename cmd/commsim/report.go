@@ -95,7 +95,7 @@ func (rep *benchReport) end() error {
 		return writeTable(rep.w, rep.s, rep.rows)
 	case "text":
 		writeMirrored(rep.w, rep.s.mirrored, 2*len(rep.rows))
-		writeRefined(rep.w, rep.rows)
+		writeRefined(rep.w, refinedSizes(rep.rows, rowRefined))
 		writeFooter(rep.w, rep.rows)
 		fmt.Fprintln(rep.w, "#")
 	}
@@ -315,16 +315,24 @@ func writeMirrored(w io.Writer, mirrored, runs int) {
 // writeRefined names the sizes whose folded channels were made at NCCL's
 // pieces, where --symmetry=false, holding every channel, runs coarser
 // ones: their times differ there.
-func writeRefined(w io.Writer, rows []row) {
-	var sizes []string
-	for _, r := range rows {
-		if r.refined {
-			sizes = append(sizes, formatBytes(r.bytes))
-		}
-	}
+func writeRefined(w io.Writer, sizes []string) {
 	if len(sizes) > 0 {
 		fmt.Fprintf(w, "# %s: the channels that stand for all were made at NCCL's pieces, finer than a plan of every channel can hold in memory; --symmetry=false runs that coarser plan there, and its times differ\n", strings.Join(sizes, ", "))
 	}
+}
+
+// rowRefined is a bench row's size and whether its run was refined.
+func rowRefined(r row) (int64, bool) { return r.bytes, r.refined }
+
+// refinedSizes lists the sizes of the rows that say they were refined.
+func refinedSizes[R any](rows []R, refined func(R) (int64, bool)) []string {
+	var sizes []string
+	for _, r := range rows {
+		if bytes, ok := refined(r); ok {
+			sizes = append(sizes, formatBytes(bytes))
+		}
+	}
+	return sizes
 }
 
 // writeTable is --format table: the sweep as a box table.
@@ -334,7 +342,7 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 	writeAlgoNote(w, s)
 	fmt.Fprint(w, benchTimesLine(s))
 	writeMirrored(w, s.mirrored, 2*len(rows))
-	writeRefined(w, rows)
+	writeRefined(w, refinedSizes(rows, rowRefined))
 	simHeader(w, rows)
 	header := append(append([]string{}, columns...), simColumns(rows)...)
 	header = append(header, "algo")
