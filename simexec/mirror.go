@@ -48,27 +48,25 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 	if !dup {
 		folded, k = plan, 1
 	}
-	// refine makes the lanes a fold keeps again at NCCL's pieces, where
-	// the whole plan's were coarsened to fit in memory (ops.Plan.Refine).
-	refine := func(kept *ops.Plan) (*ops.Plan, bool) {
-		if fine, ok := plan.Refine(kept); ok {
-			return fine, true
+	// timeOn times kept on c, made at NCCL's pieces where the whole
+	// plan's were coarsened to fit in memory (ops.Plan.Refine), and
+	// counts the run in runs.
+	timeOn := func(c *sim.Cluster, kept *ops.Plan, runs *int) bool {
+		fine, refined := plan.Refine(kept)
+		if refined {
+			kept = fine
 		}
-		return kept, false
-	}
-	rotated := func(kept *ops.Plan, perm []int, order int) bool {
-		rc, ok, err := d.c.Rotated(perm, order, k)
-		if err != nil || !ok {
-			return false
-		}
-		kept, refined := refine(kept)
-		if seconds, ok = d.folded.time(rc, kept, plan.Ranks); ok {
-			d.rotatedRuns++
+		if seconds, ok = d.folded.time(c, kept, plan.Ranks); ok {
+			*runs++
 			if refined {
 				d.refinedRuns++
 			}
 		}
 		return ok
+	}
+	rotated := func(kept *ops.Plan, perm []int, order int) bool {
+		rc, ok, err := d.c.Rotated(perm, order, k)
+		return err == nil && ok && timeOn(rc, kept, &d.rotatedRuns)
 	}
 	// The smallest rotation that maps the plan onto itself may not map
 	// the fabric (GPUs paired on a PCIe switch, nodes that a mirror does
@@ -92,13 +90,7 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 	if err != nil || !ok {
 		return 0, false
 	}
-	run, refined := refine(folded)
-	if seconds, ok = d.folded.time(tc, run, plan.Ranks); ok {
-		d.thinnedRuns++
-		if refined {
-			d.refinedRuns++
-		}
-	}
+	ok = timeOn(tc, folded, &d.thinnedRuns)
 	return seconds, ok
 }
 
