@@ -52,7 +52,8 @@
 //     own, in pieces (NCCL's tree chunk tuning for Simple), coarser than
 //     NCCL's where a held plan's step budget would not hold that many
 //     passes (heldChunk; ops.Plan.FineChunk then says NCCL's, and a
-//     folded run makes the lanes it keeps at it, ops.Plan.Refine). NCCL's model
+//     folded run makes the lanes it keeps at it, an unfolded one every lane
+//     as near it as memory allows, ops.Plan.Refine). NCCL's model
 //     slows a tree all-reduce by a per-size factor on its bandwidth
 //     (NCCL measured its trees slower at middle sizes than its bandwidths
 //     say): the factor sways the choice, as it does NCCL's, and what it

@@ -93,8 +93,10 @@ func chainChunk(spec ops.Spec, p int, o Options, share float64) int {
 // pieces, which fill a chain or a tree later than NCCL's would (by under
 // a thousandth of a chain's time on one node), where a broadcast of a
 // terabyte in 512 KiB steps was minutes of planning and one of 2^63
-// bytes hours. Plan records chunk as the plan's FineChunk then, and a
-// folded run makes the channels it keeps at it (ops.Plan.Refine).
+// bytes hours. Plan records chunk as the plan's FineChunk then: a folded
+// run makes the channels it keeps at it, and an unfolded one every channel
+// as near it as the plan's steps, counted one by one, allow
+// (ops.Plan.Refine).
 func heldChunk(spec ops.Spec, chunk int64, stepsPerPass int) int64 {
 	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
 	maxPasses := heldPasses(spec.Ranks, spec.Channels, stepsPerPass)

@@ -348,17 +348,19 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 }
 
 // Refine returns kept, p's first kept.Lanes lanes on every rank (as
-// FoldChannels and FoldRotation keep them), made again at p's FineChunk: where p's
-// pieces were coarsened so that every lane fits in memory, the lanes a
-// folded run keeps fit at the chunk the algorithm asked for, or as near
-// it as half of MaxPlanSteps allows them. Each kept lane holds what it
+// FoldChannels and FoldRotation keep them, or all of them: kept may be p),
+// made again at p's FineChunk: where p's pieces were coarsened so that
+// every lane fits in memory, the lanes a folded run keeps fit at the chunk
+// the algorithm asked for, or as near it as half of MaxPlanSteps allows
+// them, counting the steps they make at p's chunk (the generator's budget
+// counts a worst case, so even every lane may fit finer). Each kept lane holds what it
 // would in the whole plan made at that chunk, since a generator makes
 // every lane from the spec alone. ok is false where p has no finer
 // chunk, kept is not its first lanes, or the lanes at the finer chunk
 // would not fit, wait on a lane not kept, or send a message no kept lane
 // receives.
 func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
-	if p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.Steps == nil || kept == nil || len(kept.Steps) != len(p.Steps) || kept.Lanes >= p.Lanes {
+	if p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.Steps == nil || kept == nil || len(kept.Steps) != len(p.Steps) || kept.Lanes > p.Lanes {
 		return nil, false
 	}
 	alg, ok := algorithmNamed(p.Algo)

@@ -279,7 +279,8 @@ func TestKeepRankLanesRenumbersInterleavedLanes(t *testing.T) {
 
 // Refine makes the lanes a fold keeps again at the plan's FineChunk: on
 // every rank, step for step, the first lanes of the plan made whole at
-// that chunk, a valid plan of those lanes; and refuses a plan with no
+// that chunk, a valid plan of those lanes (all of them, where the part is
+// the whole plan); and refuses a plan with no
 // finer chunk, a kept part that is not every rank's first lanes, and a
 // generator whose kept lanes would wait on one not kept.
 func TestRefineMakesTheKeptLanesAtTheFineChunk(t *testing.T) {
@@ -317,8 +318,14 @@ func TestRefineMakesTheKeptLanesAtTheFineChunk(t *testing.T) {
 	if err := fine.validate(); err != nil {
 		t.Errorf("refined plan: %v", err)
 	}
-	if _, ok := coarse.Refine(coarse); ok {
-		t.Error("refined the whole plan as its own part")
+	all, ok := coarse.Refine(coarse)
+	if !ok {
+		t.Fatal("the whole plan as its own part: not refined")
+	}
+	for r := range whole.Ranks {
+		if !slices.EqualFunc(all.Steps[r], whole.Steps[r], func(a, b Step) bool { return a.String() == b.String() }) {
+			t.Fatalf("whole plan refined, rank %d: %d steps, want the plan made at the fine chunk's %d", r, len(all.Steps[r]), len(whole.Steps[r]))
+		}
 	}
 	dropped := *folded // a rank's steps dropped, as FoldRanks drops ranks
 	dropped.Steps = slices.Clone(folded.Steps)

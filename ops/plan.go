@@ -293,7 +293,8 @@ type Plan struct {
 	// FineChunk is the Chunk the plan's algorithm asks for where a held
 	// plan's step budget made Spec.Chunk coarser (package nccl sets it;
 	// 0 where it did not): a run that keeps only some lanes may make
-	// those at this chunk (Refine).
+	// those at this chunk, and one of every lane make them as near it as
+	// the budget allows by the plan's own count of steps (Refine).
 	FineChunk int
 
 	gen       generator // a streamed plan's algorithm

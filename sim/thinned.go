@@ -12,13 +12,15 @@ import (
 // switch's reduction bandwidth; latencies stay. A plan whose channels
 // come in k identical copies (ops.Plan.FoldChannels) runs one copy on it
 // in the time all k take here: each flow of the copy stands for k equal
-// flows, which share every link they cross k ways. It is made once per k
+// flows, which share every link they cross k ways. Thinned by 1 it is a
+// copy of the fabric, where a plan runs as it would here without touching
+// this cluster's clock or links. It is made once per k
 // and its clock set to the cluster's each time it is handed out; ok is
 // false where a mirror's would be (see Mirror: the cluster made with
 // Config.Symmetry, timing-only, untraced, unseeded, free of faults and
 // idle).
 func (c *Cluster) Thinned(k int) (thinned *Cluster, ok bool, err error) {
-	if k < 2 {
+	if k < 1 {
 		return nil, false, fmt.Errorf("sim: thinned: %w: divisor %d", hw.ErrBadArgument, k)
 	}
 	return c.folded(foldKey{k: k})

@@ -25,8 +25,9 @@ func sendTime(t *testing.T, c *sim.Cluster, n int) sim.Time {
 }
 
 // TestThinnedDividesEveryCapacity: on the cluster thinned by 4 a message
-// takes 4× as long on the wire and the same latency; it is made once per
-// divisor and handed out only where a mirror would be.
+// takes 4× as long on the wire and the same latency, and thinned by 1 as
+// long as on the cluster; it is made once per divisor and handed out only
+// where a mirror would be.
 func TestThinnedDividesEveryCapacity(t *testing.T) {
 	c := newCluster(t, "switch:2,bw=100GB/s,lat=1us", sim.Config{TimingOnly: true, Symmetry: true})
 	// 40 ns on the wire, 1 µs on each of the two links.
@@ -43,8 +44,15 @@ func TestThinnedDividesEveryCapacity(t *testing.T) {
 	if again, _, _ := c.Thinned(4); again != th {
 		t.Error("a second Thinned(4) made another cluster")
 	}
-	if _, _, err := c.Thinned(1); !errors.Is(err, hw.ErrBadArgument) {
-		t.Errorf("Thinned(1): %v, want ErrBadArgument", err)
+	same, okay, err := c.Thinned(1)
+	if err != nil || !okay {
+		t.Fatalf("Thinned(1): %v, %v", okay, err)
+	}
+	if got, want := sendTime(t, same, 1000), 2*sim.Microsecond+40*sim.Nanosecond; got != want {
+		t.Errorf("thinned by 1: %v, want the whole's %v", got, want)
+	}
+	if _, _, err := c.Thinned(0); !errors.Is(err, hw.ErrBadArgument) {
+		t.Errorf("Thinned(0): %v, want ErrBadArgument", err)
 	}
 	plain := newCluster(t, "switch:2", sim.Config{TimingOnly: true})
 	if _, okay, err := plain.Thinned(2); okay || err != nil {

@@ -115,6 +115,10 @@
 // afford the pieces a plan held whole could not: where package nccl
 // coarsened a tree's pieces to hold every lane (ops.Plan.FineChunk), the
 // kept lanes are made again at NCCL's (ops.Plan.Refine), and take the
-// time, to the picosecond, of the plan made whole at them; a run of every
-// lane (Symmetry off) keeps the coarse pieces.
+// time, to the picosecond, of the plan made whole at them. A plan that
+// neither mirrors nor folds (NCCL's 32 trees over two 64-GPU racks) is made
+// again whole, as fine as half of ops.MaxPlanSteps holds by its own count
+// of steps, where package nccl's worst-case count coarsened it (about
+// twice as fine), and run on a copy of the cluster under the same
+// conditions. With Symmetry off every lane runs the coarse pieces.
 package simexec

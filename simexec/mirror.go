@@ -16,7 +16,10 @@ import (
 func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
 	mc, block, ok := d.mirrorFor(w, plan)
 	if !ok {
-		return d.timeFolded(w, plan)
+		if seconds, ok = d.timeFolded(w, plan); ok {
+			return seconds, true
+		}
+		return d.timeRefined(w, plan)
 	}
 	if seconds, ok = d.mirror.time(mc, plan, block); ok {
 		d.mirroredRuns++
@@ -91,6 +94,31 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 		return 0, false
 	}
 	ok = timeOn(tc, folded, &d.thinnedRuns)
+	return seconds, ok
+}
+
+// timeRefined times a plan that neither mirrors nor folds, whose pieces
+// were coarsened to hold every lane (ops.Plan.FineChunk), by running every
+// rank of it made again as fine as memory allows (ops.Plan.Refine of the
+// whole plan), on a copy of the cluster (sim.Cluster.Thinned by 1) under
+// the conditions a mirror has, so a failed run leaves the cluster as it
+// was for the executor's run of the coarse plan.
+func (d *Driver) timeRefined(w *hw.World, plan *ops.Plan) (float64, bool) {
+	if plan.FineChunk <= 0 || !d.mayShortcut(w, plan) {
+		return 0, false
+	}
+	fine, ok := plan.Refine(plan)
+	if !ok {
+		return 0, false
+	}
+	c, ok, err := d.c.Thinned(1)
+	if err != nil || !ok {
+		return 0, false
+	}
+	seconds, ok := d.folded.time(c, fine, plan.Ranks)
+	if ok {
+		d.refinedRuns++
+	}
 	return seconds, ok
 }
 

@@ -156,23 +156,26 @@ func TestNCCLRingsMirrorByTwoNodes(t *testing.T) {
 // TestRefinedFoldsTakeTheFinePlansTime: where a plan's pieces were
 // coarsened to hold every lane in memory (Plan.FineChunk, as package nccl
 // sets it at scale), a folded run makes the lanes it keeps again at the
-// fine chunk, and takes, to the picosecond, the time of every rank and
-// channel running the plan made whole at that chunk, which the coarse
-// plan does not: NCCL's trees, rotated and thinned (coarser pieces fill
-// them later), and a tree with no Wire, thinned only (whose every
-// message pays the α that fewer pieces pay less often).
+// fine chunk, and a run that cannot fold makes every lane again, and
+// either takes, to the picosecond, the time of every rank and channel
+// running the plan made whole at that chunk, which the coarse plan does
+// not: NCCL's trees, rotated and thinned (coarser pieces fill them later),
+// and a tree with no Wire, thinned only or, of one channel, not folded
+// (whose every message pays the α that fewer pieces pay less often).
 func TestRefinedFoldsTakeTheFinePlansTime(t *testing.T) {
 	for _, tc := range []struct {
 		topo     string
 		tuned    bool // NCCL's tree of 16 channels, as its tuner plans it; else ops' own
+		folds    int  // runs thinned or rotated: 0 where the refined plan runs whole
 		rotated  int
 		coarsen  int
 		bytes    int
 		channels int
 	}{
-		{"dgx-h100x2", true, 1, 8, 16 << 20, 16},
-		{"dgx-h100x4,rail=true", true, 1, 4, 16 << 20, 16},
-		{"dgx-h100x2", false, 0, 8, 16 << 20, 16},
+		{"dgx-h100x2", true, 1, 1, 8, 16 << 20, 16},
+		{"dgx-h100x4,rail=true", true, 1, 1, 4, 16 << 20, 16},
+		{"dgx-h100x2", false, 1, 0, 8, 16 << 20, 16},
+		{"dgx-h100x2", false, 0, 0, 8, 4 << 20, 1}, // one channel: nothing folds
 	} {
 		topo, err := topology.Resolve(tc.topo)
 		if err != nil {
@@ -209,8 +212,8 @@ func TestRefinedFoldsTakeTheFinePlansTime(t *testing.T) {
 		whole, _ := runOn(t, topo, fine, false)
 		coarseWhole, _ := runOn(t, topo, coarse, false)
 		folded, d := runOn(t, topo, coarse, true)
-		if d.RefinedRuns() != 1 || d.RotatedRuns() != tc.rotated || d.ThinnedRuns()+d.RotatedRuns() != 1 {
-			t.Errorf("%s: %d refined, %d rotated, %d thinned runs; want 1, %d, %d", name, d.RefinedRuns(), d.RotatedRuns(), d.ThinnedRuns(), tc.rotated, 1-tc.rotated)
+		if d.RefinedRuns() != 1 || d.RotatedRuns() != tc.rotated || d.ThinnedRuns()+d.RotatedRuns() != tc.folds || d.MirroredRuns() != 0 {
+			t.Errorf("%s: %d refined, %d rotated, %d thinned, %d mirrored runs; want 1, %d, %d, 0", name, d.RefinedRuns(), d.RotatedRuns(), d.ThinnedRuns(), d.MirroredRuns(), tc.rotated, tc.folds-tc.rotated)
 		}
 		if folded != whole {
 			t.Errorf("%s: folded and refined %.15g s, the fine plan whole %.15g s", name, folded, whole)

@@ -153,8 +153,8 @@ func (w *openedWorld) mirroredRuns() int {
 	return w.driver.MirroredRuns()
 }
 
-// refinedRuns counts the runs whose folded channels the simulator made
-// at NCCL's pieces (simexec's RefinedRuns).
+// refinedRuns counts the runs the simulator made at finer pieces than
+// their plan held (simexec's RefinedRuns).
 func (w *openedWorld) refinedRuns() int {
 	if w.driver == nil {
 		return 0

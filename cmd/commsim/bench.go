@@ -330,8 +330,8 @@ type row struct {
 	// ncclChoice is, with --algo nccl, what NCCL itself would run where
 	// commsim cannot simulate it yet (algo says what ran instead).
 	ncclChoice string
-	// refined: the run's folded channels were made at NCCL's pieces,
-	// finer than a plan of every channel holds (ops.Plan.Refine).
+	// refined: the run's channels, folded or not, were made at finer
+	// pieces than its plan held (ops.Plan.Refine).
 	refined bool
 }
 

@@ -341,14 +341,14 @@ func TestBenchNamesRefinedSizes(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
-	if !strings.Contains(table, "\n# 32MiB: the channels that stand for all were made at NCCL's pieces") {
+	if !strings.Contains(table, "\n# 32MiB: simulated at finer pieces") {
 		t.Errorf("the table does not name 32MiB, and 32MiB alone, as refined:\n%s", table)
 	}
 	status, table, errOut = commsim("compare", "--topo", "dgx-h100x16,rail=true", "--algos", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
 	if status != 0 {
 		t.Fatalf("compare: status %d: %s", status, errOut)
 	}
-	if !strings.Contains(table, "\n# 32MiB: the channels that stand for all were made at NCCL's pieces") {
+	if !strings.Contains(table, "\n# 32MiB: simulated at finer pieces") {
 		t.Errorf("compare's table does not name 32MiB, and 32MiB alone, as refined:\n%s", table)
 	}
 }

@@ -41,7 +41,7 @@ type cmpRow struct {
 	count   int
 	res     []result
 	best    int
-	refined bool // some run's folded channels were made at NCCL's pieces
+	refined bool // some run was made at finer pieces than its plan held
 }
 
 // cmpRowRefined is a compared size and whether a run of it was refined.

@@ -312,12 +312,12 @@ func writeMirrored(w io.Writer, mirrored, runs int) {
 	}
 }
 
-// writeRefined names the sizes whose folded channels were made at NCCL's
-// pieces, where --symmetry=false, holding every channel, runs coarser
-// ones: their times differ there.
+// writeRefined names the sizes simulated at finer pieces than their plan
+// held (simexec's refined runs), where --symmetry=false runs the coarser
+// plan: their times differ there.
 func writeRefined(w io.Writer, sizes []string) {
 	if len(sizes) > 0 {
-		fmt.Fprintf(w, "# %s: the channels that stand for all were made at NCCL's pieces, finer than a plan of every channel can hold in memory; --symmetry=false runs that coarser plan there, and its times differ\n", strings.Join(sizes, ", "))
+		fmt.Fprintf(w, "# %s: simulated at finer pieces than a plan of every channel is first made at (the channels that stand for all at NCCL's; where none do, every channel as fine as memory allows); --symmetry=false runs that coarser plan there, and its times differ\n", strings.Join(sizes, ", "))
 	}
 }
 
