@@ -333,9 +333,9 @@ func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
 // TestBenchNamesRefinedSizes: where a tree's pieces were coarsened to
 // hold every channel (128 ranks × 16 channels at 32 MiB) and its
 // channels fold, the run makes the ones it keeps at NCCL's pieces, and
-// bench's and compare's text name those sizes, since --symmetry=false
-// (every channel, so the coarser plan) takes another time there; at 16
-// MiB the plan fits.
+// bench's and compare's text name those sizes, and their JSON and CSV
+// flag them, since --symmetry=false (every channel, so the coarser plan)
+// takes another time there; at 16 MiB the plan fits.
 func TestBenchNamesRefinedSizes(t *testing.T) {
 	status, table, errOut := commsim("bench", "--topo", "dgx-h100x16,rail=true", "--algo", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
 	if status != 0 {
@@ -350,6 +350,25 @@ func TestBenchNamesRefinedSizes(t *testing.T) {
 	}
 	if !strings.Contains(table, "\n# 32MiB: simulated at finer pieces") {
 		t.Errorf("compare's table does not name 32MiB, and 32MiB alone, as refined:\n%s", table)
+	}
+	type record struct {
+		Bytes   int64 `json:"bytes"`
+		Refined bool  `json:"refined"`
+	}
+	for _, cmd := range []string{"bench", "compare"} {
+		algo := map[string]string{"bench": "--algo", "compare": "--algos"}[cmd]
+		status, out, errOut := commsim(cmd, "--topo", "dgx-h100x16,rail=true", algo, "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only", "--format", "json")
+		if status != 0 {
+			t.Fatalf("%s json: status %d: %s", cmd, status, errOut)
+		}
+		if rs := jsonLines[record](t, out); len(rs) != 2 || rs[0].Refined || !rs[1].Refined {
+			t.Errorf("%s json: %+v, want 32 MiB alone refined", cmd, rs)
+		}
+		status, out, errOut = commsim(cmd, "--topo", "dgx-h100x16,rail=true", algo, "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only", "--format", "csv")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if status != 0 || len(lines) != 3 || !strings.HasSuffix(lines[0], ",refined") || !strings.HasSuffix(lines[1], ",false") || !strings.HasSuffix(lines[2], ",true") {
+			t.Errorf("%s csv: status %d, stderr %q, want 32 MiB alone refined:\n%s", cmd, status, errOut, out)
+		}
 	}
 }
 

@@ -37,15 +37,17 @@ type comparison struct {
 // cmpRow is one size of a comparison: the out-of-place result of every
 // algorithm, in the order of comparison.algos, and the index of the fastest.
 type cmpRow struct {
-	bytes   int64
-	count   int
-	res     []result
-	best    int
-	refined bool // some run was made at finer pieces than its plan held
+	bytes int64
+	count int
+	res   []result
+	best  int
+	// refined says, for each algorithm, whether its run was made at finer
+	// pieces than its plan held.
+	refined []bool
 }
 
 // cmpRowRefined is a compared size and whether a run of it was refined.
-func cmpRowRefined(r cmpRow) (int64, bool) { return r.bytes, r.refined }
+func cmpRowRefined(r cmpRow) (int64, bool) { return r.bytes, slices.Contains(r.refined, true) }
 
 // crossover is a change of the fastest algorithm between two adjacent sizes.
 type crossover struct {
@@ -284,7 +286,6 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 	rows = make([]cmpRow, 0, len(c.s.sizes))
 	for _, bytes := range c.s.sizes {
 		var r cmpRow
-		refined := w.refinedRuns()
 		for i, algo := range c.algos {
 			s := *c.s
 			s.algo, s.nodeRanks = algo, c.nodeRanks[i]
@@ -296,18 +297,19 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 			if err := s.rewind(w); err != nil {
 				return rows, err
 			}
+			refined := w.refinedRuns()
 			res, err := s.runOnce(w.World, exec, plan, false, moved)
 			if err != nil {
 				return rows, fmt.Errorf("%s at %s: %w", algo, formatBytes(bytes), err)
 			}
 			r.bytes, r.count = moved, int(moved)/s.dtype.Size()
 			r.res = append(r.res, res)
+			r.refined = append(r.refined, w.refinedRuns() > refined)
 			if res.timeUS < r.res[r.best].timeUS {
 				r.best = i
 			}
 			bar.step()
 		}
-		r.refined = w.refinedRuns() > refined
 		rows = append(rows, r)
 		if err := emit(r); err != nil {
 			return rows, err
@@ -404,6 +406,9 @@ func (c *comparison) writeVerdict(w io.Writer, rows []cmpRow) {
 type cmpRecord struct {
 	jsonRecord
 	Best bool `json:"best"`
+	// Refined: the run was made at finer pieces than its plan held, where
+	// --symmetry=false runs the plan as made (see writeRefined).
+	Refined bool `json:"refined,omitempty"`
 }
 
 // records flattens the rows into one record per size and algorithm.
@@ -417,7 +422,7 @@ func (c *comparison) records(rows []cmpRow) []cmpRecord {
 	for _, r := range rows {
 		for i, res := range r.res {
 			out = append(out, cmpRecord{jsonRecord{s.op.String(), c.algos[i], s.topoName, s.topo.NumGPUs(), s.dtype.String(), redop,
-				s.root, r.bytes, r.count, tidy(res.timeUS), tidy(res.algbw), tidy(res.busbw), wrongPtr(res.wrong)}, i == r.best})
+				s.root, r.bytes, r.count, tidy(res.timeUS), tidy(res.algbw), tidy(res.busbw), wrongPtr(res.wrong)}, i == r.best, r.refined[i]})
 		}
 	}
 	return out
@@ -433,8 +438,9 @@ func (c *comparison) writeJSON(w io.Writer, rows []cmpRow) error {
 	return nil
 }
 
-// cmpCSVColumns are compare's CSV columns: bench's, out of place, and best.
-var cmpCSVColumns = append(append([]string{}, csvColumns[:13]...), "best")
+// cmpCSVColumns are compare's CSV columns: bench's, out of place, best
+// and refined.
+var cmpCSVColumns = append(append([]string{}, csvColumns[:13]...), "best", "refined")
 
 // writeCSV writes rows of the CSV, without its header.
 func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
@@ -446,7 +452,7 @@ func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
 		}
 		out = append(out, []string{r.Op, r.Algo, r.Topology, strconv.Itoa(r.Ranks), r.DType, r.Redop,
 			strconv.Itoa(r.Root), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Count),
-			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best)})
+			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best), strconv.FormatBool(r.Refined)})
 	}
 	return writeCSVRows(w, out)
 }
