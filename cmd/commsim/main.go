@@ -25,7 +25,24 @@ import (
 
 func main() {
 	exitOnSignalWithoutPartialFiles()
+	softMemoryLimit(os.Getenv)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// defaultMemoryLimit is the Go heap's soft limit where GOMEMLIMIT sets
+// none. Without one the collector lets the heap grow to twice what is
+// live before it runs: two sizes of a sweep, each holding a plan of
+// millions of steps (128 GB200's unfolded trees), then peaked at 8.5 GB
+// where 6.0 GB does, in the same time, under the 8 GB that every
+// documented limit keeps to (README: Limits and their memory).
+const defaultMemoryLimit = 6 << 30
+
+// softMemoryLimit sets defaultMemoryLimit unless GOMEMLIMIT is set, which
+// the runtime has already read.
+func softMemoryLimit(getenv func(string) string) {
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 }
 
 // usageError marks bad input: the exit status is 2.

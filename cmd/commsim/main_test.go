@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -183,5 +184,22 @@ func TestDevicesListsEveryBackend(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("devices output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestSoftMemoryLimitLeavesGOMEMLIMITAlone: without GOMEMLIMIT the heap's
+// soft limit becomes defaultMemoryLimit; with it, the limit the runtime
+// read stays.
+func TestSoftMemoryLimitLeavesGOMEMLIMITAlone(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(before)
+	debug.SetMemoryLimit(1 << 40)
+	softMemoryLimit(func(string) string { return "3GiB" })
+	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
+		t.Errorf("with GOMEMLIMIT set: limit %d, want the runtime's %d", got, int64(1<<40))
+	}
+	softMemoryLimit(func(string) string { return "" })
+	if got := debug.SetMemoryLimit(-1); got != defaultMemoryLimit {
+		t.Errorf("without GOMEMLIMIT: limit %d, want %d", got, int64(defaultMemoryLimit))
 	}
 }
