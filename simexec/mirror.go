@@ -299,8 +299,9 @@ func (d *Driver) MirroredRuns() int { return d.mirroredRuns }
 // with channels that are rotations of each other folded too.
 func (d *Driver) ThinnedRuns() int { return d.thinnedRuns }
 
-// RefinedRuns counts the thinned and rotated runs whose kept lanes were
-// made again at NCCL's pieces (ops.Plan.Refine).
+// RefinedRuns counts the runs made again at finer pieces than their plan
+// held (ops.Plan.Refine): thinned and rotated runs whose kept lanes were
+// made at NCCL's, and unfolded plans made again whole (timeRefined).
 func (d *Driver) RefinedRuns() int { return d.refinedRuns }
 
 // RotatedRuns: see ThinnedRuns.
