@@ -203,6 +203,18 @@ func balanced(sends map[foldMessage]int) bool {
 	return true
 }
 
+// pairsUp reports whether every message of steps, a plan's rank by rank
+// (a rank left out has none), is both sent and received there.
+func pairsUp(steps [][]Step) bool {
+	sends := map[foldMessage]int{}
+	for r, rs := range steps {
+		for _, s := range rs {
+			countMessage(s, r, sends)
+		}
+	}
+	return balanced(sends)
+}
+
 // countMessage counts rank r's step s into sends: +1 for a send, −1 for
 // a receive, by direction and tag.
 func countMessage(s Step, r int, sends map[foldMessage]int) {
@@ -331,17 +343,12 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 	}
 	k := *p
 	k.Steps = make([][]Step, p.Ranks)
-	sends := map[foldMessage]int{}
 	for r, steps := range p.Steps {
-		if r%g >= s {
-			continue
-		}
-		k.Steps[r] = steps
-		for _, st := range steps {
-			countMessage(st, r, sends)
+		if r%g < s {
+			k.Steps[r] = steps
 		}
 	}
-	if !balanced(sends) {
+	if !pairsUp(k.Steps) {
 		return nil, nil, 0, false
 	}
 	return &k, perm, g / s, true
@@ -353,9 +360,9 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 // every lane fits in memory, the lanes a folded run keeps fit at the chunk
 // the algorithm asked for, or as near it as half of MaxPlanSteps allows
 // them, counting the steps they make at p's chunk (the generator's budget
-// counts a worst case, so even every lane may fit finer). Each kept lane holds what it
-// would in the whole plan made at that chunk, since a generator makes
-// every lane from the spec alone. ok is false where p has no finer
+// counts a worst case, so even every lane may fit finer). Each kept lane
+// holds what it would in the whole plan made at that chunk, since a
+// generator makes every lane from the spec alone. ok is false where p has no finer
 // chunk, kept is not its first lanes, or the lanes at the finer chunk
 // would not fit, wait on a lane not kept, or send a message no kept lane
 // receives.
@@ -396,13 +403,7 @@ func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
 	fine = b.p
 	fine.Spec.Channels, fine.Lanes = kept.Spec.Channels, kept.Lanes // its last lanes may have no steps
 	fine.Protocol, fine.Wire, fine.Launch = p.Protocol, p.Wire, p.Launch
-	sends := map[foldMessage]int{}
-	for r, steps := range fine.Steps {
-		for _, s := range steps {
-			countMessage(s, r, sends)
-		}
-	}
-	if !balanced(sends) {
+	if !pairsUp(fine.Steps) {
 		return nil, false
 	}
 	return fine, true
