@@ -104,10 +104,10 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 // the conditions a mirror has, so a failed run leaves the cluster as it
 // was for the executor's run of the coarse plan.
 func (d *Driver) timeRefined(w *hw.World, plan *ops.Plan) (float64, bool) {
-	if plan.FineChunk <= 0 || !d.mayShortcut(w, plan) {
+	if !d.mayShortcut(w, plan) {
 		return 0, false
 	}
-	fine, ok := plan.Refine(plan)
+	fine, ok := plan.Refine(plan) // false where plan has no FineChunk
 	if !ok {
 		return 0, false
 	}
