@@ -17,6 +17,12 @@ type link struct {
 	remCap  float64
 	unfixed int
 
+	// load sums the own rates (see flow.own) of the crossings that have
+	// one, counted in crossings: what the link would carry if every flow
+	// ran at its slowest link's speed, for fabric.settleLocally.
+	load      float64
+	crossings int
+
 	// carried counts bytes that crossed the link, for utilisation reports.
 	carried float64
 	// down marks a link taken out of service by a fault; its capacity is 0.
@@ -45,8 +51,9 @@ type flow struct {
 	remaining   float64
 	rate        float64 // bytes per picosecond
 	prevRate    float64
-	scheduled   bool // a finish event for the current rate is queued
-	updated     Time // when remaining was last brought up to date
+	own         float64 // the capacity of its slowest link, while active
+	scheduled   bool    // a finish event for the current rate is queued
+	updated     Time    // when remaining was last brought up to date
 	start       Time
 	gen         uint64
 	mark        uint64
@@ -89,6 +96,15 @@ type fabric struct {
 	compLinks []*link
 	compFlows []*flow
 	heap      shareHeap
+
+	// For settleLocally: how many links are tight, whether one was since
+	// the last settle, the flows that joined since, and whether a fault
+	// changed a capacity under flows (which the links' loads do not see).
+	tight     int
+	wasTight  bool
+	joined    []*flow
+	joinedGen []uint64
+	faulted   bool
 }
 
 // flowOwner is told when one of its flows finishes. An interface (rather
@@ -211,6 +227,12 @@ func (f *flow) fire(now Time, gen uint64) {
 			l.flows = append(l.flows, f)
 			fb.touch(l)
 		}
+		f.own = math.Inf(1)
+		for _, l := range f.links {
+			f.own = min(f.own, l.capacity)
+		}
+		fb.charge(f, 1)
+		fb.joined, fb.joinedGen = append(fb.joined, f), append(fb.joinedGen, f.gen)
 		fb.active++
 	case flowActive:
 		for _, l := range f.links {
@@ -248,6 +270,7 @@ func (fb *fabric) detach(f *flow) {
 		f.pos[i] = -1 // gone: no later crossing's search may match it
 		fb.touch(l)
 	}
+	fb.charge(f, -1)
 	fb.active--
 	f.state = flowLatency
 }
@@ -288,12 +311,53 @@ func (fb *fabric) touch(l *link) {
 	fb.dirty = append(fb.dirty, l)
 }
 
+// charge adds (sign 1) or takes away (-1) active flow f's own rate on its
+// links' loads, keeping count of the links that are tight.
+func (fb *fabric) charge(f *flow, sign int) {
+	if f.own == 0 || math.IsInf(f.own, 1) {
+		return // charges nothing, or crosses only unlimited links
+	}
+	for _, l := range f.links {
+		was := l.tight()
+		l.load += float64(sign) * f.own
+		l.crossings += sign
+		if l.crossings == 0 {
+			l.load = 0 // no rounding left over from the flows gone
+		}
+		if now := l.tight(); now != was {
+			if now {
+				fb.tight++
+				fb.wasTight = true
+			} else {
+				fb.tight--
+			}
+		}
+	}
+}
+
+// tight reports whether flows share l with too little room for each to
+// run at its own rate (see atOwnBottlenecks).
+func (l *link) tight() bool {
+	return l.crossings > 1 && l.capacity-l.load < l.capacity*roomMargin
+}
+
+// capacityChanged is told that a fault changed l's capacity; the loads
+// then no longer say what they did, and settle re-solves from then on.
+func (fb *fabric) capacityChanged(l *link) {
+	fb.faulted = true
+	fb.touch(l)
+}
+
 // settle re-solves rates for everything connected to links touched in this
 // instant and reschedules the flows whose rate changed.
 func (fb *fabric) settle(now Time) {
 	if len(fb.dirty) == 0 {
 		return
 	}
+	if fb.settleLocally(now) {
+		return
+	}
+	defer fb.settled()
 	fb.epoch++
 	ep := fb.epoch
 	for _, d := range fb.dirty {
@@ -329,6 +393,40 @@ func (fb *fabric) settle(now Time) {
 		fb.compLinks, fb.compFlows = links[:0], flows[:0]
 	}
 	fb.dirty = fb.dirty[:0]
+}
+
+// settleLocally settles the instant without solving, where no link was
+// tight since the last settle nor is now: every flow ran at its own rate
+// then (what atOwnBottlenecks finds) and does now, so only the flows that
+// joined take a rate, and the ones that left take nothing from anyone. It
+// is the same answer as solving, bit for bit, without visiting the
+// components, which a pipelined collective joins across its whole fabric.
+func (fb *fabric) settleLocally(now Time) bool {
+	if fb.tight > 0 || fb.wasTight || fb.faulted || fb.trace != nil {
+		return false
+	}
+	for i, f := range fb.joined {
+		if f.gen != fb.joinedGen[i] || f.state != flowActive || f.scheduled {
+			continue // gone again, or taken up since
+		}
+		fb.resolved++
+		f.prevRate, f.rate, f.fixed = f.rate, f.own, true
+		f.updated = now
+		f.gen++
+		f.scheduled = true
+		fb.at(after(now, drainTime(f.remaining, f.rate)), f)
+	}
+	fb.dirty = fb.dirty[:0]
+	fb.settled()
+	return true
+}
+
+// settled starts the next instant's record of what joined and whether a
+// link was tight.
+func (fb *fabric) settled() {
+	clear(fb.joined)
+	fb.joined, fb.joinedGen = fb.joined[:0], fb.joinedGen[:0]
+	fb.wasTight = fb.tight > 0
 }
 
 // resolve re-solves one component's rates and, for the flows whose rate
@@ -409,6 +507,14 @@ func (fb *fabric) solve(links []*link, flows []*flow) {
 		f.fixed = true
 		return
 	}
+	if atOwnBottlenecks(links, flows) {
+		return
+	}
+	fb.fill(links, flows)
+}
+
+// fill is solve's progressive filling, the general case.
+func (fb *fabric) fill(links []*link, flows []*flow) {
 	h := &fb.heap
 	h.items = h.items[:0]
 	for _, l := range links {
@@ -453,6 +559,48 @@ func (fb *fabric) solve(links []*link, flows []*flow) {
 		}
 	}
 }
+
+// atOwnBottlenecks gives every flow the capacity of its slowest link and
+// reports whether that is already the max-min fair answer: whether every
+// link carries at most one flow with a rate, or has room for all its flows
+// with a margin far above float rounding. Progressive filling would then
+// fix each flow on its slowest link, which it has alone, at exactly that
+// link's capacity: the same rates, bit for bit, without the heap. Most
+// components of a pipelined collective are so (97% of the solves of the
+// 128-GB200 log, where the heap took 40% of the run).
+func atOwnBottlenecks(links []*link, flows []*flow) bool {
+	for _, l := range links {
+		l.remCap = l.capacity
+		l.unfixed = 0 // here: the crossings with a rate
+	}
+	for _, f := range flows {
+		f.rate = math.Inf(1)
+		for _, l := range f.links {
+			f.rate = min(f.rate, l.capacity)
+		}
+		if f.rate == 0 || math.IsInf(f.rate, 1) {
+			continue // charges nothing, or crosses only unlimited links
+		}
+		for _, l := range f.links {
+			l.remCap -= f.rate
+			l.unfixed++
+		}
+	}
+	for _, l := range links {
+		if l.unfixed > 1 && l.remCap < l.capacity*roomMargin {
+			return false
+		}
+	}
+	for _, f := range flows {
+		f.fixed = true
+	}
+	return true
+}
+
+// roomMargin is the share of a link's capacity that atOwnBottlenecks
+// wants left over where flows share it: a million times the rounding of a
+// sum of a thousand rates.
+const roomMargin = 1e-7
 
 // shareItem is a link queued at its share; it carries the link's id so
 // that ordering the heap reads no link.

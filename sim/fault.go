@@ -339,7 +339,7 @@ func (c *Cluster) apply(f Fault, now Time) {
 			} else {
 				lk.down, lk.capacity = true, 0
 			}
-			c.fab.touch(lk)
+			c.fab.capacityChanged(lk)
 		}
 		if f.Kind == LinkDown {
 			if c.linkDown == nil {
@@ -359,7 +359,7 @@ func (c *Cluster) apply(f Fault, now Time) {
 	case SlowReduce:
 		d := c.devices[f.Rank]
 		d.reducer.capacity = perPicosecond(c.topo.Nodes[d.node].ReduceBW) * f.Factor
-		c.fab.touch(&d.reducer)
+		c.fab.capacityChanged(&d.reducer)
 	case SlowCompute:
 		c.devices[f.Rank].computeSpeed = f.Factor
 	case RankCrash:
