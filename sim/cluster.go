@@ -78,6 +78,7 @@ type Cluster struct {
 	freeOps    []*op
 	opSlab     []op // ops are carved from slabs: a plan enqueues millions at once
 	freeBoxes  []*mailbox
+	landings   []*landing     // delivered, for the next send with a Wire's latency
 	nodeIndex  map[string]int // node name -> index, built when a fault names a link
 	linkDown   []bool         // per topology link, once a link has gone down
 	faultLog   []string

@@ -110,7 +110,25 @@ type landing struct {
 	m    message
 }
 
-func (l *landing) fire(now Time, _ uint64) { l.from.c.deliver(l.from, &l.o, l.m, now) }
+// newLanding is a landing of o's message m from d, one delivered before
+// where there is one: every send with a Wire's latency makes one.
+func (c *Cluster) newLanding(from *Device, o *op, m message) *landing {
+	var l *landing
+	if n := len(c.landings); n > 0 {
+		l, c.landings = c.landings[n-1], c.landings[:n-1]
+	} else {
+		l = new(landing)
+	}
+	l.from, l.o, l.m = from, *o, m
+	return l
+}
+
+func (l *landing) fire(now Time, _ uint64) {
+	c := l.from.c
+	c.deliver(l.from, &l.o, l.m, now)
+	*l = landing{}
+	c.landings = append(c.landings, l)
+}
 
 // poison marks the mailbox of a send from d to peer with tag, skipped by
 // a failure, so that its receivers fail with err, and wakes those waiting.

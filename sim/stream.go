@@ -561,7 +561,7 @@ func (s *Stream) flowDone(now Time, o *op) {
 		room.back = o.land
 		m.held = room
 		if o.land > 0 {
-			c.eng.schedule(after(now, o.land), &landing{from: s.dev, o: *o, m: m}, 0)
+			c.eng.schedule(after(now, o.land), c.newLanding(s.dev, o, m), 0)
 		} else {
 			c.deliver(s.dev, o, m, now)
 		}
