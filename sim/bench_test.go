@@ -66,6 +66,41 @@ func BenchmarkSharedLink(b *testing.B) {
 	b.ReportMetric(float64(2*n*b.N)/b.Elapsed().Seconds(), "flow-events/s")
 }
 
+// BenchmarkChainedFlows runs n flows of different sizes, flow i over
+// links i and i+1 of a chain and a slower channel of its own, as the steps
+// of a pipelined collective cross its GPUs' links: one component joined
+// across the whole chain, where no link is tight. "local" settles each
+// start and end on the flow's own links (fabric.settleLocally), "solved"
+// re-solves the component, as every change did before: their ratio is
+// the gain in the same run.
+//
+//	go test -run X -bench ChainedFlows ./sim/
+func BenchmarkChainedFlows(b *testing.B) {
+	const n = 1024
+	for _, way := range []string{"local", "solved"} {
+		b.Run(way, func(b *testing.B) {
+			chain := make([]*link, n+1)
+			for i := range chain {
+				chain[i] = gbps(i, 900)
+			}
+			paths := make([][]*link, n)
+			for i := range paths {
+				paths[i] = []*link{chain[i], chain[i+1], gbps(n+1+i, 22.5)}
+			}
+			r := newFlowRig()
+			r.fab.faulted = way == "solved" // turns settleLocally off
+			b.ReportAllocs()
+			for range b.N {
+				for i := range n {
+					r.fab.start(paths[i], Microsecond, 1e6+float64(i), nil, nil)
+				}
+				r.run()
+			}
+			b.ReportMetric(float64(2*n*b.N)/b.Elapsed().Seconds(), "flow-events/s")
+		})
+	}
+}
+
 // BenchmarkRingSends measures the whole hw path: every rank of a ring sends
 // to its successor (disjoint links) through streams, sends and receives.
 func BenchmarkRingSends(b *testing.B) {
