@@ -19,9 +19,10 @@
 // are found by progressive filling and recomputed once per instant, only for
 // the flows connected (through shared links) to a flow that started or ended,
 // so flows that share nothing cost O(1) each and thousands of ranks stay
-// fast. Where no link is tight (every flow can run at the speed of its own
-// slowest link, as a pipelined collective's mostly can), an instant is
-// settled without visiting the flows connected to a change, with the same
+// fast. Where the flows that start or end cross only links that are not
+// tight (links with room for every flow on them to run at the speed of its
+// own slowest link, as a pipelined collective's mostly have), the instant
+// is settled without visiting the flows connected to them, with the same
 // rates bit for bit. Finish times are rounded to the nearest picosecond.
 //
 // A reduce or divide of s bytes runs on the device's reduction unit, a

@@ -97,14 +97,14 @@ type fabric struct {
 	compFlows []*flow
 	heap      shareHeap
 
-	// For settleLocally: how many links are tight, whether one was since
-	// the last settle, the flows that joined since, and whether a fault
-	// changed a capacity under flows (which the links' loads do not see).
-	tight     int
-	wasTight  bool
-	joined    []*flow
-	joinedGen []uint64
-	faulted   bool
+	// For settleLocally: whether a flow joined or left a link that was
+	// tight before or after since the last settle, the flows that joined
+	// since, and whether a fault changed a capacity under flows (which
+	// the links' loads do not see).
+	touchedTight bool
+	joined       []*flow
+	joinedGen    []uint64
+	faulted      bool
 }
 
 // flowOwner is told when one of its flows finishes. An interface (rather
@@ -312,25 +312,22 @@ func (fb *fabric) touch(l *link) {
 }
 
 // charge adds (sign 1) or takes away (-1) active flow f's own rate on its
-// links' loads, keeping count of the links that are tight.
+// links' loads, noting whether one of them was tight before or after.
 func (fb *fabric) charge(f *flow, sign int) {
 	if f.own == 0 || math.IsInf(f.own, 1) {
 		return // charges nothing, or crosses only unlimited links
 	}
 	for _, l := range f.links {
-		was := l.tight()
+		if l.tight() {
+			fb.touchedTight = true
+		}
 		l.load += float64(sign) * f.own
 		l.crossings += sign
 		if l.crossings == 0 {
 			l.load = 0 // no rounding left over from the flows gone
 		}
-		if now := l.tight(); now != was {
-			if now {
-				fb.tight++
-				fb.wasTight = true
-			} else {
-				fb.tight--
-			}
+		if l.tight() {
+			fb.touchedTight = true
 		}
 	}
 }
@@ -395,14 +392,17 @@ func (fb *fabric) settle(now Time) {
 	fb.dirty = fb.dirty[:0]
 }
 
-// settleLocally settles the instant without solving, where no link was
-// tight since the last settle nor is now: every flow ran at its own rate
-// then (what atOwnBottlenecks finds) and does now, so only the flows that
-// joined take a rate, and the ones that left take nothing from anyone. It
-// is the same answer as solving, bit for bit, without visiting the
-// components, which a pipelined collective joins across its whole fabric.
+// settleLocally settles the instant without solving, where every flow
+// that joined or left since the last settle crossed only links that were
+// not tight, before or after. Such a link carries less than its capacity
+// even were every flow on it at its own rate (its slowest link's), so no
+// flow's rate is limited there: a flow leaving it takes nothing from
+// anyone, and a flow joining it runs at its own rate and takes nothing
+// from anyone either. Progressive filling would find the same, bit for
+// bit (a link that is not tight never sets a rate), but it visits the
+// whole component, which a pipelined collective joins across its fabric.
 func (fb *fabric) settleLocally(now Time) bool {
-	if fb.tight > 0 || fb.wasTight || fb.faulted || fb.trace != nil {
+	if fb.touchedTight || fb.faulted || fb.trace != nil {
 		return false
 	}
 	for i, f := range fb.joined {
@@ -422,11 +422,11 @@ func (fb *fabric) settleLocally(now Time) bool {
 }
 
 // settled starts the next instant's record of what joined and whether a
-// link was tight.
+// tight link was touched.
 func (fb *fabric) settled() {
 	clear(fb.joined)
 	fb.joined, fb.joinedGen = fb.joined[:0], fb.joinedGen[:0]
-	fb.wasTight = fb.tight > 0
+	fb.touchedTight = false
 }
 
 // resolve re-solves one component's rates and, for the flows whose rate
