@@ -227,10 +227,7 @@ func (f *flow) fire(now Time, gen uint64) {
 			l.flows = append(l.flows, f)
 			fb.touch(l)
 		}
-		f.own = math.Inf(1)
-		for _, l := range f.links {
-			f.own = min(f.own, l.capacity)
-		}
+		f.own = slowest(f.links)
 		fb.charge(f, 1)
 		fb.joined, fb.joinedGen = append(fb.joined, f), append(fb.joinedGen, f.gen)
 		fb.active++
@@ -497,16 +494,6 @@ const halfNoise = 1e-12
 // flows at that share and charge them to their other links. Ties go to the
 // lower link id, so the result never depends on map or heap order.
 func (fb *fabric) solve(links []*link, flows []*flow) {
-	if len(flows) == 1 && !flows[0].repeats {
-		// Alone on its links: the slowest one sets the rate.
-		f := flows[0]
-		f.rate = math.Inf(1)
-		for _, l := range f.links {
-			f.rate = min(f.rate, l.capacity)
-		}
-		f.fixed = true
-		return
-	}
 	if atOwnBottlenecks(links, flows) {
 		return
 	}
@@ -574,10 +561,7 @@ func atOwnBottlenecks(links []*link, flows []*flow) bool {
 		l.unfixed = 0 // here: the crossings with a rate
 	}
 	for _, f := range flows {
-		f.rate = math.Inf(1)
-		for _, l := range f.links {
-			f.rate = min(f.rate, l.capacity)
-		}
+		f.rate = slowest(f.links)
 		if f.rate == 0 || math.IsInf(f.rate, 1) {
 			continue // charges nothing, or crosses only unlimited links
 		}
@@ -595,6 +579,15 @@ func atOwnBottlenecks(links []*link, flows []*flow) bool {
 		f.fixed = true
 	}
 	return true
+}
+
+// slowest is the capacity of the slowest of links: +Inf where none limits.
+func slowest(links []*link) float64 {
+	c := math.Inf(1)
+	for _, l := range links {
+		c = min(c, l.capacity)
+	}
+	return c
 }
 
 // roomMargin is the share of a link's capacity that atOwnBottlenecks
