@@ -331,8 +331,13 @@ func (fb *fabric) charge(f *flow, sign int) {
 
 // tight reports whether flows share l with too little room for each to
 // run at its own rate (see atOwnBottlenecks).
-func (l *link) tight() bool {
-	return l.crossings > 1 && l.capacity-l.load < l.capacity*roomMargin
+func (l *link) tight() bool { return l.tooFull(l.capacity-l.load, l.crossings) }
+
+// tooFull reports whether l, with room left over once crossings flows
+// with a rate take their own, is shared without the margin
+// atOwnBottlenecks wants.
+func (l *link) tooFull(room float64, crossings int) bool {
+	return crossings > 1 && room < l.capacity*roomMargin
 }
 
 // capacityChanged is told that a fault changed l's capacity; the loads
@@ -571,7 +576,7 @@ func atOwnBottlenecks(links []*link, flows []*flow) bool {
 		}
 	}
 	for _, l := range links {
-		if l.unfixed > 1 && l.remCap < l.capacity*roomMargin {
+		if l.tooFull(l.remCap, l.unfixed) {
 			return false
 		}
 	}
