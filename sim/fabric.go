@@ -103,7 +103,6 @@ type fabric struct {
 	// the links' loads do not see).
 	touchedTight bool
 	joined       []*flow
-	joinedGen    []uint64
 	faulted      bool
 }
 
@@ -229,7 +228,7 @@ func (f *flow) fire(now Time, gen uint64) {
 		}
 		f.own = slowest(f.links)
 		fb.charge(f, 1)
-		fb.joined, fb.joinedGen = append(fb.joined, f), append(fb.joinedGen, f.gen)
+		fb.joined = append(fb.joined, f)
 		fb.active++
 	case flowActive:
 		for _, l := range f.links {
@@ -407,16 +406,18 @@ func (fb *fabric) settleLocally(now Time) bool {
 	if fb.touchedTight || fb.faulted || fb.trace != nil {
 		return false
 	}
-	for i, f := range fb.joined {
-		if f.gen != fb.joinedGen[i] || f.state != flowActive || f.scheduled {
-			continue // gone again, or taken up since
+	for _, f := range fb.joined {
+		// An active flow without a finish joined in this instant (every
+		// settle gives every other one a finish); the same test skips a
+		// flow that left again, or is listed twice (dropped by a crash
+		// and reused in one instant).
+		if f.state != flowActive || f.scheduled {
+			continue
 		}
 		fb.resolved++
 		f.prevRate, f.rate, f.fixed = f.rate, f.own, true
 		f.updated = now
-		f.gen++
-		f.scheduled = true
-		fb.at(after(now, drainTime(f.remaining, f.rate)), f)
+		fb.scheduleFinish(f, now)
 	}
 	fb.dirty = fb.dirty[:0]
 	fb.settled()
@@ -427,7 +428,7 @@ func (fb *fabric) settleLocally(now Time) bool {
 // tight link was touched.
 func (fb *fabric) settled() {
 	clear(fb.joined)
-	fb.joined, fb.joinedGen = fb.joined[:0], fb.joinedGen[:0]
+	fb.joined = fb.joined[:0]
 	fb.touchedTight = false
 }
 
@@ -458,10 +459,16 @@ func (fb *fabric) resolve(now Time, links []*link, flows []*flow) {
 		if f.state != flowActive {
 			continue
 		}
-		f.gen++
-		f.scheduled = true
-		fb.at(after(now, drainTime(f.remaining, f.rate)), f)
+		fb.scheduleFinish(f, now)
 	}
+}
+
+// scheduleFinish queues active flow f's finish at its current rate, from
+// now, superseding the one queued before.
+func (fb *fabric) scheduleFinish(f *flow, now Time) {
+	f.gen++
+	f.scheduled = true
+	fb.at(after(now, drainTime(f.remaining, f.rate)), f)
 }
 
 // drainTime is how long n bytes take at rate, rounded to the nearest
