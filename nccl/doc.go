@@ -106,7 +106,8 @@
 //     NCCL's split gives its size (more as it grows, to the most a peer
 //     gets), at a channel's share of the ring's bandwidth, an
 //     all-to-all's exchanges sharing the communicator's p2p channels; LL
-//     up to 16 KiB per channel, else Simple. NCCL's model has no
+//     up to 16 KiB per channel, at the 9 warps of 16 a transfer's side
+//     of a channel has, else Simple. NCCL's model has no
 //     point-to-point figures, so the ring's latencies stand in.
 //
 // Not modelled: proxy threads, and the tuner plugins some clusters load.

@@ -193,7 +193,8 @@ func p2pChoice(s System, bytesPerPeer int64, o Options) Choice {
 
 // p2pPlan compiles an all-to-all or a sendrecv as NCCL runs it: every
 // exchange at once, each at the speed of its channels' share of NCCL's
-// ring bandwidth (LL's share of it for LL, as a ring's), the exchanges
+// ring bandwidth (for LL, LL's share of it, as a ring's, of which a
+// transfer's threads drive 9/16: p2pLLThreadShare), the exchanges
 // of an all-to-all sharing the communicator's p2p channels when they
 // need more than it has; with the per-hop latency and base latency of
 // the protocol in NCCL's ring model (NCCL's model has no point-to-point
@@ -227,9 +228,9 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	channels := min(float64(c.Channels), float64(total)/float64(peers))
 	rate := channels * perChannel
 	if p == ll {
-		// What NCCL's ring model gives LL: its share of the channels'
-		// bandwidth, under the LL cap.
-		rate = min(llMaxBw(s), llFactor(s, spec.Op, v)*rate)
+		// What NCCL's ring model gives LL, its share of the channels'
+		// bandwidth under the LL cap, at the p2p transfer's threads.
+		rate = min(llMaxBw(s), llFactor(s, spec.Op, v)*rate) * p2pLLThreadShare
 	}
 	w.Rate = rate * 1e9 * orOne(m.Bandwidth[p])
 	// A p2p connection's buffer is NCCL_STEPS p2p chunks (LL's lines
@@ -241,6 +242,18 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, step), baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
 	return plan, nil
 }
+
+// p2pLLThreadShare is the part of a channel's LL rate that one p2p
+// transfer gets. LL moves as fast as its threads write lines and poll
+// their flags, and NCCL's ring LL figure is for a channel whose
+// NCCL_LL_MAX_NTHREADS (16 warps) all work one stream. A p2p channel's
+// 20 warps (NCCL_MAX_NTHREADS) split between its send and its receive,
+// 10 and 9 (sendrecv.h, nSendWarpPerWork and nRecvWarpPerWork), so a
+// transfer moves at its receiver's 9 warps of 16. On 8 B200s a 4-channel
+// LL send of 128-512 KiB took 20 GB/s in the Vultr sendrecv log (which
+// NCCL 2.23-2.28 move with LL, fidelity/nccl-logs/logs.yaml); 9/16 of the
+// ring's share gives 25, the ring's share alone 45.
+const p2pLLThreadShare = 9.0 / 16
 
 // isP2P reports whether NCCL runs op point to point.
 func isP2P(op ops.Op) bool { return op == ops.AllToAll || op == ops.SendRecv }

@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"cmp"
+	"math"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -214,5 +215,29 @@ func TestP2PChannelBounds(t *testing.T) {
 		{nccl.Options{MaxCTAs: 4}, 4},
 	} {
 		checkP2PSplit(t, "dgx-h100", tc.o, 16<<30, tc.want, ops.ProtoSimple)
+	}
+}
+
+// TestP2PLLMovesAtItsThreadsShare: a p2p LL transfer gets LL's half of
+// its channels' bandwidth, as a ring does, but only the 9 warps of 16
+// that its receiving side has (p2pLLThreadShare): 9/32 of what the same
+// channels carry with Simple.
+func TestP2PLLMovesAtItsThreadsShare(t *testing.T) {
+	topo := try(topology.Resolve("hgx-b200"))(t)
+	rate := func(o nccl.Options) (float64, ops.Protocol, int) {
+		tuner := try(nccl.NewTuner(topo, o))(t)
+		plan, c, err := tuner.Plan(ops.Spec{Op: ops.SendRecv, Ranks: 8, Count: 8 << 10, DType: hw.U8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan.Wire.Rate, plan.Protocol, c.Channels
+	}
+	ll, llProto, llChannels := rate(nccl.Options{})
+	simple, simpleProto, simpleChannels := rate(nccl.Options{NoP2PLL: true})
+	if llProto != ops.ProtoLL || simpleProto != ops.ProtoSimple || llChannels != simpleChannels {
+		t.Fatalf("want LL and Simple on the same channels, got %v on %d and %v on %d", llProto, llChannels, simpleProto, simpleChannels)
+	}
+	if got, want := ll/simple, 9.0/32; math.Abs(got-want) > 1e-9 {
+		t.Errorf("LL moves at %.4g of Simple's rate (%.4g against %.4g B/s), want 9/32", got, ll, simple)
 	}
 }
