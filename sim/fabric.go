@@ -310,8 +310,8 @@ func (fb *fabric) touch(l *link) {
 // charge adds (sign 1) or takes away (-1) active flow f's own rate on its
 // links' loads, noting whether one of them was tight before or after.
 func (fb *fabric) charge(f *flow, sign int) {
-	if f.own == 0 || math.IsInf(f.own, 1) {
-		return // charges nothing, or crosses only unlimited links
+	if !charges(f.own) {
+		return
 	}
 	for _, l := range f.links {
 		if l.tight() {
@@ -574,8 +574,8 @@ func atOwnBottlenecks(links []*link, flows []*flow) bool {
 	}
 	for _, f := range flows {
 		f.rate = slowest(f.links)
-		if f.rate == 0 || math.IsInf(f.rate, 1) {
-			continue // charges nothing, or crosses only unlimited links
+		if !charges(f.rate) {
+			continue
 		}
 		for _, l := range f.links {
 			l.remCap -= f.rate
@@ -592,6 +592,13 @@ func atOwnBottlenecks(links []*link, flows []*flow) bool {
 	}
 	return true
 }
+
+// charges reports whether a flow at rate, its slowest link's capacity,
+// counts on its links' loads and crossings: not at 0, and not where no
+// link limits it. charge and atOwnBottlenecks count by this one rule, so
+// that a link settleLocally finds not tight is one that solve's shortcut
+// passes.
+func charges(rate float64) bool { return rate != 0 && !math.IsInf(rate, 1) }
 
 // slowest is the capacity of the slowest of links: +Inf where none limits.
 func slowest(links []*link) float64 {
