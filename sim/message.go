@@ -110,8 +110,9 @@ type landing struct {
 	m    message
 }
 
-// newLanding is a landing of o's message m from d, one delivered before
-// where there is one: every send with a Wire's latency makes one.
+// newLanding is a landing of o's message m from device from, reusing one
+// delivered before where there is one: every send with a Wire's latency
+// makes one.
 func (c *Cluster) newLanding(from *Device, o *op, m message) *landing {
 	var l *landing
 	if n := len(c.landings); n > 0 {
