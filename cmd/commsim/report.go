@@ -62,7 +62,7 @@ func (rep *benchReport) begin() error {
 // a prediction when the report has them.
 func (rep *benchReport) simRows() []row {
 	if rep.withSim {
-		return []row{{sim: &prediction{}}}
+		return []row{{sim: &prediction{topology: rep.s.simTopo.Name}}}
 	}
 	return nil
 }

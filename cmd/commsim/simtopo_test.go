@@ -71,17 +71,20 @@ func TestSimTopoPredictsEachSize(t *testing.T) {
 		}
 	}
 
-	// The table gets three columns and a line saying what they are.
-	s.format = "table"
-	out.Reset()
-	if err := writeReport(&out, s, rows); err != nil {
-		t.Fatal(err)
-	}
-	table := out.String()
+	// The tables (nccl-tests' text, the default, and the box table) get
+	// three columns and a line saying what they are, naming the topology.
 	ratio := fmt.Sprintf("%.2f", rows[1].outOfPlace.timeUS/rows[1].sim.timeUS)
-	for _, want := range []string{"# sim columns: the simulator's time for the same plan on h200-virtual:4", "SIM TIME(US)", "TIME/SIM", ratio} {
-		if !strings.Contains(strings.ToUpper(table), strings.ToUpper(want)) {
-			t.Errorf("table lacks %q:\n%s", want, table)
+	for _, format := range []string{"text", "table"} {
+		s.format = format
+		out.Reset()
+		if err := writeReport(&out, s, rows); err != nil {
+			t.Fatal(err)
+		}
+		table := out.String()
+		for _, want := range []string{"# sim columns: the simulator's time for the same plan on h200-virtual:4 (", "SIM TIME(US)", "TIME/SIM", ratio} {
+			if !strings.Contains(strings.ToUpper(table), strings.ToUpper(want)) {
+				t.Errorf("%s lacks %q:\n%s", format, want, table)
+			}
 		}
 	}
 	s.format = "csv"
