@@ -59,10 +59,11 @@ def figures(res):
         "reduce_vs_copy": by_kind.get("reduce_vs_copy", []),
         "ring_busbw": by_kind.get("busbw", []),
         "equivalence": by_kind.get("equivalence", []),
+        "latency": by_kind.get("latency", []),
         "cli": bench_rows(os.path.join(res, "logs", "cli.log")),
         "launcher": bench_rows(os.path.join(res, "logs", "launcher.log")),
     }
-    known = {"copy", "kernel", "reduce_vs_copy", "busbw", "equivalence"}
+    known = {"copy", "kernel", "reduce_vs_copy", "busbw", "equivalence", "latency"}
     other = [f for f in figs if f.get("kind") not in known]
     if other:
         out["other"] = other
@@ -104,6 +105,8 @@ def main():
               % (r["reduce_gbps"], 100 * r["ratio"], r["copy_gbps"], 100 * r["target"]))
     for e in figs["equivalence"]:
         print("equivalence %s: %d cases, %d failed" % (e["test"], e["cases"], e["failed"]))
+    for r in figs["latency"]:
+        print("latency, %s of %d bytes: %.2f us" % (r["what"], r["bytes"], r["us"]))
     for r in figs["cli"]:
         sim = ""
         if "sim_time_us" in r:

@@ -34,7 +34,8 @@
 #   equivalence  sim vs cuda (virtual ranks) bit for bit: every algorithm x op x
 #                dtype x reduce op for p = 2..8 (4,214 cases), then 200 drawn
 #   bandwidth    reduce kernels vs a device-to-device copy (1 GiB); ring
-#                all-reduce busbw on 2, 4 and 8 virtual ranks
+#                all-reduce busbw on 2, 4 and 8 virtual ranks; a small
+#                message's latency between virtual ranks
 #   cli          commsim bench --backend cuda, 4 virtual ranks, ring, --check,
 #                with --sim-topo h200-virtual:4's prediction per size
 #   nccl         NCCL: one rank per GPU in one process, ncclCommInitRank over
@@ -79,10 +80,18 @@ record() {
 }
 
 # first_skip_reason LOG prints what the first skipped test logged last
-# before its SKIP line: what t.Skip said.
+# (what t.Skip said): go test -v prints a test's log lines after its
+# "=== RUN" line, and a subtest's "--- SKIP" line only later, with its
+# parent's.
 first_skip_reason() {
-  grep -B8 -m1 -E -- '--- SKIP: ' "$1" | grep -E '^ +[a-z_0-9]+\.go:[0-9]+: ' | tail -n1 |
-    sed -E 's/^ +[a-z_0-9]+\.go:[0-9]+: //' | cut -c1-200
+  local name
+  name=$(grep -m1 -oE -- '--- SKIP: [^ ]+' "$1" | sed 's/^--- SKIP: //')
+  [ -n "$name" ] || return 0
+  awk -v run="=== RUN   $name" '
+    $0 == run { on = 1; next }
+    on && /^(=== |--- )/ { exit }
+    on && /^ +[A-Za-z_0-9]+\.go:[0-9]+: / { sub(/^ +[A-Za-z_0-9]+\.go:[0-9]+: /, ""); said = $0 }
+    END { print substr(said, 1, 200) }' "$1"
 }
 
 # judge_gotest LOG RC LIMIT TESTS... sets result and reason for a part of
@@ -228,7 +237,8 @@ run() {
     TestSendRecv TestRecvMismatchFailsNamingRanks TestEventsOrderAndTime TestAbortUnblocks TestDeadlockDetected TestBadArgumentsOnGPU TestConformance
   gotest equivalence 170 '^(TestEquivalenceWithSimGrid|TestEquivalenceWithSimGenerated)$/^gpu$' \
     TestEquivalenceWithSimGrid TestEquivalenceWithSimGenerated
-  gotest bandwidth 60 '^(TestReduceBandwidth|TestRingAllReduceBusBW)$' TestReduceBandwidth TestRingAllReduceBusBW
+  gotest bandwidth 60 '^(TestReduceBandwidth|TestRingAllReduceBusBW|TestVirtualMessageLatency)$' \
+    TestReduceBandwidth TestRingAllReduceBusBW TestVirtualMessageLatency
   cmdpart cli 40 "$bin/commsim" bench --backend cuda --ranks 4 --placement virtual --op allreduce --algo ring \
     -b 1KiB -e 16MiB -f 8 --check --sim-topo h200-virtual:4 --format json
   gotest nccl 45 '^(TestNCCLSanity|TestNCCLInitRankRendezvous|TestNCCLUniqueID|TestNCCLNativeOps|TestNCCLNativeRefusesVirtualRanks|TestNCCLJoinNative)$' \
@@ -242,9 +252,11 @@ run() {
   fi
   {
     echo "== summary ($status$([ "$allow_skip" -eq 1 ] && echo ', skips allowed'))"
-    while IFS=$'\t' read -r name result reason secs limit rc; do
+    # A tab is whitespace to read, so an empty reason would shift the
+    # fields after it: split on a unit separator instead.
+    while IFS=$'\037' read -r name result reason secs limit rc; do
       printf '%-12s %-4s %4ss of %3ss  %s\n' "$name" "$result" "$secs" "$limit" "$reason"
-    done <"$res/parts.tsv"
+    done < <(tr '\t' '\037' <"$res/parts.tsv")
   } | tee "$res/summary.txt"
   if command -v python3 >/dev/null; then
     python3 scripts/gpu-check-summary.py "$res" "$status" "$allow_skip" "$started" | tee -a "$res/summary.txt" ||
