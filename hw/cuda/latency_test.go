@@ -1,0 +1,88 @@
+//go:build linux || darwin
+
+package cuda
+
+import (
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+)
+
+// TestVirtualMessageLatency logs what a small message between two virtual
+// ranks of one GPU costs: a chain of ping-pongs of one f32, timed by GPU
+// events, over the messages in it. That is the latency h200-virtual's
+// links stand for (--sim-topo). Beside it, the same chain of 4-byte copies
+// on one stream: what the GPU itself takes per operation, so the rest is
+// the host's path from one worker to the next. It never asserts on time.
+func TestVirtualMessageLatency(t *testing.T) {
+	needGPU(t)
+	if testing.Short() {
+		t.Skip("latency measurement skipped in -short mode")
+	}
+	_, devs := openWorld(t, 2, Virtual)
+	s0, s1 := stream(t, devs[0]), stream(t, devs[1])
+	a, b := hw.Whole(alloc(t, devs[0], hw.F32, 1)), hw.Whole(alloc(t, devs[1], hw.F32, 1))
+	c := hw.Whole(alloc(t, devs[0], hw.F32, 1))
+	start, end := event(t, devs[0]), event(t, devs[0])
+	const rounds = 200
+	// best runs enqueue once as a warm-up, then three times, and returns
+	// the fastest run's seconds.
+	best := func(enqueue func(run int) error) float64 {
+		fastest := 0.0
+		for run := range 4 {
+			if err := s0.Record(start); err != nil {
+				t.Fatal(err)
+			}
+			if err := enqueue(run); err != nil {
+				t.Fatal(err)
+			}
+			if err := s0.Record(end); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []hw.Stream{s0, s1} {
+				if err := s.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sec, err := end.ElapsedSince(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run > 0 && (fastest == 0 || sec < fastest) {
+				fastest = sec
+			}
+		}
+		return fastest
+	}
+	pingPong := best(func(run int) error {
+		for k := range rounds {
+			tag := uint64(run*rounds+k) * 2
+			if err := s0.Send(a, devs[1], tag); err != nil {
+				return err
+			}
+			if err := s1.Recv(b, devs[0], tag); err != nil {
+				return err
+			}
+			if err := s1.Send(b, devs[0], tag+1); err != nil {
+				return err
+			}
+			if err := s0.Recv(a, devs[1], tag+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	copies := best(func(int) error {
+		for range 2 * rounds {
+			if err := s0.Copy(c, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	perMessage, perCopy := pingPong/(2*rounds), copies/(2*rounds)
+	t.Logf("message between virtual ranks: %.2f us (%d ping-pongs of 4 bytes, by GPU events)", perMessage*1e6, rounds)
+	t.Logf("4-byte copy on one stream:     %.2f us (the GPU's own part)", perCopy*1e6)
+	recordFigure(t, "latency", map[string]any{"what": "virtual message", "bytes": 4, "us": perMessage * 1e6})
+	recordFigure(t, "latency", map[string]any{"what": "copy on one stream", "bytes": 4, "us": perCopy * 1e6})
+}
