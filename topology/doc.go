@@ -151,8 +151,8 @@
 //	mac-tb5:N    ring of N Macs over Thunderbolt 5, 10GB/s, 10us, reduce 163GB/s
 //	h200-virtual:N  N virtual ranks on one H200 (the cuda backend's --placement
 //	             virtual): a switch standing for the HBM, 1/N of 1.075TB/s of
-//	             messages and of 1.43TB/s of reduction each, latency 0 until
-//	             measured
+//	             messages and of 1.43TB/s of reduction each, 23.3us a link
+//	             (a 4-byte message measured 46.6us on an H200)
 //
 // The single-node NVSwitch presets take the switch keys, the …xN ones the
 // cluster keys (rail=false flattens a rail-optimised one; sharp= turns on

@@ -95,6 +95,14 @@ const (
 // that sends at once, as the reductions share the reduce bandwidth.
 const h200VirtualMsgBW = h200CopyBW / 4
 
+// A small message between two virtual ranks took 46.6 µs on a lent H200
+// (2026-12-04: hw/cuda's TestVirtualMessageLatency, 200 ping-pongs of 4
+// bytes timed by GPU events; 39–47 µs with GOMAXPROCS 1, 2 and 16). The
+// GPU's own part is 5.5–7.4 µs a copy; the rest is the host handing the
+// message from the sender's worker thread to the receiver's. A message
+// crosses two links (rank, switch, rank), so each link takes half.
+const h200VirtualMsgLat = 46.6e-6 / 2
+
 var (
 	srcA100NVLink    = "DGX A100 NVLink3: 12 links × 25 GB/s = 300 GB/s per direction per GPU (NVIDIA DGX A100 datasheet; nccl-tests#149, #178: all-reduce busbw ≈230 GB/s)"
 	srcH100NVLink    = "DGX H100 NVLink4: 18 links, 450 GB/s per direction per GPU (NVIDIA DGX H100 datasheet; nccl-tests#212: ring busbw ≈365–370 GB/s; nccl#1455)"
@@ -115,7 +123,7 @@ var (
 	srcTCP           = "latency: TCP between hosts, tens of µs; 10 µs taken (an assumption: no measurement at hand)"
 	srcVirtualBW     = "virtual ranks on one H200: a message is two device-to-device copies (into staging, out of it), each reading and writing every byte; the copy measured ≈4.3 TB/s read+written on a lent H200 moves 4.3/4 = 1.075 TB/s of messages, split evenly: each of N ranks' links gets 1/N, as they share the HBM (bw= sets the GPU's total)"
 	srcVirtualRed    = srcReduce + ", split evenly: each of N ranks reduces at 1/N of it (reduce= sets the GPU's total)"
-	srcVirtualLat    = "latency: no figure for a virtual-rank message yet (an assumption); 0 until a GPU run measures it (scripts/gpu-check.sh's cli part prints the simulator beside the measurement); set it with lat="
+	srcVirtualLat    = "latency: a 4-byte message between two virtual ranks took 46.6 µs on a lent H200 (hw/cuda's TestVirtualMessageLatency, by GPU events; 5.5–7.4 µs of it the GPU's copies, the rest the host's hand-over between worker threads), 23.3 µs on each of its two links; rings of more ranks take longer a step than a message, as the GPU runs every rank's small operations (set it with lat=)"
 )
 
 // Networks and host links of the multi-node presets other than dgx-h100xN.

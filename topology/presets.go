@@ -82,7 +82,7 @@ func presetTable() []presetDef {
 	mac.bw, mac.lat, mac.reduce = tb5BW, tcpLat, m4MaxReduceBW
 
 	virtual := genericParams()
-	virtual.bw, virtual.lat, virtual.reduce = h200VirtualMsgBW, 0, h200ReduceBW
+	virtual.bw, virtual.lat, virtual.reduce = h200VirtualMsgBW, h200VirtualMsgLat, h200ReduceBW
 
 	single := func(name, summary string, n int, p params, sources ...string) presetDef {
 		return presetDef{Preset: Preset{name, summary, sources},

@@ -34,10 +34,10 @@ func TestPresets(t *testing.T) {
 		{"mac-tb5:1", 1, 0, 0, 163e9},
 		{"mac-tb5:2", 2, 10e9, 10e-6, 163e9},
 		{"mac-tb5:4", 4, 10e9, 10e-6, 163e9},
-		{"h200-virtual:1", 1, 1.075e12, 0, 1.43e12},
-		{"h200-virtual:4", 4, 1.075e12 / 4, 0, 1.43e12 / 4},
+		{"h200-virtual:1", 1, 1.075e12, 23.3e-6, 1.43e12},
+		{"h200-virtual:4", 4, 1.075e12 / 4, 23.3e-6, 1.43e12 / 4},
 		{"h200-virtual:8,lat=5us", 8, 1.075e12 / 8, 5e-6, 1.43e12 / 8},
-		{"h200-virtual:2,bw=2TB/s,reduce=1TB/s", 2, 1e12, 0, 0.5e12},
+		{"h200-virtual:2,bw=2TB/s,reduce=1TB/s", 2, 1e12, 23.3e-6, 0.5e12},
 	}
 	for _, tc := range tests {
 		tp, err := Parse(tc.spec)
