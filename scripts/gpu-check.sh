@@ -32,7 +32,7 @@
 #   streams      send/recv, events and timing, failures naming ranks, Abort,
 #                deadlock detection, bad arguments, the hw conformance suite
 #   equivalence  sim vs cuda (virtual ranks) bit for bit: every algorithm x op x
-#                dtype x reduce op for p = 2..8 (4,214 cases), then 200 drawn
+#                dtype x reduce op for p = 2..8 (5,684 cases), then 200 drawn
 #   bandwidth    reduce kernels vs a device-to-device copy (1 GiB); ring
 #                all-reduce busbw on 2, 4 and 8 virtual ranks; a small
 #                message's latency between virtual ranks
