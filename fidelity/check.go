@@ -7,7 +7,9 @@
 // mirrored where the fabric allows) with nccl-tests' meaning of size
 // (verify.SpecForSize, which bench uses too), and reports the measured
 // and predicted out-of-place times, the error of each size, and the
-// median errors per size band. Summarize pools the rows of several logs.
+// median errors per size band; with NCCL's tuner as the planner, NCCL's
+// own cost model's time and error beside them, the baseline a simulation
+// of NCCL has to beat. Summarize pools the rows of several logs.
 //
 // The package carries the published runs it is checked against
 // (Published): the logs as their sources printed them, headers included,
@@ -45,6 +47,9 @@ type Config struct {
 	// size) or "nccl" (what NCCL's tuner would run per size, package
 	// nccl, in the environment NCCL says); "" means nccl.
 	Algo string
+	// NCCL is the environment NCCL's tuner runs in: the default planner's
+	// for nccl, and, whatever the planner, the one NCCL's own cost model
+	// is priced in (Row.ModelUS).
 	NCCL nccl.Options
 	// Plan, when not nil, makes the plan of each size's spec (whose Algo
 	// is Algo) instead of the default (ops.Compile, or ops.Select on the
@@ -69,6 +74,11 @@ type Row struct {
 	// Error is (predicted − measured) / measured: below 0 where commsim
 	// is too fast.
 	Error float64
+	// ModelUS is NCCL's own cost model's time for what it would run (its
+	// tuner's estimate, nothing simulated), with Algo nccl; 0 where the
+	// model has none (point-to-point, which NCCL does not price) or the
+	// algorithm is another. ModelError is its error, as Error.
+	ModelUS, ModelError float64
 }
 
 // Report is a log checked against a fabric.
@@ -84,6 +94,9 @@ type Report struct {
 	Rows    []Row
 	Skipped int
 	Summary
+	// Model sums up the rows' ModelError over those with a ModelUS: the
+	// baseline the simulation is to beat. Its Sizes is 0 when none has.
+	Model Summary
 }
 
 // Band is a range of sizes, Lo <= bytes < Hi.
@@ -229,7 +242,45 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		r.Error = r.PredictedUS/r.MeasuredUS - 1
 	}
 	rep.Summary = Summarize(rep.Rows)
+	if rep.Algo == "nccl" {
+		if err := priceModel(rep, topo, specs, cfg.NCCL); err != nil {
+			return nil, fmt.Errorf("fidelity: %w", err)
+		}
+	}
 	return rep, nil
+}
+
+// priceModel sets each row's ModelUS, NCCL's cost model's time for its
+// choice on the row's spec, and sums them up in rep.Model.
+func priceModel(rep *Report, topo *topology.Topology, specs []ops.Spec, o nccl.Options) error {
+	tuner, err := nccl.NewTuner(topo, o)
+	if err != nil {
+		return err
+	}
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		c, err := tuner.Choose(specs[i])
+		if err != nil {
+			return fmt.Errorf("line %d (%d bytes): %w", r.Line, r.Bytes, err)
+		}
+		if us := c.NCCL.TimeUS; us > 0 && !math.IsInf(us, 0) {
+			r.ModelUS, r.ModelError = us, us/r.MeasuredUS-1
+		}
+	}
+	rep.Model = Summarize(ModelRows(rep.Rows))
+	return nil
+}
+
+// ModelRows are the rows NCCL's cost model priced, each with its error as
+// Error: what Summarize sums up as the model's.
+func ModelRows(rows []Row) []Row {
+	var priced []Row
+	for _, r := range rows {
+		if r.ModelUS > 0 {
+			priced = append(priced, Row{Bytes: r.Bytes, Line: r.Line, Algo: r.Algo, MeasuredUS: r.MeasuredUS, PredictedUS: r.ModelUS, Error: r.ModelError})
+		}
+	}
+	return priced
 }
 
 // simulated says whether Check simulates a log's size of bytes of op: a

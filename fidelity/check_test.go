@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
 )
 
 func parse(t *testing.T, text string) *calibrate.Log {
@@ -87,6 +90,55 @@ func TestCheckSmallLog(t *testing.T) {
 	dflt, err := Check(lg, tp, Config{})
 	if err != nil || dflt.Algo != "nccl" || !strings.HasPrefix(dflt.Rows[0].Algo, "ring/LL/") {
 		t.Errorf("nccl: %v, %+v", err, dflt)
+	}
+}
+
+// With nccl, every size also gets NCCL's own cost model's time for its
+// choice, priced in Config.NCCL's environment whatever the planner, and
+// the model's errors are summed up beside the simulation's; other
+// algorithms get none.
+func TestCheckPricesNCCLsModel(t *testing.T) {
+	lg, tp := parse(t, allGatherLog), topo(t, "switch:4,bw=10GB/s,lat=2us")
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"default", Config{}},
+		{"simple only", Config{NCCL: nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}}}},
+		{"a planner of the caller's", Config{Algo: "nccl", NCCL: nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}}, Plan: func(s ops.Spec) (*ops.Plan, error) {
+			s.Algo = "ring"
+			return ops.Compile(s)
+		}}},
+	} {
+		rep, err := Check(lg, tp, c.cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		tuner, err := nccl.NewTuner(tp, c.cfg.NCCL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Rows {
+			spec, _ := verify.SpecForSize(ops.Spec{Op: ops.AllGather, Algo: "nccl", Ranks: 4, DType: hw.F32, Redop: hw.Sum}, r.Bytes)
+			choice, err := tuner.Choose(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := choice.NCCL.TimeUS; !(want > 0) || r.ModelUS != want || r.ModelError != want/r.MeasuredUS-1 {
+				t.Errorf("%s: %d bytes: model %v us (error %v), want NCCL's %v us (%v)", c.name, r.Bytes, r.ModelUS, r.ModelError, want, choice.NCCL)
+			}
+		}
+		if !reflect.DeepEqual(rep.Model, Summarize(ModelRows(rep.Rows))) || rep.Model.Sizes != 3 {
+			t.Errorf("%s: model summary %+v", c.name, rep.Model)
+		}
+	}
+	ring, err := Check(lg, tp, Config{Algo: "ring"})
+	if err != nil || ring.Model.Sizes != 0 || ring.Rows[0].ModelUS != 0 {
+		t.Errorf("ring: %v, %+v", err, ring)
+	}
+	var table strings.Builder
+	if err := ring.WriteTable(&table); err != nil || strings.Contains(table.String(), "model") {
+		t.Errorf("ring's table names a model: %v\n%s", err, table.String())
 	}
 }
 

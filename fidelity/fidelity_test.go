@@ -33,6 +33,9 @@ func TestPublishedLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pooled, heldOut []Row
+	// NCCL's own cost model where it prices a size, and the simulation's
+	// rows of those sizes, to compare like with like.
+	var pooledModel, pooledPriced, heldOutModel []Row
 	var bounds []string // today's bounds, for logs missing one
 	for _, l := range cat.Logs {
 		if _, err := topology.Resolve(l.Preset()); err != nil {
@@ -74,8 +77,15 @@ func TestPublishedLogs(t *testing.T) {
 		}
 		if l.HeldOut == "" {
 			pooled = append(pooled, rep.Rows...)
+			pooledModel = append(pooledModel, ModelRows(rep.Rows)...)
+			for _, r := range rep.Rows {
+				if r.ModelUS > 0 {
+					pooledPriced = append(pooledPriced, r)
+				}
+			}
 		} else {
 			heldOut = append(heldOut, rep.Rows...)
+			heldOutModel = append(heldOutModel, ModelRows(rep.Rows)...)
 		}
 		switch today := roundUp5(rep.Median); {
 		case l.MaxMedianError == 0:
@@ -91,8 +101,18 @@ func TestPublishedLogs(t *testing.T) {
 		t.Logf("bounds to record in logs.yaml:\n%s", strings.Join(bounds, "\n"))
 	}
 	t.Logf("pooled over the runs held out of the targets (not bounded):\n%s", Summarize(heldOut).Describe())
-	s := Summarize(pooled)
+	t.Logf("NCCL's own cost model there, for comparison:\n%s", Summarize(heldOutModel).Describe())
+	s, model, priced := Summarize(pooled), Summarize(pooledModel), Summarize(pooledPriced)
 	t.Logf("pooled over the logs in the targets:\n%s", s.Describe())
+	t.Logf("the simulation over the sizes NCCL's own cost model prices (point-to-point it does not):\n%s", priced.Describe())
+	t.Logf("NCCL's own cost model over those sizes, for comparison:\n%s", model.Describe())
+	// Simulating NCCL's choice is what commsim adds to NCCL's model: it
+	// must stay the closer of the two in every band.
+	for i, b := range priced.Bands {
+		if m := model.Bands[i]; m.Sizes > 0 && b.Median >= m.Median {
+			t.Errorf("pooled %s (%s): the simulation's median error %.1f%% is no better than NCCL's own model's %.1f%%", b.Band.Key, b.Band.Name, 100*b.Median, 100*m.Median)
+		}
+	}
 	for _, b := range s.Bands {
 		bound := cat.PooledMaxMedianError[b.Band.Key]
 		switch {

@@ -9,12 +9,31 @@ import (
 // WriteTable writes the report as a table, one size a line, then its
 // summary as # comments: the form `commsim fidelity` prints and the test
 // logs.
+//
+// With NCCL's cost model priced (Algo nccl), two columns give its time and
+// error beside the simulation's, and its summary follows commsim's.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%12s %13s %14s %9s  %s\n", "size(B)", "measured(us)", "predicted(us)", "error(%)", "algo")
-	for _, row := range r.Rows {
-		fmt.Fprintf(w, "%12d %13.2f %14.2f %+9.2f  %s\n", row.Bytes, row.MeasuredUS, row.PredictedUS, 100*row.Error, row.Algo)
+	model := r.Model.Sizes > 0
+	fmt.Fprintf(w, "%12s %13s %14s %9s", "size(B)", "measured(us)", "predicted(us)", "error(%)")
+	if model {
+		fmt.Fprintf(w, " %15s %15s", "nccl model(us)", "model error(%)")
 	}
-	_, err := io.WriteString(w, r.Summary.Describe())
+	fmt.Fprintf(w, "  %s\n", "algo")
+	for _, row := range r.Rows {
+		fmt.Fprintf(w, "%12d %13.2f %14.2f %+9.2f", row.Bytes, row.MeasuredUS, row.PredictedUS, 100*row.Error)
+		switch {
+		case model && row.ModelUS > 0:
+			fmt.Fprintf(w, " %15.2f %+15.2f", row.ModelUS, 100*row.ModelError)
+		case model:
+			fmt.Fprintf(w, " %15s %15s", "-", "-")
+		}
+		fmt.Fprintf(w, "  %s\n", row.Algo)
+	}
+	if _, err := io.WriteString(w, r.Summary.Describe()); err != nil || !model {
+		return err
+	}
+	_, err := io.WriteString(w, "# NCCL's own cost model (its tuner's time for what it would run; nothing simulated), for comparison:\n"+
+		strings.ReplaceAll(r.Model.Describe(), "# ", "#   "))
 	return err
 }
 

@@ -37,8 +37,10 @@ meaning of size; by default as NCCL's tuner would run each size, --algo
 nccl) and prints the measured and predicted out-of-place times and
 the error of each size, (predicted − measured)/measured, then the median and
 largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
-≥ 16 MiB); --plot draws both sweeps. Nothing is fitted: calibrate fits,
-fidelity measures. On a terminal, a bar on stderr counts the sizes
+≥ 16 MiB); --plot draws both sweeps. With --algo nccl it also prints NCCL's
+own cost model beside the simulation (its tuner's time for what it would
+run, nothing simulated) and that model's error, the baseline to beat.
+Nothing is fitted: calibrate fits, fidelity measures. On a terminal, a bar on stderr counts the sizes
 simulated (a large fabric's log can take minutes).
 
 commsim ships published runs (package fidelity, nccl-logs/): given one of them
@@ -88,10 +90,13 @@ type fidReport struct {
 	Median      float64           `json:"median_abs_error"`
 	Max         float64           `json:"max_abs_error"`
 	Bands       []fidBand         `json:"bands"`
-	report      *fidelity.Report
-	parsed      *calibrate.Log
-	published   *fidelity.PublishedLog
-	envNote     string // the environment the log states, as taken
+	// Model is NCCL's own cost model's errors, with --algo nccl: the
+	// baseline (sizes it prices carry nccl_model_us).
+	Model     *fidModel `json:"nccl_model,omitempty"`
+	report    *fidelity.Report
+	parsed    *calibrate.Log
+	published *fidelity.PublishedLog
+	envNote   string // the environment the log states, as taken
 }
 
 type fidSize struct {
@@ -101,6 +106,17 @@ type fidSize struct {
 	PredictedUS float64 `json:"predicted_us"`
 	RelError    float64 `json:"rel_error"`
 	Algo        string  `json:"algo"`
+	// ModelUS and ModelError are NCCL's cost model's time and error, where
+	// it prices the size.
+	ModelUS    *float64 `json:"nccl_model_us,omitempty"`
+	ModelError *float64 `json:"nccl_model_rel_error,omitempty"`
+}
+
+type fidModel struct {
+	Sizes  int       `json:"sizes"`
+	Median float64   `json:"median_abs_error"`
+	Max    float64   `json:"max_abs_error"`
+	Bands  []fidBand `json:"bands"`
 }
 
 type fidBand struct {
@@ -170,7 +186,11 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 
 	// bench's planner: every algorithm bench knows, auto's choice included.
 	bar := newProgress(stderr, fidelity.SimulatedSizes(lg, s.op))
-	rep, err := fidelity.Check(lg, s.topo, fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan, Progress: bar.step})
+	cfg := fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan, Progress: bar.step}
+	if s.tuner != nil {
+		cfg.NCCL = s.tuner.Options // NCCL's cost model is priced in the same environment
+	}
+	rep, err := fidelity.Check(lg, s.topo, cfg)
 	bar.done()
 	switch {
 	case errors.Is(err, fidelity.ErrMismatch):
@@ -208,10 +228,21 @@ func (out *fidReport) write(stdout io.Writer, format string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	case "csv":
-		rows := [][]string{{"bytes", "line", "measured_us", "predicted_us", "rel_error", "algo"}}
+		head := []string{"bytes", "line", "measured_us", "predicted_us", "rel_error", "algo"}
+		if out.Model != nil {
+			head = append(head, "nccl_model_us", "nccl_model_rel_error")
+		}
+		rows := [][]string{head}
 		for _, z := range out.Sizes {
-			rows = append(rows, []string{strconv.FormatInt(z.Bytes, 10), strconv.Itoa(z.Line), fmtFloat(z.MeasuredUS),
-				fmtFloat(z.PredictedUS), fmtFloat(z.RelError), z.Algo})
+			row := []string{strconv.FormatInt(z.Bytes, 10), strconv.Itoa(z.Line), fmtFloat(z.MeasuredUS),
+				fmtFloat(z.PredictedUS), fmtFloat(z.RelError), z.Algo}
+			switch {
+			case z.ModelUS != nil:
+				row = append(row, fmtFloat(*z.ModelUS), fmtFloat(*z.ModelError))
+			case out.Model != nil:
+				row = append(row, "", "")
+			}
+			rows = append(rows, row)
 		}
 		return writeCSVRows(stdout, rows)
 	}
@@ -225,10 +256,23 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 		out.Shipped, out.Excluded = pub.File, pub.Exclude
 	}
 	for _, r := range rep.Rows {
-		out.Sizes = append(out.Sizes, fidSize{r.Bytes, r.Line, r.MeasuredUS, r.PredictedUS, r.Error, r.Algo})
+		z := fidSize{Bytes: r.Bytes, Line: r.Line, MeasuredUS: r.MeasuredUS, PredictedUS: r.PredictedUS, RelError: r.Error, Algo: r.Algo}
+		if r.ModelUS > 0 {
+			z.ModelUS, z.ModelError = &r.ModelUS, &r.ModelError
+		}
+		out.Sizes = append(out.Sizes, z)
 	}
-	for _, b := range rep.Bands {
-		out.Bands = append(out.Bands, fidBand{b.Band.Key, b.Band.Name, b.Sizes, b.Median})
+	out.Bands = fidBands(rep.Bands)
+	if m := rep.Model; m.Sizes > 0 {
+		out.Model = &fidModel{Sizes: m.Sizes, Median: m.Median, Max: m.Max, Bands: fidBands(m.Bands)}
+	}
+	return out
+}
+
+func fidBands(bands []fidelity.BandSummary) []fidBand {
+	out := make([]fidBand, 0, len(bands))
+	for _, b := range bands {
+		out = append(out, fidBand{b.Band.Key, b.Band.Name, b.Sizes, b.Median})
 	}
 	return out
 }

@@ -44,9 +44,11 @@ func TestFidelityShippedLogKnowsItsFabric(t *testing.T) {
 
 // A shipped log's run is predicted in its NCCL environment (p4de's had
 // NCCL_PROTO=Simple), and the report says so; --nccl-* flags replace it,
-// and another algorithm runs without it.
+// and another algorithm runs without it. NCCL's own cost model, priced
+// beside the simulation, is priced in the same environment.
 func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 	log := filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt")
+	var models []float64 // the first size's nccl_model_us, per case
 	for _, tc := range []struct {
 		args   []string
 		env    bool
@@ -62,11 +64,15 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 		}
 		var rep struct {
 			NCCLEnv map[string]string `json:"nccl_env"`
-			Sizes   []struct{ Algo string }
+			Sizes   []struct {
+				Algo    string
+				ModelUS float64 `json:"nccl_model_us"`
+			}
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatal(err)
 		}
+		models = append(models, rep.Sizes[0].ModelUS)
 		if got := rep.NCCLEnv["NCCL_PROTO"] == "Simple"; got != tc.env || len(rep.Sizes) != 29 {
 			t.Errorf("%v: nccl_env %v, %d sizes", tc.args, rep.NCCLEnv, len(rep.Sizes))
 		}
@@ -75,6 +81,9 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 				t.Errorf("%v: ran %s", tc.args, z.Algo)
 			}
 		}
+	}
+	if !(models[0] > 0) || !(models[1] > 0) || models[0] == models[1] || models[2] != 0 {
+		t.Errorf("NCCL's model of the first size: %v us with Simple, %v with LL, %v for ring (want none)", models[0], models[1], models[2])
 	}
 	if _, out, _ := commsim("fidelity", "--log", log); !strings.Contains(out, "# NCCL's tuner runs in that run's environment (the mapping file's nccl_env): NCCL_PROTO=Simple\n") {
 		t.Errorf("the table does not say which environment ran:\n%s", out)
@@ -96,6 +105,19 @@ func TestFidelityFormats(t *testing.T) {
 	if rep.Op != "allreduce" || rep.Ranks != 8 || len(rep.Sizes) != 32 || len(rep.Bands) != 3 || rep.Shipped == "" ||
 		!strings.Contains(rep.Excluded, "tuner plugin") || rep.Sizes[0].Line != 11 || rep.Sizes[0].PredictedUS <= 0 {
 		t.Errorf("json: %+v", rep)
+	}
+	// With --algo nccl (the default), NCCL's own model is priced beside.
+	if m := rep.Model; m == nil || m.Sizes != 32 || len(m.Bands) != 3 || rep.Sizes[0].ModelUS == nil || rep.Sizes[0].ModelError == nil ||
+		*rep.Sizes[0].ModelError != *rep.Sizes[0].ModelUS/rep.Sizes[0].MeasuredUS-1 {
+		t.Errorf("json: NCCL's model: %+v, first size %+v", rep.Model, rep.Sizes[0])
+	}
+	_, out, _ = commsim("fidelity", "--log", log, "--format", "csv")
+	if header, _, _ := strings.Cut(out, "\n"); header != "bytes,line,measured_us,predicted_us,rel_error,algo,nccl_model_us,nccl_model_rel_error" {
+		t.Errorf("csv with nccl: header %q", header)
+	}
+	_, out, _ = commsim("fidelity", "--log", log)
+	if !strings.Contains(out, "nccl model(us)") || !strings.Contains(out, "# NCCL's own cost model (its tuner's time for what it would run; nothing simulated), for comparison:\n#   |error|: median ") {
+		t.Errorf("table with nccl:\n%s", out)
 	}
 	status, out, errOut = commsim("fidelity", "--log", log, "--topo", "dgx-h100", "--algo", "ring", "--format", "csv")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
