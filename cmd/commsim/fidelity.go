@@ -282,22 +282,29 @@ func fidBands(bands []fidelity.BandSummary) []fidBand {
 // changes marked.
 func (out *fidReport) drawPlot(s *sweep, file string) error {
 	ch := &sweepChart{
-		title:     fmt.Sprintf("%s on %s: %d ranks, out of place; measured (%s) and simulated (--algo %s), nothing fitted", out.Op, out.Topology, out.Ranks, filepath.Base(out.Log), out.Algo),
+		title:     fmt.Sprintf("%s on %s: %d ranks, out of place; measured (%s) and simulated (--algo %s)%s, nothing fitted", out.Op, out.Topology, out.Ranks, filepath.Base(out.Log), out.Algo, map[bool]string{true: " beside NCCL's cost model"}[out.Model != nil]),
 		sizeLabel: sizeMeaning(s.op),
 		bwLabel:   "bus bandwidth per rank (GB/s)\nbusbw = " + busbwFormula(s.op) + ", as nccl-tests defines it",
 		marksName: "simulated choice changes",
 	}
 	measured, simulated := chartSeries{name: "measured"}, chartSeries{name: "simulated"}
+	model := chartSeries{name: "NCCL's cost model"}
 	p := s.topo.NumGPUs()
 	for i, z := range out.Sizes {
 		_, moved := s.spec(z.Bytes)
 		measured.add(z.Bytes, timed(z.MeasuredUS*1e-6, moved, s.op, p))
 		simulated.add(z.Bytes, timed(z.PredictedUS*1e-6, moved, s.op, p))
+		if z.ModelUS != nil {
+			model.add(z.Bytes, timed(*z.ModelUS*1e-6, moved, s.op, p))
+		}
 		if prev := out.Sizes[max(i-1, 0)]; i > 0 && choiceKey(prev.Algo) != choiceKey(z.Algo) {
 			ch.marks = append(ch.marks, chartMark{lo: prev.Bytes, hi: z.Bytes, from: choiceKey(prev.Algo), to: choiceKey(z.Algo)})
 		}
 	}
 	ch.series = []chartSeries{measured, simulated}
+	if out.Model != nil {
+		ch.series = append(ch.series, model)
+	}
 	return ch.write(file)
 }
 

@@ -189,8 +189,9 @@ func TestComparePlotSaysWhatTheSizesAreAndMarksCrossovers(t *testing.T) {
 }
 
 // fidelity --plot draws the log's times and the simulated ones, with the
-// simulated choice's changes marked; a file neither PNG nor SVG is a
-// usage error before anything runs.
+// simulated choice's changes marked, and with --algo nccl NCCL's cost
+// model's; a file neither PNG nor SVG is a usage error before anything
+// runs.
 func TestFidelityPlotDrawsMeasuredAndSimulated(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fid.svg")
 	log := filepath.Join(shippedLogs, "vultr-b200-allreduce-16xB200.txt")
@@ -202,8 +203,8 @@ func TestFidelityPlotDrawsMeasuredAndSimulated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"allreduce on dgx-b200x2: 16 ranks, out of place; measured (vultr-b200-allreduce-16xB200.txt) and simulated (--algo nccl), nothing fitted",
-		">measured</text>", ">simulated</text>", "tree/LL → tree/LL128", "tree/LL128 → nvlstree/Simple", "simulated choice changes", "bytes per rank"} {
+	for _, s := range []string{"allreduce on dgx-b200x2: 16 ranks, out of place; measured (vultr-b200-allreduce-16xB200.txt) and simulated (--algo nccl) beside NCCL&#39;s cost model, nothing fitted",
+		">measured</text>", ">simulated</text>", ">NCCL&#39;s cost model</text>", "tree/LL → tree/LL128", "tree/LL128 → nvlstree/Simple", "simulated choice changes", "bytes per rank"} {
 		if !bytes.Contains(svg, []byte(s)) {
 			t.Errorf("SVG lacks %q", s)
 		}
