@@ -40,8 +40,9 @@ largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
 ≥ 16 MiB); --plot draws both sweeps. With --algo nccl it also prints NCCL's
 own cost model beside the simulation (its tuner's time for what it would
 run, nothing simulated) and that model's error, the baseline to beat.
-Nothing is fitted: calibrate fits, fidelity measures. On a terminal, a bar on stderr counts the sizes
-simulated (a large fabric's log can take minutes).
+Nothing is fitted: calibrate fits, fidelity measures. On a terminal, a bar
+on stderr counts the sizes simulated (a large fabric's log can take
+minutes).
 
 commsim ships published runs (package fidelity, nccl-logs/): given one of them
 (known by its content, whatever its name), --topo and --op default to the
@@ -281,8 +282,12 @@ func fidBands(bands []fidelity.BandSummary) []fidBand {
 // the check, s's, into file, with the sizes where the simulated choice
 // changes marked.
 func (out *fidReport) drawPlot(s *sweep, file string) error {
+	beside := ""
+	if out.Model != nil {
+		beside = " beside NCCL's cost model"
+	}
 	ch := &sweepChart{
-		title:     fmt.Sprintf("%s on %s: %d ranks, out of place; measured (%s) and simulated (--algo %s)%s, nothing fitted", out.Op, out.Topology, out.Ranks, filepath.Base(out.Log), out.Algo, map[bool]string{true: " beside NCCL's cost model"}[out.Model != nil]),
+		title:     fmt.Sprintf("%s on %s: %d ranks, out of place; measured (%s) and simulated (--algo %s)%s, nothing fitted", out.Op, out.Topology, out.Ranks, filepath.Base(out.Log), out.Algo, beside),
 		sizeLabel: sizeMeaning(s.op),
 		bwLabel:   "bus bandwidth per rank (GB/s)\nbusbw = " + busbwFormula(s.op) + ", as nccl-tests defines it",
 		marksName: "simulated choice changes",
