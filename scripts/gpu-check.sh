@@ -237,7 +237,7 @@ run() {
     TestSendRecv TestRecvMismatchFailsNamingRanks TestEventsOrderAndTime TestAbortUnblocks TestDeadlockDetected TestBadArgumentsOnGPU TestConformance
   gotest equivalence 170 '^(TestEquivalenceWithSimGrid|TestEquivalenceWithSimGenerated)$/^gpu$' \
     TestEquivalenceWithSimGrid TestEquivalenceWithSimGenerated
-  gotest bandwidth 60 '^(TestReduceBandwidth|TestRingAllReduceBusBW|TestVirtualMessageLatency)$' \
+  gotest bandwidth 60 '^(TestReduceBandwidth|TestRingAllReduceBusBW|TestVirtualMessageLatency)$/^gpu$' \
     TestReduceBandwidth TestRingAllReduceBusBW TestVirtualMessageLatency
   cmdpart cli 40 "$bin/commsim" bench --backend cuda --ranks 4 --placement virtual --op allreduce --algo ring \
     -b 1KiB -e 16MiB -f 8 --check --sim-topo h200-virtual:4 --format json
