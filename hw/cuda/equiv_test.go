@@ -216,29 +216,7 @@ func TestReduceBandwidth(t *testing.T) {
 	const bytes = 1 << 30
 	start, end := event(t, d), event(t, d)
 	timeIt := func(run func() error) float64 {
-		best := 0.0
-		for i := range 6 {
-			if err := s.Record(start); err != nil {
-				t.Fatal(err)
-			}
-			if err := run(); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Record(end); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Synchronize(); err != nil {
-				t.Fatal(err)
-			}
-			sec, err := end.ElapsedSince(start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i > 0 && (best == 0 || sec < best) {
-				best = sec
-			}
-		}
-		return best
+		return fastest(t, 6, s, start, end, []hw.Stream{s}, func(int) error { return run() })
 	}
 	x := alloc(t, d, hw.U8, bytes)
 	y := alloc(t, d, hw.U8, bytes)

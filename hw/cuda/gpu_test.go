@@ -84,6 +84,39 @@ func event(t testing.TB, d hw.Device) hw.Event {
 	return e
 }
 
+// fastest times runs runs of enqueue, by events recorded on timer before
+// and after, each waiting for streams to drain, and returns the fastest
+// run's seconds but the first's: a warm-up that pays for staging memory
+// and the JIT. enqueue gets the run's index.
+func fastest(t testing.TB, runs int, timer hw.Stream, start, end hw.Event, streams []hw.Stream, enqueue func(run int) error) float64 {
+	t.Helper()
+	best := 0.0
+	for run := range runs {
+		if err := timer.Record(start); err != nil {
+			t.Fatal(err)
+		}
+		if err := enqueue(run); err != nil {
+			t.Fatal(err)
+		}
+		if err := timer.Record(end); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range streams {
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sec, err := end.ElapsedSince(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run > 0 && (best == 0 || sec < best) {
+			best = sec
+		}
+	}
+	return best
+}
+
 func encode(t testing.TB, dt hw.DType, vals []float64) []byte {
 	t.Helper()
 	b, err := hw.FromFloat64s(dt, vals)

@@ -27,36 +27,9 @@ func virtualMessageLatency(t *testing.T, e env) {
 	c := hw.Whole(alloc(t, devs[0], hw.F32, 1))
 	start, end := event(t, devs[0]), event(t, devs[0])
 	const rounds = 200
-	// best runs enqueue once as a warm-up, then three times, and returns
-	// the fastest run's seconds.
-	best := func(enqueue func(run int) error) float64 {
-		fastest := 0.0
-		for run := range 4 {
-			if err := s0.Record(start); err != nil {
-				t.Fatal(err)
-			}
-			if err := enqueue(run); err != nil {
-				t.Fatal(err)
-			}
-			if err := s0.Record(end); err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range []hw.Stream{s0, s1} {
-				if err := s.Synchronize(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sec, err := end.ElapsedSince(start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if run > 0 && (fastest == 0 || sec < fastest) {
-				fastest = sec
-			}
-		}
-		return fastest
-	}
-	pingPong := best(func(run int) error {
+	// One warm-up run, then the fastest of three.
+	both := []hw.Stream{s0, s1}
+	pingPong := fastest(t, 4, s0, start, end, both, func(run int) error {
 		for k := range rounds {
 			tag := uint64(run*rounds+k) * 2
 			if err := s0.Send(a, devs[1], tag); err != nil {
@@ -74,7 +47,7 @@ func virtualMessageLatency(t *testing.T, e env) {
 		}
 		return nil
 	})
-	copies := best(func(int) error {
+	copies := fastest(t, 4, s0, start, end, both, func(int) error {
 		for range 2 * rounds {
 			if err := s0.Copy(c, a); err != nil {
 				return err
