@@ -40,6 +40,11 @@ type Log struct {
 	// "NCCL_PROTO set by environment to Simple"), by name. See NCCLOptions.
 	NCCLVersion string
 	NCCLEnv     map[string]string
+	// NCCLRan is what NCCL says it ran at each size (NCCL_DEBUG=INFO with
+	// NCCL_DEBUG_SUBSYS=TUNING, NCCL 2.21 on), by the size in nccl-tests'
+	// meaning; nil where the log does not say.
+	NCCLRan  map[int64]Ran
+	ranLines []ranLine
 	// Partial says the log is a JSON report that ends early, as a run
 	// that died mid-sweep leaves it: its finished records are read.
 	Partial bool
@@ -81,7 +86,12 @@ var (
 	// NCCL's own lines: its debug output, and the version line
 	// NCCL_DEBUG=VERSION prints.
 	noiseRE = regexp.MustCompile(`\bNCCL (INFO|WARN|TRACE)\b|^NCCL version \S`)
-	dateRE  = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
+	// One of NCCL's lines glued onto a row: nccl-tests prints a row's
+	// size columns, then times the calls (NCCL's lines for them, with
+	// NCCL_DEBUG=INFO, come between), then prints their times. NCCL's
+	// prefix is host:pid:tid [device], perhaps after a launcher's tag.
+	gluedNCCLRE = regexp.MustCompile(`(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)?[A-Za-z][\w.-]*:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)\b`)
+	dateRE      = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",
 		"time_us": "time", "cputime": "time", "op": "op", "ranks": "ranks", "type": "type", "dtype": "type"}
@@ -227,13 +237,33 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	started := 0            // the line that named the log's collective
 	var cols map[string]int // the CSV header's columns
 	width := 0              // and its number of fields
+	// A row that NCCL's lines cut into pieces: its text so far and its
+	// first line.
+	piece, pieceLine := "", 0
 	for i, l := range lines {
 		t := untag(l)
+		if at := gluedNCCLRE.FindStringIndex(t); at != nil && at[0] > 0 {
+			if head := strings.TrimSpace(t[:at[0]]); head != "" && head[0] >= '0' && head[0] <= '9' {
+				if piece == "" {
+					pieceLine = i
+				}
+				piece += " " + head
+			}
+			t = t[at[0]:]
+		}
 		if noiseRE.MatchString(t) || strings.HasPrefix(t, "#") {
 			lg.readNCCLLine(t)
 		}
 		if t == "" || noiseRE.MatchString(t) || decoration(t) {
 			continue
+		}
+		row := i
+		if piece != "" {
+			if t[0] == '#' {
+				return &LogError{Name: name, Line: pieceLine + 1, Text: shortLine(lines[pieceLine]),
+					Reason: fmt.Sprintf("a row cut off (a comment at line %d before its times)", i+1)}
+			}
+			t, piece, row = piece+" "+t, "", pieceLine
 		}
 		if t[0] == '#' {
 			if m := startRE.FindStringSubmatch(t); m != nil {
@@ -292,12 +322,16 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			s, typ, msg = tableRow(strings.Fields(t), hasRoot)
 		}
 		if msg == "" {
-			msg = lg.add(s, typ, i+1)
+			msg = lg.add(s, typ, row+1)
 		}
 		if msg != "" {
-			return &LogError{Name: name, Line: i + 1, Reason: msg, Text: shortLine(lines[i])}
+			return &LogError{Name: name, Line: row + 1, Reason: msg, Text: shortLine(lines[row])}
 		}
 	}
+	if piece != "" {
+		return &LogError{Name: name, Line: pieceLine + 1, Text: shortLine(lines[pieceLine]), Reason: "a row cut off by the end of the log"}
+	}
+	lg.resolveRan()
 	return nil
 }
 

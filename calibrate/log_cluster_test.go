@@ -184,6 +184,8 @@ func FuzzParseLog(f *testing.F) {
 	f.Add([]byte(clusterLog))
 	f.Add([]byte("size(B),time(us)\n8,20.5\n16,21\n"))
 	f.Add([]byte("2024-05-01 12:00:00\n"))
+	f.Add([]byte("  1024  256  float  sum  -1h:1:1 [0] NCCL INFO AllReduce: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n" +
+		"  10.0  0.1  0.1  0[0] h:1:1 [0] NCCL INFO 1024 Bytes -> Algo 1 proto 0 time 9.000000\n  10.5  0.1  0.1  0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lg, err := ParseLog("fuzz", data)
 		if err != nil {

@@ -2,12 +2,14 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
 )
 
 var (
@@ -22,8 +24,9 @@ var (
 )
 
 // readNCCLLine takes from line, one of NCCL's own or a comment, the NCCL
-// version or an environment variable it states.
+// version, an environment variable or what it ran, as it states them.
 func (l *Log) readNCCLLine(line string) {
+	l.readRanLine(line)
 	if m := versionRE.FindStringSubmatch(line); m != nil && l.NCCLVersion == "" {
 		l.NCCLVersion = m[1]
 	}
@@ -95,4 +98,115 @@ func (l *Log) NCCLOptions() (run LogNCCL, stated bool, err error) {
 		}
 	}
 	return run, l.NCCLVersion != "" || len(run.Env) > 0, nil
+}
+
+// What NCCL says it ran, rank 0's word with NCCL_DEBUG=INFO and
+// NCCL_DEBUG_SUBSYS=TUNING (src/enqueue.cc). From 2.24 it names them, once
+// for each call: "AllReduce: 1048576 Bytes -> Algo RING proto LL128
+// channel{Lo..Hi}={0..15}", the bytes of the call's count (per rank for
+// all-gather and reduce-scatter). In 2.21 to 2.23 it numbers them, for
+// the whole collective: "1048576 Bytes -> Algo 1 proto 1 time 28.000000".
+var (
+	ranNamedRE    = regexp.MustCompile(`\bNCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}`)
+	ranNumberRE   = regexp.MustCompile(`\bNCCL INFO (\d+) Bytes -> Algo (\d+) proto (\d+) time `)
+	ncclFuncNames = map[string]string{"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
+		"Broadcast": "broadcast", "Reduce": "reduce"}
+	// NCCL's numbers for its algorithms (NCCL_ALGO_TREE = 0, …, src/include/device.h).
+	ncclAlgoNumbers = []string{"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"}
+)
+
+// Ran is what NCCL ran for one size of a log, as its tuning lines say.
+type Ran struct {
+	Algo  nccl.Algo
+	Proto ops.Protocol
+	// Channels is the channels it ran on, 0 where its lines do not say
+	// (before 2.24).
+	Channels int
+	// Varies says the size's lines disagree (out of place and in place,
+	// say); Ran is the first.
+	Varies bool
+}
+
+// String writes r as commsim labels NCCL's plans: ring/LL128/16ch, or
+// ring/LL128 without a channel count.
+func (r Ran) String() string {
+	s := r.Algo.String() + "/" + r.Proto.String()
+	if r.Channels > 0 {
+		s += fmt.Sprintf("/%dch", r.Channels)
+	}
+	return s
+}
+
+// ranLine is one of NCCL's tuning lines, its size as NCCL writes it.
+type ranLine struct {
+	op      string // commsim's name of the collective, "" where unnamed
+	bytes   int64
+	perRank bool // bytes are a rank's share of an all-gather or reduce-scatter
+	ran     Ran
+}
+
+// readRanLine takes from t, one of NCCL's lines, what it says it ran.
+// Algorithms and protocols commsim does not know are left out.
+func (l *Log) readRanLine(t string) {
+	var r ranLine
+	if m := ranNamedRE.FindStringSubmatch(t); m != nil {
+		algo, errA := nccl.ParseAlgo(m[3])
+		proto, errP := ops.ParseProtocol(m[4])
+		lo, _ := strconv.Atoi(m[5])
+		hi, errC := strconv.Atoi(m[6])
+		op, known := ncclFuncNames[m[1]]
+		if errA != nil || errP != nil || errC != nil || !known || hi < lo {
+			return
+		}
+		r = ranLine{op: op, perRank: op == "allgather" || op == "reducescatter", ran: Ran{Algo: algo, Proto: proto, Channels: hi - lo + 1}}
+		r.bytes, _ = strconv.ParseInt(m[2], 10, 64)
+	} else if m := ranNumberRE.FindStringSubmatch(t); m != nil {
+		number, errA := strconv.Atoi(m[2])
+		proto, errP := strconv.Atoi(m[3]) // NCCL_PROTO_LL = 0, LL128, Simple
+		if errA != nil || errP != nil || number < 0 || number >= len(ncclAlgoNumbers) || proto < 0 || proto > 2 {
+			return
+		}
+		algo, err := nccl.ParseAlgo(ncclAlgoNumbers[number])
+		if err != nil {
+			return
+		}
+		r.ran = Ran{Algo: algo, Proto: ops.ProtoLL + ops.Protocol(proto)}
+		r.bytes, _ = strconv.ParseInt(m[1], 10, 64)
+	} else {
+		return
+	}
+	if r.bytes > 0 {
+		l.ranLines = append(l.ranLines, r)
+	}
+}
+
+// resolveRan sets NCCLRan from the tuning lines read, by the size in
+// nccl-tests' meaning: a rank's share of an all-gather or reduce-scatter
+// times the ranks (where the log names them), lines of another
+// collective left out.
+func (l *Log) resolveRan() {
+	for _, r := range l.ranLines {
+		if r.op != "" && l.Op != "" && r.op != l.Op {
+			continue
+		}
+		size := r.bytes
+		if r.perRank {
+			if l.Ranks == 0 || size > math.MaxInt64/int64(l.Ranks) {
+				continue
+			}
+			size *= int64(l.Ranks)
+		}
+		if l.NCCLRan == nil {
+			l.NCCLRan = map[int64]Ran{}
+		}
+		first, seen := l.NCCLRan[size]
+		switch {
+		case !seen:
+			l.NCCLRan[size] = r.ran
+		case first.Algo != r.ran.Algo || first.Proto != r.ran.Proto || first.Channels != r.ran.Channels:
+			first.Varies = true
+			l.NCCLRan[size] = first
+		}
+	}
+	l.ranLines = nil
 }

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -56,6 +57,71 @@ func TestParseLogReadsNCCLsOwnLines(t *testing.T) {
 		}
 		if _, _, err := lg.NCCLOptions(); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("%q: %v; want an error saying %q", text, err, why)
+		}
+	}
+}
+
+// With NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING, rank 0 says what NCCL
+// ran for each call, and its lines cut nccl-tests' rows in pieces: the
+// size columns, NCCL's lines for the out-of-place calls, their times,
+// NCCL's lines for the in-place calls, their times. ParseLog joins the
+// pieces and keeps, for each size, what NCCL ran.
+func TestParseLogReadsWhatNCCLRan(t *testing.T) {
+	const host = "gpu01:1234:1234 [0] NCCL INFO "
+	named := func(fn string, bytes int, algo, proto string, hi int) string {
+		return fmt.Sprintf("%s%s: %d Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}\n", host, fn, bytes, algo, proto, hi)
+	}
+	// 2.24 on: an all-gather's line gives a rank's bytes.
+	log := "# Collective test starting: all_gather_perf\n" +
+		"#  Rank  0 Group  0 Pid   1234 on     gpu01 device  0 [0x18] NVIDIA H100 80GB HBM3\n" +
+		"#  Rank  1 Group  0 Pid   1235 on     gpu01 device  1 [0x19] NVIDIA H100 80GB HBM3\n" +
+		"#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+		"  1024  128  float  none  -1" + named("AllGather", 512, "RING", "LL", 0) +
+		named("AllGather", 512, "RING", "LL", 0) +
+		"  10.00  0.10  0.05  0" + named("AllGather", 512, "RING", "LL", 0) +
+		"  10.50  0.10  0.05  0\n" +
+		"[0]  2097152  262144  float  none  -1[0] " + named("AllGather", 1048576, "NVLS", "SIMPLE", 15) +
+		"[0]  30.00  69.9  34.9  0[0] " + named("AllGather", 1048576, "RING", "LL128", 15) +
+		"[0]  31.00  67.6  33.8  0\n"
+	lg, err := ParseLog("tuning", []byte(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lg.Samples) != 2 || lg.Samples[0].Bytes != 1024 || lg.Samples[0].TimeUS != 10 || lg.Samples[0].Line != 5 ||
+		lg.Samples[1].Bytes != 2097152 || lg.Samples[1].TimeUS != 30 || lg.Samples[1].Line != 9 {
+		t.Fatalf("samples %+v; want 1024 B in 10 µs from line 5 and 2 MiB in 30 µs from line 9", lg.Samples)
+	}
+	want := map[int64]Ran{
+		1024:    {Algo: nccl.Ring, Proto: ops.ProtoLL, Channels: 1},
+		2097152: {Algo: nccl.NVLS, Proto: ops.ProtoSimple, Channels: 16, Varies: true},
+	}
+	if !reflect.DeepEqual(lg.NCCLRan, want) {
+		t.Errorf("NCCLRan %v; want %v", lg.NCCLRan, want)
+	}
+	if got := want[2097152].String() + " " + (Ran{Algo: nccl.Tree, Proto: ops.ProtoLL128}).String(); got != "nvls/Simple/16ch tree/LL128" {
+		t.Errorf("Ran.String: %q", got)
+	}
+
+	// 2.21 to 2.23: numbers, and the collective's whole size.
+	old := strings.NewReplacer("# Collective test starting: all_gather_perf", "# Collective test starting: all_reduce_perf",
+		"float  none", "float  sum",
+		named("AllGather", 512, "RING", "LL", 0), host+"1024 Bytes -> Algo 0 proto 2 time 12.500000\n",
+		named("AllGather", 1048576, "NVLS", "SIMPLE", 15), host+"2097152 Bytes -> Algo 5 proto 1 time 25.000000\n",
+		named("AllGather", 1048576, "RING", "LL128", 15), host+"2097152 Bytes -> Algo 5 proto 1 time 25.000000\n").Replace(log)
+	lg, err = ParseLog("numbered", []byte(old))
+	want = map[int64]Ran{1024: {Algo: nccl.Tree, Proto: ops.ProtoSimple}, 2097152: {Algo: nccl.NVLSTree, Proto: ops.ProtoLL128}}
+	if err != nil || !reflect.DeepEqual(lg.NCCLRan, want) || len(lg.Samples) != 2 {
+		t.Errorf("2.21's lines: %v, %v; want %v", lg, err, want)
+	}
+
+	// A row that never gets its times is refused where it starts.
+	for _, bad := range []struct{ log, why string }{
+		{"  1024  256  float  sum  -1" + named("AllReduce", 1024, "RING", "LL", 0), "log:1: a row cut off by the end of the log"},
+		{"  1024  256  float  sum  -1" + named("AllReduce", 1024, "RING", "LL", 0) + "# Avg bus bandwidth : 1\n", "log:1: a row cut off (a comment at line 2"},
+		{"  1024  256  float  sum  -1" + named("AllReduce", 1024, "RING", "LL", 0) + "  10.0  x  0.1  0\n", "log:1: want time, algbw and busbw"},
+	} {
+		if _, err := ParseLog("log", []byte(bad.log)); err == nil || !strings.Contains(err.Error(), bad.why) {
+			t.Errorf("%q: %v; want %q", bad.log, err, bad.why)
 		}
 	}
 }
