@@ -57,6 +57,14 @@ type Config struct {
 	// tuner's) passes them here, and every name they know works. Sizes
 	// are planned on several goroutines at once.
 	Plan func(spec ops.Spec) (*ops.Plan, error)
+	// AsLogged, with Algo nccl, simulates at each size what the log says
+	// NCCL ran there (calibrate.Log.NCCLRan: its algorithm, protocol and,
+	// where stated, channels for rings, trees, NVLS and NVLSTree; NCCL's
+	// own choice of channels for the others) instead of NCCL's tuner's
+	// choice, which the sizes it does not state keep: what the simulation
+	// misses, with NCCL's choice taken out of it. A size whose lines
+	// disagree keeps the tuner's choice.
+	AsLogged bool
 	// Progress, when not nil, is called once for each size simulated,
 	// from whichever goroutine simulated it: a large fabric's check can
 	// take minutes.
@@ -79,6 +87,9 @@ type Row struct {
 	// model has none (point-to-point, which NCCL does not price) or the
 	// algorithm is another. ModelError is its error, as Error.
 	ModelUS, ModelError float64
+	// Ran is what the log says NCCL ran at this size (calibrate.Ran's
+	// label, ring/LL128/16ch), "" where it does not say.
+	Ran string
 }
 
 // Report is a log checked against a fabric.
@@ -97,6 +108,19 @@ type Report struct {
 	// Model sums up the rows' ModelError over those with a ModelUS: the
 	// baseline the simulation is to beat. Its Sizes is 0 when none has.
 	Model Summary
+	// Choices, with Algo nccl, compares NCCL's tuner's choice with what
+	// the log says NCCL ran.
+	Choices Choices
+}
+
+// Choices counts the sizes where the log says what NCCL ran (NCCL's
+// tuning lines, calibrate.Log.NCCLRan) and, of those, the ones where
+// NCCL's tuner, as commsim models it, picks the same algorithm and
+// protocol; Varied counts those whose lines disagree, left out of both.
+type Choices struct {
+	Logged, Agree, Varied int
+	// AsLogged says the rows with a logged choice simulated it.
+	AsLogged bool
 }
 
 // Band is a range of sizes, Lo <= bytes < Hi.
@@ -213,6 +237,9 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 			return nil, fmt.Errorf("fidelity: %w", err)
 		}
 	}
+	if cfg.AsLogged && rep.Algo != "nccl" {
+		return nil, fmt.Errorf("fidelity: AsLogged simulates NCCL's logged choices, with Algo nccl, not %s", rep.Algo)
+	}
 	base := ops.Spec{Op: op, Algo: rep.Algo, Ranks: p, DType: dt, Redop: hw.Sum}
 	var specs []ops.Spec
 	for _, s := range lg.Samples {
@@ -226,9 +253,26 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 				ErrMismatch, s.Line, s.Bytes, dt, p)
 		}
 		specs = append(specs, spec)
-		rep.Rows = append(rep.Rows, Row{Bytes: s.Bytes, Line: s.Line, MeasuredUS: s.TimeUS})
+		row := Row{Bytes: s.Bytes, Line: s.Line, MeasuredUS: s.TimeUS}
+		if ran, ok := lg.NCCLRan[s.Bytes]; ok {
+			row.Ran = ran.String()
+		}
+		rep.Rows = append(rep.Rows, row)
 	}
-	secs, algos, err := predict(topo, specs, plan, cfg.Progress)
+	var forced []*loggedTuner
+	if cfg.AsLogged {
+		var err error
+		if forced, err = loggedTuners(rep.Rows, lg.NCCLRan, topo, cfg.NCCL); err != nil {
+			return nil, fmt.Errorf("fidelity: %w", err)
+		}
+		rep.Choices.AsLogged = true
+	}
+	secs, algos, err := predict(topo, len(specs), func(i int) (*ops.Plan, error) {
+		if forced == nil || forced[i] == nil {
+			return plan(specs[i])
+		}
+		return forced[i].plan(specs[i])
+	}, cfg.Progress)
 	if err != nil {
 		var se *calibrate.SizeError
 		if errors.As(err, &se) {
@@ -243,16 +287,77 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 	}
 	rep.Summary = Summarize(rep.Rows)
 	if rep.Algo == "nccl" {
-		if err := priceModel(rep, topo, specs, cfg.NCCL); err != nil {
+		if err := priceModel(rep, topo, specs, lg.NCCLRan, cfg.NCCL); err != nil {
 			return nil, fmt.Errorf("fidelity: %w", err)
 		}
 	}
 	return rep, nil
 }
 
+// loggedTuner plans what the log says NCCL ran at a size: its algorithm
+// and protocol forced, and its channels, where stated and unlike what
+// NCCL would launch for the size itself, set as NCCL_MIN_NCHANNELS and
+// NCCL_MAX_NCHANNELS (NCCL_NVLS_NCHANNELS for NVLS) would set them.
+type loggedTuner struct {
+	ran      calibrate.Ran
+	forced   *nccl.Tuner // algorithm and protocol
+	channels *nccl.Tuner // and channels; nil where not stated or not set
+}
+
+func (l *loggedTuner) plan(spec ops.Spec) (*ops.Plan, error) {
+	t := l.forced
+	if l.channels != nil {
+		if c, err := t.Choose(spec); err == nil && c.Channels != l.ran.Channels {
+			t = l.channels
+		}
+	}
+	p, _, err := t.Plan(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: NCCL ran %s here, which this fabric cannot: %w", ErrMismatch, l.ran, err)
+	}
+	return p, nil
+}
+
+// loggedTuners gives each of rows the planner of what ran says NCCL ran
+// at its size, nil where it says nothing or its lines disagree; rows of
+// the same choice share one. A logged choice NCCL's options cannot
+// express is an error naming its line.
+func loggedTuners(rows []Row, ran map[int64]calibrate.Ran, topo *topology.Topology, o nccl.Options) ([]*loggedTuner, error) {
+	tuners := make([]*loggedTuner, len(rows))
+	made := map[calibrate.Ran]*loggedTuner{}
+	for i, r := range rows {
+		c, ok := ran[r.Bytes]
+		if !ok || c.Varies {
+			continue
+		}
+		if made[c] == nil {
+			l := &loggedTuner{ran: c}
+			forced := o
+			forced.Algos, forced.Protos, forced.OpAlgos, forced.OpProtos = []nccl.Algo{c.Algo}, []ops.Protocol{c.Proto}, nil, nil
+			var err error
+			if l.forced, err = nccl.NewTuner(topo, forced); err == nil && c.Channels > 0 {
+				switch c.Algo {
+				case nccl.Ring, nccl.Tree:
+					forced.Channels, forced.MinChannels, forced.MaxChannels = c.Channels, 0, 0
+					l.channels, err = nccl.NewTuner(topo, forced)
+				case nccl.NVLS, nccl.NVLSTree:
+					forced.NVLSChannels = c.Channels
+					l.channels, err = nccl.NewTuner(topo, forced)
+				}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("line %d (%d bytes): the log's NCCL ran %s: %w", r.Line, r.Bytes, c, err)
+			}
+			made[c] = l
+		}
+		tuners[i] = made[c]
+	}
+	return tuners, nil
+}
+
 // priceModel sets each row's ModelUS, NCCL's cost model's time for its
 // choice on the row's spec, and sums them up in rep.Model.
-func priceModel(rep *Report, topo *topology.Topology, specs []ops.Spec, o nccl.Options) error {
+func priceModel(rep *Report, topo *topology.Topology, specs []ops.Spec, ran map[int64]calibrate.Ran, o nccl.Options) error {
 	tuner, err := nccl.NewTuner(topo, o)
 	if err != nil {
 		return err
@@ -265,6 +370,17 @@ func priceModel(rep *Report, topo *topology.Topology, specs []ops.Spec, o nccl.O
 		}
 		if us := c.NCCL.TimeUS; us > 0 && !math.IsInf(us, 0) {
 			r.ModelUS, r.ModelError = us, us/r.MeasuredUS-1
+		}
+		if logged, ok := ran[r.Bytes]; ok {
+			switch {
+			case logged.Varies:
+				rep.Choices.Varied++
+			case logged.Algo == c.NCCL.Algo && logged.Proto == c.NCCL.Protocol:
+				rep.Choices.Agree++
+				fallthrough
+			default:
+				rep.Choices.Logged++
+			}
 		}
 	}
 	rep.Model = Summarize(ModelRows(rep.Rows))
@@ -321,13 +437,13 @@ func defaultPlanner(topo *topology.Topology, algo string, o nccl.Options) (func(
 	return ops.Compile, nil
 }
 
-// predict times each spec's plan, out of place, on a timing-only cluster
+// predict times the n sizes' plans, out of place, on a timing-only cluster
 // of topo that mirrors symmetric plans, sharing the sizes among one
 // cluster per core (calibrate.Simulate), and names each plan.
-func predict(topo *topology.Topology, specs []ops.Spec, plan func(ops.Spec) (*ops.Plan, error), progress func()) ([]float64, []string, error) {
-	algos := make([]string, len(specs))
-	secs, err := calibrate.Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(specs), func(i int) (*ops.Plan, error) {
-		pl, err := plan(specs[i])
+func predict(topo *topology.Topology, n int, plan func(i int) (*ops.Plan, error), progress func()) ([]float64, []string, error) {
+	algos := make([]string, n)
+	secs, err := calibrate.Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, n, func(i int) (*ops.Plan, error) {
+		pl, err := plan(i)
 		if err == nil {
 			algos[i] = nccl.Label(pl)
 		}

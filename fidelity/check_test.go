@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"errors"
 	"math"
 	"reflect"
 	"slices"
@@ -272,5 +273,77 @@ func TestPublishedLogsRunInTheirNCCLEnvironment(t *testing.T) {
 		if _, err := bad.Options(); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
+	}
+}
+
+// A log with NCCL's tuning lines says what NCCL ran at each size. Check
+// shows it beside each row and counts the sizes where NCCL's tuner, as
+// commsim models it, chose the same; AsLogged simulates what NCCL ran
+// instead, where the lines agree, and the tuner's choice elsewhere.
+func TestCheckReadsWhatNCCLRan(t *testing.T) {
+	const info = "gpu01:1:1 [0] NCCL INFO AllReduce: "
+	log := "# Collective test starting: all_reduce_perf\n" +
+		"#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+		info + "8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n" +
+		"       8        2  float  sum  -1   15.00  0.00  0.00  0   15.00  0.00  0.00  0\n" +
+		"   16384     4096  float  sum  -1   18.00  0.91  1.59  0   18.00  0.91  1.59  0\n" +
+		info + "1048576 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..3}\n" +
+		" 1048576   262144  float  sum  -1   40.00 26.21 45.88  0   40.00 26.21 45.88  0\n" +
+		info + "67108864 Bytes -> Algo NVLS proto SIMPLE channel{Lo..Hi}={0..15}\n" +
+		info + "67108864 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n" +
+		"67108864 16777216  float  sum  -1  330.00 203.4 355.9  0  330.00 203.4 355.9  0\n"
+	lg, tp := parse(t, log), topo(t, "dgx-h100")
+	rep, err := Check(lg, tp, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuner, err := nccl.NewTuner(tp, nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"ring/LL/1ch", "", "tree/Simple/4ch", "nvls/Simple/16ch"} {
+		if rep.Rows[i].Ran != want {
+			t.Errorf("%d bytes: ran %q, want %q", rep.Rows[i].Bytes, rep.Rows[i].Ran, want)
+		}
+	}
+	eight, _ := tuner.Choose(ops.Spec{Op: ops.AllReduce, Algo: "nccl", Ranks: 8, DType: hw.F32, Redop: hw.Sum, Count: 2})
+	mib, _ := tuner.Choose(ops.Spec{Op: ops.AllReduce, Algo: "nccl", Ranks: 8, DType: hw.F32, Redop: hw.Sum, Count: 262144})
+	if eight.NCCL.Algo != nccl.Ring || eight.NCCL.Protocol != ops.ProtoLL || mib.NCCL.Algo == nccl.Tree {
+		t.Fatalf("the tuner's choices moved (%v at 8 B, %v at 1 MiB): the log's lines no longer test agreement and its absence", eight.NCCL, mib.NCCL)
+	}
+	if want := (Choices{Logged: 2, Agree: 1, Varied: 1}); rep.Choices != want {
+		t.Errorf("choices %+v, want %+v", rep.Choices, want)
+	}
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "nccl ran (its log)") ||
+		!strings.Contains(table.String(), "tuner chose the same algorithm and protocol at 1 of 2 sizes (1 more whose lines disagree left out)") {
+		t.Errorf("table (%v):\n%s", err, table.String())
+	}
+
+	as, err := Check(lg, tp, Config{AsLogged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range as.Rows {
+		forced := r.Bytes == 1048576
+		switch {
+		case forced && (r.Algo != "tree/Simple/4ch" || r.PredictedUS == rep.Rows[i].PredictedUS):
+			t.Errorf("1 MiB as logged: %+v; want tree/Simple/4ch, not the tuner's %+v", r, rep.Rows[i])
+		case !forced && (r.Algo != rep.Rows[i].Algo || r.PredictedUS != rep.Rows[i].PredictedUS):
+			t.Errorf("%d bytes as logged: %+v; want the tuner's %+v (the lines agree, say nothing or disagree)", r.Bytes, r, rep.Rows[i])
+		}
+	}
+	if want := (Choices{Logged: 2, Agree: 1, Varied: 1, AsLogged: true}); as.Choices != want {
+		t.Errorf("choices as logged %+v, want %+v", as.Choices, want)
+	}
+
+	if _, err := Check(lg, tp, Config{Algo: "ring", AsLogged: true}); err == nil || !strings.Contains(err.Error(), "with Algo nccl") {
+		t.Errorf("AsLogged with ring: %v", err)
+	}
+	// An A100 has no NVLS: the log did not run on it.
+	nvls := strings.Replace(log, "Algo TREE proto SIMPLE channel{Lo..Hi}={0..3}", "Algo NVLS proto SIMPLE channel{Lo..Hi}={0..3}", 1)
+	if _, err := Check(parse(t, nvls), topo(t, "dgx-a100"), Config{AsLogged: true}); err == nil ||
+		!strings.Contains(err.Error(), "line 7 (1048576 bytes): the log does not fit: NCCL ran nvls/Simple/4ch here, which this fabric cannot") || !errors.Is(err, ErrMismatch) {
+		t.Errorf("NVLS logged, checked on an A100: %v", err)
 	}
 }

@@ -1,8 +1,10 @@
 package fidelity
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -11,14 +13,21 @@ import (
 // logs.
 //
 // With NCCL's cost model priced (Algo nccl), two columns give its time and
-// error beside the simulation's, and its summary follows commsim's.
+// error beside the simulation's, and its summary follows commsim's. Where
+// the log says what NCCL ran, a last column gives it, and a line counts
+// the sizes where NCCL's tuner, as commsim models it, chose the same.
 func (r *Report) WriteTable(w io.Writer) error {
 	model := r.Model.Sizes > 0
+	ran := slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Ran != "" })
 	fmt.Fprintf(w, "%12s %13s %14s %9s", "size(B)", "measured(us)", "predicted(us)", "error(%)")
 	if model {
 		fmt.Fprintf(w, " %15s %15s", "nccl model(us)", "model error(%)")
 	}
-	fmt.Fprintf(w, "  %s\n", "algo")
+	if ran {
+		fmt.Fprintf(w, "  %-18s  %s\n", "algo", "nccl ran (its log)")
+	} else {
+		fmt.Fprintf(w, "  %s\n", "algo")
+	}
 	for _, row := range r.Rows {
 		fmt.Fprintf(w, "%12d %13.2f %14.2f %+9.2f", row.Bytes, row.MeasuredUS, row.PredictedUS, 100*row.Error)
 		switch {
@@ -27,9 +36,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		case model:
 			fmt.Fprintf(w, " %15s %15s", "-", "-")
 		}
-		fmt.Fprintf(w, "  %s\n", row.Algo)
+		if ran {
+			fmt.Fprintf(w, "  %-18s  %s\n", row.Algo, cmp.Or(row.Ran, "-"))
+		} else {
+			fmt.Fprintf(w, "  %s\n", row.Algo)
+		}
 	}
-	if _, err := io.WriteString(w, r.Summary.Describe()); err != nil || !model {
+	if _, err := io.WriteString(w, r.Summary.Describe()+r.Choices.Describe()); err != nil || !model {
 		return err
 	}
 	_, err := io.WriteString(w, "# NCCL's own cost model (its tuner's time for what it would run; nothing simulated), for comparison:\n"+
@@ -55,5 +68,24 @@ func (s Summary) Describe() string {
 		bands = append(bands, fmt.Sprintf("%s: %.1f%% (%d sizes)", bs.Band.Name, 100*bs.Median, bs.Sizes))
 	}
 	fmt.Fprintf(&b, "# median |error| by size: %s\n", strings.Join(bands, "; "))
+	return b.String()
+}
+
+// Describe is a # comment line on NCCL's choices, "" where the log says
+// none: at how many sizes NCCL's tuner chose what NCCL ran, and which the
+// simulation ran.
+func (c Choices) Describe() string {
+	if c.Logged+c.Varied == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# NCCL's logged choice: the tuner chose the same algorithm and protocol at %d of %d sizes", c.Agree, c.Logged)
+	if c.Varied > 0 {
+		fmt.Fprintf(&b, " (%d more whose lines disagree left out)", c.Varied)
+	}
+	if c.AsLogged {
+		b.WriteString("; simulated as logged")
+	}
+	b.WriteString("\n")
 	return b.String()
 }
