@@ -21,6 +21,7 @@ import (
 
 type fidFlags struct {
 	log, topo, op, algo, format, plot string
+	asLogged                          bool
 	ncclFlags
 }
 
@@ -40,6 +41,10 @@ largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
 ≥ 16 MiB); --plot draws both sweeps. With --algo nccl it also prints NCCL's
 own cost model beside the simulation (its tuner's time for what it would
 run, nothing simulated) and that model's error, the baseline to beat.
+Where the log carries NCCL's tuning lines (NCCL_DEBUG=INFO with
+NCCL_DEBUG_SUBSYS=TUNING, NCCL 2.21 on), a column gives what NCCL ran at
+each size and a line counts the sizes where its tuner, as commsim models
+it, chose the same; --as-logged simulates what NCCL ran instead.
 Nothing is fitted: calibrate fits, fidelity measures. On a terminal, a bar
 on stderr counts the sizes simulated (a large fabric's log can take
 minutes).
@@ -66,6 +71,7 @@ rows for less than one element per rank) are left out.`,
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+
 		" (nccl: what NCCL's tuner would run, per size; auto: the cheapest of commsim's own)")
 	fl.StringVar(&f.format, "format", "table", "report: table|csv|json")
+	fl.BoolVar(&f.asLogged, "as-logged", false, "with --algo nccl: at each size whose NCCL tuning lines (NCCL_DEBUG_SUBSYS=TUNING) say what NCCL ran, simulate that (algorithm, protocol, channels) instead of NCCL's tuner's choice")
 	fl.StringVar(&f.plot, "plot", "", "also draw the measured and the simulated busbw and time against size (where the simulated choice changes marked) into FILE.png or FILE.svg")
 	f.ncclFlags.register(fl)
 	return cmd
@@ -93,7 +99,10 @@ type fidReport struct {
 	Bands       []fidBand         `json:"bands"`
 	// Model is NCCL's own cost model's errors, with --algo nccl: the
 	// baseline (sizes it prices carry nccl_model_us).
-	Model     *fidModel `json:"nccl_model,omitempty"`
+	Model *fidModel `json:"nccl_model,omitempty"`
+	// Choices compares NCCL's tuner's choices with what the log says
+	// NCCL ran, where it says (sizes it states carry nccl_ran).
+	Choices   *fidChoices `json:"nccl_choices,omitempty"`
 	report    *fidelity.Report
 	parsed    *calibrate.Log
 	published *fidelity.PublishedLog
@@ -111,6 +120,15 @@ type fidSize struct {
 	// it prices the size.
 	ModelUS    *float64 `json:"nccl_model_us,omitempty"`
 	ModelError *float64 `json:"nccl_model_rel_error,omitempty"`
+	// Ran is what the log says NCCL ran at the size.
+	Ran string `json:"nccl_ran,omitempty"`
+}
+
+type fidChoices struct {
+	Logged   int  `json:"logged"`
+	Agree    int  `json:"tuner_agrees"`
+	Varied   int  `json:"lines_disagree"`
+	AsLogged bool `json:"simulated_as_logged"`
 }
 
 type fidModel struct {
@@ -133,6 +151,8 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		return usagef("fidelity needs --log FILE (nccl-tests output)")
 	case f.format != "table" && f.format != "json" && f.format != "csv":
 		return usagef("unknown format %q (want table, csv or json)", f.format)
+	case f.asLogged && f.algo != algoNCCL:
+		return usagef("--as-logged simulates what NCCL ran, with --algo nccl, not --algo %s", f.algo)
 	}
 	if err := checkPlotName(f.plot); err != nil {
 		return err
@@ -187,7 +207,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 
 	// bench's planner: every algorithm bench knows, auto's choice included.
 	bar := newProgress(stderr, fidelity.SimulatedSizes(lg, s.op))
-	cfg := fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan, Progress: bar.step}
+	cfg := fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan, AsLogged: f.asLogged, Progress: bar.step}
 	if s.tuner != nil {
 		cfg.NCCL = s.tuner.Options // NCCL's cost model is priced in the same environment
 	}
@@ -233,6 +253,10 @@ func (out *fidReport) write(stdout io.Writer, format string) error {
 		if out.Model != nil {
 			head = append(head, "nccl_model_us", "nccl_model_rel_error")
 		}
+		ran := slices.ContainsFunc(out.Sizes, func(z fidSize) bool { return z.Ran != "" })
+		if ran {
+			head = append(head, "nccl_ran")
+		}
 		rows := [][]string{head}
 		for _, z := range out.Sizes {
 			row := []string{strconv.FormatInt(z.Bytes, 10), strconv.Itoa(z.Line), fmtFloat(z.MeasuredUS),
@@ -242,6 +266,9 @@ func (out *fidReport) write(stdout io.Writer, format string) error {
 				row = append(row, fmtFloat(*z.ModelUS), fmtFloat(*z.ModelError))
 			case out.Model != nil:
 				row = append(row, "", "")
+			}
+			if ran {
+				row = append(row, z.Ran)
 			}
 			rows = append(rows, row)
 		}
@@ -257,7 +284,7 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 		out.Shipped, out.Excluded = pub.File, pub.Exclude
 	}
 	for _, r := range rep.Rows {
-		z := fidSize{Bytes: r.Bytes, Line: r.Line, MeasuredUS: r.MeasuredUS, PredictedUS: r.PredictedUS, RelError: r.Error, Algo: r.Algo}
+		z := fidSize{Bytes: r.Bytes, Line: r.Line, MeasuredUS: r.MeasuredUS, PredictedUS: r.PredictedUS, RelError: r.Error, Algo: r.Algo, Ran: r.Ran}
 		if r.ModelUS > 0 {
 			z.ModelUS, z.ModelError = &r.ModelUS, &r.ModelError
 		}
@@ -266,6 +293,9 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 	out.Bands = fidBands(rep.Bands)
 	if m := rep.Model; m.Sizes > 0 {
 		out.Model = &fidModel{Sizes: m.Sizes, Median: m.Median, Max: m.Max, Bands: fidBands(m.Bands)}
+	}
+	if c := rep.Choices; c.Logged+c.Varied > 0 || c.AsLogged {
+		out.Choices = &fidChoices{Logged: c.Logged, Agree: c.Agree, Varied: c.Varied, AsLogged: c.AsLogged}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,6 +204,46 @@ func TestFidelityTakesTheLogsNCCLEnvironment(t *testing.T) {
 	}
 }
 
+// A log with NCCL's tuning lines, glued to its rows as NCCL_DEBUG=INFO
+// prints them, shows what NCCL ran beside what the simulation ran, in
+// every format; --as-logged runs it.
+func TestFidelityShowsWhatNCCLRan(t *testing.T) {
+	glued := func(bytes int, algo, proto string, hi int) string {
+		return fmt.Sprintf("gpu1:9:9 [0] NCCL INFO AllReduce: %d Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}\n", bytes, algo, proto, hi)
+	}
+	text := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+		"  8  2  float  sum  -1" + glued(8, "RING", "LL", 0) + "  13.67  0  0  0" + glued(8, "RING", "LL", 0) + "  13.50  0  0  0\n" +
+		"  4194304  1048576  float  sum  -1" + glued(4194304, "RING", "LL128", 23) + "  54.19  0  0  0" + glued(4194304, "RING", "LL128", 23) + "  54.00  0  0  0\n"
+	path := filepath.Join(t.TempDir(), "tuning.log")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce"}
+	status, out, errOut := commsim(args...)
+	if status != 0 || !strings.Contains(out, "nccl ran (its log)") || !strings.Contains(out, "  nvls/Simple/16ch    ring/LL128/24ch\n") ||
+		!strings.Contains(out, "# NCCL's logged choice: the tuner chose the same algorithm and protocol at 1 of 2 sizes\n") {
+		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
+	}
+	status, out, _ = commsim(append(args, "--format", "json", "--as-logged")...)
+	var rep fidReport
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || len(rep.Sizes) != 2 || rep.Sizes[1].Ran != "ring/LL128/24ch" ||
+		rep.Sizes[1].Algo != "ring/LL128/24ch" || rep.Choices == nil || *rep.Choices != (fidChoices{Logged: 2, Agree: 1, AsLogged: true}) {
+		t.Errorf("json, as logged: status %d, %v, %+v", status, err, rep)
+	}
+	_, out, _ = commsim(append(args, "--format", "csv")...)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[0], ",nccl_ran") || !strings.HasSuffix(lines[2], ",ring/LL128/24ch") {
+		t.Errorf("csv:\n%s", out)
+	}
+	// An A100 has no NVLS: a log that ran it was not taken there.
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "RING proto LL128", "NVLS proto SIMPLE")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, _, errOut = commsim("fidelity", "--log", path, "--topo", "dgx-a100", "--op", "allreduce", "--as-logged")
+	if status != 2 || !strings.Contains(errOut, "line 5 (4194304 bytes): the log does not fit: NCCL ran nvls/Simple/24ch here, which this fabric cannot") {
+		t.Errorf("NVLS logged, checked on an A100: status %d, %s", status, errOut)
+	}
+}
+
 func TestFidelityUsageErrorsExit2(t *testing.T) {
 	shipped := filepath.Join(shippedLogs, "vultr-b200-allgather-8xB200.txt")
 	own := filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt")
@@ -236,6 +277,7 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		"only size 0": {[]string{"--log", empty, "--topo", "dgx-h100", "--op", "allreduce"}, "no size above 0 bytes to compare"},
 		"no element":  {[]string{"--log", small, "--topo", "dgx-h100", "--op", "allgather"}, "8 bytes of f32 hold no element per rank"},
 		"bad type":    {[]string{"--log", typed, "--topo", "dgx-h100", "--op", "allreduce"}, `element type "quux"`},
+		"as logged":   {[]string{"--log", shipped, "--algo", "ring", "--as-logged"}, "--as-logged simulates what NCCL ran, with --algo nccl"},
 	}
 	for name, c := range cases {
 		status, out, errOut := commsim(append([]string{"fidelity"}, c.args...)...)
