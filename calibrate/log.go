@@ -89,8 +89,10 @@ var (
 	// One of NCCL's lines glued onto a row: nccl-tests prints a row's
 	// size columns, then times the calls (NCCL's lines for them, with
 	// NCCL_DEBUG=INFO, come between), then prints their times. NCCL's
-	// prefix is host:pid:tid [device], perhaps after a launcher's tag.
-	gluedNCCLRE = regexp.MustCompile(`(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)?[A-Za-z][\w.-]*:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE)\b`)
+	// prefix (src/debug.cc) is [time] host:pid:tid [device], the time
+	// only on warnings, and file:line or a clock before NCCL WARN or
+	// TRACE; a launcher's tag may come first.
+	gluedNCCLRE = regexp.MustCompile(`(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)?(?:\[\d{4}-\d\d-\d\d[^\]]*\]\s?)?(?:[A-Za-z][\w.-]*:\d+:\d+ )?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
 	dateRE      = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",

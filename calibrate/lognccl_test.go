@@ -114,6 +114,16 @@ func TestParseLogReadsWhatNCCLRan(t *testing.T) {
 		t.Errorf("2.21's lines: %v, %v; want %v", lg, err, want)
 	}
 
+	// NCCL's lines as users paste them, without host:pid:tid, and a
+	// warning with its time stamp.
+	bare := "  1024  256  float  sum  -1[0] NCCL INFO 1024 Bytes -> Algo 1 proto 2 time 9.500000\n" +
+		"  10.00  0.10  0.18  0[2024-05-01 12:00:00] gpu01:1:1 [0] enqueue.cc:100 NCCL WARN something\n" +
+		"  10.50  0.10  0.17  0\n"
+	lg, err = ParseLog("bare", []byte(bare))
+	if err != nil || len(lg.Samples) != 1 || lg.Samples[0].TimeUS != 10 || !reflect.DeepEqual(lg.NCCLRan, map[int64]Ran{1024: {Algo: nccl.Ring, Proto: ops.ProtoSimple}}) {
+		t.Errorf("NCCL's lines without a host: %+v, %v", lg, err)
+	}
+
 	// A row that never gets its times is refused where it starts.
 	for _, bad := range []struct{ log, why string }{
 		{"  1024  256  float  sum  -1" + named("AllReduce", 1024, "RING", "LL", 0), "log:1: a row cut off by the end of the log"},
