@@ -137,6 +137,34 @@ func (r Ran) String() string {
 	return s
 }
 
+// Tuner is a tuner like t that runs r for spec: r's algorithm and
+// protocol, and r's channels where they differ from those NCCL would
+// launch for spec itself, set as NCCL_MIN_NCHANNELS and
+// NCCL_MAX_NCHANNELS (NCCL_NVLS_NCHANNELS for NVLS and NVLSTree) would
+// set them; CollNet and PAT keep NCCL's own. An error says t's fabric
+// cannot run r, or NCCL's options cannot say it.
+func (r Ran) Tuner(t *nccl.Tuner, spec ops.Spec) (*nccl.Tuner, error) {
+	o := t.Options
+	o.Algos, o.Protos, o.OpAlgos, o.OpProtos = []nccl.Algo{r.Algo}, []ops.Protocol{r.Proto}, nil, nil
+	forced, err := t.With(o)
+	if err != nil || r.Channels == 0 {
+		return forced, err
+	}
+	c, err := forced.Choose(spec)
+	if err != nil || c.Channels == r.Channels {
+		return forced, err
+	}
+	switch r.Algo {
+	case nccl.Ring, nccl.Tree:
+		o.Channels, o.MinChannels, o.MaxChannels = r.Channels, 0, 0
+	case nccl.NVLS, nccl.NVLSTree:
+		o.NVLSChannels = r.Channels
+	default:
+		return forced, nil
+	}
+	return t.With(o)
+}
+
 // ranLine is one of NCCL's tuning lines, its size as NCCL writes it.
 type ranLine struct {
 	op      string // commsim's name of the collective, "" where unnamed

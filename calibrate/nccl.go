@@ -33,6 +33,23 @@ type NCCLProblem struct {
 	// Fit, when not nil, marks the sizes the fit uses; the others are only
 	// predicted (held out). nil fits every size.
 	Fit []bool
+	// Ran, when not nil, says what NCCL ran at each size where its log
+	// says so (Log.NCCLRan; nil elsewhere): the fit runs that (Ran.Tuner)
+	// instead of NCCL's tuner's choice, so that it fits the machine, not
+	// the tuner's mistakes.
+	Ran []*Ran
+}
+
+// tunerAt is what runs size i: t, or t running what NCCL ran there.
+func (p NCCLProblem) tunerAt(t *nccl.Tuner, i int) (*nccl.Tuner, error) {
+	if p.Ran == nil || p.Ran[i] == nil {
+		return t, nil
+	}
+	forced, err := p.Ran[i].Tuner(t, p.Specs[i])
+	if err != nil {
+		return nil, fmt.Errorf("NCCL ran %s here: %w", p.Ran[i], err)
+	}
+	return forced, nil
 }
 
 // HoldOut returns p fitted on every other size only, the first, the
@@ -135,7 +152,8 @@ type NCCLResult struct {
 	// (the others as they were): with Machine, it reproduces Seconds.
 	Topology *topology.Topology
 	// Per size, fitted or held out: NCCL's choice (on Problem.Topology,
-	// which Machine and NICScale do not change), the plan's label
+	// which Machine and NICScale do not change; what NCCL ran where
+	// Problem.Ran says), the plan's label
 	// (nccl.Label), its simulated time with Machine on Topology, and the
 	// relative error (simulated − measured) / measured.
 	Choices []nccl.Choice
@@ -262,6 +280,8 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 		return nil, fmt.Errorf("calibrate: %d sizes and %d measured times", len(p.Specs), len(p.MeasuredUS))
 	case p.Fit != nil && len(p.Fit) != len(p.Specs):
 		return nil, fmt.Errorf("calibrate: %d sizes, and Fit marks %d", len(p.Specs), len(p.Fit))
+	case p.Ran != nil && len(p.Ran) != len(p.Specs):
+		return nil, fmt.Errorf("calibrate: %d sizes, and Ran has %d", len(p.Specs), len(p.Ran))
 	}
 	for i, t := range p.MeasuredUS {
 		if !(t > 0) || math.IsInf(t, 0) {
@@ -282,7 +302,11 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 		if spec.Ranks != tuner.System.Ranks {
 			return nil, &SizeError{i, true, fmt.Errorf("%v on %d ranks, but the fabric has %d GPUs", spec.Op, spec.Ranks, tuner.System.Ranks)}
 		}
-		c, err := tuner.Choose(spec)
+		t, err := p.tunerAt(tuner, i)
+		if err != nil {
+			return nil, &SizeError{i, true, err}
+		}
+		c, err := t.Choose(spec)
 		if err != nil {
 			return nil, &SizeError{i, true, err}
 		}
@@ -395,9 +419,13 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 	out := &run{topo: topo, secs: make([]float64, n), launch: make([]float64, n), labels: make([]string, n)}
 	secs, err := Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(idx), func(k int) (*ops.Plan, error) {
 		i := idx[k]
-		plan, c, err := tuner.Plan(f.Specs[i])
+		t, err := f.tunerAt(tuner, i)
+		if err != nil {
+			return nil, err
+		}
+		plan, c, err := t.Plan(f.Specs[i])
 		if err == nil {
-			out.launch[i], out.labels[i] = plan.Launch-tuner.TreeDip(f.Specs[i], c), nccl.Label(plan)
+			out.launch[i], out.labels[i] = plan.Launch-t.TreeDip(f.Specs[i], c), nccl.Label(plan)
 		}
 		return plan, err
 	}, nil)

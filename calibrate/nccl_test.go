@@ -434,3 +434,50 @@ func TestFitNCCLRefusesBadProblems(t *testing.T) {
 		}
 	}
 }
+
+// Where the log says what NCCL ran (Problem.Ran), the fit runs that, not
+// the tuner's choice: a log of rings, on a fabric where NCCL's tuner
+// picks trees for some sizes, gives back its machine exactly only so.
+func TestFitNCCLRunsWhatNCCLRan(t *testing.T) {
+	truth := nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 1, 0.8}}
+	rings := simpleOnly
+	rings.Algos = []nccl.Algo{nccl.Ring}
+	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 8), rings, truth, 0.5)
+	p.Options = simpleOnly
+	guessed, err := FitNCCL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(guessed.Labels, func(l string) bool { return l[:4] == "tree" }) {
+		t.Fatalf("the tuner's plans %v: want trees among them, or the log's rings are no test", guessed.Labels)
+	}
+	p.Ran = make([]*Ran, len(p.Specs))
+	for i := range p.Ran {
+		p.Ran[i] = &Ran{Algo: nccl.Ring, Proto: ops.ProtoSimple}
+	}
+	fit, err := FitNCCL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range fit.Labels {
+		if l[:11] != "ring/Simple" || fit.Choices[i].Algo != nccl.Ring {
+			t.Errorf("size %d ran %s (%v), want the log's ring/Simple", i, l, fit.Choices[i])
+		}
+	}
+	for _, c := range []struct {
+		q    Param
+		want float64
+	}{{Launch, 1.7}, {Hop, 0.6}, {BandwidthSimple, 0.8}, {NIC, 0.5}} {
+		if got := fit.Value(c.q); !near(got, c.want, 0.03) {
+			t.Errorf("%s ×%.4f, want ×%.4g (%s)", c.q, got, c.want, fit.Describe())
+		}
+	}
+	t.Logf("largest error %.4f as NCCL ran (%s), %.4f as its tuner guessed (%s)", fit.InSample.Max, fit.Describe(), guessed.InSample.Max, guessed.Describe())
+	if fit.InSample.Max > 0.005 || guessed.InSample.Max <= fit.InSample.Max {
+		t.Errorf("largest error %.4f as NCCL ran, %.4f as its tuner guessed", fit.InSample.Max, guessed.InSample.Max)
+	}
+	p.Ran = p.Ran[1:]
+	if _, err := FitNCCL(p); err == nil {
+		t.Error("a Ran of another length than the sizes: no error")
+	}
+}

@@ -259,19 +259,28 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
-	var forced []*loggedTuner
+	var ncclTuner *nccl.Tuner // for the sizes run as logged
 	if cfg.AsLogged {
 		var err error
-		if forced, err = loggedTuners(rep.Rows, lg.NCCLRan, topo, cfg.NCCL); err != nil {
+		if ncclTuner, err = nccl.NewTuner(topo, cfg.NCCL); err != nil {
 			return nil, fmt.Errorf("fidelity: %w", err)
 		}
 		rep.Choices.AsLogged = true
 	}
 	secs, algos, err := predict(topo, len(specs), func(i int) (*ops.Plan, error) {
-		if forced == nil || forced[i] == nil {
+		ran, ok := lg.NCCLRan[rep.Rows[i].Bytes]
+		if ncclTuner == nil || !ok || ran.Varies {
 			return plan(specs[i])
 		}
-		return forced[i].plan(specs[i])
+		t, err := ran.Tuner(ncclTuner, specs[i])
+		var p *ops.Plan
+		if err == nil {
+			p, _, err = t.Plan(specs[i])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: NCCL ran %s here, which this fabric cannot: %w", ErrMismatch, ran, err)
+		}
+		return p, nil
 	}, cfg.Progress)
 	if err != nil {
 		var se *calibrate.SizeError
@@ -292,67 +301,6 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		}
 	}
 	return rep, nil
-}
-
-// loggedTuner plans what the log says NCCL ran at a size: its algorithm
-// and protocol forced, and its channels, where stated and unlike what
-// NCCL would launch for the size itself, set as NCCL_MIN_NCHANNELS and
-// NCCL_MAX_NCHANNELS (NCCL_NVLS_NCHANNELS for NVLS) would set them.
-type loggedTuner struct {
-	ran      calibrate.Ran
-	forced   *nccl.Tuner // algorithm and protocol
-	channels *nccl.Tuner // and channels; nil where not stated or not set
-}
-
-func (l *loggedTuner) plan(spec ops.Spec) (*ops.Plan, error) {
-	t := l.forced
-	if l.channels != nil {
-		if c, err := t.Choose(spec); err == nil && c.Channels != l.ran.Channels {
-			t = l.channels
-		}
-	}
-	p, _, err := t.Plan(spec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: NCCL ran %s here, which this fabric cannot: %w", ErrMismatch, l.ran, err)
-	}
-	return p, nil
-}
-
-// loggedTuners gives each of rows the planner of what ran says NCCL ran
-// at its size, nil where it says nothing or its lines disagree; rows of
-// the same choice share one. A logged choice NCCL's options cannot
-// express is an error naming its line.
-func loggedTuners(rows []Row, ran map[int64]calibrate.Ran, topo *topology.Topology, o nccl.Options) ([]*loggedTuner, error) {
-	tuners := make([]*loggedTuner, len(rows))
-	made := map[calibrate.Ran]*loggedTuner{}
-	for i, r := range rows {
-		c, ok := ran[r.Bytes]
-		if !ok || c.Varies {
-			continue
-		}
-		if made[c] == nil {
-			l := &loggedTuner{ran: c}
-			forced := o
-			forced.Algos, forced.Protos, forced.OpAlgos, forced.OpProtos = []nccl.Algo{c.Algo}, []ops.Protocol{c.Proto}, nil, nil
-			var err error
-			if l.forced, err = nccl.NewTuner(topo, forced); err == nil && c.Channels > 0 {
-				switch c.Algo {
-				case nccl.Ring, nccl.Tree:
-					forced.Channels, forced.MinChannels, forced.MaxChannels = c.Channels, 0, 0
-					l.channels, err = nccl.NewTuner(topo, forced)
-				case nccl.NVLS, nccl.NVLSTree:
-					forced.NVLSChannels = c.Channels
-					l.channels, err = nccl.NewTuner(topo, forced)
-				}
-			}
-			if err != nil {
-				return nil, fmt.Errorf("line %d (%d bytes): the log's NCCL ran %s: %w", r.Line, r.Bytes, c, err)
-			}
-			made[c] = l
-		}
-		tuners[i] = made[c]
-	}
-	return tuners, nil
 }
 
 // priceModel sets each row's ModelUS, NCCL's cost model's time for its

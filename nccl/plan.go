@@ -335,6 +335,14 @@ func NewTuner(t *topology.Topology, o Options) (*Tuner, error) {
 	return &Tuner{System: s, Options: o}, nil
 }
 
+// With is a tuner of the same system in environment o.
+func (t *Tuner) With(o Options) (*Tuner, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	return &Tuner{System: t.System, Options: o}, nil
+}
+
 // Plan chooses NCCL's algorithm, protocol and channels for spec and
 // compiles the plan the simulator runs, with the choice.
 func (t *Tuner) Plan(spec ops.Spec) (*ops.Plan, Choice, error) {
