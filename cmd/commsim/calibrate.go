@@ -31,6 +31,7 @@ const (
 
 type calFlags struct {
 	log, topo, op, algo, out, format, minBytes, maxBytes string
+	asLogged                                             bool
 	ncclFlags
 	envNote string // the environment the log states, as taken
 }
@@ -57,7 +58,11 @@ each within ×0.05 to ×20. It then fits again on every other size (the first,
 the third, …) and predicts the others: the held-out error says how well the
 fitted machine predicts sizes it has not seen. A factor the log does not
 determine stays at ×1 and is named, and so is one that ends at a bound (the
-log pulls it further: read it as at most or at least).
+log pulls it further: read it as at most or at least). Where the log carries
+NCCL's tuning lines (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=TUNING),
+--as-logged runs at each size what NCCL says it ran there instead, so that
+the fit describes the machine rather than where the tuner's guess and NCCL's
+choice part.
 
 With any other algorithm it scales every link's latency by one factor and its
 effective bandwidth by another, keeping the ratios between link classes
@@ -86,6 +91,7 @@ mapping file's nccl_env) unless a --nccl-* flag is given.`,
 	fl.StringVar(&f.op, "op", "allreduce", "collective the log measured (default: the log's, a shipped log's, else allreduce)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), algoNCCL), "|")+
 		" (nccl: what NCCL's tuner would run per size, fitting NCCL's machine; others: two link scales)")
+	fl.BoolVar(&f.asLogged, "as-logged", false, "with --algo nccl: at each size whose NCCL tuning lines (NCCL_DEBUG_SUBSYS=TUNING) say what NCCL ran, fit with that (algorithm, protocol, channels) instead of NCCL's tuner's choice")
 	fl.StringVar(&f.out, "out", "", "write the calibrated topology (YAML) to this file")
 	fl.StringVar(&f.format, "format", "table", "report: table|csv|json")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "0", "fit only sizes from this one up (e.g. above a latency plateau)")
@@ -216,6 +222,8 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		return usagef("unknown format %q (want table, csv or json)", f.format)
 	case f.machine != "":
 		return usagef("calibrate fits NCCL's machine; --nccl-machine is what it prints, for bench, compare and fidelity")
+	case f.asLogged && f.algo != algoNCCL:
+		return usagef("--as-logged fits what NCCL ran, with --algo nccl, not --algo %s", f.algo)
 	case f.algo == "auto" || f.algo == "native":
 		return usagef("calibrate needs a fixed algorithm or nccl, not %s (the log does not say which one NCCL ran); nccl, NCCL's tuner per size, is the default", f.algo)
 	}

@@ -30,8 +30,11 @@ type calNCCL struct {
 	// nil when the log has too few sizes to hold half out.
 	HeldOut     *calHeldOut `json:"held_out,omitempty"`
 	Simulations int         `json:"simulations"`
-	env         string      // the --nccl-* flags of the environment it ran in
-	envNote     string      // the environment the log states, as taken
+	// AsLogged counts the sizes run as the log says NCCL ran them
+	// (--as-logged).
+	AsLogged int    `json:"as_logged_sizes,omitempty"`
+	env      string // the --nccl-* flags of the environment it ran in
+	envNote  string // the environment the log states, as taken
 }
 
 // calMachine is an nccl.Machine, every factor written out.
@@ -92,6 +95,18 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	for _, r := range rows {
 		prob.MeasuredUS = append(prob.MeasuredUS, r.TimeUS)
 	}
+	logged := 0
+	if f.asLogged {
+		prob.Ran = make([]*calibrate.Ran, len(rows))
+		for i, r := range rows {
+			if ran, ok := lg.NCCLRan[r.Bytes]; ok && !ran.Varies {
+				prob.Ran[i], logged = &ran, logged+1
+			}
+		}
+		if logged < len(rows) {
+			warnings = append(warnings, fmt.Sprintf("--as-logged: the log says what NCCL ran at %d of the %d sizes fitted (NCCL_DEBUG_SUBSYS=TUNING lines, in agreement); the others run as NCCL's tuner chooses", logged, len(rows)))
+		}
+	}
 	fit, err := calibrate.FitNCCL(prob)
 	if err != nil {
 		return ncclFitError(f.log, rows, err)
@@ -112,7 +127,8 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	rep := calReport{Op: s.op.String(), Algo: algoNCCL, Topology: f.topo, Ranks: p, Log: f.log, LogFormat: lg.Format,
 		Links: changedLinks(linkClasses(s.topo, fit.Topology)), Simulations: fit.Simulations,
 		NCCL: &calNCCL{Version: o.Version.String(), env: optionFlags(s.tuner.Options), envNote: f.envNote, Machine: m, Params: paramNames(fit.Params),
-			Undetermined: paramNames(fit.Undetermined), AtBound: paramNames(fit.AtBound), InSample: newCalErrors(fit.InSample), Simulations: fit.Simulations}}
+			Undetermined: paramNames(fit.Undetermined), AtBound: paramNames(fit.AtBound), InSample: newCalErrors(fit.InSample), Simulations: fit.Simulations,
+			AsLogged: logged}}
 	if half != nil {
 		rep.NCCL.HeldOut = &calHeldOut{FittedSizes: half.InSample.Sizes, Machine: newCalMachine(half.Machine, half.NICScale), calErrors: newCalErrors(half.HeldOut)}
 	}
@@ -234,7 +250,15 @@ func offWarnings(sz []calSize) []string {
 
 func writeCalNCCLTable(w io.Writer, r *calReport, fit *calibrate.NCCLResult) error {
 	n := r.NCCL
-	fmt.Fprintf(w, "# commsim calibrate: %s as NCCL %s's tuner chooses per size (--algo nccl), on %s (%d ranks)\n", r.Op, n.Version, r.Topology, r.Ranks)
+	switch n.AsLogged {
+	case len(r.Sizes):
+		fmt.Fprintf(w, "# commsim calibrate: %s as the log says NCCL ran it at every size (--algo nccl --as-logged), on %s (%d ranks)\n", r.Op, r.Topology, r.Ranks)
+	case 0:
+		fmt.Fprintf(w, "# commsim calibrate: %s as NCCL %s's tuner chooses per size (--algo nccl), on %s (%d ranks)\n", r.Op, n.Version, r.Topology, r.Ranks)
+	default:
+		fmt.Fprintf(w, "# commsim calibrate: %s as the log says NCCL ran it at %d of %d sizes, the others as NCCL %s's tuner chooses (--algo nccl --as-logged), on %s (%d ranks)\n",
+			r.Op, n.AsLogged, len(r.Sizes), n.Version, r.Topology, r.Ranks)
+	}
 	fmt.Fprintf(w, "# log: %s (%s), %d sizes, out-of-place times\n", r.Log, r.LogFormat, len(r.Sizes))
 	if n.envNote != "" {
 		fmt.Fprintf(w, "# %s\n", n.envNote)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/csv"
+	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -240,11 +242,65 @@ func TestCalibrateNCCLErrorsExit2(t *testing.T) {
 		"nccl flag":      {[]string{"--log", ar, "--topo", "dgx-h100", "--algo", "ring", "--nccl-proto", "LL"}, "go with --algo nccl"},
 		"bad nccl proto": {[]string{"--log", ar, "--topo", "dgx-h100", "--nccl-proto", "LL64"}, "--nccl-proto"},
 		"no topo":        {[]string{"--log", ar}, "only the logs commsim ships know theirs"},
+		"as logged":      {[]string{"--log", ar, "--topo", "dgx-h100", "--algo", "ring", "--as-logged"}, "--as-logged fits what NCCL ran, with --algo nccl"},
 	} {
 		status, out, errOut := commsim(append([]string{"calibrate"}, c.args...)...)
 		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: status %d, stdout %q, stderr %q; want 2 and one line with %q", name, status, out, errOut, c.want)
 		}
+	}
+}
+
+// With --as-logged, the fit runs at each size what the log's NCCL tuning
+// lines say NCCL ran, not the tuner's guess, and says so; sizes the lines
+// leave out keep the tuner's choice, with a warning.
+func TestCalibrateNCCLAsLogged(t *testing.T) {
+	var log strings.Builder
+	log.WriteString("#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n")
+	for i, b := range []int64{8, 1024, 65536, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20} {
+		proto, hi := "LL", 23
+		switch {
+		case b < 64<<10:
+			hi = 0
+		case b >= 64<<20:
+			proto = "SIMPLE"
+		case b >= 4<<20:
+			proto = "LL128"
+		}
+		tuning := fmt.Sprintf("gpu1:9:9 [0] NCCL INFO AllReduce: %d Bytes -> Algo RING proto %s channel{Lo..Hi}={0..%d}\n", b, proto, hi)
+		if i == 0 {
+			tuning = "gpu1:9:9 [0] NCCL INFO NCCL_DEBUG_SUBSYS set by environment to TUNING\n" // nothing said of 8 bytes
+		}
+		us := 14 + float64(b)/2.2e5
+		fmt.Fprintf(&log, "  %d  %d  float  sum  -1%s  %.2f  0  0  0%s  %.2f  0  0  0\n", b, b/4, tuning, us, tuning, us)
+	}
+	path := filepath.Join(t.TempDir(), "tuning.txt")
+	if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"calibrate", "--log", path, "--topo", "dgx-h100", "--op", "allreduce"}
+	status, out, errOut := commsim(append(args, "--as-logged", "--format", "json")...)
+	var rep calReport
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.NCCL == nil || rep.NCCL.AsLogged != 7 || len(rep.Sizes) != 8 {
+		t.Fatalf("status %d, %v, %+v; stderr %s", status, err, rep, errOut)
+	}
+	for _, z := range rep.Sizes[1:] {
+		if !strings.HasPrefix(z.Algo, "ring/") || z.Bytes >= 1<<20 && !strings.HasSuffix(z.Algo, "/24ch") {
+			t.Errorf("%d bytes ran %s; want the log's ring", z.Bytes, z.Algo)
+		}
+	}
+	if !strings.Contains(errOut, "--as-logged: the log says what NCCL ran at 7 of the 8 sizes fitted") {
+		t.Errorf("no warning of the size the lines leave out: %s", errOut)
+	}
+	_, out, _ = commsim(append(args, "--as-logged")...)
+	if !strings.HasPrefix(out, "# commsim calibrate: allreduce as the log says NCCL ran it at 7 of 8 sizes, the others as NCCL 2.30's tuner chooses (--algo nccl --as-logged)") {
+		t.Errorf("table:\n%s", out)
+	}
+	// Without the flag, NCCL's tuner runs NVLS for the large sizes.
+	_, out, _ = commsim(append(args, "--format", "json")...)
+	var guessed calReport
+	if err := json.Unmarshal([]byte(out), &guessed); err != nil || guessed.NCCL.AsLogged != 0 || !strings.HasPrefix(guessed.Sizes[7].Algo, "nvls/") {
+		t.Errorf("the tuner's choice: %v, %+v", err, guessed.Sizes)
 	}
 }
 
