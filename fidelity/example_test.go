@@ -6,6 +6,7 @@ import (
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -45,4 +46,44 @@ func Example() {
 	// # |error|: median 50.0% over 4 sizes, max 50.0% at 1024 bytes
 	// # median |error| by size: < 64 KiB: 50.0% (2 sizes); 64 KiB–16 MiB: 50.0% (2 sizes); ≥ 16 MiB: no sizes
 	// medium sizes: 2, median |error| 50%
+}
+
+// A log taken with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING says what
+// NCCL ran at each size, in lines that cut nccl-tests' rows in pieces.
+// Check shows it beside the tuner's choice and counts where they agree;
+// AsLogged simulates what NCCL ran.
+func ExampleConfig_asLogged() {
+	const log = `#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong
+         8      2  float  sum  -1gpu1:9:9 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}
+     13.67   0.00   0.00  0gpu1:9:9 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}
+     13.50   0.00   0.00  0
+   4194304 1048576  float  sum  -1gpu1:9:9 [0] NCCL INFO AllReduce: 4194304 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..23}
+     54.19  77.40 135.45  0gpu1:9:9 [0] NCCL INFO AllReduce: 4194304 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..23}
+     54.00  77.67 135.92  0
+`
+	lg, err := calibrate.ParseLog("all_reduce.txt", []byte(log))
+	if err != nil {
+		panic(err)
+	}
+	topo, err := topology.Resolve("dgx-h100")
+	if err != nil {
+		panic(err)
+	}
+	for _, asLogged := range []bool{false, true} {
+		rep, err := fidelity.Check(lg, topo, fidelity.Config{Op: ops.AllReduce, AsLogged: asLogged})
+		if err != nil {
+			panic(err)
+		}
+		for _, r := range rep.Rows {
+			fmt.Printf("%8d bytes: NCCL ran %-16s simulated %s\n", r.Bytes, r.Ran, r.Algo)
+		}
+		fmt.Printf("the tuner agrees at %d of %d sizes\n", rep.Choices.Agree, rep.Choices.Logged)
+	}
+	// Output:
+	//        8 bytes: NCCL ran ring/LL/1ch      simulated ring/LL/1ch
+	//  4194304 bytes: NCCL ran ring/LL128/24ch  simulated nvls/Simple/16ch
+	// the tuner agrees at 1 of 2 sizes
+	//        8 bytes: NCCL ran ring/LL/1ch      simulated ring/LL/1ch
+	//  4194304 bytes: NCCL ran ring/LL128/24ch  simulated ring/LL128/24ch
+	// the tuner agrees at 1 of 2 sizes
 }
