@@ -65,6 +65,22 @@ func machineLog(t *testing.T, fabric string, op ops.Op, sizes []int64, o nccl.Op
 	return p
 }
 
+// A factor is a parameter and the value a fit should find for it.
+type factor struct {
+	q    Param
+	want float64
+}
+
+// checkFactors fails t for each factor fit found more than 3% off.
+func checkFactors(t *testing.T, fit *NCCLResult, want []factor) {
+	t.Helper()
+	for _, c := range want {
+		if got := fit.Value(c.q); !near(got, c.want, 0.03) {
+			t.Errorf("%s ×%.4f, want ×%.4g (%s)", c.q, got, c.want, fit.Describe())
+		}
+	}
+}
+
 // sizesBy is lo, lo·f, … up to hi.
 func sizesBy(lo, hi, f int64) []int64 {
 	var out []int64
@@ -103,14 +119,7 @@ func TestFitNCCLRecoversMachine(t *testing.T) {
 	if want := []Param{Launch, Hop, BandwidthSimple, NIC}; !slices.Equal(fit.Params, want) || len(fit.Undetermined) != 0 || len(fit.AtBound) != 0 {
 		t.Fatalf("fitted %v (undetermined %v, at a bound %v), want %v", fit.Params, fit.Undetermined, fit.AtBound, want)
 	}
-	for _, c := range []struct {
-		q    Param
-		want float64
-	}{{Launch, 1.7}, {Hop, 0.6}, {BandwidthSimple, 0.8}, {NIC, 0.5}, {BandwidthLL, 1}, {BandwidthLL128, 1}} {
-		if got := fit.Value(c.q); !near(got, c.want, 0.03) {
-			t.Errorf("%s ×%.4f, want ×%.4g (%s)", c.q, got, c.want, fit.Describe())
-		}
-	}
+	checkFactors(t, fit, []factor{{Launch, 1.7}, {Hop, 0.6}, {BandwidthSimple, 0.8}, {NIC, 0.5}, {BandwidthLL, 1}, {BandwidthLL128, 1}})
 	if fit.InSample.Sizes != len(p.Specs) || fit.InSample.Max > 0.005 || fit.HeldOut.Sizes != 0 {
 		t.Errorf("in sample %+v, held out %+v", fit.InSample, fit.HeldOut)
 	}
@@ -205,14 +214,7 @@ func TestFitNCCLNamesWhatTheLogHides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		q    Param
-		want float64
-	}{{Launch, 1.7}, {Hop, 0.6}, {NIC, 0.5}} {
-		if got := fit.Value(c.q); !near(got, c.want, 0.03) {
-			t.Errorf("%s ×%.4f, want ×%.4g (%s)", c.q, got, c.want, fit.Describe())
-		}
-	}
+	checkFactors(t, fit, []factor{{Launch, 1.7}, {Hop, 0.6}, {NIC, 0.5}})
 	if !slices.Contains(fit.Undetermined, BandwidthSimple) || fit.InSample.Max > 0.005 {
 		t.Errorf("%s: undetermined %v, in sample %+v; want Simple's speed undetermined and every size within 0.5%%", fit.Describe(), fit.Undetermined, fit.InSample)
 	}
@@ -267,14 +269,7 @@ func TestFitNCCLShrugsOffAFewOutliers(t *testing.T) {
 			t.Errorf("size %d: error %+.4f, want within 1%% (%s)", i, e, fit.Describe())
 		}
 	}
-	for _, c := range []struct {
-		q    Param
-		want float64
-	}{{Launch, 1.7}, {Hop, 0.6}, {BandwidthSimple, 0.8}, {NIC, 0.5}} {
-		if got := fit.Value(c.q); !near(got, c.want, 0.03) {
-			t.Errorf("%s ×%.4f, want ×%.4g (%s)", c.q, got, c.want, fit.Describe())
-		}
-	}
+	checkFactors(t, fit, []factor{{Launch, 1.7}, {Hop, 0.6}, {BandwidthSimple, 0.8}, {NIC, 0.5}})
 }
 
 // A log whose smaller sizes are most of them far off NCCL's model (here
@@ -464,14 +459,7 @@ func TestFitNCCLRunsWhatNCCLRan(t *testing.T) {
 			t.Errorf("size %d ran %s (%v), want the log's ring/Simple", i, l, fit.Choices[i])
 		}
 	}
-	for _, c := range []struct {
-		q    Param
-		want float64
-	}{{Launch, 1.7}, {Hop, 0.6}, {BandwidthSimple, 0.8}, {NIC, 0.5}} {
-		if got := fit.Value(c.q); !near(got, c.want, 0.03) {
-			t.Errorf("%s ×%.4f, want ×%.4g (%s)", c.q, got, c.want, fit.Describe())
-		}
-	}
+	checkFactors(t, fit, []factor{{Launch, 1.7}, {Hop, 0.6}, {BandwidthSimple, 0.8}, {NIC, 0.5}})
 	t.Logf("largest error %.4f as NCCL ran (%s), %.4f as its tuner guessed (%s)", fit.InSample.Max, fit.Describe(), guessed.InSample.Max, guessed.Describe())
 	if fit.InSample.Max > 0.005 || guessed.InSample.Max <= fit.InSample.Max {
 		t.Errorf("largest error %.4f as NCCL ran, %.4f as its tuner guessed", fit.InSample.Max, guessed.InSample.Max)
