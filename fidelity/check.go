@@ -88,7 +88,8 @@ type Row struct {
 	// algorithm is another. ModelError is its error, as Error.
 	ModelUS, ModelError float64
 	// Ran is what the log says NCCL ran at this size (calibrate.Ran's
-	// label, ring/LL128/16ch), "" where it does not say.
+	// label, ring/LL128/16ch; the first, and "(lines disagree)", where its
+	// lines do), "" where it does not say.
 	Ran string
 }
 
@@ -256,6 +257,9 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		row := Row{Bytes: s.Bytes, Line: s.Line, MeasuredUS: s.TimeUS}
 		if ran, ok := lg.NCCLRan[s.Bytes]; ok {
 			row.Ran = ran.String()
+			if ran.Varies {
+				row.Ran += " (lines disagree)"
+			}
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
