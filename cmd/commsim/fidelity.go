@@ -221,6 +221,9 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	case len(rep.Rows) == 0:
 		return usagef("%s: no size above 0 bytes to compare", f.log)
 	}
+	if c := rep.Choices; f.asLogged && c.Logged < len(rep.Rows) {
+		fmt.Fprintf(stderr, "commsim: warning: --as-logged: the log says what NCCL ran at %d of its %d sizes (NCCL_DEBUG_SUBSYS=TUNING lines, in agreement); the others run as NCCL's tuner chooses\n", c.Logged, len(rep.Rows))
+	}
 	out := newFidReport(rep, topo, f.log, lg, pub)
 	switch {
 	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:

@@ -224,7 +224,14 @@ func TestFidelityShowsWhatNCCLRan(t *testing.T) {
 		!strings.Contains(out, "# NCCL's logged choice: the tuner chose the same algorithm and protocol at 1 of 2 sizes\n") {
 		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
 	}
-	status, out, _ = commsim(append(args, "--format", "json", "--as-logged")...)
+	status, _, errOut = commsim("fidelity", "--log", filepath.Join(shippedLogs, "vultr-b200-allgather-8xB200.txt"), "--as-logged")
+	if status != 0 || !strings.Contains(errOut, "warning: --as-logged: the log says what NCCL ran at 0 of its 28 sizes") {
+		t.Errorf("--as-logged on a log without NCCL's tuning lines: status %d, stderr %s", status, errOut)
+	}
+	status, out, errOut = commsim(append(args, "--format", "json", "--as-logged")...)
+	if errOut != "" {
+		t.Errorf("--as-logged where the log says what NCCL ran at every size: stderr %s", errOut)
+	}
 	var rep fidReport
 	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || len(rep.Sizes) != 2 || rep.Sizes[1].Ran != "ring/LL128/24ch" ||
 		rep.Sizes[1].Algo != "ring/LL128/24ch" || rep.Choices == nil || *rep.Choices != (fidChoices{Logged: 2, Agree: 1, AsLogged: true}) {
