@@ -12,7 +12,9 @@
 // e^±3, with gonum/optimize (see ncclopt.go for why not Nelder-Mead). A
 // problem can hold sizes out of the fit (NCCLProblem.HoldOut: every
 // other one), which FitNCCL then only predicts: their error says how the
-// fitted machine does on sizes it has not seen.
+// fitted machine does on sizes it has not seen. Where the log says what
+// NCCL ran (Log.NCCLRan, from NCCL's tuning lines), a problem can run
+// that instead of the tuner's choice (NCCLProblem.Ran).
 //
 // Fit finds two numbers for any plans: sα multiplies every link's
 // latency, sβ every link's effective bandwidth, so that the simulator
