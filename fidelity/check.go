@@ -231,15 +231,21 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		dt = hw.F32
 	}
 	rep := &Report{Op: op, Algo: cmp.Or(cfg.Algo, "nccl"), Topology: topo.Name, Ranks: p, DType: dt}
-	plan := cfg.Plan
-	if plan == nil {
+	if cfg.AsLogged && rep.Algo != "nccl" {
+		return nil, fmt.Errorf("fidelity: AsLogged simulates NCCL's logged choices, with Algo nccl, not %s", rep.Algo)
+	}
+	// NCCL's tuner in the configured environment: the default planner of
+	// nccl, and what prices NCCL's own model and runs the sizes as logged.
+	var ncclTuner *nccl.Tuner
+	if rep.Algo == "nccl" {
 		var err error
-		if plan, err = defaultPlanner(topo, rep.Algo, cfg.NCCL); err != nil {
+		if ncclTuner, err = nccl.NewTuner(topo, cfg.NCCL); err != nil {
 			return nil, fmt.Errorf("fidelity: %w", err)
 		}
 	}
-	if cfg.AsLogged && rep.Algo != "nccl" {
-		return nil, fmt.Errorf("fidelity: AsLogged simulates NCCL's logged choices, with Algo nccl, not %s", rep.Algo)
+	plan := cfg.Plan
+	if plan == nil {
+		plan = defaultPlanner(topo, rep.Algo, ncclTuner)
 	}
 	base := ops.Spec{Op: op, Algo: rep.Algo, Ranks: p, DType: dt, Redop: hw.Sum}
 	var specs []ops.Spec
@@ -263,17 +269,10 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
-	var ncclTuner *nccl.Tuner // for the sizes run as logged
-	if cfg.AsLogged {
-		var err error
-		if ncclTuner, err = nccl.NewTuner(topo, cfg.NCCL); err != nil {
-			return nil, fmt.Errorf("fidelity: %w", err)
-		}
-		rep.Choices.AsLogged = true
-	}
+	rep.Choices.AsLogged = cfg.AsLogged
 	secs, algos, err := predict(topo, len(specs), func(i int) (*ops.Plan, error) {
 		ran, ok := lg.NCCLRan[rep.Rows[i].Bytes]
-		if ncclTuner == nil || !ok || ran.Varies {
+		if !cfg.AsLogged || !ok || ran.Varies {
 			return plan(specs[i])
 		}
 		t, err := ran.Tuner(ncclTuner, specs[i])
@@ -300,7 +299,7 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 	}
 	rep.Summary = Summarize(rep.Rows)
 	if rep.Algo == "nccl" {
-		if err := priceModel(rep, topo, specs, lg.NCCLRan, cfg.NCCL); err != nil {
+		if err := priceModel(rep, ncclTuner, specs, lg.NCCLRan); err != nil {
 			return nil, fmt.Errorf("fidelity: %w", err)
 		}
 	}
@@ -309,11 +308,7 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 
 // priceModel sets each row's ModelUS, NCCL's cost model's time for its
 // choice on the row's spec, and sums them up in rep.Model.
-func priceModel(rep *Report, topo *topology.Topology, specs []ops.Spec, ran map[int64]calibrate.Ran, o nccl.Options) error {
-	tuner, err := nccl.NewTuner(topo, o)
-	if err != nil {
-		return err
-	}
+func priceModel(rep *Report, tuner *nccl.Tuner, specs []ops.Spec, ran map[int64]calibrate.Ran) error {
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
 		c, err := tuner.Choose(specs[i])
@@ -368,25 +363,21 @@ func SimulatedSizes(lg *calibrate.Log, op ops.Op) int {
 }
 
 // defaultPlanner compiles a spec, picks the plan the cost model finds
-// cheapest on topo for auto, as bench does, or NCCL's for nccl.
-func defaultPlanner(topo *topology.Topology, algo string, o nccl.Options) (func(ops.Spec) (*ops.Plan, error), error) {
+// cheapest on topo for auto, as bench does, or NCCL's tuner's for nccl.
+func defaultPlanner(topo *topology.Topology, algo string, tuner *nccl.Tuner) func(ops.Spec) (*ops.Plan, error) {
 	switch algo {
 	case "nccl":
-		tuner, err := nccl.NewTuner(topo, o)
-		if err != nil {
-			return nil, err
-		}
 		return func(spec ops.Spec) (*ops.Plan, error) {
 			p, _, err := tuner.Plan(spec)
 			return p, err
-		}, nil
+		}
 	case "auto":
 		return func(spec ops.Spec) (*ops.Plan, error) {
 			p, _, err := ops.Select(spec, topo)
 			return p, err
-		}, nil
+		}
 	}
-	return ops.Compile, nil
+	return ops.Compile
 }
 
 // predict times the n sizes' plans, out of place, on a timing-only cluster
