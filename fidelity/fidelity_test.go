@@ -3,6 +3,7 @@ package fidelity
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,33 @@ const ratchetAlgo = "nccl"
 // roundUp5 is x rounded up to the next 5% (strictly above x): the bound
 // that would hold today's value.
 func roundUp5(x float64) float64 { return math.Floor(x*20+1) / 20 }
+
+// missProblems holds a log's named misses to its rows: every size off by
+// more than MissBound must have a miss naming its cause (an excluded
+// log's need not: it is out of the targets), and every miss must still
+// hold such a size, so that what the mapping file says stays true.
+func missProblems(l *PublishedLog, rows []Row) []string {
+	var problems []string
+	held := make([]bool, len(l.Misses))
+	for _, r := range rows {
+		if math.Abs(r.Error) <= MissBound {
+			continue
+		}
+		i := slices.IndexFunc(l.Misses, func(m Miss) bool { return m.Covers(r.Bytes) })
+		switch {
+		case i >= 0:
+			held[i] = true
+		case l.Exclude == "":
+			problems = append(problems, fmt.Sprintf("line %d: %d bytes off by %+.1f%%, more than %.0f%%, and no miss in %s names why", r.Line, r.Bytes, 100*r.Error, 100*MissBound, mappingFile))
+		}
+	}
+	for i, m := range l.Misses {
+		if !held[i] {
+			problems = append(problems, fmt.Sprintf("miss %s: no size there is off by more than %.0f%% now; take it out of %s", m.Range(), 100*MissBound, mappingFile))
+		}
+	}
+	return problems
+}
 
 // TestPublishedLogs checks every published log against its fabric and
 // holds the errors to the ratchet in nccl-logs/logs.yaml. The bounds are
@@ -71,6 +99,9 @@ func TestPublishedLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %s on %s, --algo %s\n%s", l.File, rep.Op, l.Topo, rep.Algo, table.String())
+		for _, p := range missProblems(&l, rep.Rows) {
+			t.Errorf("%s: %s", l.File, p)
+		}
 		if l.Exclude != "" {
 			t.Logf("%s: excluded from the targets and the ratchet: %s", l.File, l.Exclude)
 			continue
@@ -123,6 +154,56 @@ func TestPublishedLogs(t *testing.T) {
 			t.Errorf("pooled %s (%s): median error %.1f%% is above the ratchet's %.0f%%: fidelity got worse", b.Band.Key, b.Band.Name, 100*b.Median, 100*bound)
 		case roundUp5(b.Median) < bound:
 			t.Logf("pooled %s (%s): median error %.1f%%: lower the bound to %.2f", b.Band.Key, b.Band.Name, 100*b.Median, roundUp5(b.Median))
+		}
+	}
+}
+
+// A size off by more than 30% that no miss names fails the published
+// logs' test, as does a miss that no longer holds such a size; an
+// excluded log need not name its misses.
+func TestMissProblems(t *testing.T) {
+	rows := []Row{{Bytes: 8, Line: 3, Error: -0.45}, {Bytes: 16, Line: 4, Error: 0.29}, {Bytes: 1 << 20, Line: 5, Error: 0.31}}
+	for _, tc := range []struct {
+		name    string
+		log     PublishedLog
+		problem []string // what each problem names, in order
+	}{
+		{"all named", PublishedLog{Misses: []Miss{{[2]int64{8, 16}, "floor"}, {[2]int64{1 << 20, 1 << 20}, "step"}}}, nil},
+		{"one unnamed", PublishedLog{Misses: []Miss{{[2]int64{8, 8}, "floor"}}}, []string{"line 5: 1048576 bytes off by +31.0%"}},
+		{"stale", PublishedLog{Misses: []Miss{{[2]int64{8, 8}, "floor"}, {[2]int64{16, 16}, "gone"}, {[2]int64{1 << 20, 1 << 20}, "step"}}},
+			[]string{"miss 16 bytes: no size there"}},
+		{"excluded", PublishedLog{Exclude: "plugin"}, nil},
+		{"excluded but stale", PublishedLog{Exclude: "plugin", Misses: []Miss{{[2]int64{16, 16}, "gone"}}}, []string{"miss 16 bytes"}},
+	} {
+		got := missProblems(&tc.log, rows)
+		if len(got) != len(tc.problem) {
+			t.Errorf("%s: problems %q, want %d", tc.name, got, len(tc.problem))
+			continue
+		}
+		for i, p := range got {
+			if !strings.Contains(p, tc.problem[i]) {
+				t.Errorf("%s: problem %q, want it to name %q", tc.name, p, tc.problem[i])
+			}
+		}
+	}
+}
+
+// Misses must be ranges of sizes, in order, each with a cause.
+func TestCheckMissesRefusesBadRanges(t *testing.T) {
+	for _, tc := range []struct {
+		misses []Miss
+		want   string
+	}{
+		{[]Miss{{[2]int64{8, 4096}, "floor"}, {[2]int64{1 << 20, 1 << 22}, "steps"}}, ""},
+		{[]Miss{{[2]int64{0, 8}, "floor"}}, "not a range"},
+		{[]Miss{{[2]int64{16, 8}, "floor"}}, "not a range"},
+		{[]Miss{{[2]int64{8, 8}, "  "}}, "no cause"},
+		{[]Miss{{[2]int64{8, 64}, "floor"}, {[2]int64{64, 128}, "more"}}, "does not come after"},
+	} {
+		l := PublishedLog{File: "x.txt", Misses: tc.misses}
+		err := l.checkMisses()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%v: %v, want %q", tc.misses, err, tc.want)
 		}
 	}
 }
