@@ -106,6 +106,16 @@ func netPeerChannels(s System, o Options, coll int) int {
 	return max(local, n)
 }
 
+// ringWhole is, in GB/s, what NCCL's model gives all of a ring's
+// channels together: what a rank's point-to-point exchanges, all at once,
+// move at most. The p2p channels are the ring's rounded up to a power of
+// two (32 of 24 on 8 H100s), each at a ring channel's share: the extra
+// ones are more blocks of threads, not more NVLink or network.
+func ringWhole(s System) float64 {
+	g := bandwidths(s, Ring)
+	return g.intra * float64(g.channels)
+}
+
 // ceilDiv is a/b rounded up, for positive b.
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
@@ -196,7 +206,8 @@ func p2pChoice(s System, bytesPerPeer int64, o Options) Choice {
 // ring bandwidth (for LL, LL's share of it, as a ring's, of which a
 // transfer's threads drive 9/16: p2pLLThreadShare), the exchanges
 // of an all-to-all sharing the communicator's p2p channels when they
-// need more than it has; with the per-hop latency and base latency of
+// need more than it has, and all of a rank's together moving at most the
+// ring's whole bandwidth (ringWhole); with the per-hop latency and base latency of
 // the protocol in NCCL's ring model (NCCL's model has no point-to-point
 // figures; these are the nearest it has), an NVLink hop taking its
 // arch's extra as a ring's does.
@@ -226,7 +237,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		peers = max(1, spec.Ranks-1)
 	}
 	channels := min(float64(c.Channels), float64(total)/float64(peers))
-	rate := channels * perChannel
+	rate := min(channels*perChannel, ringWhole(s)/float64(peers))
 	if p == ll {
 		// What NCCL's ring model gives LL, its share of the channels'
 		// bandwidth under the LL cap, at the p2p transfer's threads.

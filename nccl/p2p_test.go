@@ -200,6 +200,41 @@ func TestAllToAllSharesTheP2PChannels(t *testing.T) {
 	}
 }
 
+// TestP2PMovesAtMostTheRingsWhole: a rank's point-to-point exchanges
+// together move at most what NCCL's model gives the ring's channels
+// together. On 8 H100s the ring search finds 12 channels of 30 GB/s
+// (360), duplicated to 24 of 15, and the p2p channels are 32 of 15: a
+// sendrecv on all 32 moves at 360 GB/s, not 480 (a published 8 x H100
+// sendrecv moves 356-367 GB/s from 512 MiB), an all-to-all's 7 exchanges
+// at 360/7 each; a sendrecv on 4 channels keeps their 60. On 8 B200s (16
+// of 45, 32 of 22.5) 32 channels are the whole.
+func TestP2PMovesAtMostTheRingsWhole(t *testing.T) {
+	rate := func(topo string, op ops.Op, perPeer int) float64 {
+		tuner := try(nccl.NewTuner(try(topology.Resolve(topo))(t), nccl.Options{}))(t)
+		plan, _, err := tuner.Plan(ops.Spec{Op: op, Ranks: 8, Count: perPeer, DType: hw.U8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan.Wire.Rate / 1e9
+	}
+	for _, tc := range []struct {
+		topo    string
+		op      ops.Op
+		perPeer int
+		want    float64 // GB/s
+	}{
+		{"dgx-h100", ops.SendRecv, 16 << 30, 360},
+		{"dgx-h100", ops.AllToAll, 2 << 30, 360.0 / 7},
+		{"dgx-h100", ops.SendRecv, 32 << 20, 60},
+		{"hgx-b200", ops.SendRecv, 16 << 30, 720},
+		{"hgx-b200", ops.AllToAll, 2 << 30, 720.0 / 7},
+	} {
+		if got := rate(tc.topo, tc.op, tc.perPeer); math.Abs(got-tc.want) > 1e-9*tc.want {
+			t.Errorf("%s %v of %d bytes a peer: an exchange moves at %.6g GB/s, want %.6g", tc.topo, tc.op, tc.perPeer, got, tc.want)
+		}
+	}
+}
+
 // TestP2PChannelBounds: NCCL_MAX_P2P_NCHANNELS and NCCL_MIN_P2P_NCHANNELS
 // bound the point-to-point channels (paths.cc, a power of two), and so
 // does NCCL_MAX_CTAS through the communicator's channels.
