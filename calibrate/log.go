@@ -32,6 +32,12 @@ type Log struct {
 	Type string
 	// Ranks is the number of ranks, 0 where the log does not say.
 	Ranks int
+	// GPUsPerThread is how many GPUs each thread of the run drove
+	// (nccl-tests' -g, the header's nGpus), 0 where the log does not say.
+	// Past one, a thread launches each collective on its GPUs one after
+	// another, host time that commsim does not model: it sets a floor
+	// under the measured time of small sizes.
+	GPUsPerThread int
 	// Samples are the sizes, smallest first.
 	Samples []Sample
 	// NCCLVersion is the NCCL release the log names ("2.21.5"): NCCL's
@@ -80,9 +86,10 @@ func (e *LogError) Error() string {
 var (
 	testOps = map[string]string{"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
 		"broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "gather": "gather", "sendrecv": "sendrecv"}
-	rankRE  = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s`)
-	startRE = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
-	perfRE  = regexp.MustCompile(`^(\w+)_perf`) // a test's program name
+	rankRE    = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s`)
+	startRE   = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
+	threadsRE = regexp.MustCompile(`\bnThread\s+\d+\s+nGpus\s+(\d+)\b`)
+	perfRE    = regexp.MustCompile(`^(\w+)_perf`) // a test's program name
 	// NCCL's own lines: its debug output, and the version line
 	// NCCL_DEBUG=VERSION prints.
 	noiseRE = regexp.MustCompile(`\bNCCL (INFO|WARN|TRACE)\b|^NCCL version \S`)
@@ -274,6 +281,11 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 						Reason: fmt.Sprintf("a second collective, %s after %s (line %d): give one collective per log", cmp.Or(op, m[1]), lg.Op, started)}
 				}
 				lg.Op, started = testOps[m[1]], i+1
+			}
+			if m := threadsRE.FindStringSubmatch(t); m != nil {
+				if n, err := strconv.Atoi(m[1]); err == nil {
+					lg.GPUsPerThread = n
+				}
 			}
 			if m := rankRE.FindStringSubmatch(t); m != nil {
 				// The highest rank counts them: a log may quote only

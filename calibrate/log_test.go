@@ -128,3 +128,26 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 		}
 	}
 }
+
+// A log says how many GPUs each thread drove (nccl-tests' -g): the
+// header's nGpus, or the JSON report's ngpus.
+func TestParseLogReadsGPUsPerThread(t *testing.T) {
+	row := "  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n"
+	for _, tc := range []struct {
+		name, text string
+		want       int
+	}{
+		{"one thread, 8 GPUs", "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" + row, 8},
+		{"a GPU a process, tagged", "0: # nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor)\n" + row, 1},
+		{"no header", row, 0},
+		{"json", ncclTestsJSON(jsonRecord1K), 4},
+	} {
+		lg, err := ParseLog("x", []byte(tc.text))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if lg.GPUsPerThread != tc.want {
+			t.Errorf("%s: %d GPUs a thread, want %d", tc.name, lg.GPUsPerThread, tc.want)
+		}
+	}
+}

@@ -71,6 +71,7 @@ func parseJSONLog(name string, data []byte, lg *Log) error {
 		return nil
 	}
 	ranks := int64(len(c.Devices))
+	lg.GPUsPerThread = c.GPUs
 	for _, n := range []int{c.GPUs, max(1, c.Threads)} {
 		if n <= 0 || ranks > math.MaxInt32/int64(n) {
 			return &LogError{Name: name, Reason: fmt.Sprintf("not nccl-tests JSON: config's %d devices of %d GPUs and %d threads are not a number of ranks", len(c.Devices), c.GPUs, c.Threads)}

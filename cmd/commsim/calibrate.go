@@ -101,7 +101,8 @@ mapping file's nccl_env) unless a --nccl-* flag is given.`,
 }
 
 // readLog reads and parses the log at path (--log), with a warning on
-// stderr where it is a JSON report that ends early.
+// stderr where it is a JSON report that ends early, or where a thread
+// drove several GPUs.
 func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	data, err := readFileAtMost(path, maxLogBytes, path)
 	if err != nil {
@@ -113,6 +114,9 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	}
 	if lg.Partial {
 		fmt.Fprintf(stderr, "commsim: warning: %s: the JSON report ends early, as a run that died mid-sweep leaves it; its %d finished sizes are read\n", path, len(lg.Samples))
+	}
+	if n := lg.GPUsPerThread; n > 1 {
+		fmt.Fprintf(stderr, "commsim: warning: %s: each thread of the run drove %d GPUs (nccl-tests -g %d): it launches every collective on them one after another, host time that commsim does not model, so small sizes measure slower than any simulation of the fabric\n", path, n, n)
 	}
 	return data, lg, nil
 }

@@ -93,10 +93,13 @@ type fidReport struct {
 	NCCLEnv     map[string]string `json:"nccl_env,omitempty"`
 	NCCLVersion string            `json:"nccl_version,omitempty"`
 	Skipped     int               `json:"skipped"` // sizes left out: 0 bytes
-	Sizes       []fidSize         `json:"sizes"`
-	Median      float64           `json:"median_abs_error"`
-	Max         float64           `json:"max_abs_error"`
-	Bands       []fidBand         `json:"bands"`
+	// GPUsPerThread is how many GPUs each thread of the run drove, where
+	// the log says and it is more than one (see calibrate.Log).
+	GPUsPerThread int       `json:"gpus_per_thread,omitempty"`
+	Sizes         []fidSize `json:"sizes"`
+	Median        float64   `json:"median_abs_error"`
+	Max           float64   `json:"max_abs_error"`
+	Bands         []fidBand `json:"bands"`
 	// Model is NCCL's own cost model's errors, with --algo nccl: the
 	// baseline (sizes it prices carry nccl_model_us).
 	Model *fidModel `json:"nccl_model,omitempty"`
@@ -299,6 +302,9 @@ func (out *fidReport) write(stdout io.Writer, format string) error {
 func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub *fidelity.PublishedLog) *fidReport {
 	out := &fidReport{Op: rep.Op.String(), Algo: rep.Algo, Topology: topo, Ranks: rep.Ranks, Log: log, LogFormat: lg.Format,
 		Skipped: rep.Skipped, Sizes: []fidSize{}, Median: rep.Median, Max: rep.Max, report: rep, parsed: lg, published: pub}
+	if lg.GPUsPerThread > 1 {
+		out.GPUsPerThread = lg.GPUsPerThread
+	}
 	if pub != nil {
 		out.Shipped, out.Excluded = pub.File, pub.Exclude
 	}

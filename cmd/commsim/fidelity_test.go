@@ -147,6 +147,40 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 	}
 }
 
+// A run whose threads each drove several GPUs (nccl-tests -g 8) gets a
+// warning, as calibrate does, and JSON says how many; a run with a GPU a
+// thread gets neither.
+func TestFidelityWarnsOfGPUsDrivenByOneThread(t *testing.T) {
+	for _, tc := range []struct {
+		log  string
+		gpus int
+	}{
+		{"redhat-spectrumx-allreduce-16xH200.txt", 8},
+		{"vultr-b200-allreduce-8xB200.txt", 0},
+	} {
+		log := filepath.Join(shippedLogs, tc.log)
+		for _, cmd := range [][]string{{"fidelity", "--log", log, "--format", "json"}, {"calibrate", "--log", log, "--topo", "hgx-h200x2", "--algo", "ring", "-e", "4KiB"}} {
+			if tc.gpus == 0 && cmd[0] == "calibrate" {
+				continue
+			}
+			status, out, errOut := commsim(cmd...)
+			warned := strings.Contains(errOut, fmt.Sprintf("each thread of the run drove %d GPUs (nccl-tests -g %d)", tc.gpus, tc.gpus))
+			if status != 0 || warned != (tc.gpus > 0) {
+				t.Errorf("%v: status %d, warned %v, stderr:\n%s", cmd, status, warned, errOut)
+			}
+			if cmd[0] != "fidelity" {
+				continue
+			}
+			var rep struct {
+				GPUs int `json:"gpus_per_thread"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.GPUs != tc.gpus {
+				t.Errorf("%s: gpus_per_thread %d, want %d (%v)", tc.log, rep.GPUs, tc.gpus, err)
+			}
+		}
+	}
+}
+
 // An excluded shipped log says why; the JSON and CSV reports carry every
 // size.
 func TestFidelityFormats(t *testing.T) {
