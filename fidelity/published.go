@@ -82,8 +82,8 @@ const MissBound = 0.30
 type Miss struct {
 	// Bytes are the first and the last size of the range, in the log's
 	// meaning of size.
-	Bytes [2]int64 `yaml:"bytes,flow"`
-	Cause string   `yaml:"cause"`
+	Bytes [2]int64 `yaml:"bytes,flow" json:"bytes"`
+	Cause string   `yaml:"cause" json:"cause"`
 }
 
 // Covers reports whether the range holds bytes.

@@ -110,7 +110,7 @@ type fidReport struct {
 	// their causes, as the mapping file names them: given where the check
 	// ran as the fidelity test does (the log's fabric and NCCL
 	// environment, --algo nccl).
-	KnownMisses []fidMiss `json:"known_misses,omitempty"`
+	KnownMisses []fidelity.Miss `json:"known_misses,omitempty"`
 	report      *fidelity.Report
 	parsed      *calibrate.Log
 	published   *fidelity.PublishedLog
@@ -130,12 +130,6 @@ type fidSize struct {
 	ModelError *float64 `json:"nccl_model_rel_error,omitempty"`
 	// Ran is what the log says NCCL ran at the size.
 	Ran string `json:"nccl_ran,omitempty"`
-}
-
-type fidMiss struct {
-	FirstBytes int64  `json:"first_bytes"`
-	LastBytes  int64  `json:"last_bytes"`
-	Cause      string `json:"cause"`
 }
 
 type fidChoices struct {
@@ -243,9 +237,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:
 		out.NCCLEnv = pub.NCCLEnv
 		if topo == pub.Topo && s.op.String() == pub.Op {
-			for _, m := range pub.Misses {
-				out.KnownMisses = append(out.KnownMisses, fidMiss{m.Bytes[0], m.Bytes[1], m.Cause})
-			}
+			out.KnownMisses = pub.Misses
 		}
 	case envNote != "":
 		out.envNote, out.NCCLVersion, out.NCCLEnv = envNote, lg.NCCLVersion, logEnv
@@ -402,7 +394,7 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "# sizes off by more than %.0f%% (issue #16's bound on any size), and why, as the mapping file names it:\n", 100*fidelity.MissBound)
 	for _, m := range r.KnownMisses {
-		fmt.Fprintf(w, "#   %s: %s\n", fidelity.Miss{Bytes: [2]int64{m.FirstBytes, m.LastBytes}}.Range(), m.Cause)
+		fmt.Fprintf(w, "#   %s: %s\n", m.Range(), m.Cause)
 	}
 	return nil
 }

@@ -99,9 +99,8 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 // causes may not hold, and none is named.
 func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 	type knownMiss struct {
-		First int64  `json:"first_bytes"`
-		Last  int64  `json:"last_bytes"`
-		Cause string `json:"cause"`
+		Bytes [2]int64 `json:"bytes"` // the first and the last size
+		Cause string   `json:"cause"`
 	}
 	log := filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt")
 	for _, tc := range []struct {
@@ -134,7 +133,7 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 		}
 		for _, z := range rep.Sizes {
 			named := slices.ContainsFunc(rep.Misses, func(m knownMiss) bool {
-				return m.First <= z.Bytes && z.Bytes <= m.Last && m.Cause != ""
+				return m.Bytes[0] <= z.Bytes && z.Bytes <= m.Bytes[1] && m.Cause != ""
 			})
 			if tc.misses && math.Abs(z.RelError) > 0.30 && !named {
 				t.Errorf("%v: %d bytes off by %.1f%%, named by no miss", tc.args, z.Bytes, 100*z.RelError)
