@@ -14,9 +14,11 @@
 // The package carries the published runs it is checked against
 // (Published): the logs as their sources printed them, headers included,
 // and a mapping file (nccl-logs/logs.yaml) that names each log's fabric,
-// NCCL version and settings, and why a log is left out of the targets. Its
-// test runs the check on every one and holds the errors to bounds recorded
-// there, so a change that makes commsim less faithful fails.
+// NCCL version and settings, why a log is left out of the targets, and
+// what is known of why the model misses a size by more than 30% (Miss).
+// Its test runs the check on every one and holds the errors to bounds
+// recorded there, and every such miss to a named cause, so a change that
+// makes commsim less faithful fails.
 //
 // calibrate fits a fabric to a log; fidelity only measures the distance.
 package fidelity
