@@ -3,6 +3,7 @@ package fidelity_test
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/fidelity"
@@ -86,4 +87,28 @@ func ExampleConfig_asLogged() {
 	//        8 bytes: NCCL ran ring/LL/1ch      simulated ring/LL/1ch
 	//  4194304 bytes: NCCL ran ring/LL128/24ch  simulated ring/LL128/24ch
 	// the tuner agrees at 1 of 2 sizes
+}
+
+// The published runs commsim carries, and what the mapping file says of
+// the sizes --algo nccl misses by more than 30% on one of them (the test
+// holds every such size to a named cause; "Not known" is one).
+func ExamplePublished() {
+	cat, err := fidelity.Published()
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range cat.Logs {
+		if l.File != "aws-p4de-allreduce-16xA100.txt" {
+			continue
+		}
+		fmt.Printf("%s on %s: %d ranges of sizes missed by more than %.0f%%\n", l.File, l.Topo, len(l.Misses), 100*fidelity.MissBound)
+		for _, m := range l.Misses {
+			known := !strings.HasPrefix(m.Cause, "Not known")
+			fmt.Printf("  %s, cause known: %v\n", m.Range(), known)
+		}
+	}
+	// Output:
+	// aws-p4de-allreduce-16xA100.txt on dgx-a100x2,nicbw=50Gb/s,cpu=intel: 2 ranges of sizes missed by more than 30%
+	//   8–4096 bytes, cause known: true
+	//   8388608 bytes, cause known: false
 }
