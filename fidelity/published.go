@@ -97,16 +97,6 @@ func (m Miss) Range() string {
 	return fmt.Sprintf("%d–%d bytes", m.Bytes[0], m.Bytes[1])
 }
 
-// MissAt is the miss whose range holds bytes, or nil.
-func (l *PublishedLog) MissAt(bytes int64) *Miss {
-	for i := range l.Misses {
-		if l.Misses[i].Covers(bytes) {
-			return &l.Misses[i]
-		}
-	}
-	return nil
-}
-
 // checkMisses reports misses that are not ranges of sizes in order, or
 // that name no cause.
 func (l *PublishedLog) checkMisses() error {

@@ -206,11 +206,11 @@ func p2pChoice(s System, bytesPerPeer int64, o Options) Choice {
 // ring bandwidth (for LL, LL's share of it, as a ring's, of which a
 // transfer's threads drive 9/16: p2pLLThreadShare), the exchanges
 // of an all-to-all sharing the communicator's p2p channels when they
-// need more than it has, and all of a rank's together moving at most the
-// ring's whole bandwidth (ringWhole); with the per-hop latency and base latency of
-// the protocol in NCCL's ring model (NCCL's model has no point-to-point
-// figures; these are the nearest it has), an NVLink hop taking its
-// arch's extra as a ring's does.
+// need more than it has, and all of a rank's together moving at most
+// the ring's whole bandwidth (ringWhole); with the per-hop latency and
+// base latency of the protocol in NCCL's ring model (NCCL's model has no
+// point-to-point figures; these are the nearest it has), an NVLink hop
+// taking its arch's extra as a ring's does.
 func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	spec.Algo, spec.Channels = "nccl-p2p", c.Channels
 	plan, err := ops.Compile(spec)
