@@ -342,6 +342,40 @@ func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
 	}
 }
 
+// TestMachineChannelRate: Machine.ChannelGBps bounds what each channel
+// of a ring moves, where a channel already slower keeps its speed; a
+// point-to-point channel moves at it (up to the ring's whole, 360 GB/s
+// on 8 H100s), faster or slower than a ring channel's share; NCCL's
+// choice stays its model's, and NVLS, whose channels drive the switch,
+// is not bounded.
+func TestMachineChannelRate(t *testing.T) {
+	for _, tc := range []struct {
+		topo        string
+		op          ops.Op
+		bytes       int // a rank's
+		bound, want float64
+	}{
+		{"hgx-b200", ops.AllGather, 2 << 30, 10, 10},   // 32 channels of 22.5 GB/s
+		{"hgx-b200", ops.AllGather, 2 << 30, 30, 22.5}, // already slower
+		{"hgx-b200", ops.SendRecv, 16 << 30, 10, 320},  // 32 channels
+		{"hgx-b200", ops.SendRecv, 32 << 20, 10, 40},   // 4 channels of 22.5
+		{"dgx-h100", ops.SendRecv, 32 << 20, 20, 80},   // 4 channels of 15
+		{"dgx-h100", ops.SendRecv, 16 << 30, 20, 360},  // 32 channels
+		{"dgx-h100", ops.AllReduce, 1 << 30, 10, 0},    // NVLS: the links set its pace
+	} {
+		topo := try(topology.Resolve(tc.topo))(t)
+		spec := ops.Spec{Op: tc.op, Ranks: 8, Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
+		_, plain := planOf(t, try(nccl.NewTuner(topo, nccl.Options{}))(t), spec)
+		plan, c := planOf(t, try(nccl.NewTuner(topo, nccl.Options{Machine: nccl.Machine{ChannelGBps: tc.bound}}))(t), spec)
+		if c != plain {
+			t.Errorf("%s %v: choice %v became %v", tc.topo, tc.op, plain.Estimate, c.Estimate)
+		}
+		if got := plan.Wire.Rate / 1e9; math.Abs(got-tc.want) > 1e-9*tc.want {
+			t.Errorf("%s %v of %d bytes a rank, %v, a channel rate of %g GB/s: a flow moves at %.6g GB/s, want %.6g", tc.topo, tc.op, tc.bytes, c.Estimate, tc.bound, got, tc.want)
+		}
+	}
+}
+
 // TestTreesRunFasterWithinTwoNodes: NCCL's search raises a tree's speed
 // within a node, up the ladder, while it is below twice the network's
 // and the NVLinks carry every channel at it, and on 2 nodes the model

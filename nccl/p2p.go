@@ -206,8 +206,9 @@ func p2pChoice(s System, bytesPerPeer int64, o Options) Choice {
 // ring bandwidth (for LL, LL's share of it, as a ring's, of which a
 // transfer's threads drive 9/16: p2pLLThreadShare), the exchanges
 // of an all-to-all sharing the communicator's p2p channels when they
-// need more than it has, and all of a rank's together moving at most
-// the ring's whole bandwidth (ringWhole); with the per-hop latency and
+// need more than it has, all of a rank's together moving at most
+// the ring's whole bandwidth (ringWhole), a channel at the machine's
+// channel rate where it is given (Machine.ChannelGBps); with the per-hop latency and
 // base latency of the protocol in NCCL's ring model (NCCL's model has no
 // point-to-point figures; these are the nearest it has), an NVLink hop
 // taking its arch's extra as a ring's does.
@@ -235,6 +236,12 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	peers := 1
 	if spec.Op == ops.AllToAll {
 		peers = max(1, spec.Ranks-1)
+	}
+	if m.ChannelGBps > 0 {
+		// NCCL's model does not price point-to-point: where the machine
+		// says what a channel moves, it moves that, not a ring channel's
+		// share.
+		perChannel = m.ChannelGBps
 	}
 	channels := min(float64(c.Channels), float64(total)/float64(peers))
 	rate := min(channels*perChannel, ringWhole(s)/float64(peers))

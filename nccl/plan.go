@@ -214,8 +214,9 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // the wire carries the protocol's share of payload (LL 8 of 16 bytes,
 // LL128 120 of 128), and each channel moves at most its share of the
 // bandwidth of NCCL's model, rate GB/s (channelSpeeds; 0 where the
-// model gives none): a channel is one block of threads, and a ring or a
-// tree goes at its slowest link's pace.
+// model gives none), and at most the machine's channel rate
+// (Machine.ChannelGBps): a channel is one block of threads, and a ring
+// or a tree goes at its slowest link's pace.
 func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops.Wire, float64) {
 	v := o.version()
 	scale := 1.0
@@ -243,7 +244,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops
 	// Hopper's.
 	m := o.Machine
 	machineHops(&w, s, m)
-	w.Rate *= orOne(m.Bandwidth[p])
+	w.Rate = m.channelBound(w.Rate * orOne(m.Bandwidth[p]))
 	return finishWire(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
 }
 

@@ -341,6 +341,7 @@ func TestNCCLMachineFlagErrorsExit2(t *testing.T) {
 		{"nic=1e-300", "want a factor from 0.001 to 1000"},
 		{"launch=1,launch=2", "launch given twice"},
 		{"speed=2", `unknown factor "speed"`},
+		{"channel=0", "want a rate in GB/s from 0.001 to 1000"},
 	} {
 		status, out, errOut := commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "--nccl-machine", c.machine, "-b", "1KiB", "-e", "1KiB", "--timing-only")
 		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {

@@ -191,7 +191,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 			return usagef("%s does not name its collective (no \"# Collective test starting\" line); give --op", f.log)
 		}
 	}
-	if pub != nil && !f.ncclFlags.set() {
+	if pub != nil && !f.ncclFlags.envSet() {
 		o, err := pub.Options()
 		if err != nil {
 			return err
@@ -236,7 +236,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	switch {
 	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:
 		out.NCCLEnv = pub.NCCLEnv
-		if topo == pub.Topo && s.op.String() == pub.Op {
+		if topo == pub.Topo && s.op.String() == pub.Op && f.machine == "" {
 			out.KnownMisses = pub.Misses
 		}
 	case envNote != "":

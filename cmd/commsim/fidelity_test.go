@@ -106,12 +106,16 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 	for _, tc := range []struct {
 		args   []string
 		misses bool
+		env    string // NCCL_PROTO of the run, as the report states it
 	}{
-		{nil, true},
-		{[]string{"--topo", "dgx-a100x2,nicbw=50Gb/s,cpu=intel"}, true}, // the mapping file's, given
-		{[]string{"--nccl-proto", "LL"}, false},
-		{[]string{"--topo", "dgx-a100x2"}, false},
-		{[]string{"--algo", "ring"}, false},
+		{nil, true, "Simple"},
+		// A machine's channel rate is no NCCL setting: the run's stay, but
+		// the misses' causes may not hold.
+		{[]string{"--nccl-machine", "channel=100"}, false, "Simple"},
+		{[]string{"--topo", "dgx-a100x2,nicbw=50Gb/s,cpu=intel"}, true, "Simple"}, // the mapping file's, given
+		{[]string{"--nccl-proto", "LL"}, false, ""},
+		{[]string{"--topo", "dgx-a100x2"}, false, "Simple"},
+		{[]string{"--algo", "ring"}, false, ""},
 	} {
 		status, out, errOut := commsim(append([]string{"fidelity", "--log", log, "--format", "json"}, tc.args...)...)
 		if status != 0 {
@@ -122,10 +126,14 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 				Bytes    int64
 				RelError float64 `json:"rel_error"`
 			}
-			Misses []knownMiss `json:"known_misses"`
+			Misses []knownMiss       `json:"known_misses"`
+			Env    map[string]string `json:"nccl_env"`
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatal(err)
+		}
+		if got := rep.Env["NCCL_PROTO"]; got != tc.env {
+			t.Errorf("%v: the run's NCCL_PROTO %q, want %q", tc.args, got, tc.env)
 		}
 		if got := len(rep.Misses) > 0; got != tc.misses {
 			t.Errorf("%v: known misses %+v, want some: %v", tc.args, rep.Misses, tc.misses)

@@ -119,6 +119,13 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 	if !(old < now) {
 		t.Errorf("ring/LL busbw: 2.18 %v, 2.30 %v; want 2.18 slower", old, now)
 	}
+	// The machine's channel rate bounds each of the B200 ring's 32
+	// channels (22.5 GB/s in NCCL's model) to 10 GB/s.
+	bounded := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=10")
+	free := busbw(t, "--topo", "hgx-b200", "--op", "allgather")
+	if !(bounded > 0.9*320 && bounded <= 320 && free > 2*bounded) {
+		t.Errorf("allgather busbw %v with channels of 10 GB/s, %v without; want about 32 x 10, and less than half", bounded, free)
+	}
 }
 
 func busbw(t *testing.T, args ...string) float64 {

@@ -45,15 +45,21 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.buffsize, "nccl-buffsize", "", "with --algo nccl: the bytes of each connection's Simple buffer, as NCCL_BUFFSIZE (e.g. 8388608 or 8MiB); default NCCL's 4MiB")
 	fl.StringArrayVar(&f.env, "nccl-env", nil, "with --algo nccl: an NCCL environment variable, NAME=VALUE, as NCCL reads it; repeat for more. commsim follows "+strings.Join(nccl.EnvVars, ", "))
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
-		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate)")
+		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate), "+
+		"and channel=GB/s, what one channel (a block of threads) moves: at most that on a ring or tree, that on a point-to-point exchange (NCCL's model's share when left out)")
 }
 
 // set reports whether any NCCL flag differs from its default.
-func (f *ncclFlags) set() bool {
+func (f *ncclFlags) set() bool { return f.envSet() || f.machine != "" }
+
+// envSet reports whether a flag sets NCCL's environment: any NCCL flag
+// but --nccl-machine, which says how the machine runs what NCCL chooses.
+// A log's run environment is taken only when none does.
+func (f *ncclFlags) envSet() bool {
 	if f.flags != nil && f.flags.Changed("nccl-version") {
 		return true
 	}
-	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.machine != "" || f.buffsize != "" || f.netPeerChannels != 0 || len(f.env) > 0
+	return f.version != "2.30" && f.version != "" || f.algos != "" || f.protos != "" || f.channels != 0 || f.buffsize != "" || f.netPeerChannels != 0 || len(f.env) > 0
 }
 
 // aloneError is the usage error for NCCL flags given without nccl to
@@ -78,11 +84,15 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 		key, val, ok := strings.Cut(kv, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
 		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		want := "a factor"
+		if key == "channel" {
+			want = "a rate in GB/s"
+		}
 		switch {
 		case !ok:
 			return m, 0, usagef("--nccl-machine %q: want key=factor, e.g. launch=1.3", kv)
 		case err != nil || !(v >= 1/maxMachineFactor && v <= maxMachineFactor):
-			return m, 0, usagef("--nccl-machine %s: want a factor from %g to %g, not %q", key, 1/maxMachineFactor, maxMachineFactor, val)
+			return m, 0, usagef("--nccl-machine %s: want %s from %g to %g, not %q", key, want, 1/maxMachineFactor, maxMachineFactor, val)
 		case seen[key]:
 			return m, 0, usagef("--nccl-machine: %s given twice", key)
 		}
@@ -100,8 +110,10 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 			m.Bandwidth[2] = v
 		case "nic":
 			nic = v
+		case "channel":
+			m.ChannelGBps = v
 		default:
-			return m, 0, usagef("--nccl-machine: unknown factor %q (want launch, hop, ll, ll128, simple or nic)", key)
+			return m, 0, usagef("--nccl-machine: unknown factor %q (want launch, hop, ll, ll128, simple, nic or channel)", key)
 		}
 	}
 	return m, nic, nil
@@ -113,7 +125,7 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 // report's header ("" for nothing), and the variables commsim follows;
 // and a usage error where the log states what NCCL would not run with.
 func (f *ncclFlags) useLogEnv(lg *calibrate.Log) (note string, env map[string]string, err error) {
-	if f.set() || f.runEnv != nil {
+	if f.envSet() || f.runEnv != nil {
 		return "", nil, nil
 	}
 	run, stated, err := lg.NCCLOptions()
@@ -137,7 +149,7 @@ func (f *ncclFlags) useLogEnv(lg *calibrate.Log) (note string, env map[string]st
 
 // options reads the flags; each failure is a usage error.
 func (f *ncclFlags) options() (nccl.Options, error) {
-	if f.runEnv != nil && !f.set() {
+	if f.runEnv != nil && !f.envSet() {
 		return *f.runEnv, nil
 	}
 	o, env, err := f.envOptions()
