@@ -207,8 +207,9 @@ func p2pChoice(s System, bytesPerPeer int64, o Options) Choice {
 // transfer's threads drive 9/16: p2pLLThreadShare), the exchanges
 // of an all-to-all sharing the communicator's p2p channels when they
 // need more than it has, all of a rank's together moving at most
-// the ring's whole bandwidth (ringWhole), a channel at the machine's
-// channel rate where it is given (Machine.ChannelGBps); with the per-hop latency and
+// the ring's whole bandwidth (ringWhole), each channel on several nodes
+// at most NCCL_P2P_PER_CHANNEL_NET_BW, and at most the machine's channel
+// rate (Machine.ChannelGBps); with the per-hop latency and
 // base latency of the protocol in NCCL's ring model (NCCL's model has no
 // point-to-point figures; these are the nearest it has), an NVLink hop
 // taking its arch's extra as a ring's does.
@@ -237,11 +238,13 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if spec.Op == ops.AllToAll {
 		peers = max(1, spec.Ranks-1)
 	}
-	if m.ChannelGBps > 0 {
-		// NCCL's model does not price point-to-point: where the machine
-		// says what a channel moves, it moves that, not a ring channel's
-		// share.
-		perChannel = m.ChannelGBps
+	if s.Nodes > 1 {
+		// Across the network a channel moves at most what NCCL sizes a
+		// network peer's channels by (paths.cc: as many as carry the
+		// NICs at NCCL_P2P_PER_CHANNEL_NET_BW each). The plan has one
+		// rate for all its exchanges, so those within a node are held to
+		// it too; the slowest, across the network, sets the time.
+		perChannel = min(perChannel, p2pPerChannelNetBW)
 	}
 	channels := min(float64(c.Channels), float64(total)/float64(peers))
 	rate := min(channels*perChannel, ringWhole(s)/float64(peers))
@@ -250,7 +253,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// bandwidth under the LL cap, at the p2p transfer's threads.
 		rate = min(llMaxBw(s), llFactor(s, spec.Op, v)*rate) * p2pLLThreadShare
 	}
-	w.Rate = rate * 1e9 * orOne(m.Bandwidth[p])
+	w.Rate = m.channelBound(rate*1e9*orOne(m.Bandwidth[p]), channels)
 	// A p2p connection's buffer is NCCL_STEPS p2p chunks (LL's lines
 	// for LL).
 	step := p2pChunk(s, o)

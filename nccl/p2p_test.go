@@ -235,6 +235,31 @@ func TestP2PMovesAtMostTheRingsWhole(t *testing.T) {
 	}
 }
 
+// TestP2PNetworkChannelRate: on several nodes a p2p channel moves
+// at most the 14 GB/s by which NCCL sizes a network peer's channels
+// (NCCL_P2P_PER_CHANNEL_NET_BW), under a ring channel's share (22.5 and
+// 24 GB/s on 2 H100 and 2 B200 nodes); on one node it keeps the share.
+func TestP2PNetworkChannelRate(t *testing.T) {
+	for _, tc := range []struct {
+		topo       string
+		ranks      int
+		perChannel float64 // GB/s
+	}{
+		{"dgx-h100x2", 16, 14},
+		{"dgx-b200x2", 16, 14},
+		{"dgx-h100", 8, 15},
+	} {
+		tuner := try(nccl.NewTuner(try(topology.Resolve(tc.topo))(t), nccl.Options{}))(t)
+		plan, c, err := tuner.Plan(ops.Spec{Op: ops.SendRecv, Ranks: tc.ranks, Count: 64 << 20, DType: hw.U8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := plan.Wire.Rate/1e9, tc.perChannel*float64(c.Channels); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s: sendrecv of 64 MiB on %d channels moves at %.6g GB/s, want %.6g", tc.topo, c.Channels, got, want)
+		}
+	}
+}
+
 // TestP2PChannelBounds: NCCL_MAX_P2P_NCHANNELS and NCCL_MIN_P2P_NCHANNELS
 // bound the point-to-point channels (paths.cc, a power of two), and so
 // does NCCL_MAX_CTAS through the communicator's channels.

@@ -136,23 +136,21 @@ type Machine struct {
 	// Bandwidth scales a channel's speed, by protocol (LL, LL128,
 	// Simple).
 	Bandwidth [numProtos]float64
-	// ChannelGBps, when above 0, is what one channel moves, in GB/s: a
-	// channel is one block of threads, and a block copies only so fast.
-	// NCCL's model states no such figure (its tuner, and so its choice,
-	// never sees it); it is the machine's, as sendrecv_perf on few
-	// channels measures it. A ring's or a tree's channel moves at most
-	// it, and at most its share of NCCL's model's bandwidth; a
-	// point-to-point channel, which NCCL's model does not price, moves at
-	// it (the exchanges of a rank still share the ring's whole). NVLS,
-	// NVLSTree and CollNet, whose channels drive a switch, are not
-	// bounded.
+	// ChannelGBps, when above 0, is the most one channel moves, in GB/s:
+	// a channel is one block of threads, and a block copies only so
+	// fast. NCCL's model states no such figure (its tuner, and so its
+	// choice, never sees it); it is the machine's, as sendrecv_perf on
+	// few channels over NVLink measures it. It bounds the channels of
+	// rings, trees and point-to-point exchanges, each also held to its
+	// share of NCCL's model's bandwidth; NVLS, NVLSTree and CollNet,
+	// whose channels drive a switch, are not bounded.
 	ChannelGBps float64
 }
 
-// channelBound is rate (bytes/s; 0 for none) of a channel's flow,
-// bounded by m's channel rate.
-func (m Machine) channelBound(rate float64) float64 {
-	if most := m.ChannelGBps * 1e9; most > 0 && (rate == 0 || rate > most) {
+// channelBound is rate (bytes/s; 0 for none) of a flow that channels
+// carry, bounded by m's channel rate.
+func (m Machine) channelBound(rate, channels float64) float64 {
+	if most := m.ChannelGBps * 1e9 * channels; most > 0 && (rate == 0 || rate > most) {
 		return most
 	}
 	return rate
