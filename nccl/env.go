@@ -15,7 +15,7 @@ import (
 var EnvVars = []string{
 	"NCCL_ALGO", "NCCL_PROTO", "NCCL_BUFFSIZE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
 	"NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_NTHREADS", "NCCL_LL128_NTHREADS",
-	"NCCL_NCHANNELS_PER_NET_PEER", "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS",
+	"NCCL_NCHANNELS_PER_NET_PEER", "NCCL_P2P_PER_CHANNEL_NET_BW", "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS",
 	"NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_P2P_PCI_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
 	"NCCL_NVLS_ENABLE", "NCCL_NVLS_NCHANNELS", "NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE",
 	"NCCL_COLLNET_ENABLE", "NCCL_COLLNET_NODE_THRESHOLD", "NCCL_PAT_ENABLE",
@@ -50,6 +50,8 @@ func (o *Options) numbers() []number {
 		{name: "NCCL_NTHREADS", count: &o.Threads, lo: 64, hi: 512, step: 32, unit: "threads"},
 		{name: "NCCL_LL128_NTHREADS", count: &o.LL128Threads, lo: 160, hi: 640, step: 32, unit: "threads"},
 		channels("NCCL_NCHANNELS_PER_NET_PEER", &o.NetPeerChannels),
+		// paths.cc divides the NICs' GB/s by it, as an integer.
+		{name: "NCCL_P2P_PER_CHANNEL_NET_BW", count: &o.P2PNetChannelGBps, lo: 1, hi: 10000, step: 1, unit: "GB/s"},
 		channels("NCCL_MIN_P2P_NCHANNELS", &o.MinP2PChannels), channels("NCCL_MAX_P2P_NCHANNELS", &o.MaxP2PChannels),
 		chunk("NCCL_P2P_NET_CHUNKSIZE", &o.P2PNetChunk), chunk("NCCL_P2P_NVL_CHUNKSIZE", &o.P2PNVLChunk),
 		chunk("NCCL_P2P_PCI_CHUNKSIZE", &o.P2PPCIChunk),

@@ -25,6 +25,7 @@ func TestFromEnvReadsWhatNCCLReads(t *testing.T) {
 		{map[string]string{"NCCL_MIN_NCHANNELS": "32"}, nccl.Options{MinChannels: 32}},
 		{map[string]string{"NCCL_MAX_NCHANNELS": "4"}, nccl.Options{MaxChannels: 4}},
 		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": " 4"}, nccl.Options{NetPeerChannels: 4}},
+		{map[string]string{"NCCL_P2P_PER_CHANNEL_NET_BW": "7"}, nccl.Options{P2PNetChannelGBps: 7}},
 		{map[string]string{"NCCL_P2P_NET_CHUNKSIZE": "524288", "NCCL_P2P_NVL_CHUNKSIZE": "0x40000", "NCCL_P2P_PCI_CHUNKSIZE": "65536"},
 			nccl.Options{P2PNetChunk: 512 << 10, P2PNVLChunk: 256 << 10, P2PPCIChunk: 64 << 10}},
 		{map[string]string{"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}, nccl.Options{NoNVLS: true, NoCollNet: true}},
@@ -69,6 +70,7 @@ func TestFromEnvRefusesWhatItWouldNotFollow(t *testing.T) {
 		{map[string]string{"NCCL_MIN_NCHANNELS": "0", "NCCL_MAX_NCHANNELS": "0"}, "want 1 to 64"},
 		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": "0"}, "NCCL_NCHANNELS_PER_NET_PEER=0: want 1 to 64"},
 		{map[string]string{"NCCL_NCHANNELS_PER_NET_PEER": "two"}, "want 1 to 64"},
+		{map[string]string{"NCCL_P2P_PER_CHANNEL_NET_BW": "0"}, "NCCL_P2P_PER_CHANNEL_NET_BW=0: want 1 to 10000 GB/s"},
 		{map[string]string{"NCCL_P2P_NET_CHUNKSIZE": "512K"}, "NCCL_P2P_NET_CHUNKSIZE=512K: want 4096 to 134217728 bytes"},
 		{map[string]string{"NCCL_P2P_NVL_CHUNKSIZE": "1024"}, "NCCL_P2P_NVL_CHUNKSIZE=1024: want 4096 to"},
 		{map[string]string{"NCCL_NVLS_ENABLE": "3"}, "NCCL_NVLS_ENABLE=3: want 0, 1 or 2"},
@@ -122,7 +124,7 @@ func TestPerCollectiveListsChooseForTheirCollective(t *testing.T) {
 // TestEnvWritesWhatFromEnvReads: Options.Env is the environment FromEnv
 // reads back into the same options, one NAME=VALUE a variable set.
 func TestEnvWritesWhatFromEnvReads(t *testing.T) {
-	o := nccl.Options{BuffSize: 8 << 20, MinChannels: 4, MaxCTAs: 16, Threads: 256, LL128Threads: 320, NetPeerChannels: 2,
+	o := nccl.Options{BuffSize: 8 << 20, MinChannels: 4, MaxCTAs: 16, Threads: 256, LL128Threads: 320, NetPeerChannels: 2, P2PNetChannelGBps: 7,
 		MinP2PChannels: 2, MaxP2PChannels: 8, P2PNetChunk: 256 << 10, NVLSChannels: 8, NVLSChunk: 64 << 10,
 		NVLSTreeMaxChunk: 32 << 10, NoNVLS: true, NoCollNet: true, CollNetNodes: 3, NoPAT: true, NoP2PLL: true}
 	for _, o := range []nccl.Options{o, {P2PLLThreshold: 4096}} {
@@ -139,8 +141,8 @@ func TestEnvWritesWhatFromEnvReads(t *testing.T) {
 			t.Errorf("FromEnv(%q) = %+v, %v; want %+v", lines, got, err, o)
 		}
 	}
-	if l := o.Env(); len(l) != 17 || !slices.Contains(l, "NCCL_P2P_LL_THRESHOLD=0") {
-		t.Errorf("Env() = %q, want 17 variables, NCCL_P2P_LL_THRESHOLD=0 among them", l)
+	if l := o.Env(); len(l) != 18 || !slices.Contains(l, "NCCL_P2P_LL_THRESHOLD=0") {
+		t.Errorf("Env() = %q, want 18 variables, NCCL_P2P_LL_THRESHOLD=0 among them", l)
 	}
 	if _, err := nccl.NewTuner(nil, nccl.Options{NoP2PLL: true, P2PLLThreshold: 4096}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LL_THRESHOLD: both 4096 and 0") {
 		t.Errorf("a threshold and no LL at once: %v", err)

@@ -48,7 +48,7 @@ const P2P Algo = numAlgos
 // (14 µs) overshoots a lone message by more than LL's undershoots it.
 const (
 	p2pNetPeerChannels = 2
-	p2pPerChannelNetBW = 14 // GB/s, NCCL_P2P_PER_CHANNEL_NET_BW
+	p2pPerChannelNetBW = 14 // GB/s, NCCL_P2P_PER_CHANNEL_NET_BW's default
 	p2pPeersPerBatch   = 8  // NCCL_MAX_DEV_WORK_P2P_PER_BATCH
 	p2pLLThreshold     = 16 << 10
 	maxChannels        = 64
@@ -83,6 +83,10 @@ func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 	return total, min(total, perPeer), g.intra * min(1, float64(g.channels)/float64(coll))
 }
 
+// p2pNetChannelGBps is NCCL_P2P_PER_CHANNEL_NET_BW: what a network
+// peer's p2p channel is sized by, and moves at most.
+func (o Options) p2pNetChannelGBps() int { return cmp.Or(o.P2PNetChannelGBps, p2pPerChannelNetBW) }
+
 // netPeerChannels is how many channels NCCL gives a peer across the
 // network, on a communicator of coll channels.
 func netPeerChannels(s System, o Options, coll int) int {
@@ -97,7 +101,7 @@ func netPeerChannels(s System, o Options, coll int) int {
 		local = min(local, max(1, int(math.Ceil(s.PCIeBW/path-1e-9))))
 	}
 	if o.version() > V2_28 {
-		return max(local, ceilDiv(int(float64(local)*path), p2pPerChannelNetBW))
+		return max(local, ceilDiv(int(float64(local)*path), o.p2pNetChannelGBps()))
 	}
 	n := p2pNetPeerChannels
 	for n*s.Ranks > 4*coll && n > 1 {
@@ -244,7 +248,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// NICs at NCCL_P2P_PER_CHANNEL_NET_BW each). The plan has one
 		// rate for all its exchanges, so those within a node are held to
 		// it too; the slowest, across the network, sets the time.
-		perChannel = min(perChannel, p2pPerChannelNetBW)
+		perChannel = min(perChannel, float64(o.p2pNetChannelGBps()))
 	}
 	channels := min(float64(c.Channels), float64(total)/float64(peers))
 	rate := min(channels*perChannel, ringWhole(s)/float64(peers))

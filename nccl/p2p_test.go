@@ -237,19 +237,22 @@ func TestP2PMovesAtMostTheRingsWhole(t *testing.T) {
 
 // TestP2PNetworkChannelRate: on several nodes a p2p channel moves
 // at most the 14 GB/s by which NCCL sizes a network peer's channels
-// (NCCL_P2P_PER_CHANNEL_NET_BW), under a ring channel's share (22.5 and
-// 24 GB/s on 2 H100 and 2 B200 nodes); on one node it keeps the share.
+// (NCCL_P2P_PER_CHANNEL_NET_BW, which sets it), under a ring channel's
+// share (22.5 and 24 GB/s on 2 H100 and 2 B200 nodes); on one node it
+// keeps the share.
 func TestP2PNetworkChannelRate(t *testing.T) {
 	for _, tc := range []struct {
 		topo       string
 		ranks      int
+		o          nccl.Options
 		perChannel float64 // GB/s
 	}{
-		{"dgx-h100x2", 16, 14},
-		{"dgx-b200x2", 16, 14},
-		{"dgx-h100", 8, 15},
+		{"dgx-h100x2", 16, nccl.Options{}, 14},
+		{"dgx-b200x2", 16, nccl.Options{}, 14},
+		{"dgx-b200x2", 16, nccl.Options{P2PNetChannelGBps: 7}, 7},
+		{"dgx-h100", 8, nccl.Options{}, 15},
 	} {
-		tuner := try(nccl.NewTuner(try(topology.Resolve(tc.topo))(t), nccl.Options{}))(t)
+		tuner := try(nccl.NewTuner(try(topology.Resolve(tc.topo))(t), tc.o))(t)
 		plan, c, err := tuner.Plan(ops.Spec{Op: ops.SendRecv, Ranks: tc.ranks, Count: 64 << 20, DType: hw.U8})
 		if err != nil {
 			t.Fatal(err)

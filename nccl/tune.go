@@ -44,6 +44,11 @@ type Options struct {
 	// peer across the network, as NCCL_NCHANNELS_PER_NET_PEER sets them;
 	// 0 is NCCL's default for the release (see p2pChannels).
 	NetPeerChannels int
+	// P2PNetChannelGBps is the GB/s NCCL sizes a network peer's
+	// point-to-point channels by (from 2.29: enough to carry the GPU's
+	// NICs at this each), and that each such channel moves at most, as
+	// NCCL_P2P_PER_CHANNEL_NET_BW sets it; 0 is NCCL's 14.
+	P2PNetChannelGBps int
 	// P2PNetChunk, P2PNVLChunk and P2PPCIChunk are the bytes of a
 	// point-to-point chunk across nodes, on one node joined by NVLink,
 	// and on one joined by PCIe, as NCCL_P2P_NET_CHUNKSIZE,
