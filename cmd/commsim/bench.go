@@ -81,6 +81,7 @@ type sweep struct {
 	algo       string
 	nodeRanks  int         // the GPUs of a node, for an algorithm of NCCL's whose plans need them (fabricRuns)
 	tuner      *nccl.Tuner // --algo nccl's
+	machine    string      // --nccl-machine, as given: how the tuner's choices run
 	dtype      hw.DType
 	redop      hw.ReduceOp
 	sizes      []int64

@@ -92,7 +92,10 @@ type fidReport struct {
 	// lines in the log state, with the NCCL version they name.
 	NCCLEnv     map[string]string `json:"nccl_env,omitempty"`
 	NCCLVersion string            `json:"nccl_version,omitempty"`
-	Skipped     int               `json:"skipped"` // sizes left out: 0 bytes
+	// Machine is --nccl-machine as given: how the machine departs from
+	// NCCL's model, which the simulation then follows.
+	Machine string `json:"nccl_machine,omitempty"`
+	Skipped int    `json:"skipped"` // sizes left out: 0 bytes
 	// GPUsPerThread is how many GPUs each thread of the run drove, where
 	// the log says and it is more than one (see calibrate.Log).
 	GPUsPerThread int       `json:"gpus_per_thread,omitempty"`
@@ -233,6 +236,9 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		fmt.Fprintf(stderr, "commsim: warning: --as-logged: the log says what NCCL ran at %d of its %d sizes (NCCL_DEBUG_SUBSYS=TUNING lines, in agreement); the others run as NCCL's tuner chooses\n", c.Logged, len(rep.Rows))
 	}
 	out := newFidReport(rep, topo, f.log, lg, pub)
+	if rep.Algo == algoNCCL {
+		out.Machine = strings.TrimSpace(f.machine)
+	}
 	switch {
 	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:
 		out.NCCLEnv = pub.NCCLEnv
@@ -334,7 +340,7 @@ func (out *fidReport) drawPlot(s *sweep, file string) error {
 		beside = " beside NCCL's cost model"
 	}
 	ch := &sweepChart{
-		title:     fmt.Sprintf("%s on %s: %d ranks, out of place; measured (%s) and simulated (--algo %s)%s, nothing fitted", out.Op, out.Topology, out.Ranks, filepath.Base(out.Log), out.Algo, beside),
+		title:     fmt.Sprintf("%s on %s: %d ranks, out of place; measured (%s) and simulated (--algo %s)%s, %s", out.Op, out.Topology, out.Ranks, filepath.Base(out.Log), out.Algo, beside, out.fitted()),
 		sizeLabel: sizeMeaning(s.op),
 		bwLabel:   "bus bandwidth per rank (GB/s)\nbusbw = " + busbwFormula(s.op) + ", as nccl-tests defines it",
 		marksName: "simulated choice changes",
@@ -370,8 +376,17 @@ func envString(env map[string]string) string {
 	return strings.Join(pairs, " ")
 }
 
+// fitted says what of the machine the simulation takes from outside NCCL's
+// model: nothing, or what --nccl-machine gave (calibrate's fit, say).
+func (r *fidReport) fitted() string {
+	if r.Machine == "" {
+		return "nothing fitted"
+	}
+	return "the machine as --nccl-machine " + r.Machine + " says"
+}
+
 func (r *fidReport) writeTable(w io.Writer) error {
-	fmt.Fprintf(w, "# commsim fidelity: %s, algorithm %s, on %s (%d ranks); nothing fitted\n", r.Op, r.Algo, r.Topology, r.Ranks)
+	fmt.Fprintf(w, "# commsim fidelity: %s, algorithm %s, on %s (%d ranks); %s\n", r.Op, r.Algo, r.Topology, r.Ranks, r.fitted())
 	fmt.Fprintf(w, "# log: %s (%s), %d sizes, out-of-place times", r.Log, r.LogFormat, len(r.Sizes))
 	if r.Skipped > 0 {
 		fmt.Fprintf(w, "; size 0 left out")

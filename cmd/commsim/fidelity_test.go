@@ -126,14 +126,18 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 				Bytes    int64
 				RelError float64 `json:"rel_error"`
 			}
-			Misses []knownMiss       `json:"known_misses"`
-			Env    map[string]string `json:"nccl_env"`
+			Misses  []knownMiss       `json:"known_misses"`
+			Env     map[string]string `json:"nccl_env"`
+			Machine string            `json:"nccl_machine"`
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatal(err)
 		}
 		if got := rep.Env["NCCL_PROTO"]; got != tc.env {
 			t.Errorf("%v: the run's NCCL_PROTO %q, want %q", tc.args, got, tc.env)
+		}
+		if machine := slices.Contains(tc.args, "--nccl-machine"); (rep.Machine == "channel=100") != machine {
+			t.Errorf("%v: the report's machine %q", tc.args, rep.Machine)
 		}
 		if got := len(rep.Misses) > 0; got != tc.misses {
 			t.Errorf("%v: known misses %+v, want some: %v", tc.args, rep.Misses, tc.misses)
@@ -149,8 +153,13 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 		}
 	}
 	_, out, _ := commsim("fidelity", "--log", log)
-	if !strings.Contains(out, "# sizes off by more than 30% (issue #16's bound on any size), and why, as the mapping file names it:\n#   8–4096 bytes: EFA's floor") {
-		t.Errorf("the table does not name the misses:\n%s", out)
+	if !strings.Contains(out, "# sizes off by more than 30% (issue #16's bound on any size), and why, as the mapping file names it:\n#   8–4096 bytes: EFA's floor") ||
+		!strings.Contains(out, "(16 ranks); nothing fitted\n") {
+		t.Errorf("the table does not name the misses, or says something was fitted:\n%s", out)
+	}
+	// A machine given is said, where nothing else is fitted.
+	if _, out, _ := commsim("fidelity", "--log", log, "--nccl-machine", "channel=100"); !strings.Contains(out, "(16 ranks); the machine as --nccl-machine channel=100 says\n") {
+		t.Errorf("the table does not say the machine given:\n%s", out)
 	}
 }
 

@@ -126,6 +126,9 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 	if !(bounded > 0.9*320 && bounded <= 320 && free > 2*bounded) {
 		t.Errorf("allgather busbw %v with channels of 10 GB/s, %v without; want about 32 x 10, and less than half", bounded, free)
 	}
+	if _, out, _ := commsim("bench", "--algo", "nccl", "--nccl-machine", "channel=10", "-e", "8", "--timing-only"); !strings.Contains(out, "\n# the machine departs from NCCL's model as --nccl-machine channel=10 says") {
+		t.Errorf("bench does not say the machine given:\n%s", out)
+	}
 }
 
 func busbw(t *testing.T, args ...string) float64 {

@@ -251,6 +251,7 @@ func (s *sweep) useNCCL(f ncclFlags) error {
 		return usagef("--algo nccl predicts NCCL on the simulator; on GPUs, --algo native runs NCCL itself")
 	}
 	var err error
+	s.machine = strings.TrimSpace(f.machine)
 	s.tuner, s.topo, err = f.tuner(s.topo)
 	return err
 }

@@ -240,6 +240,9 @@ func writeAlgoNote(w io.Writer, s *sweep) {
 	case s.algo == algoNCCL:
 		fmt.Fprintf(w, "# nccl: NCCL %s's tuner on what it sees of %s (%s) picks algorithm/protocol/channels per size, simulated; its choice is the algo column, and where NCCL would run what commsim cannot simulate yet, the algo column names it after what ran\n",
 			s.tuner.Options.Version, s.topo.Name, s.tuner.System)
+		if s.machine != "" {
+			fmt.Fprintf(w, "# the machine departs from NCCL's model as --nccl-machine %s says (its tuner does not see it)\n", s.machine)
+		}
 	}
 }
 
