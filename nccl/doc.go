@@ -104,11 +104,18 @@
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer
-//     gets), at a channel's share of the ring's bandwidth, an
-//     all-to-all's exchanges sharing the communicator's p2p channels; LL
-//     up to 16 KiB per channel, at the 9 warps of 16 a transfer's side
-//     of a channel has, else Simple. NCCL's model has no
-//     point-to-point figures, so the ring's latencies stand in.
+//     gets), at a channel's share of the ring's bandwidth (across nodes
+//     at most NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s, by which NCCL counts
+//     a network peer's channels), an all-to-all's exchanges sharing the
+//     communicator's p2p channels; LL up to 16 KiB per channel, at the 9
+//     warps of 16 a transfer's side of a channel has, else Simple.
+//     NCCL's model has no point-to-point figures, so the ring's
+//     latencies stand in.
+//
+// Machine departs from NCCL's model where a machine is measured to:
+// factors on its launch, hop latency and each protocol's speed (package
+// calibrate fits them), and the most one channel moves
+// (Machine.ChannelGBps), a figure NCCL's model does not have.
 //
 // Not modelled: proxy threads, and the tuner plugins some clusters load.
 // Algorithms NCCL would pick that the simulator cannot run on a fabric
