@@ -44,3 +44,25 @@ func ExampleFromEnv() {
 	// Output:
 	// [Simple] 8388608 tree/Simple/1ch
 }
+
+// A Machine says where a machine departs from NCCL's model. Here each
+// channel (a block of threads) moves at most 20 GB/s, as published
+// sendrecv runs measure on H100 and B200: an 8-B200 ring's 32 channels,
+// 22.5 GB/s each by NCCL's share of the NVLinks, then run at 20. NCCL's
+// choice does not see it.
+func ExampleMachine() {
+	topo, _ := topology.Resolve("hgx-b200")
+	spec := ops.Spec{Op: ops.AllGather, Ranks: 8, Count: 1 << 28, DType: hw.F32}
+	for _, m := range []nccl.Machine{{}, {ChannelGBps: 20}} {
+		tuner, _ := nccl.NewTuner(topo, nccl.Options{Machine: m})
+		plan, choice, err := tuner.Plan(spec)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%v: a channel moves %.1f GB/s\n", choice.Estimate, plan.Wire.Rate/1e9)
+	}
+	// Output:
+	// ring/Simple/32ch: a channel moves 22.5 GB/s
+	// ring/Simple/32ch: a channel moves 20.0 GB/s
+}
