@@ -95,6 +95,9 @@ type Row struct {
 	Ran string
 }
 
+// Priced reports whether NCCL's own cost model gives the row a time.
+func (r Row) Priced() bool { return r.ModelUS > 0 }
+
 // Report is a log checked against a fabric.
 type Report struct {
 	Op       ops.Op
@@ -341,7 +344,7 @@ func priceModel(rep *Report, tuner *nccl.Tuner, specs []ops.Spec, ran map[int64]
 func ModelRows(rows []Row) []Row {
 	var priced []Row
 	for _, r := range rows {
-		if r.ModelUS > 0 {
+		if r.Priced() {
 			priced = append(priced, Row{Bytes: r.Bytes, Line: r.Line, Algo: r.Algo, MeasuredUS: r.MeasuredUS, PredictedUS: r.ModelUS, Error: r.ModelError})
 		}
 	}

@@ -110,7 +110,7 @@ func TestPublishedLogs(t *testing.T) {
 			pooled = append(pooled, rep.Rows...)
 			pooledModel = append(pooledModel, ModelRows(rep.Rows)...)
 			for _, r := range rep.Rows {
-				if r.ModelUS > 0 {
+				if r.Priced() {
 					pooledPriced = append(pooledPriced, r)
 				}
 			}

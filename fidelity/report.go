@@ -31,7 +31,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, row := range r.Rows {
 		fmt.Fprintf(w, "%12d %13.2f %14.2f %+9.2f", row.Bytes, row.MeasuredUS, row.PredictedUS, 100*row.Error)
 		switch {
-		case model && row.ModelUS > 0:
+		case model && row.Priced():
 			fmt.Fprintf(w, " %15.2f %+15.2f", row.ModelUS, 100*row.ModelError)
 		case model:
 			fmt.Fprintf(w, " %15s %15s", "-", "-")

@@ -308,7 +308,7 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 	}
 	for _, r := range rep.Rows {
 		z := fidSize{Bytes: r.Bytes, Line: r.Line, MeasuredUS: r.MeasuredUS, PredictedUS: r.PredictedUS, RelError: r.Error, Algo: r.Algo, Ran: r.Ran}
-		if r.ModelUS > 0 {
+		if r.Priced() {
 			z.ModelUS, z.ModelError = &r.ModelUS, &r.ModelError
 		}
 		out.Sizes = append(out.Sizes, z)
