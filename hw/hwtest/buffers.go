@@ -89,14 +89,22 @@ func FreedWhileQueued(t *testing.T, b Backend) {
 	}
 }
 
+// noTimingWorlds says why b makes no timing-only worlds, or "".
+func noTimingWorlds(b Backend) string {
+	if b.NewTimingWorld == nil {
+		return "the backend makes no timing-only worlds (Backend.NewTimingWorld is nil)"
+	}
+	return ""
+}
+
 // PhantomBuffers checks a timing-only world: its buffers are phantoms with
 // the asked dtype and length; Read and Write return hw.ErrPhantom; every
 // kind of work still runs and synchronizes, events time it, and Free
 // works once.
 func PhantomBuffers(t *testing.T, b Backend) {
 	defer noPanic(t)
-	if b.NewTimingWorld == nil {
-		t.Skip("the backend makes no timing-only worlds (Backend.NewTimingWorld is nil)")
+	if why := noTimingWorlds(b); why != "" {
+		t.Skip(why)
 	}
 	w := openWorld(t, b.NewTimingWorld, 2)
 	d := w.Devices()
