@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/commsim/commsim/fidelity"
 )
 
 const shippedLogs = "../../fidelity/nccl-logs"
@@ -98,10 +100,6 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 // test runs it: the log's fabric and NCCL environment. Elsewhere the
 // causes may not hold, and none is named.
 func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
-	type knownMiss struct {
-		Bytes [2]int64 `json:"bytes"` // the first and the last size
-		Cause string   `json:"cause"`
-	}
 	log := filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt")
 	for _, tc := range []struct {
 		args   []string
@@ -126,7 +124,7 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 				Bytes    int64
 				RelError float64 `json:"rel_error"`
 			}
-			Misses  []knownMiss       `json:"known_misses"`
+			Misses  []fidelity.Miss   `json:"known_misses"`
 			Env     map[string]string `json:"nccl_env"`
 			Machine string            `json:"nccl_machine"`
 		}
@@ -144,10 +142,8 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 			continue
 		}
 		for _, z := range rep.Sizes {
-			named := slices.ContainsFunc(rep.Misses, func(m knownMiss) bool {
-				return m.Bytes[0] <= z.Bytes && z.Bytes <= m.Bytes[1] && m.Cause != ""
-			})
-			if tc.misses && math.Abs(z.RelError) > 0.30 && !named {
+			named := slices.ContainsFunc(rep.Misses, func(m fidelity.Miss) bool { return m.Covers(z.Bytes) && m.Cause != "" })
+			if tc.misses && math.Abs(z.RelError) > fidelity.MissBound && !named {
 				t.Errorf("%v: %d bytes off by %.1f%%, named by no miss", tc.args, z.Bytes, 100*z.RelError)
 			}
 		}
