@@ -211,10 +211,7 @@ func TestAllToAllSharesTheP2PChannels(t *testing.T) {
 func TestP2PMovesAtMostTheRingsWhole(t *testing.T) {
 	rate := func(topo string, op ops.Op, perPeer int) float64 {
 		tuner := try(nccl.NewTuner(try(topology.Resolve(topo))(t), nccl.Options{}))(t)
-		plan, _, err := tuner.Plan(ops.Spec{Op: op, Ranks: 8, Count: perPeer, DType: hw.U8})
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan, _ := planOf(t, tuner, ops.Spec{Op: op, Ranks: 8, Count: perPeer, DType: hw.U8})
 		return plan.Wire.Rate / 1e9
 	}
 	for _, tc := range []struct {
@@ -253,10 +250,7 @@ func TestP2PNetworkChannelRate(t *testing.T) {
 		{"dgx-h100", 8, nccl.Options{}, 15},
 	} {
 		tuner := try(nccl.NewTuner(try(topology.Resolve(tc.topo))(t), tc.o))(t)
-		plan, c, err := tuner.Plan(ops.Spec{Op: ops.SendRecv, Ranks: tc.ranks, Count: 64 << 20, DType: hw.U8})
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan, c := planOf(t, tuner, ops.Spec{Op: ops.SendRecv, Ranks: tc.ranks, Count: 64 << 20, DType: hw.U8})
 		if got, want := plan.Wire.Rate/1e9, tc.perChannel*float64(c.Channels); math.Abs(got-want) > 1e-9*want {
 			t.Errorf("%s: sendrecv of 64 MiB on %d channels moves at %.6g GB/s, want %.6g", tc.topo, c.Channels, got, want)
 		}
