@@ -104,7 +104,8 @@
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer
-//     gets), at a channel's share of the ring's bandwidth (across nodes
+//     gets), at a channel's share of the ring's bandwidth, or the
+//     machine's channel rate where one is given (across nodes
 //     at most NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s, by which NCCL counts
 //     a network peer's channels), an all-to-all's exchanges sharing the
 //     communicator's p2p channels; LL up to 16 KiB per channel, at the 9
@@ -114,7 +115,7 @@
 //
 // Machine departs from NCCL's model where a machine is measured to:
 // factors on its launch, hop latency and each protocol's speed (package
-// calibrate fits them), and the most one channel moves
+// calibrate fits them), and what one channel moves
 // (Machine.ChannelGBps), a figure NCCL's model does not have.
 //
 // Not modelled: proxy threads, and the tuner plugins some clusters load.

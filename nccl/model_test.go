@@ -343,9 +343,11 @@ func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
 }
 
 // TestMachineChannelRate: Machine.ChannelGBps bounds what each channel
-// of a ring or a point-to-point exchange moves, where a channel already
-// slower keeps its speed; NCCL's choice stays its model's, and NVLS,
-// whose channels drive the switch, is not bounded.
+// of a ring moves, where a channel already slower keeps its speed, and
+// is what a point-to-point channel moves (in place of the ring channel's
+// share that stands in without it), within the ring's whole bandwidth
+// and, across nodes, NCCL_P2P_PER_CHANNEL_NET_BW; NCCL's choice stays its
+// model's, and NVLS, whose channels drive the switch, is not bounded.
 func TestMachineChannelRate(t *testing.T) {
 	for _, tc := range []struct {
 		topo        string
@@ -357,11 +359,13 @@ func TestMachineChannelRate(t *testing.T) {
 		{"hgx-b200", ops.AllGather, 2 << 30, 30, 22.5}, // already slower
 		{"hgx-b200", ops.SendRecv, 16 << 30, 10, 320},  // 32 channels
 		{"hgx-b200", ops.SendRecv, 32 << 20, 10, 40},   // 4 channels of 22.5
-		{"dgx-h100", ops.SendRecv, 32 << 20, 20, 60},   // 4 channels of 15: already slower
+		{"dgx-h100", ops.SendRecv, 32 << 20, 20, 80},   // 4 channels at the rate, not the ring's share of 15
+		{"dgx-h100", ops.SendRecv, 16 << 30, 20, 360},  // 32 channels, held to the ring's whole bandwidth
+		{"dgx-h100x2", ops.SendRecv, 64 << 20, 20, 56}, // 4 channels across nodes at 14 (NCCL_P2P_PER_CHANNEL_NET_BW)
 		{"dgx-h100", ops.AllReduce, 1 << 30, 10, 0},    // NVLS: the links set its pace
 	} {
 		topo := try(topology.Resolve(tc.topo))(t)
-		spec := ops.Spec{Op: tc.op, Ranks: 8, Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
+		spec := ops.Spec{Op: tc.op, Ranks: topo.NumGPUs(), Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
 		_, plain := planOf(t, try(nccl.NewTuner(topo, nccl.Options{}))(t), spec)
 		plan, c := planOf(t, try(nccl.NewTuner(topo, nccl.Options{Machine: nccl.Machine{ChannelGBps: tc.bound}}))(t), spec)
 		if c != plain {

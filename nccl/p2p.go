@@ -207,13 +207,13 @@ func p2pChoice(s System, bytesPerPeer int64, o Options) Choice {
 
 // p2pPlan compiles an all-to-all or a sendrecv as NCCL runs it: every
 // exchange at once, each at the speed of its channels' share of NCCL's
-// ring bandwidth (for LL, LL's share of it, as a ring's, of which a
+// ring bandwidth, or the machine's channel rate (Machine.ChannelGBps)
+// where one is given (for LL, LL's share of it, as a ring's, of which a
 // transfer's threads drive 9/16: p2pLLThreadShare), the exchanges
 // of an all-to-all sharing the communicator's p2p channels when they
 // need more than it has, all of a rank's together moving at most
 // the ring's whole bandwidth (ringWhole), each channel on several nodes
-// at most NCCL_P2P_PER_CHANNEL_NET_BW, and at most the machine's channel
-// rate (Machine.ChannelGBps); with the per-hop latency and
+// at most NCCL_P2P_PER_CHANNEL_NET_BW; with the per-hop latency and
 // base latency of the protocol in NCCL's ring model (NCCL's model has no
 // point-to-point figures; these are the nearest it has), an NVLink hop
 // taking its arch's extra as a ring's does.
@@ -238,6 +238,13 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	m := o.Machine
 	machineHops(&w, s, m)
 	total, _, perChannel := p2pChannels(s, o)
+	if m.ChannelGBps > 0 {
+		// The ring channel's share stands in for what a p2p channel
+		// moves, which NCCL's model does not say; the machine's channel
+		// rate says it, where a user gives one. ringWhole still bounds
+		// all of a rank's channels together.
+		perChannel = m.ChannelGBps
+	}
 	peers := 1
 	if spec.Op == ops.AllToAll {
 		peers = max(1, spec.Ranks-1)

@@ -146,9 +146,12 @@ type Machine struct {
 	// fast. NCCL's model states no such figure (its tuner, and so its
 	// choice, never sees it); it is the machine's, as sendrecv_perf on
 	// few channels over NVLink measures it. It bounds the channels of
-	// rings, trees and point-to-point exchanges, each also held to its
-	// share of NCCL's model's bandwidth; NVLS, NVLSTree and CollNet,
-	// whose channels drive a switch, are not bounded.
+	// rings and trees, each also held to its share of NCCL's model's
+	// bandwidth, and sets what a point-to-point channel moves, for which
+	// NCCL's model has no figure (without it, a ring channel's share
+	// stands in), all of a rank's together still within the ring's
+	// whole bandwidth. NVLS, NVLSTree and CollNet, whose channels drive
+	// a switch, are not bounded.
 	ChannelGBps float64
 }
 

@@ -46,7 +46,7 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.env, "nccl-env", nil, "with --algo nccl: an NCCL environment variable, NAME=VALUE, as NCCL reads it; repeat for more. commsim follows "+strings.Join(nccl.EnvVars, ", "))
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
 		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate), "+
-		"and channel=GB/s, the most one channel (a block of threads) of a ring, tree or point-to-point exchange moves (unbounded when left out)")
+		"and channel=GB/s, what one channel (a block of threads) moves: at most, for a ring or a tree; for a point-to-point exchange, in place of a ring channel's share (left out: unbounded, and the share)")
 }
 
 // set reports whether any NCCL flag differs from its default.
