@@ -206,5 +206,5 @@ func thin(topo *topology.Topology, k float64, share, linkShare []float64) (*topo
 	if linkShare != nil {
 		name += ", links shared"
 	}
-	return topology.New(name, nodes, links)
+	return topo.WithCapacities(name, nodes, links)
 }

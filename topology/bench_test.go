@@ -48,9 +48,9 @@ func BenchmarkRouteSwitch16384(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%maxCachedRoutes == 0 {
-			tp.mu.Lock()
-			tp.routes = nil
-			tp.mu.Unlock()
+			tp.routing.mu.Lock()
+			tp.routing.routes = nil
+			tp.routing.mu.Unlock()
 		}
 		if _, err := tp.RouteRanks(i%16384, (i/16384+i+1)%16384); err != nil {
 			b.Fatal(err)
@@ -68,9 +68,9 @@ func BenchmarkRouteCluster(b *testing.B) {
 	n := tp.NumGPUs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tp.mu.Lock()
-		tp.routes = nil
-		tp.mu.Unlock()
+		tp.routing.mu.Lock()
+		tp.routing.routes = nil
+		tp.routing.mu.Unlock()
 		if _, err := tp.RouteRanks(i%n, (i+8)%n); err != nil {
 			b.Fatal(err)
 		}

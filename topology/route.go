@@ -3,6 +3,7 @@ package topology
 import (
 	"math"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/graph"
 )
@@ -16,6 +17,19 @@ type Path struct {
 // maxCachedRoutes bounds the route cache; when it is full it is emptied and
 // refilled (routes are deterministic, so this changes only speed).
 const maxCachedRoutes = 1 << 18
+
+// maxShortestBytes bounds ShortestRoutes' cache, a byte a node for each
+// source kept; when it is full it is emptied and refilled.
+const maxShortestBytes = 64 << 20
+
+// routeCache is what a fabric's route searches found: routes by their
+// ends, the cache misses by source, and ShortestRoutes' counts by source.
+type routeCache struct {
+	mu       sync.Mutex
+	routes   map[uint64]Path
+	misses   map[int]int
+	shortest map[int][]uint8
+}
 
 // Route returns the route from node src to node dst (indices into Nodes).
 // src == dst gives an empty path.
@@ -51,16 +65,17 @@ func (t *Topology) Route(src, dst int) (Path, error) {
 		return p, nil // cheaper than the cache, and keeps it for harder routes
 	}
 	key := routeKey(src, dst)
-	t.mu.Lock()
-	p, ok := t.routes[key]
+	c := t.routing
+	c.mu.Lock()
+	p, ok := c.routes[key]
 	if !ok {
-		if t.routeMisses == nil {
-			t.routeMisses = map[int]int{}
+		if c.misses == nil {
+			c.misses = map[int]int{}
 		}
-		t.routeMisses[src]++
+		c.misses[src]++
 	}
-	searchAll := !ok && t.routeMisses[src] > searchAllAfter && len(t.gpus) < maxCachedRoutes
-	t.mu.Unlock()
+	searchAll := !ok && c.misses[src] > searchAllAfter && len(t.gpus) < maxCachedRoutes
+	c.mu.Unlock()
 	if ok {
 		return p, nil
 	}
@@ -71,23 +86,23 @@ func (t *Topology) Route(src, dst int) (Path, error) {
 	if err != nil {
 		return Path{}, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.cacheRoute(key, p), nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keep(key, p), nil
 }
 
 func routeKey(src, dst int) uint64 { return uint64(src)<<32 | uint64(dst) }
 
-// cacheRoute keeps p as the route of key, or hands out the one another
-// goroutine kept first; t.mu must be held.
-func (t *Topology) cacheRoute(key uint64, p Path) Path {
-	if t.routes == nil || len(t.routes) >= maxCachedRoutes {
-		t.routes, t.routeMisses = make(map[uint64]Path), nil
+// keep keeps p as the route of key, or hands out the one another
+// goroutine kept first; c.mu must be held.
+func (c *routeCache) keep(key uint64, p Path) Path {
+	if c.routes == nil || len(c.routes) >= maxCachedRoutes {
+		c.routes, c.misses = make(map[uint64]Path), nil
 	}
-	if q, ok := t.routes[key]; ok {
+	if q, ok := c.routes[key]; ok {
 		return q
 	}
-	t.routes[key] = p
+	c.routes[key] = p
 	return p
 }
 
@@ -110,15 +125,16 @@ func (t *Topology) cacheRoutesFrom(src, dst int) (Path, error) {
 			found = append(found, gpuRoute{v, p})
 		}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.routes)+len(found) > maxCachedRoutes {
-		t.routes, t.routeMisses = nil, nil
+	c := t.routing
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.routes)+len(found) > maxCachedRoutes {
+		c.routes, c.misses = nil, nil
 	}
 	for _, r := range found {
-		t.cacheRoute(routeKey(src, r.dst), r.p)
+		c.keep(routeKey(src, r.dst), r.p)
 	}
-	return t.cacheRoute(routeKey(src, dst), want), nil
+	return c.keep(routeKey(src, dst), want), nil
 }
 
 // RouteRanks returns the route between the GPUs of two ranks.

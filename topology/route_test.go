@@ -383,11 +383,69 @@ func TestRouteIsTheRouteFoundAlone(t *testing.T) {
 			}
 		}
 		searchedAll := false
-		for _, misses := range tp.routeMisses {
+		for _, misses := range tp.routing.misses {
 			searchedAll = searchedAll || misses > searchAllAfter
 		}
 		if !searchedAll {
 			t.Errorf("%s: no source was searched to every node", spec)
+		}
+	}
+}
+
+// TestWithCapacities: a fabric with other bandwidths routes as its source
+// and shares its route cache (a route or a count of shortest routes found
+// on either is the other's), keeps its hosts and ports, and is refused
+// where anything but a capacity differs or New would refuse it.
+func TestWithCapacities(t *testing.T) {
+	tp, err := Parse("dgx-h100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, links := slices.Clone(tp.Nodes), slices.Clone(tp.Links)
+	for i := range links {
+		links[i].BW /= 3
+	}
+	for i := range nodes {
+		nodes[i].ReduceBW /= 2
+	}
+	half, err := tp.WithCapacities("thinned", nodes, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if half.HostCPU != tp.HostCPU || half.NICPorts != tp.NICPorts || half.Links[0].BW != tp.Links[0].BW/3 {
+		t.Errorf("hosts %v, ports %d, first link %g B/s; want %v, %d, %g", half.HostCPU, half.NICPorts, half.Links[0].BW, tp.HostCPU, tp.NICPorts, tp.Links[0].BW/3)
+	}
+	src, dst := half.GPUs()[0], half.GPUs()[12]
+	found, err := half.Route(src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := tp.Route(src, dst)
+	if err != nil || len(found.Edges) < 2 || &cached.Edges[0] != &found.Edges[0] {
+		t.Errorf("the source's route %v (%v) is not the one its copy found and cached, %v", cached, err, found)
+	}
+	if a, b := half.ShortestRoutes(src), tp.ShortestRoutes(src); &a[0] != &b[0] || a[dst] != 1 {
+		t.Errorf("shortest routes from %d: %v on the copy, %v on the source, want one cached count with 1 route to %d", src, a, b, dst)
+	}
+
+	late := slices.Clone(links)
+	late[3].Latency *= 2
+	kind := slices.Clone(nodes)
+	kind[0].Kind = Switch
+	zero := slices.Clone(links)
+	zero[0].BW = 0
+	for _, tc := range []struct {
+		changed string
+		nodes   []Node
+		links   []Link
+	}{
+		{"a latency", nodes, late},
+		{"a kind", kind, links},
+		{"a link less", nodes, links[1:]},
+		{"a bandwidth of 0", nodes, zero},
+	} {
+		if _, err := tp.WithCapacities("bad", tc.nodes, tc.links); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s changed: error %v, want ErrInvalid", tc.changed, err)
 		}
 	}
 }

@@ -172,15 +172,32 @@ func (t *Topology) placeByGPUs() (place []placement, ok bool) {
 // NVLink hops after the network), up to 2: where it is 1, Route's path is
 // the only one, so a renaming that maps the fabric onto itself maps the
 // route onto the route between the renamed ends. It returns nil for a
-// node out of range.
+// node out of range. The counts are cached, like routes, and shared:
+// do not modify them.
 func (t *Topology) ShortestRoutes(src int) []uint8 {
 	if !t.built() || src < 0 || src >= len(t.Nodes) {
 		return nil
 	}
+	c := t.routing
+	c.mu.Lock()
+	count, ok := c.shortest[src]
+	c.mu.Unlock()
+	if ok {
+		return count
+	}
 	s := t.searchRoutes(src, -1, nil, true)
-	count := make([]uint8, len(t.Nodes))
+	count = make([]uint8, len(t.Nodes))
 	for v := range count {
 		count[v] = s.routes(v)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shortest == nil || len(c.shortest)*len(t.Nodes) >= maxShortestBytes {
+		c.shortest = map[int][]uint8{}
+	}
+	if kept, ok := c.shortest[src]; ok {
+		return kept
+	}
+	c.shortest[src] = count
 	return count
 }

@@ -176,9 +176,12 @@ type Topology struct {
 	adjLeaf  []int32
 	adj      []adjItem
 
+	// routing holds what Route and ShortestRoutes found, shared with the
+	// fabrics that differ from this one only in capacities (see
+	// WithCapacities), which route as it does.
+	routing *routeCache
+
 	mu          sync.Mutex
-	routes      map[uint64]Path      // lazily filled route cache, see Route
-	routeMisses map[int]int          // Route's cache misses, by source node
 	costs       map[int]*sourceCosts // PathCost's tables, by source rank
 	cachedCosts int                  // entries in costs' tables
 	shiftOnce   sync.Once
@@ -217,7 +220,7 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 	if len(links) > MaxLinks {
 		return nil, newErr(ErrInvalid, "%d links is more than the limit of %d", len(links), MaxLinks)
 	}
-	t := &Topology{Name: name, Nodes: nodes, Links: links}
+	t := &Topology{Name: name, Nodes: nodes, Links: links, routing: new(routeCache)}
 	ngpu := 0
 	for i, n := range nodes {
 		if err := checkName(n.Name); err != nil {
@@ -280,6 +283,37 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// WithCapacities is t with other capacities: nodes and links as t's but
+// for the nodes' ReduceBW and the links' BW, validated as New does. It
+// routes as t does (routes follow latencies, hops and the kinds of nodes,
+// never bandwidth), so it shares t's route cache: a simulator that thins
+// a fabric's bandwidths searches its routes once. It keeps HostCPU and
+// NICPorts. Nodes or links that differ in anything else are an error.
+func (t *Topology) WithCapacities(name string, nodes []Node, links []Link) (*Topology, error) {
+	if !t.built() {
+		return nil, newErr(ErrInvalid, "with capacities: topology was not built with New")
+	}
+	if len(nodes) != len(t.Nodes) || len(links) != len(t.Links) {
+		return nil, newErr(ErrInvalid, "with capacities: %d nodes and %d links, want %s's %d and %d", len(nodes), len(links), t.Name, len(t.Nodes), len(t.Links))
+	}
+	for i, n := range nodes {
+		if m := t.Nodes[i]; n.Name != m.Name || n.Kind != m.Kind || n.Arch != m.Arch {
+			return nil, newErr(ErrInvalid, "with capacities: node %d (%s) differs from %s's (%s) in more than its reduce bandwidth", i, n.Name, t.Name, m.Name)
+		}
+	}
+	for i, l := range links {
+		if m := t.Links[i]; l.A != m.A || l.B != m.B || l.Latency != m.Latency {
+			return nil, newErr(ErrInvalid, "with capacities: link %d differs from %s's in more than its bandwidth", i, t.Name)
+		}
+	}
+	u, err := New(name, nodes, links)
+	if err != nil {
+		return nil, err
+	}
+	u.HostCPU, u.NICPorts, u.routing = t.HostCPU, t.NICPorts, t.routing
+	return u, nil
 }
 
 // checkName accepts non-empty printable UTF-8 names of at most MaxNameBytes
