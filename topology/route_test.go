@@ -432,6 +432,8 @@ func TestWithCapacities(t *testing.T) {
 	late[3].Latency *= 2
 	kind := slices.Clone(nodes)
 	kind[0].Kind = Switch
+	renamed := slices.Clone(nodes)
+	renamed[0].Name = "renamed"
 	zero := slices.Clone(links)
 	zero[0].BW = 0
 	for _, tc := range []struct {
@@ -441,6 +443,7 @@ func TestWithCapacities(t *testing.T) {
 	}{
 		{"a latency", nodes, late},
 		{"a kind", kind, links},
+		{"a name", renamed, links},
 		{"a link less", nodes, links[1:]},
 		{"a bandwidth of 0", nodes, zero},
 	} {
