@@ -116,7 +116,9 @@
 // Machine departs from NCCL's model where a machine is measured to:
 // factors on its launch, hop latency and each protocol's speed (package
 // calibrate fits them), and what one channel moves
-// (Machine.ChannelGBps), a figure NCCL's model does not have.
+// (Machine.ChannelGBps), a figure NCCL's model does not have; published
+// runs measure one on Hopper and Blackwell (MeasuredChannel, applied by
+// Machine.ArchChannel).
 //
 // Not modelled: proxy threads, and the tuner plugins some clusters load.
 // Algorithms NCCL would pick that the simulator cannot run on a fabric

@@ -342,37 +342,51 @@ func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
 	}
 }
 
-// TestMachineChannelRate: Machine.ChannelGBps bounds what each channel
-// of a ring moves, where a channel already slower keeps its speed, and
-// is what a point-to-point channel moves (in place of the ring channel's
-// share that stands in without it), within the ring's whole bandwidth
-// and, across nodes, NCCL_P2P_PER_CHANNEL_NET_BW; NCCL's choice stays its
-// model's, and NVLS, whose channels drive the switch, is not bounded.
+// TestMachineChannelRate: Machine.ChannelGBps (or, with ArchChannel, the
+// rate published runs measure on the fabric's GPUs) bounds what each
+// channel of a ring moves, where a channel already slower keeps its
+// speed, and is what a point-to-point channel moves (in place of the ring
+// channel's share that stands in without it), within the ring's whole
+// bandwidth and, across nodes, NCCL_P2P_PER_CHANNEL_NET_BW; NCCL's choice
+// stays its model's, and NVLS, whose channels drive the switch, is not
+// bounded.
 func TestMachineChannelRate(t *testing.T) {
+	arch := nccl.Machine{ArchChannel: true}
 	for _, tc := range []struct {
-		topo        string
-		op          ops.Op
-		bytes       int // a rank's
-		bound, want float64
+		topo  string
+		op    ops.Op
+		bytes int // a rank's
+		m     nccl.Machine
+		want  float64 // GB/s; 0: as without m
 	}{
-		{"hgx-b200", ops.AllGather, 2 << 30, 10, 10},   // 32 channels of 22.5 GB/s
-		{"hgx-b200", ops.AllGather, 2 << 30, 30, 22.5}, // already slower
-		{"hgx-b200", ops.SendRecv, 16 << 30, 10, 320},  // 32 channels
-		{"hgx-b200", ops.SendRecv, 32 << 20, 10, 40},   // 4 channels of 22.5
-		{"dgx-h100", ops.SendRecv, 32 << 20, 20, 80},   // 4 channels at the rate, not the ring's share of 15
-		{"dgx-h100", ops.SendRecv, 16 << 30, 20, 360},  // 32 channels, held to the ring's whole bandwidth
-		{"dgx-h100x2", ops.SendRecv, 64 << 20, 20, 56}, // 4 channels across nodes at 14 (NCCL_P2P_PER_CHANNEL_NET_BW)
-		{"dgx-h100", ops.AllReduce, 1 << 30, 10, 0},    // NVLS: the links set its pace
+		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 10}, 10},   // 32 channels of 22.5 GB/s
+		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 30}, 22.5}, // already slower
+		{"hgx-b200", ops.SendRecv, 16 << 30, nccl.Machine{ChannelGBps: 10}, 320},  // 32 channels
+		{"hgx-b200", ops.SendRecv, 32 << 20, nccl.Machine{ChannelGBps: 10}, 40},   // 4 channels of 22.5
+		{"dgx-h100", ops.SendRecv, 32 << 20, nccl.Machine{ChannelGBps: 20}, 80},   // 4 channels at the rate, not the ring's share of 15
+		{"dgx-h100", ops.SendRecv, 16 << 30, nccl.Machine{ChannelGBps: 20}, 360},  // 32 channels, held to the ring's whole bandwidth
+		{"dgx-h100x2", ops.SendRecv, 64 << 20, nccl.Machine{ChannelGBps: 20}, 56}, // 4 channels across nodes at 14 (NCCL_P2P_PER_CHANNEL_NET_BW)
+		{"dgx-h100", ops.AllReduce, 1 << 30, nccl.Machine{ChannelGBps: 10}, 0},    // NVLS: the links set its pace
+		// ArchChannel: what published runs measure on the GPUs
+		// (nccl.MeasuredChannel), where the machine gives no rate.
+		{"hgx-b200", ops.AllGather, 2 << 30, arch, 22.3},
+		{"dgx-h100", ops.SendRecv, 32 << 20, arch, 4 * 20.3},
+		{"dgx-a100", ops.AllGather, 2 << 30, arch, 0}, // none measured
+		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 10, ArchChannel: true}, 10},
 	} {
 		topo := try(topology.Resolve(tc.topo))(t)
 		spec := ops.Spec{Op: tc.op, Ranks: topo.NumGPUs(), Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
-		_, plain := planOf(t, try(nccl.NewTuner(topo, nccl.Options{}))(t), spec)
-		plan, c := planOf(t, try(nccl.NewTuner(topo, nccl.Options{Machine: nccl.Machine{ChannelGBps: tc.bound}}))(t), spec)
+		plainPlan, plain := planOf(t, try(nccl.NewTuner(topo, nccl.Options{}))(t), spec)
+		plan, c := planOf(t, try(nccl.NewTuner(topo, nccl.Options{Machine: tc.m}))(t), spec)
 		if c != plain {
 			t.Errorf("%s %v: choice %v became %v", tc.topo, tc.op, plain.Estimate, c.Estimate)
 		}
-		if got := plan.Wire.Rate / 1e9; math.Abs(got-tc.want) > 1e-9*tc.want {
-			t.Errorf("%s %v of %d bytes a rank, %v, a channel rate of %g GB/s: a flow moves at %.6g GB/s, want %.6g", tc.topo, tc.op, tc.bytes, c.Estimate, tc.bound, got, tc.want)
+		want := tc.want
+		if want == 0 {
+			want = plainPlan.Wire.Rate / 1e9
+		}
+		if got := plan.Wire.Rate / 1e9; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s %v of %d bytes a rank, %v, machine %+v: a flow moves at %.6g GB/s, want %.6g", tc.topo, tc.op, tc.bytes, c.Estimate, tc.m, got, want)
 		}
 	}
 }

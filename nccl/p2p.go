@@ -238,12 +238,12 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	m := o.Machine
 	machineHops(&w, s, m)
 	total, _, perChannel := p2pChannels(s, o)
-	if m.ChannelGBps > 0 {
+	if gbps := m.channelGBps(s); gbps > 0 {
 		// The ring channel's share stands in for what a p2p channel
 		// moves, which NCCL's model does not say; the machine's channel
-		// rate says it, where a user gives one. ringWhole still bounds
-		// all of a rank's channels together.
-		perChannel = m.ChannelGBps
+		// rate says it, where one is given. ringWhole still bounds all of
+		// a rank's channels together.
+		perChannel = gbps
 	}
 	peers := 1
 	if spec.Op == ops.AllToAll {
@@ -264,7 +264,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// bandwidth under the LL cap, at the p2p transfer's threads.
 		rate = min(llMaxBw(s), llFactor(s, spec.Op, v)*rate) * p2pLLThreadShare
 	}
-	w.Rate = m.channelBound(rate*1e9*orOne(m.Bandwidth[p]), channels)
+	w.Rate = m.channelBound(s, rate*1e9*orOne(m.Bandwidth[p]), channels)
 	// A p2p connection's buffer is NCCL_STEPS p2p chunks (LL's lines
 	// for LL).
 	step := p2pChunk(s, o)

@@ -153,12 +153,25 @@ type Machine struct {
 	// whole bandwidth. NVLS, NVLSTree and CollNet, whose channels drive
 	// a switch, are not bounded.
 	ChannelGBps float64
+	// ArchChannel, where ChannelGBps is 0, takes the channel rate that
+	// published runs measure on the fabric's GPU architecture
+	// (MeasuredChannel); none where they measure none.
+	ArchChannel bool
+}
+
+// channelGBps is m's channel rate on s in GB/s, 0 for none.
+func (m Machine) channelGBps(s System) float64 {
+	if m.ChannelGBps > 0 || !m.ArchChannel {
+		return m.ChannelGBps
+	}
+	gbps, _ := MeasuredChannel(s.Arch)
+	return gbps
 }
 
 // channelBound is rate (bytes/s; 0 for none) of a flow that channels
-// carry, bounded by m's channel rate.
-func (m Machine) channelBound(rate, channels float64) float64 {
-	if most := m.ChannelGBps * 1e9 * channels; most > 0 && (rate == 0 || rate > most) {
+// carry on s, bounded by m's channel rate.
+func (m Machine) channelBound(s System, rate, channels float64) float64 {
+	if most := m.channelGBps(s) * 1e9 * channels; most > 0 && (rate == 0 || rate > most) {
 		return most
 	}
 	return rate

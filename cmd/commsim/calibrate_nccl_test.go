@@ -341,7 +341,10 @@ func TestNCCLMachineFlagErrorsExit2(t *testing.T) {
 		{"nic=1e-300", "want a factor from 0.001 to 1000"},
 		{"launch=1,launch=2", "launch given twice"},
 		{"speed=2", `unknown factor "speed"`},
-		{"channel=0", "want a rate in GB/s from 0.001 to 1000"},
+		{"channel=0", "want a rate in GB/s (or arch) from 0.001 to 1000"},
+		{"channel=archx", "want a rate in GB/s (or arch)"},
+		{"channel=arch,channel=20", "channel given twice"},
+		{"channel=20,channel=arch", "channel given twice"},
 	} {
 		status, out, errOut := commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "--nccl-machine", c.machine, "-b", "1KiB", "-e", "1KiB", "--timing-only")
 		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {

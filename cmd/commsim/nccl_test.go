@@ -129,6 +129,21 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 	if _, out, _ := commsim("bench", "--algo", "nccl", "--nccl-machine", "channel=10", "-e", "8", "--timing-only"); !strings.Contains(out, "\n# the machine departs from NCCL's model as --nccl-machine channel=10 says") {
 		t.Errorf("bench does not say the machine given:\n%s", out)
 	}
+	// channel=arch takes what published runs measure on the fabric's GPUs
+	// (nccl.MeasuredChannel), and says which: 22.3 GB/s on Blackwell,
+	// under the B200 ring channel's 22.5; none on an A100.
+	arch := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=arch")
+	if given := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=22.3"); arch != given || !(arch < free) {
+		t.Errorf("allgather busbw %v with channel=arch, %v with channel=22.3, %v without; want the first two equal, under the third", arch, given, free)
+	}
+	for _, tc := range []struct{ topo, want string }{
+		{"hgx-b200", "channel=arch (22.3 GB/s a channel on blackwell) says"},
+		{"dgx-a100", "channel=arch (no channel rate measured on ampere) says"},
+	} {
+		if _, out, _ := commsim("bench", "--topo", tc.topo, "--algo", "nccl", "--nccl-machine", "channel=arch", "-e", "8", "--timing-only"); !strings.Contains(out, tc.want) {
+			t.Errorf("%s: bench does not say %q:\n%s", tc.topo, tc.want, out)
+		}
+	}
 }
 
 func busbw(t *testing.T, args ...string) float64 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +47,7 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.env, "nccl-env", nil, "with --algo nccl: an NCCL environment variable, NAME=VALUE, as NCCL reads it; repeat for more. commsim follows "+strings.Join(nccl.EnvVars, ", "))
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
 		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate), "+
-		"and channel=GB/s, what one channel (a block of threads) moves: at most, for a ring or a tree; for a point-to-point exchange, in place of a ring channel's share (left out: unbounded, and the share)")
+		"and channel=GB/s, what one channel (a block of threads) moves: at most, for a ring or a tree; for a point-to-point exchange, in place of a ring channel's share (left out: unbounded, and the share); channel=arch takes what published runs measure on the fabric's GPUs (Hopper 20.3, Blackwell 22.3; none before)")
 }
 
 // set reports whether any NCCL flag differs from its default.
@@ -83,10 +84,17 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 	for _, kv := range splitList(f.machine) {
 		key, val, ok := strings.Cut(kv, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
+		if key == "channel" && strings.TrimSpace(val) == "arch" {
+			if seen[key] {
+				return m, 0, usagef("--nccl-machine: %s given twice", key)
+			}
+			seen[key], m.ArchChannel = true, true
+			continue
+		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
 		want := "a factor"
 		if key == "channel" {
-			want = "a rate in GB/s"
+			want = "a rate in GB/s (or arch)"
 		}
 		switch {
 		case !ok:
@@ -251,9 +259,25 @@ func (s *sweep) useNCCL(f ncclFlags) error {
 		return usagef("--algo nccl predicts NCCL on the simulator; on GPUs, --algo native runs NCCL itself")
 	}
 	var err error
-	s.machine = strings.TrimSpace(f.machine)
-	s.tuner, s.topo, err = f.tuner(s.topo)
-	return err
+	if s.tuner, s.topo, err = f.tuner(s.topo); err != nil {
+		return err
+	}
+	s.machine = f.machineLabel(s.tuner.System)
+	return nil
+}
+
+// machineLabel is --nccl-machine as reports name it: as given, and where
+// it says channel=arch, the rate that takes on sys's GPUs.
+func (f *ncclFlags) machineLabel(sys nccl.System) string {
+	label := strings.TrimSpace(f.machine)
+	if m, _, err := f.machineFactors(); err == nil && m.ArchChannel {
+		if gbps, ok := nccl.MeasuredChannel(sys.Arch); ok {
+			label += fmt.Sprintf(" (%g GB/s a channel on %s)", gbps, sys.Arch)
+		} else {
+			label += fmt.Sprintf(" (no channel rate measured on %s)", sys.Arch)
+		}
+	}
+	return label
 }
 
 // tuner is NCCL's tuner on topo in the environment f says, and the fabric
