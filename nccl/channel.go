@@ -12,8 +12,9 @@ import "github.com/commsim/commsim/topology"
 //   - Hopper, 20.3: 8 H100s' sendrecv (xxrjun, NCCL 2.29.2) 19.9, 20.5
 //     and 20.3 a channel on 4, 4 and 8 channels (32, 64 and 128 MiB);
 //     10 × 8 H100s' all-gather and reduce-scatter rings at 16 GiB
-//     (the same cluster) 20.3 on 16 channels; 2 × 8 H200s' all-gather
-//     rings at 8 GiB (GCP A3 Ultra) 20.4 on 16.
+//     (the same cluster) 20.3 and 20.2 on 16 channels; 2 × 8 H200s'
+//     all-gather rings at 8 GiB (GCP A3 Ultra) 20.3 on 16. The median of
+//     the six is 20.3 (fidelity's TestMeasuredChannelRates reads them).
 //   - Blackwell, 22.3: 2 × 4 GB300s' all-gather rings at 16 GiB (GCP
 //     A4X Max, NCCL 2.28.9) on 16 channels. The B200 runs in the targets
 //     move 19.0–21.7 (16 and 8 B200s' all-gather and reduce-scatter, 8

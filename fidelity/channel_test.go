@@ -1,0 +1,92 @@
+package fidelity_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
+)
+
+// TestMeasuredChannelRates: each of nccl.MeasuredChannel's figures is the
+// median of what its source runs, shipped here and held out of the
+// targets, show one channel moving: bus bandwidth (nccl-tests') over the
+// channels NCCL's tuner gives the size, within 1%. A figure changed
+// without its runs, or a run re-read, fails here.
+func TestMeasuredChannelRates(t *testing.T) {
+	cat, err := fidelity.Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := []struct {
+		arch  topology.Arch
+		file  string
+		sizes []int64
+	}{
+		{topology.Hopper, "xxrjun-h100-sendrecv-8xH100.txt", []int64{32 << 20, 64 << 20, 128 << 20}},
+		{topology.Hopper, "xxrjun-h100-allgather-80xH100.txt", []int64{17179868160}},
+		{topology.Hopper, "xxrjun-h100-reducescatter-80xH100.txt", []int64{17179868160}},
+		{topology.Hopper, "gcp-a3ultra-allgather-16xH200.txt", []int64{8 << 30}},
+		{topology.Blackwell, "gcp-a4xmax-allgather-8xGB300.txt", []int64{16 << 30}},
+	}
+	rates := map[topology.Arch][]float64{}
+	for _, src := range sources {
+		k := slices.IndexFunc(cat.Logs, func(l fidelity.PublishedLog) bool { return l.File == src.file })
+		if k < 0 {
+			t.Fatalf("%s is not shipped", src.file)
+		}
+		l := &cat.Logs[k]
+		if l.HeldOut == "" {
+			t.Errorf("%s: a source of the channel rate must be held out of the targets", src.file)
+		}
+		lg, cfg, err := l.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo, err := topology.Resolve(l.Topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuner, err := nccl.NewTuner(topo, cfg.NCCL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tuner.System.Arch != src.arch {
+			t.Errorf("%s: %s GPUs, want %s", src.file, tuner.System.Arch, src.arch)
+		}
+		ranks := topo.NumGPUs()
+		for _, bytes := range src.sizes {
+			i := slices.IndexFunc(lg.Samples, func(s calibrate.Sample) bool { return s.Bytes == bytes })
+			if i < 0 {
+				t.Fatalf("%s: no row of %d bytes", src.file, bytes)
+			}
+			spec, _ := verify.SpecForSize(ops.Spec{Op: cfg.Op, Algo: "nccl", Ranks: ranks, DType: hw.F32, Redop: hw.Sum}, bytes)
+			c, err := tuner.Choose(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bus := float64(bytes) / (lg.Samples[i].TimeUS * 1e3) // GB/s
+			if cfg.Op != ops.SendRecv {
+				bus *= float64(ranks-1) / float64(ranks)
+			}
+			rates[src.arch] = append(rates[src.arch], bus/float64(c.Channels))
+		}
+	}
+	for arch, r := range rates {
+		slices.Sort(r)
+		median := (r[(len(r)-1)/2] + r[len(r)/2]) / 2
+		got, ok := nccl.MeasuredChannel(arch)
+		if !ok || math.Abs(got-median) > 0.01*median {
+			t.Errorf("%s: MeasuredChannel %v (%v); its runs show %.2f GB/s a channel (median of %.2f)", arch, got, ok, median, r)
+		}
+	}
+	if _, ok := nccl.MeasuredChannel(topology.Ampere); ok {
+		t.Error("Ampere has a channel rate, which no run measures")
+	}
+}
