@@ -13,7 +13,7 @@ import "github.com/commsim/commsim/topology"
 //     and 20.3 a channel on 4, 4 and 8 channels (32, 64 and 128 MiB);
 //     10 × 8 H100s' all-gather and reduce-scatter rings at 16 GiB
 //     (the same cluster) 20.3 and 20.2 on 16 channels; 2 × 8 H200s'
-//     all-gather rings at 8 GiB (GCP A3 Ultra) 20.3 on 16. The median of
+//     all-gather rings at 8 GiB (GCP A3 Ultra) 20.4 on 16. The median of
 //     the six is 20.3 (fidelity's TestMeasuredChannelRates reads them).
 //   - Blackwell, 22.3: 2 × 4 GB300s' all-gather rings at 16 GiB (GCP
 //     A4X Max, NCCL 2.28.9) on 16 channels. The B200 runs in the targets
