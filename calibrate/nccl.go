@@ -23,7 +23,9 @@ type NCCLProblem struct {
 	// what NCCL chooses.
 	Topology *topology.Topology
 	// Options is NCCL's environment (version, algorithms, protocols,
-	// channels). Its Machine is ignored: that is what the fit finds.
+	// channels). Its Machine's factors are ignored: they are what the fit
+	// finds. Its channel rate (ChannelGBps, ArchChannel), which the fit
+	// does not find, holds throughout it, and the result keeps it.
 	Options nccl.Options
 	// Specs[i] is the collective of the log's i-th size, in nccl-tests'
 	// meaning of size (verify.SpecForSize); MeasuredUS[i] its measured
@@ -288,7 +290,8 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 			return nil, fmt.Errorf("calibrate: size %d: measured time %g µs, want a time > 0", i, t)
 		}
 	}
-	p.Options.Machine = nccl.Machine{}
+	given := p.Options.Machine
+	p.Options.Machine = nccl.Machine{ChannelGBps: given.ChannelGBps, ArchChannel: given.ArchChannel}
 	tuner, err := nccl.NewTuner(p.Topology, p.Options)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
@@ -342,7 +345,7 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 // machine is the machine and the network scale at x (log factors, in
 // f.params order).
 func (f *ncclFitter) machine(x []float64) (nccl.Machine, float64) {
-	var m nccl.Machine
+	m := f.tuner.Options.Machine // the given channel rate
 	nic := 1.0
 	for i, q := range f.params {
 		v := math.Exp(x[i])

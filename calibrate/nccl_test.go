@@ -144,6 +144,30 @@ func TestFitNCCLRecoversMachine(t *testing.T) {
 	}
 }
 
+// A channel rate given with the problem (Options.Machine.ChannelGBps) is
+// not fitted but held: a log simulated with it fits back to the other
+// factors, and the result keeps it and reproduces its times with it.
+func TestFitNCCLHoldsAGivenChannelRate(t *testing.T) {
+	truth := nccl.Machine{Launch: 1.7, Hop: 0.6, ChannelGBps: 5}
+	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 8), simpleOnly, truth, 1)
+	p.Options.Machine = nccl.Machine{ChannelGBps: 5, Launch: 9} // the factor is ignored
+	fit, err := FitNCCL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fit.Machine.ChannelGBps != 5 || fit.InSample.Max > 0.005 {
+		t.Errorf("channel rate %g GB/s, in sample %+v (%s); want 5 kept and the log matched", fit.Machine.ChannelGBps, fit.InSample, fit.Describe())
+	}
+	checkFactors(t, fit, []factor{{Launch, 1.7}, {Hop, 0.6}})
+	o := p.Options
+	o.Machine = fit.Machine
+	for i, s := range machineTimes(t, p, fit.Topology, o) {
+		if s != fit.Seconds[i] {
+			t.Errorf("size %d: %g s with the fitted machine, the fit says %g s", i, s, fit.Seconds[i])
+		}
+	}
+}
+
 // Levenberg-Marquardt, which the fit falls back on where a Gauss-Newton
 // step gets nowhere (the 16×A100 p4de log, whose EFA floor no factor near
 // 1 explains), moves only downhill and within the bounds, and from NCCL's

@@ -62,7 +62,9 @@ log pulls it further: read it as at most or at least). Where the log carries
 NCCL's tuning lines (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=TUNING),
 --as-logged runs at each size what NCCL says it ran there instead, so that
 the fit describes the machine rather than where the tuner's guess and NCCL's
-choice part.
+choice part. --nccl-machine may give it a channel rate alone (channel=GB/s or
+channel=arch), which it does not fit: the fit holds it, and the command it
+prints to predict with carries it.
 
 With any other algorithm it scales every link's latency by one factor and its
 effective bandwidth by another, keeping the ratios between link classes
@@ -224,8 +226,8 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		return usagef("calibrate needs --log FILE (nccl-tests output)")
 	case f.format != "table" && f.format != "json" && f.format != "csv":
 		return usagef("unknown format %q (want table, csv or json)", f.format)
-	case f.machine != "":
-		return usagef("calibrate fits NCCL's machine; --nccl-machine is what it prints, for bench, compare and fidelity")
+	case f.machine != "" && !f.channelOnly():
+		return usagef("calibrate fits NCCL's machine; --nccl-machine is what it prints, for bench, compare and fidelity, and gives calibrate only channel= (what one channel moves, which it does not fit)")
 	case f.asLogged && f.algo != algoNCCL:
 		return usagef("--as-logged fits what NCCL ran, with --algo nccl, not --algo %s", f.algo)
 	case f.algo == "auto" || f.algo == "native":

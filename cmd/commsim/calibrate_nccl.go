@@ -45,10 +45,20 @@ type calMachine struct {
 	LL128    float64 `json:"bandwidth_ll128"`
 	Simple   float64 `json:"bandwidth_simple"`
 	NICScale float64 `json:"nic_scale"`
+	// Channel is the channel rate the fit held (--nccl-machine channel=,
+	// not fitted): GB/s or "arch"; "" for none.
+	Channel string `json:"channel,omitempty"`
 }
 
 func newCalMachine(m nccl.Machine, nic float64) calMachine {
-	return calMachine{m.Launch, m.Hop, m.Bandwidth[0], m.Bandwidth[1], m.Bandwidth[2], nic}
+	c := calMachine{m.Launch, m.Hop, m.Bandwidth[0], m.Bandwidth[1], m.Bandwidth[2], nic, ""}
+	switch {
+	case m.ChannelGBps > 0:
+		c.Channel = strconv.FormatFloat(m.ChannelGBps, 'g', -1, 64)
+	case m.ArchChannel:
+		c.Channel = "arch"
+	}
+	return c
 }
 
 // flag is the machine as --nccl-machine takes it.
@@ -57,13 +67,24 @@ func (m calMachine) flag() string {
 	if m.NICScale != 1 {
 		s += fmt.Sprintf(",nic=%.4g", m.NICScale)
 	}
+	if m.Channel != "" {
+		s += ",channel=" + m.Channel
+	}
 	return s
 }
 
 // goLiteral is the machine as the nccl.Machine a Go program passes in
 // nccl.Options.
 func (m calMachine) goLiteral() string {
-	return fmt.Sprintf("nccl.Machine{Launch: %.4g, Hop: %.4g, Bandwidth: [3]float64{%.4g, %.4g, %.4g}}", m.Launch, m.Hop, m.LL, m.LL128, m.Simple)
+	s := fmt.Sprintf("nccl.Machine{Launch: %.4g, Hop: %.4g, Bandwidth: [3]float64{%.4g, %.4g, %.4g}", m.Launch, m.Hop, m.LL, m.LL128, m.Simple)
+	switch m.Channel {
+	case "":
+	case "arch":
+		s += ", ArchChannel: true"
+	default:
+		s += ", ChannelGBps: " + m.Channel
+	}
+	return s + "}"
 }
 
 // calErrors sums up the absolute relative errors of some sizes.
@@ -276,6 +297,9 @@ func writeCalNCCLTable(w io.Writer, r *calReport, fit *calibrate.NCCLResult) err
 	env := n.env
 	if env != "" {
 		env += " "
+	}
+	if r.Op != "allreduce" {
+		env = "--op " + r.Op + " " + env
 	}
 	fmt.Fprintf(w, "# machine: %s; to predict with it: commsim bench --algo nccl --topo %s %s--nccl-machine %s\n", n.Machine.goLiteral(), r.Topology, env, n.Machine.flag())
 	fmt.Fprintf(w, "# in-sample |error|: median %.2f%%, max %.2f%%, rms %.2f%% over %d sizes\n", 100*n.InSample.Median, 100*n.InSample.Max, 100*r.RMSRelError, n.InSample.Sizes)

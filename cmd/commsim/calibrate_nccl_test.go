@@ -369,10 +369,45 @@ func TestCalibrateShippedLogInItsNCCLEnvironment(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
+	cmd := predictsFittedTimes(t, out, "-b", "8", "-e", "256")
+	if !strings.Contains(cmd, "--nccl-proto Simple ") || strings.Count(out, "tree/Simple/1ch") != 6 {
+		t.Fatalf("report:\n%s", out)
+	}
+}
+
+// calibrate takes a channel rate (--nccl-machine channel=, which it does
+// not fit) and holds it: the fit differs from one without it, the command
+// it gives to predict carries it and reproduces the fitted times; a
+// factor beside it is refused.
+func TestCalibrateHoldsAGivenChannelRate(t *testing.T) {
+	args := []string{"calibrate", "--log", "../../fidelity/nccl-logs/vultr-b200-sendrecv-8xB200.txt", "-b", "1MiB", "-e", "256MiB"}
+	status, held, errOut := commsim(append(args, "--nccl-machine", "channel=15")...)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	if cmd := predictsFittedTimes(t, held, "-b", "1MiB", "-e", "256MiB"); !strings.Contains(cmd, ",channel=15") {
+		t.Errorf("the command to predict with does not hold the channel rate: %s", cmd)
+	}
+	_, free, _ := commsim(args...)
+	fit := func(out string) string { l, _, _ := strings.Cut(out[strings.Index(out, "# fit: "):], "\n"); return l }
+	if fit(held) == fit(free) {
+		t.Errorf("the same fit with and without channel=15: %s", fit(held))
+	}
+	status, _, errOut = commsim(append(args, "--nccl-machine", "channel=20,launch=2")...)
+	if status != 2 || !strings.Contains(errOut, "gives calibrate only channel=") {
+		t.Errorf("a factor beside the channel rate: status %d, stderr %q", status, errOut)
+	}
+}
+
+// predictsFittedTimes runs the command a calibrate report gives to
+// predict with its fit (with bench's extra flags) and checks that it
+// reproduces the fitted times; it returns the command.
+func predictsFittedTimes(t *testing.T, out string, extra ...string) string {
+	t.Helper()
 	_, cmd, ok := strings.Cut(out, "to predict with it: commsim ")
 	cmd, _, _ = strings.Cut(cmd, "\n")
-	if !ok || !strings.Contains(cmd, "--nccl-proto Simple ") || strings.Count(out, "tree/Simple/1ch") != 6 {
-		t.Fatalf("report:\n%s", out)
+	if !ok {
+		t.Fatalf("no command to predict with in:\n%s", out)
 	}
 	var fitted []string
 	for _, l := range strings.Split(out, "\n") {
@@ -380,7 +415,7 @@ func TestCalibrateShippedLogInItsNCCLEnvironment(t *testing.T) {
 			fitted = append(fitted, f[2])
 		}
 	}
-	status, bench, errOut := commsim(append(strings.Fields(cmd), "-b", "8", "-e", "256", "--format", "csv")...)
+	status, bench, errOut := commsim(append(append(strings.Fields(cmd), extra...), "--format", "csv")...)
 	if status != 0 {
 		t.Fatalf("%s: status %d: %s", cmd, status, errOut)
 	}
@@ -395,4 +430,5 @@ func TestCalibrateShippedLogInItsNCCLEnvironment(t *testing.T) {
 			t.Errorf("size %d: bench %.3f us, the fit %.2f us", i, us, want)
 		}
 	}
+	return cmd
 }

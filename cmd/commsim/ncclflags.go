@@ -266,6 +266,14 @@ func (s *sweep) useNCCL(f ncclFlags) error {
 	return nil
 }
 
+// channelOnly reports whether --nccl-machine gives a channel rate and no
+// factor: all calibrate takes of it (a malformed value is reported where
+// the flag is read).
+func (f *ncclFlags) channelOnly() bool {
+	m, nic, err := f.machineFactors()
+	return err != nil || m.Launch == 0 && m.Hop == 0 && m.Bandwidth == [3]float64{} && nic == 1
+}
+
 // machineLabel is --nccl-machine as reports name it: as given, and where
 // it says channel=arch, the rate that takes on sys's GPUs.
 func (f *ncclFlags) machineLabel(sys nccl.System) string {
