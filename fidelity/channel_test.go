@@ -1,4 +1,4 @@
-package fidelity_test
+package fidelity
 
 import (
 	"math"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/calibrate"
-	"github.com/commsim/commsim/fidelity"
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
@@ -20,7 +19,7 @@ import (
 // channels NCCL's tuner gives the size, within 1%. A figure changed
 // without its runs, or a run re-read, fails here.
 func TestMeasuredChannelRates(t *testing.T) {
-	cat, err := fidelity.Published()
+	cat, err := Published()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +36,7 @@ func TestMeasuredChannelRates(t *testing.T) {
 	}
 	rates := map[topology.Arch][]float64{}
 	for _, src := range sources {
-		k := slices.IndexFunc(cat.Logs, func(l fidelity.PublishedLog) bool { return l.File == src.file })
+		k := slices.IndexFunc(cat.Logs, func(l PublishedLog) bool { return l.File == src.file })
 		if k < 0 {
 			t.Fatalf("%s is not shipped", src.file)
 		}
@@ -79,11 +78,10 @@ func TestMeasuredChannelRates(t *testing.T) {
 		}
 	}
 	for arch, r := range rates {
-		slices.Sort(r)
-		median := (r[(len(r)-1)/2] + r[len(r)/2]) / 2
+		m := median(r)
 		got, ok := nccl.MeasuredChannel(arch)
-		if !ok || math.Abs(got-median) > 0.01*median {
-			t.Errorf("%s: MeasuredChannel %v (%v); its runs show %.2f GB/s a channel (median of %.2f)", arch, got, ok, median, r)
+		if !ok || math.Abs(got-m) > 0.01*m {
+			t.Errorf("%s: MeasuredChannel %v (%v); its runs show %.2f GB/s a channel (median of %.2f)", arch, got, ok, m, r)
 		}
 	}
 	if _, ok := nccl.MeasuredChannel(topology.Ampere); ok {
