@@ -237,7 +237,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 	out := newFidReport(rep, topo, f.log, lg, pub)
 	if rep.Algo == algoNCCL {
-		out.Machine = f.machineLabel(s.tuner.System)
+		out.Machine = f.machineLabel(s.tuner)
 	}
 	switch {
 	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:

@@ -262,7 +262,7 @@ func (s *sweep) useNCCL(f ncclFlags) error {
 	if s.tuner, s.topo, err = f.tuner(s.topo); err != nil {
 		return err
 	}
-	s.machine = f.machineLabel(s.tuner.System)
+	s.machine = f.machineLabel(s.tuner)
 	return nil
 }
 
@@ -275,14 +275,15 @@ func (f *ncclFlags) channelOnly() bool {
 }
 
 // machineLabel is --nccl-machine as reports name it: as given, and where
-// it says channel=arch, the rate that takes on sys's GPUs.
-func (f *ncclFlags) machineLabel(sys nccl.System) string {
-	label := strings.TrimSpace(f.machine)
-	if m, _, err := f.machineFactors(); err == nil && m.ArchChannel {
-		if gbps, ok := nccl.MeasuredChannel(sys.Arch); ok {
-			label += fmt.Sprintf(" (%g GB/s a channel on %s)", gbps, sys.Arch)
+// it says channel=arch, the rate that takes on t's GPUs (t's machine is
+// the flag, read).
+func (f *ncclFlags) machineLabel(t *nccl.Tuner) string {
+	label, arch := strings.TrimSpace(f.machine), t.System.Arch
+	if t.Options.Machine.ArchChannel {
+		if gbps, ok := nccl.MeasuredChannel(arch); ok {
+			label += fmt.Sprintf(" (%g GB/s a channel on %s)", gbps, arch)
 		} else {
-			label += fmt.Sprintf(" (no channel rate measured on %s)", sys.Arch)
+			label += fmt.Sprintf(" (no channel rate measured on %s)", arch)
 		}
 	}
 	return label
