@@ -24,7 +24,7 @@ type NCCLProblem struct {
 	Topology *topology.Topology
 	// Options is NCCL's environment (version, algorithms, protocols,
 	// channels). Its Machine's factors are ignored: they are what the fit
-	// finds. Its channel rate (ChannelGBps, ArchChannel), which the fit
+	// finds. Its channel rate (ChannelGBps, NoChannelRate), which the fit
 	// does not find, holds throughout it, and the result keeps it.
 	Options nccl.Options
 	// Specs[i] is the collective of the log's i-th size, in nccl-tests'
@@ -291,7 +291,7 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 		}
 	}
 	given := p.Options.Machine
-	p.Options.Machine = nccl.Machine{ChannelGBps: given.ChannelGBps, ArchChannel: given.ArchChannel}
+	p.Options.Machine = nccl.Machine{ChannelGBps: given.ChannelGBps, NoChannelRate: given.NoChannelRate}
 	tuner, err := nccl.NewTuner(p.Topology, p.Options)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)

@@ -21,6 +21,11 @@ import "github.com/commsim/commsim/topology"
 //     B200s' sendrecv): not used, and so left 2–15% fast from 1 GiB,
 //     where a channel binds.
 //
+// NCCL's own tuner carries constants of the same kind, measured caps on
+// a channel's speed (perChMaxRingLL128Bw, perChMaxTreeBw: NCCL-MODEL.md),
+// but none for a ring's Simple channel, the one that binds at large
+// sizes; these fill that gap by default.
+//
 // Older architectures have none: their channels' shares of NCCL's model
 // are below what a block moves, and no run shows one.
 var measuredChannelGBps = map[topology.Arch]float64{
@@ -30,7 +35,7 @@ var measuredChannelGBps = map[topology.Arch]float64{
 
 // MeasuredChannel is what one channel moves on architecture a, in GB/s,
 // as the published runs above measure it; ok is false where none does.
-// Machine.ArchChannel applies it.
+// The zero Machine applies it; Machine.NoChannelRate drops it.
 func MeasuredChannel(a topology.Arch) (gbps float64, ok bool) {
 	gbps, ok = measuredChannelGBps[a]
 	return gbps, ok

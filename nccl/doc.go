@@ -104,8 +104,8 @@
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer
-//     gets), at a channel's share of the ring's bandwidth, or the
-//     machine's channel rate where one is given (across nodes
+//     gets), at the machine's channel rate, or where it has none a
+//     channel's share of the ring's bandwidth (across nodes
 //     at most NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s, by which NCCL counts
 //     a network peer's channels), an all-to-all's exchanges sharing the
 //     communicator's p2p channels; LL up to 16 KiB per channel, at the 9
@@ -116,9 +116,10 @@
 // Machine departs from NCCL's model where a machine is measured to:
 // factors on its launch, hop latency and each protocol's speed (package
 // calibrate fits them), and what one channel moves
-// (Machine.ChannelGBps), a figure NCCL's model does not have; published
-// runs measure one on Hopper and Blackwell (MeasuredChannel, applied by
-// Machine.ArchChannel).
+// (Machine.ChannelGBps), a figure NCCL's model does not have. By default
+// a channel moves at most what published runs measure on Hopper and
+// Blackwell (MeasuredChannel); Machine.NoChannelRate leaves NCCL's model's
+// shares alone.
 //
 // Not modelled: proxy threads, and the tuner plugins some clusters load.
 // Algorithms NCCL would pick that the simulator cannot run on a fabric

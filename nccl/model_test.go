@@ -342,7 +342,7 @@ func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
 	}
 }
 
-// TestMachineChannelRate: Machine.ChannelGBps (or, with ArchChannel, the
+// TestMachineChannelRate: Machine.ChannelGBps (or, where it is 0, the
 // rate published runs measure on the fabric's GPUs) bounds what each
 // channel of a ring moves, where a channel already slower keeps its
 // speed, and is what a point-to-point channel moves (in place of the ring
@@ -351,13 +351,13 @@ func TestMachineScalesWhatRunsNotTheChoice(t *testing.T) {
 // stays its model's, and NVLS, whose channels drive the switch, is not
 // bounded.
 func TestMachineChannelRate(t *testing.T) {
-	arch := nccl.Machine{ArchChannel: true}
+	none := nccl.Machine{NoChannelRate: true}
 	for _, tc := range []struct {
 		topo  string
 		op    ops.Op
 		bytes int // a rank's
 		m     nccl.Machine
-		want  float64 // GB/s; 0: as without m
+		want  float64 // GB/s; 0: as with no channel rate
 	}{
 		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 10}, 10},   // 32 channels of 22.5 GB/s
 		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 30}, 22.5}, // already slower
@@ -367,16 +367,18 @@ func TestMachineChannelRate(t *testing.T) {
 		{"dgx-h100", ops.SendRecv, 16 << 30, nccl.Machine{ChannelGBps: 20}, 360},  // 32 channels, held to the ring's whole bandwidth
 		{"dgx-h100x2", ops.SendRecv, 64 << 20, nccl.Machine{ChannelGBps: 20}, 56}, // 4 channels across nodes at 14 (NCCL_P2P_PER_CHANNEL_NET_BW)
 		{"dgx-h100", ops.AllReduce, 1 << 30, nccl.Machine{ChannelGBps: 10}, 0},    // NVLS: the links set its pace
-		// ArchChannel: what published runs measure on the GPUs
+		// By default, what published runs measure on the GPUs
 		// (nccl.MeasuredChannel), where the machine gives no rate.
-		{"hgx-b200", ops.AllGather, 2 << 30, arch, 22.3},
-		{"dgx-h100", ops.SendRecv, 32 << 20, arch, 4 * 20.3},
-		{"dgx-a100", ops.AllGather, 2 << 30, arch, 0}, // none measured
-		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 10, ArchChannel: true}, 10},
+		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{}, 22.3},
+		{"dgx-h100", ops.SendRecv, 32 << 20, nccl.Machine{}, 4 * 20.3},
+		{"dgx-a100", ops.AllGather, 2 << 30, nccl.Machine{}, 0}, // none measured
+		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{Launch: 2}, 22.3},
+		{"hgx-b200", ops.AllGather, 2 << 30, none, 0},
+		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 10, NoChannelRate: true}, 10},
 	} {
 		topo := try(topology.Resolve(tc.topo))(t)
 		spec := ops.Spec{Op: tc.op, Ranks: topo.NumGPUs(), Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
-		plainPlan, plain := planOf(t, try(nccl.NewTuner(topo, nccl.Options{}))(t), spec)
+		plainPlan, plain := planOf(t, try(nccl.NewTuner(topo, nccl.Options{Machine: none}))(t), spec)
 		plan, c := planOf(t, try(nccl.NewTuner(topo, nccl.Options{Machine: tc.m}))(t), spec)
 		if c != plain {
 			t.Errorf("%s %v: choice %v became %v", tc.topo, tc.op, plain.Estimate, c.Estimate)
@@ -513,12 +515,14 @@ func TestChannelsFollowNCCLsSearch(t *testing.T) {
 	}
 	// A block alone moves half a search channel on 8 B200s (22.5 of 45
 	// GB/s), as two blocks run each ring; with the channels set, a
-	// whole one.
+	// whole one. These are NCCL's model's shares alone: no channel
+	// rate (by default Blackwell's 22.3 GB/s) bounds them.
+	noRate := nccl.Machine{NoChannelRate: true}
 	for _, tc := range []struct {
 		channels int
 		rate     float64
 	}{{0, 22.5e9}, {1, 45e9}} {
-		tu := try(nccl.NewTuner(try(topology.Resolve("hgx-b200"))(t), nccl.Options{Algos: []nccl.Algo{nccl.Ring}, Protos: []ops.Protocol{ops.ProtoSimple}, Channels: tc.channels}))(t)
+		tu := try(nccl.NewTuner(try(topology.Resolve("hgx-b200"))(t), nccl.Options{Algos: []nccl.Algo{nccl.Ring}, Protos: []ops.Protocol{ops.ProtoSimple}, Channels: tc.channels, Machine: noRate}))(t)
 		plan, c, err := tu.Plan(ops.Spec{Op: ops.AllGather, Ranks: 8, Count: 1024, DType: hw.F32})
 		if err != nil {
 			t.Fatal(err)
@@ -534,7 +538,7 @@ func TestChannelsFollowNCCLsSearch(t *testing.T) {
 		channels int
 		rate     float64
 	}{{nccl.Options{}, 32, 22.5e9}, {nccl.Options{MinChannels: 64}, 64, 11.25e9}, {nccl.Options{MaxChannels: 4}, 4, 45e9}} {
-		tc.o.Algos, tc.o.Protos = []nccl.Algo{nccl.Ring}, []ops.Protocol{ops.ProtoSimple}
+		tc.o.Algos, tc.o.Protos, tc.o.Machine = []nccl.Algo{nccl.Ring}, []ops.Protocol{ops.ProtoSimple}, noRate
 		tu := try(nccl.NewTuner(try(topology.Resolve("hgx-b200"))(t), tc.o))(t)
 		plan, c, err := tu.Plan(ops.Spec{Op: ops.AllGather, Ranks: 8, Count: 1 << 28, DType: hw.F32})
 		if err != nil {

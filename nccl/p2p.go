@@ -208,7 +208,7 @@ func p2pChoice(s System, bytesPerPeer int64, o Options) Choice {
 // p2pPlan compiles an all-to-all or a sendrecv as NCCL runs it: every
 // exchange at once, each at the speed of its channels' share of NCCL's
 // ring bandwidth, or the machine's channel rate (Machine.ChannelGBps)
-// where one is given (for LL, LL's share of it, as a ring's, of which a
+// where it has one (for LL, LL's share of it, as a ring's, of which a
 // transfer's threads drive 9/16: p2pLLThreadShare), the exchanges
 // of an all-to-all sharing the communicator's p2p channels when they
 // need more than it has, all of a rank's together moving at most
@@ -241,7 +241,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if gbps := m.channelGBps(s); gbps > 0 {
 		// The ring channel's share stands in for what a p2p channel
 		// moves, which NCCL's model does not say; the machine's channel
-		// rate says it, where one is given. ringWhole still bounds all of
+		// rate says it, where it has one. ringWhole still bounds all of
 		// a rank's channels together.
 		perChannel = gbps
 	}

@@ -202,7 +202,7 @@ func TestAllToAllSharesTheP2PChannels(t *testing.T) {
 
 // TestP2PMovesAtMostTheRingsWhole: a rank's point-to-point exchanges
 // together move at most what NCCL's model gives the ring's channels
-// together. On 8 H100s the ring search finds 12 channels of 30 GB/s
+// together. Without a channel rate (Machine.NoChannelRate), on 8 H100s the ring search finds 12 channels of 30 GB/s
 // (360), duplicated to 24 of 15, and the p2p channels are 32 of 15: a
 // sendrecv on all 32 moves at 360 GB/s, not 480 (a published 8 x H100
 // sendrecv moves 356-367 GB/s from 512 MiB), an all-to-all's 7 exchanges
@@ -210,7 +210,7 @@ func TestAllToAllSharesTheP2PChannels(t *testing.T) {
 // of 45, 32 of 22.5) 32 channels are the whole.
 func TestP2PMovesAtMostTheRingsWhole(t *testing.T) {
 	rate := func(topo string, op ops.Op, perPeer int) float64 {
-		tuner := try(nccl.NewTuner(try(topology.Resolve(topo))(t), nccl.Options{}))(t)
+		tuner := try(nccl.NewTuner(try(topology.Resolve(topo))(t), nccl.Options{Machine: nccl.Machine{NoChannelRate: true}}))(t)
 		plan, _ := planOf(t, tuner, ops.Spec{Op: op, Ranks: 8, Count: perPeer, DType: hw.U8})
 		return plan.Wire.Rate / 1e9
 	}
@@ -235,8 +235,9 @@ func TestP2PMovesAtMostTheRingsWhole(t *testing.T) {
 // TestP2PNetworkChannelRate: on several nodes a p2p channel moves
 // at most the 14 GB/s by which NCCL sizes a network peer's channels
 // (NCCL_P2P_PER_CHANNEL_NET_BW, which sets it), under a ring channel's
-// share (22.5 and 24 GB/s on 2 H100 and 2 B200 nodes); on one node it
-// keeps the share.
+// share (22.5 and 24 GB/s on 2 H100 and 2 B200 nodes) and the channel
+// rate measured on their GPUs (20.3 and 22.3); on one node it moves
+// that rate, or without one (Machine.NoChannelRate) the share.
 func TestP2PNetworkChannelRate(t *testing.T) {
 	for _, tc := range []struct {
 		topo       string
@@ -247,7 +248,9 @@ func TestP2PNetworkChannelRate(t *testing.T) {
 		{"dgx-h100x2", 16, nccl.Options{}, 14},
 		{"dgx-b200x2", 16, nccl.Options{}, 14},
 		{"dgx-b200x2", 16, nccl.Options{P2PNetChannelGBps: 7}, 7},
-		{"dgx-h100", 8, nccl.Options{}, 15},
+		{"dgx-h100x2", 16, nccl.Options{Machine: nccl.Machine{NoChannelRate: true}}, 14},
+		{"dgx-h100", 8, nccl.Options{}, 20.3},
+		{"dgx-h100", 8, nccl.Options{Machine: nccl.Machine{NoChannelRate: true}}, 15},
 	} {
 		tuner := try(nccl.NewTuner(try(topology.Resolve(tc.topo))(t), tc.o))(t)
 		plan, c := planOf(t, tuner, ops.Spec{Op: ops.SendRecv, Ranks: tc.ranks, Count: 64 << 20, DType: hw.U8})

@@ -336,6 +336,11 @@ func NewTuner(t *topology.Topology, o Options) (*Tuner, error) {
 	return &Tuner{System: s, Options: o}, nil
 }
 
+// ChannelGBps is what one channel moves at most on t's fabric, in GB/s:
+// the machine's rate, or the one published runs measure on its GPUs
+// (MeasuredChannel); 0 for none.
+func (t *Tuner) ChannelGBps() float64 { return t.Options.Machine.channelGBps(t.System) }
+
 // With is a tuner of the same system in environment o.
 func (t *Tuner) With(o Options) (*Tuner, error) {
 	if err := o.check(); err != nil {

@@ -132,8 +132,9 @@ func (o Options) simpleStep() int {
 	return int(o.BuffSize / ncclSteps)
 }
 
-// Machine scales how NCCL's choice runs on a machine; a factor of 0
-// means 1.
+// Machine is how a machine runs NCCL's choice where it departs from
+// NCCL's model: factors (0 means 1) and what one channel moves. The zero
+// Machine is NCCL's model with the channel rate published runs measure.
 type Machine struct {
 	// Launch scales the base latency each collective pays once, and Hop
 	// the latency of each hop.
@@ -144,24 +145,24 @@ type Machine struct {
 	// ChannelGBps, when above 0, is the most one channel moves, in GB/s:
 	// a channel is one block of threads, and a block copies only so
 	// fast. NCCL's model states no such figure (its tuner, and so its
-	// choice, never sees it); it is the machine's, as sendrecv_perf on
-	// few channels over NVLink measures it. It bounds the channels of
-	// rings and trees, each also held to its share of NCCL's model's
+	// choice, never sees it). At 0 it is what published runs measure on
+	// the fabric's GPU architecture (MeasuredChannel: Hopper and
+	// Blackwell), none where they measure none. It bounds the channels
+	// of rings and trees, each also held to its share of NCCL's model's
 	// bandwidth, and sets what a point-to-point channel moves, for which
-	// NCCL's model has no figure (without it, a ring channel's share
-	// stands in), all of a rank's together still within the ring's
-	// whole bandwidth. NVLS, NVLSTree and CollNet, whose channels drive
-	// a switch, are not bounded.
+	// NCCL's model has no figure (without a rate, a ring channel's share
+	// stands in), all of a rank's together still within the ring's whole
+	// bandwidth. NVLS, NVLSTree and CollNet, whose channels drive a
+	// switch, are not bounded.
 	ChannelGBps float64
-	// ArchChannel, where ChannelGBps is 0, takes the channel rate that
-	// published runs measure on the fabric's GPU architecture
-	// (MeasuredChannel); none where they measure none.
-	ArchChannel bool
+	// NoChannelRate, where ChannelGBps is 0, bounds no channel by a
+	// rate: each moves its share of NCCL's model alone.
+	NoChannelRate bool
 }
 
 // channelGBps is m's channel rate on s in GB/s, 0 for none.
 func (m Machine) channelGBps(s System) float64 {
-	if m.ChannelGBps > 0 || !m.ArchChannel {
+	if m.ChannelGBps > 0 || m.NoChannelRate {
 		return m.ChannelGBps
 	}
 	gbps, _ := MeasuredChannel(s.Arch)

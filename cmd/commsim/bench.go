@@ -75,34 +75,35 @@ func opNames() []string {
 
 // sweep is a validated bench request.
 type sweep struct {
-	topo       *topology.Topology
-	topoName   string
-	op         ops.Op
-	algo       string
-	nodeRanks  int         // the GPUs of a node, for an algorithm of NCCL's whose plans need them (fabricRuns)
-	tuner      *nccl.Tuner // --algo nccl's
-	machine    string      // --nccl-machine, as given: how the tuner's choices run
-	dtype      hw.DType
-	redop      hw.ReduceOp
-	sizes      []int64
-	root       int
-	check      bool
-	timingOnly bool
-	symmetry   bool // let the simulator mirror symmetric plans
-	mirrored   int  // runs timed on a mirror
-	format     string
-	factor     float64 // -f
-	stepBytes  int64   // -i: the step of a linear sweep, 0 for a geometric one
-	maxBytes   int64   // -e, which the last size may fall short of
-	iters      int     // timed runs per size on real backends (-n)
-	warmup     int     // untimed runs before them (-w)
-	trace      string
-	traceMax   int64          // --trace-max
-	plot       string         // bench --plot
-	jsonOut    string         // bench -J: nccl-tests' JSON report (nccljson.go)
-	backend    *backendPlan   // where the ranks live
-	runner     *verify.Runner // its buffers serve every size (and every algorithm of compare's)
-	pattern    *patternCache  // --check's inputs of the last size
+	topo        *topology.Topology
+	topoName    string
+	op          ops.Op
+	algo        string
+	nodeRanks   int         // the GPUs of a node, for an algorithm of NCCL's whose plans need them (fabricRuns)
+	tuner       *nccl.Tuner // --algo nccl's
+	machine     string      // --nccl-machine, as given: how the tuner's choices run
+	channelNote string      // the channel rate measured on the GPUs, where it applies
+	dtype       hw.DType
+	redop       hw.ReduceOp
+	sizes       []int64
+	root        int
+	check       bool
+	timingOnly  bool
+	symmetry    bool // let the simulator mirror symmetric plans
+	mirrored    int  // runs timed on a mirror
+	format      string
+	factor      float64 // -f
+	stepBytes   int64   // -i: the step of a linear sweep, 0 for a geometric one
+	maxBytes    int64   // -e, which the last size may fall short of
+	iters       int     // timed runs per size on real backends (-n)
+	warmup      int     // untimed runs before them (-w)
+	trace       string
+	traceMax    int64          // --trace-max
+	plot        string         // bench --plot
+	jsonOut     string         // bench -J: nccl-tests' JSON report (nccljson.go)
+	backend     *backendPlan   // where the ranks live
+	runner      *verify.Runner // its buffers serve every size (and every algorithm of compare's)
+	pattern     *patternCache  // --check's inputs of the last size
 
 	simTopo *topology.Topology // --sim-topo (simtopo.go), or nil
 

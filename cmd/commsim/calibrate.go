@@ -62,8 +62,9 @@ log pulls it further: read it as at most or at least). Where the log carries
 NCCL's tuning lines (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=TUNING),
 --as-logged runs at each size what NCCL says it ran there instead, so that
 the fit describes the machine rather than where the tuner's guess and NCCL's
-choice part. --nccl-machine may give it a channel rate alone (channel=GB/s or
-channel=arch), which it does not fit: the fit holds it, and the command it
+choice part. A channel's rate, which it does not fit, holds throughout: by default
+the one measured on the fabric's GPUs, or what --nccl-machine gives alone
+(channel=GB/s, or channel=none for NCCL's model's shares); the command it
 prints to predict with carries it.
 
 With any other algorithm it scales every link's latency by one factor and its

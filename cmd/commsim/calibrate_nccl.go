@@ -46,7 +46,8 @@ type calMachine struct {
 	Simple   float64 `json:"bandwidth_simple"`
 	NICScale float64 `json:"nic_scale"`
 	// Channel is the channel rate the fit held (--nccl-machine channel=,
-	// not fitted): GB/s or "arch"; "" for none.
+	// not fitted): GB/s, or "none"; "" for the default, the rate measured
+	// on the fabric's GPUs.
 	Channel string `json:"channel,omitempty"`
 }
 
@@ -55,8 +56,8 @@ func newCalMachine(m nccl.Machine, nic float64) calMachine {
 	switch {
 	case m.ChannelGBps > 0:
 		c.Channel = strconv.FormatFloat(m.ChannelGBps, 'g', -1, 64)
-	case m.ArchChannel:
-		c.Channel = "arch"
+	case m.NoChannelRate:
+		c.Channel = "none"
 	}
 	return c
 }
@@ -79,8 +80,8 @@ func (m calMachine) goLiteral() string {
 	s := fmt.Sprintf("nccl.Machine{Launch: %.4g, Hop: %.4g, Bandwidth: [3]float64{%.4g, %.4g, %.4g}", m.Launch, m.Hop, m.LL, m.LL128, m.Simple)
 	switch m.Channel {
 	case "":
-	case "arch":
-		s += ", ArchChannel: true"
+	case "none":
+		s += ", NoChannelRate: true"
 	default:
 		s += ", ChannelGBps: " + m.Channel
 	}

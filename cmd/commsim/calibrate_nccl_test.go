@@ -341,10 +341,11 @@ func TestNCCLMachineFlagErrorsExit2(t *testing.T) {
 		{"nic=1e-300", "want a factor from 0.001 to 1000"},
 		{"launch=1,launch=2", "launch given twice"},
 		{"speed=2", `unknown factor "speed"`},
-		{"channel=0", "want a rate in GB/s (or arch) from 0.001 to 1000"},
-		{"channel=archx", "want a rate in GB/s (or arch)"},
+		{"channel=0", "want a rate in GB/s (or arch, or none) from 0.001 to 1000"},
+		{"channel=archx", "want a rate in GB/s (or arch, or none)"},
 		{"channel=arch,channel=20", "channel given twice"},
 		{"channel=20,channel=arch", "channel given twice"},
+		{"channel=none,channel=arch", "channel given twice"},
 	} {
 		status, out, errOut := commsim("bench", "--topo", "dgx-h100", "--algo", "nccl", "--nccl-machine", c.machine, "-b", "1KiB", "-e", "1KiB", "--timing-only")
 		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
@@ -376,24 +377,27 @@ func TestCalibrateShippedLogInItsNCCLEnvironment(t *testing.T) {
 }
 
 // calibrate takes a channel rate (--nccl-machine channel=, which it does
-// not fit) and holds it: the fit differs from one without it, the command
-// it gives to predict carries it and reproduces the fitted times; a
-// factor beside it is refused.
+// not fit) and holds it: the fit differs from one with the default rate
+// (measured on the GPUs), the command it gives to predict carries it and
+// reproduces the fitted times; so with channel=none, no rate; a factor
+// beside it is refused.
 func TestCalibrateHoldsAGivenChannelRate(t *testing.T) {
 	args := []string{"calibrate", "--log", "../../fidelity/nccl-logs/vultr-b200-sendrecv-8xB200.txt", "-b", "1MiB", "-e", "256MiB"}
-	status, held, errOut := commsim(append(args, "--nccl-machine", "channel=15")...)
-	if status != 0 {
-		t.Fatalf("status %d: %s", status, errOut)
-	}
-	if cmd := predictsFittedTimes(t, held, "-b", "1MiB", "-e", "256MiB"); !strings.Contains(cmd, ",channel=15") {
-		t.Errorf("the command to predict with does not hold the channel rate: %s", cmd)
-	}
-	_, free, _ := commsim(args...)
+	_, byDefault, _ := commsim(args...)
 	fit := func(out string) string { l, _, _ := strings.Cut(out[strings.Index(out, "# fit: "):], "\n"); return l }
-	if fit(held) == fit(free) {
-		t.Errorf("the same fit with and without channel=15: %s", fit(held))
+	for _, channel := range []string{"channel=15", "channel=none"} {
+		status, held, errOut := commsim(append(args, "--nccl-machine", channel)...)
+		if status != 0 {
+			t.Fatalf("%s: status %d: %s", channel, status, errOut)
+		}
+		if cmd := predictsFittedTimes(t, held, "-b", "1MiB", "-e", "256MiB"); !strings.Contains(cmd, ","+channel) {
+			t.Errorf("the command to predict with does not hold %s: %s", channel, cmd)
+		}
+		if fit(held) == fit(byDefault) {
+			t.Errorf("the same fit with %s and by default: %s", channel, fit(held))
+		}
 	}
-	status, _, errOut = commsim(append(args, "--nccl-machine", "channel=20,launch=2")...)
+	status, _, errOut := commsim(append(args, "--nccl-machine", "channel=20,launch=2")...)
 	if status != 2 || !strings.Contains(errOut, "gives calibrate only channel=") {
 		t.Errorf("a factor beside the channel rate: status %d, stderr %q", status, errOut)
 	}

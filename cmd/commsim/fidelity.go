@@ -95,7 +95,10 @@ type fidReport struct {
 	// Machine is --nccl-machine as given: how the machine departs from
 	// NCCL's model, which the simulation then follows.
 	Machine string `json:"nccl_machine,omitempty"`
-	Skipped int    `json:"skipped"` // sizes left out: 0 bytes
+	// ChannelGBps is what one channel moves at most, in GB/s: the rate
+	// --nccl-machine gives, or the one measured on the fabric's GPUs.
+	ChannelGBps float64 `json:"channel_gbps,omitempty"`
+	Skipped     int     `json:"skipped"` // sizes left out: 0 bytes
 	// GPUsPerThread is how many GPUs each thread of the run drove, where
 	// the log says and it is more than one (see calibrate.Log).
 	GPUsPerThread int       `json:"gpus_per_thread,omitempty"`
@@ -118,6 +121,7 @@ type fidReport struct {
 	parsed      *calibrate.Log
 	published   *fidelity.PublishedLog
 	envNote     string // the environment the log states, as taken
+	channelNote string // the channel rate measured on the GPUs, where it applies
 }
 
 type fidSize struct {
@@ -237,7 +241,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 	out := newFidReport(rep, topo, f.log, lg, pub)
 	if rep.Algo == algoNCCL {
-		out.Machine = f.machineLabel(s.tuner)
+		out.Machine, out.ChannelGBps, out.channelNote = strings.TrimSpace(f.machine), s.tuner.ChannelGBps(), channelNote(s.tuner)
 	}
 	switch {
 	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:
@@ -387,6 +391,9 @@ func (r *fidReport) fitted() string {
 
 func (r *fidReport) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "# commsim fidelity: %s, algorithm %s, on %s (%d ranks); %s\n", r.Op, r.Algo, r.Topology, r.Ranks, r.fitted())
+	if r.channelNote != "" {
+		fmt.Fprintf(w, "# %s\n", r.channelNote)
+	}
 	fmt.Fprintf(w, "# log: %s (%s), %d sizes, out-of-place times", r.Log, r.LogFormat, len(r.Sizes))
 	if r.Skipped > 0 {
 		fmt.Fprintf(w, "; size 0 left out")

@@ -159,6 +159,47 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 	}
 }
 
+// fidelity says what one channel moves: by default the rate measured on
+// the log's GPUs (Hopper's 20.3 GB/s for 8 H100s), which makes the H100
+// sendrecv's 32 MiB on 4 channels about 4 x 20.3 GB/s where NCCL's ring
+// share (channel=none) makes it 4 x 15; a rate given is the flag's.
+func TestFidelitySaysTheChannelRate(t *testing.T) {
+	log := filepath.Join(shippedLogs, "xxrjun-h100-sendrecv-8xH100.txt")
+	var first []float64 // each run's first error
+	for _, tc := range []struct {
+		machine string
+		gbps    float64
+		note    bool
+	}{{"", 20.3, true}, {"channel=arch", 20.3, true}, {"channel=none", 0, false}, {"channel=15", 15, false}} {
+		args := []string{"fidelity", "--log", log}
+		if tc.machine != "" {
+			args = append(args, "--nccl-machine", tc.machine)
+		}
+		_, table, _ := commsim(args...)
+		if got := strings.Contains(table, "\n# a channel moves at most 20.3 GB/s, what published runs measure on hopper"); got != tc.note {
+			t.Errorf("--nccl-machine %q: the table says the measured rate: %v, want %v:\n%s", tc.machine, got, tc.note, table)
+		}
+		status, out, errOut := commsim(append(args, "--format", "json")...)
+		var rep struct {
+			ChannelGBps float64 `json:"channel_gbps"`
+			Sizes       []struct {
+				RelError float64 `json:"rel_error"`
+			}
+		}
+		if status != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Sizes) == 0 {
+			t.Fatalf("--nccl-machine %q: status %d: %s%s", tc.machine, status, errOut, out)
+		}
+		if rep.ChannelGBps != tc.gbps {
+			t.Errorf("--nccl-machine %q: channel_gbps %v, want %v", tc.machine, rep.ChannelGBps, tc.gbps)
+		}
+		first = append(first, rep.Sizes[0].RelError)
+	}
+	// 32 MiB measures 79.5 GB/s on 4 channels: near 4 x 20.3, far from 4 x 15.
+	if first[0] != first[1] || !(math.Abs(first[0]) < 0.05) || !(first[2] > 0.25) || !(first[3] > first[0]) {
+		t.Errorf("32 MiB off by %+.3f by default, %+.3f with arch, %+.3f with none, %+.3f at 15 GB/s", first[0], first[1], first[2], first[3])
+	}
+}
+
 // A run whose threads each drove several GPUs (nccl-tests -g 4) gets a
 // warning from fidelity and calibrate, and fidelity's JSON says how many;
 // a run with a GPU a thread gets neither.

@@ -122,26 +122,39 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 	// The machine's channel rate bounds each of the B200 ring's 32
 	// channels (22.5 GB/s in NCCL's model) to 10 GB/s.
 	bounded := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=10")
-	free := busbw(t, "--topo", "hgx-b200", "--op", "allgather")
+	free := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=none")
 	if !(bounded > 0.9*320 && bounded <= 320 && free > 2*bounded) {
-		t.Errorf("allgather busbw %v with channels of 10 GB/s, %v without; want about 32 x 10, and less than half", bounded, free)
+		t.Errorf("allgather busbw %v with channels of 10 GB/s, %v with none; want about 32 x 10, and less than half", bounded, free)
 	}
 	if _, out, _ := commsim("bench", "--algo", "nccl", "--nccl-machine", "channel=10", "-e", "8", "--timing-only"); !strings.Contains(out, "\n# the machine departs from NCCL's model as --nccl-machine channel=10 says") {
 		t.Errorf("bench does not say the machine given:\n%s", out)
 	}
-	// channel=arch takes what published runs measure on the fabric's GPUs
-	// (nccl.MeasuredChannel), and says which: 22.3 GB/s on Blackwell,
-	// under the B200 ring channel's 22.5; none on an A100.
+	// By default, as with channel=arch, a channel moves at most what
+	// published runs measure on the fabric's GPUs (nccl.MeasuredChannel),
+	// and bench says so: 22.3 GB/s on Blackwell, under the B200 ring
+	// channel's 22.5; none on an A100.
+	byDefault := busbw(t, "--topo", "hgx-b200", "--op", "allgather")
 	arch := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=arch")
-	if given := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=22.3"); arch != given || !(arch < free) {
-		t.Errorf("allgather busbw %v with channel=arch, %v with channel=22.3, %v without; want the first two equal, under the third", arch, given, free)
+	if given := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=22.3"); arch != given || byDefault != given || !(arch < free) {
+		t.Errorf("allgather busbw %v by default, %v with channel=arch, %v with channel=22.3, %v with none; want the first three equal, under the fourth", byDefault, arch, given, free)
 	}
-	for _, tc := range []struct{ topo, want string }{
-		{"hgx-b200", "channel=arch (22.3 GB/s a channel on blackwell) says"},
-		{"dgx-a100", "channel=arch (no channel rate measured on ampere) says"},
+	const note = "\n# a channel moves at most "
+	for _, tc := range []struct{ topo, machine, want string }{
+		{"hgx-b200", "", note + "22.3 GB/s, what published runs measure on blackwell"},
+		{"hgx-b200", "channel=arch", note + "22.3 GB/s"},
+		{"dgx-h100", "launch=2", note + "20.3 GB/s, what published runs measure on hopper"},
+		{"hgx-b200", "channel=none", ""},
+		{"hgx-b200", "channel=20", ""},
+		{"dgx-a100", "", ""},
+		{"dgx-a100", "channel=arch", ""},
 	} {
-		if _, out, _ := commsim("bench", "--topo", tc.topo, "--algo", "nccl", "--nccl-machine", "channel=arch", "-e", "8", "--timing-only"); !strings.Contains(out, tc.want) {
-			t.Errorf("%s: bench does not say %q:\n%s", tc.topo, tc.want, out)
+		args := []string{"bench", "--topo", tc.topo, "--algo", "nccl", "-e", "8", "--timing-only"}
+		if tc.machine != "" {
+			args = append(args, "--nccl-machine", tc.machine)
+		}
+		_, out, _ := commsim(args...)
+		if got := strings.Contains(out, note); tc.want == "" && got || tc.want != "" && !strings.Contains(out, tc.want) {
+			t.Errorf("%s, --nccl-machine %q: bench does not say %q, or says a rate where none applies:\n%s", tc.topo, tc.machine, tc.want, out)
 		}
 	}
 }

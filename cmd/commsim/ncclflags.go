@@ -47,7 +47,8 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.env, "nccl-env", nil, "with --algo nccl: an NCCL environment variable, NAME=VALUE, as NCCL reads it; repeat for more. commsim follows "+strings.Join(nccl.EnvVars, ", "))
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
 		"launch=F,hop=F,ll=F,ll128=F,simple=F,nic=F (factors; those left out are 1; nic scales the network links, which NCCL's tuner still reads at line rate), "+
-		"and channel=GB/s, what one channel (a block of threads) moves: at most, for a ring or a tree; for a point-to-point exchange, in place of a ring channel's share (left out: unbounded, and the share); channel=arch takes what published runs measure on the fabric's GPUs (Hopper 20.3, Blackwell 22.3; none before)")
+		"and channel=GB/s, what one channel (a block of threads) moves: at most, for a ring or a tree; for a point-to-point exchange, in place of a ring channel's share. "+
+		"Left out, or channel=arch, it is what published runs measure on the fabric's GPUs (Hopper 20.3, Blackwell 22.3; none before); channel=none leaves each channel its share of NCCL's model")
 }
 
 // set reports whether any NCCL flag differs from its default.
@@ -84,17 +85,18 @@ func (f *ncclFlags) machineFactors() (nccl.Machine, float64, error) {
 	for _, kv := range splitList(f.machine) {
 		key, val, ok := strings.Cut(kv, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
-		if key == "channel" && strings.TrimSpace(val) == "arch" {
+		if word := strings.TrimSpace(val); key == "channel" && (word == "arch" || word == "none") {
+			// arch is the default, named; none drops the rate.
 			if seen[key] {
 				return m, 0, usagef("--nccl-machine: %s given twice", key)
 			}
-			seen[key], m.ArchChannel = true, true
+			seen[key], m.NoChannelRate = true, word == "none"
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
 		want := "a factor"
 		if key == "channel" {
-			want = "a rate in GB/s (or arch)"
+			want = "a rate in GB/s (or arch, or none)"
 		}
 		switch {
 		case !ok:
@@ -262,7 +264,7 @@ func (s *sweep) useNCCL(f ncclFlags) error {
 	if s.tuner, s.topo, err = f.tuner(s.topo); err != nil {
 		return err
 	}
-	s.machine = f.machineLabel(s.tuner)
+	s.machine, s.channelNote = strings.TrimSpace(f.machine), channelNote(s.tuner)
 	return nil
 }
 
@@ -274,19 +276,15 @@ func (f *ncclFlags) channelOnly() bool {
 	return err != nil || m.Launch == 0 && m.Hop == 0 && m.Bandwidth == [3]float64{} && nic == 1
 }
 
-// machineLabel is --nccl-machine as reports name it: as given, and where
-// it says channel=arch, the rate that takes on t's GPUs (t's machine is
-// the flag, read).
-func (f *ncclFlags) machineLabel(t *nccl.Tuner) string {
-	label, arch := strings.TrimSpace(f.machine), t.System.Arch
-	if t.Options.Machine.ArchChannel {
-		if gbps, ok := nccl.MeasuredChannel(arch); ok {
-			label += fmt.Sprintf(" (%g GB/s a channel on %s)", gbps, arch)
-		} else {
-			label += fmt.Sprintf(" (no channel rate measured on %s)", arch)
-		}
+// channelNote is a report's line on the channel rate where it is the one
+// measured on t's GPUs, as by default (a rate --nccl-machine gives is in
+// the flag, which reports print); "" where none applies.
+func channelNote(t *nccl.Tuner) string {
+	m := t.Options.Machine
+	if m.ChannelGBps > 0 || m.NoChannelRate || t.ChannelGBps() == 0 {
+		return ""
 	}
-	return label
+	return fmt.Sprintf("a channel moves at most %g GB/s, what published runs measure on %s (nccl.MeasuredChannel; --nccl-machine channel=none leaves each its share of NCCL's model)", t.ChannelGBps(), t.System.Arch)
 }
 
 // tuner is NCCL's tuner on topo in the environment f says, and the fabric

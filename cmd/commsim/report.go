@@ -243,6 +243,9 @@ func writeAlgoNote(w io.Writer, s *sweep) {
 		if s.machine != "" {
 			fmt.Fprintf(w, "# the machine departs from NCCL's model as --nccl-machine %s says (its tuner does not see it)\n", s.machine)
 		}
+		if s.channelNote != "" {
+			fmt.Fprintf(w, "# %s\n", s.channelNote)
+		}
 	}
 }
 
