@@ -375,6 +375,11 @@ func TestMachineChannelRate(t *testing.T) {
 		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{Launch: 2}, 22.3},
 		{"hgx-b200", ops.AllGather, 2 << 30, none, 0},
 		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 10, NoChannelRate: true}, 10},
+		// A protocol's factor scales a channel's speed whatever bounds it,
+		// so that calibrate finds it either way.
+		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{ChannelGBps: 10, Bandwidth: [3]float64{1, 1, 1.5}}, 15},
+		{"hgx-b200", ops.AllGather, 2 << 30, nccl.Machine{Bandwidth: [3]float64{1, 1, 1.1}}, 22.3 * 1.1},
+		{"dgx-h100", ops.SendRecv, 32 << 20, nccl.Machine{Bandwidth: [3]float64{1, 1, 0.5}}, 2 * 20.3},
 	} {
 		topo := try(topology.Resolve(tc.topo))(t)
 		spec := ops.Spec{Op: tc.op, Ranks: topo.NumGPUs(), Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}

@@ -264,7 +264,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// bandwidth under the LL cap, at the p2p transfer's threads.
 		rate = min(llMaxBw(s), llFactor(s, spec.Op, v)*rate) * p2pLLThreadShare
 	}
-	w.Rate = m.channelBound(s, rate*1e9*orOne(m.Bandwidth[p]), channels)
+	w.Rate = m.channelBound(s, rate*1e9, channels) * orOne(m.Bandwidth[p])
 	// A p2p connection's buffer is NCCL_STEPS p2p chunks (LL's lines
 	// for LL).
 	step := p2pChunk(s, o)

@@ -244,7 +244,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops
 	// Hopper's.
 	m := o.Machine
 	machineHops(&w, s, m)
-	w.Rate = m.channelBound(s, w.Rate*orOne(m.Bandwidth[p]), 1)
+	w.Rate = m.channelBound(s, w.Rate, 1) * orOne(m.Bandwidth[p])
 	return finishWire(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
 }
 

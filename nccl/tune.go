@@ -140,9 +140,11 @@ type Machine struct {
 	// the latency of each hop.
 	Launch, Hop float64
 	// Bandwidth scales a channel's speed, by protocol (LL, LL128,
-	// Simple).
+	// Simple), whatever bounds it (its share of NCCL's model, or the
+	// channel rate below), so that a fit finds it either way.
 	Bandwidth [numProtos]float64
-	// ChannelGBps, when above 0, is the most one channel moves, in GB/s:
+	// ChannelGBps, when above 0, is the most one channel moves, in GB/s
+	// (before Bandwidth's factor):
 	// a channel is one block of threads, and a block copies only so
 	// fast. NCCL's model states no such figure (its tuner, and so its
 	// choice, never sees it). At 0 it is what published runs measure on
