@@ -280,8 +280,7 @@ func (f *ncclFlags) channelOnly() bool {
 // measured on t's GPUs, as by default (a rate --nccl-machine gives is in
 // the flag, which reports print); "" where none applies.
 func channelNote(t *nccl.Tuner) string {
-	m := t.Options.Machine
-	if m.ChannelGBps > 0 || m.NoChannelRate || t.ChannelGBps() == 0 {
+	if t.Options.Machine.ChannelGBps > 0 || t.ChannelGBps() == 0 {
 		return ""
 	}
 	return fmt.Sprintf("a channel moves at most %g GB/s, what published runs measure on %s (nccl.MeasuredChannel; --nccl-machine channel=none leaves each its share of NCCL's model)", t.ChannelGBps(), t.System.Arch)
