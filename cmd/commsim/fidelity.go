@@ -246,7 +246,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	switch {
 	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:
 		out.NCCLEnv = pub.NCCLEnv
-		if topo == pub.Topo && s.op.String() == pub.Op && out.Machine == "" {
+		if topo == pub.Topo && s.op.String() == pub.Op && f.defaultMachine() {
 			out.KnownMisses = pub.Misses
 		}
 	case envNote != "":

@@ -108,8 +108,9 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 	}{
 		{nil, true, "Simple"},
 		// A machine's channel rate is no NCCL setting: the run's stay, but
-		// the misses' causes may not hold.
+		// the misses' causes may not hold; channel=arch names the default.
 		{[]string{"--nccl-machine", "channel=100"}, false, "Simple"},
+		{[]string{"--nccl-machine", "channel=arch"}, true, "Simple"},
 		{[]string{"--topo", "dgx-a100x2,nicbw=50Gb/s,cpu=intel"}, true, "Simple"}, // the mapping file's, given
 		{[]string{"--nccl-proto", "LL"}, false, ""},
 		{[]string{"--topo", "dgx-a100x2"}, false, "Simple"},
@@ -134,7 +135,7 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 		if got := rep.Env["NCCL_PROTO"]; got != tc.env {
 			t.Errorf("%v: the run's NCCL_PROTO %q, want %q", tc.args, got, tc.env)
 		}
-		if machine := slices.Contains(tc.args, "--nccl-machine"); (rep.Machine == "channel=100") != machine {
+		if i := slices.Index(tc.args, "--nccl-machine"); i >= 0 && rep.Machine != tc.args[i+1] || i < 0 && rep.Machine != "" {
 			t.Errorf("%v: the report's machine %q", tc.args, rep.Machine)
 		}
 		if got := len(rep.Misses) > 0; got != tc.misses {

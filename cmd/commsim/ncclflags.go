@@ -276,6 +276,13 @@ func (f *ncclFlags) channelOnly() bool {
 	return err != nil || m.Launch == 0 && m.Hop == 0 && m.Bandwidth == [3]float64{} && nic == 1
 }
 
+// defaultMachine reports whether --nccl-machine leaves the machine as
+// NCCL's model with the measured channel rate (not given, or channel=arch).
+func (f *ncclFlags) defaultMachine() bool {
+	m, nic, err := f.machineFactors()
+	return err == nil && m == (nccl.Machine{}) && nic == 1
+}
+
 // channelNote is a report's line on the channel rate where it is the one
 // measured on t's GPUs, as by default (a rate --nccl-machine gives is in
 // the flag, which reports print); "" where none applies.
