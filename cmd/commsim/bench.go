@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/nccl"
@@ -769,44 +766,4 @@ func (p *patternCache) inputs(spec ops.Spec) ([][]byte, error) {
 		p.key, p.held = key, in
 	}
 	return in, err
-}
-
-// progress is a progress bar of a sweep on stderr. newProgress makes one
-// only when stderr is a terminal; the methods of a nil progress do nothing.
-type progress struct {
-	bar    *progressbar.ProgressBar
-	stderr io.Writer
-}
-
-func newProgress(stderr io.Writer, n int) *progress {
-	f, ok := stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || n < 2 {
-		return nil
-	}
-	return &progress{progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("sizes"),
-		progressbar.OptionClearOnFinish()), stderr}
-}
-
-// step marks one more unit done.
-func (p *progress) step() {
-	if p != nil {
-		_ = p.bar.Add(1)
-	}
-}
-
-// done clears the bar.
-func (p *progress) done() {
-	if p != nil {
-		_ = p.bar.Finish()
-		fmt.Fprintln(p.stderr)
-	}
-}
-
-// writeTraceFile writes the cluster's Perfetto trace to path, whole or not
-// at all.
-func writeTraceFile(c *sim.Cluster, path string) error {
-	if err := checkTraceSize(c); err != nil {
-		return err
-	}
-	return writeFileAtomic(path, c.WriteTrace)
 }

@@ -63,3 +63,12 @@ func formatTraceSize(n int64) string {
 	}
 	return fmt.Sprintf("%dB", n)
 }
+
+// writeTraceFile writes the cluster's Perfetto trace to path, whole or not
+// at all.
+func writeTraceFile(c *sim.Cluster, path string) error {
+	if err := checkTraceSize(c); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, c.WriteTrace)
+}
