@@ -30,6 +30,9 @@ type System struct {
 	NICs   int
 	NICBW  float64
 	PCIeBW float64
+	// NICsOnCPU: a node's NICs hang off a host CPU, not its GPUs, so
+	// a GPU reaches the network through the CPU (NCCL's PHB path).
+	NICsOnCPU bool
 	// NVLSCapable: the node's NVSwitch reduces (NVLink SHARP); SHARP: the
 	// network's switches do (CollNet).
 	NVLSCapable, SHARP bool
@@ -168,7 +171,7 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 		return
 	}
 	home := find(gpus[0])
-	nics := map[int]bool{}
+	nics, onCPU := map[int]bool{}, map[int]bool{}
 	for e := range t.Links {
 		l := t.Links[e]
 		for _, end := range [2]int{l.A, l.B} {
@@ -180,6 +183,8 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 			case t.Nodes[other].Kind == topology.GPU && find(other) == home:
 				nics[end] = true
 				s.PCIeBW = max(s.PCIeBW, 0.75*l.BW/1e9)
+			case t.Nodes[other].Kind == topology.CPU && find(other) == home:
+				onCPU[end] = true
 			case t.Nodes[other].Kind == topology.Switch:
 				s.NICBW = max(s.NICBW, l.BW/1e9)
 				if t.Nodes[other].ReduceBW > 0 {
@@ -187,6 +192,9 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 				}
 			}
 		}
+	}
+	if len(nics) == 0 && len(onCPU) > 0 {
+		s.NICsOnCPU, nics = true, onCPU
 	}
 	s.NICs = max(1, len(nics))
 	if ports := t.NICPorts; ports > 1 {

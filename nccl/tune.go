@@ -391,6 +391,12 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 		return notAllowed
 	case protos != nil && !slices.Contains(protos, protocols[p]):
 		return protoNotAllowed
+	case protos == nil && p == ll128:
+		// NCCL_PROTO naming a collective's protocols, LL128 among them,
+		// turns it on wherever it is off by default.
+		if why := ll128Off(s, o.version()); why != "" {
+			return why
+		}
 	}
 	switch op {
 	case ops.Broadcast, ops.Reduce:
@@ -463,6 +469,24 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 		case s.PerNode != 1:
 			return "PAT needs one GPU per node"
 		}
+	}
+	return ""
+}
+
+// ll128Off says why NCCL leaves LL128 off where NCCL_PROTO does not ask
+// for it, or "" (tuning.cc: "Enable LL128 by default only on
+// Volta/Ampere/Hopper/Blackwell+NVLink. Other cases are not tested and
+// may cause silent data corruption"). commsim's NICs hang off a GPU's
+// PCIe (NCCL's PIX or PXB path), or else off a host's CPU (PHB), which
+// is past every release's bound on the path to the network.
+func ll128Off(s System, v Version) string {
+	switch sm := s.Arch.SM(); {
+	case s.PerNode > 1 && s.NVLinks == 0:
+		return "NCCL runs LL128 by default only between GPUs joined by NVLink, not PCIe (NCCL_PROTO naming it forces it)"
+	case s.Nodes > 1 && s.NICsOnCPU:
+		return "NCCL runs LL128 by default only where a GPU reaches its NIC through a PCIe switch, not a host's CPU (NCCL_PROTO naming it forces it)"
+	case v < v2_25 && sm != 70 && sm != 80 && sm != 90:
+		return fmt.Sprintf("NCCL %v runs LL128 by default only on Volta, Ampere and Hopper (Blackwell from 2.25; NCCL_PROTO naming it forces it)", v)
 	}
 	return ""
 }

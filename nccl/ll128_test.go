@@ -1,0 +1,119 @@
+package nccl_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+// nicsOnCPU is two nodes of two NVLinked GPUs and two NICs, each NIC
+// hanging off the end twoNodes names: the host's CPU, as on a server
+// without PCIe switches, or a GPU's PCIe.
+const nicsOnCPU = `
+name: nics-on-cpu
+nodes:
+  - {name: gpu0, kind: gpu, arch: hopper}
+  - {name: gpu1, kind: gpu, arch: hopper}
+  - {name: gpu2, kind: gpu, arch: hopper}
+  - {name: gpu3, kind: gpu, arch: hopper}
+  - {name: nvs0, kind: switch}
+  - {name: nvs1, kind: switch}
+  - {name: cpu0, kind: cpu}
+  - {name: cpu1, kind: cpu}
+  - {name: nic0, kind: nic}
+  - {name: nic1, kind: nic}
+  - {name: nic2, kind: nic}
+  - {name: nic3, kind: nic}
+  - {name: ib, kind: switch}
+links:
+  - {a: gpu0, b: nvs0, bw: 450GB/s, lat: 0.5us}
+  - {a: gpu1, b: nvs0, bw: 450GB/s, lat: 0.5us}
+  - {a: gpu2, b: nvs1, bw: 450GB/s, lat: 0.5us}
+  - {a: gpu3, b: nvs1, bw: 450GB/s, lat: 0.5us}
+  - {a: cpu0, b: gpu0, bw: 64GB/s, lat: 1us}
+  - {a: cpu1, b: gpu2, bw: 64GB/s, lat: 1us}
+  - {a: NIC0END, b: nic0, bw: 64GB/s, lat: 1us}
+  - {a: NIC1END, b: nic1, bw: 64GB/s, lat: 1us}
+  - {a: NIC2END, b: nic2, bw: 64GB/s, lat: 1us}
+  - {a: NIC3END, b: nic3, bw: 64GB/s, lat: 1us}
+  - {a: nic0, b: ib, bw: 50GB/s, lat: 1us}
+  - {a: nic1, b: ib, bw: 50GB/s, lat: 1us}
+  - {a: nic2, b: ib, bw: 50GB/s, lat: 1us}
+  - {a: nic3, b: ib, bw: 50GB/s, lat: 1us}
+`
+
+func twoNodes(t *testing.T, nicEnds ...string) nccl.System {
+	t.Helper()
+	yaml := strings.NewReplacer("NIC0END", nicEnds[0], "NIC1END", nicEnds[1], "NIC2END", nicEnds[2], "NIC3END", nicEnds[3]).Replace(nicsOnCPU)
+	topo, err := topology.ReadYAML([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := nccl.Describe(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestLL128IsOffWhereNCCLLeavesItOff: NCCL turns LL128 on by default only
+// between GPUs joined by NVLink, where a GPU reaches its NIC through a
+// PCIe switch, and (before 2.25) on Volta, Ampere and Hopper; NCCL_PROTO
+// naming it turns it on anywhere, and an entry for another collective
+// leaves this one's default.
+func TestLL128IsOffWhereNCCLLeavesItOff(t *testing.T) {
+	pcie := nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, Arch: topology.Hopper, CPU: topology.IntelCPU, IntraBW: 12}
+	onCPU := twoNodes(t, "cpu0", "cpu1", "cpu0", "cpu1")
+	onGPU := twoNodes(t, "gpu0", "gpu2", "gpu1", "gpu3")
+	if !onCPU.NICsOnCPU || onCPU.NICs != 2 || onGPU.NICsOnCPU || onGPU.NICs != 2 {
+		t.Fatalf("Describe: NICs on the CPU %v (%d a node), on a GPU %v (%d): want true, false, two a node each", onCPU.NICsOnCPU, onCPU.NICs, onGPU.NICsOnCPU, onGPU.NICs)
+	}
+	b200 := describe(t, "hgx-b200")
+	forced := nccl.Options{Protos: []ops.Protocol{ops.ProtoLL128, ops.ProtoSimple}}
+	otherOp := nccl.Options{OpProtos: map[ops.Op][]ops.Protocol{ops.AllGather: {ops.ProtoLL128}}}
+	for _, tc := range []struct {
+		name string
+		sys  nccl.System
+		o    nccl.Options
+		off  string // what the reason names; "" when LL128 is on
+	}{
+		{"PCIe", pcie, nccl.Options{}, "NVLink"},
+		{"PCIe, an entry for all-gather", pcie, otherOp, "NVLink"},
+		{"PCIe, NCCL_PROTO names it", pcie, forced, ""},
+		{"NVLink", describe(t, "dgx-h100"), nccl.Options{}, ""},
+		{"NICs on the CPU", onCPU, nccl.Options{}, "PCIe switch"},
+		{"NICs on the CPU, NCCL_PROTO names it", onCPU, forced, ""},
+		{"NICs on a GPU", onGPU, nccl.Options{}, ""},
+		{"Blackwell, 2.23", b200, nccl.Options{Version: 223}, "Volta, Ampere and Hopper"},
+		{"Blackwell, 2.23, NCCL_PROTO names it", b200, nccl.Options{Version: 223, Protos: forced.Protos}, ""},
+		{"Blackwell, 2.25", b200, nccl.Options{Version: 225}, ""},
+		{"Hopper, 2.18", describe(t, "dgx-h100"), nccl.Options{Version: 218}, ""},
+		{"Ampere, 2.18", describe(t, "dgx-a100"), nccl.Options{Version: 218}, ""},
+	} {
+		for _, a := range []nccl.Algo{nccl.Ring, nccl.Tree} {
+			e := estimate(t, tc.sys, ops.AllReduce, 1<<20, a, ops.ProtoLL128, tc.o)
+			switch {
+			case tc.off == "" && e.Off != "":
+				t.Errorf("%s: %v/LL128 is off (%s), want on", tc.name, a, e.Off)
+			case tc.off != "" && !strings.Contains(e.Off, tc.off):
+				t.Errorf("%s: %v/LL128 off for %q, want a reason naming %q", tc.name, a, e.Off, tc.off)
+			}
+		}
+		if tc.off == "" {
+			continue
+		}
+		// Where it is off the tuner never picks it.
+		for bytes := int64(8); bytes <= 1<<30; bytes *= 4 {
+			c, err := nccl.Tune(tc.sys, ops.AllReduce, bytes, tc.o)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if c.Protocol == ops.ProtoLL128 {
+				t.Errorf("%s: the tuner picks %v at %d bytes", tc.name, c, bytes)
+			}
+		}
+	}
+}
