@@ -52,11 +52,7 @@ func twoNodes(t *testing.T, nicEnds ...string) nccl.System {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := nccl.Describe(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return describeTopology(t, topo)
 }
 
 // TestLL128IsOffWhereNCCLLeavesItOff: NCCL turns LL128 on by default only

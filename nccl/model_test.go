@@ -19,6 +19,12 @@ func describe(t *testing.T, spec string) nccl.System {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return describeTopology(t, topo)
+}
+
+// describeTopology is what NCCL's search sees of topo.
+func describeTopology(t *testing.T, topo *topology.Topology) nccl.System {
+	t.Helper()
 	s, err := nccl.Describe(topo)
 	if err != nil {
 		t.Fatal(err)
