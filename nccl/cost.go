@@ -206,11 +206,23 @@ func busBandwidth(s System, op ops.Op, a Algo, p int, g graph, v Version) float6
 			}
 			bus = min(bus*f, ch*perChMaxTreeLL128Bws[row][col])
 		}
+		if s.PerNode == 1 && v >= v2_19 {
+			// One GPU a node makes the search's tree a plain tree
+			// (search.cc), which NCCL's model slows.
+			bus *= 0.85
+		}
 	case PAT:
-		bus *= 0.75
+		if v < v2_24 {
+			bus *= 0.85
+		} else {
+			bus *= 0.75
+		}
 	case CollNetDirect, CollNetChain:
-		if op == ops.AllGather || op == ops.ReduceScatter {
+		switch {
+		case op == ops.AllGather || op == ops.ReduceScatter:
 			bus = float64(s.PerNode) * min(g.intra, 0.9*g.inter)
+		case a == CollNetDirect && s.Arch.SM() >= 90:
+			bus *= 0.85
 		}
 	case NVLS, NVLSTree:
 		per := g.intra * g.nvlsEfficiency * (ch - 1) / ch
@@ -258,9 +270,16 @@ func ll128Factor(s System, v Version) float64 {
 }
 
 // busToAlg turns bus bandwidth into the bandwidth the time divides by.
-func busToAlg(s System, op ops.Op, a Algo) float64 {
+func busToAlg(s System, op ops.Op, a Algo, v Version) float64 {
 	switch a {
-	case Ring, NVLS, NVLSTree:
+	case NVLS, NVLSTree:
+		if (op == ops.AllGather || op == ops.ReduceScatter) && v >= V2_23 {
+			// From 2.23 NCCL converts only rings' all-gather and
+			// reduce-scatter.
+			return 1
+		}
+		return float64(s.Ranks) / float64(ringSteps(op, s.Ranks))
+	case Ring:
 		return float64(s.Ranks) / float64(ringSteps(op, s.Ranks))
 	case Tree, CollNetDirect, CollNetChain:
 		if op == ops.AllReduce {

@@ -349,6 +349,7 @@ func clampCTAs(n int, o Options) int {
 const (
 	v2_19 Version = 219
 	v2_20 Version = 220
+	v2_24 Version = 224
 	v2_25 Version = 225
 )
 

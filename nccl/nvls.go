@@ -116,7 +116,7 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64, o Options) int64 {
 	chunk := min(int64(o.simpleStep()), n.chunk)
 	if a == NVLSTree {
 		ladder, chunk = []rung{{32, 256 << 10}, {16, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}}, n.treeChunk
-	} else if s.Nodes > 1 && o.version() >= v2_20 && busBandwidth(s, ops.AllReduce, NVLS, simple, bandwidths(s, NVLS), o.version())*busToAlg(s, ops.AllReduce, NVLS) < 150 {
+	} else if s.Nodes > 1 && o.version() >= v2_20 && busBandwidth(s, ops.AllReduce, NVLS, simple, bandwidths(s, NVLS), o.version())*busToAlg(s, ops.AllReduce, NVLS, o.version()) < 150 {
 		chunk = min(chunk, 32<<10)
 	}
 	heads := int64(max(1, channels) * s.PerNode)

@@ -264,7 +264,7 @@ func channelSpeeds(s System, spec ops.Spec, a Algo, p int, o Options) (alone, ea
 	one.channels = 1
 	all, alone := busBandwidth(s, spec.Op, a, p, g, v), busBandwidth(s, spec.Op, a, p, one, v)
 	if a == Tree {
-		all, alone = all*busToAlg(s, spec.Op, a), alone*busToAlg(s, spec.Op, a)
+		all, alone = all*busToAlg(s, spec.Op, a, v), alone*busToAlg(s, spec.Op, a, v)
 	}
 	if !finite(all) || !finite(alone) || !(alone > 0) {
 		return 0, 0, false

@@ -33,9 +33,9 @@ type System struct {
 	// NICsOnCPU: a node's NICs hang off a host CPU, not its GPUs, so
 	// a GPU reaches the network through the CPU (NCCL's PHB path).
 	NICsOnCPU bool
-	// NVLSCapable: the node's NVSwitch reduces (NVLink SHARP); SHARP: the
-	// network's switches do (CollNet).
-	NVLSCapable, SHARP bool
+	// NVSwitch: a GPU's NVLinks go to a switch; NVLSCapable: that switch
+	// reduces (NVLink SHARP); SHARP: the network's switches do (CollNet).
+	NVSwitch, NVLSCapable, SHARP bool
 }
 
 // nicPathBW is what the path from a GPU to its NIC carries in GB/s, as
@@ -145,8 +145,9 @@ func (s *System) readGPU(t *topology.Topology, g int) {
 		}
 		other := l.A + l.B - g
 		s.LinkBW += l.BW
-		if n := t.Nodes[other]; n.Kind == topology.Switch && n.ReduceBW > 0 {
-			s.NVLSCapable = true
+		if n := t.Nodes[other]; n.Kind == topology.Switch {
+			s.NVSwitch = true
+			s.NVLSCapable = s.NVLSCapable || n.ReduceBW > 0
 		}
 	}
 	if rate := s.Arch.NVLinkRate(); rate > 0 && s.LinkBW > 0 {

@@ -314,7 +314,7 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el ele
 	coll := collChannels(s, o)
 	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), coll)
 	e.BusBW = busBandwidth(s, op, a, p, bw, o.version())
-	e.AlgBW = e.BusBW * busToAlg(s, op, a)
+	e.AlgBW = e.BusBW * busToAlg(s, op, a, o.version())
 	if !finite(e.AlgBW) {
 		e.Off = "no bandwidth"
 		return e
@@ -456,6 +456,9 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 			return "CollNet runs Simple only"
 		case off != "":
 			return off
+		case a == CollNetDirect && !s.NVSwitch:
+			// tuning.cc: no NVSwitch in the topology, no CollNet direct.
+			return "CollNet direct needs the GPUs of a node on an NVSwitch"
 		case s.PerNode > maxDirectArity && (a == CollNetDirect || o.version() >= V2_28):
 			// enqueue.cc: direct from 2.23, chain from 2.28.
 			return fmt.Sprintf("%v runs on nodes of up to %d GPUs", a, maxDirectArity)
@@ -466,6 +469,8 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 			return "PAT came in NCCL 2.23"
 		case o.NoPAT:
 			return "PAT is disabled (NCCL_PAT_ENABLE=0)"
+		case p != simple:
+			return "PAT runs Simple only"
 		case s.PerNode != 1:
 			return "PAT needs one GPU per node"
 		}

@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -111,5 +112,59 @@ func TestLL128IsOffWhereNCCLLeavesItOff(t *testing.T) {
 				t.Errorf("%s: the tuner picks %v at %d bytes", tc.name, c, bytes)
 			}
 		}
+	}
+}
+
+// TestBandwidthRefinementsAreTuningCCs: the refinements NCCL's model
+// makes to a bus bandwidth, and its conversion to an algorithm
+// bandwidth, by release (tuning.cc): a plain tree (one GPU a node) at
+// 0.85 from 2.19; PAT at 0.85 in 2.23 and 0.75 from 2.24; CollNet
+// direct's all-reduce at 0.85 on Hopper and later, where chain's is not,
+// and direct only where GPUs meet on an NVSwitch;
+// and no conversion for all-gather and reduce-scatter but on rings from
+// 2.23, so NVLS's algorithm bandwidth is its bus bandwidth.
+func TestBandwidthRefinementsAreTuningCCs(t *testing.T) {
+	oneGPU, eightGPUs := describe(t, "cluster:8x1,arch=hopper"), describe(t, "cluster:2x8,arch=hopper")
+	at := func(v nccl.Version) nccl.Options { return nccl.Options{Version: v} }
+	ratio := func(s nccl.System, op ops.Op, a nccl.Algo, o1, o2 nccl.Options) float64 {
+		return estimate(t, s, op, 1<<30, a, ops.ProtoSimple, o1).BusBW / estimate(t, s, op, 1<<30, a, ops.ProtoSimple, o2).BusBW
+	}
+	for _, tc := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"a tree of one GPU a node, 2.19 against 2.18", ratio(oneGPU, ops.AllReduce, nccl.Tree, at(219), at(218)), 0.85},
+		{"a tree of 8 GPUs a node, 2.19 against 2.18", ratio(eightGPUs, ops.AllReduce, nccl.Tree, at(219), at(218)), 1},
+		{"PAT, 2.23 against 2.24", ratio(oneGPU, ops.AllGather, nccl.PAT, at(223), at(224)), 0.85 / 0.75},
+	} {
+		if math.Abs(tc.got-tc.want) > 1e-9 {
+			t.Errorf("%s: bus bandwidth ×%.4f, want ×%.4f", tc.name, tc.got, tc.want)
+		}
+	}
+	for _, arch := range []string{"hopper", "ampere"} {
+		s := describe(t, "cluster:2x8,sharp=inf,arch="+arch)
+		direct := estimate(t, s, ops.AllReduce, 1<<30, nccl.CollNetDirect, ops.ProtoSimple, nccl.Options{})
+		chain := estimate(t, s, ops.AllReduce, 1<<30, nccl.CollNetChain, ops.ProtoSimple, nccl.Options{})
+		want := map[string]float64{"hopper": 0.85, "ampere": 1}[arch]
+		if direct.Off != "" || chain.Off != "" || math.Abs(direct.BusBW/chain.BusBW-want) > 1e-9 {
+			t.Errorf("%s: CollNet direct %.1f GB/s (%s), chain %.1f (%s): want direct ×%v of chain", arch, direct.BusBW, direct.Off, chain.BusBW, chain.Off, want)
+		}
+	}
+	noNVSwitch := describe(t, "cluster:2x8,sharp=inf,arch=hopper")
+	noNVSwitch.NVSwitch = false
+	if e := estimate(t, noNVSwitch, ops.AllReduce, 1<<30, nccl.CollNetDirect, ops.ProtoSimple, nccl.Options{}); !strings.Contains(e.Off, "NVSwitch") {
+		t.Errorf("no NVSwitch: CollNet direct is %q, want off for want of one", e.Off)
+	}
+	b200 := describe(t, "hgx-b200")
+	for _, v := range []nccl.Version{223, 230} {
+		for _, op := range []ops.Op{ops.AllGather, ops.ReduceScatter} {
+			if e := estimate(t, b200, op, 1<<30, nccl.NVLS, ops.ProtoSimple, at(v)); e.Off != "" || e.AlgBW != e.BusBW {
+				t.Errorf("NVLS %v, %v: algorithm bandwidth %.1f GB/s, bus %.1f (%s): want equal", op, v, e.AlgBW, e.BusBW, e.Off)
+			}
+		}
+	}
+	if e := estimate(t, b200, ops.AllReduce, 1<<30, nccl.NVLS, ops.ProtoSimple, at(230)); math.Abs(e.AlgBW/e.BusBW-8.0/14) > 1e-9 {
+		t.Errorf("NVLS all-reduce: algorithm bandwidth %.1f GB/s of bus %.1f, want 8/14 of it", e.AlgBW, e.BusBW)
 	}
 }
