@@ -99,7 +99,8 @@ func TestCollNetRunsWhereNCCLPicksIt(t *testing.T) {
 // switch all-reduces between nodes, the NVSwitch multicasts), faster
 // than NCCL's model says (its NVLS bandwidth across nodes is the lesser
 // of the NVLink and network figures it found; the simulator's links and
-// switches here are unbounded but the NICs): 0.5 to 1.25 of it.
+// switches here are unbounded but the NICs, and its search's 8 channels
+// of 40 GB/s, not the 16 NVLS launches, price it): 0.45 to 1.25 of it.
 func TestNVLSAcrossNodesRunsOverCollNet(t *testing.T) {
 	c, tp := simtest.World(t, "cluster:4x8,arch=hopper,sharp=inf,nvls=inf", sim.Config{TimingOnly: true})
 	tu, err := nccl.NewTuner(tp, nccl.Options{})
@@ -114,8 +115,8 @@ func TestNVLSAcrossNodesRunsOverCollNet(t *testing.T) {
 		t.Fatalf("64 MiB: planned %s for %v, NCCL %v; want NVLS across nodes of 8", plan.Algo, choice.Estimate, choice.NCCL)
 	}
 	got := simtest.Time(t, c, plan)
-	if ratio := got * 1e6 / choice.TimeUS; !(ratio >= 0.5 && ratio <= 1.25) {
-		t.Errorf("64 MiB: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want 0.5 to 1.25)", got*1e6, choice.TimeUS, ratio)
+	if ratio := got * 1e6 / choice.TimeUS; !(ratio >= 0.45 && ratio <= 1.25) {
+		t.Errorf("64 MiB: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want 0.45 to 1.25)", got*1e6, choice.TimeUS, ratio)
 	}
 }
 

@@ -29,9 +29,7 @@ func bandwidths(s System, a Algo) graph {
 	var g graph
 	switch a {
 	case NVLS, NVLSTree:
-		g.channels = nvlsChannels(s.Arch, s.Nodes)
-		g.intra = s.IntraBW / float64(g.channels)
-		g.nvlsEfficiency = nvlsEfficiency(s.Arch)
+		return nvlsGraph(s)
 	default:
 		g.channels, g.intra = searchChannels(s.Arch, s.IntraBW)
 	}
@@ -225,26 +223,44 @@ func busBandwidth(s System, op ops.Op, a Algo, p int, g graph, v Version) float6
 			bus *= 0.85
 		}
 	case NVLS, NVLSTree:
-		per := g.intra * g.nvlsEfficiency * (ch - 1) / ch
-		switch op {
-		case ops.AllReduce:
-			per *= 2
-		case ops.AllGather, ops.ReduceScatter:
-			per *= float64(s.PerNode-1) / float64(s.PerNode)
-		}
-		if s.Nodes > 1 {
-			capInter := g.inter
-			if a == NVLSTree && s.Nodes <= 2 {
-				capInter *= 2
-			}
-			per = min(per, capInter)
-		}
-		if a == NVLSTree {
-			per = min(per, perChMaxNVLSTreeBws[row][col])
-		}
-		bus = ch * per
+		bus = ch * nvlsChannelBW(s, op, a, g, v, perChMaxNVLSTreeBws[row][col])
 	}
 	return bus
+}
+
+// nvlsChannelBW is what NCCL's model gives each channel of its NVLS
+// search, by release: from 2.28 the NVSwitch's efficiency, all-reduce's
+// two pipelined passes and the head's own share, under bwInter (twice it
+// for NVLSTree on two nodes) and NVLSTree's cap; before, the lesser of
+// bwIntra and bwInter (half bwInter for NVLSTree past two nodes, and
+// from 2.27 NVLS's all-gather and reduce-scatter at (ppn-1)/ppn of
+// bwIntra and 0.9 of bwInter).
+func nvlsChannelBW(s System, op ops.Op, a Algo, g graph, v Version, treeCap float64) float64 {
+	ch, ppn := float64(g.channels), float64(s.PerNode)
+	allReduce := op == ops.AllReduce
+	if v < V2_28 {
+		switch {
+		case a == NVLSTree && s.Nodes > 2:
+			return min(g.intra, g.inter/2)
+		case a == NVLS && !allReduce && v >= V2_27:
+			return min(g.intra*(ppn-1)/ppn, 0.9*g.inter)
+		}
+		return min(g.intra, g.inter)
+	}
+	intra := g.intra * g.nvlsEfficiency * (ch - 1) / ch
+	if allReduce {
+		intra *= 2
+	} else {
+		intra *= (ppn - 1) / ppn
+	}
+	inter := g.inter
+	if a == NVLSTree && s.Nodes <= 2 {
+		inter *= 2
+	}
+	if a == NVLSTree {
+		return min(intra, inter, treeCap)
+	}
+	return min(intra, inter)
 }
 
 // llFactor is Ring LL's share of the bus bandwidth: 0.5 (LL moves 8 data
@@ -273,12 +289,19 @@ func ll128Factor(s System, v Version) float64 {
 func busToAlg(s System, op ops.Op, a Algo, v Version) float64 {
 	switch a {
 	case NVLS, NVLSTree:
-		if (op == ops.AllGather || op == ops.ReduceScatter) && v >= V2_23 {
+		switch {
+		case (op == ops.AllGather || op == ops.ReduceScatter) && v >= V2_23:
 			// From 2.23 NCCL converts only rings' all-gather and
 			// reduce-scatter.
 			return 1
+		case v >= V2_28:
+			return float64(s.Ranks) / float64(ringSteps(op, s.Ranks))
+		case v >= v2_19:
+			return 5.0 / 6
+		case a == NVLS:
+			return 0.75
 		}
-		return float64(s.Ranks) / float64(ringSteps(op, s.Ranks))
+		return 0.7 * float64(s.Nodes) / float64(2*(s.Nodes-1))
 	case Ring:
 		return float64(s.Ranks) / float64(ringSteps(op, s.Ranks))
 	case Tree, CollNetDirect, CollNetChain:

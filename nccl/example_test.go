@@ -25,7 +25,7 @@ func ExampleTuner() {
 	}
 	// Output:
 	// 8 B: simulate ring/LL/1ch, 15.0 µs by NCCL's model; NCCL itself would run ring/LL/1ch, 15.0 µs
-	// 1073741824 B: simulate nvls/Simple/16ch, 3204.6 µs by NCCL's model; NCCL itself would run nvls/Simple/16ch, 3204.6 µs
+	// 1073741824 B: simulate nvls/Simple/16ch, 3972.6 µs by NCCL's model; NCCL itself would run nvls/Simple/16ch, 3972.6 µs
 }
 
 // FromEnv reads the environment an NCCL run had, as NCCL reads it, into

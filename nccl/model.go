@@ -353,17 +353,6 @@ const (
 	v2_25 Version = 225
 )
 
-// nvlsChannels is NVLS's channel count (nvls.cc:155-213).
-func nvlsChannels(a topology.Arch, nodes int) int {
-	if a == topology.Blackwell {
-		if nodes > 1 {
-			return 32
-		}
-		return 24
-	}
-	return 16
-}
-
 // netOverhead is the per-step network overhead in µs on several nodes
 // (tuning.cc:225-233): 1 on Intel and others, 2 on AMD.
 func netOverhead(c topology.CPUVendor) float64 {

@@ -209,3 +209,51 @@ func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, int64(o.simpleStep())), launch+treeDip(s, spec, c, simple, o)
 	return plan, nil
 }
+
+// nvlsGraph is NCCL's NVLS search (search.cc, ncclTopoSearchTryNvls and
+// ncclTopoCompute), which its model prices NVLS and NVLSTree by; the
+// channels NVLS launches are nvlsSetup's. A channel is a head GPU that
+// pulls from the NVSwitch twice its speed, every other GPU of the node
+// once, so a head's NVLinks carry channels + 1 speeds. On one node every
+// GPU is a head (up to 32); across nodes each head has a NIC of its
+// own, whose path from the GPU carries the speed, and the search keeps,
+// from the first ladder speed down to half of the best, the speed with
+// the most channels. Its second pass raises bwInter up the ladder while
+// it is under twice bwIntra and the NICs carry it. On 8 H100s: 8
+// channels of 40 GB/s, bwInter 60.
+func nvlsGraph(s System) graph {
+	g := graph{nvlsEfficiency: nvlsEfficiency(s.Arch)}
+	ladder, heads := speedLadder(s.Arch), min(maxNVLSArity, s.PerNode)
+	carries := func(float64) bool { return true }
+	if s.Nodes > 1 {
+		ladder = interLadder(s.Arch)
+		heads = min(heads, s.NICs)
+		if s.NICsOnCPU {
+			heads = 0 // no NIC is a GPU's own
+		}
+		path := s.nicPathBW()
+		carries = func(sp float64) bool { return sp <= path }
+	}
+	fit := func(sp float64) int { return min(heads, int(s.IntraBW/sp+1e-9)-1) }
+	best := -1
+	for i, sp := range ladder {
+		if best >= 0 && sp/ladder[best] <= 0.49 {
+			break
+		}
+		// One node's search must pull from every GPU alike.
+		if !carries(sp) || s.Nodes == 1 && fit(sp) < heads {
+			continue
+		}
+		if best < 0 || fit(sp) > fit(ladder[best]) {
+			best = i
+		}
+	}
+	if best < 0 || fit(ladder[best]) < 1 {
+		return g
+	}
+	g.channels, g.intra, g.inter = fit(ladder[best]), ladder[best], ladder[best]
+	for i := best; i > 0 && g.inter < 2*g.intra && carries(ladder[i-1]); i-- {
+		g.inter = ladder[i-1]
+	}
+	return g
+}

@@ -168,3 +168,35 @@ func TestBandwidthRefinementsAreTuningCCs(t *testing.T) {
 		t.Errorf("NVLS all-reduce: algorithm bandwidth %.1f GB/s of bus %.1f, want 8/14 of it", e.AlgBW, e.BusBW)
 	}
 }
+
+// TestNVLSIsPricedByNCCLsSearch: NCCL's model prices NVLS and NVLSTree by
+// its NVLS search's graph (a channel a head GPU, each head's NVLinks
+// carrying channels + 1 speeds; across nodes a head a NIC), not by the
+// channels NVLS launches. On 8 H100s that is 8 channels of 40 GB/s and
+// bus bandwidth 476 GB/s (algorithm 272), what NCCL's maintainer gives
+// for NVLS on 8 H100s (busBw ~480, algBw ~275: nccl-tests issue 212);
+// before 2.28 the lesser of bwIntra and bwInter, with 5/6 for the
+// algorithm bandwidth and NVLSTree past two nodes at half bwInter.
+func TestNVLSIsPricedByNCCLsSearch(t *testing.T) {
+	for _, tc := range []struct {
+		topo     string
+		algo     nccl.Algo
+		v        nccl.Version
+		bus, alg float64
+	}{
+		{"dgx-h100", nccl.NVLS, 230, 8 * 40 * 0.85 * 7 / 8 * 2, 476.0 * 8 / 14},
+		{"hgx-b200", nccl.NVLS, 230, 8 * 90, 720.0 * 8 / 14}, // bwInter 90 under 80 × 0.74 × 7/8 × 2
+		{"gb200-nvl72", nccl.NVLS, 230, 32 * 20 * 0.74 * 31 / 32 * 2, 917.6 * 72 / 142},
+		{"dgx-h100x2", nccl.NVLSTree, 230, 8 * 57.7, 461.6 * 16 / 30}, // NVLSTree's cap on 2 nodes
+		{"dgx-b200x2", nccl.NVLSTree, 230, 8 * 48 * 0.74 * 7 / 8 * 2, 497.28 * 16 / 30},
+		{"dgx-h100x8", nccl.NVLSTree, 230, 8 * 45.5, 364.0 * 64 / 126},
+		{"dgx-h100", nccl.NVLS, 226, 8 * 40, 320.0 * 5 / 6},
+		{"dgx-h100x2", nccl.NVLSTree, 226, 8 * 40, 320.0 * 5 / 6},
+		{"dgx-h100x4", nccl.NVLSTree, 226, 8 * 24, 192.0 * 5 / 6},
+	} {
+		e := estimate(t, describe(t, tc.topo), ops.AllReduce, 1<<30, tc.algo, ops.ProtoSimple, nccl.Options{Version: tc.v})
+		if e.Off != "" || math.Abs(e.BusBW-tc.bus) > 0.05 || math.Abs(e.AlgBW-tc.alg) > 0.05 {
+			t.Errorf("%s %v %v: bus %.2f, algorithm %.2f GB/s (%s); want %.2f, %.2f", tc.topo, tc.algo, tc.v, e.BusBW, e.AlgBW, e.Off, tc.bus, tc.alg)
+		}
+	}
+}

@@ -310,6 +310,10 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el ele
 		return e
 	}
 	bw := bandwidths(s, a)
+	if (a == NVLS || a == NVLSTree) && bw.channels < 2 {
+		e.Off = "NCCL's NVLS search finds fewer than 2 heads (a GPU with a NIC of its own, across nodes)"
+		return e
+	}
 	e.Channels = bw.channels
 	coll := collChannels(s, o)
 	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), coll)
