@@ -181,28 +181,28 @@ func busBandwidth(s System, op ops.Op, a Algo, p int, g graph, v Version) float6
 		bw = g.inter
 	}
 	bus := ch * bw
-	row, col := archRow(s.Arch), nodesColumn(s.Nodes)
+	row, col, caps := archRow(s.Arch), nodesColumn(s.Nodes), capsOf(v)
 	switch a {
 	case Ring:
 		switch p {
 		case ll:
-			bus = min(llMaxBw(s), llFactor(s, op, v)*bus)
+			bus = min(llMaxBw(s, v), llFactor(s, op, v)*bus)
 		case ll128:
-			bus = min(ll128Factor(s, v)*bus, ch*perChMaxRingLL128Bws[row][col])
+			bus = min(ll128Factor(s, v)*bus, ch*caps.ringLL128[row][col])
 		}
 	case Tree:
 		if op == ops.AllReduce {
-			bus = min(0.92*bus, ch*perChMaxTreeBws[row][col])
+			bus = min(0.92*bus, ch*caps.tree[row][col])
 		}
 		switch p {
 		case ll:
-			bus = min(bus/3.8, llMaxBw(s))
+			bus = min(bus/3.8, llMaxBw(s, v))
 		case ll128:
 			f := 120.0 / 128
 			if s.Nodes == 1 {
 				f = 7.0 / 9
 			}
-			bus = min(bus*f, ch*perChMaxTreeLL128Bws[row][col])
+			bus = min(bus*f, ch*caps.treeLL128[row][col])
 		}
 		if s.PerNode == 1 && v >= v2_19 {
 			// One GPU a node makes the search's tree a plain tree
@@ -223,7 +223,7 @@ func busBandwidth(s System, op ops.Op, a Algo, p int, g graph, v Version) float6
 			bus *= 0.85
 		}
 	case NVLS, NVLSTree:
-		bus = ch * nvlsChannelBW(s, op, a, g, v, perChMaxNVLSTreeBws[row][col])
+		bus = ch * nvlsChannelBW(s, op, a, g, v, caps.nvlsTree[row][col])
 	}
 	return bus
 }

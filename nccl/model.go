@@ -133,7 +133,8 @@ var hwLat = [ops.NumPathClasses][numAlgos][numProtos]float64{
 }
 
 // Per-channel caps in GB/s by architecture (Volta, Ampere, Hopper,
-// Blackwell) and by nodes (one, two, more), tuning.cc:177-211.
+// Blackwell) and by nodes (one, two, more), 2.30's (tuning.cc:177-211;
+// capsOf gives other releases').
 type capTable [4][3]float64
 
 var (
@@ -143,6 +144,38 @@ var (
 	perChMaxTreeBws      = capTable{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}
 	perChMaxNVLSTreeBws  = capTable{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}}
 )
+
+// capSet is one release's caps: LL's total and the per-channel ones.
+type capSet struct{ llMax, ringLL128, treeLL128, tree, nvlsTree capTable }
+
+// capsOf is release v's caps (tuning.cc, by tag). Before 2.25 NCCL has
+// no Blackwell row and a Blackwell GPU takes Hopper's; 2.25 to 2.27 give
+// it twice Hopper's; 2.28 (at 2.28.9) and 2.29 their own ring LL128 and
+// NVLSTree figures. Before 2.21 Hopper's LL cap on one node is Ampere's.
+func capsOf(v Version) capSet {
+	c := capSet{llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, perChMaxNVLSTreeBws}
+	const hopper, blackwell = 2, 3
+	switch {
+	case v < v2_25:
+		for _, t := range []*capTable{&c.llMax, &c.ringLL128, &c.treeLL128, &c.tree, &c.nvlsTree} {
+			t[blackwell] = t[hopper]
+		}
+	case v < V2_28:
+		c.ringLL128[blackwell] = [3]float64{2 * 36.7, 2 * 36.7, 2 * 36.7}
+		c.treeLL128[blackwell] = [3]float64{2 * 36.7, 2 * 36.7, 2 * 29.0}
+		c.tree[blackwell] = [3]float64{2 * 38.7, 2 * 41.4, 2 * 36.0}
+	case v < v2_29:
+		c.ringLL128[blackwell] = [3]float64{2 * 36.7, 34.6, 2 * 36.7}
+		c.nvlsTree[blackwell][2] = 43.8
+	case v < V2_30:
+		c.ringLL128[blackwell] = [3]float64{34.5, 34.6, 34.5}
+		c.nvlsTree[blackwell][2] = 43.8
+	}
+	if v < V2_21 {
+		c.llMax[hopper] = c.llMax[1]
+	}
+	return c
+}
 
 // archRow is an architecture's row in the cap tables (Hopper when the
 // fabric does not say).
@@ -351,6 +384,7 @@ const (
 	v2_20 Version = 220
 	v2_24 Version = 224
 	v2_25 Version = 225
+	v2_29 Version = 229
 )
 
 // netOverhead is the per-step network overhead in µs on several nodes
@@ -364,7 +398,7 @@ func netOverhead(c topology.CPUVendor) float64 {
 
 // llMaxBw is the LL bandwidth cap in GB/s: by architecture on one node,
 // by CPU vendor (Intel row 0, AMD row 1) on several (tuning.cc:268-272).
-func llMaxBw(s System) float64 {
+func llMaxBw(s System, v Version) float64 {
 	row := archRow(s.Arch)
 	if s.Nodes > 1 {
 		row = 0
@@ -372,7 +406,7 @@ func llMaxBw(s System) float64 {
 			row = 1
 		}
 	}
-	return llMaxBws[row][nodesColumn(s.Nodes)]
+	return capsOf(v).llMax[row][nodesColumn(s.Nodes)]
 }
 
 // finite reports whether x is a usable positive number.

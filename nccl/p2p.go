@@ -262,7 +262,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if p == ll {
 		// What NCCL's ring model gives LL, its share of the channels'
 		// bandwidth under the LL cap, at the p2p transfer's threads.
-		rate = min(llMaxBw(s), llFactor(s, spec.Op, v)*rate) * p2pLLThreadShare
+		rate = min(llMaxBw(s, v), llFactor(s, spec.Op, v)*rate) * p2pLLThreadShare
 	}
 	w.Rate = m.channelBound(s, rate*1e9, channels) * orOne(m.Bandwidth[p])
 	// A p2p connection's buffer is NCCL_STEPS p2p chunks (LL's lines

@@ -200,3 +200,23 @@ func TestNVLSIsPricedByNCCLsSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestCapsFollowTheRelease: NCCL's per-channel caps by release, as a ring
+// LL128 on two nodes of 8 B200s meets them (8 search channels of 48
+// GB/s, 353 GB/s at LL128's 0.92 before its cap): Hopper's 36.7 a
+// channel before 2.25, twice it in 2.25 to 2.27, 34.6 on two nodes in
+// 2.28 and 2.29, 40 in 2.30.
+func TestCapsFollowTheRelease(t *testing.T) {
+	s := describe(t, "dgx-b200x2")
+	for _, tc := range []struct {
+		v   nccl.Version
+		bus float64
+	}{{224, 8 * 36.7}, {225, 8 * 48 * 0.92}, {227, 8 * 48 * 0.92}, {228, 8 * 34.6}, {229, 8 * 34.6}, {230, 8 * 40}} {
+		// NCCL_PROTO names LL128, which 2.24 leaves off on Blackwell.
+		o := nccl.Options{Version: tc.v, Protos: []ops.Protocol{ops.ProtoLL128}}
+		e := estimate(t, s, ops.AllGather, 1<<30, nccl.Ring, ops.ProtoLL128, o)
+		if e.Off != "" || math.Abs(e.BusBW-tc.bus) > 1e-6 {
+			t.Errorf("%v: ring/LL128 bus bandwidth %.2f GB/s (%s), want %.2f", tc.v, e.BusBW, e.Off, tc.bus)
+		}
+	}
+}
