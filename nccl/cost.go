@@ -77,11 +77,11 @@ func intraLatency(s System, a Algo, p int, v Version) float64 {
 }
 
 // interLatency is NCCL's per-hop latency of algorithm a with protocol p
-// across nodes, in µs; with one GPU per node the tree's ("with ppn=1
-// latencies are fully exposed, use the Tree network latency",
-// tuning.cc).
+// across nodes, in µs; with one GPU per node, from 2.23, the tree's
+// ("with ppn=1 latencies are fully exposed, use the Tree network
+// latency", tuning.cc).
 func interLatency(s System, a Algo, p int, v Version) float64 {
-	if s.PerNode == 1 {
+	if s.PerNode == 1 && v >= V2_23 {
 		a = Tree
 	}
 	return hwLatency(ops.PathNet, a, p, v)
@@ -125,11 +125,16 @@ func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channel
 			break
 		}
 		steps, crossings := ringSteps(op, s.Ranks), 0
-		if s.Nodes > 1 {
+		switch {
+		case s.Nodes == 1:
+		case op == ops.AllReduce && v < V2_23:
+			// Up to 2.22 NCCL counts an all-reduce's ring 2·nNodes
+			// network steps, where it crosses 2(nNodes-1) times.
+			crossings = 2 * s.Nodes
+		case op == ops.AllReduce:
+			crossings = 2 * (s.Nodes - 1)
+		default:
 			crossings = s.Nodes - 1
-			if op == ops.AllReduce {
-				crossings *= 2
-			}
 		}
 		lat = base + float64(steps-crossings)*intra + float64(crossings)*inter
 		if s.Nodes > 1 && op == ops.AllReduce && p == simple && float64(bytes)/float64(channels*s.Ranks) >= 64 {

@@ -220,3 +220,28 @@ func TestCapsFollowTheRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestOlderReleasesPriceRingsAsTheirSource: up to 2.22 NCCL counts a
+// ring all-reduce 2·nNodes network steps (2(nNodes-1) from 2.23), and
+// only from 2.23 does one GPU a node take the tree's network latency.
+func TestOlderReleasesPriceRingsAsTheirSource(t *testing.T) {
+	lat := func(topo string, v nccl.Version) float64 {
+		return estimate(t, describe(t, topo), ops.AllReduce, 1<<10, nccl.Ring, ops.ProtoLL, nccl.Options{Version: v}).LatencyUS
+	}
+	// Two nodes of 8 H100s on Intel hosts: 2 more network steps of 2.7 µs
+	// in place of 2 steps within a node, each at least the hosts' 1 µs.
+	if got, want := lat("dgx-h100x2", 222)-lat("dgx-h100x2", 223), 2*(2.7-1.0); math.Abs(got-want) > 1e-9 {
+		t.Errorf("two nodes: 2.22's ring all-reduce latency exceeds 2.23's by %.3f µs, want %.3f", got, want)
+	}
+	// Eight nodes of one GPU: 2.23 on takes the tree's LL hop (5 µs) for
+	// each of 14 crossings; 2.22 the ring's (2.7) for 16, and 2 steps
+	// fewer within a node.
+	one := describe(t, "cluster:8x1,arch=hopper")
+	const intra = 1.0 // the hosts' network overhead, above NVLink's LL hop (0.6)
+	if got, want := lat("cluster:8x1,arch=hopper", 223), 6.6+14*5.0; math.Abs(got-want) > 1e-9 {
+		t.Errorf("%v, 2.23: %.3f µs, want %.3f", one, got, want)
+	}
+	if got, want := lat("cluster:8x1,arch=hopper", 222), 6.6+16*2.7-2*intra; math.Abs(got-want) > 1e-9 {
+		t.Errorf("%v, 2.22: %.3f µs, want %.3f", one, got, want)
+	}
+}
