@@ -147,12 +147,17 @@ func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channel
 	case CollNetChain:
 		lat = base + 2*(ppn-1)*intra + inter
 	case NVLS:
-		lat = intra
+		// From 2.19 NVLS's base is 0 and its NVLink hop the whole; 2.18
+		// the reverse.
+		lat = base + intra
 		if s.Nodes > 1 {
 			lat += inter
 		}
 	case NVLSTree:
-		lat = intra + 2*lg*inter
+		lat = base + intra + 2*lg*inter
+		if v < v2_19 {
+			lat = base + 2*(nodes-1)*inter
+		}
 	case PAT:
 		lat = base + lg*inter/3.5 + float64(s.Ranks)*2.8
 	}
@@ -301,11 +306,11 @@ func busToAlg(s System, op ops.Op, a Algo, v Version) float64 {
 			return 1
 		case v >= V2_28:
 			return float64(s.Ranks) / float64(ringSteps(op, s.Ranks))
-		case v >= v2_19:
+		case v >= v2_19 || a == NVLS:
 			return 5.0 / 6
-		case a == NVLS:
-			return 0.75
 		}
+		// 2.18.3, the 2.18 whose constants the model has (2.18.1's NVLS
+		// took 0.75).
 		return 0.7 * float64(s.Nodes) / float64(2*(s.Nodes-1))
 	case Ring:
 		return float64(s.Ranks) / float64(ringSteps(op, s.Ranks))
@@ -322,7 +327,7 @@ func baseLatency(a Algo, p int, v Version) float64 {
 	if a == Tree && p == simple && v < V2_23 {
 		return 0
 	}
-	if (a == NVLS || a == NVLSTree) && v < V2_21 {
+	if (a == NVLS || a == NVLSTree) && v < v2_19 {
 		return 23
 	}
 	return baseLat[a][p]
@@ -331,10 +336,16 @@ func baseLatency(a Algo, p int, v Version) float64 {
 // hwLatency is the per-hop latency of a with protocol p on a path class.
 func hwLatency(class int, a Algo, p int, v Version) float64 {
 	switch {
-	case a == Tree && p == simple && v >= V2_21 && v < V2_23:
+	case a == Tree && p == simple && v >= v2_19 && v < V2_23:
 		return 28
-	case a == Tree && p == simple && v < V2_21:
-		return [...]float64{4, 6, 14}[class]
+	case a == Tree && p == simple && v < v2_19:
+		return [...]float64{4, 6, 14}[class] // 2.18.3's (2.18.1 had 28)
+	case (a == NVLS || a == NVLSTree) && class == ops.PathNVLink && v < v2_19:
+		return 0 // 2.18 has its 23 µs in the base latency
+	case (a == NVLS || a == NVLSTree) && class == ops.PathNVLink && v < V2_21:
+		return 23
+	case a == NVLSTree && class == ops.PathNet && v < v2_19:
+		return 19
 	case a == NVLSTree && class == ops.PathNet && v < V2_28:
 		return 14
 	}

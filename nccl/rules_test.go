@@ -245,3 +245,33 @@ func TestOlderReleasesPriceRingsAsTheirSource(t *testing.T) {
 		t.Errorf("%v, 2.22: %.3f µs, want %.3f", one, got, want)
 	}
 }
+
+// TestOlderReleasesHopLatencies: tuning.cc's hop and base latencies by
+// tag: a tree's Simple hop is 28 µs on every path in 2.19 to 2.22 (4, 6
+// and 14 in 2.18.3, 4, 4 and 14 from 2.23, whose base is 8.4 where the
+// older ones' is 0); NVLS costs 23 µs up to 2.20 (2.18 in its base, 2.19
+// and 2.20 in its NVLink hop) and 25 after; NVLSTree's network hop is 19
+// µs in 2.18, where its latency grows with the nodes, 14 to 2.27.
+func TestOlderReleasesHopLatencies(t *testing.T) {
+	for _, tc := range []struct {
+		topo string
+		algo nccl.Algo
+		v    nccl.Version
+		us   float64
+	}{
+		{"dgx-h100", nccl.Tree, 218, 2 * 7 * 4},
+		{"dgx-h100", nccl.Tree, 220, 2 * 7 * 28},
+		{"dgx-h100", nccl.Tree, 223, 8.4 + 2*7*4},
+		{"dgx-h100", nccl.NVLS, 218, 23},
+		{"dgx-h100", nccl.NVLS, 220, 23},
+		{"dgx-h100", nccl.NVLS, 221, 25},
+		{"dgx-h100x4", nccl.NVLSTree, 218, 23 + 2*3*19},
+		{"dgx-h100x4", nccl.NVLSTree, 220, 23 + 2*2*14},
+		{"dgx-h100x4", nccl.NVLSTree, 230, 25 + 2*2*20.9},
+	} {
+		e := estimate(t, describe(t, tc.topo), ops.AllReduce, 1<<20, tc.algo, ops.ProtoSimple, nccl.Options{Version: tc.v})
+		if e.Off != "" || math.Abs(e.LatencyUS-tc.us) > 1e-9 {
+			t.Errorf("%s %v %v: latency %.2f µs (%s), want %.2f", tc.topo, tc.algo, tc.v, e.LatencyUS, e.Off, tc.us)
+		}
+	}
+}
