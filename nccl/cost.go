@@ -26,13 +26,11 @@ type graph struct {
 // (collChannels). NCCL's model and its per-channel caps count the
 // graph's channels, whatever the environment.
 func bandwidths(s System, a Algo) graph {
-	var g graph
-	switch a {
-	case NVLS, NVLSTree:
+	if a == NVLS || a == NVLSTree {
 		return nvlsGraph(s)
-	default:
-		g.channels, g.intra = searchChannels(s.Arch, s.IntraBW)
 	}
+	var g graph
+	g.channels, g.intra = searchChannels(s.Arch, s.IntraBW)
 	ringLike := a == Ring || a == Tree
 	if ringLike && s.Nodes > 1 {
 		g.channels, g.intra = netSearchChannels(s)

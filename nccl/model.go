@@ -133,27 +133,28 @@ var hwLat = [ops.NumPathClasses][numAlgos][numProtos]float64{
 }
 
 // Per-channel caps in GB/s by architecture (Volta, Ampere, Hopper,
-// Blackwell) and by nodes (one, two, more), 2.30's (tuning.cc:177-211;
-// capsOf gives other releases').
+// Blackwell) and by nodes (one, two, more).
 type capTable [4][3]float64
-
-var (
-	llMaxBws             = capTable{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282, 90, 70}}
-	perChMaxRingLL128Bws = capTable{{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}}
-	perChMaxTreeLL128Bws = capTable{{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}
-	perChMaxTreeBws      = capTable{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}
-	perChMaxNVLSTreeBws  = capTable{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}}
-)
 
 // capSet is one release's caps: LL's total and the per-channel ones.
 type capSet struct{ llMax, ringLL128, treeLL128, tree, nvlsTree capTable }
+
+// caps230 is 2.30's caps (tuning.cc:177-211, llMaxBws and perChMax*Bws);
+// capsOf gives other releases'.
+var caps230 = capSet{
+	llMax:     capTable{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282, 90, 70}},
+	ringLL128: capTable{{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}},
+	treeLL128: capTable{{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}},
+	tree:      capTable{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}},
+	nvlsTree:  capTable{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0, 57.7, 45.5}, {0, 96.0, 80.0}},
+}
 
 // capsOf is release v's caps (tuning.cc, by tag). Before 2.25 NCCL has
 // no Blackwell row and a Blackwell GPU takes Hopper's; 2.25 to 2.27 give
 // it twice Hopper's; 2.28 (at 2.28.9) and 2.29 their own ring LL128 and
 // NVLSTree figures. Before 2.21 Hopper's LL cap on one node is Ampere's.
 func capsOf(v Version) capSet {
-	c := capSet{llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, perChMaxNVLSTreeBws}
+	c := caps230
 	const hopper, blackwell = 2, 3
 	switch {
 	case v < v2_25:

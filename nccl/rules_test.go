@@ -236,13 +236,12 @@ func TestOlderReleasesPriceRingsAsTheirSource(t *testing.T) {
 	// Eight nodes of one GPU: 2.23 on takes the tree's LL hop (5 µs) for
 	// each of 14 crossings; 2.22 the ring's (2.7) for 16, and 2 steps
 	// fewer within a node.
-	one := describe(t, "cluster:8x1,arch=hopper")
 	const intra = 1.0 // the hosts' network overhead, above NVLink's LL hop (0.6)
 	if got, want := lat("cluster:8x1,arch=hopper", 223), 6.6+14*5.0; math.Abs(got-want) > 1e-9 {
-		t.Errorf("%v, 2.23: %.3f µs, want %.3f", one, got, want)
+		t.Errorf("eight nodes of one GPU, 2.23: %.3f µs, want %.3f", got, want)
 	}
 	if got, want := lat("cluster:8x1,arch=hopper", 222), 6.6+16*2.7-2*intra; math.Abs(got-want) > 1e-9 {
-		t.Errorf("%v, 2.22: %.3f µs, want %.3f", one, got, want)
+		t.Errorf("eight nodes of one GPU, 2.22: %.3f µs, want %.3f", got, want)
 	}
 }
 
