@@ -36,7 +36,21 @@ var (
 	// them ("8 more processes have sent help message help-mtl-ofi.txt /
 	// OFI call fail"): a line that starts with a number but is no row.
 	mpiHelpRE = regexp.MustCompile(`^(?:\d+ more process(?:es)? ha(?:s|ve) sent help message |Set MCA parameter "orte_base_help_aggregate")`)
+	// nccl-tests' own comment lines without their '#', as a page that
+	// quotes a run may show them (Markdown reads a leading '#' as a
+	// heading, and authors drop it): the version and start lines, the
+	// devices, the table's header and what closes it.
+	bareCommentRE = regexp.MustCompile(`^(?:nccl-tests version |Collective test (?:starting|concluded):|nThread \d+ nGpus |Using devices$|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s|out-of-place\s+in-place|size\s+count\s+type\s|\(B\)\s+\(elements\)|Out of bounds values\s*:|Avg bus bandwidth\s*:|Reducing maxBytes )`)
 )
+
+// commented is an untagged line with its '#' back where it is one of
+// nccl-tests' comment lines quoted without it.
+func commented(t string) string {
+	if bareCommentRE.MatchString(t) {
+		return "# " + t
+	}
+	return t
+}
 
 // untag returns line without its surroundings: leading space, rank and
 // host tags and time stamps, as many as it has, in any order; "" for a

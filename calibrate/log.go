@@ -217,8 +217,10 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 // ("2024-05-01 12:00:00 ", "2024-05-01T12:00:00.123Z "), and dates
 // (date(1)'s "Wed May  1 12:00:00 UTC 2024", or a stamp alone) and banners
 // (a rule such as "=====" or "*** all_reduce ***", a shell's "+ command")
-// may stand between the rows. Any other line that is not a row or a
-// comment is an error naming it, as is a row that cannot be read.
+// may stand between the rows. nccl-tests' own comment lines are read
+// with or without their '#', which pages quoting a run often drop. Any
+// other line that is not a row or a comment is an error naming it, as is
+// a row that cannot be read.
 func ParseLog(name string, data []byte) (*Log, error) {
 	lg := &Log{}
 	var err error
@@ -250,7 +252,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	// first line.
 	piece, pieceLine := "", 0
 	for i, l := range lines {
-		t := untag(l)
+		t := commented(untag(l))
 		if at := gluedNCCLRE.FindStringIndex(t); at != nil && at[0] > 0 {
 			if head := strings.TrimSpace(t[:at[0]]); head != "" && head[0] >= '0' && head[0] <= '9' {
 				if piece == "" {

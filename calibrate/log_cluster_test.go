@@ -91,6 +91,38 @@ func TestParseLogAsClustersPrintIt(t *testing.T) {
 	}
 }
 
+// A page quoting a run may drop the '#' of nccl-tests' comment lines
+// (Markdown reads it as a heading): the log reads as the plain one,
+// its collective, ranks and columns included, and a line that only
+// looks like one of them is still refused.
+func TestParseLogBareComments(t *testing.T) {
+	plain, err := ParseLog("plain", []byte(plainLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := "nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602\n" +
+		"nThread 1 nGpus 1 minBytes 1024 maxBytes 65536 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" +
+		"Using devices\n" + strings.ReplaceAll(plainLog, "#", "") +
+		"Out of bounds values : 0 OK\n"
+	lg, err := ParseLog("bare", []byte(bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg.Op != plain.Op || lg.Ranks != plain.Ranks || lg.Type != plain.Type || lg.GPUsPerThread != 1 || len(lg.Samples) != len(plain.Samples) {
+		t.Fatalf("bare log %+v, plain %+v", lg, plain)
+	}
+	for i, s := range lg.Samples {
+		if s.Bytes != plain.Samples[i].Bytes || s.TimeUS != plain.Samples[i].TimeUS {
+			t.Errorf("row %d: %+v, want %+v", i, s, plain.Samples[i])
+		}
+	}
+	for _, line := range []string{"Using devices now", "nccl-tests", "Avg bus", "size of the run: 2"} {
+		if _, err := ParseLog("x", []byte(plainLog+line+"\n")); err == nil {
+			t.Errorf("%q: read as a comment, want an error naming it", line)
+		}
+	}
+}
+
 func sampleLines(lg *Log) []int {
 	var out []int
 	for _, s := range lg.Samples {

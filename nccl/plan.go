@@ -282,9 +282,16 @@ func channelSpeeds(s System, spec ops.Spec, a Algo, p int, o Options) (alone, ea
 // simulator's tree already pays its pipeline's fill, so the dip is added
 // as the model states it, once per collective, and not by slowing every
 // hop (which would multiply the fill as well).
+//
+// The dip is the machine's, not the release's: NCCL's model states
+// NVLSTree's on Blackwell from 2.29 on, and a run of an earlier release
+// shows it as well (a 2 × 8 B200 all-reduce with NCCL 2.26.2, held out
+// of issue #16's targets: 16–256 MiB ran 10–21% slower than NVLSTree's
+// links and switch without it). So every release's run takes the latest
+// model's dip, while the release's own model makes the choice.
 func treeDip(s System, spec ops.Spec, c Choice, p int, o Options) float64 {
 	bytes := bytesOf(spec)
-	corr := treeCorrection(s, spec.Op, c.Algo, p, bytes, o.version())
+	corr := treeCorrection(s, spec.Op, c.Algo, p, bytes, V2_30)
 	if corr >= 1 || !finite(c.AlgBW) {
 		return 0
 	}

@@ -352,7 +352,8 @@ var treeCorrectionFactor = [numProtos][24]float64{
 // below 512 MiB for trees, below 1 GiB for NVLSTree on Blackwell with x86
 // hosts (2.29 on); 1 for every
 // other choice and for sizes under 64 bytes. It sways NCCL's choice, and
-// what it adds to the time opens the plan's run (treeDip). A host CPU
+// what it adds to the time opens the plan's run (treeDip, at 2.30's rule
+// for every release). A host CPU
 // commsim does not know is taken for x86.
 func treeCorrection(s System, op ops.Op, a Algo, p int, bytes int64, v Version) float64 {
 	if op != ops.AllReduce || bytes>>6 == 0 {
