@@ -26,8 +26,13 @@ type graph struct {
 // (collChannels). NCCL's model and its per-channel caps count the
 // graph's channels, whatever the environment.
 func bandwidths(s System, a Algo) graph {
-	if a == NVLS || a == NVLSTree {
+	switch a {
+	case NVLS, NVLSTree:
 		return nvlsGraph(s)
+	case PAT:
+		// NCCL prices PAT with the tree's graph: init.cc hands the tuner
+		// treeGraph as PAT's (graphs[], in NCCL's algorithm order).
+		a = Tree
 	}
 	var g graph
 	g.channels, g.intra = searchChannels(s.Arch, s.IntraBW)

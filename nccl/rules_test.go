@@ -169,6 +169,21 @@ func TestBandwidthRefinementsAreTuningCCs(t *testing.T) {
 	}
 }
 
+// TestPATTakesTheTreesGraph: NCCL hands its tuner the tree's graph as
+// PAT's (init.cc), so on nodes of one GPU, where a tree's graph and a
+// ring's are the same past two nodes, PAT's all-gather has the ring's
+// bus bandwidth at PAT's 0.75 (2.24 on). commsim's own search for PAT
+// found 2 channels of 40 GB/s on these 800 Gb/s NICs, where the tree's
+// has 4 of 24.
+func TestPATTakesTheTreesGraph(t *testing.T) {
+	s := describe(t, "cluster:16x1,arch=blackwell,nicbw=800Gb/s")
+	pat := estimate(t, s, ops.AllGather, 1<<30, nccl.PAT, ops.ProtoSimple, nccl.Options{})
+	ring := estimate(t, s, ops.AllGather, 1<<30, nccl.Ring, ops.ProtoSimple, nccl.Options{})
+	if pat.Off != "" || ring.Off != "" || math.Abs(pat.BusBW/ring.BusBW-0.75) > 1e-9 {
+		t.Errorf("PAT %.1f GB/s (%s), ring %.1f (%s): want PAT at 0.75 of the ring", pat.BusBW, pat.Off, ring.BusBW, ring.Off)
+	}
+}
+
 // TestNVLSIsPricedByNCCLsSearch: NCCL's model prices NVLS and NVLSTree by
 // its NVLS search's graph (a channel a head GPU, each head's NVLinks
 // carrying channels + 1 speeds; across nodes a head a NIC), not by the
