@@ -1,6 +1,10 @@
 package nccl
 
-import "github.com/commsim/commsim/ops"
+import (
+	"slices"
+
+	"github.com/commsim/commsim/ops"
+)
 
 // CollNet on the simulator (ops nccl-collnet-direct and
 // nccl-collnet-chain): the network's switch (SHARP) all-reduces what each
@@ -83,4 +87,61 @@ func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Opti
 		}
 	}
 	return switchChunk(s, channels, bytes, chunk, parts, perPass, switchMaxPasses)
+}
+
+// collNetDirectGraph is NCCL's CollNet direct search from 2.22 (search.cc,
+// ncclTopoSearchTryCollnetDirect and ncclTopoCompute), which its model
+// prices direct by. A channel is a head, a GPU with a NIC of its own, up
+// to 8 a node; a head sends to and receives from each of the node's other
+// GPUs a share of its speed, so a GPU's NVLinks carry its own channel's
+// speed and a share of every other head's. The search takes the speeds of
+// the inter-node ladder that the path to a NIC carries, from the first
+// down to half of the best, and keeps the one whose heads move the most;
+// doubles fast channels up to the heads' limit (dupChannels); then, where
+// every channel still has a head of its own, raises the speed within the
+// node up the ladder while it is under twice the network's and the
+// NVLinks carry it ("increase bwIntra for trees (2 nodes or collnet)").
+// With one GPU a node the search is the tree's, on one channel. On 8
+// H100s a node with 400 Gb/s NICs: 8 channels of 48 GB/s.
+func collNetDirectGraph(s System) graph {
+	heads, most := min(maxDirectArity, s.netHeads()), min(maxDirectArity, s.PerNode)
+	carries := func(sp float64, channels int) bool {
+		if s.PerNode == 1 {
+			return true
+		}
+		others := float64(channels-1) / float64(s.PerNode-1)
+		return sp*(1+others) <= s.IntraBW+1e-9
+	}
+	fit := func(sp float64) int {
+		n := heads
+		for n > 0 && !carries(sp, n) {
+			n--
+		}
+		return n
+	}
+	ladder, path := interLadder(s.Arch), s.nicPathBW()
+	var g graph
+	for _, sp := range ladder {
+		if sp > path || fit(sp) == 0 {
+			continue
+		}
+		if g.channels > 0 && sp/g.inter <= 0.49 {
+			break
+		}
+		if n := fit(sp); float64(n)*sp > float64(g.channels)*g.inter {
+			g.channels, g.inter = n, sp
+		}
+	}
+	if g.channels == 0 {
+		return g
+	}
+	g.channels, g.inter = dupChannels(s.Arch, g.channels, g.inter, most)
+	g.intra = g.inter
+	if g.channels > heads {
+		return g
+	}
+	for i := slices.Index(ladder, atMost(ladder, g.inter)) - 1; i >= 0 && g.intra < 2*g.inter && carries(ladder[i], g.channels); i-- {
+		g.intra = ladder[i]
+	}
+	return g
 }

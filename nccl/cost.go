@@ -29,9 +29,14 @@ func bandwidths(s System, a Algo) graph {
 	switch a {
 	case NVLS, NVLSTree:
 		return nvlsGraph(s)
-	case PAT:
+	case PAT, CollNetChain, CollNetDirect:
 		// NCCL prices PAT with the tree's graph: init.cc hands the tuner
 		// treeGraph as PAT's (graphs[], in NCCL's algorithm order).
+		// CollNet chain's is a tree's search through the NICs that
+		// reduce, on the ring's channels, as the tree's is (init.cc:
+		// pattern TREE, collNet, the ring's channels at least and at
+		// most; commsim's SHARP switch takes every NIC), and before 2.22
+		// it served direct too (graphOf has direct's own from 2.22).
 		a = Tree
 	}
 	var g graph
@@ -68,6 +73,16 @@ func bandwidths(s System, a Algo) graph {
 		}
 	}
 	return g
+}
+
+// graphOf is NCCL's graph for algorithm a in release v: bandwidths',
+// but CollNet direct's own search from 2.22 (init.cc's
+// collNetDirectGraph).
+func graphOf(s System, a Algo, v Version) graph {
+	if a == CollNetDirect && v >= v2_22 {
+		return collNetDirectGraph(s)
+	}
+	return bandwidths(s, a)
 }
 
 // intraLatency is NCCL's per-hop latency of algorithm a with protocol p
@@ -232,8 +247,15 @@ func busBandwidth(s System, op ops.Op, a Algo, p int, g graph, v Version) float6
 		switch {
 		case op == ops.AllGather || op == ops.ReduceScatter:
 			bus = float64(s.PerNode) * min(g.intra, 0.9*g.inter)
-		case a == CollNetDirect && s.Arch.SM() >= 90:
-			bus *= 0.85
+		case a == CollNetDirect:
+			// "Collnet+Direct requires all GPUs to have a local NIC to
+			// work at full speed": the node's GPUs over the graph's
+			// channels, half of that ratio's excess over 1.
+			perHead := float64(s.PerNode) / ch
+			bus /= perHead - (perHead-1)/2
+			if s.Arch.SM() >= 90 {
+				bus *= 0.85
+			}
 		}
 	case NVLS, NVLSTree:
 		bus = ch * nvlsChannelBW(s, op, a, g, v, caps.nvlsTree[row][col])

@@ -272,7 +272,7 @@ const maxRingChannels = 32
 func searchChannels(a topology.Arch, total float64) (channels int, speed float64) {
 	speed = atMost(speedLadder(a), total)
 	channels = min(maxRingChannels, max(1, int(total/speed)))
-	return dupChannels(a, channels, speed)
+	return dupChannels(a, channels, speed, maxRingChannels)
 }
 
 // netSearchChannels approximates NCCL's ring search across nodes
@@ -308,16 +308,17 @@ func netSearchChannels(s System) (channels int, speed float64) {
 		ladder := interLadder(s.Arch)
 		channels, speed = 1, ladder[len(ladder)-1]
 	}
-	return dupChannels(s.Arch, channels, speed)
+	return dupChannels(s.Arch, channels, speed, maxRingChannels)
 }
 
 // dupChannels is NCCL's doubling of fast channels after its search
-// (search.cc:1036-1049, ncclTopoDupChannels): each of twice as many at
-// half the speed, where a channel carries 25 GB/s or more, except on
-// GPUs past Ampere at under 50 GB/s with more than 4 channels.
-func dupChannels(a topology.Arch, channels int, speed float64) (int, float64) {
-	if speed >= 25 && !(a.SM() > 80 && speed < 50 && channels > 4) {
-		return min(2*channels, maxRingChannels), speed / 2
+// (search.cc:1036-1049, ncclTopoDupChannels): each of twice as many, up
+// to the search's most, at half the speed, where a channel carries 25
+// GB/s or more, except on GPUs past Ampere at under 50 GB/s with more
+// than 4 channels.
+func dupChannels(a topology.Arch, channels int, speed float64, most int) (int, float64) {
+	if channels < most && speed >= 25 && !(a.SM() > 80 && speed < 50 && channels > 4) {
+		return min(2*channels, most), speed / 2
 	}
 	return channels, speed
 }
@@ -383,6 +384,7 @@ func clampCTAs(n int, o Options) int {
 const (
 	v2_19 Version = 219
 	v2_20 Version = 220
+	v2_22 Version = 222
 	v2_24 Version = 224
 	v2_25 Version = 225
 	v2_29 Version = 229

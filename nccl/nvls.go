@@ -227,10 +227,7 @@ func nvlsGraph(s System) graph {
 	carries := func(float64) bool { return true }
 	if s.Nodes > 1 {
 		ladder = interLadder(s.Arch)
-		heads = min(heads, s.NICs)
-		if s.NICsOnCPU {
-			heads = 0 // no NIC is a GPU's own
-		}
+		heads = min(heads, s.netHeads())
 		path := s.nicPathBW()
 		carries = func(sp float64) bool { return sp <= path }
 	}

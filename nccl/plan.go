@@ -259,7 +259,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops
 // algorithm bandwidth does.
 func channelSpeeds(s System, spec ops.Spec, a Algo, p int, o Options) (alone, each float64, ok bool) {
 	v := o.version()
-	g := bandwidths(s, a)
+	g := graphOf(s, a, v)
 	one := g
 	one.channels = 1
 	all, alone := busBandwidth(s, spec.Op, a, p, g, v), busBandwidth(s, spec.Op, a, p, one, v)

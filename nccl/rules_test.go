@@ -115,12 +115,69 @@ func TestLL128IsOffWhereNCCLLeavesItOff(t *testing.T) {
 	}
 }
 
+// checkCollNetDirect: CollNet direct's all-reduce, priced from its own
+// search from 2.22 (a channel for each GPU with a NIC of its own, up to
+// 8, at the inter-node ladder's speed its NIC carries; the second pass
+// raises the speed within the node to up to twice that where every
+// channel keeps a head of its own; fast channels doubled as the ring's),
+// and before from chain's graph, which is the tree's: the graph's
+// channels × its speed within the node, divided by the GPUs over the
+// channels less half that ratio's excess over 1, and × 0.85 from Hopper
+// on (tuning.cc).
+func checkCollNetDirect(t *testing.T) {
+	t.Helper()
+	withNICs := func(spec string, nics int) nccl.System {
+		s := describe(t, spec)
+		s.NICs = nics
+		return s
+	}
+	h100, a100 := describe(t, "dgx-h100x2,sharp=inf"), describe(t, "dgx-a100x2,sharp=inf")
+	for _, tc := range []struct {
+		name string
+		s    nccl.System
+		v    nccl.Version
+		want float64
+	}{
+		// 8 heads of 48 (NDR's 50 GB/s on Hopper's ladder), which a GPU's
+		// 370.8 GB/s of NVLink carry twice; 48 tops the ladder.
+		{"DGX H100s", h100, 230, 8 * 48 * 0.85},
+		// 8 heads of 24 (HDR's 25), raised within the node to 48.
+		{"DGX A100s", a100, 230, 8 * 48},
+		// 4 heads of 48 doubled to 8 channels of 24 (Hopper doubles up
+		// to 4 channels under 50 GB/s); 8 GPUs over 8 channels.
+		{"DGX H100s with 4 NICs a node", withNICs("dgx-h100x2,sharp=inf", 4), 230, 8 * 24 * 0.85},
+		// 4 heads of 24, not doubled (under 25 GB/s), raised to 48; 8
+		// GPUs over 4 channels: 2 − ½ = 1.5.
+		{"DGX A100s with 4 NICs a node", withNICs("dgx-a100x2,sharp=inf", 4), 230, 4 * 48 / 1.5},
+		// One GPU a node: the tree's search on one channel of 48.
+		{"one GPU a node", describe(t, "cluster:4x1,arch=hopper,sharp=inf"), 230, 48 * 0.85},
+		// 2.21: chain's graph, the tree's 8 channels of 45 (8 × 48
+		// overfills the NVLinks).
+		{"DGX H100s, 2.21", h100, 221, 8 * 45 * 0.85},
+	} {
+		e := estimate(t, tc.s, ops.AllReduce, 1<<30, nccl.CollNetDirect, ops.ProtoSimple, nccl.Options{Version: tc.v})
+		if e.Off != "" || math.Abs(e.BusBW-tc.want) > 1e-9 {
+			t.Errorf("%s: CollNet direct's bus bandwidth %.2f GB/s (%s), want %.2f", tc.name, e.BusBW, e.Off, tc.want)
+		}
+	}
+	for _, v := range []nccl.Version{221, 230} {
+		if e := estimate(t, h100, ops.AllReduce, 1<<30, nccl.CollNetChain, ops.ProtoSimple, nccl.Options{Version: v}); math.Abs(e.BusBW-8*45) > 1e-9 {
+			t.Errorf("DGX H100s, %v: CollNet chain's bus bandwidth %.2f GB/s, want the tree's 8 channels of 45", v, e.BusBW)
+		}
+	}
+	onHost := h100
+	onHost.NICsOnCPU = true
+	if e := estimate(t, onHost, ops.AllReduce, 1<<30, nccl.CollNetDirect, ops.ProtoSimple, nccl.Options{}); !strings.Contains(e.Off, "no head") {
+		t.Errorf("NICs on the host: CollNet direct is %q, want off for want of a head", e.Off)
+	}
+}
+
 // TestBandwidthRefinementsAreTuningCCs: the refinements NCCL's model
 // makes to a bus bandwidth, and its conversion to an algorithm
 // bandwidth, by release (tuning.cc): a plain tree (one GPU a node) at
 // 0.85 from 2.19; PAT at 0.85 in 2.23 and 0.75 from 2.24; CollNet
-// direct's all-reduce at 0.85 on Hopper and later, where chain's is not,
-// and direct only where GPUs meet on an NVSwitch;
+// direct's all-reduce (checkCollNetDirect), and direct only where GPUs
+// meet on an NVSwitch;
 // and no conversion for all-gather and reduce-scatter but on rings from
 // 2.23, so NVLS's algorithm bandwidth is its bus bandwidth.
 func TestBandwidthRefinementsAreTuningCCs(t *testing.T) {
@@ -142,15 +199,7 @@ func TestBandwidthRefinementsAreTuningCCs(t *testing.T) {
 			t.Errorf("%s: bus bandwidth ×%.4f, want ×%.4f", tc.name, tc.got, tc.want)
 		}
 	}
-	for _, arch := range []string{"hopper", "ampere"} {
-		s := describe(t, "cluster:2x8,sharp=inf,arch="+arch)
-		direct := estimate(t, s, ops.AllReduce, 1<<30, nccl.CollNetDirect, ops.ProtoSimple, nccl.Options{})
-		chain := estimate(t, s, ops.AllReduce, 1<<30, nccl.CollNetChain, ops.ProtoSimple, nccl.Options{})
-		want := map[string]float64{"hopper": 0.85, "ampere": 1}[arch]
-		if direct.Off != "" || chain.Off != "" || math.Abs(direct.BusBW/chain.BusBW-want) > 1e-9 {
-			t.Errorf("%s: CollNet direct %.1f GB/s (%s), chain %.1f (%s): want direct ×%v of chain", arch, direct.BusBW, direct.Off, chain.BusBW, chain.Off, want)
-		}
-	}
+	checkCollNetDirect(t)
 	noNVSwitch := describe(t, "cluster:2x8,sharp=inf,arch=hopper")
 	noNVSwitch.NVSwitch = false
 	if e := estimate(t, noNVSwitch, ops.AllReduce, 1<<30, nccl.CollNetDirect, ops.ProtoSimple, nccl.Options{}); !strings.Contains(e.Off, "NVSwitch") {

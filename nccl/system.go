@@ -47,6 +47,18 @@ func (s System) nicPathBW() float64 {
 	return s.NICBW
 }
 
+// netHeads is how many GPUs of a node NCCL's NVLS and CollNet direct
+// searches can make heads across nodes: GPUs with a NIC of their own, one
+// head a GPU however many NICs it has (search.cc drops a duplicate head).
+// It is taken as the node's NICs, up to its GPUs; none where the NICs
+// hang off the host.
+func (s System) netHeads() int {
+	if s.NICsOnCPU {
+		return 0
+	}
+	return min(s.PerNode, s.NICs)
+}
+
 // String says what NCCL sees in a line: "16 ranks on 2 nodes of 8,
 // hopper, 18 NVLinks (370.8 GB/s), NVLS, 8 NICs of 50 GB/s, intel hosts".
 func (s System) String() string {

@@ -309,9 +309,13 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el ele
 		e.Channels, e.TimeUS = 1, 0
 		return e
 	}
-	bw := bandwidths(s, a)
+	bw := graphOf(s, a, o.version())
 	if (a == NVLS || a == NVLSTree) && bw.channels < 2 {
 		e.Off = "NCCL's NVLS search finds fewer than 2 heads (a GPU with a NIC of its own, across nodes)"
+		return e
+	}
+	if a == CollNetDirect && bw.channels == 0 {
+		e.Off = "NCCL's CollNet direct search finds no head (a GPU with a NIC of its own)"
 		return e
 	}
 	e.Channels = bw.channels

@@ -63,10 +63,11 @@ func TestBenchAlgoNCCLRunsCollNet(t *testing.T) {
 
 // On nodes of several GPUs whose NVSwitches and network switches reduce,
 // --algo nccl runs NVLS across nodes over CollNet where NCCL picks it
-// (on the communicator's 8 channels, fewer than NVLS's 16),
-// and CollNet's all-reduces run themselves, with data that checks.
+// (on the communicator's 8 channels, NCCL_MAX_NCHANNELS's, fewer than
+// NVLS's 16), and CollNet's all-reduces run themselves, with data that
+// checks.
 func TestBenchRunsCollNetOnNodesOfSeveralGPUs(t *testing.T) {
-	status, out, errOut := commsim("bench", "--topo", "cluster:2x4,sharp=inf,nvls=inf", "--algo", "nccl", "-b", "2MiB", "-e", "2MiB", "--check")
+	status, out, errOut := commsim("bench", "--topo", "dgx-h100x2,sharp=inf", "--algo", "nccl", "--nccl-env", "NCCL_MAX_NCHANNELS=8", "-b", "2MiB", "-e", "2MiB", "--check")
 	if status != 0 || !strings.Contains(out, "  nvls/Simple/8ch\n") || !strings.Contains(out, "Out of bounds values : 0 OK") {
 		t.Errorf("--algo nccl: status %d %s:\n%s", status, errOut, out)
 	}
