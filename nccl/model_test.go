@@ -36,26 +36,26 @@ func describeTopology(t *testing.T, topo *topology.Topology) nccl.System {
 // NCCL's figure for them (18 × 20.6 GB/s on an H100, 12 × 20 on an A100:
 // NCCL-MODEL.md §6), NICs (a NIC link of two ports as two NICs), the
 // PCIe link before them as NCCL rates it, the NVSwitch and NVLink
-// SHARP, from the presets.
+// SHARP, and the GPU's reduce bandwidth, from the presets.
 func TestDescribeReadsWhatNCCLSees(t *testing.T) {
 	for _, tc := range []struct {
 		topo string
 		want nccl.System
 	}{
 		{"dgx-h100", nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, NodeMajor: true, Arch: topology.Hopper, CPU: topology.IntelCPU,
-			NVLinks: 18, IntraBW: 18 * 20.6, LinkBW: 450e9, NVLSCapable: true, NVSwitch: true}},
+			NVLinks: 18, IntraBW: 18 * 20.6, LinkBW: 450e9, NVLSCapable: true, NVSwitch: true, ReduceBW: 1.00e12}},
 		{"dgx-a100x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Ampere, CPU: topology.AMDCPU,
-			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 8, NICBW: 25, PCIeBW: 24, NVSwitch: true}},
+			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 8, NICBW: 25, PCIeBW: 24, NVSwitch: true, ReduceBW: 609e9}},
 		{"dgx-a100x2,nicports=2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Ampere, CPU: topology.AMDCPU,
-			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 16, NICBW: 12.5, PCIeBW: 24, NVSwitch: true}},
+			NVLinks: 12, IntraBW: 12 * 20, LinkBW: 300e9, NICs: 16, NICBW: 12.5, PCIeBW: 24, NVSwitch: true, ReduceBW: 609e9}},
 		{"dgx-b200x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.IntelCPU,
-			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 50, PCIeBW: 48, NVLSCapable: true, NVSwitch: true}},
+			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 50, PCIeBW: 48, NVLSCapable: true, NVSwitch: true, ReduceBW: 2.39e12}},
 		// ConnectX-8 at 800 Gb/s behind PCIe Gen6 x16, which NCCL rates at
 		// 96 GB/s (topo.cc: 64 GT/s as 480 × 16 lanes / 80).
 		{"dgx-b300x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.IntelCPU,
-			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 100, PCIeBW: 96, NVLSCapable: true, NVSwitch: true}},
+			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 100, PCIeBW: 96, NVLSCapable: true, NVSwitch: true, ReduceBW: 2.39e12}},
 		{"gb300-nvl72x2,nicports=2", nccl.System{Ranks: 144, Nodes: 2, PerNode: 72, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.ARMCPU,
-			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 144, NICBW: 50, PCIeBW: 96, NVLSCapable: true, NVSwitch: true}},
+			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 144, NICBW: 50, PCIeBW: 96, NVLSCapable: true, NVSwitch: true, ReduceBW: 2.39e12}},
 	} {
 		got := describe(t, tc.topo)
 		if math.Abs(got.IntraBW-tc.want.IntraBW) < 1e-9 {

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"strings"
 
@@ -375,7 +376,27 @@ func (t *Tuner) Plan(spec ops.Spec) (*ops.Plan, Choice, error) {
 	} else {
 		plan, err = Plan(t.System, spec, c, t.Options)
 	}
+	if err == nil {
+		plan.Launch += oneRankCopy(t.System, spec)
+	}
 	return plan, c, err
+}
+
+// oneRankCopy is the seconds a call on one rank spends copying: NCCL runs
+// no algorithm there but copies the send buffer into the receive buffer
+// (enqueue.cc, ncclLaunchOneRank: a device-to-device cudaMemcpyAsync; a
+// send to itself, its kernel's copy), at what a copy moves on the GPU,
+// 1.5 times its reduce bandwidth: a copy reads and writes each byte once
+// where a reduction reads two and writes one, and the presets' reduce
+// figures come from a measured copy (topology/preset_numbers.go). An
+// in-place call copies nothing, but the simulator prices it as the
+// out-of-place one. 0 on several ranks, or where the GPU reduces for
+// free.
+func oneRankCopy(s System, spec ops.Spec) float64 {
+	if s.Ranks != 1 || !(s.ReduceBW > 0) || math.IsInf(s.ReduceBW, 1) {
+		return 0
+	}
+	return float64(bytesOf(spec)) / (1.5 * s.ReduceBW)
 }
 
 // Choose is NCCL's choice for spec, without compiling a plan: its

@@ -272,3 +272,47 @@ func TestSlowerNetworksShow(t *testing.T) {
 		t.Errorf("30 µs NIC links take %.6g s more than 7 µs ones, want 2 × 46 µs", d)
 	}
 }
+
+// TestOneRankCopiesItsBuffer: on one GPU NCCL runs no algorithm but
+// copies the send buffer into the receive buffer (ncclLaunchOneRank), so
+// its cost table's ring/Simple, whatever NCCL_ALGO and NCCL_PROTO say, is
+// what the tuner picks, and the simulated time is ring/Simple's launch
+// (8.4 µs) plus the bytes at 1.5 × the GPU's reduce bandwidth: on an H100
+// (1 TB/s of reduction) 1 GiB takes 357.9 µs more than 512 MiB. An
+// all-to-all (to itself) pays its p2p launch and the same copy.
+func TestOneRankCopiesItsBuffer(t *testing.T) {
+	full := try(topology.Resolve("dgx-h100"))(t)
+	one := try(topology.FirstGPUs(full, 1))(t)
+	c, err := sim.NewCluster(one, sim.Config{TimingOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	forced := nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Protos: []ops.Protocol{ops.ProtoLL}}
+	for _, o := range []nccl.Options{{}, forced} {
+		tu, err := nccl.NewTuner(one, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.Broadcast, ops.AllToAll} {
+			var times [3]float64
+			for i, count := range []int{2, 1 << 27, 1 << 28} {
+				plan, _, err := tu.Plan(ops.Spec{Op: op, Ranks: 1, Count: count, DType: hw.F32, Redop: hw.Sum})
+				if err != nil {
+					t.Fatalf("%v: %v", op, err)
+				}
+				if l := nccl.Label(plan); op != ops.AllToAll && l != "ring/Simple/1ch" {
+					t.Errorf("%v (NCCL_ALGO %v): ran %s, want ring/Simple/1ch", op, o.Algos, l)
+				}
+				times[i] = simtest.Time(t, c, plan) * 1e6
+			}
+			copyUS := float64(1<<29) / 1.5e12 * 1e6
+			if got := times[2] - times[1]; math.Abs(got-copyUS) > 1e-6*copyUS {
+				t.Errorf("%v (NCCL_ALGO %v): 1 GiB took %.3f µs more than 512 MiB, want %.3f", op, o.Algos, got, copyUS)
+			}
+			if launch := times[0]; op != ops.AllToAll && math.Abs(launch-8.4) > 1e-3 || !(launch > 1 && launch < 20) {
+				t.Errorf("%v (NCCL_ALGO %v): 8 bytes took %.3f µs, want ring/Simple's launch, 8.4", op, o.Algos, launch)
+			}
+		}
+	}
+}

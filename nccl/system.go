@@ -36,6 +36,10 @@ type System struct {
 	// NVSwitch: a GPU's NVLinks go to a switch; NVLSCapable: that switch
 	// reduces (NVLink SHARP); SHARP: the network's switches do (CollNet).
 	NVSwitch, NVLSCapable, SHARP bool
+	// ReduceBW is what a GPU reduces, in bytes/s (the fabric's; +Inf
+	// free). NCCL's search does not read it; a one-rank call copies at
+	// a rate it gives (oneRankCopy).
+	ReduceBW float64
 }
 
 // nicPathBW is what the path from a GPU to its NIC carries in GB/s, as
@@ -150,6 +154,7 @@ func nodeMajor(gpus []int, find func(int) int, nodeOf map[int]int, perNode int) 
 
 // readGPU reads a GPU's NVLinks and its switch's reduction.
 func (s *System) readGPU(t *topology.Topology, g int) {
+	s.ReduceBW = t.Nodes[g].ReduceBW
 	for e := range t.Links {
 		l := t.Links[e]
 		if l.A != g && l.B != g || t.EdgeClass(2*e) != topology.ClassNVLink {

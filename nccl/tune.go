@@ -301,12 +301,20 @@ func tune(s System, op ops.Op, bytes int64, o Options, el elements) (Choice, err
 // estimate prices algorithm a with protocol p.
 func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el elements) Estimate {
 	e := Estimate{Algo: a, Protocol: protocols[p], TimeUS: math.Inf(1)}
-	if why := cmp.Or(enabled(s, op, a, p, o), el.off(s, op, a)); why != "" {
-		e.Off = why
+	if s.Ranks == 1 {
+		// NCCL's cost table for one rank holds ring/Simple alone, at 0,
+		// whatever NCCL_ALGO and NCCL_PROTO say (enqueue.cc,
+		// updateCollCostTable); the call copies its buffer
+		// (oneRankCopy).
+		if a != Ring || p != simple {
+			e.Off = "one rank: NCCL's cost table has ring/Simple alone"
+			return e
+		}
+		e.Channels, e.TimeUS = 1, 0
 		return e
 	}
-	if s.Ranks == 1 {
-		e.Channels, e.TimeUS = 1, 0
+	if why := cmp.Or(enabled(s, op, a, p, o), el.off(s, op, a)); why != "" {
+		e.Off = why
 		return e
 	}
 	bw := graphOf(s, a, o.version())
