@@ -88,19 +88,21 @@ func (n number) want() string {
 }
 
 // toggle is a variable that turns an algorithm off with "0", the values
-// that leave it on, and the field it sets.
+// that leave it on, and the fields it sets: off, and force where "1"
+// turns it on beyond NCCL's default (nil where "1" is the default's
+// behaviour).
 type toggle struct {
-	name string
-	off  *bool
-	on   []string
+	name       string
+	off, force *bool
+	on         []string
 }
 
-// toggles are the variables that turn o's algorithms off.
+// toggles are the variables that turn o's algorithms off (or on).
 func (o *Options) toggles() []toggle {
 	return []toggle{
-		{"NCCL_NVLS_ENABLE", &o.NoNVLS, []string{"1", "2"}},
-		{"NCCL_COLLNET_ENABLE", &o.NoCollNet, []string{"1"}},
-		{"NCCL_PAT_ENABLE", &o.NoPAT, []string{"1", "2"}},
+		{"NCCL_NVLS_ENABLE", &o.NoNVLS, nil, []string{"1", "2"}},
+		{"NCCL_COLLNET_ENABLE", &o.NoCollNet, nil, []string{"1"}},
+		{"NCCL_PAT_ENABLE", &o.NoPAT, &o.ForcePAT, []string{"1", "2"}},
 	}
 }
 
@@ -109,7 +111,8 @@ func (o *Options) toggles() []toggle {
 // a "^" ("^LL128" allows LL and Simple), then per collective (see
 // ParseAlgos); the others as numbers (bytes, channels, threads or nodes:
 // decimal, or hexadecimal after 0x) or, the *_ENABLE ones, as 0 to turn
-// an algorithm off (1, and 2 where NCCL's default is 2, leave it on).
+// an algorithm off (1, and 2 where NCCL's default is 2, leave it on;
+// NCCL_PAT_ENABLE=1 also runs PAT with several GPUs a node).
 // Any other variable is refused, so that a setting commsim would ignore
 // is not taken for one it follows.
 func FromEnv(env map[string]string) (Options, error) {
@@ -151,6 +154,8 @@ func FromEnv(env map[string]string) (Options, error) {
 		case !ok:
 		case v == "0":
 			*e.off = true
+		case v == "1" && e.force != nil:
+			*e.force = true
 		case !slices.Contains(e.on, v):
 			all := append([]string{"0"}, e.on...)
 			return o, fmt.Errorf("nccl: %s=%s: want %s or %s", e.name, v, strings.Join(all[:len(all)-1], ", "), all[len(all)-1])
@@ -176,8 +181,12 @@ func (o Options) Env() []string {
 			}
 		}
 		for _, e := range o.toggles() {
-			if e.name == name && *e.off {
+			switch {
+			case e.name != name:
+			case *e.off:
 				out = append(out, name+"=0")
+			case e.force != nil && *e.force:
+				out = append(out, name+"=1")
 			}
 		}
 	}

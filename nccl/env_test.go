@@ -31,6 +31,7 @@ func TestFromEnvReadsWhatNCCLReads(t *testing.T) {
 		{map[string]string{"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}, nccl.Options{NoNVLS: true, NoCollNet: true}},
 		{map[string]string{"NCCL_NVLS_ENABLE": "2", "NCCL_COLLNET_ENABLE": "1", "NCCL_PAT_ENABLE": "2"}, nccl.Options{}},
 		{map[string]string{"NCCL_PAT_ENABLE": "0"}, nccl.Options{NoPAT: true}},
+		{map[string]string{"NCCL_PAT_ENABLE": "1"}, nccl.Options{ForcePAT: true}},
 		{map[string]string{"NCCL_P2P_LL_THRESHOLD": "0"}, nccl.Options{NoP2PLL: true}},
 		{map[string]string{"NCCL_P2P_LL_THRESHOLD": "65536"}, nccl.Options{P2PLLThreshold: 64 << 10}},
 		{map[string]string{"NCCL_NVLS_NCHANNELS": "8", "NCCL_NVLS_CHUNKSIZE": "262144", "NCCL_NVLSTREE_MAX_CHUNKSIZE": "65536"},
@@ -127,7 +128,7 @@ func TestEnvWritesWhatFromEnvReads(t *testing.T) {
 	o := nccl.Options{BuffSize: 8 << 20, MinChannels: 4, MaxCTAs: 16, Threads: 256, LL128Threads: 320, NetPeerChannels: 2, P2PNetChannelGBps: 7,
 		MinP2PChannels: 2, MaxP2PChannels: 8, P2PNetChunk: 256 << 10, NVLSChannels: 8, NVLSChunk: 64 << 10,
 		NVLSTreeMaxChunk: 32 << 10, NoNVLS: true, NoCollNet: true, CollNetNodes: 3, NoPAT: true, NoP2PLL: true}
-	for _, o := range []nccl.Options{o, {P2PLLThreshold: 4096}} {
+	for _, o := range []nccl.Options{o, {P2PLLThreshold: 4096, ForcePAT: true}} {
 		lines := o.Env()
 		env := map[string]string{}
 		for _, l := range lines {

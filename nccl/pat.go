@@ -3,7 +3,9 @@ package nccl
 import "github.com/commsim/commsim/ops"
 
 // PAT on the simulator (ops nccl-pat): NCCL's binomial trees, one per
-// rank, log2(ranks) network steps, with one GPU per node.
+// rank, log2(ranks) network steps, with one GPU per node (or, as
+// NCCL_PAT_ENABLE=1 lets NCCL, on nodes of several GPUs, its steps then
+// within a node or across as the ranks fall).
 
 // patWire is how PAT's messages move, after wire's ring-like figures for
 // protocol p: NCCL's model prices PAT's fixed time as its base latency,

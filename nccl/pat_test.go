@@ -51,3 +51,46 @@ func TestPATFollowsNCCLsModel(t *testing.T) {
 		}
 	}
 }
+
+// TestPATEnableOneRunsPATOnNodesOfSeveralGPUs: NCCL keeps PAT to one GPU a
+// node by default (NCCL_PAT_ENABLE=2), and NCCL_PAT_ENABLE=1 lifts that
+// (tuning.cc, ncclPatEnable): on two DGX H100s PAT is off, with the
+// variable named, and with ForcePAT on, priced from the tree's graph at
+// 0.75 with its latency terms, and planned over ranks whatever their
+// nodes (its near steps on NVLink, its far ones across the network): a
+// plan ops.Check proves, which the simulator runs.
+func TestPATEnableOneRunsPATOnNodesOfSeveralGPUs(t *testing.T) {
+	c, tp := simtest.World(t, "dgx-h100x2", sim.Config{TimingOnly: true})
+	s := describeTopology(t, tp)
+	if e := estimate(t, s, ops.AllGather, 1<<20, nccl.PAT, ops.ProtoSimple, nccl.Options{}); !strings.Contains(e.Off, "NCCL_PAT_ENABLE=1") {
+		t.Errorf("PAT on nodes of 8 by default: %q, want off, naming NCCL_PAT_ENABLE=1", e.Off)
+	}
+	forced := nccl.Options{ForcePAT: true}
+	pat := estimate(t, s, ops.AllGather, 1<<30, nccl.PAT, ops.ProtoSimple, forced)
+	tree := estimate(t, s, ops.AllReduce, 1<<30, nccl.Tree, ops.ProtoSimple, forced)
+	// The tree all-reduce's bus bandwidth is its graph's × 0.92 (8
+	// channels of 45 GB/s: 41.4 a channel, Hopper's cap on 2 nodes too),
+	// PAT's all-gather its graph's × 0.75.
+	if pat.Off != "" || math.Abs(pat.BusBW-tree.BusBW/0.92*0.75) > 1e-9 {
+		t.Errorf("forced PAT: %v (%q) at %.2f GB/s, want the tree's graph (%.2f/0.92) × 0.75", pat, pat.Off, pat.BusBW, tree.BusBW)
+	}
+	tu, err := nccl.NewTuner(tp, nccl.Options{ForcePAT: true, Algos: []nccl.Algo{nccl.PAT}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []ops.Op{ops.AllGather, ops.ReduceScatter} {
+		plan, choice, err := tu.Plan(ops.Spec{Op: op, Ranks: 16, Count: 64, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatalf("%v: %v", op, err)
+		}
+		if plan.Algo != "nccl-pat" || choice.Algo != nccl.PAT {
+			t.Fatalf("%v: planned %s for %v, want PAT", op, plan.Algo, choice.Estimate)
+		}
+		if err := ops.Check(plan); err != nil {
+			t.Errorf("%v: %v", op, err)
+		}
+		if got := simtest.Time(t, c, plan); !(got > 0) {
+			t.Errorf("%v: simulated %v s", op, got)
+		}
+	}
+}

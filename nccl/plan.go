@@ -186,7 +186,10 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if held > 0 {
 		spec.Chunk = int(max(1, held/size))
 	}
-	if s.Nodes > 1 && s.NodeMajor {
+	if s.Nodes > 1 && s.NodeMajor && !(c.Algo == PAT && s.PerNode > 1) {
+		// PAT on nodes of several GPUs (NCCL_PAT_ENABLE=1) walks its
+		// trees over ranks whatever their nodes, as NCCL's does: its
+		// steps within a node take NVLink, the others the network.
 		spec.NodeRanks = s.PerNode
 	}
 	plan, err := ops.Compile(spec)

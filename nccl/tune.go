@@ -88,8 +88,11 @@ type Options struct {
 	// ring's Simple on PCIe-class fabrics; 640). Small sizes run on
 	// fewer channels while each thread would have too few bytes.
 	Threads, LL128Threads int
-	// NoPAT leaves PAT out, as NCCL_PAT_ENABLE=0 does.
-	NoPAT bool
+	// NoPAT leaves PAT out, as NCCL_PAT_ENABLE=0 does; ForcePAT lets it
+	// run with several GPUs a node too, as NCCL_PAT_ENABLE=1 does
+	// (NCCL's default, 2, keeps it to one GPU a node: tuning.cc,
+	// ncclPatEnable).
+	NoPAT, ForcePAT bool
 	// CollNetNodes is the fewest nodes CollNet runs on, as
 	// NCCL_COLLNET_NODE_THRESHOLD sets it; 0 is NCCL's 2.
 	CollNetNodes int
@@ -488,8 +491,8 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 			return "PAT is disabled (NCCL_PAT_ENABLE=0)"
 		case p != simple:
 			return "PAT runs Simple only"
-		case s.PerNode != 1:
-			return "PAT needs one GPU per node"
+		case s.PerNode != 1 && !o.ForcePAT:
+			return "PAT needs one GPU per node (NCCL_PAT_ENABLE=1 runs it on more)"
 		}
 	}
 	return ""

@@ -274,7 +274,7 @@ func fabricRuns(algo string, topo *topology.Topology, name string) (nodeRanks in
 	across := err == nil && sys.Nodes > 1
 	switch {
 	case algo == "nccl-pat" && (err != nil || sys.PerNode > 1):
-		return 0, usagef("algorithm nccl-pat needs one GPU per node (NCCL runs PAT only then), which %s does not have", name)
+		return 0, usagef("algorithm nccl-pat needs one GPU per node (NCCL runs PAT only then, unless NCCL_PAT_ENABLE=1: --algo nccl --nccl-env NCCL_PAT_ENABLE=1 runs it on more), which %s does not have", name)
 	case ops.NetworkSwitch(algo) && (err != nil || !sys.SHARP):
 		return 0, usagef("algorithm %s needs nodes joined by network switches that reduce (SHARP), which %s does not have", algo, name)
 	case ops.NeedsSwitch(algo) && !ops.NetworkSwitch(algo) && (err != nil || !sys.NVLSCapable):

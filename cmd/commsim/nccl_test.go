@@ -44,6 +44,14 @@ func TestBenchAlgoNCCL(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "pat/Simple/4ch" || rec.NCCLChoice != "" || !(rec.TimeUS > 0) {
 		t.Errorf("json: status %d, %v: %s", status, err, out)
 	}
+	// NCCL_PAT_ENABLE=1 runs PAT on nodes of several GPUs too, as NCCL
+	// does, with data that checks.
+	for _, op := range []string{"allgather", "reducescatter"} {
+		status, out, errOut = commsim("bench", "--topo", "cluster:2x4", "--op", op, "--algo", "nccl", "--nccl-env", "NCCL_PAT_ENABLE=1", "--nccl-algo", "pat", "-b", "8", "-e", "1MiB", "-f", "32", "--check")
+		if status != 0 || !strings.Contains(out, "  pat/Simple/") || !strings.Contains(out, "Out of bounds values : 0 OK") {
+			t.Errorf("%s with NCCL_PAT_ENABLE=1: status %d %s:\n%s", op, status, errOut, out)
+		}
+	}
 }
 
 // On nodes of one GPU whose network switch reduces (sharp=), --algo
@@ -183,7 +191,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 	}{
 		{[]string{"--topo", "dgx-a100", "--nccl-algo", "nvls"}, "does not reduce"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "collnet_direct"}, "SHARP"},
-		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat", "--op", "allgather"}, "one GPU per node"},
+		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat", "--op", "allgather"}, "one GPU per node (NCCL_PAT_ENABLE=1 runs it on more)"},
 		{[]string{"--topo", "dgx-a100x2", "--nccl-algo", "pat"}, "PAT runs all-gather and reduce-scatter only"},
 		{[]string{"--nccl-algo", "bogus"}, "unknown algorithm"},
 		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
