@@ -122,13 +122,14 @@ func collNetDirectGraph(s System) graph {
 	ladder, path := interLadder(s.Arch), s.nicPathBW()
 	var g graph
 	for _, sp := range ladder {
-		if sp > path || fit(sp) == 0 {
+		n := fit(sp)
+		if sp > path || n == 0 {
 			continue
 		}
 		if g.channels > 0 && sp/g.inter <= 0.49 {
 			break
 		}
-		if n := fit(sp); float64(n)*sp > float64(g.channels)*g.inter {
+		if float64(n)*sp > float64(g.channels)*g.inter {
 			g.channels, g.inter = n, sp
 		}
 	}
