@@ -102,11 +102,11 @@ func TestPublishedLogs(t *testing.T) {
 		for _, p := range missProblems(&l, rep.Rows) {
 			t.Errorf("%s: %s", l.File, p)
 		}
-		if l.Exclude != "" {
+		switch l.Group() {
+		case GroupExcluded:
 			t.Logf("%s: excluded from the targets and the ratchet: %s", l.File, l.Exclude)
 			continue
-		}
-		if l.HeldOut == "" {
+		case GroupTargets:
 			pooled = append(pooled, rep.Rows...)
 			pooledModel = append(pooledModel, ModelRows(rep.Rows)...)
 			for _, r := range rep.Rows {
@@ -114,7 +114,7 @@ func TestPublishedLogs(t *testing.T) {
 					pooledPriced = append(pooledPriced, r)
 				}
 			}
-		} else {
+		default:
 			heldOut = append(heldOut, rep.Rows...)
 			heldOutModel = append(heldOutModel, ModelRows(rep.Rows)...)
 		}

@@ -220,6 +220,26 @@ func (l *PublishedLog) Options() (nccl.Options, error) {
 	return o, nil
 }
 
+// The groups a shipped log counts in (PublishedLog.Group).
+const (
+	GroupTargets  = "targets"  // issue #16's logs: the pooled targets
+	GroupHeldOut  = "held out" // found after the model was built
+	GroupExcluded = "excluded" // ran with what commsim cannot reproduce
+)
+
+// Group is where the log's errors are pooled: excluded where it ran with
+// what commsim cannot reproduce, held out where it was found after the
+// model was built, and the targets otherwise.
+func (l *PublishedLog) Group() string {
+	switch {
+	case l.Exclude != "":
+		return GroupExcluded
+	case l.HeldOut != "":
+		return GroupHeldOut
+	}
+	return GroupTargets
+}
+
 // Preset is the preset Topo builds on: the spec up to its first override.
 func (l *PublishedLog) Preset() string {
 	name, _, _ := strings.Cut(l.Topo, ",")

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -361,7 +359,7 @@ func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 		header = append(header, a+" busbw(GB/s)", a+" time(us)")
 	}
 	header = append(header, "best")
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
+	t := newTableWriter(w)
 	t.Header(header)
 	for _, r := range rows {
 		cells := []string{strconv.FormatInt(r.bytes, 10), strconv.Itoa(r.count)}

@@ -21,7 +21,8 @@ import (
 
 type fidFlags struct {
 	log, topo, op, algo, format, plot string
-	asLogged                          bool
+	only                              string // with --shipped: the logs whose names contain it
+	asLogged, shipped                 bool
 	ncclFlags
 }
 
@@ -54,11 +55,15 @@ commsim ships published runs (package fidelity, nccl-logs/): given one of them
 fabric and collective its mapping file names, and NCCL's tuner runs in the
 NCCL environment its run had (the mapping file's nccl_env: NCCL_PROTO=Simple
 for p4de, set by AWS's network plugin) unless a --nccl-* flag is given. Sizes of 0 bytes (nccl-tests'
-rows for less than one element per rank) are left out.`,
+rows for less than one element per rank) are left out. --shipped checks
+every one of them so and prints each log's median errors, and the pooled
+ones of the targets and of the runs held out of them: how far commsim is
+from the published runs, from the binary alone.`,
 		Example: `  commsim fidelity --log all_reduce.txt --topo dgx-h100
   commsim fidelity --log vultr-b200-allreduce-8xB200.txt            # a shipped log: its fabric is known
   commsim fidelity --log ag.txt --topo dgx-b200x2 --op allgather --algo ring --format json
-  commsim fidelity --log ar.json --topo dgx-h100x2 --plot ar.png         # nccl-tests -J's report, drawn`,
+  commsim fidelity --log ar.json --topo dgx-h100x2 --plot ar.png         # nccl-tests -J's report, drawn
+  commsim fidelity --shipped --nccl-machine channel=none                 # every shipped run, with no channel rate`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.Flags().Changed("op"))
@@ -72,6 +77,8 @@ rows for less than one element per rank) are left out.`,
 		" (nccl: what NCCL's tuner would run, per size; auto: the cheapest of commsim's own)")
 	fl.StringVar(&f.format, "format", "table", "report: table|csv|json")
 	fl.BoolVar(&f.asLogged, "as-logged", false, "with --algo nccl: at each size whose NCCL tuning lines (NCCL_DEBUG_SUBSYS=TUNING) say what NCCL ran, simulate that (algorithm, protocol, channels) instead of NCCL's tuner's choice")
+	fl.BoolVar(&f.shipped, "shipped", false, "check every published run commsim ships (fidelity/nccl-logs), each on its own fabric, collective and NCCL environment, and print each log's errors and the pooled ones of the targets and of the held-out runs, as its fidelity test does (a few minutes; --nccl-machine applies to all)")
+	fl.StringVar(&f.only, "only", "", "with --shipped: only the shipped logs whose file names contain this (b200, sendrecv, xxrjun-h100-allgather-8xH100)")
 	fl.StringVar(&f.plot, "plot", "", "also draw the measured and the simulated busbw and time against size (where the simulated choice changes marked) into FILE.png or FILE.svg")
 	f.ncclFlags.register(fl)
 	return cmd
@@ -162,10 +169,14 @@ type fidBand struct {
 
 func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	switch {
-	case f.log == "":
-		return usagef("fidelity needs --log FILE (nccl-tests output)")
 	case f.format != "table" && f.format != "json" && f.format != "csv":
 		return usagef("unknown format %q (want table, csv or json)", f.format)
+	case f.shipped:
+		return f.runShipped(stdout, stderr)
+	case f.only != "":
+		return usagef("--only picks shipped logs, with --shipped")
+	case f.log == "":
+		return usagef("fidelity needs --log FILE (nccl-tests output), or --shipped")
 	case f.asLogged && f.algo != algoNCCL:
 		return usagef("--as-logged simulates what NCCL ran, with --algo nccl, not --algo %s", f.algo)
 	}
@@ -180,11 +191,31 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err != nil {
 		return err
 	}
-	pub := cat.Find(data)
+	out, s, err := f.check(lg, cat.Find(data), stderr, opSet, nil)
+	if err != nil {
+		return err
+	}
+	if err := out.write(stdout, f.format); err != nil {
+		return err
+	}
+	if f.plot == "" {
+		return nil
+	}
+	if err := out.drawPlot(s, f.plot); err != nil {
+		return fmt.Errorf("--plot %s: %w", f.plot, err)
+	}
+	fmt.Fprintf(stderr, "commsim: wrote %s\n", f.plot)
+	return nil
+}
+
+// check simulates every size of lg (pub, where it is a shipped log) and
+// reports it; progress, when not nil, counts the sizes in place of a bar
+// of its own.
+func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr io.Writer, opSet bool, progress func()) (*fidReport, *sweep, error) {
 	topo, op := f.topo, f.op
 	if topo == "" {
 		if pub == nil {
-			return usagef("fidelity needs --topo SPEC|FILE (the fabric %s was measured on); only the logs commsim ships know theirs", f.log)
+			return nil, nil, usagef("fidelity needs --topo SPEC|FILE (the fabric %s was measured on); only the logs commsim ships know theirs", f.log)
 		}
 		topo = pub.Topo
 	}
@@ -195,46 +226,51 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		case pub != nil:
 			op = pub.Op
 		default:
-			return usagef("%s does not name its collective (no \"# Collective test starting\" line); give --op", f.log)
+			return nil, nil, usagef("%s does not name its collective (no \"# Collective test starting\" line); give --op", f.log)
 		}
 	}
 	if pub != nil && !f.ncclFlags.envSet() {
 		o, err := pub.Options()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		f.ncclFlags.runEnv = &o
 	}
 	var envNote string
 	var logEnv map[string]string
+	var err error
 	if f.algo == algoNCCL {
 		if envNote, logEnv, err = f.ncclFlags.useLogEnv(lg); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	s, err := logSweep(f.log, lg, topo, op, f.op, f.algo, f.ncclFlags)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if pub != nil && s.topo.NumGPUs() != pub.Ranks {
-		return usagef("%s ran on %d ranks, but topology %s has %d GPUs", pub.File, pub.Ranks, topo, s.topo.NumGPUs())
+		return nil, nil, usagef("%s ran on %d ranks, but topology %s has %d GPUs", pub.File, pub.Ranks, topo, s.topo.NumGPUs())
 	}
 
 	// bench's planner: every algorithm bench knows, auto's choice included.
-	bar := newProgress(stderr, fidelity.SimulatedSizes(lg, s.op))
-	cfg := fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan, AsLogged: f.asLogged, Progress: bar.step}
+	step, done := progress, func() {}
+	if step == nil {
+		bar := newProgress(stderr, fidelity.SimulatedSizes(lg, s.op))
+		step, done = bar.step, bar.done
+	}
+	cfg := fidelity.Config{Op: s.op, Algo: s.algo, Plan: s.plan, AsLogged: f.asLogged, Progress: step}
 	if s.tuner != nil {
 		cfg.NCCL = s.tuner.Options // NCCL's cost model is priced in the same environment
 	}
 	rep, err := fidelity.Check(lg, s.topo, cfg)
-	bar.done()
+	done()
 	switch {
 	case errors.Is(err, fidelity.ErrMismatch):
-		return usageError{err}
+		return nil, nil, usageError{err}
 	case err != nil:
-		return err
+		return nil, nil, err
 	case len(rep.Rows) == 0:
-		return usagef("%s: no size above 0 bytes to compare", f.log)
+		return nil, nil, usagef("%s: no size above 0 bytes to compare", f.log)
 	}
 	if c := rep.Choices; f.asLogged && c.Logged < len(rep.Rows) {
 		fmt.Fprintf(stderr, "commsim: warning: --as-logged: the log says what NCCL ran at %d of its %d sizes (NCCL_DEBUG_SUBSYS=TUNING lines, in agreement); the others run as NCCL's tuner chooses\n", c.Logged, len(rep.Rows))
@@ -252,17 +288,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	case envNote != "":
 		out.envNote, out.NCCLVersion, out.NCCLEnv = envNote, lg.NCCLVersion, logEnv
 	}
-	if err := out.write(stdout, f.format); err != nil {
-		return err
-	}
-	if f.plot == "" {
-		return nil
-	}
-	if err := out.drawPlot(s, f.plot); err != nil {
-		return fmt.Errorf("--plot %s: %w", f.plot, err)
-	}
-	fmt.Fprintf(stderr, "commsim: wrote %s\n", f.plot)
-	return nil
+	return out, s, nil
 }
 
 // write prints the check in format.

@@ -431,11 +431,88 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		"no element":  {[]string{"--log", small, "--topo", "dgx-h100", "--op", "allgather"}, "8 bytes of f32 hold no element per rank"},
 		"bad type":    {[]string{"--log", typed, "--topo", "dgx-h100", "--op", "allreduce"}, `element type "quux"`},
 		"as logged":   {[]string{"--log", shipped, "--algo", "ring", "--as-logged"}, "--as-logged simulates what NCCL ran, with --algo nccl"},
+		"shipped log": {[]string{"--shipped", "--log", shipped}, "--log does not go with it"},
+		"shipped env": {[]string{"--shipped", "--nccl-proto", "LL"}, "an NCCL environment flag does not go with it"},
+		"only":        {[]string{"--log", shipped, "--only", "b200"}, "--only picks shipped logs, with --shipped"},
+		"only none":   {[]string{"--shipped", "--only", "no-such-log"}, "no shipped log's name contains it"},
 	}
 	for name, c := range cases {
 		status, out, errOut := commsim(append([]string{"fidelity"}, c.args...)...)
 		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: status %d, stdout %q, stderr %q; want 2 and one line with %q", name, status, out, errOut, c.want)
 		}
+	}
+}
+
+// --shipped checks the shipped logs as --log checks each one, and pools
+// their errors by group: here the 8-H100 logs, one excluded and six held
+// out, whose medians are what fidelity --log gives each, and whose pooled
+// sizes are the held-out ones' together (the collectives' priced by
+// NCCL's model); --nccl-machine applies to every one.
+func TestFidelityShippedChecksEveryShippedLog(t *testing.T) {
+	type errs struct {
+		File   string  `json:"file"`
+		Group  string  `json:"group"`
+		Sizes  int     `json:"sizes"`
+		Median float64 `json:"median_abs_error"`
+		Logs   int     `json:"logs"`
+	}
+	var suite struct {
+		Logs   []errs `json:"logs"`
+		Pooled []struct {
+			errs
+			Model *struct{ Sizes int } `json:"nccl_model"`
+		} `json:"pooled"`
+	}
+	want := []string{"aws-batch-p5-allreduce-8xH100.txt", "dgxc-h100-allreduce-8xH100.txt", "xxrjun-h100-allreduce-8xH100.txt",
+		"xxrjun-h100-allgather-8xH100.txt", "xxrjun-h100-reducescatter-8xH100.txt", "xxrjun-h100-alltoall-8xH100.txt", "xxrjun-h100-sendrecv-8xH100.txt"}
+	for _, machine := range []string{"", "channel=none"} {
+		args := []string{"fidelity", "--shipped", "--only", "-8xH100", "--format", "json"}
+		if machine != "" {
+			args = append(args, "--nccl-machine", machine)
+		}
+		status, out, errOut := commsim(args...)
+		if status != 0 || json.Unmarshal([]byte(out), &suite) != nil {
+			t.Fatalf("%v: status %d %s:\n%s", args, status, errOut, out)
+		}
+		var files []string
+		heldOut, priced := 0, 0
+		for _, l := range suite.Logs {
+			files = append(files, l.File)
+			one := []string{"fidelity", "--log", filepath.Join(shippedLogs, l.File), "--format", "json"}
+			if machine != "" {
+				one = append(one, "--nccl-machine", machine)
+			}
+			var single struct {
+				Median   float64          `json:"median_abs_error"`
+				Excluded string           `json:"excluded"`
+				Sizes    []map[string]any `json:"sizes"`
+			}
+			status, out, _ := commsim(one...)
+			if status != 0 || json.Unmarshal([]byte(out), &single) != nil || single.Median != l.Median || len(single.Sizes) != l.Sizes ||
+				(single.Excluded != "") != (l.Group == fidelity.GroupExcluded) {
+				t.Errorf("%s (%s): --shipped says %s, median %v over %d sizes; --log says median %v over %d, excluded %q",
+					l.File, machine, l.Group, l.Median, l.Sizes, single.Median, len(single.Sizes), single.Excluded)
+			}
+			if l.Group == fidelity.GroupHeldOut {
+				heldOut += l.Sizes
+				for _, z := range single.Sizes {
+					if z["nccl_model_us"] != nil {
+						priced++
+					}
+				}
+			}
+		}
+		if !slices.Equal(files, want) {
+			t.Errorf("%s: logs %q, want %q", machine, files, want)
+		}
+		if p := suite.Pooled; len(p) != 2 || p[0].Group != fidelity.GroupTargets || p[0].Logs != 0 || p[1].Group != fidelity.GroupHeldOut ||
+			p[1].Logs != len(want)-1 || p[1].Sizes != heldOut || p[1].Model == nil || p[1].Model.Sizes != priced || priced == 0 {
+			t.Errorf("%s: pooled %+v, want no targets and %d held-out logs of %d sizes, %d of them priced", machine, p, len(want)-1, heldOut, priced)
+		}
+	}
+	status, out, _ := commsim("fidelity", "--shipped", "--only", "xxrjun-h100-allgather-8x")
+	if status != 0 || !strings.Contains(out, "# pooled, held out (1 logs): median") || !strings.Contains(out, "xxrjun-h100-allgather-8xH100.txt") {
+		t.Errorf("table: status %d:\n%s", status, out)
 	}
 }

@@ -352,7 +352,7 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 	simHeader(w, rows)
 	header := append(append([]string{}, columns...), simColumns(rows)...)
 	header = append(header, "algo")
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
+	t := newTableWriter(w)
 	t.Header(header)
 	for _, r := range rows {
 		if err := t.Append(append(append(cells(r), simCells(r)...), algoCell(r))); err != nil {
@@ -426,6 +426,12 @@ func jsonOf(r row) jsonRow {
 	return jsonRow{jsonRecord{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
 		tidy(o.timeUS), tidy(o.algbw), tidy(o.busbw), wrongPtr(o.wrong)},
 		tidy(i.timeUS), tidy(i.algbw), tidy(i.busbw), wrongPtr(i.wrong), r.ncclChoice, r.refined, simFields(r)}
+}
+
+// newTableWriter is the box table bench and compare print: headers as
+// given, cells aligned right.
+func newTableWriter(w io.Writer) *tablewriter.Table {
+	return tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
 }
 
 // writeCSVRows writes rows (the first one the header) as CSV.
