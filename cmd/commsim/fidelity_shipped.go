@@ -94,6 +94,9 @@ func (f *fidFlags) shippedFlagsError() error {
 			return usagef("--shipped checks every shipped log on its own fabric, collective and NCCL environment; %s does not go with it (--nccl-machine does)", c.name)
 		}
 	}
+	if f.algo != algoNCCL && f.algo != "auto" {
+		return usagef("--shipped checks with --algo nccl or auto, which run every collective; --algo %s runs some", f.algo)
+	}
 	return nil
 }
 
@@ -215,6 +218,9 @@ func (r *shippedReport) writeTable(w io.Writer) error {
 		return err
 	}
 	for _, p := range r.Pooled {
+		if p.Logs == 0 {
+			continue
+		}
 		fmt.Fprintf(w, "# pooled, %s (%d logs): %s", p.Group, p.Logs, describeErrors(p.shippedErrors))
 		if m := p.Model; m != nil {
 			fmt.Fprintf(w, "#   over the %d sizes NCCL's cost model prices: the simulation %s; NCCL's model %s\n", m.Sizes, describeBands(p.Simulated), describeBands(m))

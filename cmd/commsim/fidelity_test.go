@@ -415,26 +415,27 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no log":      {[]string{}, "needs --log"},
-		"missing":     {[]string{"--log", "/no/such/log.txt"}, "no such file"},
-		"no topo":     {[]string{"--log", own}, "needs --topo"},
-		"no op":       {[]string{"--log", bare, "--topo", "dgx-h100"}, "give --op"},
-		"format":      {[]string{"--log", shipped, "--format", "xml"}, "unknown format"},
-		"algo":        {[]string{"--log", shipped, "--algo", "magic"}, "unknown algorithm"},
-		"algo op":     {[]string{"--log", shipped, "--algo", "pairwise"}, "has no allgather"},
-		"op conflict": {[]string{"--log", own, "--topo", "dgx-h100", "--op", "allgather"}, "measured allreduce"},
-		"ranks":       {[]string{"--log", own, "--topo", "switch:4"}, "has 8 ranks, but topology switch:4 has 4 GPUs"},
-		"shipped":     {[]string{"--log", shipped, "--topo", "dgx-b200x2"}, "ran on 8 ranks, but topology dgx-b200x2 has 16 GPUs"},
-		"bad row":     {[]string{"--log", filepath.Join(ncclTestdata, "README.md"), "--topo", "dgx-h100"}, "README.md:3: want a result row"},
-		"stray arg":   {[]string{"--log", shipped, "extra"}, "extra"},
-		"only size 0": {[]string{"--log", empty, "--topo", "dgx-h100", "--op", "allreduce"}, "no size above 0 bytes to compare"},
-		"no element":  {[]string{"--log", small, "--topo", "dgx-h100", "--op", "allgather"}, "8 bytes of f32 hold no element per rank"},
-		"bad type":    {[]string{"--log", typed, "--topo", "dgx-h100", "--op", "allreduce"}, `element type "quux"`},
-		"as logged":   {[]string{"--log", shipped, "--algo", "ring", "--as-logged"}, "--as-logged simulates what NCCL ran, with --algo nccl"},
-		"shipped log": {[]string{"--shipped", "--log", shipped}, "--log does not go with it"},
-		"shipped env": {[]string{"--shipped", "--nccl-proto", "LL"}, "an NCCL environment flag does not go with it"},
-		"only":        {[]string{"--log", shipped, "--only", "b200"}, "--only picks shipped logs, with --shipped"},
-		"only none":   {[]string{"--shipped", "--only", "no-such-log"}, "no shipped log's name contains it"},
+		"no log":       {[]string{}, "needs --log"},
+		"missing":      {[]string{"--log", "/no/such/log.txt"}, "no such file"},
+		"no topo":      {[]string{"--log", own}, "needs --topo"},
+		"no op":        {[]string{"--log", bare, "--topo", "dgx-h100"}, "give --op"},
+		"format":       {[]string{"--log", shipped, "--format", "xml"}, "unknown format"},
+		"algo":         {[]string{"--log", shipped, "--algo", "magic"}, "unknown algorithm"},
+		"algo op":      {[]string{"--log", shipped, "--algo", "pairwise"}, "has no allgather"},
+		"op conflict":  {[]string{"--log", own, "--topo", "dgx-h100", "--op", "allgather"}, "measured allreduce"},
+		"ranks":        {[]string{"--log", own, "--topo", "switch:4"}, "has 8 ranks, but topology switch:4 has 4 GPUs"},
+		"shipped":      {[]string{"--log", shipped, "--topo", "dgx-b200x2"}, "ran on 8 ranks, but topology dgx-b200x2 has 16 GPUs"},
+		"bad row":      {[]string{"--log", filepath.Join(ncclTestdata, "README.md"), "--topo", "dgx-h100"}, "README.md:3: want a result row"},
+		"stray arg":    {[]string{"--log", shipped, "extra"}, "extra"},
+		"only size 0":  {[]string{"--log", empty, "--topo", "dgx-h100", "--op", "allreduce"}, "no size above 0 bytes to compare"},
+		"no element":   {[]string{"--log", small, "--topo", "dgx-h100", "--op", "allgather"}, "8 bytes of f32 hold no element per rank"},
+		"bad type":     {[]string{"--log", typed, "--topo", "dgx-h100", "--op", "allreduce"}, `element type "quux"`},
+		"as logged":    {[]string{"--log", shipped, "--algo", "ring", "--as-logged"}, "--as-logged simulates what NCCL ran, with --algo nccl"},
+		"shipped log":  {[]string{"--shipped", "--log", shipped}, "--log does not go with it"},
+		"shipped env":  {[]string{"--shipped", "--nccl-proto", "LL"}, "an NCCL environment flag does not go with it"},
+		"only":         {[]string{"--log", shipped, "--only", "b200"}, "--only picks shipped logs, with --shipped"},
+		"only none":    {[]string{"--shipped", "--only", "no-such-log"}, "no shipped log's name contains it"},
+		"shipped algo": {[]string{"--shipped", "--algo", "ring"}, "--shipped checks with --algo nccl or auto"},
 	}
 	for name, c := range cases {
 		status, out, errOut := commsim(append([]string{"fidelity"}, c.args...)...)
@@ -512,7 +513,7 @@ func TestFidelityShippedChecksEveryShippedLog(t *testing.T) {
 		}
 	}
 	status, out, _ := commsim("fidelity", "--shipped", "--only", "xxrjun-h100-allgather-8x")
-	if status != 0 || !strings.Contains(out, "# pooled, held out (1 logs): median") || !strings.Contains(out, "xxrjun-h100-allgather-8xH100.txt") {
+	if status != 0 || !strings.Contains(out, "# pooled, held out (1 logs): median") || strings.Contains(out, "# pooled, targets") || !strings.Contains(out, "xxrjun-h100-allgather-8xH100.txt") {
 		t.Errorf("table: status %d:\n%s", status, out)
 	}
 }
