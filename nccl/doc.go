@@ -79,10 +79,11 @@
 //     one node makes at most 128 passes a channel, larger ones past that
 //     (switchMaxPasses), NVLSTree NCCL's.
 //   - PAT (ops nccl-pat, all-gather and reduce-scatter, one GPU per
-//     node): every block down (or, reducing, up) a binomial tree rooted
-//     at its rank, log2(ranks) network steps, farthest first for
-//     all-gather; NCCL's model's fixed terms (a network hop over 3.5 per
-//     step, 2.8 µs per rank in the launch) are the plan's.
+//     node, or more with NCCL_PAT_ENABLE=1, Options.ForcePAT): every
+//     block down (or, reducing, up) a binomial tree rooted at its rank,
+//     log2(ranks) steps, farthest first for all-gather; NCCL's model's
+//     fixed terms (a network hop over 3.5 per step, 2.8 µs per rank in
+//     the launch) are the plan's.
 //   - CollNet direct and chain (ops nccl-collnet-*): each node's heads
 //     (direct: every GPU, the head of its share, which the node's GPUs
 //     send it; chain: the channel's head, at the end of a chain through
@@ -101,6 +102,9 @@
 //     and NVLS across nodes, reduce only what NCCL's SHARP plugin does:
 //     sum, min and max; bf16 and 8-bit types on SHARP's third generation
 //     only, which commsim takes from 400 Gb/s ports (elements.offSHARP).
+//     NCCL prices chain with the tree's graph and, from 2.22, direct with
+//     a search of its own, a channel for each GPU with a NIC
+//     (collNetDirectGraph).
 //   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
 //     ops nccl-p2p): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer
@@ -112,6 +116,10 @@
 //     warps of 16 a transfer's side of a channel has, else Simple.
 //     NCCL's model has no point-to-point figures, so the ring's
 //     latencies stand in.
+//   - One rank: NCCL's cost table holds ring/Simple alone and the call
+//     copies its buffer (ncclLaunchOneRank); the plan is ring/Simple's
+//     launch and the copy at 1.5 × the GPU's reduce bandwidth
+//     (oneRankCopy).
 //
 // Machine departs from NCCL's model where a machine is measured to:
 // factors on its launch, hop latency and each protocol's speed (package
