@@ -418,9 +418,9 @@ func TestLaunchAddsToTheTime(t *testing.T) {
 
 func TestFitNCCLRefusesBadProblems(t *testing.T) {
 	p := machineLog(t, "switch:4", ops.AllReduce, sizesBy(1<<10, 1<<20, 4), nccl.Options{}, nccl.Machine{}, 1)
-	gather := p
-	gather.Specs = slices.Clone(p.Specs)
-	gather.Specs[2].Op = ops.Gather
+	barrier := p
+	barrier.Specs = slices.Clone(p.Specs)
+	barrier.Specs[2].Op = ops.Barrier
 	wrongRanks := p
 	wrongRanks.Specs = slices.Clone(p.Specs)
 	wrongRanks.Specs[1].Ranks = 8
@@ -436,7 +436,7 @@ func TestFitNCCLRefusesBadProblems(t *testing.T) {
 		"times no machine reaches": {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: slices.Repeat([]float64{1e-300}, len(p.Specs))}, nil},
 		"two sizes":                {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: p.MeasuredUS[:2]}, ErrTooFewSizes},
 		"half of four":             {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:4], MeasuredUS: p.MeasuredUS[:4]}.HoldOut(), ErrTooFewSizes},
-		"gather":                   {gather, &SizeError{}},
+		"barrier":                  {barrier, &SizeError{}},
 		"ranks":                    {wrongRanks, &SizeError{}},
 	} {
 		_, err := FitNCCL(c.p)

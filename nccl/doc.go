@@ -105,8 +105,9 @@
 //     NCCL prices chain with the tree's graph and, from 2.22, direct with
 //     a search of its own, a channel for each GPU with a NIC
 //     (collNetDirectGraph).
-//   - All-to-all and sendrecv run NCCL's point-to-point transport (P2P,
-//     ops nccl-p2p): every exchange at once, each on as many channels as
+//   - All-to-all, gather and sendrecv run NCCL's point-to-point
+//     transport (P2P, ops nccl-p2p; a gather is its root's receives from
+//     every rank, as ncclGather makes them): every exchange at once, each on as many channels as
 //     NCCL's split gives its size (more as it grows, to the most a peer
 //     gets), at the machine's channel rate, or where it has none a
 //     channel's share of the ring's bandwidth (across nodes

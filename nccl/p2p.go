@@ -246,7 +246,9 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		perChannel = gbps
 	}
 	peers := 1
-	if spec.Op == ops.AllToAll {
+	if spec.Op == ops.AllToAll || spec.Op == ops.Gather {
+		// An all-to-all's exchanges, or a gather's at its root, share a
+		// rank's channels and bandwidth.
 		peers = max(1, spec.Ranks-1)
 	}
 	if s.Nodes > 1 {
@@ -287,8 +289,10 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // ring's share gives 25, the ring's share alone 45.
 const p2pLLThreadShare = 9.0 / 16
 
-// isP2P reports whether NCCL runs op point to point.
-func isP2P(op ops.Op) bool { return op == ops.AllToAll || op == ops.SendRecv }
+// isP2P reports whether NCCL runs op point to point: all-to-all and
+// gather as grouped sends and receives (ncclAlltoAll and ncclGather from
+// 2.28 make the same ones, enqueue.cc), sendrecv as such.
+func isP2P(op ops.Op) bool { return op == ops.AllToAll || op == ops.Gather || op == ops.SendRecv }
 
 // bytesPerPeer is what a rank sends each peer in spec.
 func bytesPerPeer(spec ops.Spec) int64 {

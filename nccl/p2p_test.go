@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/internal/simtest"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -197,6 +199,34 @@ func TestAllToAllSharesTheP2PChannels(t *testing.T) {
 	}
 	if small := rate(ops.AllToAll, 256<<10); small != rate(ops.SendRecv, 256<<10) {
 		t.Errorf("4 channels a peer fit 7 peers in 32: exchange at %.4g B/s, a sendrecv's %.4g", small, rate(ops.SendRecv, 256<<10))
+	}
+}
+
+// TestGatherIsTheRootsAllToAll: NCCL runs a gather as grouped sends to
+// the root (ncclGather from 2.28, nccl-tests' group of ncclSend and
+// ncclRecv before), so the root's receives share its p2p channels as an
+// all-to-all rank's do: the same split and exchange rate for the same
+// bytes a peer, the same simulated time on 8 H100s and 2 × 8, and a plan
+// that ops.Check proves, with the root anywhere.
+func TestGatherIsTheRootsAllToAll(t *testing.T) {
+	for _, topo := range []string{"dgx-h100", "dgx-h100x2"} {
+		c, tp := simtest.World(t, topo, sim.Config{TimingOnly: true})
+		tuner := try(nccl.NewTuner(tp, nccl.Options{}))(t)
+		ranks := tp.NumGPUs()
+		for _, perPeer := range []int{1 << 10, 1 << 20, 64 << 20} {
+			gather, gc := planOf(t, tuner, ops.Spec{Op: ops.Gather, Ranks: ranks, Root: 3, Count: perPeer, DType: hw.U8})
+			a2a, ac := planOf(t, tuner, ops.Spec{Op: ops.AllToAll, Ranks: ranks, Count: perPeer, DType: hw.U8})
+			if gather.Algo != "nccl-p2p" || gc.Estimate != ac.Estimate || gather.Wire.Rate != a2a.Wire.Rate {
+				t.Errorf("%s, %d B a peer: gather %s %v at %.4g B/s; all-to-all %v at %.4g", topo, perPeer, gather.Algo, gc.Estimate, gather.Wire.Rate, ac.Estimate, a2a.Wire.Rate)
+			}
+			if g, a := simtest.Time(t, c, gather), simtest.Time(t, c, a2a); math.Abs(g-a) > 1e-9*a {
+				t.Errorf("%s, %d B a peer: gather %.3f µs, all-to-all %.3f µs", topo, perPeer, g*1e6, a*1e6)
+			}
+		}
+		plan, _ := planOf(t, tuner, ops.Spec{Op: ops.Gather, Ranks: ranks, Root: ranks - 1, Count: 5, DType: hw.F32})
+		if err := ops.Check(plan); err != nil {
+			t.Errorf("%s: %v", topo, err)
+		}
 	}
 }
 

@@ -414,5 +414,5 @@ func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
 
 // Ops are the collectives Tuner plans.
 func Ops() []ops.Op {
-	return []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.Reduce, ops.AllToAll, ops.SendRecv}
+	return []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.Reduce, ops.AllToAll, ops.Gather, ops.SendRecv}
 }

@@ -227,9 +227,9 @@ func TestCalibrateNCCLErrorsExit2(t *testing.T) {
 	if err := os.WriteFile(path, []byte(two), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gather := strings.Replace(two, "all_reduce_perf", "gather_perf", 1)
-	gpath := filepath.Join(dir, "gather.txt")
-	if err := os.WriteFile(gpath, []byte(gather), 0o644); err != nil {
+	bare := strings.TrimPrefix(two, "# Collective test starting: all_reduce_perf\n")
+	bpath := filepath.Join(dir, "bare.txt")
+	if err := os.WriteFile(bpath, []byte(bare), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ar := filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt")
@@ -238,7 +238,7 @@ func TestCalibrateNCCLErrorsExit2(t *testing.T) {
 		want string
 	}{
 		"too few sizes":  {[]string{"--log", path, "--topo", "dgx-h100"}, "the fit of 3 parameters (launch, hop, LL bandwidth) needs at least 3"},
-		"gather":         {[]string{"--log", gpath, "--topo", "dgx-h100"}, "--algo nccl plans"},
+		"barrier":        {[]string{"--log", bpath, "--topo", "dgx-h100", "--op", "barrier"}, "--algo nccl plans"},
 		"nccl flag":      {[]string{"--log", ar, "--topo", "dgx-h100", "--algo", "ring", "--nccl-proto", "LL"}, "go with --algo nccl"},
 		"bad nccl proto": {[]string{"--log", ar, "--topo", "dgx-h100", "--nccl-proto", "LL64"}, "--nccl-proto"},
 		"no topo":        {[]string{"--log", ar}, "only the logs commsim ships know theirs"},

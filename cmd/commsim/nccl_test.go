@@ -44,6 +44,12 @@ func TestBenchAlgoNCCL(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rec); status != 0 || err != nil || rec.Algo != "pat/Simple/4ch" || rec.NCCLChoice != "" || !(rec.TimeUS > 0) {
 		t.Errorf("json: status %d, %v: %s", status, err, out)
 	}
+	// A gather runs as NCCL's point-to-point, its root's receives all at
+	// once, with data that checks.
+	status, out, errOut = commsim("bench", "--topo", "cluster:2x4", "--op", "gather", "--root", "5", "--algo", "nccl", "-b", "8", "-e", "1MiB", "-f", "32", "--check")
+	if status != 0 || !strings.Contains(out, "  p2p/") || !strings.Contains(out, "Out of bounds values : 0 OK") {
+		t.Errorf("gather: status %d %s:\n%s", status, errOut, out)
+	}
 	// NCCL_PAT_ENABLE=1 runs PAT on nodes of several GPUs too, as NCCL
 	// does, with data that checks.
 	for _, op := range []string{"allgather", "reducescatter"} {
@@ -207,7 +213,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--nccl-env", "NCCL_COLLNET_ENABLE=2"}, "--nccl-env: NCCL_COLLNET_ENABLE=2: want 0 or 1"},
 		{[]string{"--nccl-buffsize", "1KiB"}, "--nccl-buffsize 1KiB: want 32KiB to 1GiB"},
 		{[]string{"--nccl-buffsize", "lots"}, "--nccl-buffsize"},
-		{[]string{"--op", "gather"}, "--algo nccl plans"},
+		{[]string{"--op", "barrier"}, "--algo nccl plans"},
 	} {
 		args := append([]string{"bench", "--topo", "dgx-h100", "--algo", "nccl", "-b", "1MiB", "-e", "1MiB", "--timing-only"}, tc.args...)
 		status, out, errOut := commsim(args...)
