@@ -42,7 +42,7 @@ func (f *ncclFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.algos, "nccl-algo", "", "with --algo nccl: the algorithms NCCL may choose, as NCCL_ALGO (comma-separated: ring, tree, nvls, nvlstree, collnet_direct, collnet_chain, pat; ^ first for all but those; then ;-separated entries such as allreduce:tree for one collective); default all")
 	fl.StringVar(&f.protos, "nccl-proto", "", "with --algo nccl: the protocols NCCL may choose, as NCCL_PROTO (comma-separated: LL, LL128, Simple; ^ first for all but those; then ;-separated entries such as allreduce:LL128 for one collective); default all")
 	fl.IntVar(&f.channels, "nccl-channels", 0, "with --algo nccl: the channels the collectives run on, as NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS (NCCL's choice does not see them; each runs at most a search channel's speed); 0 leaves them to NCCL")
-	fl.IntVar(&f.netPeerChannels, "nccl-net-peer-channels", 0, "with --algo nccl: the channels all-to-all and sendrecv give a peer across the network, as NCCL_NCHANNELS_PER_NET_PEER; 0 is NCCL's default")
+	fl.IntVar(&f.netPeerChannels, "nccl-net-peer-channels", 0, "with --algo nccl: the channels all-to-all, gather and sendrecv give a peer across the network, as NCCL_NCHANNELS_PER_NET_PEER; 0 is NCCL's default")
 	fl.StringVar(&f.buffsize, "nccl-buffsize", "", "with --algo nccl: the bytes of each connection's Simple buffer, as NCCL_BUFFSIZE (e.g. 8388608 or 8MiB); default NCCL's 4MiB")
 	fl.StringArrayVar(&f.env, "nccl-env", nil, "with --algo nccl: an NCCL environment variable, NAME=VALUE, as NCCL reads it; repeat for more. commsim follows "+strings.Join(nccl.EnvVars, ", "))
 	fl.StringVar(&f.machine, "nccl-machine", "", "with --algo nccl: how the machine departs from NCCL's model, as calibrate prints it: "+
