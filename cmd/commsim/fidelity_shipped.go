@@ -36,7 +36,6 @@ type shippedLog struct {
 	Topology string `json:"topology"`
 	Ranks    int    `json:"ranks"`
 	shippedErrors
-	rows []fidelity.Row
 }
 
 // shippedPool is the errors of one group's sizes, pooled.
@@ -141,7 +140,7 @@ func (f *fidFlags) runShipped(stdout, stderr io.Writer) error {
 			return fmt.Errorf("shipped log %s: %w", l.File, err)
 		}
 		rows := rep.report.Rows
-		out.Logs = append(out.Logs, shippedLog{File: l.File, Group: l.Group(), Op: rep.Op, Topology: l.Topo, Ranks: rep.Ranks, shippedErrors: summed(rows), rows: rows})
+		out.Logs = append(out.Logs, shippedLog{File: l.File, Group: l.Group(), Op: rep.Op, Topology: l.Topo, Ranks: rep.Ranks, shippedErrors: summed(rows)})
 		if l.Group() != fidelity.GroupExcluded {
 			pooled[l.Group()] = append(pooled[l.Group()], rows...)
 			counts[l.Group()]++
