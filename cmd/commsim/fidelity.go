@@ -344,13 +344,19 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 		out.Sizes = append(out.Sizes, z)
 	}
 	out.Bands = fidBands(rep.Bands)
-	if m := rep.Model; m.Sizes > 0 {
-		out.Model = &fidModel{Sizes: m.Sizes, Median: m.Median, Max: m.Max, Bands: fidBands(m.Bands)}
-	}
+	out.Model = fidModelOf(rep.Model)
 	if c := rep.Choices; c.Logged+c.Varied > 0 || c.AsLogged {
 		out.Choices = &fidChoices{Logged: c.Logged, Agree: c.Agree, Varied: c.Varied, AsLogged: c.AsLogged}
 	}
 	return out
+}
+
+// fidModelOf is summary as JSON, nil where it has no sizes.
+func fidModelOf(s fidelity.Summary) *fidModel {
+	if s.Sizes == 0 {
+		return nil
+	}
+	return &fidModel{Sizes: s.Sizes, Median: s.Median, Max: s.Max, Bands: fidBands(s.Bands)}
 }
 
 func fidBands(bands []fidelity.BandSummary) []fidBand {

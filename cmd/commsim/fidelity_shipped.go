@@ -68,18 +68,8 @@ func summed(rows []fidelity.Row) shippedErrors {
 			e.Over++
 		}
 	}
-	e.Model = errorsOf(fidelity.ModelRows(rows))
+	e.Model = fidModelOf(fidelity.Summarize(fidelity.ModelRows(rows)))
 	return e
-}
-
-// errorsOf sums up rows' errors (NCCL's model's, for fidelity.ModelRows),
-// nil for no rows.
-func errorsOf(rows []fidelity.Row) *fidModel {
-	if len(rows) == 0 {
-		return nil
-	}
-	m := fidelity.Summarize(rows)
-	return &fidModel{Sizes: m.Sizes, Median: m.Median, Max: m.Max, Bands: fidBands(m.Bands)}
 }
 
 // shippedFlagsError refuses what --shipped cannot take: every log brings
@@ -155,7 +145,7 @@ func (f *fidFlags) runShipped(stdout, stderr io.Writer) error {
 				priced = append(priced, r)
 			}
 		}
-		p.Simulated = errorsOf(priced)
+		p.Simulated = fidModelOf(fidelity.Summarize(priced))
 		out.Pooled = append(out.Pooled, p)
 	}
 	switch f.format {
