@@ -60,10 +60,7 @@ func TestPublishedLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pooled, heldOut []Row
-	// NCCL's own cost model where it prices a size, and the simulation's
-	// rows of those sizes, to compare like with like.
-	var pooledModel, pooledPriced, heldOutModel []Row
+	var targets, heldOut Pool
 	var bounds []string // today's bounds, for logs missing one
 	for _, l := range cat.Logs {
 		if _, err := topology.Resolve(l.Preset()); err != nil {
@@ -107,16 +104,9 @@ func TestPublishedLogs(t *testing.T) {
 			t.Logf("%s: excluded from the targets and the ratchet: %s", l.File, l.Exclude)
 			continue
 		case GroupTargets:
-			pooled = append(pooled, rep.Rows...)
-			pooledModel = append(pooledModel, ModelRows(rep.Rows)...)
-			for _, r := range rep.Rows {
-				if r.Priced() {
-					pooledPriced = append(pooledPriced, r)
-				}
-			}
+			targets.Add(rep.Rows)
 		default:
-			heldOut = append(heldOut, rep.Rows...)
-			heldOutModel = append(heldOutModel, ModelRows(rep.Rows)...)
+			heldOut.Add(rep.Rows)
 		}
 		switch today := roundUp5(rep.Median); {
 		case l.MaxMedianError == 0:
@@ -131,9 +121,11 @@ func TestPublishedLogs(t *testing.T) {
 	if len(bounds) > 0 {
 		t.Logf("bounds to record in logs.yaml:\n%s", strings.Join(bounds, "\n"))
 	}
-	t.Logf("pooled over the runs held out of the targets (not bounded):\n%s", Summarize(heldOut).Describe())
-	t.Logf("NCCL's own cost model there, for comparison:\n%s", Summarize(heldOutModel).Describe())
-	s, model, priced := Summarize(pooled), Summarize(pooledModel), Summarize(pooledPriced)
+	t.Logf("pooled over the runs held out of the targets (not bounded):\n%s", Summarize(heldOut.Rows).Describe())
+	t.Logf("NCCL's own cost model there, for comparison:\n%s", Summarize(ModelRows(heldOut.Rows)).Describe())
+	// NCCL's own cost model where it prices a size, and the simulation's
+	// rows of those sizes, to compare like with like.
+	s, model, priced := Summarize(targets.Rows), Summarize(ModelRows(targets.Rows)), Summarize(targets.Priced())
 	t.Logf("pooled over the logs in the targets:\n%s", s.Describe())
 	t.Logf("the simulation over the sizes NCCL's own cost model prices (point-to-point it does not):\n%s", priced.Describe())
 	t.Logf("NCCL's own cost model over those sizes, for comparison:\n%s", model.Describe())

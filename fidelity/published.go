@@ -245,3 +245,28 @@ func (l *PublishedLog) Preset() string {
 	name, _, _ := strings.Cut(l.Topo, ",")
 	return strings.TrimSpace(name)
 }
+
+// Pool is the rows of the checked logs of one group, pooled: what the
+// targets, and the runs held out of them, are measured by.
+type Pool struct {
+	Logs int
+	Rows []Row
+}
+
+// Add pools one log's rows.
+func (p *Pool) Add(rows []Row) {
+	p.Logs++
+	p.Rows = append(p.Rows, rows...)
+}
+
+// Priced is the pooled rows whose sizes NCCL's own cost model prices:
+// the simulation's rows to set beside ModelRows(p.Rows).
+func (p *Pool) Priced() []Row {
+	var priced []Row
+	for _, r := range p.Rows {
+		if r.Priced() {
+			priced = append(priced, r)
+		}
+	}
+	return priced
+}

@@ -118,8 +118,7 @@ func (f *fidFlags) runShipped(stdout, stderr io.Writer) error {
 	}
 	bar := newProgress(stderr, total)
 	out := shippedReport{Algo: f.algo, Machine: strings.TrimSpace(f.machine)}
-	pooled := map[string][]fidelity.Row{}
-	counts := map[string]int{}
+	pools := map[string]*fidelity.Pool{fidelity.GroupTargets: {}, fidelity.GroupHeldOut: {}}
 	for i := range cat.Logs {
 		l := &cat.Logs[i]
 		g := *f // each log sets the environment of its own run
@@ -131,22 +130,15 @@ func (f *fidFlags) runShipped(stdout, stderr io.Writer) error {
 		}
 		rows := rep.report.Rows
 		out.Logs = append(out.Logs, shippedLog{File: l.File, Group: l.Group(), Op: rep.Op, Topology: l.Topo, Ranks: rep.Ranks, shippedErrors: summed(rows)})
-		if l.Group() != fidelity.GroupExcluded {
-			pooled[l.Group()] = append(pooled[l.Group()], rows...)
-			counts[l.Group()]++
+		if pool := pools[l.Group()]; pool != nil {
+			pool.Add(rows)
 		}
 	}
 	bar.done()
 	for _, group := range []string{fidelity.GroupTargets, fidelity.GroupHeldOut} {
-		p := shippedPool{Group: group, Logs: counts[group], shippedErrors: summed(pooled[group])}
-		var priced []fidelity.Row
-		for _, r := range pooled[group] {
-			if r.Priced() {
-				priced = append(priced, r)
-			}
-		}
-		p.Simulated = fidModelOf(fidelity.Summarize(priced))
-		out.Pooled = append(out.Pooled, p)
+		pool := pools[group]
+		out.Pooled = append(out.Pooled, shippedPool{Group: group, Logs: pool.Logs, shippedErrors: summed(pool.Rows),
+			Simulated: fidModelOf(fidelity.Summarize(pool.Priced()))})
 	}
 	switch f.format {
 	case "json":
