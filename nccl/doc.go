@@ -10,6 +10,9 @@
 // protocol and a number of channels for each collective and size (Tune),
 // and turns the choice into a plan that the simulator runs on the fabric
 // (Tuner.Plan), so contention, faults and unusual fabrics still show.
+// CostTable is the model laid out as NCCL prints it at init
+// (NCCL_DEBUG_SUBSYS=TUNING), and Graphs the graphs it prices with, for
+// setting beside what NCCL printed on a machine.
 //
 // The choice is NCCL's where its model says how NCCL chooses. What the
 // simulator runs is an approximation, stated per algorithm:

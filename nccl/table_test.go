@@ -1,0 +1,71 @@
+package nccl_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+)
+
+// The cost table holds a cell for each collective NCCL tunes, algorithm
+// of the release and protocol, in NCCL's order; a cell it prices is the
+// estimate's latency and bandwidth before any size (no Ring/Simple
+// plateau, which NCCL applies per call), and an off one is 0/0 with its
+// reason.
+func TestCostTableIsNCCLsModelBeforeAnySize(t *testing.T) {
+	s := describe(t, "dgx-h100x2")
+	for _, v := range []nccl.Version{nccl.V2_30, nccl.V2_21} {
+		o := nccl.Options{Version: v}
+		table, err := nccl.CostTable(s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		algos := nccl.Algos(v)
+		if want := len(nccl.TableOps) * len(algos) * 3; len(table) != want {
+			t.Fatalf("%v: %d cells, want %d", v, len(table), want)
+		}
+		for i, c := range table {
+			op, a, p := nccl.TableOps[i/(3*len(algos))], algos[i/3%len(algos)], nccl.Protocols()[i%3]
+			if c.Op != op || c.Algo != a || c.Protocol != p {
+				t.Fatalf("%v: cell %d is %v %v %v, want %v %v %v", v, i, c.Op, c.Algo, c.Protocol, op, a, p)
+			}
+			var est nccl.Estimate
+			for _, e := range nccl.Estimates(s, op, 1, o) {
+				if e.Algo == a && e.Protocol == p {
+					est = e
+				}
+			}
+			switch {
+			case c.Off != est.Off:
+				t.Errorf("%v %v: off %q, the estimate's %q", v, c, c.Off, est.Off)
+			case c.Off != "" && (c.LatencyUS != 0 || c.AlgBW != 0):
+				t.Errorf("%v %v/%v/%v is off (%s) but priced %v", v, op, a, p, c.Off, c)
+			case c.Off == "" && (c.LatencyUS != est.LatencyUS || c.AlgBW != est.AlgBW || !(c.AlgBW > 0)):
+				t.Errorf("%v %v/%v/%v: %v, the estimate at 1 byte %.3f/%.3f", v, op, a, p, c, est.LatencyUS, est.AlgBW)
+			}
+		}
+		// The plateau: NCCL's estimate of a multi-node Ring/Simple
+		// all-reduce of 64 bytes a channel and rank or more has 1.4 times
+		// the table's latency (Hopper).
+		ring := table[(len(nccl.TableOps)-1)*3*len(algos)+3*int(nccl.Ring)+2]
+		for _, e := range nccl.Estimates(s, ops.AllReduce, 1<<30, o) {
+			if e.Algo == nccl.Ring && e.Protocol == ops.ProtoSimple && !near(e.LatencyUS, 1.4*ring.LatencyUS) {
+				t.Errorf("%v: ring/Simple all-reduce of 1 GiB has latency %.2f, want 1.4 × the table's %.2f", v, e.LatencyUS, ring.LatencyUS)
+			}
+		}
+	}
+	if got := nccl.Algos(nccl.V2_21); len(got) != 6 || got[5] != nccl.NVLSTree {
+		t.Errorf("2.21's algorithms %v, want six without PAT", got)
+	}
+	if got := nccl.Algos(nccl.V2_23); len(got) != 7 || got[6] != nccl.PAT {
+		t.Errorf("2.23's algorithms %v, want seven, PAT last", got)
+	}
+	one := s
+	one.Ranks, one.Nodes, one.PerNode = 1, 1, 1
+	if _, err := nccl.CostTable(one, nccl.Options{}); err == nil || !strings.Contains(err.Error(), "one rank") {
+		t.Errorf("one rank: %v, want an error that says NCCL has no table for it", err)
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
