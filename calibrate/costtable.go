@@ -1,0 +1,182 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+)
+
+// NCCL's cost table as its rank 0 prints it at init with NCCL_DEBUG=INFO
+// and NCCL_DEBUG_SUBSYS=TUNING (tuning.cc). From 2.19 it comes in blocks
+// of three algorithms, each headed by the algorithms and then the
+// protocols:
+//
+//	NCCL INFO   Algorithm   |                   Tree   ...   |   Ring   ...
+//	NCCL INFO   Protocol    |             LL |          LL128 |         Simple | ...
+//	NCCL INFO  Max NThreads |            512 |            640 |            512 | ...
+//	NCCL INFO     Broadcast |     0.0/   0.0 |     0.0/   0.0 |     0.0/   0.0 | ...
+//
+// Before, in one block headed "Latency/AlgBw |    Tree/    LL |    Tree/ LL128 | …".
+// Each cell is "latency/bandwidth": µs and GB/s.
+//
+// commsim tuning prints the same rows without the "NCCL INFO" before them.
+var costRowRE = regexp.MustCompile(`^(?:.*\bNCCL INFO)?\s*(Algorithm|Protocol|Latency/AlgBw|Max NThreads|Broadcast|Reduce|AllGather|ReduceScatter|AllReduce)\s*\|(.*)$`)
+
+// The communicator's size, as NCCL's init lines state it: "comm 0x5636
+// rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0" (2.19
+// on), "… rank 0 nranks 16 cudaDev 0 … - Init COMPLETE".
+var (
+	commRanksRE = regexp.MustCompile(`\bNCCL INFO comm 0x[0-9a-fA-F]+ rank 0 n[Rr]anks (\d+)\b`)
+	commNodesRE = regexp.MustCompile(`\bNCCL INFO comm 0x[0-9a-fA-F]+ rank 0 n[Rr]anks \d+ nNodes (\d+)\b`)
+)
+
+// LoggedCost is one cell of the cost table a log prints, and its line.
+type LoggedCost struct {
+	nccl.Cost
+	Line int
+}
+
+// CostTableLog is what an NCCL log states of its cost table: the cells
+// of its first table, in the log's order, and NCCL's version and
+// environment as its lines state them.
+type CostTableLog struct {
+	Cells []LoggedCost
+	// NCCL is the release and environment the log states; Stated is
+	// false where it states neither.
+	NCCL   LogNCCL
+	Stated bool
+	// Tables counts the tables the log prints (one per communicator
+	// rank 0 sets up); only the first is read.
+	Tables int
+	// Ranks and Nodes are the first communicator's size as NCCL's init
+	// lines state it, 0 where they do not.
+	Ranks, Nodes int
+}
+
+// ParseCostTable reads the cost table NCCL printed into a log (any
+// text: nccl-tests' output, a training job's), with rank and host tags
+// and time stamps around its lines as ParseLog takes them. A cell of an
+// algorithm or protocol commsim does not know (2.18's single CollNet,
+// say) is left out. A log with no table, or a table row that cannot be
+// read, is an error that names the line.
+func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
+	var lg Log
+	out := &CostTableLog{}
+	// The block's algorithms (one per group of columns) and protocols
+	// (one per column) from 2.19; before, each column's "algo/proto".
+	var algos, protos, heads []string
+	for i, line := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
+		t := untag(line)
+		lg.readNCCLLine(t)
+		if m := commRanksRE.FindStringSubmatch(t); m != nil && out.Ranks == 0 {
+			out.Ranks, _ = strconv.Atoi(m[1])
+		}
+		if m := commNodesRE.FindStringSubmatch(t); m != nil && out.Nodes == 0 {
+			out.Nodes, _ = strconv.Atoi(m[1])
+		}
+		m := costRowRE.FindStringSubmatch(t)
+		if m == nil {
+			continue
+		}
+		cells := splitCells(m[2])
+		switch m[1] {
+		case "Algorithm":
+			// A table's first block starts with the tree.
+			if out.Tables == 0 || len(cells) > 0 && strings.EqualFold(cells[0], nccl.Tree.String()) {
+				out.Tables++
+			}
+			algos, protos, heads = cells, nil, nil
+			continue
+		case "Latency/AlgBw":
+			out.Tables++
+			algos, protos, heads = nil, nil, cells
+			continue
+		case "Protocol":
+			protos = cells
+			continue
+		case "Max NThreads":
+			continue
+		}
+		if out.Tables > 1 {
+			continue // a later communicator's table
+		}
+		op, err := ops.ParseOp(m[1])
+		if err != nil {
+			return nil, &LogError{Name: name, Line: i + 1, Reason: err.Error(), Text: shortLine(line)}
+		}
+		for k, cell := range cells {
+			algo, proto, ok := columnOf(k, algos, protos, heads)
+			if !ok {
+				return nil, &LogError{Name: name, Line: i + 1, Text: shortLine(line),
+					Reason: fmt.Sprintf("column %d of NCCL's cost table has no algorithm and protocol above it", k+1)}
+			}
+			a, errA := nccl.ParseAlgo(algo)
+			p, errP := ops.ParseProtocol(proto)
+			if errA != nil || errP != nil {
+				continue // an algorithm or protocol commsim does not model
+			}
+			lat, bw, err := parseCost(cell)
+			if err != nil {
+				return nil, &LogError{Name: name, Line: i + 1, Text: shortLine(line), Reason: fmt.Sprintf("column %d of NCCL's cost table: %v", k+1, err)}
+			}
+			out.Cells = append(out.Cells, LoggedCost{Cost: nccl.Cost{Op: op, Algo: a, Protocol: p, LatencyUS: lat, AlgBW: bw}, Line: i + 1})
+		}
+	}
+	if len(out.Cells) == 0 {
+		return nil, &LogError{Name: name, Reason: "no NCCL cost table in it (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=TUNING prints one at init)"}
+	}
+	var err error
+	if out.NCCL, out.Stated, err = lg.NCCLOptions(); err != nil {
+		return nil, &LogError{Name: name, Reason: err.Error()}
+	}
+	return out, nil
+}
+
+// splitCells is a table row's cells between its bars, trimmed.
+func splitCells(row string) []string {
+	cells := strings.Split(row, "|")
+	if last := len(cells) - 1; strings.TrimSpace(cells[last]) == "" {
+		cells = cells[:last]
+	}
+	for i := range cells {
+		cells[i] = strings.TrimSpace(cells[i])
+	}
+	return cells
+}
+
+// columnOf is the algorithm and protocol of column k: from the block's
+// headers (each algorithm over as many columns as there are protocols
+// for it), or from the column's own "algo/proto" before 2.19.
+func columnOf(k int, algos, protos, heads []string) (algo, proto string, ok bool) {
+	if heads != nil {
+		if k >= len(heads) {
+			return "", "", false
+		}
+		algo, proto, ok = strings.Cut(heads[k], "/")
+		return strings.TrimSpace(algo), strings.TrimSpace(proto), ok
+	}
+	if len(algos) == 0 || k >= len(protos) || len(protos)%len(algos) != 0 {
+		return "", "", false
+	}
+	return algos[k/(len(protos)/len(algos))], protos[k], true
+}
+
+// parseCost reads a cell, "latency/bandwidth".
+func parseCost(cell string) (lat, bw float64, err error) {
+	l, b, ok := strings.Cut(cell, "/")
+	if ok {
+		lat, err = strconv.ParseFloat(strings.TrimSpace(l), 64)
+	}
+	if ok && err == nil {
+		bw, err = strconv.ParseFloat(strings.TrimSpace(b), 64)
+	}
+	if !ok || err != nil || !(lat >= 0 && bw >= 0) || math.IsInf(lat+bw, 0) {
+		return 0, 0, fmt.Errorf("%q is not latency/bandwidth", cell)
+	}
+	return lat, bw, nil
+}

@@ -1,0 +1,108 @@
+package calibrate
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+)
+
+// A table as NCCL 2.29 prints it (the PAT block's protocol line repeats
+// three algorithms' protocols, as NCCL's does), cut to two algorithms a
+// block, with srun's rank tags and NCCL's init lines around it, and a
+// second communicator's table after it.
+const costTable229 = `0: host:1:2 [0] NCCL INFO NCCL version 2.29.7+cuda12.9
+0: host:1:2 [0] NCCL INFO NCCL_PROTO set by environment to ^LL128
+0: host:1:2 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0
+0: host:1:2 [0] NCCL INFO   Algorithm   |                            Tree                  |                            Ring                  |
+0: host:1:2 [0] NCCL INFO   Protocol    |             LL |          LL128 |         Simple |             LL |          LL128 |         Simple |
+0: host:1:2 [0] NCCL INFO  Max NThreads |            512 |            640 |            512 |            512 |            640 |            512 |
+0: host:1:2 [0] NCCL INFO     Broadcast |     0.0/   0.0 |     0.0/   0.0 |     0.0/   0.0 |     9.3/  39.0 |    18.0/   0.0 |    22.4/ 360.0 |
+0: host:1:2 [0] NCCL INFO     AllReduce |    25.2/  19.5 |    48.5/   0.0 |    92.4/ 165.6 |    40.0/  20.8 |    75.2/   0.0 |   131.6/ 192.0 |
+0: host:1:2 [0] NCCL INFO   Algorithm   |                             PAT                  |
+0: host:1:2 [0] NCCL INFO   Protocol    |             LL |          LL128 |         Simple |             LL |          LL128 |         Simple |             LL |          LL128 |         Simple |
+0: host:1:2 [0] NCCL INFO     AllGather |     0.0/   0.0 |     0.0/   0.0 |    17.6/   3.6 |
+0: host:1:2 [0] NCCL INFO   Algorithm   |                            Tree                  |                            Ring                  |
+0: host:1:2 [0] NCCL INFO   Protocol    |             LL |          LL128 |         Simple |             LL |          LL128 |         Simple |
+0: host:1:2 [0] NCCL INFO     Broadcast |     0.0/   0.0 |     0.0/   0.0 |     0.0/   0.0 |     7.2/ 141.0 |    15.9/   0.0 |    11.8/ 360.0 |
+`
+
+func TestParseCostTableReadsNCCLsBlocks(t *testing.T) {
+	got, err := ParseCostTable("tuning.txt", []byte(costTable229))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tables != 2 || got.Ranks != 16 || got.Nodes != 2 || !got.Stated || got.NCCL.Options.Version != 229 || got.NCCL.Env["NCCL_PROTO"] != "^LL128" {
+		t.Errorf("tables %d, ranks %d, nodes %d, stated %v, NCCL %v %v; want 2 tables of 16 ranks on 2 nodes, 2.29 with NCCL_PROTO=^LL128",
+			got.Tables, got.Ranks, got.Nodes, got.Stated, got.NCCL.Options.Version, got.NCCL.Env)
+	}
+	if len(got.Cells) != 15 {
+		t.Fatalf("%d cells, want the first table's 15", len(got.Cells))
+	}
+	for _, want := range []LoggedCost{
+		{nccl.Cost{Op: ops.Broadcast, Algo: nccl.Tree, Protocol: ops.ProtoLL}, 7},
+		{nccl.Cost{Op: ops.Broadcast, Algo: nccl.Ring, Protocol: ops.ProtoSimple, LatencyUS: 22.4, AlgBW: 360}, 7},
+		{nccl.Cost{Op: ops.AllReduce, Algo: nccl.Tree, Protocol: ops.ProtoSimple, LatencyUS: 92.4, AlgBW: 165.6}, 8},
+		{nccl.Cost{Op: ops.AllReduce, Algo: nccl.Ring, Protocol: ops.ProtoLL128, LatencyUS: 75.2}, 8},
+		{nccl.Cost{Op: ops.AllGather, Algo: nccl.PAT, Protocol: ops.ProtoSimple, LatencyUS: 17.6, AlgBW: 3.6}, 11},
+	} {
+		found := false
+		for _, c := range got.Cells {
+			if c.Op == want.Op && c.Algo == want.Algo && c.Protocol == want.Protocol {
+				found = true
+				if c != want {
+					t.Errorf("%v %v/%v: %+v, want %+v", want.Op, want.Algo, want.Protocol, c, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%v %v/%v: not read", want.Op, want.Algo, want.Protocol)
+		}
+	}
+}
+
+// Before 2.19 NCCL heads its one block "Latency/AlgBw", each column
+// "algo/proto"; CollNet, one algorithm then, is not one of commsim's and
+// its columns are left out.
+func TestParseCostTableReadsTheOldLayout(t *testing.T) {
+	old := `x:9373:9456 [0] NCCL INFO Latency/AlgBw |    Tree/    LL |    Tree/ LL128 |    Tree/Simple |    Ring/    LL |    Ring/ LL128 |    Ring/Simple | CollNet/    LL | CollNet/ LL128 | CollNet/Simple |
+x:9373:9456 [0] NCCL INFO  Max NThreads |            512 |            640 |            512 |            512 |            640 |            256 |            512 |            640 |            512 |
+x:9373:9456 [0] NCCL INFO     Broadcast |     0.0/   0.0 |     0.0/   0.0 |     0.0/   0.0 |     6.3/   0.8 |    14.0/   0.0 |    18.0/   3.0 |     0.0/   0.0 |     0.0/   0.0 |     0.0/   0.0 |
+`
+	got, err := ParseCostTable("old.txt", []byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Cells) != 6 || got.Tables != 1 || got.Stated {
+		t.Fatalf("%d cells in %d tables (stated %v), want the tree's and the ring's 6 in one", len(got.Cells), got.Tables, got.Stated)
+	}
+	if c := got.Cells[5]; c.Algo != nccl.Ring || c.Protocol != ops.ProtoSimple || c.LatencyUS != 18 || c.AlgBW != 3 {
+		t.Errorf("last cell %+v, want ring/Simple 18.0/3.0", c)
+	}
+}
+
+// A table with no header above a row, a cell that is no
+// latency/bandwidth and a log with no table are refused, naming the line.
+func TestParseCostTableRefusesWhatItCannotRead(t *testing.T) {
+	header := "NCCL INFO   Algorithm   |     Tree      |\nNCCL INFO   Protocol    |  LL |  LL128 | Simple |\n"
+	for _, tc := range []struct {
+		name, log string
+		line      int
+		want      string
+	}{
+		{"no header", "NCCL INFO     AllReduce |    25.2/  19.5 |\n", 1, "no algorithm and protocol above it"},
+		{"bad cell", header + "NCCL INFO     AllReduce |    25.2/  19.5 |  48.5 | 1/1 |\n", 3, `column 2 of NCCL's cost table: "48.5" is not latency/bandwidth`},
+		{"negative", header + "NCCL INFO     AllReduce |    25.2/  -1 |\n", 3, "is not latency/bandwidth"},
+		{"not a number", header + "NCCL INFO     AllReduce |    NaN/  1.0 |\n", 3, "is not latency/bandwidth"},
+		{"too many cells", header + "NCCL INFO     AllReduce |  1/1 | 1/1 | 1/1 | 1/1 |\n", 3, "column 4"},
+		{"no table", "# nccl-tests\n#  Rank  0 Group  0 Pid 1 on host device  0 [0x18] NVIDIA H100\n", 0, "no NCCL cost table"},
+	} {
+		_, err := ParseCostTable("x.txt", []byte(tc.log))
+		var le *LogError
+		if !errors.As(err, &le) || le.Line != tc.line || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a LogError at line %d naming %q", tc.name, err, tc.line, tc.want)
+		}
+	}
+}
