@@ -1,0 +1,108 @@
+package fidelity
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+func readCostTable(t *testing.T, name string) *calibrate.CostTableLog {
+	t.Helper()
+	path := filepath.Join("testdata", "costtables", name)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged, err := calibrate.ParseCostTable(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return logged
+}
+
+func checkCostTable(t *testing.T, logged *calibrate.CostTableLog, spec string, o nccl.Options) *CostReport {
+	t.Helper()
+	topo, err := topology.Resolve(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CheckCostTable(logged, topo, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// The latencies in the cost tables NCCL printed on real machines are
+// commsim's, cell for cell as NCCL prints them, in the release that
+// printed them: 2.20-2.22 on 2 nodes of 8 H100s (NVIDIA/nccl#1519), and
+// 2.29 on 2 one-GPU nodes (a log that names its release, which is taken).
+// Their bandwidths are of machines no preset describes (one NIC in use of
+// eight; an unstated socket NIC), so only the latencies are held.
+func TestCostTablesNCCLPrintedHaveCommsimsLatencies(t *testing.T) {
+	h100 := readCostTable(t, "nccl-issue-1519-2x8xH100.txt")
+	if len(h100.Cells) != 40 || h100.Tables != 1 || h100.Stated {
+		t.Fatalf("#1519: %d cells in %d tables, stated %v; want the first block's 40 (its last row cut to 4) in one, no release", len(h100.Cells), h100.Tables, h100.Stated)
+	}
+	rep := checkCostTable(t, h100, "dgx-h100x2", nccl.Options{Version: nccl.V2_21})
+	if rep.Latencies != 16 || rep.LatenciesAgree != 16 {
+		t.Errorf("#1519 at 2.21: %d of %d latencies agree, want 16 of 16", rep.LatenciesAgree, rep.Latencies)
+	}
+	// 2.23 moved two of them: the all-reduce ring's network steps and the
+	// tree's Simple hop.
+	rep = checkCostTable(t, h100, "dgx-h100x2", nccl.Options{Version: nccl.V2_30})
+	var moved []string
+	for _, r := range rep.Rows {
+		if compared, agree := r.LatencyAgree(); compared && !agree {
+			moved = append(moved, r.Logged.Algo.String()+"/"+r.Logged.Protocol.String())
+			if r.Logged.Op != ops.AllReduce {
+				t.Errorf("#1519 at 2.30: %v's latency %v differs", r.Logged.Op, r.Model)
+			}
+		}
+	}
+	if len(moved) != 2 || moved[0] != "tree/Simple" || moved[1] != "ring/LL" {
+		t.Errorf("#1519 at 2.30: the latencies that differ are %v, want tree/Simple and ring/LL", moved)
+	}
+
+	socket := readCostTable(t, "eunomia-ncclebpf-2x1-socket.txt")
+	if !socket.Stated || socket.NCCL.Options.Version != 229 || len(socket.Cells) != 105 {
+		t.Fatalf("socket log: stated %v, NCCL %v, %d cells; want 2.29 stated and 105 cells", socket.Stated, socket.NCCL.Options.Version, len(socket.Cells))
+	}
+	rep = checkCostTable(t, socket, "cluster:2x1", socket.NCCL.Options)
+	if rep.Latencies != 20 || rep.LatenciesAgree != 20 {
+		t.Errorf("socket log at 2.29: %d of %d latencies agree, want 20 of 20", rep.LatenciesAgree, rep.Latencies)
+	}
+}
+
+// A cell is compared where both sides have something to compare:
+// latencies where both price it (NCCL prints one for a pair it prices and
+// then turns off), bandwidths where either side may pick it.
+func TestCostRowComparesWhatBothSidesHave(t *testing.T) {
+	logged := func(lat, bw float64) calibrate.LoggedCost {
+		return calibrate.LoggedCost{Cost: nccl.Cost{LatencyUS: lat, AlgBW: bw}}
+	}
+	for _, tc := range []struct {
+		name          string
+		row           CostRow
+		lat, latAgree bool
+		bw, bwAgree   bool
+	}{
+		{"both price alike", CostRow{logged(9.3, 39.0), nccl.Cost{LatencyUS: 9.34, AlgBW: 38.96}}, true, true, true, true},
+		{"latency off by a tenth", CostRow{logged(9.3, 39.0), nccl.Cost{LatencyUS: 9.4, AlgBW: 39.0}}, true, false, true, true},
+		{"both off", CostRow{logged(0, 0), nccl.Cost{Off: "rings only"}}, false, false, false, false},
+		{"NCCL turned it off", CostRow{logged(25.2, 0), nccl.Cost{LatencyUS: 25.2, AlgBW: 19.5}}, true, true, true, false},
+		{"commsim has it off", CostRow{logged(44.0, 0), nccl.Cost{Off: "no SHARP"}}, false, false, false, false},
+		{"only NCCL prices it", CostRow{logged(66.8, 246.2), nccl.Cost{Off: "no SHARP"}}, false, false, true, false},
+	} {
+		lat, latAgree := tc.row.LatencyAgree()
+		bw, bwAgree := tc.row.BandwidthAgree()
+		if lat != tc.lat || latAgree != tc.latAgree || bw != tc.bw || bwAgree != tc.bwAgree {
+			t.Errorf("%s: latency compared %v agree %v, bandwidth compared %v agree %v; want %v %v %v %v", tc.name, lat, latAgree, bw, bwAgree, tc.lat, tc.latAgree, tc.bw, tc.bwAgree)
+		}
+	}
+}
