@@ -127,7 +127,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newTopoCmd(), newBenchCmd(), newCompareCmd(), newWhatIfCmd(), newTrainCmd(), newDevicesCmd(), newCalibrateCmd(), newFidelityCmd())
+	root.AddCommand(newTopoCmd(), newBenchCmd(), newCompareCmd(), newWhatIfCmd(), newTrainCmd(), newDevicesCmd(), newCalibrateCmd(), newFidelityCmd(), newTuningCmd())
 	// cobra adds help and completion only when it executes, past wrapArgs'
 	// reach; its help prints "Unknown help topic" and succeeds.
 	root.SetHelpCommand(newHelpCmd())

@@ -46,6 +46,8 @@ func outputCases() [][]string {
 		{"topo", "presets", "--format", "json"},
 		{"topo", "draw", "ring:4"},
 		{"devices"},
+		{"tuning", "--topo", "ring:4"},
+		{"tuning", "--topo", "dgx-h100x2", "--log", costTables + "/nccl-issue-1519-2x8xH100.txt"},
 	}
 	for _, format := range []string{"table", "csv", "json"} {
 		cases = append(cases,
@@ -59,6 +61,9 @@ func outputCases() [][]string {
 			[]string{"calibrate", "--log", log, "--topo", "dgx-h100", "-b", "16MiB", "-e", "128MiB", "--format", format},
 			[]string{"fidelity", "--log", log, "--topo", "dgx-h100", "--format", format},
 		)
+		if format != "table" {
+			cases = append(cases, []string{"tuning", "--topo", "dgx-h100x2", "--log", costTables + "/nccl-issue-1519-2x8xH100.txt", "--format", format})
+		}
 	}
 	return cases
 }

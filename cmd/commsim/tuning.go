@@ -1,0 +1,368 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+// tuning: NCCL's cost table on a fabric, as NCCL prints it at init, and
+// set beside the one a user's NCCL printed.
+
+type tuningFlags struct {
+	topo, log, format string
+	ngpus             int
+	ncclFlags
+}
+
+func newTuningCmd() *cobra.Command {
+	var f tuningFlags
+	cmd := &cobra.Command{
+		Use:   "tuning",
+		Short: "Print NCCL's cost table for a fabric, as NCCL_DEBUG_SUBSYS=TUNING does, or check one a log printed",
+		Long: `tuning prints the cost table that commsim's model of NCCL (package nccl,
+what --algo nccl chooses with) gives the fabric: for each collective NCCL
+tunes, algorithm and protocol, the latency in µs and the algorithm
+bandwidth in GB/s its tuner prices a call with, laid out as NCCL's rank 0
+prints it at init with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING, so that
+the two can be set side by side; before it, the graphs (channels and their
+speed) each algorithm is priced with, and after it why the cells at
+0.0/0.0 are off. Nothing is simulated.
+
+With --log, it reads the table NCCL printed into a log (nccl-tests' output
+or any job's, rank tags and time stamps allowed; the first table, where a
+job sets up several communicators) and prints each cell as the log has it
+and as commsim's model gives it, and how many read the same to NCCL's
+tenth: whether commsim sees the machine as NCCL saw it. The NCCL version
+and environment the log's lines state are taken unless a --nccl-* flag is
+given; --topo must have the ranks of the log's communicator (-g takes the
+first GPUs of it).`,
+		Example: `  commsim tuning --topo dgx-h100x2
+  commsim tuning --topo dgx-b200 --nccl-version 2.27 --nccl-env NCCL_NVLS_ENABLE=0
+  commsim tuning --topo dgx-h100x2 --log nccl_debug.txt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology: a spec, a preset or a YAML file")
+	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "the first N GPUs of --topo as the communicator (default all)")
+	fl.StringVar(&f.log, "log", "", "a log with NCCL's own cost table in it (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), at most 64 MiB, to check commsim's against")
+	fl.StringVar(&f.format, "format", "text", "output: text (NCCL's layout; with --log a table of the cells)|csv|json")
+	f.ncclFlags.register(fl)
+	return cmd
+}
+
+// tuningReport is what tuning prints, as JSON.
+type tuningReport struct {
+	Topology    string        `json:"topology"`
+	System      string        `json:"system"` // what NCCL's model reads of the fabric
+	NCCLVersion string        `json:"nccl_version"`
+	NCCLEnv     string        `json:"nccl_env,omitempty"` // the flags that set it, where any do
+	Graphs      []tuningGraph `json:"graphs"`             // of the algorithms NCCL's tuner may pick
+	Cells       []tuningCell  `json:"cells"`
+	Log         *tuningLog    `json:"log,omitempty"`
+	costs       []nccl.Cost
+	check       *fidelity.CostReport
+}
+
+type tuningGraph struct {
+	Algo      string  `json:"algo"`
+	Channels  int     `json:"channels"`
+	IntraGBps float64 `json:"intra_gbps"`
+	InterGBps float64 `json:"inter_gbps"`
+}
+
+type tuningCell struct {
+	Op        string  `json:"op"`
+	Algo      string  `json:"algo"`
+	Protocol  string  `json:"protocol"`
+	LatencyUS float64 `json:"latency_us"`
+	AlgBW     float64 `json:"algbw_gbps"`
+	Off       string  `json:"off,omitempty"`
+	// With --log: the cell as the log prints it, its line, and whether
+	// its latency and its bandwidth read the same in both to NCCL's
+	// tenth (null where there is nothing to compare: see
+	// fidelity.CostRow).
+	LoggedLatencyUS *float64 `json:"logged_latency_us,omitempty"`
+	LoggedAlgBW     *float64 `json:"logged_algbw_gbps,omitempty"`
+	Line            int      `json:"line,omitempty"`
+	LatencyAgree    *bool    `json:"latency_agree,omitempty"`
+	BandwidthAgree  *bool    `json:"bandwidth_agree,omitempty"`
+}
+
+// agreement is a comparison as JSON: nil where nothing was compared.
+func agreement(compared, agree bool) *bool {
+	if !compared {
+		return nil
+	}
+	return &agree
+}
+
+type tuningLog struct {
+	File string `json:"file"`
+	// Tables is how many the log prints; the first is read.
+	Tables int `json:"tables"`
+	Cells  int `json:"cells"`
+	// Latencies counts the cells both sides give a latency, and
+	// LatenciesAgree those that print alike; Bandwidths the cells either
+	// side's tuner may pick, BandwidthsAgree those both may, alike.
+	Latencies       int `json:"latencies"`
+	LatenciesAgree  int `json:"latencies_agree"`
+	Bandwidths      int `json:"bandwidths"`
+	BandwidthsAgree int `json:"bandwidths_agree"`
+}
+
+func cellOf(c nccl.Cost) tuningCell {
+	return tuningCell{Op: c.Op.String(), Algo: c.Algo.String(), Protocol: c.Protocol.String(), LatencyUS: c.LatencyUS, AlgBW: c.AlgBW, Off: c.Off}
+}
+
+func (f *tuningFlags) run(stdout, stderr io.Writer) error {
+	if f.format != "text" && f.format != "csv" && f.format != "json" {
+		return usagef("--format %s: want text, csv or json", f.format)
+	}
+	if f.machine != "" {
+		return usagef("--nccl-machine says how a machine departs from NCCL's model, which only a simulation follows; the cost table is the model itself")
+	}
+	topo, err := resolveTopology(f.topo)
+	if err != nil {
+		return err
+	}
+	name := f.topo
+	if f.ngpus != 0 && f.ngpus != topo.NumGPUs() {
+		if f.ngpus < 2 || f.ngpus > topo.NumGPUs() {
+			return usagef("-g %d: want 2 to %d, the GPUs of %s", f.ngpus, topo.NumGPUs(), f.topo)
+		}
+		if topo, err = topology.FirstGPUs(topo, f.ngpus); err != nil {
+			return usagef("-g %d: %v", f.ngpus, err)
+		}
+		name = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
+	}
+	var logged *calibrate.CostTableLog
+	if f.log != "" {
+		data, err := readFileAtMost(f.log, maxLogBytes, f.log)
+		if err != nil {
+			return usagef("--log: %v", err)
+		}
+		if logged, err = calibrate.ParseCostTable(f.log, data); err != nil {
+			return usageError{err}
+		}
+		if logged.Ranks > 0 && logged.Ranks != topo.NumGPUs() {
+			return usagef("--log %s: its communicator has %d ranks, %s %d GPUs (-g takes fewer)", f.log, logged.Ranks, name, topo.NumGPUs())
+		}
+		if logged.Stated && !f.envSet() {
+			run := logged.NCCL.Options
+			f.runEnv = &run
+		}
+	}
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	t, err := nccl.NewTuner(topo, o)
+	if err != nil {
+		return usageError{err}
+	}
+	if logged != nil && logged.Nodes > 0 && logged.Nodes != t.System.Nodes {
+		return usagef("--log %s: its communicator spans %d nodes, %s %d", f.log, logged.Nodes, name, t.System.Nodes)
+	}
+	costs, err := nccl.CostTable(t.System, t.Options)
+	if err != nil {
+		return usageError{err}
+	}
+	v := cmp.Or(t.Options.Version, nccl.V2_30)
+	rep := tuningReport{Topology: name, System: t.System.String(), NCCLVersion: v.String(), NCCLEnv: optionFlags(t.Options), costs: costs}
+	for _, g := range nccl.Graphs(t.System, v) {
+		// The graphs of the algorithms NCCL's tuner may pick somewhere.
+		if !slices.ContainsFunc(costs, func(c nccl.Cost) bool { return c.Algo == g.Algo && c.Off == "" }) {
+			continue
+		}
+		rep.Graphs = append(rep.Graphs, tuningGraph{Algo: g.Algo.String(), Channels: g.Channels, IntraGBps: g.IntraGBps, InterGBps: g.InterGBps})
+	}
+	if logged == nil {
+		for _, c := range costs {
+			rep.Cells = append(rep.Cells, cellOf(c))
+		}
+	} else {
+		if rep.check, err = fidelity.CheckCostTable(logged, topo, t.Options); err != nil {
+			return usageError{err}
+		}
+		c := rep.check
+		rep.Log = &tuningLog{File: f.log, Tables: logged.Tables, Cells: len(c.Rows),
+			Latencies: c.Latencies, LatenciesAgree: c.LatenciesAgree, Bandwidths: c.Bandwidths, BandwidthsAgree: c.BandwidthsAgree}
+		for _, r := range c.Rows {
+			cell := cellOf(r.Model)
+			lat, bw := r.Logged.LatencyUS, r.Logged.AlgBW
+			cell.LoggedLatencyUS, cell.LoggedAlgBW, cell.Line = &lat, &bw, r.Logged.Line
+			cell.LatencyAgree, cell.BandwidthAgree = agreement(r.LatencyAgree()), agreement(r.BandwidthAgree())
+			rep.Cells = append(rep.Cells, cell)
+		}
+		if logged.Tables > 1 {
+			fmt.Fprintf(stderr, "commsim: warning: %s prints %d cost tables (one for each communicator its rank 0 set up); the first is read\n", f.log, logged.Tables)
+		}
+	}
+	switch f.format {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	case "csv":
+		return rep.writeCSV(stdout)
+	}
+	return rep.writeText(stdout)
+}
+
+func (r *tuningReport) writeText(w io.Writer) error {
+	env := ""
+	if r.NCCLEnv != "" {
+		env = ", " + r.NCCLEnv
+	}
+	fmt.Fprintf(w, "# commsim tuning: NCCL %s's cost table on %s (%s%s), from commsim's model of NCCL; nothing simulated\n", r.NCCLVersion, r.Topology, r.System, env)
+	var graphs []string
+	for _, g := range r.Graphs {
+		graphs = append(graphs, fmt.Sprintf("%s %d × %.1f/%.1f", g.Algo, g.Channels, g.IntraGBps, g.InterGBps))
+	}
+	fmt.Fprintf(w, "# graphs, channels × GB/s within a node/across nodes (NCCL's bwIntra/bwInter): %s\n", strings.Join(graphs, ", "))
+	if r.check != nil {
+		return r.writeCheck(w)
+	}
+	fmt.Fprintf(w, "# latency (us)/algorithm bandwidth (GB/s), as NCCL_DEBUG_SUBSYS=TUNING prints them; 0.0/0.0 where NCCL's tuner never picks the pair\n")
+	writeCostTable(w, r.costs)
+	writeOffReasons(w, r.costs)
+	return nil
+}
+
+// writeCSV writes a line for each cell: commsim's, then with --log the
+// log's and whether they agree ("" where nothing was compared).
+func (r *tuningReport) writeCSV(w io.Writer) error {
+	head := []string{"op", "algo", "protocol", "latency_us", "algbw_gbps", "off"}
+	if r.Log != nil {
+		head = append(head, "line", "logged_latency_us", "logged_algbw_gbps", "latency_agree", "bandwidth_agree")
+	}
+	rows := [][]string{head}
+	flag := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
+	for _, c := range r.Cells {
+		row := []string{c.Op, c.Algo, c.Protocol, fmtFloat(c.LatencyUS), fmtFloat(c.AlgBW), c.Off}
+		if r.Log != nil {
+			row = append(row, strconv.Itoa(c.Line), fmtFloat(*c.LoggedLatencyUS), fmtFloat(*c.LoggedAlgBW), flag(c.LatencyAgree), flag(c.BandwidthAgree))
+		}
+		rows = append(rows, row)
+	}
+	return writeCSVRows(w, rows)
+}
+
+// writeCostTable lays costs out as NCCL's rank 0 does (tuning.cc): in
+// blocks of three algorithms, a row for each collective.
+func writeCostTable(w io.Writer, costs []nccl.Cost) {
+	var algos []nccl.Algo
+	for _, c := range costs {
+		if !slices.Contains(algos, c.Algo) {
+			algos = append(algos, c.Algo)
+		}
+	}
+	protos := nccl.Protocols()
+	at := func(op ops.Op, a nccl.Algo, p ops.Protocol) nccl.Cost {
+		i := slices.IndexFunc(costs, func(c nccl.Cost) bool { return c.Op == op && c.Algo == a && c.Protocol == p })
+		return costs[i]
+	}
+	for block := 0; block < len(algos); block += 3 {
+		in := algos[block:min(block+3, len(algos))]
+		var b strings.Builder
+		b.WriteString("  Algorithm   |")
+		for _, a := range in {
+			fmt.Fprintf(&b, " %14s   %14s   %14s |", "", a.NCCLName(), "")
+		}
+		b.WriteString("\n  Protocol    |")
+		for range in {
+			for _, p := range protos {
+				fmt.Fprintf(&b, " %14s |", p)
+			}
+		}
+		b.WriteString("\n")
+		for _, op := range nccl.TableOps {
+			fmt.Fprintf(&b, "%13s |", nccl.FuncName(op))
+			for _, a := range in {
+				for _, p := range protos {
+					c := at(op, a, p)
+					fmt.Fprintf(&b, "%8.1f/%6.1f |", c.LatencyUS, c.AlgBW)
+				}
+			}
+			b.WriteString("\n")
+		}
+		io.WriteString(w, b.String())
+	}
+}
+
+// writeOffReasons says why cells are off: each reason once, with the
+// algorithms and collectives it holds for.
+func writeOffReasons(w io.Writer, costs []nccl.Cost) {
+	var reasons []string
+	what := map[string][]string{}
+	for _, c := range costs {
+		if c.Off == "" {
+			continue
+		}
+		if what[c.Off] == nil {
+			reasons = append(reasons, c.Off)
+		}
+		pair := c.Algo.String() + "/" + c.Protocol.String()
+		if !slices.Contains(what[c.Off], pair) {
+			what[c.Off] = append(what[c.Off], pair)
+		}
+	}
+	if len(reasons) > 0 {
+		fmt.Fprintf(w, "# off:\n")
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(w, "#   %s: %s\n", strings.Join(what[r], ", "), r)
+	}
+}
+
+func (r *tuningReport) writeCheck(w io.Writer) error {
+	c := r.check
+	fmt.Fprintf(w, "# the first cost table %s prints, cell by cell, beside commsim's: latency (us)/algorithm bandwidth (GB/s); off where commsim's tuner never picks the pair\n", r.Log.File)
+	tw := newTableWriter(w)
+	tw.Header([]string{"line", "collective", "algorithm", "protocol", "log", "commsim", "latency", "bandwidth"})
+	mark := func(compared, agree bool) string {
+		switch {
+		case !compared:
+			return "-"
+		case agree:
+			return "same"
+		}
+		return "DIFFERS"
+	}
+	for _, row := range c.Rows {
+		model := row.Model.String()
+		if row.Model.Off != "" {
+			model = "off"
+		}
+		if err := tw.Append([]string{fmt.Sprint(row.Logged.Line), nccl.FuncName(row.Logged.Op), row.Logged.Algo.NCCLName(), row.Logged.Protocol.String(),
+			row.Logged.Cost.String(), model, mark(row.LatencyAgree()), mark(row.BandwidthAgree())}); err != nil {
+			return err
+		}
+	}
+	if err := tw.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "# latencies: %d of the %d cells both sides price read the same; bandwidths: %d of the %d cells either side's tuner may pick\n", c.LatenciesAgree, c.Latencies, c.BandwidthsAgree, c.Bandwidths)
+	return nil
+}

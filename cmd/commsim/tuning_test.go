@@ -1,0 +1,137 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/topology"
+)
+
+const costTables = "../../fidelity/testdata/costtables"
+
+// The table tuning prints is laid out as NCCL's, so the parser of NCCL's
+// reads it back: every cell of commsim's model, to NCCL's tenth.
+func TestTuningPrintsNCCLsLayout(t *testing.T) {
+	status, out, errOut := commsim("tuning", "--topo", "dgx-h100x2")
+	if status != 0 || errOut != "" {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	if !strings.HasPrefix(out, "# commsim tuning: NCCL 2.30's cost table on dgx-h100x2 (16 ranks on 2 nodes of 8") ||
+		!strings.Contains(out, "ring 8 × 45.0/45.0") || !strings.Contains(out, "nvls/Simple: NVLS across nodes needs CollNet") {
+		t.Errorf("output:\n%s", out)
+	}
+	printed, err := calibrate.ParseCostTable("stdout", []byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Resolve("dgx-h100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := nccl.Describe(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := nccl.CostTable(s, nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(printed.Cells) != len(want) {
+		t.Fatalf("%d cells printed, want %d", len(printed.Cells), len(want))
+	}
+	// NCCL prints the cells block by block: three algorithms, each
+	// collective's row.
+	for _, c := range printed.Cells {
+		i := slices.IndexFunc(want, func(w nccl.Cost) bool { return w.Op == c.Op && w.Algo == c.Algo && w.Protocol == c.Protocol })
+		if i < 0 {
+			t.Errorf("%v %v/%v printed, not in the model", c.Op, c.Algo, c.Protocol)
+			continue
+		}
+		if w := want[i]; math.Abs(c.LatencyUS-w.LatencyUS) > 0.05 || math.Abs(c.AlgBW-w.AlgBW) > 0.05 {
+			t.Errorf("%v %v/%v printed %v, want %v", c.Op, c.Algo, c.Protocol, c.Cost, w)
+		}
+		want = slices.Delete(want, i, i+1)
+	}
+}
+
+// --log sets the table NCCL printed beside commsim's: all the latencies
+// of NVIDIA/nccl#1519's run at its release, two fewer at 2.30, which
+// the log does not rule out since it names none.
+func TestTuningChecksALogsTable(t *testing.T) {
+	log := filepath.Join(costTables, "nccl-issue-1519-2x8xH100.txt")
+	for _, tc := range []struct {
+		args       []string
+		want, tree string
+	}{
+		{nil, "# latencies: 14 of the 16 cells both sides price read the same; bandwidths: 0 of the 16", "448.0/0.0 │ 92.4/165.6 │ DIFFERS │"},
+		{[]string{"--nccl-version", "2.21"}, "# latencies: 16 of the 16 cells both sides price read the same", "448.0/0.0 │ 448.0/165.6 │ same │"},
+	} {
+		status, out, errOut := commsim(append([]string{"tuning", "--topo", "dgx-h100x2", "--log", log}, tc.args...)...)
+		if status != 0 || errOut != "" {
+			t.Fatalf("%v: status %d: %s", tc.args, status, errOut)
+		}
+		if !strings.Contains(out, tc.want) || !strings.Contains(strings.Join(strings.Fields(out), " "), tc.tree) {
+			t.Errorf("%v: output:\n%s", tc.args, out)
+		}
+	}
+	status, out, errOut := commsim("tuning", "--topo", "cluster:2x1", "--log", filepath.Join(costTables, "eunomia-ncclebpf-2x1-socket.txt"), "--format", "json")
+	if status != 0 || errOut != "" {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	var rep tuningReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.NCCLVersion != "2.29" || rep.Log == nil || rep.Log.Latencies != 20 || rep.Log.LatenciesAgree != 20 || len(rep.Cells) != 105 {
+		t.Fatalf("report: version %s, log %+v, %d cells; want the log's 2.29, 20 of 20 latencies, 105 cells", rep.NCCLVersion, rep.Log, len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if c.Algo == "pat" && c.Op == "allgather" && c.Protocol == "Simple" && (c.LatencyAgree == nil || !*c.LatencyAgree || *c.LoggedLatencyUS != 17.6 || c.Line != 33) {
+			t.Errorf("PAT's all-gather: %+v, want the log's 17.6 at line 33, the same", c)
+		}
+	}
+}
+
+func TestTuningRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	sixteen := write("16.txt", "h:1:2 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"+
+		"h:1:2 [0] NCCL INFO   Algorithm   |     Ring      |\nh:1:2 [0] NCCL INFO   Protocol    |  LL |  LL128 | Simple |\n"+
+		"h:1:2 [0] NCCL INFO     AllReduce |    40.0/  20.8 | 75.2/ 156.6 | 131.6/ 192.0 |\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nccl-machine", "launch=2"}, "the cost table is the model itself"},
+		{[]string{"-g", "1"}, "-g 1: want 2 to 8"},
+		{[]string{"--format", "table"}, "--format table: want text, csv or json"},
+		{[]string{"--topo", "ring:"}, "ring"},
+		{[]string{"--log", filepath.Join(dir, "absent.txt")}, "--log:"},
+		{[]string{"--log", write("none.txt", "nothing here\n")}, "no NCCL cost table"},
+		{[]string{"--log", sixteen}, "its communicator has 16 ranks, dgx-h100 8 GPUs"},
+		{[]string{"--nccl-version", "1.0"}, "--nccl-version"},
+		{[]string{"--log", sixteen, "--topo", "cluster:4x4"}, "its communicator spans 2 nodes, cluster:4x4 4"},
+	} {
+		status, out, errOut := commsim(append([]string{"tuning"}, tc.args...)...)
+		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: status %d, stdout %q, stderr %q; want 2 and one line naming %q", tc.args, status, out, errOut, tc.want)
+		}
+	}
+	status, out, _ := commsim("tuning", "--topo", "dgx-h100x2", "--log", sixteen)
+	if status != 0 || !strings.Contains(out, "latencies: 3 of the 3") {
+		t.Errorf("16 ranks on dgx-h100x2: status %d:\n%s", status, out)
+	}
+}
