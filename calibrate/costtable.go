@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -35,6 +36,10 @@ var (
 	commNodesRE = regexp.MustCompile(`\bNCCL INFO comm 0x[0-9a-fA-F]+ rank 0 n[Rr]anks \d+ nNodes (\d+)\b`)
 )
 
+// ErrNoCostTable is ParseCostTable's error for a log that prints no
+// cost table.
+var ErrNoCostTable = errors.New("no NCCL cost table in it (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=TUNING prints one at init)")
+
 // LoggedCost is one cell of the cost table a log prints, and its line.
 type LoggedCost struct {
 	nccl.Cost
@@ -63,7 +68,8 @@ type CostTableLog struct {
 // and time stamps around its lines as ParseLog takes them. A cell of an
 // algorithm or protocol commsim does not know (2.18's single CollNet,
 // say) is left out. A log with no table, or a table row that cannot be
-// read, is an error that names the line.
+// read, is an error that names the line; one with no table is
+// ErrNoCostTable.
 func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 	var lg Log
 	out := &CostTableLog{}
@@ -128,7 +134,7 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 		}
 	}
 	if len(out.Cells) == 0 {
-		return nil, &LogError{Name: name, Reason: "no NCCL cost table in it (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=TUNING prints one at init)"}
+		return nil, fmt.Errorf("%s: %w", name, ErrNoCostTable)
 	}
 	var err error
 	if out.NCCL, out.Stated, err = lg.NCCLOptions(); err != nil {

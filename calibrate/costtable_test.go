@@ -83,8 +83,9 @@ x:9373:9456 [0] NCCL INFO     Broadcast |     0.0/   0.0 |     0.0/   0.0 |     
 	}
 }
 
-// A table with no header above a row, a cell that is no
-// latency/bandwidth and a log with no table are refused, naming the line.
+// A table with no header above a row and a cell that is no
+// latency/bandwidth are refused, naming the line; a log with no table
+// is ErrNoCostTable.
 func TestParseCostTableRefusesWhatItCannotRead(t *testing.T) {
 	header := "NCCL INFO   Algorithm   |     Tree      |\nNCCL INFO   Protocol    |  LL |  LL128 | Simple |\n"
 	for _, tc := range []struct {
@@ -97,12 +98,15 @@ func TestParseCostTableRefusesWhatItCannotRead(t *testing.T) {
 		{"negative", header + "NCCL INFO     AllReduce |    25.2/  -1 |\n", 3, "is not latency/bandwidth"},
 		{"not a number", header + "NCCL INFO     AllReduce |    NaN/  1.0 |\n", 3, "is not latency/bandwidth"},
 		{"too many cells", header + "NCCL INFO     AllReduce |  1/1 | 1/1 | 1/1 | 1/1 |\n", 3, "column 4"},
-		{"no table", "# nccl-tests\n#  Rank  0 Group  0 Pid 1 on host device  0 [0x18] NVIDIA H100\n", 0, "no NCCL cost table"},
 	} {
 		_, err := ParseCostTable("x.txt", []byte(tc.log))
 		var le *LogError
 		if !errors.As(err, &le) || le.Line != tc.line || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a LogError at line %d naming %q", tc.name, err, tc.line, tc.want)
 		}
+	}
+	_, err := ParseCostTable("x.txt", []byte("# nccl-tests\n#  Rank  0 Group  0 Pid 1 on host device  0 [0x18] NVIDIA H100\n"))
+	if !errors.Is(err, ErrNoCostTable) || !strings.HasPrefix(err.Error(), "x.txt: no NCCL cost table") {
+		t.Errorf("no table: %v, want ErrNoCostTable naming the log", err)
 	}
 }

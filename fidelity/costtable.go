@@ -8,7 +8,6 @@ import (
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
-	"github.com/commsim/commsim/topology"
 )
 
 // CostRow is one cell of NCCL's cost table, as a log prints it and as
@@ -59,15 +58,12 @@ type CostReport struct {
 }
 
 // CheckCostTable sets the cost table a log prints beside the one
-// commsim's model of NCCL gives on topo in the environment o (the log's
-// own, as its lines state it, where the caller takes them). It never
-// simulates: the table is NCCL's model, before any size.
-func CheckCostTable(logged *calibrate.CostTableLog, topo *topology.Topology, o nccl.Options) (*CostReport, error) {
-	t, err := nccl.NewTuner(topo, o)
-	if err != nil {
-		return nil, err
-	}
-	table, err := nccl.CostTable(t.System, t.Options)
+// commsim's model of NCCL gives on s (nccl.Describe of the fabric, or a
+// Tuner's System) in the environment o (the log's own, as its lines
+// state it, where the caller takes them). It never simulates: the table
+// is NCCL's model, before any size.
+func CheckCostTable(logged *calibrate.CostTableLog, s nccl.System, o nccl.Options) (*CostReport, error) {
+	table, err := nccl.CostTable(s, o)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +76,7 @@ func CheckCostTable(logged *calibrate.CostTableLog, topo *topology.Topology, o n
 	for _, c := range table {
 		model[cell{c.Op, c.Algo, c.Protocol}] = c
 	}
-	rep := &CostReport{System: t.System, Version: cmp.Or(t.Options.Version, nccl.V2_30)}
+	rep := &CostReport{System: s, Version: cmp.Or(o.Version, nccl.V2_30)}
 	for _, l := range logged.Cells {
 		m, ok := model[cell{l.Op, l.Algo, l.Protocol}]
 		if !ok {

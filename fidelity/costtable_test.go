@@ -31,7 +31,11 @@ func checkCostTable(t *testing.T, logged *calibrate.CostTableLog, spec string, o
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := CheckCostTable(logged, topo, o)
+	s, err := nccl.Describe(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CheckCostTable(logged, s, o)
 	if err != nil {
 		t.Fatal(err)
 	}

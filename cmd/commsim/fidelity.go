@@ -14,6 +14,7 @@ import (
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 )
 
@@ -45,7 +46,10 @@ run, nothing simulated) and that model's error, the baseline to beat.
 Where the log carries NCCL's tuning lines (NCCL_DEBUG=INFO with
 NCCL_DEBUG_SUBSYS=TUNING, NCCL 2.21 on), a column gives what NCCL ran at
 each size and a line counts the sizes where its tuner, as commsim models
-it, chose the same; --as-logged simulates what NCCL ran instead.
+it, chose the same; --as-logged simulates what NCCL ran instead. Where
+it carries the cost table NCCL prints at init (the same setting), a line
+counts its latencies and bandwidths that commsim's model of NCCL gives
+alike (commsim tuning --log shows each cell).
 Nothing is fitted: calibrate fits, fidelity measures. On a terminal, a bar
 on stderr counts the sizes simulated (a large fabric's log can take
 minutes).
@@ -124,6 +128,10 @@ type fidReport struct {
 	// ran as the fidelity test does (the log's fabric and NCCL
 	// environment, --algo nccl).
 	KnownMisses []fidelity.Miss `json:"known_misses,omitempty"`
+	// CostTable compares NCCL's cost table, where the log prints one
+	// (NCCL_DEBUG_SUBSYS=TUNING), with commsim's model of it, with
+	// --algo nccl (commsim tuning --log shows each cell).
+	CostTable   *tuningLog `json:"nccl_cost_table,omitempty"`
 	report      *fidelity.Report
 	parsed      *calibrate.Log
 	published   *fidelity.PublishedLog
@@ -194,6 +202,11 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	out, s, err := f.check(lg, cat.Find(data), stderr, opSet, nil)
 	if err != nil {
 		return err
+	}
+	if s.tuner != nil {
+		if err := out.checkCostTable(data, s.tuner); err != nil {
+			fmt.Fprintf(stderr, "commsim: warning: %v; the cost table is not compared\n", err)
+		}
 	}
 	if err := out.write(stdout, f.format); err != nil {
 		return err
@@ -289,6 +302,25 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 		out.envNote, out.NCCLVersion, out.NCCLEnv = envNote, lg.NCCLVersion, logEnv
 	}
 	return out, s, nil
+}
+
+// checkCostTable compares the cost table the log's NCCL printed, where
+// it printed one, with the one t's model gives; a table that cannot be
+// read is an error.
+func (r *fidReport) checkCostTable(data []byte, t *nccl.Tuner) error {
+	logged, err := calibrate.ParseCostTable(r.Log, data)
+	switch {
+	case errors.Is(err, calibrate.ErrNoCostTable):
+		return nil
+	case err != nil:
+		return err
+	}
+	c, err := fidelity.CheckCostTable(logged, t.System, t.Options)
+	if err != nil {
+		return err
+	}
+	r.CostTable = newTuningLog(r.Log, logged, c)
+	return nil
 }
 
 // write prints the check in format.
@@ -442,6 +474,10 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	}
 	if r.envNote != "" {
 		fmt.Fprintf(w, "# %s\n", r.envNote)
+	}
+	if c := r.CostTable; c != nil {
+		fmt.Fprintf(w, "# NCCL's cost table in the log: %d of the %d latencies both sides price agree with commsim's model of it, %d of the %d bandwidths either side's tuner may pick (commsim tuning --log shows each cell)\n",
+			c.LatenciesAgree, c.Latencies, c.BandwidthsAgree, c.Bandwidths)
 	}
 	if err := r.report.WriteTable(w); err != nil || len(r.KnownMisses) == 0 {
 		return err

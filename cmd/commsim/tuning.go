@@ -126,6 +126,11 @@ type tuningLog struct {
 	BandwidthsAgree int `json:"bandwidths_agree"`
 }
 
+func newTuningLog(file string, logged *calibrate.CostTableLog, c *fidelity.CostReport) *tuningLog {
+	return &tuningLog{File: file, Tables: logged.Tables, Cells: len(c.Rows),
+		Latencies: c.Latencies, LatenciesAgree: c.LatenciesAgree, Bandwidths: c.Bandwidths, BandwidthsAgree: c.BandwidthsAgree}
+}
+
 func cellOf(c nccl.Cost) tuningCell {
 	return tuningCell{Op: c.Op.String(), Algo: c.Algo.String(), Protocol: c.Protocol.String(), LatencyUS: c.LatencyUS, AlgBW: c.AlgBW, Off: c.Off}
 }
@@ -197,13 +202,11 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 			rep.Cells = append(rep.Cells, cellOf(c))
 		}
 	} else {
-		if rep.check, err = fidelity.CheckCostTable(logged, topo, t.Options); err != nil {
+		if rep.check, err = fidelity.CheckCostTable(logged, t.System, t.Options); err != nil {
 			return usageError{err}
 		}
-		c := rep.check
-		rep.Log = &tuningLog{File: f.log, Tables: logged.Tables, Cells: len(c.Rows),
-			Latencies: c.Latencies, LatenciesAgree: c.LatenciesAgree, Bandwidths: c.Bandwidths, BandwidthsAgree: c.BandwidthsAgree}
-		for _, r := range c.Rows {
+		rep.Log = newTuningLog(f.log, logged, rep.check)
+		for _, r := range rep.check.Rows {
 			cell := cellOf(r.Model)
 			lat, bw := r.Logged.LatencyUS, r.Logged.AlgBW
 			cell.LoggedLatencyUS, cell.LoggedAlgBW, cell.Line = &lat, &bw, r.Logged.Line

@@ -135,3 +135,43 @@ func TestTuningRefusesBadInput(t *testing.T) {
 		t.Errorf("16 ranks on dgx-h100x2: status %d:\n%s", status, out)
 	}
 }
+
+// fidelity --log compares the cost table a log's NCCL printed, where it
+// printed one, with commsim's: here the table commsim prints for the
+// fabric, as NCCL's lines, so every cell agrees; one it cannot read is
+// a warning, and the sizes are checked all the same.
+func TestFidelityComparesTheLogsCostTable(t *testing.T) {
+	// The log names NCCL 2.27.3 (nccl-library=22703), which fidelity takes.
+	status, table, errOut := commsim("tuning", "--topo", "dgx-h100", "--nccl-version", "2.27")
+	if status != 0 {
+		t.Fatalf("tuning: status %d: %s", status, errOut)
+	}
+	sweep, err := os.ReadFile(filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(table), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, "host:1:2 [0] NCCL INFO "+l)
+		}
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.txt")
+	if err := os.WriteFile(good, []byte(strings.Join(lines, "\n")+"\n"+string(sweep)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := commsim("fidelity", "--log", good, "--topo", "dgx-h100")
+	if status != 0 || errOut != "" || !strings.Contains(out, "# NCCL's cost table in the log: 21 of the 21 latencies both sides price agree with commsim's model of it, 21 of the 21 bandwidths") {
+		t.Errorf("status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	lines[len(lines)-1] = strings.Replace(lines[len(lines)-1], "/", " ", 1)
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "\n")+"\n"+string(sweep)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut = commsim("fidelity", "--log", bad, "--topo", "dgx-h100")
+	if status != 0 || !strings.Contains(errOut, "is not latency/bandwidth") || !strings.HasSuffix(errOut, "; the cost table is not compared\n") || strings.Contains(out, "NCCL's cost table in the log") || !strings.Contains(out, "median |error|") {
+		t.Errorf("a table that cannot be read: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+}
