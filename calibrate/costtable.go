@@ -51,10 +51,10 @@ type LoggedCost struct {
 // environment as its lines state them.
 type CostTableLog struct {
 	Cells []LoggedCost
-	// NCCL is the release and environment the log states; Stated is
-	// false where it states neither.
-	NCCL   LogNCCL
-	Stated bool
+	// Stated holds the NCCL version and environment the log's lines
+	// state (Log.NCCLVersion, Log.NCCLEnv; Log.NCCLOptions reads them)
+	// and nothing else.
+	Stated *Log
 	// Tables counts the tables the log prints (one per communicator
 	// rank 0 sets up); only the first is read.
 	Tables int
@@ -71,14 +71,13 @@ type CostTableLog struct {
 // read, is an error that names the line; one with no table is
 // ErrNoCostTable.
 func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
-	var lg Log
-	out := &CostTableLog{}
+	out := &CostTableLog{Stated: &Log{}}
 	// The block's algorithms (one per group of columns) and protocols
 	// (one per column) from 2.19; before, each column's "algo/proto".
 	var algos, protos, heads []string
 	for i, line := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
 		t := untag(line)
-		lg.readNCCLLine(t)
+		out.Stated.readNCCLLine(t)
 		if m := commRanksRE.FindStringSubmatch(t); m != nil && out.Ranks == 0 {
 			out.Ranks, _ = strconv.Atoi(m[1])
 		}
@@ -135,10 +134,6 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 	}
 	if len(out.Cells) == 0 {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoCostTable)
-	}
-	var err error
-	if out.NCCL, out.Stated, err = lg.NCCLOptions(); err != nil {
-		return nil, &LogError{Name: name, Reason: err.Error()}
 	}
 	return out, nil
 }

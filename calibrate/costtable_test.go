@@ -34,9 +34,10 @@ func TestParseCostTableReadsNCCLsBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Tables != 2 || got.Ranks != 16 || got.Nodes != 2 || !got.Stated || got.NCCL.Options.Version != 229 || got.NCCL.Env["NCCL_PROTO"] != "^LL128" {
-		t.Errorf("tables %d, ranks %d, nodes %d, stated %v, NCCL %v %v; want 2 tables of 16 ranks on 2 nodes, 2.29 with NCCL_PROTO=^LL128",
-			got.Tables, got.Ranks, got.Nodes, got.Stated, got.NCCL.Options.Version, got.NCCL.Env)
+	run, stated, err := got.Stated.NCCLOptions()
+	if err != nil || got.Tables != 2 || got.Ranks != 16 || got.Nodes != 2 || !stated || run.Options.Version != 229 || run.Env["NCCL_PROTO"] != "^LL128" {
+		t.Errorf("tables %d, ranks %d, nodes %d, stated %v, NCCL %v %v (%v); want 2 tables of 16 ranks on 2 nodes, 2.29 with NCCL_PROTO=^LL128",
+			got.Tables, got.Ranks, got.Nodes, stated, run.Options.Version, run.Env, err)
 	}
 	if len(got.Cells) != 15 {
 		t.Fatalf("%d cells, want the first table's 15", len(got.Cells))
@@ -75,8 +76,8 @@ x:9373:9456 [0] NCCL INFO     Broadcast |     0.0/   0.0 |     0.0/   0.0 |     
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Cells) != 6 || got.Tables != 1 || got.Stated {
-		t.Fatalf("%d cells in %d tables (stated %v), want the tree's and the ring's 6 in one", len(got.Cells), got.Tables, got.Stated)
+	if len(got.Cells) != 6 || got.Tables != 1 || got.Stated.NCCLVersion != "" {
+		t.Fatalf("%d cells in %d tables (NCCL %q), want the tree's and the ring's 6 in one, no release", len(got.Cells), got.Tables, got.Stated.NCCLVersion)
 	}
 	if c := got.Cells[5]; c.Algo != nccl.Ring || c.Protocol != ops.ProtoSimple || c.LatencyUS != 18 || c.AlgBW != 3 {
 		t.Errorf("last cell %+v, want ring/Simple 18.0/3.0", c)
@@ -109,4 +110,29 @@ func TestParseCostTableRefusesWhatItCannotRead(t *testing.T) {
 	if !errors.Is(err, ErrNoCostTable) || !strings.HasPrefix(err.Error(), "x.txt: no NCCL cost table") {
 		t.Errorf("no table: %v, want ErrNoCostTable naming the log", err)
 	}
+}
+
+// FuzzParseCostTable: no input panics; a table read has cells with an
+// algorithm, a protocol and figures of at least 0, each on a line of the
+// input; a refusal is ErrNoCostTable or a *LogError naming a line.
+func FuzzParseCostTable(f *testing.F) {
+	f.Add([]byte(costTable229))
+	f.Add([]byte("NCCL INFO Latency/AlgBw |    Tree/    LL |    Ring/Simple |\nNCCL INFO     Broadcast |     0.0/   0.0 |  18.0/   3.0 |\n"))
+	f.Add([]byte("NCCL INFO   Algorithm   |  Tree |\nNCCL INFO   Protocol    |  LL |\nNCCL INFO     AllReduce |  1e3/1e-3 |\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := ParseCostTable("fuzz", data)
+		if err != nil {
+			var le *LogError
+			if !errors.Is(err, ErrNoCostTable) && (!errors.As(err, &le) || le.Line < 1 || le.Line > strings.Count(string(data), "\n")+1) {
+				t.Fatalf("refusal %v is neither ErrNoCostTable nor a LogError naming a line", err)
+			}
+			return
+		}
+		lines := strings.Count(string(data), "\n") + 1
+		for _, c := range got.Cells {
+			if c.Line < 1 || c.Line > lines || !(c.LatencyUS >= 0) || !(c.AlgBW >= 0) || c.Protocol > ops.ProtoSimple {
+				t.Fatalf("cell %+v of %d lines", c, lines)
+			}
+		}
+	})
 }

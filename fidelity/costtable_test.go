@@ -50,8 +50,8 @@ func checkCostTable(t *testing.T, logged *calibrate.CostTableLog, spec string, o
 // eight; an unstated socket NIC), so only the latencies are held.
 func TestCostTablesNCCLPrintedHaveCommsimsLatencies(t *testing.T) {
 	h100 := readCostTable(t, "nccl-issue-1519-2x8xH100.txt")
-	if len(h100.Cells) != 40 || h100.Tables != 1 || h100.Stated {
-		t.Fatalf("#1519: %d cells in %d tables, stated %v; want the first block's 40 (its last row cut to 4) in one, no release", len(h100.Cells), h100.Tables, h100.Stated)
+	if len(h100.Cells) != 40 || h100.Tables != 1 || h100.Stated.NCCLVersion != "" {
+		t.Fatalf("#1519: %d cells in %d tables, NCCL %q; want the first block's 40 (its last row cut to 4) in one, no release", len(h100.Cells), h100.Tables, h100.Stated.NCCLVersion)
 	}
 	rep := checkCostTable(t, h100, "dgx-h100x2", nccl.Options{Version: nccl.V2_21})
 	if rep.Latencies != 16 || rep.LatenciesAgree != 16 {
@@ -74,10 +74,11 @@ func TestCostTablesNCCLPrintedHaveCommsimsLatencies(t *testing.T) {
 	}
 
 	socket := readCostTable(t, "eunomia-ncclebpf-2x1-socket.txt")
-	if !socket.Stated || socket.NCCL.Options.Version != 229 || len(socket.Cells) != 105 {
-		t.Fatalf("socket log: stated %v, NCCL %v, %d cells; want 2.29 stated and 105 cells", socket.Stated, socket.NCCL.Options.Version, len(socket.Cells))
+	run, stated, err := socket.Stated.NCCLOptions()
+	if err != nil || !stated || run.Options.Version != 229 || len(socket.Cells) != 105 {
+		t.Fatalf("socket log: stated %v, NCCL %v (%v), %d cells; want 2.29 stated and 105 cells", stated, run.Options.Version, err, len(socket.Cells))
 	}
-	rep = checkCostTable(t, socket, "cluster:2x1", socket.NCCL.Options)
+	rep = checkCostTable(t, socket, "cluster:2x1", run.Options)
 	if rep.Latencies != 20 || rep.LatenciesAgree != 20 {
 		t.Errorf("socket log at 2.29: %d of %d latencies agree, want 20 of 20", rep.LatenciesAgree, rep.Latencies)
 	}

@@ -77,6 +77,7 @@ type tuningReport struct {
 	Log         *tuningLog    `json:"log,omitempty"`
 	costs       []nccl.Cost
 	check       *fidelity.CostReport
+	envNote     string
 }
 
 type tuningGraph struct {
@@ -157,6 +158,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		name = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
 	}
 	var logged *calibrate.CostTableLog
+	var envNote string // the environment the log states, where taken
 	if f.log != "" {
 		data, err := readFileAtMost(f.log, maxLogBytes, f.log)
 		if err != nil {
@@ -168,9 +170,8 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		if logged.Ranks > 0 && logged.Ranks != topo.NumGPUs() {
 			return usagef("--log %s: its communicator has %d ranks, %s %d GPUs (-g takes fewer)", f.log, logged.Ranks, name, topo.NumGPUs())
 		}
-		if logged.Stated && !f.envSet() {
-			run := logged.NCCL.Options
-			f.runEnv = &run
+		if envNote, _, err = f.useLogEnv(logged.Stated); err != nil {
+			return err
 		}
 	}
 	o, err := f.options()
@@ -189,7 +190,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	v := cmp.Or(t.Options.Version, nccl.V2_30)
-	rep := tuningReport{Topology: name, System: t.System.String(), NCCLVersion: v.String(), NCCLEnv: optionFlags(t.Options), costs: costs}
+	rep := tuningReport{Topology: name, System: t.System.String(), NCCLVersion: v.String(), NCCLEnv: optionFlags(t.Options), costs: costs, envNote: envNote}
 	for _, g := range nccl.Graphs(t.System, v) {
 		// The graphs of the algorithms NCCL's tuner may pick somewhere.
 		if !slices.ContainsFunc(costs, func(c nccl.Cost) bool { return c.Algo == g.Algo && c.Off == "" }) {
@@ -237,6 +238,9 @@ func (r *tuningReport) writeText(w io.Writer) error {
 	var graphs []string
 	for _, g := range r.Graphs {
 		graphs = append(graphs, fmt.Sprintf("%s %d × %.1f/%.1f", g.Algo, g.Channels, g.IntraGBps, g.InterGBps))
+	}
+	if r.envNote != "" {
+		fmt.Fprintf(w, "# %s\n", r.envNote)
 	}
 	fmt.Fprintf(w, "# graphs, channels × GB/s within a node/across nodes (NCCL's bwIntra/bwInter): %s\n", strings.Join(graphs, ", "))
 	if r.check != nil {

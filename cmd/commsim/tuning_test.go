@@ -108,9 +108,10 @@ func TestTuningRefusesBadInput(t *testing.T) {
 		}
 		return path
 	}
-	sixteen := write("16.txt", "h:1:2 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"+
-		"h:1:2 [0] NCCL INFO   Algorithm   |     Ring      |\nh:1:2 [0] NCCL INFO   Protocol    |  LL |  LL128 | Simple |\n"+
-		"h:1:2 [0] NCCL INFO     AllReduce |    40.0/  20.8 | 75.2/ 156.6 | 131.6/ 192.0 |\n")
+	table := "h:1:2 [0] NCCL INFO   Algorithm   |     Ring      |\nh:1:2 [0] NCCL INFO   Protocol    |  LL |  LL128 | Simple |\n" +
+		"h:1:2 [0] NCCL INFO     AllReduce |    40.0/  20.8 | 75.2/ 156.6 | 131.6/ 192.0 |\n"
+	sixteen := write("16.txt", "h:1:2 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"+table)
+	old := write("2.14.txt", "h:1:2 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"+table)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -124,6 +125,7 @@ func TestTuningRefusesBadInput(t *testing.T) {
 		{[]string{"--log", sixteen}, "its communicator has 16 ranks, dgx-h100 8 GPUs"},
 		{[]string{"--nccl-version", "1.0"}, "--nccl-version"},
 		{[]string{"--log", sixteen, "--topo", "cluster:4x4"}, "its communicator spans 2 nodes, cluster:4x4 4"},
+		{[]string{"--log", old, "--topo", "dgx-h100x2"}, "give --nccl-version or --nccl-env to replace it"},
 	} {
 		status, out, errOut := commsim(append([]string{"tuning"}, tc.args...)...)
 		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
@@ -133,6 +135,10 @@ func TestTuningRefusesBadInput(t *testing.T) {
 	status, out, _ := commsim("tuning", "--topo", "dgx-h100x2", "--log", sixteen)
 	if status != 0 || !strings.Contains(out, "latencies: 3 of the 3") {
 		t.Errorf("16 ranks on dgx-h100x2: status %d:\n%s", status, out)
+	}
+	// A flag replaces the release NCCL's lines state.
+	if status, out, _ := commsim("tuning", "--topo", "dgx-h100x2", "--log", old, "--nccl-version", "2.30"); status != 0 || !strings.Contains(out, "latencies: 3 of the 3") {
+		t.Errorf("NCCL 2.14's table at 2.30: status %d:\n%s", status, out)
 	}
 }
 
