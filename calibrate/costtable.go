@@ -36,9 +36,15 @@ var (
 	commNodesRE = regexp.MustCompile(`\bNCCL INFO comm 0x[0-9a-fA-F]+ rank 0 n[Rr]anks \d+ nNodes (\d+)\b`)
 )
 
-// ErrNoCostTable is ParseCostTable's error for a log that prints no
-// cost table.
-var ErrNoCostTable = errors.New("no NCCL cost table in it (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=TUNING prints one at init)")
+// ErrNoCostTable is ParseCostTable's error for a log that prints
+// neither a cost table nor the channels NCCL set up.
+var ErrNoCostTable = errors.New("no NCCL cost table or channel count in it (NCCL_DEBUG=INFO prints the channels at init, with NCCL_DEBUG_SUBSYS=TUNING or ALL the table)")
+
+// The channels NCCL's init sets up, as it reports them with
+// NCCL_DEBUG=INFO (init.cc): "24 coll channels, 24 collnet channels, 16
+// nvls channels, 32 p2p channels, 32 p2p channels per peer", without the
+// CollNet count before 2.20.
+var initChannelsRE = regexp.MustCompile(`\bNCCL INFO (\d+) coll channels, (?:(\d+) collnet channels, )?(\d+) nvls channels, (\d+) p2p channels, (\d+) p2p channels per peer\b`)
 
 // LoggedCost is one cell of the cost table a log prints, and its line.
 type LoggedCost struct {
@@ -46,9 +52,10 @@ type LoggedCost struct {
 	Line int
 }
 
-// CostTableLog is what an NCCL log states of its cost table: the cells
-// of its first table, in the log's order, and NCCL's version and
-// environment as its lines state them.
+// CostTableLog is what an NCCL log states of its tuning: the cells of
+// its first cost table, in the log's order (none where it prints only
+// the channels), the channels, and NCCL's version and environment as
+// its lines state them.
 type CostTableLog struct {
 	Cells []LoggedCost
 	// Stated holds the NCCL version and environment the log's lines
@@ -61,15 +68,21 @@ type CostTableLog struct {
 	// Ranks and Nodes are the first communicator's size as NCCL's init
 	// lines state it, 0 where they do not.
 	Ranks, Nodes int
+	// Channels are the channels the first communicator's init reports
+	// (its Version unset, its CollNet 0 where the line has none), nil
+	// where no line does; ChannelsLine is that line.
+	Channels     *nccl.InitChannels
+	ChannelsLine int
 }
 
 // ParseCostTable reads the cost table NCCL printed into a log (any
 // text: nccl-tests' output, a training job's), with rank and host tags
-// and time stamps around its lines as ParseLog takes them. A cell of an
+// and time stamps around its lines as ParseLog takes them, and the
+// channels its init reports. A cell of an
 // algorithm or protocol commsim does not know (2.18's single CollNet,
 // say) is left out. A log with no table, or a table row that cannot be
-// read, is an error that names the line; one with no table is
-// ErrNoCostTable.
+// read, is an error that names the line; one with neither a table nor
+// the channels is ErrNoCostTable.
 func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 	out := &CostTableLog{Stated: &Log{}}
 	// The block's algorithms (one per group of columns) and protocols
@@ -83,6 +96,13 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 		}
 		if m := commNodesRE.FindStringSubmatch(t); m != nil && out.Nodes == 0 {
 			out.Nodes, _ = strconv.Atoi(m[1])
+		}
+		if m := initChannelsRE.FindStringSubmatch(t); m != nil && out.Channels == nil {
+			n := make([]int, len(m))
+			for k := 1; k < len(m); k++ {
+				n[k], _ = strconv.Atoi(m[k]) // digits; "" (no CollNet count) reads 0
+			}
+			out.Channels, out.ChannelsLine = &nccl.InitChannels{Coll: n[1], CollNet: n[2], NVLS: n[3], P2P: n[4], P2PPerPeer: n[5]}, i+1
 		}
 		m := costRowRE.FindStringSubmatch(t)
 		if m == nil {
@@ -132,7 +152,7 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 			out.Cells = append(out.Cells, LoggedCost{Cost: nccl.Cost{Op: op, Algo: a, Protocol: p, LatencyUS: lat, AlgBW: bw}, Line: i + 1})
 		}
 	}
-	if len(out.Cells) == 0 {
+	if len(out.Cells) == 0 && out.Channels == nil {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoCostTable)
 	}
 	return out, nil

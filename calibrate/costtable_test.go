@@ -16,6 +16,7 @@ import (
 const costTable229 = `0: host:1:2 [0] NCCL INFO NCCL version 2.29.7+cuda12.9
 0: host:1:2 [0] NCCL INFO NCCL_PROTO set by environment to ^LL128
 0: host:1:2 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0
+0: host:1:2 [0] NCCL INFO 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 4 p2p channels per peer
 0: host:1:2 [0] NCCL INFO   Algorithm   |                            Tree                  |                            Ring                  |
 0: host:1:2 [0] NCCL INFO   Protocol    |             LL |          LL128 |         Simple |             LL |          LL128 |         Simple |
 0: host:1:2 [0] NCCL INFO  Max NThreads |            512 |            640 |            512 |            512 |            640 |            512 |
@@ -42,12 +43,15 @@ func TestParseCostTableReadsNCCLsBlocks(t *testing.T) {
 	if len(got.Cells) != 15 {
 		t.Fatalf("%d cells, want the first table's 15", len(got.Cells))
 	}
+	if c := got.Channels; c == nil || *c != (nccl.InitChannels{Coll: 16, CollNet: 16, NVLS: 16, P2P: 16, P2PPerPeer: 4}) || got.ChannelsLine != 4 {
+		t.Errorf("channels %+v at line %d, want 16/16/16/16/4 at line 4", c, got.ChannelsLine)
+	}
 	for _, want := range []LoggedCost{
-		{nccl.Cost{Op: ops.Broadcast, Algo: nccl.Tree, Protocol: ops.ProtoLL}, 7},
-		{nccl.Cost{Op: ops.Broadcast, Algo: nccl.Ring, Protocol: ops.ProtoSimple, LatencyUS: 22.4, AlgBW: 360}, 7},
-		{nccl.Cost{Op: ops.AllReduce, Algo: nccl.Tree, Protocol: ops.ProtoSimple, LatencyUS: 92.4, AlgBW: 165.6}, 8},
-		{nccl.Cost{Op: ops.AllReduce, Algo: nccl.Ring, Protocol: ops.ProtoLL128, LatencyUS: 75.2}, 8},
-		{nccl.Cost{Op: ops.AllGather, Algo: nccl.PAT, Protocol: ops.ProtoSimple, LatencyUS: 17.6, AlgBW: 3.6}, 11},
+		{nccl.Cost{Op: ops.Broadcast, Algo: nccl.Tree, Protocol: ops.ProtoLL}, 8},
+		{nccl.Cost{Op: ops.Broadcast, Algo: nccl.Ring, Protocol: ops.ProtoSimple, LatencyUS: 22.4, AlgBW: 360}, 8},
+		{nccl.Cost{Op: ops.AllReduce, Algo: nccl.Tree, Protocol: ops.ProtoSimple, LatencyUS: 92.4, AlgBW: 165.6}, 9},
+		{nccl.Cost{Op: ops.AllReduce, Algo: nccl.Ring, Protocol: ops.ProtoLL128, LatencyUS: 75.2}, 9},
+		{nccl.Cost{Op: ops.AllGather, Algo: nccl.PAT, Protocol: ops.ProtoSimple, LatencyUS: 17.6, AlgBW: 3.6}, 12},
 	} {
 		found := false
 		for _, c := range got.Cells {

@@ -55,13 +55,24 @@ type CostReport struct {
 	// LatenciesAgree those that print alike; Bandwidths the cells either
 	// side's tuner may pick, and BandwidthsAgree those both may, alike.
 	Latencies, LatenciesAgree, Bandwidths, BandwidthsAgree int
+	// Channels are the channel counts the log's init reports beside the
+	// model's, where it reports them.
+	Channels []ChannelRow
 }
 
-// CheckCostTable sets the cost table a log prints beside the one
-// commsim's model of NCCL gives on s (nccl.Describe of the fabric, or a
-// Tuner's System) in the environment o (the log's own, as its lines
-// state it, where the caller takes them). It never simulates: the table
-// is NCCL's model, before any size.
+// ChannelRow is one channel count NCCL's init reports ("coll", "nvls",
+// "p2p", "p2p per peer"), as the log has it and as commsim's model does.
+type ChannelRow struct {
+	Name          string
+	Logged, Model int
+}
+
+// CheckCostTable sets the cost table a log prints, and the channels its
+// init reports (all but CollNet's count, the coll channels' from 2.21),
+// beside the ones commsim's model of NCCL gives on s (nccl.Describe of
+// the fabric, or a Tuner's System) in the environment o (the log's own,
+// as its lines state it, where the caller takes them). It never
+// simulates: the table is NCCL's model, before any size.
 func CheckCostTable(logged *calibrate.CostTableLog, s nccl.System, o nccl.Options) (*CostReport, error) {
 	table, err := nccl.CostTable(s, o)
 	if err != nil {
@@ -77,6 +88,10 @@ func CheckCostTable(logged *calibrate.CostTableLog, s nccl.System, o nccl.Option
 		model[cell{c.Op, c.Algo, c.Protocol}] = c
 	}
 	rep := &CostReport{System: s, Version: cmp.Or(o.Version, nccl.V2_30)}
+	if l := logged.Channels; l != nil {
+		m := nccl.Channels(s, o)
+		rep.Channels = []ChannelRow{{"coll", l.Coll, m.Coll}, {"nvls", l.NVLS, m.NVLS}, {"p2p", l.P2P, m.P2P}, {"p2p per peer", l.P2PPerPeer, m.P2PPerPeer}}
+	}
 	for _, l := range logged.Cells {
 		m, ok := model[cell{l.Op, l.Algo, l.Protocol}]
 		if !ok {

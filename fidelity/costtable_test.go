@@ -111,3 +111,41 @@ func TestCostRowComparesWhatBothSidesHave(t *testing.T) {
 		}
 	}
 }
+
+// The channels NCCL's init reported on AWS p5 nodes are commsim's at the
+// release the line's layout shows (2.18 or 2.19: no CollNet count): 24
+// coll, 16 NVLS, 32 p2p channels and 32 a peer on one node; 16, 16, 16
+// and 2 a peer on two (on dgx-h100x2, 8 NICs of 400 Gb/s where p5 has
+// 32 of 100, which NCCL's search counts the same there). From 2.29 a
+// network peer gets the channels that drive its NIC at 14 GB/s each: 4.
+func TestChannelsNCCLReportedAreCommsims(t *testing.T) {
+	for _, tc := range []struct {
+		file, topo string
+		v          nccl.Version
+		want       [4]int // coll, nvls, p2p, a peer's: the model's
+		differ     bool
+	}{
+		{"aws-do-eks-p5-1x8xH100-channels.txt", "dgx-h100", 219, [4]int{24, 16, 32, 32}, false},
+		{"aws-do-eks-p5-2x8xH100-channels.txt", "dgx-h100x2", 219, [4]int{16, 16, 16, 2}, false},
+		{"aws-do-eks-p5-2x8xH100-channels.txt", "dgx-h100x2", nccl.V2_30, [4]int{16, 16, 16, 4}, true},
+	} {
+		logged := readCostTable(t, tc.file)
+		if len(logged.Cells) != 0 || logged.Channels == nil || logged.ChannelsLine != 8 {
+			t.Fatalf("%s: %d cells, channels %+v at line %d; want no table and the channels at line 8", tc.file, len(logged.Cells), logged.Channels, logged.ChannelsLine)
+		}
+		rep := checkCostTable(t, logged, tc.topo, nccl.Options{Version: tc.v})
+		if len(rep.Channels) != 4 {
+			t.Fatalf("%s: %d channel rows, want 4", tc.file, len(rep.Channels))
+		}
+		differ := false
+		for i, c := range rep.Channels {
+			if c.Model != tc.want[i] {
+				t.Errorf("%s at %v: %s %d, want %d", tc.file, tc.v, c.Name, c.Model, tc.want[i])
+			}
+			differ = differ || c.Logged != c.Model
+		}
+		if differ != tc.differ {
+			t.Errorf("%s at %v: %+v; want the log and the model to differ: %v", tc.file, tc.v, rep.Channels, tc.differ)
+		}
+	}
+}

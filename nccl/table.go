@@ -125,5 +125,41 @@ func Graphs(s System, v Version) []Graph {
 	return out
 }
 
+// InitChannels are the channels NCCL's init sets up, as it reports them
+// ("24 coll channels, 24 collnet channels, 16 nvls channels, 32 p2p
+// channels, 32 p2p channels per peer"): the collectives', CollNet's,
+// NVLS's (0 where it sets up none), the point-to-point ones and the most
+// a peer gets.
+type InitChannels struct {
+	Coll, CollNet, NVLS, P2P, P2PPerPeer int
+	// Version is the release whose line it is: 2.20 added the CollNet
+	// count, every communicator's from 2.21, CollNet's before.
+	Version Version
+}
+
+// Channels are the channels NCCL's init sets up on s in the environment o.
+func Channels(s System, o Options) InitChannels {
+	c := InitChannels{Coll: collChannels(s, o), Version: o.version()}
+	c.P2P, c.P2PPerPeer, _ = p2pChannels(s, o)
+	switch {
+	case c.Version >= V2_21:
+		c.CollNet = c.Coll
+	case c.Version >= v2_20 && o.collNetOff(s) == "":
+		c.CollNet = c.Coll
+	}
+	if o.nvlsOff(s) == "" && nvlsGraph(s).channels > 0 {
+		c.NVLS = nvlsSetupOf(s, o).channels
+	}
+	return c
+}
+
+// String is the line NCCL's release prints.
+func (c InitChannels) String() string {
+	if c.Version < v2_20 {
+		return fmt.Sprintf("%d coll channels, %d nvls channels, %d p2p channels, %d p2p channels per peer", c.Coll, c.NVLS, c.P2P, c.P2PPerPeer)
+	}
+	return fmt.Sprintf("%d coll channels, %d collnet channels, %d nvls channels, %d p2p channels, %d p2p channels per peer", c.Coll, c.CollNet, c.NVLS, c.P2P, c.P2PPerPeer)
+}
+
 // String is the cell as NCCL prints it: "latency/bandwidth".
 func (c Cost) String() string { return fmt.Sprintf("%.1f/%.1f", c.LatencyUS, c.AlgBW) }

@@ -69,3 +69,27 @@ func TestCostTableIsNCCLsModelBeforeAnySize(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// The channels NCCL's init reports, in each release's line: NVLS's 0
+// where it sets none up, no CollNet count before 2.20, CollNet's own in
+// 2.20, the communicator's from 2.21.
+func TestChannelsAreNCCLsInitLine(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		v    nccl.Version
+		want string
+	}{
+		{"dgx-h100", nccl.V2_30, "24 coll channels, 24 collnet channels, 16 nvls channels, 32 p2p channels, 32 p2p channels per peer"},
+		{"dgx-a100", nccl.V2_30, "24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer"},
+		{"dgx-h100x2", 219, "16 coll channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer"},
+		{"dgx-h100x2", 220, "16 coll channels, 0 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer"},
+		{"dgx-h100x2,sharp=inf", 220, "16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer"},
+	} {
+		if got := nccl.Channels(describe(t, tc.spec), nccl.Options{Version: tc.v}).String(); got != tc.want {
+			t.Errorf("%s at %v: %q, want %q", tc.spec, tc.v, got, tc.want)
+		}
+	}
+	if got := nccl.Channels(describe(t, "dgx-h100"), nccl.Options{NoNVLS: true}); got.NVLS != 0 {
+		t.Errorf("NCCL_NVLS_ENABLE=0: %d NVLS channels, want 0", got.NVLS)
+	}
+}

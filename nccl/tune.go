@@ -456,15 +456,10 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 	switch a {
 	case NVLS, NVLSTree:
 		switch netOff := o.collNetOff(s); {
-		case o.NoNVLS:
-			return "NVLS is disabled (NCCL_NVLS_ENABLE=0)"
+		case o.nvlsOff(s) != "":
+			return o.nvlsOff(s)
 		case p != simple:
 			return "NVLS runs Simple only"
-		case !s.NVLSCapable:
-			return "the NVSwitch does not reduce (no NVLS)"
-		case s.PerNode <= 2 && o.version() < V2_28 || s.PerNode < 2:
-			// nvls.cc, ncclNvlsInit: more than 2 GPUs (2 or more from 2.28).
-			return "NVLS needs more GPUs on the NVSwitch"
 		case a == NVLSTree && s.Nodes == 1:
 			return "NVLS tree needs several nodes"
 		case a == NVLS && s.Nodes > 1 && netOff != "":
@@ -523,6 +518,21 @@ const (
 	maxNVLSArity   = 32
 	maxDirectArity = 8
 )
+
+// nvlsOff says why NCCL sets up no NVLS on s, "" where it does
+// (nvls.cc, ncclNvlsInit).
+func (o Options) nvlsOff(s System) string {
+	switch {
+	case o.NoNVLS:
+		return "NVLS is disabled (NCCL_NVLS_ENABLE=0)"
+	case !s.NVLSCapable:
+		return "the NVSwitch does not reduce (no NVLS)"
+	case s.PerNode <= 2 && o.version() < V2_28 || s.PerNode < 2:
+		// More than 2 GPUs (2 or more from 2.28).
+		return "NVLS needs more GPUs on the NVSwitch"
+	}
+	return ""
+}
 
 // collNetOff says why CollNet does not run on s, "" where it does: where
 // the network's switches reduce, unless NCCL_COLLNET_ENABLE=0, on as

@@ -475,9 +475,12 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	if r.envNote != "" {
 		fmt.Fprintf(w, "# %s\n", r.envNote)
 	}
-	if c := r.CostTable; c != nil {
+	if c := r.CostTable; c != nil && c.Cells > 0 {
 		fmt.Fprintf(w, "# NCCL's cost table in the log: %d of the %d latencies both sides price agree with commsim's model of it, %d of the %d bandwidths either side's tuner may pick (commsim tuning --log shows each cell)\n",
 			c.LatenciesAgree, c.Latencies, c.BandwidthsAgree, c.Bandwidths)
+	}
+	if c := r.CostTable; c != nil && len(c.Channels) > 0 {
+		fmt.Fprintf(w, "# NCCL's channels in the log (line %d), and commsim's model's: %s\n", c.ChannelsLine, describeChannels(c.Channels))
 	}
 	if err := r.report.WriteTable(w); err != nil || len(r.KnownMisses) == 0 {
 		return err

@@ -73,6 +73,7 @@ type tuningReport struct {
 	NCCLVersion string        `json:"nccl_version"`
 	NCCLEnv     string        `json:"nccl_env,omitempty"` // the flags that set it, where any do
 	Graphs      []tuningGraph `json:"graphs"`             // of the algorithms NCCL's tuner may pick
+	Channels    string        `json:"channels"`           // as NCCL's init reports them
 	Cells       []tuningCell  `json:"cells"`
 	Log         *tuningLog    `json:"log,omitempty"`
 	costs       []nccl.Cost
@@ -125,11 +126,25 @@ type tuningLog struct {
 	LatenciesAgree  int `json:"latencies_agree"`
 	Bandwidths      int `json:"bandwidths"`
 	BandwidthsAgree int `json:"bandwidths_agree"`
+	// Channels are the channel counts the log's init reports, at
+	// ChannelsLine, beside commsim's model's.
+	Channels     []tuningChannels `json:"channels,omitempty"`
+	ChannelsLine int              `json:"channels_line,omitempty"`
+}
+
+type tuningChannels struct {
+	Name   string `json:"name"`
+	Logged int    `json:"logged"`
+	Model  int    `json:"commsim"`
 }
 
 func newTuningLog(file string, logged *calibrate.CostTableLog, c *fidelity.CostReport) *tuningLog {
-	return &tuningLog{File: file, Tables: logged.Tables, Cells: len(c.Rows),
+	l := &tuningLog{File: file, Tables: logged.Tables, Cells: len(c.Rows), ChannelsLine: logged.ChannelsLine,
 		Latencies: c.Latencies, LatenciesAgree: c.LatenciesAgree, Bandwidths: c.Bandwidths, BandwidthsAgree: c.BandwidthsAgree}
+	for _, ch := range c.Channels {
+		l.Channels = append(l.Channels, tuningChannels{ch.Name, ch.Logged, ch.Model})
+	}
+	return l
 }
 
 func cellOf(c nccl.Cost) tuningCell {
@@ -190,7 +205,8 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	v := cmp.Or(t.Options.Version, nccl.V2_30)
-	rep := tuningReport{Topology: name, System: t.System.String(), NCCLVersion: v.String(), NCCLEnv: optionFlags(t.Options), costs: costs, envNote: envNote}
+	rep := tuningReport{Topology: name, System: t.System.String(), NCCLVersion: v.String(), NCCLEnv: optionFlags(t.Options), costs: costs, envNote: envNote,
+		Channels: nccl.Channels(t.System, t.Options).String()}
 	for _, g := range nccl.Graphs(t.System, v) {
 		// The graphs of the algorithms NCCL's tuner may pick somewhere.
 		if !slices.ContainsFunc(costs, func(c nccl.Cost) bool { return c.Algo == g.Algo && c.Off == "" }) {
@@ -214,7 +230,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 			cell.LatencyAgree, cell.BandwidthAgree = agreement(r.LatencyAgree()), agreement(r.BandwidthAgree())
 			rep.Cells = append(rep.Cells, cell)
 		}
-		if logged.Tables > 1 {
+		if logged.Tables > 1 && len(logged.Cells) > 0 {
 			fmt.Fprintf(stderr, "commsim: warning: %s prints %d cost tables (one for each communicator its rank 0 set up); the first is read\n", f.log, logged.Tables)
 		}
 	}
@@ -246,6 +262,7 @@ func (r *tuningReport) writeText(w io.Writer) error {
 	if r.check != nil {
 		return r.writeCheck(w)
 	}
+	fmt.Fprintf(w, "# channels, as NCCL's init reports them: %s\n", r.Channels)
 	fmt.Fprintf(w, "# latency (us)/algorithm bandwidth (GB/s), as NCCL_DEBUG_SUBSYS=TUNING prints them; 0.0/0.0 where NCCL's tuner never picks the pair\n")
 	writeCostTable(w, r.costs)
 	writeOffReasons(w, r.costs)
@@ -345,31 +362,49 @@ func writeOffReasons(w io.Writer, costs []nccl.Cost) {
 
 func (r *tuningReport) writeCheck(w io.Writer) error {
 	c := r.check
-	fmt.Fprintf(w, "# the first cost table %s prints, cell by cell, beside commsim's: latency (us)/algorithm bandwidth (GB/s); off where commsim's tuner never picks the pair\n", r.Log.File)
-	tw := newTableWriter(w)
-	tw.Header([]string{"line", "collective", "algorithm", "protocol", "log", "commsim", "latency", "bandwidth"})
-	mark := func(compared, agree bool) string {
-		switch {
-		case !compared:
-			return "-"
-		case agree:
-			return "same"
+	if len(c.Rows) > 0 {
+		fmt.Fprintf(w, "# the first cost table %s prints, cell by cell, beside commsim's: latency (us)/algorithm bandwidth (GB/s); off where commsim's tuner never picks the pair\n", r.Log.File)
+		tw := newTableWriter(w)
+		tw.Header([]string{"line", "collective", "algorithm", "protocol", "log", "commsim", "latency", "bandwidth"})
+		mark := func(compared, agree bool) string {
+			switch {
+			case !compared:
+				return "-"
+			case agree:
+				return "same"
+			}
+			return "DIFFERS"
 		}
-		return "DIFFERS"
-	}
-	for _, row := range c.Rows {
-		model := row.Model.String()
-		if row.Model.Off != "" {
-			model = "off"
+		for _, row := range c.Rows {
+			model := row.Model.String()
+			if row.Model.Off != "" {
+				model = "off"
+			}
+			if err := tw.Append([]string{fmt.Sprint(row.Logged.Line), nccl.FuncName(row.Logged.Op), row.Logged.Algo.NCCLName(), row.Logged.Protocol.String(),
+				row.Logged.Cost.String(), model, mark(row.LatencyAgree()), mark(row.BandwidthAgree())}); err != nil {
+				return err
+			}
 		}
-		if err := tw.Append([]string{fmt.Sprint(row.Logged.Line), nccl.FuncName(row.Logged.Op), row.Logged.Algo.NCCLName(), row.Logged.Protocol.String(),
-			row.Logged.Cost.String(), model, mark(row.LatencyAgree()), mark(row.BandwidthAgree())}); err != nil {
+		if err := tw.Render(); err != nil {
 			return err
 		}
+		fmt.Fprintf(w, "# latencies: %d of the %d cells both sides price read the same; bandwidths: %d of the %d cells either side's tuner may pick\n", c.LatenciesAgree, c.Latencies, c.BandwidthsAgree, c.Bandwidths)
 	}
-	if err := tw.Render(); err != nil {
-		return err
+	if len(c.Channels) > 0 {
+		fmt.Fprintf(w, "# channels, as the log's init reports them (line %d) and commsim's model: %s\n", r.Log.ChannelsLine, describeChannels(r.Log.Channels))
 	}
-	fmt.Fprintf(w, "# latencies: %d of the %d cells both sides price read the same; bandwidths: %d of the %d cells either side's tuner may pick\n", c.LatenciesAgree, c.Latencies, c.BandwidthsAgree, c.Bandwidths)
 	return nil
+}
+
+// describeChannels is rows as a line: "coll 24 (commsim 24), …", each
+// that differs marked.
+func describeChannels(rows []tuningChannels) string {
+	parts := make([]string, len(rows))
+	for i, c := range rows {
+		parts[i] = fmt.Sprintf("%s %d (commsim %d)", c.Name, c.Logged, c.Model)
+		if c.Logged != c.Model {
+			parts[i] += " DIFFERS"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -24,7 +24,7 @@ func TestTuningPrintsNCCLsLayout(t *testing.T) {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
 	if !strings.HasPrefix(out, "# commsim tuning: NCCL 2.30's cost table on dgx-h100x2 (16 ranks on 2 nodes of 8") ||
-		!strings.Contains(out, "ring 8 × 45.0/45.0") || !strings.Contains(out, "nvls/Simple: NVLS across nodes needs CollNet") {
+		!strings.Contains(out, "ring 8 × 45.0/45.0") || !strings.Contains(out, "# channels, as NCCL's init reports them: 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 4 p2p channels per peer\n") || !strings.Contains(out, "nvls/Simple: NVLS across nodes needs CollNet") {
 		t.Errorf("output:\n%s", out)
 	}
 	printed, err := calibrate.ParseCostTable("stdout", []byte(out))
@@ -58,6 +58,21 @@ func TestTuningPrintsNCCLsLayout(t *testing.T) {
 			t.Errorf("%v %v/%v printed %v, want %v", c.Op, c.Algo, c.Protocol, c.Cost, w)
 		}
 		want = slices.Delete(want, i, i+1)
+	}
+}
+
+// A log with the channels NCCL's init reports and no table has them set
+// beside the model's, each count that differs marked.
+func TestTuningChecksALogsChannels(t *testing.T) {
+	log := filepath.Join(costTables, "aws-do-eks-p5-2x8xH100-channels.txt")
+	for _, tc := range []struct{ version, want string }{
+		{"2.19", "coll 16 (commsim 16), nvls 16 (commsim 16), p2p 16 (commsim 16), p2p per peer 2 (commsim 2)\n"},
+		{"2.30", "p2p per peer 2 (commsim 4) DIFFERS\n"},
+	} {
+		status, out, errOut := commsim("tuning", "--topo", "dgx-h100x2", "--log", log, "--nccl-version", tc.version)
+		if status != 0 || errOut != "" || !strings.HasSuffix(out, tc.want) || strings.Contains(out, "latencies:") {
+			t.Errorf("%s: status %d, stderr %q:\n%s", tc.version, status, errOut, out)
+		}
 	}
 }
 
@@ -156,7 +171,7 @@ func TestFidelityComparesTheLogsCostTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
+	lines := []string{"host:1:2 [0] NCCL INFO 24 coll channels, 24 collnet channels, 16 nvls channels, 32 p2p channels, 32 p2p channels per peer"}
 	for _, l := range strings.Split(strings.TrimSpace(table), "\n") {
 		if !strings.HasPrefix(l, "#") {
 			lines = append(lines, "host:1:2 [0] NCCL INFO "+l)
@@ -168,7 +183,8 @@ func TestFidelityComparesTheLogsCostTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, out, errOut := commsim("fidelity", "--log", good, "--topo", "dgx-h100")
-	if status != 0 || errOut != "" || !strings.Contains(out, "# NCCL's cost table in the log: 21 of the 21 latencies both sides price agree with commsim's model of it, 21 of the 21 bandwidths") {
+	if status != 0 || errOut != "" || !strings.Contains(out, "# NCCL's cost table in the log: 21 of the 21 latencies both sides price agree with commsim's model of it, 21 of the 21 bandwidths") ||
+		!strings.Contains(out, "# NCCL's channels in the log (line 1), and commsim's model's: coll 24 (commsim 24), nvls 16 (commsim 16), p2p 32 (commsim 32), p2p per peer 32 (commsim 32)\n") {
 		t.Errorf("status %d, stderr %q:\n%s", status, errOut, out)
 	}
 	bad := filepath.Join(dir, "bad.txt")
