@@ -6,6 +6,7 @@ import (
 
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
 )
 
 // The cost table holds a cell for each collective NCCL tunes, algorithm
@@ -91,5 +92,36 @@ func TestChannelsAreNCCLsInitLine(t *testing.T) {
 	}
 	if got := nccl.Channels(describe(t, "dgx-h100"), nccl.Options{NoNVLS: true}); got.NVLS != 0 {
 		t.Errorf("NCCL_NVLS_ENABLE=0: %d NVLS channels, want 0", got.NVLS)
+	}
+}
+
+// What NCCL 2.29.7 set up for 8 GB300s on two trays of an NVL72 (one
+// NVLink domain, MNNVL), as a published root-cause report gives it from
+// NCCL's graph dump and init line (eunomia-bpf/nccl-eBPF, 2026-08-14
+// report on a GB300 NVL72's cross-tray channel collapse, its healthy
+// trays04/05 control): the ring's search 16 channels of 45 GB/s, the
+// tree's 16, NVLS 8 heads of 80 within and 90 across; 32 coll, 24 NVLS,
+// 32 p2p channels and 32 a peer.
+func TestGraphsOfEightGB300sAreNCCLs(t *testing.T) {
+	topo, err := topology.Resolve("gb300-nvl72")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topo, err = topology.FirstGPUs(topo, 8); err != nil {
+		t.Fatal(err)
+	}
+	s := describeTopology(t, topo)
+	want := map[nccl.Algo]nccl.Graph{
+		nccl.Ring: {Algo: nccl.Ring, Channels: 16, IntraGBps: 45, InterGBps: 45},
+		nccl.Tree: {Algo: nccl.Tree, Channels: 16, IntraGBps: 45, InterGBps: 45},
+		nccl.NVLS: {Algo: nccl.NVLS, Channels: 8, IntraGBps: 80, InterGBps: 90},
+	}
+	for _, g := range nccl.Graphs(s, 229) {
+		if w, ok := want[g.Algo]; ok && g != w {
+			t.Errorf("%v's graph %+v, want %+v", g.Algo, g, w)
+		}
+	}
+	if got, want := nccl.Channels(s, nccl.Options{Version: 229}).String(), "32 coll channels, 32 collnet channels, 24 nvls channels, 32 p2p channels, 32 p2p channels per peer"; got != want {
+		t.Errorf("channels %q, want %q", got, want)
 	}
 }
