@@ -456,7 +456,7 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 	switch a {
 	case NVLS, NVLSTree:
 		switch netOff := o.collNetOff(s); {
-		case o.nvlsOff(s) != "":
+		case o.NoNVLS || p == simple && o.nvlsOff(s) != "":
 			return o.nvlsOff(s)
 		case p != simple:
 			return "NVLS runs Simple only"
