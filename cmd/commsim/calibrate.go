@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -337,9 +336,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		if rep.Warnings == nil {
 			rep.Warnings = []string{}
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(stdout, rep)
 	}
 	if f.format == "csv" {
 		// One row per size; the fitted scales repeat on every row.

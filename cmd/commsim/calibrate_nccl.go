@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -197,9 +196,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 		if rep.Warnings == nil {
 			rep.Warnings = []string{}
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(stdout, rep)
 	case "csv":
 		// One row per size; the fitted factors repeat on every row.
 		out := [][]string{{"bytes", "measured_us", "fitted_us", "rel_error", "held_out_rel_error", "algo",

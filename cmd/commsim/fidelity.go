@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -327,9 +326,7 @@ func (r *fidReport) checkCostTable(data []byte, t *nccl.Tuner) error {
 func (out *fidReport) write(stdout io.Writer, format string) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(stdout, out)
 	case "csv":
 		head := []string{"bytes", "line", "measured_us", "predicted_us", "rel_error", "algo"}
 		if out.Model != nil {

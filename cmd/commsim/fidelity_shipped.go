@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -142,9 +141,7 @@ func (f *fidFlags) runShipped(stdout, stderr io.Writer) error {
 	}
 	switch f.format {
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return writeJSON(stdout, out)
 	case "csv":
 		rows := [][]string{{"file", "group", "op", "ranks", "sizes", "median_abs_error", "small", "medium", "large", "sizes_over_bound", "nccl_model_median_abs_error"}}
 		for _, l := range out.Logs {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -178,9 +177,7 @@ func (s *sweep) ncclVersionCode() int {
 // saying so on stderr.
 func (s *sweep) writeNCCLReport(stderr io.Writer, rows []row) error {
 	err := writeFileAtomic(s.jsonOut, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s.ncclReportOf(rows))
+		return writeJSON(w, s.ncclReportOf(rows))
 	})
 	if err != nil {
 		return fmt.Errorf("-J %s: %w", s.jsonOut, err)

@@ -434,6 +434,14 @@ func newTableWriter(w io.Writer) *tablewriter.Table {
 	return tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
 }
 
+// writeJSON writes v as indented JSON, the form every command's
+// --format json takes.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 // writeCSVRows writes rows (the first one the header) as CSV.
 func writeCSVRows(w io.Writer, rows [][]string) error {
 	cw := csv.NewWriter(w)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -38,19 +37,21 @@ tunes, algorithm and protocol, the latency in µs and the algorithm
 bandwidth in GB/s its tuner prices a call with, laid out as NCCL's rank 0
 prints it at init with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING, so that
 the two can be set side by side; before it, the graphs (channels and their
-speed) each algorithm is priced with, and after it why the cells at
-0.0/0.0 are off. Nothing is simulated.
+speed) each algorithm is priced with and the channels NCCL's init reports
+("24 coll channels, …"), and after it why the cells at 0.0/0.0 are off.
+Nothing is simulated.
 
 With --log, it reads the table NCCL printed into a log (nccl-tests' output
 or any job's, rank tags and time stamps allowed; the first table, where a
 job sets up several communicators) and prints each cell as the log has it
 and as commsim's model gives it, and how many read the same to NCCL's
-tenth: whether commsim sees the machine as NCCL saw it. The NCCL version
+tenth, and the channel counts the log's init reports beside the model's:
+whether commsim sees the machine as NCCL saw it. The NCCL version
 and environment the log's lines state are taken unless a --nccl-* flag is
 given; --topo must have the ranks of the log's communicator (-g takes the
 first GPUs of it).`,
 		Example: `  commsim tuning --topo dgx-h100x2
-  commsim tuning --topo dgx-b200 --nccl-version 2.27 --nccl-env NCCL_NVLS_ENABLE=0
+  commsim tuning --topo hgx-b200 --nccl-version 2.27 --nccl-env NCCL_NVLS_ENABLE=0
   commsim tuning --topo dgx-h100x2 --log nccl_debug.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,7 +61,7 @@ first GPUs of it).`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology: a spec, a preset or a YAML file")
 	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "the first N GPUs of --topo as the communicator (default all)")
-	fl.StringVar(&f.log, "log", "", "a log with NCCL's own cost table in it (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), at most 64 MiB, to check commsim's against")
+	fl.StringVar(&f.log, "log", "", "a log with NCCL's own cost table (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING) or channel counts (NCCL_DEBUG=INFO) in it, at most 64 MiB, to check commsim's against")
 	fl.StringVar(&f.format, "format", "text", "output: text (NCCL's layout; with --log a table of the cells)|csv|json")
 	f.ncclFlags.register(fl)
 	return cmd
@@ -236,9 +237,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	}
 	switch f.format {
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(stdout, rep)
 	case "csv":
 		return rep.writeCSV(stdout)
 	}
