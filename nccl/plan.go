@@ -1,9 +1,11 @@
 package nccl
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/commsim/commsim/ops"
@@ -410,6 +412,32 @@ func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
 		return p2pChoice(t.System, bytesPerPeer(spec), t.Options), nil
 	}
 	return tune(t.System, spec.Op, bytesOf(spec), t.Options, elements{spec.DType, spec.Redop})
+}
+
+// Ranked are the algorithm and protocol pairs NCCL's tuner weighs for
+// spec, cheapest first by its model's time (the pairs it leaves out
+// omitted; ties in NCCL's order, as it keeps the first): the first is
+// what NCCL would run (Choice.NCCL), the gap to the second how far the
+// model is from choosing otherwise. An all-to-all or a sendrecv has its
+// point-to-point transport alone, which NCCL's model does not price (its
+// TimeUS is 0).
+func (t *Tuner) Ranked(spec ops.Spec) ([]Estimate, error) {
+	if isP2P(spec.Op) {
+		return []Estimate{p2pChoice(t.System, bytesPerPeer(spec), t.Options).NCCL}, nil
+	}
+	el := elements{spec.DType, spec.Redop}
+	var out []Estimate
+	for _, e := range estimates(t.System, spec.Op, bytesOf(spec), t.Options, el) {
+		if e.Off == "" {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		_, err := tune(t.System, spec.Op, bytesOf(spec), t.Options, el)
+		return nil, err
+	}
+	slices.SortStableFunc(out, func(a, b Estimate) int { return cmp.Compare(a.TimeUS, b.TimeUS) })
+	return out, nil
 }
 
 // Ops are the collectives Tuner plans.

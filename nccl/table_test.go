@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
@@ -123,5 +124,43 @@ func TestGraphsOfEightGB300sAreNCCLs(t *testing.T) {
 	}
 	if got, want := nccl.Channels(s, nccl.Options{Version: 229}).String(), "32 coll channels, 32 collnet channels, 24 nvls channels, 32 p2p channels, 32 p2p channels per peer"; got != want {
 		t.Errorf("channels %q, want %q", got, want)
+	}
+}
+
+// Ranked lists the pairs NCCL's tuner weighs, cheapest first, NCCL's
+// choice first; point to point has its transport alone.
+func TestRankedPutsNCCLsChoiceFirst(t *testing.T) {
+	topo, err := topology.Resolve("dgx-h100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tu, err := nccl.NewTuner(topo, nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.Broadcast} {
+		for _, count := range []int{1, 1 << 10, 1 << 20, 1 << 28} {
+			spec := ops.Spec{Op: op, Algo: "nccl", Ranks: 16, Count: count, DType: hw.F32, Redop: hw.Sum}
+			ranked, err := tu.Ranked(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := tu.Choose(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ranked[0] != c.NCCL || len(ranked) < 2 {
+				t.Errorf("%v of %d: first %v of %d, NCCL's choice %v", op, count, ranked[0], len(ranked), c.NCCL)
+			}
+			for i := 1; i < len(ranked); i++ {
+				if ranked[i].TimeUS < ranked[i-1].TimeUS || ranked[i].Off != "" {
+					t.Errorf("%v of %d: %v (%.2f us, off %q) after %v (%.2f us)", op, count, ranked[i], ranked[i].TimeUS, ranked[i].Off, ranked[i-1], ranked[i-1].TimeUS)
+				}
+			}
+		}
+	}
+	ranked, err := tu.Ranked(ops.Spec{Op: ops.SendRecv, Algo: "nccl", Ranks: 16, Count: 1 << 20, DType: hw.F32, Redop: hw.Sum})
+	if err != nil || len(ranked) != 1 || ranked[0].Algo != nccl.P2P {
+		t.Errorf("sendrecv: %v, %v; want the p2p transport alone", ranked, err)
 	}
 }

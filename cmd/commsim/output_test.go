@@ -47,6 +47,7 @@ func outputCases() [][]string {
 		{"topo", "draw", "ring:4"},
 		{"devices"},
 		{"tuning", "--topo", "ring:4"},
+		{"tuning", "--topo", "ring:4", "--op", "allreduce", "-e", "1KiB"},
 		{"tuning", "--topo", "dgx-h100x2", "--log", costTables + "/nccl-issue-1519-2x8xH100.txt"},
 	}
 	for _, format := range []string{"table", "csv", "json"} {
@@ -62,7 +63,8 @@ func outputCases() [][]string {
 			[]string{"fidelity", "--log", log, "--topo", "dgx-h100", "--format", format},
 		)
 		if format != "table" {
-			cases = append(cases, []string{"tuning", "--topo", "dgx-h100x2", "--log", costTables + "/nccl-issue-1519-2x8xH100.txt", "--format", format})
+			cases = append(cases, []string{"tuning", "--topo", "dgx-h100x2", "--log", costTables + "/nccl-issue-1519-2x8xH100.txt", "--format", format},
+				[]string{"tuning", "--topo", "ring:4", "--op", "allreduce", "-e", "1KiB", "--format", format})
 		}
 	}
 	return cases

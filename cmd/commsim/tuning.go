@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
 )
 
 // tuning: NCCL's cost table on a fabric, as NCCL prints it at init, and
@@ -23,6 +26,9 @@ import (
 type tuningFlags struct {
 	topo, log, format string
 	ngpus             int
+	// --op: per size, NCCL's choice and the next cheapest pair.
+	op, minBytes, maxBytes, dtype string
+	factor                        float64
 	ncclFlags
 }
 
@@ -49,10 +55,16 @@ tenth, and the channel counts the log's init reports beside the model's:
 whether commsim sees the machine as NCCL saw it. The NCCL version
 and environment the log's lines state are taken unless a --nccl-* flag is
 given; --topo must have the ranks of the log's communicator (-g takes the
-first GPUs of it).`,
+first GPUs of it).
+
+With --op, it prints instead, for each size of a sweep (-b, -e, -f and -d
+as bench takes them, nccl-tests' meaning of size), what NCCL's tuner picks
+for that collective, the model's time, the next cheapest pair and how much
+slower the model makes it: how near the model is to choosing otherwise.`,
 		Example: `  commsim tuning --topo dgx-h100x2
   commsim tuning --topo hgx-b200 --nccl-version 2.27 --nccl-env NCCL_NVLS_ENABLE=0
-  commsim tuning --topo dgx-h100x2 --log nccl_debug.txt`,
+  commsim tuning --topo dgx-h100x2 --log nccl_debug.txt
+  commsim tuning --topo dgx-h100x2 --op allreduce -b 1KiB -e 1GiB -f 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -63,6 +75,11 @@ first GPUs of it).`,
 	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "the first N GPUs of --topo as the communicator (default all)")
 	fl.StringVar(&f.log, "log", "", "a log with NCCL's own cost table (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING) or channel counts (NCCL_DEBUG=INFO) in it, at most 64 MiB, to check commsim's against")
 	fl.StringVar(&f.format, "format", "text", "output: text (NCCL's layout; with --log a table of the cells)|csv|json")
+	fl.StringVar(&f.op, "op", "", "per size of a sweep, what NCCL's tuner picks for this collective and the next cheapest pair (allreduce, allgather, …, or nccl-tests' all_reduce, …)")
+	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "with --op: the smallest size")
+	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "64MiB", "with --op: the largest size")
+	fl.Float64VarP(&f.factor, "factor", "f", 2, "with --op: the size multiplier between steps (> 1)")
+	fl.StringVarP(&f.dtype, "dtype", "d", "f32", "with --op: the element type (f32, bf16, …, or nccl-tests' float, …)")
 	f.ncclFlags.register(fl)
 	return cmd
 }
@@ -173,6 +190,9 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		}
 		name = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
 	}
+	if f.op != "" && f.log != "" {
+		return usagef("--op prints NCCL's choice per size from commsim's model; --log checks a log's table: give one")
+	}
 	var logged *calibrate.CostTableLog
 	var envNote string // the environment the log states, where taken
 	if f.log != "" {
@@ -200,6 +220,9 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	}
 	if logged != nil && logged.Nodes > 0 && logged.Nodes != t.System.Nodes {
 		return usagef("--log %s: its communicator spans %d nodes, %s %d", f.log, logged.Nodes, name, t.System.Nodes)
+	}
+	if f.op != "" {
+		return f.runChoices(stdout, t, name)
 	}
 	costs, err := nccl.CostTable(t.System, t.Options)
 	if err != nil {
@@ -406,4 +429,99 @@ func describeChannels(rows []tuningChannels) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// tuningChoice is, for one size, NCCL's choice and the next cheapest pair
+// in its model.
+type tuningChoice struct {
+	Bytes  int64   `json:"bytes"`
+	Choice string  `json:"nccl_choice"`
+	TimeUS float64 `json:"model_us,omitempty"` // 0: point to point, which the model does not price
+	Next   string  `json:"next,omitempty"`
+	NextUS float64 `json:"next_model_us,omitempty"`
+	// Margin is how much slower the model makes the next pair: (next −
+	// chosen) / chosen.
+	Margin float64 `json:"margin,omitempty"`
+}
+
+// runChoices prints, per size of the sweep, what NCCL's tuner picks for
+// --op on t's fabric and the next cheapest pair.
+func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error {
+	op, err := parseOp(f.op)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(nccl.Ops(), op) {
+		return usagef("--op %s: NCCL's tuner chooses for %s", f.op, joinOps(nccl.Ops()))
+	}
+	dtype, err := hw.ParseDType(f.dtype)
+	if err != nil {
+		return usageError{err}
+	}
+	lo, errLo := parseBytes(f.minBytes)
+	hi, errHi := parseBytes(f.maxBytes)
+	switch {
+	case errLo != nil:
+		return usagef("--min-bytes: %v", errLo)
+	case errHi != nil:
+		return usagef("--max-bytes: %v", errHi)
+	case lo > hi:
+		return usagef("--min-bytes %s is above --max-bytes %s", f.minBytes, f.maxBytes)
+	case !(f.factor > 1) || math.IsInf(f.factor, 0):
+		return usagef("--factor %v: want a number above 1", f.factor)
+	}
+	base := ops.Spec{Op: op, Algo: algoNCCL, Ranks: t.System.Ranks, DType: dtype, Redop: hw.Sum}
+	var rows []tuningChoice
+	for b, ok := lo, true; ok; b, ok = nextSize(b, hi, int64(dtype.Size()), f.factor) {
+		if len(rows) == 10000 {
+			return usagef("the sweep from %s to %s by %v has over 10000 sizes", f.minBytes, f.maxBytes, f.factor)
+		}
+		spec, bytes := verify.SpecForSize(base, b)
+		if spec.Count == 0 {
+			continue // under one element a rank: nccl-tests' size 0
+		}
+		ranked, err := t.Ranked(spec)
+		if err != nil {
+			return usageError{err}
+		}
+		row := tuningChoice{Bytes: bytes, Choice: ranked[0].String(), TimeUS: ranked[0].TimeUS}
+		if len(ranked) > 1 {
+			next := ranked[1]
+			row.Next, row.NextUS, row.Margin = next.String(), next.TimeUS, (next.TimeUS-row.TimeUS)/row.TimeUS
+		}
+		rows = append(rows, row)
+	}
+	switch f.format {
+	case "json":
+		return writeJSON(w, struct {
+			Topology    string         `json:"topology"`
+			Op          string         `json:"op"`
+			NCCLVersion string         `json:"nccl_version"`
+			Sizes       []tuningChoice `json:"sizes"`
+		}{name, op.String(), cmp.Or(t.Options.Version, nccl.V2_30).String(), rows})
+	case "csv":
+		out := [][]string{{"bytes", "nccl_choice", "model_us", "next", "next_model_us", "margin"}}
+		for _, r := range rows {
+			out = append(out, []string{strconv.FormatInt(r.Bytes, 10), r.Choice, fmtFloat(r.TimeUS), r.Next, fmtFloat(r.NextUS), fmtFloat(r.Margin)})
+		}
+		return writeCSVRows(w, out)
+	}
+	fmt.Fprintf(w, "# commsim tuning: what NCCL %s's tuner picks for %s on %s (%s), by its model alone; nothing simulated\n",
+		cmp.Or(t.Options.Version, nccl.V2_30), op, name, t.System)
+	fmt.Fprintf(w, "# margin: how much slower the model makes the next cheapest pair\n")
+	tw := newTableWriter(w)
+	tw.Header([]string{"size(B)", "nccl choice", "model(us)", "next", "next(us)", "margin"})
+	for _, r := range rows {
+		cells := []string{strconv.FormatInt(r.Bytes, 10), r.Choice, "-", r.Next, "-", "-"}
+		if r.TimeUS > 0 {
+			cells[2] = fmt.Sprintf("%.2f", r.TimeUS)
+		}
+		if r.Next != "" {
+			cells[4], cells[5] = fmt.Sprintf("%.2f", r.NextUS), fmt.Sprintf("%+.1f%%", 100*r.Margin)
+		}
+		if err := tw.Append(cells); err != nil {
+			return err
+		}
+	}
+	return tw.Render()
 }

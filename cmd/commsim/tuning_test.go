@@ -197,3 +197,40 @@ func TestFidelityComparesTheLogsCostTable(t *testing.T) {
 		t.Errorf("a table that cannot be read: status %d, stderr %q:\n%s", status, errOut, out)
 	}
 }
+
+// --op lists, per size, NCCL's choice and the next cheapest pair: at 4
+// MiB on two DGX H100s NVLSTree wins by half a percent over LL128 trees.
+func TestTuningOpListsTheChoiceAndTheNext(t *testing.T) {
+	status, out, errOut := commsim("tuning", "--topo", "dgx-h100x2", "--op", "all_reduce", "-b", "4MiB", "-e", "8MiB")
+	if status != 0 || errOut != "" {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	if !strings.Contains(flat, "│ 4194304 │ nvlstree/Simple/16ch │ 83.84 │ tree/LL128/16ch │ 84.21 │ +0.5% │") || strings.Count(out, "/16ch │") != 4 {
+		t.Errorf("output:\n%s", out)
+	}
+	status, out, _ = commsim("tuning", "--topo", "dgx-h100x2", "--op", "sendrecv", "-b", "1MiB", "-e", "1MiB", "--format", "json")
+	var rep struct {
+		Sizes []tuningChoice `json:"sizes"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || len(rep.Sizes) != 1 || rep.Sizes[0].Choice != "p2p/Simple/4ch" || rep.Sizes[0].TimeUS != 0 || rep.Sizes[0].Next != "" {
+		t.Errorf("sendrecv: status %d, %v:\n%s", status, err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--op", "allreduce", "--log", filepath.Join(costTables, "nccl-issue-1519-2x8xH100.txt")}, "give one"},
+		{[]string{"--op", "barrier"}, "NCCL's tuner chooses for"},
+		{[]string{"--op", "sum"}, "the reduction is -o/--redop"},
+		{[]string{"--op", "allreduce", "-f", "1"}, "--factor 1: want a number above 1"},
+		{[]string{"--op", "allreduce", "-b", "1MiB", "-e", "1KiB"}, "is above --max-bytes"},
+		{[]string{"--op", "allreduce", "-d", "f8"}, "f8"},
+		{[]string{"--op", "allreduce", "-b", "1", "-e", "1G", "-f", "1.0001"}, "over 10000 sizes"},
+	} {
+		status, out, errOut := commsim(append([]string{"tuning", "--topo", "dgx-h100x2"}, tc.args...)...)
+		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: status %d, stdout %q, stderr %q; want 2 and one line naming %q", tc.args, status, out, errOut, tc.want)
+		}
+	}
+}
