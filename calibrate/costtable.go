@@ -78,11 +78,10 @@ type CostTableLog struct {
 // ParseCostTable reads the cost table NCCL printed into a log (any
 // text: nccl-tests' output, a training job's), with rank and host tags
 // and time stamps around its lines as ParseLog takes them, and the
-// channels its init reports. A cell of an
-// algorithm or protocol commsim does not know (2.18's single CollNet,
-// say) is left out. A log with no table, or a table row that cannot be
-// read, is an error that names the line; one with neither a table nor
-// the channels is ErrNoCostTable.
+// channels its init reports. A cell of an algorithm or protocol commsim
+// does not know (the single CollNet of releases before 2.14, say) is
+// left out. A table row that cannot be read is an error that names its
+// line; a log with neither a table nor the channels is ErrNoCostTable.
 func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 	out := &CostTableLog{Stated: &Log{}}
 	// The block's algorithms (one per group of columns) and protocols

@@ -11,8 +11,10 @@
 // and turns the choice into a plan that the simulator runs on the fabric
 // (Tuner.Plan), so contention, faults and unusual fabrics still show.
 // CostTable is the model laid out as NCCL prints it at init
-// (NCCL_DEBUG_SUBSYS=TUNING), and Graphs the graphs it prices with, for
-// setting beside what NCCL printed on a machine.
+// (NCCL_DEBUG_SUBSYS=TUNING), Graphs the graphs it prices with and
+// Channels the channels NCCL's init reports, for setting beside what
+// NCCL printed on a machine; Tuner.Ranked is every pair its tuner weighs
+// for a call, cheapest first.
 //
 // The choice is NCCL's where its model says how NCCL chooses. What the
 // simulator runs is an approximation, stated per algorithm:
