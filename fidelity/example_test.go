@@ -7,6 +7,7 @@ import (
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
 )
@@ -111,4 +112,22 @@ func ExamplePublished() {
 	// aws-p4de-allreduce-16xA100.txt on dgx-a100x2,nicbw=50Gb/s,cpu=intel: 2 ranges of sizes missed by more than 30%
 	//   8–4096 bytes, cause known: true
 	//   8388608 bytes, cause known: false
+}
+
+// CheckCostTable sets the cost table NCCL printed on a machine beside
+// commsim's model of it: here the first block of one printed on two
+// nodes of 8 H100s (NVIDIA/nccl issue 1519) by NCCL 2.20-2.22.
+func ExampleCheckCostTable() {
+	path := "testdata/costtables/nccl-issue-1519-2x8xH100.txt"
+	data, _ := os.ReadFile(path)
+	logged, _ := calibrate.ParseCostTable(path, data)
+	topo, _ := topology.Resolve("dgx-h100x2")
+	s, _ := nccl.Describe(topo)
+	for _, v := range []nccl.Version{nccl.V2_21, nccl.V2_30} {
+		rep, _ := fidelity.CheckCostTable(logged, s, nccl.Options{Version: v})
+		fmt.Printf("NCCL %v: %d of %d latencies agree\n", v, rep.LatenciesAgree, rep.Latencies)
+	}
+	// Output:
+	// NCCL 2.21: 16 of 16 latencies agree
+	// NCCL 2.30: 14 of 16 latencies agree
 }

@@ -67,3 +67,26 @@ func ExampleMachine() {
 	// ring/Simple/32ch: a channel moves 22.3 GB/s
 	// ring/Simple/32ch: a channel moves 20.0 GB/s
 }
+
+// CostTable is NCCL's cost table as its rank 0 prints it at init
+// (NCCL_DEBUG_SUBSYS=TUNING), Channels the channels its init reports,
+// and Ranked every pair its tuner weighs for a call, cheapest first.
+func ExampleCostTable() {
+	topo, _ := topology.Resolve("dgx-h100x2")
+	tuner, _ := nccl.NewTuner(topo, nccl.Options{})
+	table, _ := nccl.CostTable(tuner.System, tuner.Options)
+	for _, c := range table {
+		if c.Op == ops.AllReduce && c.Algo == nccl.Ring {
+			fmt.Printf("AllReduce %s/%s %v\n", c.Algo.NCCLName(), c.Protocol, c)
+		}
+	}
+	fmt.Println(nccl.Channels(tuner.System, tuner.Options))
+	ranked, _ := tuner.Ranked(ops.Spec{Op: ops.AllReduce, Ranks: 16, Count: 1 << 20, DType: hw.F32, Redop: hw.Sum})
+	fmt.Printf("4 MiB: %v %.1f µs, then %v %.1f µs\n", ranked[0], ranked[0].TimeUS, ranked[1], ranked[1].TimeUS)
+	// Output:
+	// AllReduce Ring/LL 40.0/20.8
+	// AllReduce Ring/LL128 75.2/156.6
+	// AllReduce Ring/Simple 131.6/192.0
+	// 16 coll channels, 16 collnet channels, 16 nvls channels, 16 p2p channels, 4 p2p channels per peer
+	// 4 MiB: nvlstree/Simple/16ch 83.8 µs, then tree/LL128/16ch 84.2 µs
+}
