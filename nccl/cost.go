@@ -7,7 +7,7 @@ package nccl
 
 import (
 	"cmp"
-	"math"
+	"math/bits"
 
 	"github.com/commsim/commsim/ops"
 )
@@ -126,7 +126,8 @@ func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channel
 	intra = max(intra, ringStepFloor(s, op, a, p))
 	base := baseLatency(a, p, v)
 	nodes, ppn := float64(s.Nodes), float64(s.PerNode)
-	lg := math.Log2(nodes)
+	// NCCL's log2i: the floor of the logarithm, so 3 nodes count 1.
+	lg := float64(bits.Len(uint(max(1, s.Nodes))) - 1)
 	var lat float64
 	switch a {
 	case Ring:

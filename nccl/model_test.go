@@ -88,6 +88,7 @@ func TestFixedLatenciesAreNCCLs(t *testing.T) {
 	nvlink := describe(t, "dgx-h100")
 	pcie := nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, Arch: topology.Hopper, CPU: topology.IntelCPU, IntraBW: 12}
 	twoAMD := describe(t, "dgx-h100x2,cpu=amd")
+	threeNodes, sixNodes := describe(t, "dgx-h100x3"), describe(t, "dgx-h100x6")
 	for _, tc := range []struct {
 		sys   nccl.System
 		op    ops.Op
@@ -123,6 +124,10 @@ func TestFixedLatenciesAreNCCLs(t *testing.T) {
 		{twoAMD, ops.AllGather, nccl.Ring, ops.ProtoSimple, 8.4 + 14*max(3.4, 6) + 14},
 		{twoAMD, ops.AllReduce, nccl.Tree, ops.ProtoLL, 6.8 + 2*(7*0.6+5.0)},
 		{twoAMD, ops.AllReduce, nccl.Tree, ops.ProtoLL128, 14 + 2*(7*1.25+8.5)},
+		// Trees count the floor of log2 of the nodes (NCCL's log2i): 3
+		// nodes one level, 6 two.
+		{threeNodes, ops.AllReduce, nccl.Tree, ops.ProtoLL, 6.8 + 2*(7*0.6+1*5.0)},
+		{sixNodes, ops.AllReduce, nccl.Tree, ops.ProtoLL, 6.8 + 2*(7*0.6+2*5.0)},
 	} {
 		e := estimate(t, tc.sys, tc.op, 1<<20, tc.algo, tc.proto, nccl.Options{Protos: []ops.Protocol{tc.proto}})
 		if e.Off != "" || math.Abs(e.LatencyUS-tc.us) > 1e-9 {
