@@ -37,8 +37,9 @@ var (
 )
 
 // ErrNoCostTable is ParseCostTable's error for a log that prints
-// neither a cost table nor the channels NCCL set up.
-var ErrNoCostTable = errors.New("no NCCL cost table or channel count in it (NCCL_DEBUG=INFO prints the channels at init, with NCCL_DEBUG_SUBSYS=TUNING or ALL the table)")
+// neither a cost table, nor the channels NCCL set up, nor its choice for
+// a call.
+var ErrNoCostTable = errors.New("no NCCL cost table, channel count or tuning line in it (NCCL_DEBUG=INFO prints the channels at init; with NCCL_DEBUG_SUBSYS=TUNING the table and each call's choice)")
 
 // The channels NCCL's init sets up, as it reports them with
 // NCCL_DEBUG=INFO (init.cc): "24 coll channels, 24 collnet channels, 16
@@ -52,10 +53,27 @@ type LoggedCost struct {
 	Line int
 }
 
+// LoggedCall is one of NCCL's tuning lines for a call (NCCL_DEBUG_SUBSYS
+// =TUNING, 2.21 on): what it ran for a size, and, from 2.21 to 2.23, its
+// model's time.
+type LoggedCall struct {
+	// Op is commsim's name of the collective, "" where the line does not
+	// name it (2.21-2.23); CostTableLog.NameCalls names those.
+	Op string
+	// Bytes is the size as NCCL writes it: from 2.24 the call's count
+	// times its type's size (a rank's share for all-gather and
+	// reduce-scatter), before the whole collective's.
+	Bytes   int64
+	PerRank bool
+	Ran     Ran
+	TimeUS  float64 // NCCL's model's time; 0 where the line has none
+	Line    int
+}
+
 // CostTableLog is what an NCCL log states of its tuning: the cells of
 // its first cost table, in the log's order (none where it prints only
-// the channels), the channels, and NCCL's version and environment as
-// its lines state them.
+// the channels or calls), the channels, the calls, and NCCL's version
+// and environment as its lines state them.
 type CostTableLog struct {
 	Cells []LoggedCost
 	// Stated holds the NCCL version and environment the log's lines
@@ -73,23 +91,46 @@ type CostTableLog struct {
 	// where no line does; ChannelsLine is that line.
 	Channels     *nccl.InitChannels
 	ChannelsLine int
+	// Calls are NCCL's tuning lines for calls, the first of each
+	// collective and size, in the log's order.
+	Calls []LoggedCall
+}
+
+// NameCalls names the calls whose lines do not (NCCL 2.21-2.23) as op,
+// commsim's name of the collective the log ran.
+func (l *CostTableLog) NameCalls(op string) {
+	for i := range l.Calls {
+		if l.Calls[i].Op == "" {
+			l.Calls[i].Op = op
+		}
+	}
 }
 
 // ParseCostTable reads the cost table NCCL printed into a log (any
 // text: nccl-tests' output, a training job's), with rank and host tags
-// and time stamps around its lines as ParseLog takes them, and the
-// channels its init reports. A cell of an algorithm or protocol commsim
-// does not know (the single CollNet of releases before 2.14, say) is
-// left out. A table row that cannot be read is an error that names its
-// line; a log with neither a table nor the channels is ErrNoCostTable.
+// and time stamps around its lines as ParseLog takes them, the channels
+// its init reports, and what it says it ran for each call. A cell or a
+// call of an algorithm or protocol commsim does not know (the single
+// CollNet of releases before 2.14, say) is left out. A table row that
+// cannot be read is an error that names its line; a log with none of
+// the three is ErrNoCostTable.
 func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 	out := &CostTableLog{Stated: &Log{}}
+	type callKey struct {
+		op    string
+		bytes int64
+	}
+	seen := map[callKey]bool{}
 	// The block's algorithms (one per group of columns) and protocols
 	// (one per column) from 2.19; before, each column's "algo/proto".
 	var algos, protos, heads []string
 	for i, line := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
 		t := untag(line)
 		out.Stated.readNCCLLine(t)
+		if r, ok := parseRanLine(t); ok && !seen[callKey{r.op, r.bytes}] {
+			seen[callKey{r.op, r.bytes}] = true
+			out.Calls = append(out.Calls, LoggedCall{Op: r.op, Bytes: r.bytes, PerRank: r.perRank, Ran: r.ran, TimeUS: r.timeUS, Line: i + 1})
+		}
 		if m := commRanksRE.FindStringSubmatch(t); m != nil && out.Ranks == 0 {
 			out.Ranks, _ = strconv.Atoi(m[1])
 		}
@@ -151,7 +192,7 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 			out.Cells = append(out.Cells, LoggedCost{Cost: nccl.Cost{Op: op, Algo: a, Protocol: p, LatencyUS: lat, AlgBW: bw}, Line: i + 1})
 		}
 	}
-	if len(out.Cells) == 0 && out.Channels == nil {
+	if len(out.Cells) == 0 && out.Channels == nil && len(out.Calls) == 0 {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoCostTable)
 	}
 	return out, nil

@@ -140,3 +140,36 @@ func FuzzParseCostTable(f *testing.F) {
 		}
 	})
 }
+
+// NCCL's tuning lines for calls: named from 2.24 (a rank's share of an
+// all-gather, the channels), numbered with the model's time before; the
+// first line of each collective and size is kept.
+func TestParseCostTableReadsTheCalls(t *testing.T) {
+	log := `h:1:1 [0] NCCL INFO AllGather: 65536 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..3}
+h:1:1 [0] NCCL INFO AllGather: 65536 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..3}
+h:1:1 [0] NCCL INFO AllReduce: 65536 Bytes -> Algo NVLS proto SIMPLE channel{Lo..Hi}={0..15}
+h:1:1 [0] NCCL INFO 1048576 Bytes -> Algo 1 proto 1 time 28.500000
+h:1:1 [0] NCCL INFO 2048 Bytes -> Algo 9 proto 1 time 28.500000
+`
+	got, err := ParseCostTable("calls.txt", []byte(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []LoggedCall{
+		{Op: "allgather", Bytes: 65536, PerRank: true, Ran: Ran{Algo: nccl.Ring, Proto: ops.ProtoLL, Channels: 4}, Line: 1},
+		{Op: "allreduce", Bytes: 65536, Ran: Ran{Algo: nccl.NVLS, Proto: ops.ProtoSimple, Channels: 16}, Line: 3},
+		{Bytes: 1048576, Ran: Ran{Algo: nccl.Ring, Proto: ops.ProtoLL128}, TimeUS: 28.5, Line: 4},
+	}
+	if len(got.Calls) != len(want) || len(got.Cells) != 0 || got.Channels != nil {
+		t.Fatalf("calls %+v, cells %d, channels %v; want %+v alone", got.Calls, len(got.Cells), got.Channels, want)
+	}
+	for i, c := range got.Calls {
+		if c != want[i] {
+			t.Errorf("call %d: %+v, want %+v", i, c, want[i])
+		}
+	}
+	got.NameCalls("allreduce")
+	if got.Calls[2].Op != "allreduce" || got.Calls[0].Op != "allgather" {
+		t.Errorf("named: %+v", got.Calls)
+	}
+}

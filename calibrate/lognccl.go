@@ -108,7 +108,7 @@ func (l *Log) NCCLOptions() (run LogNCCL, stated bool, err error) {
 // the whole collective: "1048576 Bytes -> Algo 1 proto 1 time 28.000000".
 var (
 	ranNamedRE    = regexp.MustCompile(`\bNCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}`)
-	ranNumberRE   = regexp.MustCompile(`\bNCCL INFO (\d+) Bytes -> Algo (\d+) proto (\d+) time `)
+	ranNumberRE   = regexp.MustCompile(`\bNCCL INFO (\d+) Bytes -> Algo (\d+) proto (\d+) time (\S*)`)
 	ncclFuncNames = map[string]string{"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
 		"Broadcast": "broadcast", "Reduce": "reduce"}
 	// NCCL's numbers for its algorithms (NCCL_ALGO_TREE = 0, …, src/include/device.h).
@@ -171,11 +171,19 @@ type ranLine struct {
 	bytes   int64
 	perRank bool // bytes are a rank's share of an all-gather or reduce-scatter
 	ran     Ran
+	timeUS  float64 // NCCL's model's time, where the line gives it (2.21-2.23)
 }
 
 // readRanLine takes from t, one of NCCL's lines, what it says it ran.
-// Algorithms and protocols commsim does not know are left out.
 func (l *Log) readRanLine(t string) {
+	if r, ok := parseRanLine(t); ok {
+		l.ranLines = append(l.ranLines, r)
+	}
+}
+
+// parseRanLine reads t where it is one of NCCL's tuning lines of a size
+// above 0. Algorithms and protocols commsim does not know are left out.
+func parseRanLine(t string) (ranLine, bool) {
 	var r ranLine
 	if m := ranNamedRE.FindStringSubmatch(t); m != nil {
 		algo, errA := nccl.ParseAlgo(m[3])
@@ -184,7 +192,7 @@ func (l *Log) readRanLine(t string) {
 		hi, errC := strconv.Atoi(m[6])
 		op, known := ncclFuncNames[m[1]]
 		if errA != nil || errP != nil || errC != nil || !known || hi < lo {
-			return
+			return r, false
 		}
 		r = ranLine{op: op, perRank: op == "allgather" || op == "reducescatter", ran: Ran{Algo: algo, Proto: proto, Channels: hi - lo + 1}}
 		r.bytes, _ = strconv.ParseInt(m[2], 10, 64)
@@ -192,20 +200,21 @@ func (l *Log) readRanLine(t string) {
 		number, errA := strconv.Atoi(m[2])
 		proto, errP := strconv.Atoi(m[3]) // NCCL_PROTO_LL = 0, LL128, Simple
 		if errA != nil || errP != nil || number < 0 || number >= len(ncclAlgoNumbers) || proto < 0 || proto > 2 {
-			return
+			return r, false
 		}
 		algo, err := nccl.ParseAlgo(ncclAlgoNumbers[number])
 		if err != nil {
-			return
+			return r, false
 		}
 		r.ran = Ran{Algo: algo, Proto: ops.ProtoLL + ops.Protocol(proto)}
 		r.bytes, _ = strconv.ParseInt(m[1], 10, 64)
+		if us, err := strconv.ParseFloat(m[4], 64); err == nil && us >= 0 && !math.IsInf(us, 0) {
+			r.timeUS = us
+		}
 	} else {
-		return
+		return r, false
 	}
-	if r.bytes > 0 {
-		l.ranLines = append(l.ranLines, r)
-	}
+	return r, r.bytes > 0
 }
 
 // resolveRan sets NCCLRan from the tuning lines read, by the size in

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
 )
@@ -58,6 +60,40 @@ type CostReport struct {
 	// Channels are the channel counts the log's init reports beside the
 	// model's, where it reports them.
 	Channels []ChannelRow
+	// Calls are the log's tuning lines for the calls of a collective
+	// NCCL's tuner chooses for, beside the model's choice. Choices counts
+	// those, ChoicesAgree those that chose alike; Times the calls whose
+	// line gives NCCL's model's time for what it ran and whose pair the
+	// model prices, TimesAgree those within a millionth (NCCL computes in
+	// single precision).
+	Calls                                   []CallRow
+	Choices, ChoicesAgree, Times, TimesAgree int
+}
+
+// CallRow is one of NCCL's tuning lines for a call beside commsim's
+// model: its choice for the same call, and its price of what NCCL ran.
+type CallRow struct {
+	Logged calibrate.LoggedCall
+	Choice nccl.Estimate
+	// Ran is the model's estimate of what NCCL ran; its Off is set
+	// where the model does not price that pair.
+	Ran nccl.Estimate
+}
+
+// ChoiceAgrees reports whether the model chose what NCCL ran: the
+// algorithm and protocol, and the channels where the line gives them.
+func (r CallRow) ChoiceAgrees() bool {
+	l := r.Logged.Ran
+	return r.Choice.Algo == l.Algo && r.Choice.Protocol == l.Proto && (l.Channels == 0 || r.Choice.Channels == l.Channels)
+}
+
+// TimeAgree reports whether the line gives a time that the model can be
+// held to (it prices what NCCL ran), and whether the two agree.
+func (r CallRow) TimeAgree() (compared, agree bool) {
+	if r.Logged.TimeUS == 0 || r.Ran.Off != "" {
+		return false, false
+	}
+	return true, math.Abs(r.Ran.TimeUS-r.Logged.TimeUS) <= 1e-6*r.Logged.TimeUS+1e-6
 }
 
 // ChannelRow is one channel count NCCL's init reports ("coll", "nvls",
@@ -67,13 +103,15 @@ type ChannelRow struct {
 	Logged, Model int
 }
 
-// CheckCostTable sets the cost table a log prints, and the channels its
-// init reports (all but CollNet's count, the coll channels' from 2.21),
-// beside the ones commsim's model of NCCL gives on s (nccl.Describe of
-// the fabric, or a Tuner's System) in the environment o (the log's own,
-// as its lines state it, where the caller takes them). It never
-// simulates: the table is NCCL's model, before any size.
-func CheckCostTable(logged *calibrate.CostTableLog, s nccl.System, o nccl.Options) (*CostReport, error) {
+// CheckCostTable sets the cost table a log prints, the channels its init
+// reports (all but CollNet's count, the coll channels' from 2.21) and
+// its choice for each call beside the ones commsim's model of NCCL gives
+// with t (on the log's fabric, in the environment its lines state,
+// where the caller takes it). It never simulates: all of it is NCCL's
+// model. A call's element type is taken as the widest of 4, 2 and 1
+// bytes its size allows.
+func CheckCostTable(logged *calibrate.CostTableLog, t *nccl.Tuner) (*CostReport, error) {
+	s, o := t.System, t.Options
 	table, err := nccl.CostTable(s, o)
 	if err != nil {
 		return nil, err
@@ -114,5 +152,53 @@ func CheckCostTable(logged *calibrate.CostTableLog, s nccl.System, o nccl.Option
 			}
 		}
 	}
+	for _, l := range logged.Calls {
+		op, err := ops.ParseOp(l.Op)
+		if err != nil || !slices.Contains(nccl.TableOps, op) {
+			continue // unnamed, or point to point, which the model does not choose
+		}
+		spec := callSpec(op, l, s.Ranks)
+		if spec.Count <= 0 {
+			continue
+		}
+		ranked, err := t.Ranked(spec)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", l.Line, err)
+		}
+		row := CallRow{Logged: l, Choice: ranked[0], Ran: nccl.Estimate{Algo: l.Ran.Algo, Protocol: l.Ran.Proto, Off: "not priced by the model"}}
+		if i := slices.IndexFunc(ranked, func(e nccl.Estimate) bool { return e.Algo == l.Ran.Algo && e.Protocol == l.Ran.Proto }); i >= 0 {
+			row.Ran = ranked[i]
+		}
+		rep.Calls = append(rep.Calls, row)
+		rep.Choices++
+		if row.ChoiceAgrees() {
+			rep.ChoicesAgree++
+		}
+		if compared, agree := row.TimeAgree(); compared {
+			rep.Times++
+			if agree {
+				rep.TimesAgree++
+			}
+		}
+	}
 	return rep, nil
+}
+
+// callSpec is the collective a tuning line's call ran: its count from
+// the line's bytes (a rank's share of an all-gather or reduce-scatter
+// from 2.24, the whole of it before), in the widest element type the
+// bytes divide into.
+func callSpec(op ops.Op, l calibrate.LoggedCall, ranks int) ops.Spec {
+	dt := hw.U8
+	switch {
+	case l.Bytes%4 == 0:
+		dt = hw.F32
+	case l.Bytes%2 == 0:
+		dt = hw.F16
+	}
+	count := l.Bytes / int64(dt.Size())
+	if (op == ops.AllGather || op == ops.ReduceScatter) && !l.PerRank {
+		count /= int64(ranks)
+	}
+	return ops.Spec{Op: op, Algo: "nccl", Ranks: ranks, Count: int(count), DType: dt, Redop: hw.Sum}
 }

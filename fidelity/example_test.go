@@ -122,9 +122,9 @@ func ExampleCheckCostTable() {
 	data, _ := os.ReadFile(path)
 	logged, _ := calibrate.ParseCostTable(path, data)
 	topo, _ := topology.Resolve("dgx-h100x2")
-	s, _ := nccl.Describe(topo)
 	for _, v := range []nccl.Version{nccl.V2_21, nccl.V2_30} {
-		rep, _ := fidelity.CheckCostTable(logged, s, nccl.Options{Version: v})
+		tuner, _ := nccl.NewTuner(topo, nccl.Options{Version: v})
+		rep, _ := fidelity.CheckCostTable(logged, tuner)
 		fmt.Printf("NCCL %v: %d of %d latencies agree\n", v, rep.LatenciesAgree, rep.Latencies)
 	}
 	// Output:

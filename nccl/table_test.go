@@ -204,8 +204,9 @@ func TestModelTimeIsTheOneNCCLPrinted(t *testing.T) {
 // puts on a tree whose search ended with the plain TREE pattern
 // (tuning.cc), which commsim takes only with one GPU a node, where the
 // run read its topology from a file of its own (NCCL_TOPO_FILE) with
-// NCCL_CROSS_NIC=2. So NCCL runs LL128 trees from 128 KiB and NVLSTree
-// at 512 KiB and 4 MiB, where commsim's model keeps trees.
+// NCCL_CROSS_NIC=2. So NCCL runs an LL128 tree at 128 KiB and NVLSTree
+// at 512 KiB, where commsim's model keeps LL and LL128 trees
+// (fidelity's TestCallsNCCLPrintedAreTheModels).
 func TestModelTimesAreTheOnesNCCLPrintedOnThreeNodes(t *testing.T) {
 	topo, err := topology.Resolve("dgx-h100x3,nicbw=200Gb/s")
 	if err != nil {

@@ -314,7 +314,7 @@ func (r *fidReport) checkCostTable(data []byte, t *nccl.Tuner) error {
 	case err != nil:
 		return err
 	}
-	c, err := fidelity.CheckCostTable(logged, t.System, t.Options)
+	c, err := fidelity.CheckCostTable(logged, t)
 	if err != nil {
 		return err
 	}

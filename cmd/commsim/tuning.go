@@ -51,8 +51,12 @@ With --log, it reads the table NCCL printed into a log (nccl-tests' output
 or any job's, rank tags and time stamps allowed; the first table, where a
 job sets up several communicators) and prints each cell as the log has it
 and as commsim's model gives it, and how many read the same to NCCL's
-tenth, and the channel counts the log's init reports beside the model's:
-whether commsim sees the machine as NCCL saw it. The NCCL version
+tenth, the channel counts the log's init reports beside the model's, and
+what NCCL says it ran for each call (its tuning lines, 2.21 on) beside the
+model's choice and, where the line gives NCCL's model time (2.21-2.23),
+the model's time of the same pair: whether commsim sees the machine as
+NCCL saw it. Lines of 2.21-2.23 name no collective: --op names it. The
+NCCL version
 and environment the log's lines state are taken unless a --nccl-* flag is
 given; --topo must have the ranks of the log's communicator (-g takes the
 first GPUs of it).
@@ -73,9 +77,9 @@ slower the model makes it: how near the model is to choosing otherwise.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology: a spec, a preset or a YAML file")
 	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "the first N GPUs of --topo as the communicator (default all)")
-	fl.StringVar(&f.log, "log", "", "a log with NCCL's own cost table (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING) or channel counts (NCCL_DEBUG=INFO) in it, at most 64 MiB, to check commsim's against")
+	fl.StringVar(&f.log, "log", "", "a log with NCCL's own cost table or tuning lines (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING) or channel counts (NCCL_DEBUG=INFO) in it, at most 64 MiB, to check commsim's against")
 	fl.StringVar(&f.format, "format", "text", "output: text (NCCL's layout; with --log a table of the cells)|csv|json")
-	fl.StringVar(&f.op, "op", "", "per size of a sweep, what NCCL's tuner picks for this collective and the next cheapest pair (allreduce, allgather, …, or nccl-tests' all_reduce, …)")
+	fl.StringVar(&f.op, "op", "", "per size of a sweep, what NCCL's tuner picks for this collective and the next cheapest pair (allreduce, allgather, …, or nccl-tests' all_reduce, …); with --log, the collective of the log's tuning lines that name none")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "with --op: the smallest size")
 	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "64MiB", "with --op: the largest size")
 	fl.Float64VarP(&f.factor, "factor", "f", 2, "with --op: the size multiplier between steps (> 1)")
@@ -86,17 +90,18 @@ slower the model makes it: how near the model is to choosing otherwise.`,
 
 // tuningReport is what tuning prints, as JSON.
 type tuningReport struct {
-	Topology    string        `json:"topology"`
-	System      string        `json:"system"` // what NCCL's model reads of the fabric
-	NCCLVersion string        `json:"nccl_version"`
-	NCCLEnv     string        `json:"nccl_env,omitempty"` // the flags that set it, where any do
-	Graphs      []tuningGraph `json:"graphs"`             // of the algorithms NCCL's tuner may pick
-	Channels    string        `json:"channels"`           // as NCCL's init reports them
-	Cells       []tuningCell  `json:"cells"`
-	Log         *tuningLog    `json:"log,omitempty"`
-	costs       []nccl.Cost
-	check       *fidelity.CostReport
-	envNote     string
+	Topology     string        `json:"topology"`
+	System       string        `json:"system"` // what NCCL's model reads of the fabric
+	NCCLVersion  string        `json:"nccl_version"`
+	NCCLEnv      string        `json:"nccl_env,omitempty"` // the flags that set it, where any do
+	Graphs       []tuningGraph `json:"graphs"`             // of the algorithms NCCL's tuner may pick
+	Channels     string        `json:"channels"`           // as NCCL's init reports them
+	Cells        []tuningCell  `json:"cells"`
+	Log          *tuningLog    `json:"log,omitempty"`
+	costs        []nccl.Cost
+	check        *fidelity.CostReport
+	envNote      string
+	unnamedCalls int // the log's calls that name no collective
 }
 
 type tuningGraph struct {
@@ -148,6 +153,26 @@ type tuningLog struct {
 	// ChannelsLine, beside commsim's model's.
 	Channels     []tuningChannels `json:"channels,omitempty"`
 	ChannelsLine int              `json:"channels_line,omitempty"`
+	// Calls are the log's tuning lines for calls beside the model's
+	// choice and its price of what NCCL ran (fidelity.CostReport).
+	Calls        []tuningCall `json:"calls,omitempty"`
+	Choices      int          `json:"choices"`
+	ChoicesAgree int          `json:"choices_agree"`
+	Times        int          `json:"times"`
+	TimesAgree   int          `json:"times_agree"`
+}
+
+type tuningCall struct {
+	Line      int     `json:"line"`
+	Op        string  `json:"op"`
+	Bytes     int64   `json:"bytes"`
+	NCCLRan   string  `json:"nccl_ran"`
+	NCCLUS    float64 `json:"nccl_model_us,omitempty"`
+	Choice    string  `json:"commsim_choice"`
+	ChoiceUS  float64 `json:"commsim_choice_us"`
+	RanUS     float64 `json:"commsim_ran_us,omitempty"` // the model's time of what NCCL ran
+	Agree     bool    `json:"choice_agrees"`
+	TimeAgree *bool   `json:"time_agrees,omitempty"`
 }
 
 type tuningChannels struct {
@@ -161,6 +186,15 @@ func newTuningLog(file string, logged *calibrate.CostTableLog, c *fidelity.CostR
 		Latencies: c.Latencies, LatenciesAgree: c.LatenciesAgree, Bandwidths: c.Bandwidths, BandwidthsAgree: c.BandwidthsAgree}
 	for _, ch := range c.Channels {
 		l.Channels = append(l.Channels, tuningChannels{ch.Name, ch.Logged, ch.Model})
+	}
+	l.Choices, l.ChoicesAgree, l.Times, l.TimesAgree = c.Choices, c.ChoicesAgree, c.Times, c.TimesAgree
+	for _, call := range c.Calls {
+		row := tuningCall{Line: call.Logged.Line, Op: call.Logged.Op, Bytes: call.Logged.Bytes, NCCLRan: call.Logged.Ran.String(), NCCLUS: call.Logged.TimeUS,
+			Choice: call.Choice.String(), ChoiceUS: call.Choice.TimeUS, Agree: call.ChoiceAgrees(), TimeAgree: agreement(call.TimeAgree())}
+		if call.Ran.Off == "" {
+			row.RanUS = call.Ran.TimeUS
+		}
+		l.Calls = append(l.Calls, row)
 	}
 	return l
 }
@@ -190,9 +224,6 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		}
 		name = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
 	}
-	if f.op != "" && f.log != "" {
-		return usagef("--op prints NCCL's choice per size from commsim's model; --log checks a log's table: give one")
-	}
 	var logged *calibrate.CostTableLog
 	var envNote string // the environment the log states, where taken
 	if f.log != "" {
@@ -202,6 +233,15 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		}
 		if logged, err = calibrate.ParseCostTable(f.log, data); err != nil {
 			return usageError{err}
+		}
+		if f.op != "" {
+			// With --log, --op names the collective of the log's calls
+			// whose tuning lines do not (NCCL 2.21-2.23).
+			op, err := parseOp(f.op)
+			if err != nil {
+				return err
+			}
+			logged.NameCalls(op.String())
 		}
 		if logged.Ranks > 0 && logged.Ranks != topo.NumGPUs() {
 			return usagef("--log %s: its communicator has %d ranks, %s %d GPUs (-g takes fewer)", f.log, logged.Ranks, name, topo.NumGPUs())
@@ -221,7 +261,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	if logged != nil && logged.Nodes > 0 && logged.Nodes != t.System.Nodes {
 		return usagef("--log %s: its communicator spans %d nodes, %s %d", f.log, logged.Nodes, name, t.System.Nodes)
 	}
-	if f.op != "" {
+	if f.op != "" && logged == nil {
 		return f.runChoices(stdout, t, name)
 	}
 	costs, err := nccl.CostTable(t.System, t.Options)
@@ -243,10 +283,15 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 			rep.Cells = append(rep.Cells, cellOf(c))
 		}
 	} else {
-		if rep.check, err = fidelity.CheckCostTable(logged, t.System, t.Options); err != nil {
+		if rep.check, err = fidelity.CheckCostTable(logged, t); err != nil {
 			return usageError{err}
 		}
 		rep.Log = newTuningLog(f.log, logged, rep.check)
+		for _, c := range logged.Calls {
+			if c.Op == "" {
+				rep.unnamedCalls++
+			}
+		}
 		for _, r := range rep.check.Rows {
 			cell := cellOf(r.Model)
 			lat, bw := r.Logged.LatencyUS, r.Logged.AlgBW
@@ -415,6 +460,42 @@ func (r *tuningReport) writeCheck(w io.Writer) error {
 	if len(c.Channels) > 0 {
 		fmt.Fprintf(w, "# channels, as the log's init reports them (line %d) and commsim's model: %s\n", r.Log.ChannelsLine, describeChannels(r.Log.Channels))
 	}
+	if len(r.Log.Calls) > 0 {
+		if err := writeCalls(w, r.Log); err != nil {
+			return err
+		}
+	}
+	if n := r.unnamedCalls; n > 0 {
+		fmt.Fprintf(w, "# %d of the log's tuning lines do not name their collective (NCCL 2.21-2.23): --op names it\n", n)
+	}
+	return nil
+}
+
+// writeCalls writes the log's tuning lines beside the model's choice.
+func writeCalls(w io.Writer, l *tuningLog) error {
+	fmt.Fprintf(w, "# what NCCL says it ran for each call, the first line of each size, beside commsim's model: its choice, and its time of what NCCL ran\n")
+	tw := newTableWriter(w)
+	tw.Header([]string{"line", "collective", "size(B)", "nccl ran", "nccl model(us)", "commsim chooses", "commsim(us) of what ran", "choice", "time"})
+	for _, c := range l.Calls {
+		nccl, ran, timeMark := "-", "-", "-"
+		if c.NCCLUS > 0 {
+			nccl = fmt.Sprintf("%.6f", c.NCCLUS)
+		}
+		if c.RanUS > 0 {
+			ran = fmt.Sprintf("%.6f", c.RanUS)
+		}
+		if c.TimeAgree != nil {
+			timeMark = map[bool]string{true: "same", false: "DIFFERS"}[*c.TimeAgree]
+		}
+		if err := tw.Append([]string{strconv.Itoa(c.Line), c.Op, strconv.FormatInt(c.Bytes, 10), c.NCCLRan, nccl, c.Choice, ran,
+			map[bool]string{true: "same", false: "DIFFERS"}[c.Agree], timeMark}); err != nil {
+			return err
+		}
+	}
+	if err := tw.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "# choices: %d of %d calls chose alike; model times: %d of the %d NCCL printed agree to a millionth\n", l.ChoicesAgree, l.Choices, l.TimesAgree, l.Times)
 	return nil
 }
 

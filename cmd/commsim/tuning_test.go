@@ -220,7 +220,6 @@ func TestTuningOpListsTheChoiceAndTheNext(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--op", "allreduce", "--log", filepath.Join(costTables, "nccl-issue-1519-2x8xH100.txt")}, "give one"},
 		{[]string{"--op", "barrier"}, "NCCL's tuner chooses for"},
 		{[]string{"--op", "sum"}, "the reduction is -o/--redop"},
 		{[]string{"--op", "allreduce", "-f", "1"}, "--factor 1: want a number above 1"},
@@ -232,5 +231,27 @@ func TestTuningOpListsTheChoiceAndTheNext(t *testing.T) {
 		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%v: status %d, stdout %q, stderr %q; want 2 and one line naming %q", tc.args, status, out, errOut, tc.want)
 		}
+	}
+}
+
+// --log sets the log's tuning lines for calls beside the model's choice;
+// lines that name no collective (2.21-2.23) wait for --op to name it.
+func TestTuningChecksALogsCalls(t *testing.T) {
+	log := filepath.Join(costTables, "nccl-issue-1453-3x8xH100-calls.txt")
+	args := []string{"tuning", "--topo", "dgx-h100x3,nicbw=200Gb/s", "--nccl-version", "2.22", "--log", log}
+	status, out, errOut := commsim(args...)
+	if status != 0 || errOut != "" || !strings.HasSuffix(out, "# 15 of the log's tuning lines do not name their collective (NCCL 2.21-2.23): --op names it\n") {
+		t.Errorf("unnamed: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	status, out, errOut = commsim(append(args, "--op", "all_reduce")...)
+	flat := strings.Join(strings.Fields(out), " ")
+	if status != 0 || errOut != "" || !strings.HasSuffix(out, "# choices: 13 of 15 calls chose alike; model times: 5 of the 15 NCCL printed agree to a millionth\n") ||
+		!strings.Contains(flat, "│ 20 │ allreduce │ 536870912 │ ring/Simple │ 5679.147949 │ ring/Simple/16ch │ 5679.148444 │ same │ same │") {
+		t.Errorf("named: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	status, out, _ = commsim(append(args, "--op", "allreduce", "--format", "json")...)
+	var rep tuningReport
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Log == nil || len(rep.Log.Calls) != 15 || rep.Log.ChoicesAgree != 13 || rep.Log.Calls[10].NCCLRan != "nvlstree/Simple" || rep.Log.Calls[10].Agree {
+		t.Errorf("json: status %d, %v:\n%s", status, err, out)
 	}
 }
