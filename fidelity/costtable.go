@@ -66,7 +66,7 @@ type CostReport struct {
 	// line gives NCCL's model's time for what it ran and whose pair the
 	// model prices, TimesAgree those within a millionth (NCCL computes in
 	// single precision).
-	Calls                                   []CallRow
+	Calls                                    []CallRow
 	Choices, ChoicesAgree, Times, TimesAgree int
 }
 
