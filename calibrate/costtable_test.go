@@ -123,6 +123,7 @@ func FuzzParseCostTable(f *testing.F) {
 	f.Add([]byte(costTable229))
 	f.Add([]byte("NCCL INFO Latency/AlgBw |    Tree/    LL |    Ring/Simple |\nNCCL INFO     Broadcast |     0.0/   0.0 |  18.0/   3.0 |\n"))
 	f.Add([]byte("NCCL INFO   Algorithm   |  Tree |\nNCCL INFO   Protocol    |  LL |\nNCCL INFO     AllReduce |  1e3/1e-3 |\n"))
+	f.Add([]byte("h [0] NCCL INFO 1048576 Bytes -> Algo 1 proto 1 time 28.5\nh [0] NCCL INFO AllGather: 64 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..3}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := ParseCostTable("fuzz", data)
 		if err != nil {
@@ -136,6 +137,11 @@ func FuzzParseCostTable(f *testing.F) {
 		for _, c := range got.Cells {
 			if c.Line < 1 || c.Line > lines || !(c.LatencyUS >= 0) || !(c.AlgBW >= 0) || c.Protocol > ops.ProtoSimple {
 				t.Fatalf("cell %+v of %d lines", c, lines)
+			}
+		}
+		for _, c := range got.Calls {
+			if c.Line < 1 || c.Line > lines || c.Bytes <= 0 || !(c.TimeUS >= 0) || c.Ran.Proto > ops.ProtoSimple {
+				t.Fatalf("call %+v of %d lines", c, lines)
 			}
 		}
 	})
