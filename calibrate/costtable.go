@@ -54,11 +54,11 @@ type LoggedCost struct {
 }
 
 // LoggedCall is one of NCCL's tuning lines for a call (NCCL_DEBUG_SUBSYS
-// =TUNING, 2.21 on): what it ran for a size, and, from 2.21 to 2.23, its
+// =TUNING, 2.20 on): what it ran for a size, and, from 2.20 to 2.23, its
 // model's time.
 type LoggedCall struct {
 	// Op is commsim's name of the collective, "" where the line does not
-	// name it (2.21-2.23); CostTableLog.NameCalls names those.
+	// name it (2.20-2.22); CostTableLog.NameCalls names those.
 	Op string
 	// Bytes is the size as NCCL writes it: from 2.24 the call's count
 	// times its type's size (a rank's share for all-gather and
@@ -96,7 +96,7 @@ type CostTableLog struct {
 	Calls []LoggedCall
 }
 
-// NameCalls names the calls whose lines do not (NCCL 2.21-2.23) as op,
+// NameCalls names the calls whose lines do not (NCCL 2.20-2.22) as op,
 // commsim's name of the collective the log ran.
 func (l *CostTableLog) NameCalls(op string) {
 	for i := range l.Calls {

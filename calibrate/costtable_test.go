@@ -148,14 +148,18 @@ func FuzzParseCostTable(f *testing.F) {
 }
 
 // NCCL's tuning lines for calls: named from 2.24 (a rank's share of an
-// all-gather, the channels), numbered with the model's time before; the
-// first line of each collective and size is kept.
+// all-gather, the channels), numbered with the model's time before, and
+// named too in 2.23 (the whole collective's bytes); the first line of
+// each collective and size is kept, and a collective the tuner does not
+// choose for (a send) is left out.
 func TestParseCostTableReadsTheCalls(t *testing.T) {
 	log := `h:1:1 [0] NCCL INFO AllGather: 65536 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..3}
 h:1:1 [0] NCCL INFO AllGather: 65536 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..3}
 h:1:1 [0] NCCL INFO AllReduce: 65536 Bytes -> Algo NVLS proto SIMPLE channel{Lo..Hi}={0..15}
 h:1:1 [0] NCCL INFO 1048576 Bytes -> Algo 1 proto 1 time 28.500000
 h:1:1 [0] NCCL INFO 2048 Bytes -> Algo 9 proto 1 time 28.500000
+h:1:1 [0] NCCL INFO ReduceScatter: 302006272 Bytes -> Algo 1 proto 2 time 3628.243652
+h:1:1 [0] NCCL INFO Send: 64 Bytes -> Algo 1 proto 2 time 1.000000
 `
 	got, err := ParseCostTable("calls.txt", []byte(log))
 	if err != nil {
@@ -165,6 +169,7 @@ h:1:1 [0] NCCL INFO 2048 Bytes -> Algo 9 proto 1 time 28.500000
 		{Op: "allgather", Bytes: 65536, PerRank: true, Ran: Ran{Algo: nccl.Ring, Proto: ops.ProtoLL, Channels: 4}, Line: 1},
 		{Op: "allreduce", Bytes: 65536, Ran: Ran{Algo: nccl.NVLS, Proto: ops.ProtoSimple, Channels: 16}, Line: 3},
 		{Bytes: 1048576, Ran: Ran{Algo: nccl.Ring, Proto: ops.ProtoLL128}, TimeUS: 28.5, Line: 4},
+		{Op: "reducescatter", Bytes: 302006272, Ran: Ran{Algo: nccl.Ring, Proto: ops.ProtoSimple}, TimeUS: 3628.243652, Line: 6},
 	}
 	if len(got.Calls) != len(want) || len(got.Cells) != 0 || got.Channels != nil {
 		t.Fatalf("calls %+v, cells %d, channels %v; want %+v alone", got.Calls, len(got.Cells), got.Channels, want)

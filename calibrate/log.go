@@ -47,7 +47,7 @@ type Log struct {
 	NCCLVersion string
 	NCCLEnv     map[string]string
 	// NCCLRan is what NCCL says it ran at each size (NCCL_DEBUG=INFO with
-	// NCCL_DEBUG_SUBSYS=TUNING, NCCL 2.21 on), by the size in nccl-tests'
+	// NCCL_DEBUG_SUBSYS=TUNING, NCCL 2.20 on), by the size in nccl-tests'
 	// meaning; nil where the log does not say.
 	NCCLRan  map[int64]Ran
 	ranLines []ranLine

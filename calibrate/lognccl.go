@@ -104,11 +104,13 @@ func (l *Log) NCCLOptions() (run LogNCCL, stated bool, err error) {
 // NCCL_DEBUG_SUBSYS=TUNING (src/enqueue.cc). From 2.24 it names them, once
 // for each call: "AllReduce: 1048576 Bytes -> Algo RING proto LL128
 // channel{Lo..Hi}={0..15}", the bytes of the call's count (per rank for
-// all-gather and reduce-scatter). In 2.21 to 2.23 it numbers them, for
-// the whole collective: "1048576 Bytes -> Algo 1 proto 1 time 28.000000".
+// all-gather and reduce-scatter). From 2.20 to 2.23 it numbers them, for
+// the whole collective, with its model's time: "1048576 Bytes -> Algo 1
+// proto 1 time 28.000000", and 2.23 names the collective before them
+// ("AllGather: 37756928 Bytes -> Algo 1 proto 2 time 2860.208008").
 var (
 	ranNamedRE    = regexp.MustCompile(`\bNCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}`)
-	ranNumberRE   = regexp.MustCompile(`\bNCCL INFO (\d+) Bytes -> Algo (\d+) proto (\d+) time (\S*)`)
+	ranNumberRE   = regexp.MustCompile(`\bNCCL INFO (?:(\w+): )?(\d+) Bytes -> Algo (\d+) proto (\d+) time (\S*)`)
 	ncclFuncNames = map[string]string{"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
 		"Broadcast": "broadcast", "Reduce": "reduce"}
 	// NCCL's numbers for its algorithms (NCCL_ALGO_TREE = 0, …, src/include/device.h).
@@ -197,8 +199,8 @@ func parseRanLine(t string) (ranLine, bool) {
 		r = ranLine{op: op, perRank: op == "allgather" || op == "reducescatter", ran: Ran{Algo: algo, Proto: proto, Channels: hi - lo + 1}}
 		r.bytes, _ = strconv.ParseInt(m[2], 10, 64)
 	} else if m := ranNumberRE.FindStringSubmatch(t); m != nil {
-		number, errA := strconv.Atoi(m[2])
-		proto, errP := strconv.Atoi(m[3]) // NCCL_PROTO_LL = 0, LL128, Simple
+		number, errA := strconv.Atoi(m[3])
+		proto, errP := strconv.Atoi(m[4]) // NCCL_PROTO_LL = 0, LL128, Simple
 		if errA != nil || errP != nil || number < 0 || number >= len(ncclAlgoNumbers) || proto < 0 || proto > 2 {
 			return r, false
 		}
@@ -206,9 +208,16 @@ func parseRanLine(t string) (ranLine, bool) {
 		if err != nil {
 			return r, false
 		}
+		if m[1] != "" {
+			op, known := ncclFuncNames[m[1]]
+			if !known {
+				return r, false
+			}
+			r.op = op
+		}
 		r.ran = Ran{Algo: algo, Proto: ops.ProtoLL + ops.Protocol(proto)}
-		r.bytes, _ = strconv.ParseInt(m[1], 10, 64)
-		if us, err := strconv.ParseFloat(m[4], 64); err == nil && us >= 0 && !math.IsInf(us, 0) {
+		r.bytes, _ = strconv.ParseInt(m[2], 10, 64)
+		if us, err := strconv.ParseFloat(m[5], 64); err == nil && us >= 0 && !math.IsInf(us, 0) {
 			r.timeUS = us
 		}
 	} else {

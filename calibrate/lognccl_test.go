@@ -102,7 +102,7 @@ func TestParseLogReadsWhatNCCLRan(t *testing.T) {
 		t.Errorf("Ran.String: %q", got)
 	}
 
-	// 2.21 to 2.23: numbers, and the collective's whole size.
+	// 2.20 to 2.22: numbers, and the collective's whole size.
 	old := strings.NewReplacer("# Collective test starting: all_gather_perf", "# Collective test starting: all_reduce_perf",
 		"float  none", "float  sum",
 		named("AllGather", 512, "RING", "LL", 0), host+"1024 Bytes -> Algo 0 proto 2 time 12.500000\n",
@@ -112,6 +112,14 @@ func TestParseLogReadsWhatNCCLRan(t *testing.T) {
 	want = map[int64]Ran{1024: {Algo: nccl.Tree, Proto: ops.ProtoSimple}, 2097152: {Algo: nccl.NVLSTree, Proto: ops.ProtoLL128}}
 	if err != nil || !reflect.DeepEqual(lg.NCCLRan, want) || len(lg.Samples) != 2 {
 		t.Errorf("2.21's lines: %v, %v; want %v", lg, err, want)
+	}
+	// 2.23 names the collective before the numbers; another
+	// collective's line is not the log's.
+	named23 := strings.NewReplacer(host+"1024 Bytes", host+"AllReduce: 1024 Bytes", host+"2097152 Bytes", host+"AllReduce: 2097152 Bytes").Replace(old)
+	named23 = strings.Replace(named23, "  10.50  0.10  0.05  0\n", "  10.50  0.10  0.05  0\n"+host+"AllGather: 2097152 Bytes -> Algo 1 proto 2 time 5.000000\n", 1)
+	lg, err = ParseLog("named", []byte(named23))
+	if err != nil || !reflect.DeepEqual(lg.NCCLRan, want) || len(lg.Samples) != 2 {
+		t.Errorf("2.23's lines: %v, %v; want %v", lg, err, want)
 	}
 
 	// NCCL's lines as users paste them, without host:pid:tid, and a

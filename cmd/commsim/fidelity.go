@@ -43,7 +43,7 @@ largest |error| and the median of each size band (< 64 KiB, 64 KiB–16 MiB,
 own cost model beside the simulation (its tuner's time for what it would
 run, nothing simulated) and that model's error, the baseline to beat.
 Where the log carries NCCL's tuning lines (NCCL_DEBUG=INFO with
-NCCL_DEBUG_SUBSYS=TUNING, NCCL 2.21 on), a column gives what NCCL ran at
+NCCL_DEBUG_SUBSYS=TUNING, NCCL 2.20 on), a column gives what NCCL ran at
 each size and a line counts the sizes where its tuner, as commsim models
 it, chose the same; --as-logged simulates what NCCL ran instead. Where
 it carries the cost table NCCL prints at init (the same setting), a line

@@ -52,10 +52,10 @@ or any job's, rank tags and time stamps allowed; the first table, where a
 job sets up several communicators) and prints each cell as the log has it
 and as commsim's model gives it, and how many read the same to NCCL's
 tenth, the channel counts the log's init reports beside the model's, and
-what NCCL says it ran for each call (its tuning lines, 2.21 on) beside the
-model's choice and, where the line gives NCCL's model time (2.21-2.23),
+what NCCL says it ran for each call (its tuning lines, 2.20 on) beside the
+model's choice and, where the line gives NCCL's model time (2.20-2.23),
 the model's time of the same pair: whether commsim sees the machine as
-NCCL saw it. Lines of 2.21-2.23 name no collective: --op names it. The
+NCCL saw it. Lines of 2.20-2.22 name no collective: --op names it. The
 NCCL version
 and environment the log's lines state are taken unless a --nccl-* flag is
 given; --topo must have the ranks of the log's communicator (-g takes the
@@ -236,7 +236,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		}
 		if f.op != "" {
 			// With --log, --op names the collective of the log's calls
-			// whose tuning lines do not (NCCL 2.21-2.23).
+			// whose tuning lines do not (NCCL 2.20-2.22).
 			op, err := parseOp(f.op)
 			if err != nil {
 				return err
@@ -466,7 +466,7 @@ func (r *tuningReport) writeCheck(w io.Writer) error {
 		}
 	}
 	if n := r.unnamedCalls; n > 0 {
-		fmt.Fprintf(w, "# %d of the log's tuning lines do not name their collective (NCCL 2.21-2.23): --op names it\n", n)
+		fmt.Fprintf(w, "# %d of the log's tuning lines do not name their collective (NCCL 2.20-2.22): --op names it\n", n)
 	}
 	return nil
 }

@@ -235,12 +235,12 @@ func TestTuningOpListsTheChoiceAndTheNext(t *testing.T) {
 }
 
 // --log sets the log's tuning lines for calls beside the model's choice;
-// lines that name no collective (2.21-2.23) wait for --op to name it.
+// lines that name no collective (2.20-2.22) wait for --op to name it.
 func TestTuningChecksALogsCalls(t *testing.T) {
 	log := filepath.Join(costTables, "nccl-issue-1453-3x8xH100-calls.txt")
 	args := []string{"tuning", "--topo", "dgx-h100x3,nicbw=200Gb/s", "--nccl-version", "2.22", "--log", log}
 	status, out, errOut := commsim(args...)
-	if status != 0 || errOut != "" || !strings.HasSuffix(out, "# 15 of the log's tuning lines do not name their collective (NCCL 2.21-2.23): --op names it\n") {
+	if status != 0 || errOut != "" || !strings.HasSuffix(out, "# 15 of the log's tuning lines do not name their collective (NCCL 2.20-2.22): --op names it\n") {
 		t.Errorf("unnamed: status %d, stderr %q:\n%s", status, errOut, out)
 	}
 	status, out, errOut = commsim(append(args, "--op", "all_reduce")...)
