@@ -1,7 +1,6 @@
 package fidelity
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -125,7 +124,7 @@ func CheckCostTable(logged *calibrate.CostTableLog, t *nccl.Tuner) (*CostReport,
 	for _, c := range table {
 		model[cell{c.Op, c.Algo, c.Protocol}] = c
 	}
-	rep := &CostReport{System: s, Version: cmp.Or(o.Version, nccl.V2_30)}
+	rep := &CostReport{System: s, Version: o.Release()}
 	if l := logged.Channels; l != nil {
 		m := nccl.Channels(s, o)
 		rep.Channels = []ChannelRow{{"coll", l.Coll, m.Coll}, {"nvls", l.NVLS, m.NVLS}, {"p2p", l.P2P, m.P2P}, {"p2p per peer", l.P2PPerPeer, m.P2PPerPeer}}

@@ -30,7 +30,7 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 	if err != nil {
 		return nil, err
 	}
-	v, m := o.version(), o.Machine
+	v, m := o.Release(), o.Machine
 	net, intra := interLatency(s, c.Algo, simple, v), intraLatency(s, c.Algo, simple, v)
 	if c.Algo == CollNetDirect {
 		intra += float64(s.PerNode-1) * 0.4

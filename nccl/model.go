@@ -342,7 +342,7 @@ func collChannels(s System, o Options) int {
 			n = min(maxChannels, n+n/2)
 		}
 	}
-	v, sm := o.version(), s.Arch.SM()
+	v, sm := o.Release(), s.Arch.SM()
 	arch := sm == 90 || sm > 90 && v >= v2_25
 	room := n < 16
 	if v < v2_20 {

@@ -33,7 +33,7 @@ type nvlsSetup struct {
 //     after, at most 64 KiB on 4 nodes or more from 2.19, or what
 //     NCCL_NVLSTREE_MAX_CHUNKSIZE (2.20 on) or the 2.30 tuning says.
 func nvlsSetupOf(s System, o Options) nvlsSetup {
-	v, blackwell := o.version(), s.Arch.SM() >= 100
+	v, blackwell := o.Release(), s.Arch.SM() >= 100
 	n := nvlsSetup{channels: 16, chunk: 128 << 10, treeChunk: int64(o.simpleStep())}
 	switch {
 	case blackwell && v >= V2_27 && s.Nodes == 1:
@@ -116,7 +116,7 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64, o Options) int64 {
 	chunk := min(int64(o.simpleStep()), n.chunk)
 	if a == NVLSTree {
 		ladder, chunk = []rung{{32, 256 << 10}, {16, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}}, n.treeChunk
-	} else if s.Nodes > 1 && o.version() >= v2_20 && busBandwidth(s, ops.AllReduce, NVLS, simple, bandwidths(s, NVLS), o.version())*busToAlg(s, ops.AllReduce, NVLS, o.version()) < 150 {
+	} else if s.Nodes > 1 && o.Release() >= v2_20 && busBandwidth(s, ops.AllReduce, NVLS, simple, bandwidths(s, NVLS), o.Release())*busToAlg(s, ops.AllReduce, NVLS, o.Release()) < 150 {
 		chunk = min(chunk, 32<<10)
 	}
 	heads := int64(max(1, channels) * s.PerNode)
@@ -194,7 +194,7 @@ func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, m := o.version(), o.Machine
+	v, m := o.Release(), o.Machine
 	var w ops.Wire
 	for class := range ops.NumPathClasses {
 		w.Efficiency[class] = 1

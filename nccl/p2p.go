@@ -75,7 +75,7 @@ func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 		least = min(least, netPeerChannels(s, o, coll))
 	}
 	perPeer = pow2Up(least)
-	if s.Nodes > 1 && o.NetPeerChannels == 0 && o.version() > V2_28 {
+	if s.Nodes > 1 && o.NetPeerChannels == 0 && o.Release() > V2_28 {
 		for perPeer*ceilDiv(s.Ranks, p2pPeersPerBatch) > total && perPeer > 1 {
 			perPeer /= 2
 		}
@@ -100,7 +100,7 @@ func netPeerChannels(s System, o Options, coll int) int {
 	if s.PCIeBW > 0 {
 		local = min(local, max(1, int(math.Ceil(s.PCIeBW/path-1e-9))))
 	}
-	if o.version() > V2_28 {
+	if o.Release() > V2_28 {
 		return max(local, ceilDiv(int(float64(local)*path), o.p2pNetChannelGBps()))
 	}
 	n := p2pNetPeerChannels
@@ -147,7 +147,7 @@ func p2pChunk(s System, o Options) int64 {
 // p2pSplit is how NCCL moves one send (or receive) of bytes: on how many
 // channels, and whether with LL.
 func p2pSplit(s System, bytes int64, o Options) (channels int, ll bool) {
-	v := o.version()
+	v := o.Release()
 	total, perPeer, _ := p2pChannels(s, o)
 	least := perPeer
 	for least*s.Ranks > total && least > 1 {
@@ -224,7 +224,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		return nil, err
 	}
 	p, _ := protoIndex(c.Protocol)
-	v := o.version()
+	v := o.Release()
 	var w ops.Wire
 	for class := range ops.NumPathClasses {
 		w.Latency[class] = hwLatency(class, Ring, p, v) * 1e-6

@@ -224,7 +224,7 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // (Machine.ChannelGBps): a channel is one block of threads, and a ring
 // or a tree goes at its slowest link's pace.
 func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops.Wire, float64) {
-	v := o.version()
+	v := o.Release()
 	scale := 1.0
 	if a == Ring && s.Nodes > 1 && spec.Op == ops.AllReduce && p == simple && bytesOf(spec)/int64(max(1, spec.Channels)*s.Ranks) >= 64 {
 		scale = plateau(s)
@@ -264,7 +264,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops
 // data, as bus bandwidth counts; a tree's carries all of it, as
 // algorithm bandwidth does.
 func channelSpeeds(s System, spec ops.Spec, a Algo, p int, o Options) (alone, each float64, ok bool) {
-	v := o.version()
+	v := o.Release()
 	g := graphOf(s, a, v)
 	one := g
 	one.channels = 1

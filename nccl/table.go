@@ -95,7 +95,7 @@ func CostTable(s System, o Options) ([]Cost, error) {
 	if s.Ranks < 2 {
 		return nil, errors.New("nccl: one rank has no cost table: NCCL's tuner prices its call as ring/Simple at 0 and copies the buffer")
 	}
-	algos := Algos(o.version())
+	algos := Algos(o.Release())
 	out := make([]Cost, 0, len(TableOps)*len(algos)*numProtos)
 	for _, op := range TableOps {
 		for _, a := range algos {
@@ -139,7 +139,7 @@ type InitChannels struct {
 
 // Channels are the channels NCCL's init sets up on s in the environment o.
 func Channels(s System, o Options) InitChannels {
-	c := InitChannels{Coll: collChannels(s, o), Version: o.version()}
+	c := InitChannels{Coll: collChannels(s, o), Version: o.Release()}
 	c.P2P, c.P2PPerPeer, _ = p2pChannels(s, o)
 	switch {
 	case c.Version >= V2_21:

@@ -320,7 +320,7 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el ele
 		e.Off = why
 		return e
 	}
-	bw := graphOf(s, a, o.version())
+	bw := graphOf(s, a, o.Release())
 	if (a == NVLS || a == NVLSTree) && bw.channels < 2 {
 		e.Off = "NCCL's NVLS search finds fewer than 2 heads (a GPU with a NIC of its own, across nodes)"
 		return e
@@ -331,14 +331,14 @@ func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el ele
 	}
 	e.Channels = bw.channels
 	coll := collChannels(s, o)
-	e.LatencyUS = latency(s, op, bytes, a, p, o.version(), coll)
-	e.BusBW = busBandwidth(s, op, a, p, bw, o.version())
-	e.AlgBW = e.BusBW * busToAlg(s, op, a, o.version())
+	e.LatencyUS = latency(s, op, bytes, a, p, o.Release(), coll)
+	e.BusBW = busBandwidth(s, op, a, p, bw, o.Release())
+	e.AlgBW = e.BusBW * busToAlg(s, op, a, o.Release())
 	if !finite(e.AlgBW) {
 		e.Off = "no bandwidth"
 		return e
 	}
-	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW*treeCorrection(s, op, a, p, bytes, o.version()))
+	e.TimeUS = e.LatencyUS + float64(bytes)/(1000*e.AlgBW*treeCorrection(s, op, a, p, bytes, o.Release()))
 	// What runs (enqueue.cc, topoGetAlgoInfo): NVLS's own channels, no
 	// more than the communicator's across nodes; the others from the
 	// communicator's, fewer for small sizes.
@@ -384,7 +384,9 @@ func treeCorrection(s System, op ops.Op, a Algo, p int, bytes int64, v Version) 
 	return treeCorrectionFactor[p][log]
 }
 
-func (o Options) version() Version {
+// Release is the NCCL release o prices with: Version, or 2.30 where it
+// is unset.
+func (o Options) Release() Version {
 	if o.Version == 0 {
 		return V2_30
 	}
@@ -414,7 +416,7 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 	case protos == nil && p == ll128:
 		// NCCL_PROTO naming a collective's protocols, LL128 among them,
 		// turns it on wherever it is off by default.
-		if why := ll128Off(s, o.version()); why != "" {
+		if why := ll128Off(s, o.Release()); why != "" {
 			return why
 		}
 	}
@@ -436,7 +438,7 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 		// 2.20 (PAT from 2.23, below); NVLS on one node of up to 32 GPUs
 		// in 2.25 and 2.26, and on nodes of up to 32 GPUs from 2.27
 		// (NCCL_MAX_NVLS_ARITY).
-		switch v := o.version(); {
+		switch v := o.Release(); {
 		case a != Ring && v < v2_19:
 			return "NCCL 2.18 runs all-gather and reduce-scatter on rings only"
 		case a == CollNetDirect && v < v2_20:
@@ -474,13 +476,13 @@ func enabled(s System, op ops.Op, a Algo, p int, o Options) string {
 		case a == CollNetDirect && !s.NVSwitch:
 			// tuning.cc: no NVSwitch in the topology, no CollNet direct.
 			return "CollNet direct needs the GPUs of a node on an NVSwitch"
-		case s.PerNode > maxDirectArity && (a == CollNetDirect || o.version() >= V2_28):
+		case s.PerNode > maxDirectArity && (a == CollNetDirect || o.Release() >= V2_28):
 			// enqueue.cc: direct from 2.23, chain from 2.28.
 			return fmt.Sprintf("%v runs on nodes of up to %d GPUs", a, maxDirectArity)
 		}
 	case PAT:
 		switch {
-		case o.version() < V2_23:
+		case o.Release() < V2_23:
 			return "PAT came in NCCL 2.23"
 		case o.NoPAT:
 			return "PAT is disabled (NCCL_PAT_ENABLE=0)"
@@ -527,7 +529,7 @@ func (o Options) nvlsOff(s System) string {
 		return "NVLS is disabled (NCCL_NVLS_ENABLE=0)"
 	case !s.NVLSCapable:
 		return "the NVSwitch does not reduce (no NVLS)"
-	case s.PerNode <= 2 && o.version() < V2_28 || s.PerNode < 2:
+	case s.PerNode <= 2 && o.Release() < V2_28 || s.PerNode < 2:
 		// More than 2 GPUs (2 or more from 2.28).
 		return "NVLS needs more GPUs on the NVSwitch"
 	}
@@ -546,7 +548,7 @@ func (o Options) collNetOff(s System) string {
 		return "CollNet is disabled (NCCL_COLLNET_ENABLE=0)"
 	case s.Nodes < o.collNetNodes():
 		return fmt.Sprintf("CollNet needs %d nodes (NCCL_COLLNET_NODE_THRESHOLD)", o.collNetNodes())
-	case s.PerNode > maxDirectArity && o.version() < V2_23:
+	case s.PerNode > maxDirectArity && o.Release() < V2_23:
 		return fmt.Sprintf("NCCL up to 2.22 runs CollNet on nodes of up to %d GPUs", maxDirectArity)
 	}
 	return ""

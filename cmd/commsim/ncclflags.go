@@ -323,7 +323,7 @@ func (f ncclFlags) tuner(topo *topology.Topology) (*nccl.Tuner, *topology.Topolo
 // for NCCL's defaults.
 func optionFlags(o nccl.Options) string {
 	var out []string
-	if o.Version != 0 && o.Version != nccl.V2_30 {
+	if o.Release() != nccl.V2_30 {
 		out = append(out, "--nccl-version "+o.Version.String())
 	}
 	if l := envList(o.Algos, o.OpAlgos, algoEnvName); l != "" {

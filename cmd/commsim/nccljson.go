@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/commsim/commsim/hw/cuda"
-	"github.com/commsim/commsim/nccl"
 )
 
 // bench -J FILE writes the sweep as nccl-tests' JSON report (nccl-tests'
@@ -163,7 +162,7 @@ func (s *sweep) ncclEnv() []string {
 func (s *sweep) ncclVersionCode() int {
 	switch {
 	case s.tuner != nil:
-		v := int(cmp.Or(s.tuner.Options.Version, nccl.V2_30))
+		v := int(s.tuner.Options.Release())
 		return v/100*10000 + v%100*100
 	case s.backend.name == "cuda" && s.algo == "native":
 		if code, err := cuda.NCCLVersion(); err == nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -268,7 +267,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	v := cmp.Or(t.Options.Version, nccl.V2_30)
+	v := t.Options.Release()
 	rep := tuningReport{Topology: name, System: t.System.String(), NCCLVersion: v.String(), NCCLEnv: optionFlags(t.Options), costs: costs, envNote: envNote,
 		Channels: nccl.Channels(t.System, t.Options).String()}
 	for _, g := range nccl.Graphs(t.System, v) {
@@ -579,7 +578,7 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 			Op          string         `json:"op"`
 			NCCLVersion string         `json:"nccl_version"`
 			Sizes       []tuningChoice `json:"sizes"`
-		}{name, op.String(), cmp.Or(t.Options.Version, nccl.V2_30).String(), rows})
+		}{name, op.String(), t.Options.Release().String(), rows})
 	case "csv":
 		out := [][]string{{"bytes", "nccl_choice", "model_us", "next", "next_model_us", "margin"}}
 		for _, r := range rows {
@@ -588,7 +587,7 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 		return writeCSVRows(w, out)
 	}
 	fmt.Fprintf(w, "# commsim tuning: what NCCL %s's tuner picks for %s on %s (%s), by its model alone; nothing simulated\n",
-		cmp.Or(t.Options.Version, nccl.V2_30), op, name, t.System)
+		t.Options.Release(), op, name, t.System)
 	fmt.Fprintf(w, "# margin: how much slower the model makes the next cheapest pair\n")
 	tw := newTableWriter(w)
 	tw.Header([]string{"size(B)", "nccl choice", "model(us)", "next", "next(us)", "margin"})
