@@ -320,14 +320,7 @@ func TestFidelityTakesTheLogsNCCLEnvironment(t *testing.T) {
 		"node1:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n" +
 		"node1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	path := write("info.log", info+rows)
+	path := writeTemp(t, dir, "info.log", info+rows)
 	args := []string{"fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce"}
 	status, out, errOut := commsim(args...)
 	note := "# NCCL's tuner runs in the environment the log states: NCCL 2.21.5, NCCL_ALGO=Ring; not modelled: NCCL_SOCKET_IFNAME=eth0\n"
@@ -343,7 +336,7 @@ func TestFidelityTakesTheLogsNCCLEnvironment(t *testing.T) {
 	if status != 0 || strings.Contains(out, "the log's NCCL lines") || !strings.Contains(out, "nvls/Simple/") {
 		t.Errorf("--nccl-version 2.30 replaces the log's environment: status %d\n%s", status, out)
 	}
-	bad := write("bad.log", "x [0] NCCL INFO NCCL_PROTO set by environment to LL256\n"+rows)
+	bad := writeTemp(t, dir, "bad.log", "x [0] NCCL INFO NCCL_PROTO set by environment to LL256\n"+rows)
 	status, _, errOut = commsim("fidelity", "--log", bad, "--topo", "dgx-h100", "--op", "allreduce")
 	if status != 2 || !strings.Contains(errOut, `the log's NCCL environment: nccl: NCCL_PROTO=LL256`) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 		t.Errorf("a log whose NCCL_PROTO NCCL would refuse: status %d, %q", status, errOut)
@@ -516,4 +509,15 @@ func TestFidelityShippedChecksEveryShippedLog(t *testing.T) {
 	if status != 0 || !strings.Contains(out, "# pooled, held out (1 logs): median") || strings.Contains(out, "# pooled, targets") || !strings.Contains(out, "xxrjun-h100-allgather-8xH100.txt") {
 		t.Errorf("table: status %d:\n%s", status, out)
 	}
+}
+
+// writeTemp writes text into a file of dir named name and returns its
+// path.
+func writeTemp(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -116,17 +116,10 @@ func TestTuningChecksALogsTable(t *testing.T) {
 
 func TestTuningRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
 	table := "h:1:2 [0] NCCL INFO   Algorithm   |     Ring      |\nh:1:2 [0] NCCL INFO   Protocol    |  LL |  LL128 | Simple |\n" +
 		"h:1:2 [0] NCCL INFO     AllReduce |    40.0/  20.8 | 75.2/ 156.6 | 131.6/ 192.0 |\n"
-	sixteen := write("16.txt", "h:1:2 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"+table)
-	old := write("2.14.txt", "h:1:2 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"+table)
+	sixteen := writeTemp(t, dir, "16.txt", "h:1:2 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"+table)
+	old := writeTemp(t, dir, "2.14.txt", "h:1:2 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"+table)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -136,7 +129,7 @@ func TestTuningRefusesBadInput(t *testing.T) {
 		{[]string{"--format", "table"}, "--format table: want text, csv or json"},
 		{[]string{"--topo", "ring:"}, "ring"},
 		{[]string{"--log", filepath.Join(dir, "absent.txt")}, "--log:"},
-		{[]string{"--log", write("none.txt", "nothing here\n")}, "no NCCL cost table"},
+		{[]string{"--log", writeTemp(t, dir, "none.txt", "nothing here\n")}, "no NCCL cost table"},
 		{[]string{"--log", sixteen}, "its communicator has 16 ranks, dgx-h100 8 GPUs"},
 		{[]string{"--nccl-version", "1.0"}, "--nccl-version"},
 		{[]string{"--log", sixteen, "--topo", "cluster:4x4"}, "its communicator spans 2 nodes, cluster:4x4 4"},
