@@ -54,6 +54,13 @@ func TestDescribeReadsWhatNCCLSees(t *testing.T) {
 		// 96 GB/s (topo.cc: 64 GT/s as 480 × 16 lanes / 80).
 		{"dgx-b300x2", nccl.System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.IntelCPU,
 			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 8, NICBW: 100, PCIeBW: 96, NVLSCapable: true, NVSwitch: true, ReduceBW: 2.39e12}},
+		// One rank a node: the GPU keeps its NVLinks and switch, its NIC
+		// is the node's only one, and NVLS has no peers to run with
+		// (Options.nvlsOff).
+		{"dgx-h100x10,gpus=1", nccl.System{Ranks: 10, Nodes: 10, PerNode: 1, NodeMajor: true, Arch: topology.Hopper, CPU: topology.IntelCPU,
+			NVLinks: 18, IntraBW: 18 * 20.6, LinkBW: 450e9, NICs: 1, NICBW: 50, PCIeBW: 48, NVLSCapable: true, NVSwitch: true, ReduceBW: 1.00e12}},
+		{"dgx-b200x2,gpus=4", nccl.System{Ranks: 8, Nodes: 2, PerNode: 4, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.IntelCPU,
+			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 4, NICBW: 50, PCIeBW: 48, NVLSCapable: true, NVSwitch: true, ReduceBW: 2.39e12}},
 		{"gb300-nvl72x2,nicports=2", nccl.System{Ranks: 144, Nodes: 2, PerNode: 72, NodeMajor: true, Arch: topology.Blackwell, CPU: topology.ARMCPU,
 			NVLinks: 18, IntraBW: 18 * 40.1, LinkBW: 900e9, NICs: 144, NICBW: 50, PCIeBW: 96, NVLSCapable: true, NVSwitch: true, ReduceBW: 2.39e12}},
 	} {

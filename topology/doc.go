@@ -157,7 +157,14 @@
 // The single-node NVSwitch presets take the switch keys, the …xN ones the
 // cluster keys (rail=false flattens a rail-optimised one; sharp= turns on
 // SHARP, which no preset assumes since NCCL uses it only with the CollNet
-// plugin); mac-tb5 and h200-virtual take bw, lat, reduce, arch and cpu.
+// plugin); both also take
+//
+//	gpus=8         the GPUs a job runs on in each node, its first ones, from 1
+//	               to the node's count: dgx-h100x10,gpus=1 is ten DGX H100s
+//	               running one rank each (srun --ntasks-per-node=1), each GPU
+//	               with its own NIC; dgx-h100,gpus=4 is FirstGPUs(dgx-h100, 4)
+//
+// mac-tb5 and h200-virtual take bw, lat, reduce, arch and cpu.
 //
 // # Routing
 //

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -40,9 +41,27 @@ func withNetwork(p params, nicbw, pciebw float64, rail bool) params {
 	return p
 }
 
-// fixedSwitch builds n GPUs on one switch, ignoring the shape.
+// inUse is how many of a node's g GPUs a preset builds: gpus= where it is
+// given, as a job sees a machine when it runs fewer ranks a node than the
+// node has GPUs (srun's --ntasks-per-node, nccl-tests' -g). Building the
+// node with fewer GPUs is the same as keeping its first ones, or any
+// others: the GPUs on an NVSwitch are alike, each keeps its own NIC, and
+// the switch keeps its NVLS.
+func inUse(spec string, g int, p params) (int, error) {
+	if p.gpus > g {
+		return 0, newErr(ErrSpec, "spec %q: gpus=%d, but a node has %d GPUs", spec, p.gpus, g)
+	}
+	return cmp.Or(p.gpus, g), nil
+}
+
+// fixedSwitch builds n GPUs on one switch (gpus= of them), ignoring the
+// shape.
 func fixedSwitch(n int) func(string, []int, params) ([]Node, []Link, error) {
 	return func(spec string, _ []int, p params) ([]Node, []Link, error) {
+		n, err := inUse(spec, n, p)
+		if err != nil {
+			return nil, nil, err
+		}
 		return buildSwitch(spec, []int{n}, p)
 	}
 }
@@ -57,12 +76,20 @@ func virtualRanks(spec string, n []int, p params) ([]Node, []Link, error) {
 	return buildSwitch(spec, n, p)
 }
 
-// nodesOf builds n[0] nodes of g GPUs as a cluster.
+// nodesOf builds n[0] nodes of g GPUs (gpus= of them) as a cluster.
 func nodesOf(g int) func(string, []int, params) ([]Node, []Link, error) {
 	return func(spec string, n []int, p params) ([]Node, []Link, error) {
+		g, err := inUse(spec, g, p)
+		if err != nil {
+			return nil, nil, err
+		}
 		return buildCluster(spec, []int{n[0], g}, p)
 	}
 }
+
+// presetKeys are the keys of a preset of fixed nodes built from a kind that
+// takes keys: the kind's and gpus=.
+func presetKeys(keys []string) []string { return append(slices.Clip(keys), keyGPUs) }
 
 // presetTable lists the presets. The single-node ones are switch:N with
 // their numbers; the multi-node ones (…xN) are cluster:Nx8 (cluster:Nx72
@@ -86,11 +113,11 @@ func presetTable() []presetDef {
 
 	single := func(name, summary string, n int, p params, sources ...string) presetDef {
 		return presetDef{Preset: Preset{name, summary, sources},
-			fam: family{name, switchKeys, p, fixedSwitch(n)}}
+			fam: family{name, presetKeys(switchKeys), p, fixedSwitch(n)}}
 	}
 	multi := func(name, summary string, g int, p params, sources ...string) presetDef {
 		return presetDef{Preset: Preset{name, summary, sources},
-			fam: family{name, clusterKeys, p, nodesOf(g)}, suffixed: true}
+			fam: family{name, presetKeys(clusterKeys), p, nodesOf(g)}, suffixed: true}
 	}
 	return []presetDef{
 		single("dgx-a100", "8× A100 80GB on NVSwitch, 300 GB/s per direction per GPU; no NVLS; AMD hosts", 8, a100,

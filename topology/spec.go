@@ -36,6 +36,7 @@ const (
 	keyRail    = "rail"
 	keySHARP   = "sharp"
 	keyPorts   = "nicports"
+	keyGPUs    = "gpus"
 )
 
 // MaxNICPorts is the most ports a NIC link may stand for (nicports=).
@@ -48,7 +49,7 @@ func parseNICPorts(s string) (int, bool) {
 	return v, err == nil && v >= 1 && v <= MaxNICPorts
 }
 
-var allKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP, keyPorts}
+var allKeys = []string{keyBW, keyLat, keyReduce, keyArch, keyCPU, keyNVLS, keyNICBW, keyNICLat, keyPCIeBW, keyPCIeLat, keyRail, keySHARP, keyPorts, keyGPUs}
 
 // params are the numbers a generator builds with: defaults, then overrides.
 type params struct {
@@ -61,6 +62,7 @@ type params struct {
 	rail            bool
 	sharp           float64 // ReduceBW of the network switches (netsw, rails, spine), 0: none
 	nicports        int     // the topology's NICPorts
+	gpus            int     // a preset's GPUs in use on each node (gpus=), 0: all
 }
 
 func genericParams() params {
@@ -300,6 +302,12 @@ func setParam(p *params, key, val string) error {
 			return err
 		}
 		p.cpu = c
+	case keyGPUs:
+		v, err := strconv.Atoi(val)
+		if err != nil || v < 1 {
+			return newErr(ErrSpec, "gpus must be a whole number of GPUs a node, at least 1")
+		}
+		p.gpus = v
 	case keyNVLS, keySHARP:
 		v := 0.0 // off: the switches do not reduce
 		if !strings.EqualFold(val, "off") {
