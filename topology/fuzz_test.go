@@ -60,6 +60,7 @@ func FuzzParse(f *testing.F) {
 		"hgx-b200", "dgx-b200x2", "hgx-h200x2", "dgx-a100x2,rail=false", "gb200-nvl72x1",
 		"switch:4,nvls=inf,arch=hopper,cpu=intel", "cluster:2x2,sharp=off,nvls=off", "dgx-h100,nvls=0",
 		"ring:2,arch=sm90", "cluster:2x2,cpu=", "switch:2,nvls=1e-400GB/s",
+		"dgx-h100x10,gpus=1", "dgx-h100,gpus=4", "gb200-nvl72x2,gpus=9,rail=false", "dgx-b200x2,gpus=9", "hgx-b200,gpus=-1",
 	} {
 		f.Add(s)
 	}

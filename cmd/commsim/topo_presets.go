@@ -19,12 +19,15 @@ func newTopoPresetsCmd() *cobra.Command {
 		Short: "List the built-in fabrics (presets) that --topo takes, with what each is",
 		Long: `presets lists the fabrics --topo takes by name: N stands for a count
 (dgx-h100x4 is four DGX H100 nodes, mac-tb5:3 three Macs). A multi-node
-preset takes the cluster spec's keys too (dgx-h100x4,rail=true,nicbw=200Gb/s).
+preset takes the cluster spec's keys too (dgx-h100x4,rail=true,nicbw=200Gb/s),
+and the NVSwitch presets gpus=N, the GPUs a job runs on in each node
+(dgx-h100x10,gpus=1: ten nodes, one rank each, as srun --ntasks-per-node=1).
 commsim topo show NAME prints a preset's devices, links and the source of
 every number.`,
 		Example: `  commsim topo presets
   commsim topo presets --format json
-  commsim topo show gb200-nvl72x2`,
+  commsim topo show gb200-nvl72x2
+  commsim topo show dgx-h100x10,gpus=1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch format {
