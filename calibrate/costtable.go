@@ -13,7 +13,7 @@ import (
 )
 
 // NCCL's cost table as its rank 0 prints it at init with NCCL_DEBUG=INFO
-// and NCCL_DEBUG_SUBSYS=TUNING (tuning.cc). From 2.19 it comes in blocks
+// and NCCL_DEBUG_SUBSYS=TUNING (tuning.cc). From 2.18 it comes in blocks
 // of three algorithms, each headed by the algorithms and then the
 // protocols:
 //
@@ -75,6 +75,7 @@ type LoggedCall struct {
 // the channels or calls), the channels, the calls, and NCCL's version
 // and environment as its lines state them.
 type CostTableLog struct {
+	Name  string // the log's, as ParseCostTable was given it
 	Cells []LoggedCost
 	// Stated holds the NCCL version and environment the log's lines
 	// state (Log.NCCLVersion, Log.NCCLEnv; Log.NCCLOptions reads them)
@@ -115,15 +116,16 @@ func (l *CostTableLog) NameCalls(op string) {
 // cannot be read is an error that names its line; a log with none of
 // the three is ErrNoCostTable.
 func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
-	out := &CostTableLog{Stated: &Log{}}
+	out := &CostTableLog{Name: name, Stated: &Log{}}
 	type callKey struct {
 		op    string
 		bytes int64
 	}
 	seen := map[callKey]bool{}
 	// The block's algorithms (one per group of columns) and protocols
-	// (one per column) from 2.19; before, each column's "algo/proto".
+	// (one per column) from 2.18; before, each column's "algo/proto".
 	var algos, protos, heads []string
+	cellLine := map[cellKey]int{} // the line each of the first table's cells is on
 	for i, line := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
 		t := untag(line)
 		out.Stated.readNCCLLine(t)
@@ -189,6 +191,12 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 			if err != nil {
 				return nil, &LogError{Name: name, Line: i + 1, Text: shortLine(line), Reason: fmt.Sprintf("column %d of NCCL's cost table: %v", k+1, err)}
 			}
+			key := cellKey{op, a, p}
+			if first, twice := cellLine[key]; twice {
+				return nil, &LogError{Name: name, Line: i + 1, Text: shortLine(line),
+					Reason: fmt.Sprintf("%s's %s/%s cost is given twice in one table (first on line %d)", op, a, p, first)}
+			}
+			cellLine[key] = i + 1
 			out.Cells = append(out.Cells, LoggedCost{Cost: nccl.Cost{Op: op, Algo: a, Protocol: p, LatencyUS: lat, AlgBW: bw}, Line: i + 1})
 		}
 	}
@@ -210,9 +218,23 @@ func splitCells(row string) []string {
 	return cells
 }
 
+// cellKey names a cost table's cell.
+type cellKey struct {
+	op    ops.Op
+	algo  nccl.Algo
+	proto ops.Protocol
+}
+
+// protosPerAlgo is how many columns NCCL prints under each algorithm of a
+// block: one a protocol (NCCL_NUM_PROTOCOLS). The Protocol line may name
+// more than the block has algorithms for (2.29's PAT block repeats three
+// algorithms' worth), so the count, not that line's length, places a
+// column.
+const protosPerAlgo = 3
+
 // columnOf is the algorithm and protocol of column k: from the block's
-// headers (each algorithm over as many columns as there are protocols
-// for it), or from the column's own "algo/proto" before 2.19.
+// headers (each algorithm over protosPerAlgo columns), or from the
+// column's own "algo/proto" before 2.18.
 func columnOf(k int, algos, protos, heads []string) (algo, proto string, ok bool) {
 	if heads != nil {
 		if k >= len(heads) {
@@ -221,10 +243,10 @@ func columnOf(k int, algos, protos, heads []string) (algo, proto string, ok bool
 		algo, proto, ok = strings.Cut(heads[k], "/")
 		return strings.TrimSpace(algo), strings.TrimSpace(proto), ok
 	}
-	if len(algos) == 0 || k >= len(protos) || len(protos)%len(algos) != 0 {
+	if k >= len(protos) || k/protosPerAlgo >= len(algos) {
 		return "", "", false
 	}
-	return algos[k/(len(protos)/len(algos))], protos[k], true
+	return algos[k/protosPerAlgo], protos[k], true
 }
 
 // parseCost reads a cell, "latency/bandwidth".

@@ -68,7 +68,7 @@ func TestParseCostTableReadsNCCLsBlocks(t *testing.T) {
 	}
 }
 
-// Before 2.19 NCCL heads its one block "Latency/AlgBw", each column
+// Before 2.18 NCCL heads its one block "Latency/AlgBw", each column
 // "algo/proto"; CollNet, one algorithm then, is not one of commsim's and
 // its columns are left out.
 func TestParseCostTableReadsTheOldLayout(t *testing.T) {
@@ -103,6 +103,14 @@ func TestParseCostTableRefusesWhatItCannotRead(t *testing.T) {
 		{"negative", header + "NCCL INFO     AllReduce |    25.2/  -1 |\n", 3, "is not latency/bandwidth"},
 		{"not a number", header + "NCCL INFO     AllReduce |    NaN/  1.0 |\n", 3, "is not latency/bandwidth"},
 		{"too many cells", header + "NCCL INFO     AllReduce |  1/1 | 1/1 | 1/1 | 1/1 |\n", 3, "column 4"},
+		// Three columns an algorithm, whatever the Protocol line repeats:
+		// a fourth column under one algorithm is no column of it.
+		{"protocols beyond the algorithms", "NCCL INFO   Algorithm   |  Tree |\nNCCL INFO   Protocol    |  LL |  LL128 | Simple |  LL |  LL128 | Simple |\n" +
+			"NCCL INFO     AllReduce |  1/1 | 1/1 | 1/1 | 1/1 | 1/1 | 1/1 |\n", 3, "column 4 of NCCL's cost table has no algorithm"},
+		{"a short Protocol line", "NCCL INFO   Algorithm   |  Tree |  Ring |  CollNetDirect |\nNCCL INFO   Protocol    |  LL |  LL128 | Simple |  LL |  LL128 | Simple |\n" +
+			"NCCL INFO     AllReduce |  1/1 | 1/1 | 1/1 | 1/1 | 1/1 | 1/1 | 1/1 |\n", 3, "column 7 of NCCL's cost table has no algorithm"},
+		{"a cell twice", header + "NCCL INFO     AllReduce |  1/1 | 2/2 | 3/3 |\nNCCL INFO     AllReduce |  1/1 | 2/2 | 3/3 |\n", 4,
+			"allreduce's tree/LL cost is given twice in one table (first on line 3)"},
 	} {
 		_, err := ParseCostTable("x.txt", []byte(tc.log))
 		var le *LogError

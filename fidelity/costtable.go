@@ -162,7 +162,7 @@ func CheckCostTable(logged *calibrate.CostTableLog, t *nccl.Tuner) (*CostReport,
 		}
 		ranked, err := t.Ranked(spec)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", l.Line, err)
+			return nil, fmt.Errorf("%s: line %d: %w", logged.Name, l.Line, err)
 		}
 		row := CallRow{Logged: l, Choice: ranked[0], Ran: nccl.Estimate{Algo: l.Ran.Algo, Protocol: l.Ran.Proto, Off: "not priced by the model"}}
 		if i := slices.IndexFunc(ranked, func(e nccl.Estimate) bool { return e.Algo == l.Ran.Algo && e.Protocol == l.Ran.Proto }); i >= 0 {
