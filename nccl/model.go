@@ -3,6 +3,8 @@ package nccl
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/commsim/commsim/ops"
@@ -87,13 +89,18 @@ const (
 	V2_30 Version = 230
 )
 
+// versionRE is a release as NCCL and its users write it: 2.N, 2.N.P, and
+// a build after "-" or "+" (2.21.5-1, 2.29.7+cuda12.9).
+var versionRE = regexp.MustCompile(`^2\.([1-9][0-9]{0,2})(?:\.[0-9]{1,4})?(?:[-+][0-9A-Za-z.+-]*)?$`)
+
 // ParseVersion reads "2.30", "2.27.3", "2.18" and so on; a release past
 // 2.30 takes 2.30's constants.
 func ParseVersion(s string) (Version, error) {
-	var major, minor int
-	if _, err := fmt.Sscanf(s, "%d.%d", &major, &minor); err != nil || major != 2 {
-		return 0, fmt.Errorf("nccl: version %q: want 2.N (2.18 to 2.30)", s)
+	m := versionRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("nccl: version %q: want 2.N or 2.N.P (2.18 to 2.30)", s)
 	}
+	minor, _ := strconv.Atoi(m[1]) // at most three digits
 	if minor < 18 {
 		return 0, fmt.Errorf("nccl: version %q is older than 2.18, whose constants the model does not have", s)
 	}

@@ -308,12 +308,12 @@ func TestVersionsKeepTheirConstants(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want nccl.Version
-	}{{"2.30.7", nccl.V2_30}, {"2.31", nccl.V2_30}, {"2.29.2", 229}, {"2.28", nccl.V2_28}, {"2.28.3", nccl.V2_28}, {"2.27.3", nccl.V2_27}, {"2.26.6", 226}, {"2.21.5", nccl.V2_21}, {"2.18.3", nccl.V2_18}} {
+	}{{"2.30.7", nccl.V2_30}, {"2.31", nccl.V2_30}, {"2.29.2", 229}, {"2.28", nccl.V2_28}, {"2.28.3", nccl.V2_28}, {"2.27.3", nccl.V2_27}, {"2.26.6", 226}, {"2.21.5", nccl.V2_21}, {"2.18.3", nccl.V2_18}, {"2.21.5-1", nccl.V2_21}, {"2.29.7+cuda12.9", 229}} {
 		if v, err := nccl.ParseVersion(tc.in); err != nil || v != tc.want {
 			t.Errorf("ParseVersion(%q) = %v, %v; want %v", tc.in, v, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"2.17", "3.0", "", "two"} {
+	for _, bad := range []string{"2.17", "3.0", "", "two", "2.20abc", "2.20.x", "02.20", "2.", "2.1000", " 2.20"} {
 		if _, err := nccl.ParseVersion(bad); err == nil {
 			t.Errorf("ParseVersion(%q): no error", bad)
 		}

@@ -120,8 +120,15 @@ func ringWhole(s System) float64 {
 	return g.intra * float64(g.channels)
 }
 
-// ceilDiv is a/b rounded up, for positive b.
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0, without the overflow
+// of (a+b-1)/b near the largest int64.
+func ceilDiv[T int | int64](a, b T) T {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
 
 // p2pChunk is NCCL's p2p chunk (init.cc, computeBuffSizes): across nodes
 // 128 KiB (NCCL_P2P_NET_CHUNKSIZE; twice it on Arm hosts with Blackwell
@@ -172,11 +179,11 @@ func p2pSplit(s System, bytes int64, o Options) (channels int, ll bool) {
 	if s.Nodes > 1 {
 		minPart, maxPart = step/2, step
 	}
-	n := int(min(int64(least), (bytes+minPart-1)/minPart))
-	part := max(minPart, (bytes+int64(n)-1)/int64(n))
+	n := int(min(int64(least), ceilDiv(bytes, minPart)))
+	part := max(minPart, ceilDiv(bytes, int64(n)))
 	for part > maxPart && n <= perPeer/2 {
 		n *= 2
-		part = (bytes + int64(n) - 1) / int64(n)
+		part = ceilDiv(bytes, int64(n))
 	}
 	if !llFirst {
 		ll = bytes <= int64(n)*threshold

@@ -39,6 +39,7 @@ func TestP2PChannelsFollowNCCLsSplit(t *testing.T) {
 		{"hgx-b200", 256 << 20, 16, ops.ProtoSimple},
 		{"hgx-b200", 512 << 20, 32, ops.ProtoSimple},
 		{"hgx-b200", 16 << 30, 32, ops.ProtoSimple},
+		{"hgx-b200", math.MaxInt64, 32, ops.ProtoSimple}, // no rounding up past the largest int64
 		{"dgx-h100", 128 << 20, 8, ops.ProtoSimple},
 		{"dgx-h100x2", 8, 1, ops.ProtoLL},
 		{"dgx-h100x2", 32 << 10, 1, ops.ProtoSimple},

@@ -408,6 +408,9 @@ func oneRankCopy(s System, spec ops.Spec) float64 {
 // tuner's for a collective, its point-to-point transport (P2P) for an
 // all-to-all or a sendrecv.
 func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
+	if err := spec.Validate(); err != nil {
+		return Choice{}, err
+	}
 	if isP2P(spec.Op) {
 		return p2pChoice(t.System, bytesPerPeer(spec), t.Options), nil
 	}
@@ -422,6 +425,9 @@ func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
 // point-to-point transport alone, which NCCL's model does not price (its
 // TimeUS is 0).
 func (t *Tuner) Ranked(spec ops.Spec) ([]Estimate, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
 	if isP2P(spec.Op) {
 		return []Estimate{p2pChoice(t.System, bytesPerPeer(spec), t.Options).NCCL}, nil
 	}

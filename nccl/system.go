@@ -132,7 +132,7 @@ func Describe(t *topology.Topology) (System, error) {
 	s.Nodes = len(nodeOf)
 	s.PerNode = s.Ranks / s.Nodes
 	for k, n := range perNode {
-		if n != s.PerNode {
+		if n != perNode[0] {
 			return s, fmt.Errorf("nccl: node %d has %d GPUs and node 0 %d: NCCL's model wants nodes alike", k, n, perNode[0])
 		}
 	}

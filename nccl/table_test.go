@@ -165,6 +165,15 @@ func TestRankedPutsNCCLsChoiceFirst(t *testing.T) {
 	if err != nil || len(ranked) != 1 || ranked[0].Algo != nccl.P2P {
 		t.Errorf("sendrecv: %v, %v; want the p2p transport alone", ranked, err)
 	}
+	// A collective whose buffers pass the largest int64 is refused, not
+	// priced at a wrapped size.
+	huge := ops.Spec{Op: ops.AllGather, Algo: "nccl", Ranks: 16, Count: math.MaxInt64 / 4, DType: hw.F32}
+	if ranked, err := tu.Ranked(huge); err == nil {
+		t.Errorf("all-gather of 16 x 2^61 floats: %v, want an error", ranked)
+	}
+	if c, err := tu.Choose(huge); err == nil {
+		t.Errorf("all-gather of 16 x 2^61 floats: chose %v, want an error", c)
+	}
 }
 
 // NCCL 2.21-2.23 print their model's time for each call: "805306368
