@@ -148,7 +148,11 @@ func (f *ncclFlags) useLogEnv(lg *calibrate.Log) (note string, env map[string]st
 	f.runEnv = &run.Options
 	took := strings.Fields(envString(run.Env))
 	if lg.NCCLVersion != "" {
-		took = append([]string{"NCCL " + lg.NCCLVersion}, took...)
+		stated := "NCCL " + lg.NCCLVersion
+		if v := run.Options.Release(); !strings.HasPrefix(lg.NCCLVersion+".", v.String()+".") {
+			stated += fmt.Sprintf(" (priced with %s's constants, the latest the model has)", v)
+		}
+		took = append([]string{stated}, took...)
 	}
 	note = "NCCL's tuner runs in the environment the log states: " + strings.Join(took, ", ")
 	if len(run.Ignored) > 0 {

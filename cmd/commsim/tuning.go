@@ -28,6 +28,7 @@ type tuningFlags struct {
 	// --op: per size, NCCL's choice and the next cheapest pair.
 	op, minBytes, maxBytes, dtype string
 	factor                        float64
+	changed                       func(flag string) bool // whether the command line gave flag
 	ncclFlags
 }
 
@@ -74,6 +75,7 @@ slower the model makes it: how near the model is to choosing otherwise.`,
 		},
 	}
 	fl := cmd.Flags()
+	f.changed = func(flag string) bool { return fl.Changed(flag) }
 	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology: a spec, a preset or a YAML file")
 	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "the first N GPUs of --topo as the communicator (default all)")
 	fl.StringVar(&f.log, "log", "", "a log with NCCL's own cost table or tuning lines (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING) or channel counts (NCCL_DEBUG=INFO) in it, at most 64 MiB, to check commsim's against")
@@ -226,6 +228,11 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	var logged *calibrate.CostTableLog
 	var envNote string // the environment the log states, where taken
 	if f.log != "" {
+		for _, flag := range []string{"min-bytes", "max-bytes", "factor", "dtype"} {
+			if f.changed(flag) {
+				return usagef("--%s sets --op's sweep, which --log does not run (with --log, --op only names the collective of the log's unnamed tuning lines)", flag)
+			}
+		}
 		data, err := readFileAtMost(f.log, maxLogBytes, f.log)
 		if err != nil {
 			return usagef("--log: %v", err)
@@ -239,6 +246,9 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 			op, err := parseOp(f.op)
 			if err != nil {
 				return err
+			}
+			if !slices.Contains(nccl.TableOps, op) {
+				return usagef("--op %s: NCCL's tuning lines are of the collectives its tuner chooses for, %s", f.op, joinOps(nccl.TableOps))
 			}
 			logged.NameCalls(op.String())
 		}
@@ -306,7 +316,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	case "json":
 		return writeJSON(stdout, rep)
 	case "csv":
-		return rep.writeCSV(stdout)
+		return rep.writeCSV(stdout, stderr)
 	}
 	return rep.writeText(stdout)
 }
@@ -336,8 +346,18 @@ func (r *tuningReport) writeText(w io.Writer) error {
 }
 
 // writeCSV writes a line for each cell: commsim's, then with --log the
-// log's and whether they agree ("" where nothing was compared).
-func (r *tuningReport) writeCSV(w io.Writer) error {
+// log's and whether they agree ("" where nothing was compared). A log's
+// calls and channel counts are no cells: a log with nothing else is
+// refused, and one with cells too is written with a note on stderr of
+// what only --format json and text show.
+func (r *tuningReport) writeCSV(w, stderr io.Writer) error {
+	if l := r.Log; l != nil && (len(l.Calls) > 0 || len(l.Channels) > 0 || r.unnamedCalls > 0) {
+		what := fmt.Sprintf("%d tuning lines of calls and %d channel counts", len(l.Calls)+r.unnamedCalls, len(l.Channels))
+		if len(r.Cells) == 0 {
+			return usagef("--format csv writes a cost table's cells, and %s has none, only %s: use --format json or text", l.File, what)
+		}
+		fmt.Fprintf(stderr, "commsim: note: --format csv writes the cost table's cells; %s's %s are in --format json and text\n", l.File, what)
+	}
 	head := []string{"op", "algo", "protocol", "latency_us", "algbw_gbps", "off"}
 	if r.Log != nil {
 		head = append(head, "line", "logged_latency_us", "logged_algbw_gbps", "latency_agree", "bandwidth_agree")
@@ -540,6 +560,10 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 	}
 	lo, errLo := parseBytes(f.minBytes)
 	hi, errHi := parseBytes(f.maxBytes)
+	if errLo == nil && errHi == nil && lo > hi && !f.changed("max-bytes") {
+		hi = lo // -b alone past the default -e, as bench takes it: the sweep is -b
+	}
+	size := int64(dtype.Size())
 	switch {
 	case errLo != nil:
 		return usagef("--min-bytes: %v", errLo)
@@ -550,9 +574,14 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 	case !(f.factor > 1) || math.IsInf(f.factor, 0):
 		return usagef("--factor %v: want a number above 1", f.factor)
 	}
+	for _, b := range []int64{lo, hi} {
+		if b%size != 0 {
+			return usagef("size %d bytes is not a multiple of %s's %d bytes", b, dtype, size)
+		}
+	}
 	base := ops.Spec{Op: op, Algo: algoNCCL, Ranks: t.System.Ranks, DType: dtype, Redop: hw.Sum}
 	var rows []tuningChoice
-	for b, ok := lo, true; ok; b, ok = nextSize(b, hi, int64(dtype.Size()), f.factor) {
+	for b, ok := lo, true; ok; b, ok = nextSize(b, hi, size, f.factor) {
 		if len(rows) == 10000 {
 			return usagef("the sweep from %s to %s by %v has over 10000 sizes", f.minBytes, f.maxBytes, f.factor)
 		}
@@ -571,14 +600,18 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 		}
 		rows = append(rows, row)
 	}
+	if len(rows) == 0 {
+		return usagef("no size from %s to %s has an element of %s for each of the %d ranks", f.minBytes, f.maxBytes, dtype, t.System.Ranks)
+	}
 	switch f.format {
 	case "json":
 		return writeJSON(w, struct {
 			Topology    string         `json:"topology"`
 			Op          string         `json:"op"`
 			NCCLVersion string         `json:"nccl_version"`
+			NCCLEnv     string         `json:"nccl_env,omitempty"`
 			Sizes       []tuningChoice `json:"sizes"`
-		}{name, op.String(), t.Options.Release().String(), rows})
+		}{name, op.String(), t.Options.Release().String(), optionFlags(t.Options), rows})
 	case "csv":
 		out := [][]string{{"bytes", "nccl_choice", "model_us", "next", "next_model_us", "margin"}}
 		for _, r := range rows {
@@ -586,8 +619,12 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 		}
 		return writeCSVRows(w, out)
 	}
-	fmt.Fprintf(w, "# commsim tuning: what NCCL %s's tuner picks for %s on %s (%s), by its model alone; nothing simulated\n",
-		t.Options.Release(), op, name, t.System)
+	env := ""
+	if flags := optionFlags(t.Options); flags != "" {
+		env = ", " + flags
+	}
+	fmt.Fprintf(w, "# commsim tuning: what NCCL %s's tuner picks for %s on %s (%s%s), by its model alone; nothing simulated\n",
+		t.Options.Release(), op, name, t.System, env)
 	fmt.Fprintf(w, "# margin: how much slower the model makes the next cheapest pair\n")
 	tw := newTableWriter(w)
 	tw.Header([]string{"size(B)", "nccl choice", "model(us)", "next", "next(us)", "margin"})

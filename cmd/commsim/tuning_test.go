@@ -120,6 +120,7 @@ func TestTuningRefusesBadInput(t *testing.T) {
 		"h:1:2 [0] NCCL INFO     AllReduce |    40.0/  20.8 | 75.2/ 156.6 | 131.6/ 192.0 |\n"
 	sixteen := writeTemp(t, dir, "16.txt", "h:1:2 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"+table)
 	old := writeTemp(t, dir, "2.14.txt", "h:1:2 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"+table)
+	calls := writeTemp(t, dir, "calls.txt", "h [0] NCCL INFO AllGather: 4096 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}\n")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -134,15 +135,44 @@ func TestTuningRefusesBadInput(t *testing.T) {
 		{[]string{"--nccl-version", "1.0"}, "--nccl-version"},
 		{[]string{"--log", sixteen, "--topo", "cluster:4x4"}, "its communicator spans 2 nodes, cluster:4x4 4"},
 		{[]string{"--log", old, "--topo", "dgx-h100x2"}, "give --nccl-version or --nccl-env to replace it"},
+		{[]string{"--nccl-version", "2.20abc"}, `version "2.20abc": want 2.N or 2.N.P`},
+		{[]string{"--topo", "dgx-h100x10", "-g", "10"}, "node 1 has 2 GPUs and node 0 8"},
+		// --log takes --op only to name its calls' collective, one NCCL's
+		// tuner chooses for, and none of the sweep's flags.
+		{[]string{"--log", sixteen, "--topo", "dgx-h100x2", "--op", "sendrecv"}, "NCCL's tuning lines are of the collectives its tuner chooses for"},
+		{[]string{"--log", sixteen, "--topo", "dgx-h100x2", "-b", "8"}, "--min-bytes sets --op's sweep, which --log does not run"},
+		{[]string{"--log", calls, "--topo", "dgx-h100x2", "--format", "csv"}, "--format csv writes a cost table's cells, and " + calls + " has none, only 1 tuning lines"},
+		// --op's sizes as bench takes them.
+		{[]string{"--op", "allreduce", "-b", "0", "-e", "3"}, "size 3 bytes is not a multiple of f32's 4 bytes"},
+		{[]string{"--op", "allreduce", "-b", "0", "-e", "0"}, "no size from 0 to 0 has an element of f32 for each of the 8 ranks"},
 	} {
 		status, out, errOut := commsim(append([]string{"tuning"}, tc.args...)...)
 		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%v: status %d, stdout %q, stderr %q; want 2 and one line naming %q", tc.args, status, out, errOut, tc.want)
 		}
 	}
-	status, out, _ := commsim("tuning", "--topo", "dgx-h100x2", "--log", sixteen)
+	status, out, errOut := commsim("tuning", "--topo", "dgx-h100x2", "--log", sixteen)
 	if status != 0 || !strings.Contains(out, "latencies: 3 of the 3") {
 		t.Errorf("16 ranks on dgx-h100x2: status %d:\n%s", status, out)
+	}
+	// -b alone past the default -e is a sweep of -b, as bench takes it.
+	if status, out, errOut := commsim("tuning", "--op", "allreduce", "-b", "1G", "--format", "csv"); status != 0 || strings.Count(out, "\n") != 2 || !strings.Contains(out, "\n1073741824,") {
+		t.Errorf("-b 1G alone: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	// A log's cells go to CSV, with a note of what only JSON and text hold.
+	status, out, errOut = commsim("tuning", "--topo", "dgx-h100x2", "--log", sixteen, "--format", "csv")
+	if status != 0 || strings.Count(out, "\n") != 4 || errOut != "" {
+		t.Errorf("cells as CSV: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	both := writeTemp(t, dir, "both.txt", "h:1:2 [0] NCCL INFO 24 coll channels, 32 nvls channels, 32 p2p channels, 32 p2p channels per peer\n"+table)
+	status, out, errOut = commsim("tuning", "--topo", "dgx-h100x2", "--log", both, "--format", "csv")
+	if status != 0 || strings.Count(out, "\n") != 4 || !strings.Contains(errOut, "0 tuning lines of calls and 4 channel counts are in --format json and text") {
+		t.Errorf("cells and channels as CSV: status %d, stderr %q:\n%s", status, errOut, out)
+	}
+	// A release past the model's is priced with the model's latest.
+	newer := writeTemp(t, dir, "2.31.txt", "h:1:2 [0] NCCL INFO NCCL version 2.31.0+cuda13.0\n"+table)
+	if status, out, _ := commsim("tuning", "--topo", "dgx-h100x2", "--log", newer); status != 0 || !strings.Contains(out, "NCCL 2.31.0 (priced with 2.30's constants, the latest the model has)") {
+		t.Errorf("NCCL 2.31's table: status %d:\n%s", status, out)
 	}
 	// A flag replaces the release NCCL's lines state.
 	if status, out, _ := commsim("tuning", "--topo", "dgx-h100x2", "--log", old, "--nccl-version", "2.30"); status != 0 || !strings.Contains(out, "latencies: 3 of the 3") {
@@ -218,7 +248,7 @@ func TestTuningOpListsTheChoiceAndTheNext(t *testing.T) {
 		{[]string{"--op", "allreduce", "-f", "1"}, "--factor 1: want a number above 1"},
 		{[]string{"--op", "allreduce", "-b", "1MiB", "-e", "1KiB"}, "is above --max-bytes"},
 		{[]string{"--op", "allreduce", "-d", "f8"}, "f8"},
-		{[]string{"--op", "allreduce", "-b", "1", "-e", "1G", "-f", "1.0001"}, "over 10000 sizes"},
+		{[]string{"--op", "allreduce", "-b", "4", "-e", "1G", "-f", "1.0001"}, "over 10000 sizes"},
 	} {
 		status, out, errOut := commsim(append([]string{"tuning", "--topo", "dgx-h100x2"}, tc.args...)...)
 		if status != 2 || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
