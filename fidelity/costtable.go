@@ -185,19 +185,19 @@ func CheckCostTable(logged *calibrate.CostTableLog, t *nccl.Tuner) (*CostReport,
 
 // callSpec is the collective a tuning line's call ran: its count from
 // the line's bytes (a rank's share of an all-gather or reduce-scatter
-// from 2.24, the whole of it before), in the widest element type the
-// bytes divide into.
+// from 2.24, the whole of it before), in the widest element type a
+// rank's bytes divide into.
 func callSpec(op ops.Op, l calibrate.LoggedCall, ranks int) ops.Spec {
+	bytes := l.Bytes
+	if (op == ops.AllGather || op == ops.ReduceScatter) && !l.PerRank {
+		bytes /= int64(ranks)
+	}
 	dt := hw.U8
 	switch {
-	case l.Bytes%4 == 0:
+	case bytes%4 == 0:
 		dt = hw.F32
-	case l.Bytes%2 == 0:
+	case bytes%2 == 0:
 		dt = hw.F16
 	}
-	count := l.Bytes / int64(dt.Size())
-	if (op == ops.AllGather || op == ops.ReduceScatter) && !l.PerRank {
-		count /= int64(ranks)
-	}
-	return ops.Spec{Op: op, Algo: "nccl", Ranks: ranks, Count: int(count), DType: dt, Redop: hw.Sum}
+	return ops.Spec{Op: op, Algo: "nccl", Ranks: ranks, Count: int(bytes / int64(dt.Size())), DType: dt, Redop: hw.Sum}
 }

@@ -182,3 +182,27 @@ func TestCallsNCCLPrintedAreTheModels(t *testing.T) {
 		}
 	}
 }
+
+// A tuning line's bytes are a collective's; an all-gather's before 2.24
+// are all its ranks', whose share sets the element type: 48 bytes on 16
+// ranks are 3 bytes a rank, so bytes, not a quarter of a float each.
+func TestCallSpecKeepsTheLinesBytes(t *testing.T) {
+	for _, tc := range []struct {
+		op      ops.Op
+		bytes   int64
+		perRank bool
+		want    int64 // the spec's bytes, as NCCL counts them
+	}{
+		{ops.AllGather, 48, false, 48},
+		{ops.AllGather, 80, false, 80},
+		{ops.AllGather, 5, true, 5 * 16},
+		{ops.ReduceScatter, 1 << 20, false, 1 << 20},
+		{ops.AllReduce, 6, false, 6},
+	} {
+		spec := callSpec(tc.op, calibrate.LoggedCall{Op: tc.op.String(), Bytes: tc.bytes, PerRank: tc.perRank}, 16)
+		in, out := spec.BufferLens()
+		if got := int64(max(in, out) * spec.DType.Size()); got != tc.want || spec.Count == 0 {
+			t.Errorf("%v of %d bytes (per rank %v): %d x %v, %d bytes; want %d", tc.op, tc.bytes, tc.perRank, spec.Count, spec.DType, got, tc.want)
+		}
+	}
+}
