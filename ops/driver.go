@@ -45,7 +45,12 @@ type RankJob struct {
 
 	exec    *Executor
 	in, out hw.Slice
-	run     *runBuffers // every rank's buffers in this run, for switch steps
+	// tmp is the scratch the rank had when the job was enqueued: a later
+	// plan may replace the executor's (another element type, more room)
+	// before a driver that feeds operations lazily, as the simulator's,
+	// resolves this job's.
+	tmp hw.Buffer
+	run *runBuffers // every rank's buffers in this run, for switch steps
 }
 
 // Marks lists the marks of the rank's operations that other lanes await
@@ -75,7 +80,7 @@ func (j *RankJob) Slice(ref Ref) hw.Slice {
 	case Out:
 		return j.out.Sub(ref.Off, ref.Len)
 	}
-	return hw.Slice{Buf: j.exec.tmp[j.Rank], Off: ref.Off, Len: ref.Len}
+	return hw.Slice{Buf: j.tmp, Off: ref.Off, Len: ref.Len}
 }
 
 // Peer is the device of rank q.

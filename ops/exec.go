@@ -376,7 +376,7 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, run *runBuffers,
 	if err != nil {
 		return err
 	}
-	job := &RankJob{Plan: plan, Rank: r, Streams: lanes, Cursors: cursors, exec: e, in: in, out: out, run: run}
+	job := &RankJob{Plan: plan, Rank: r, Streams: lanes, Cursors: cursors, exec: e, in: in, out: out, tmp: e.tmp[r], run: run}
 	if err := e.begin(lanes, start, after); err != nil {
 		job.CloseCursors()
 		return err

@@ -95,6 +95,23 @@ func TestTrainCSVHasOneRowPerBucket(t *testing.T) {
 	}
 }
 
+// A model whose layers mix element types runs: each bucket's collective
+// keeps the scratch it was enqueued with, though the next bucket's (of
+// another type) replaces the executor's before the simulator feeds it.
+func TestTrainMixesElementTypes(t *testing.T) {
+	model := writeTemp(t, t.TempDir(), "mixed.yaml", `name: mixed
+layers:
+  - {name: a, params: 3, dtype: f16, forward: 1us, backward: 1us}
+  - {name: b, params: 5, dtype: f32, forward: 1us, backward: 1us}
+  - {name: c, params: 1000, dtype: bf16, forward: 1us, backward: 1us}
+`)
+	for _, topo := range []string{"switch:2", "dgx-h100"} {
+		if status, out, errOut := commsim("train", "--model", model, "--topo", topo, "--bucket-bytes", "1", "--format", "csv"); status != 0 || strings.Count(out, "\n") < 4 {
+			t.Errorf("%s: status %d, stderr %q:\n%s", topo, status, errOut, out)
+		}
+	}
+}
+
 func TestTrainBadInputExits2(t *testing.T) {
 	for name, args := range map[string][]string{
 		"unknown model":           {"train", "--model", "gpt5"},
