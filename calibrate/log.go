@@ -99,7 +99,7 @@ var (
 	// prefix (src/debug.cc) is [time] host:pid:tid [device], the time
 	// only on warnings, and file:line or a clock before NCCL WARN or
 	// TRACE; a launcher's tag may come first.
-	gluedNCCLRE = regexp.MustCompile(`(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)?(?:\[\d{4}-\d\d-\d\d[^\]]*\]\s?)?(?:[A-Za-z][\w.-]*:\d+:\d+ )?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
+	gluedNCCLRE = regexp.MustCompile(`(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)?(?:\[\d{4}-\d\d-\d\d[^\]]*\]\s?)?(?:\w[\w.-]*:\d+:\d+ )?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
 	dateRE      = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",
@@ -137,14 +137,68 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 	if !isNum(f[k]) { // redop: older nccl-tests leave it out for gathers
 		k++
 	}
-	if hasRoot == 1 || (hasRoot == -1 && (len(f)-k)%2 == 1) {
+	rooted := hasRoot == 1 || (hasRoot == -1 && (len(f)-k)%2 == 1)
+	if rooted {
 		k++
 	}
 	if len(f) < k+3 || !isNum(f[k+1]) || !isNum(f[k+2]) {
 		return s, "", "want time, algbw and busbw after the size, count, type, redop and root columns"
 	}
+	// nccl-tests' algbw is bytes/time: where the columns taken do not
+	// give it and those with the root column the other way do, the row
+	// is read that way without a header, and refused against one.
+	if alt := k + 1 - 2*boolInt(rooted); !algbwFits(f, k, false) && algbwFits(f, alt, true) {
+		if hasRoot != -1 {
+			return s, "", fmt.Sprintf("the header's columns do not fit this row: its time and algbw are columns %d and %d (algbw = bytes/time), where the header puts them at %d and %d", alt+1, alt+2, k+1, k+2)
+		}
+		k = alt
+	}
 	s, msg = sizeTime(f[0], f[k])
 	return s, f[2], msg
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// wholeRow reports whether a row's fields hold both its out-of-place and
+// its in-place times (time, algbw and busbw of each, after size, count,
+// type, redop and root): nccl-tests prints the in-place ones after the
+// NCCL lines of the in-place calls, so a row that NCCL's lines cut is not
+// whole before them.
+func wholeRow(f []string, hasRoot int) bool {
+	if len(f) < 4 {
+		return false
+	}
+	k := 3
+	if !isNum(f[k]) {
+		k++
+	}
+	if hasRoot == 1 {
+		k++
+	}
+	return len(f) >= k+7
+}
+
+// algbwFits reports whether columns k and k+1 of a row are a time and
+// the algbw nccl-tests prints for it: bytes/time in GB/s to two
+// decimals, the time to three or four figures. A time of 0 (nccl-tests'
+// for a size of 0), or one that is no number, fits unless strict.
+func algbwFits(f []string, k int, strict bool) bool {
+	if k < 3 || k+2 >= len(f) {
+		return false
+	}
+	bytes, errB := strconv.ParseInt(f[0], 10, 64)
+	time, errT := strconv.ParseFloat(f[k], 64)
+	algbw, errA := strconv.ParseFloat(f[k+1], 64)
+	if errB != nil || errT != nil || errA != nil || !(time > 0) || math.IsInf(time, 0) {
+		return !strict
+	}
+	want := float64(bytes) / time / 1e3
+	return math.Abs(want-algbw) <= 0.006+0.01*max(want, algbw)
 }
 
 // add takes s, a row of type typ ("" where the row names none) on line,
@@ -252,7 +306,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	// first line.
 	piece, pieceLine := "", 0
 	for i, l := range lines {
-		t := commented(untag(l))
+		t, row := commented(untag(l)), i
 		if at := gluedNCCLRE.FindStringIndex(t); at != nil && at[0] > 0 {
 			if head := strings.TrimSpace(t[:at[0]]); head != "" && head[0] >= '0' && head[0] <= '9' {
 				if piece == "" {
@@ -261,6 +315,12 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				piece += " " + head
 			}
 			t = t[at[0]:]
+			if piece != "" && wholeRow(strings.Fields(piece), hasRoot) {
+				// A row whole before NCCL's line: it stands alone, and
+				// the next line is not its rest.
+				lg.readNCCLLine(t)
+				t, row, piece = strings.TrimSpace(piece), pieceLine, ""
+			}
 		}
 		if noiseRE.MatchString(t) || strings.HasPrefix(t, "#") {
 			lg.readNCCLLine(t)
@@ -268,7 +328,6 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 		if t == "" || noiseRE.MatchString(t) || decoration(t) {
 			continue
 		}
-		row := i
 		if piece != "" {
 			if t[0] == '#' {
 				return &LogError{Name: name, Line: pieceLine + 1, Text: shortLine(lines[pieceLine]),

@@ -28,6 +28,10 @@ func TestParseLogLayouts(t *testing.T) {
 			[]int64{1024}, []float64{10}},
 		{"no header, root", "  1024  256  float  sum  -1  10.00  0.10  0.18  N/A  10.50  0.10  0.17  N/A\n",
 			[]int64{1024}, []float64{10}},
+		// A stamp after a row with no root column makes the column count
+		// odd; algbw = bytes/time says where the time is.
+		{"no header, no root, a stamp", "  1048576  262144  float  sum  20.00  52.43  91.75  0  20.50  51.15  89.51  0  2024-05-01T12:00:00Z\n",
+			[]int64{1048576}, []float64{20}},
 		{"old gather without redop, NCCL INFO lines, CRLF, repeats averaged",
 			"#  size  count  type  redop  time  algbw  busbw  error  time  algbw  busbw  error\r\n" +
 				"node01:123:123 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\r\n" +
@@ -114,6 +118,8 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 		{"time past the horizon", hdr + "  1048576  262144  float  sum  -1  1e308  0  0  0  1e308  0  0  0\n", 3, `log:3: want a size >= 0 and a time from 1e-6 µs`},
 		{"two collectives", hdr + row + "# Collective test starting: all_gather_perf\n" + row, 4, `log:4: a second collective, allgather after allreduce (line 1): give one collective per log`},
 		{"bad size", hdr + "  1e6  262144  float  sum  -1  20.00  52.43  91.75  0  20.00  52.43  91.75  0\n", 3, `log:3: size "1e6" is not a byte count`},
+		{"the header's root, no root in the row", hdr + "  33554432  8388608  float  sum  1234.5  27.18  27.18  0  1234.5  27.18  27.18  0\n", 3,
+			"log:3: the header's columns do not fit this row: its time and algbw are columns 5 and 6 (algbw = bytes/time), where the header puts them at 6 and 7"},
 		{"mixed types", hdr + row + "     2097152   524288  half  sum  -1   30.00  52.43  91.75  0   20.00  52.43  91.75  0\n", 4, `log:4: type half after float`},
 		{"long line", hdr + strings.Repeat("x", 200) + "\n", 3, `..."`},
 		{"no rows", hdr + "# Avg bus bandwidth : 0\n", 0, "log: no result rows"},

@@ -132,6 +132,18 @@ func TestParseLogReadsWhatNCCLRan(t *testing.T) {
 		t.Errorf("NCCL's lines without a host: %+v, %v", lg, err)
 	}
 
+	// A whole row with NCCL's line glued after it stands alone, the next
+	// row its own, at the end of the log too; a host's name may start
+	// with a digit.
+	whole := "  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0 4090box:9:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
+	next := "  2048  512  float  sum  -1  20.00  0.10  0.18  0  20.50  0.10  0.17  0\n"
+	for _, text := range []string{whole + next, next + whole} {
+		lg, err := ParseLog("whole", []byte(text))
+		if err != nil || len(lg.Samples) != 2 || lg.Samples[0].TimeUS != 10 || lg.Samples[1].TimeUS != 20 {
+			t.Errorf("%q: %+v, %v; want 1024 B at 10 us and 2048 B at 20 us", text, lg, err)
+		}
+	}
+
 	// A row that never gets its times is refused where it starts.
 	for _, bad := range []struct{ log, why string }{
 		{"  1024  256  float  sum  -1" + named("AllReduce", 1024, "RING", "LL", 0), "log:1: a row cut off by the end of the log"},
