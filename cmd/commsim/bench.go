@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -231,7 +232,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if p > ops.MaxRanks {
 		return nil, usagef("topology %s has %d GPUs, over the limit of %d ranks", f.topo, p, ops.MaxRanks)
 	}
-	if s.nodeRanks, err = fabricRuns(s.algo, s.topo, f.topo); err != nil {
+	if s.nodeRanks, err = fabricRuns(s.algo, s.topo, cmp.Or(s.topoName, f.topo)); err != nil {
 		return nil, err
 	}
 	if s.algo == algoNCCL {
@@ -253,8 +254,12 @@ func (f *benchFlags) parse() (*sweep, error) {
 		// size) on every rank.
 		need := float64(hi) * 3 * float64(p)
 		if need > sim.DefaultMaxDataBytes {
-			return nil, usagef("%s per rank on %d ranks needs about %s of simulated device memory, over the %s limit; without --check and --data the sweep runs timing only",
-				formatBytes(hi), p, formatBytes(int64(need)), formatBytes(sim.DefaultMaxDataBytes))
+			about := "more than 8 EiB"
+			if need < math.MaxInt64 {
+				about = "about " + formatBytes(int64(need))
+			}
+			return nil, usagef("%s per rank on %d ranks needs %s of simulated device memory, over the %s limit; without --check and --data the sweep runs timing only",
+				formatBytes(hi), p, about, formatBytes(sim.DefaultMaxDataBytes))
 		}
 	}
 	return s, nil
@@ -271,13 +276,16 @@ func fabricRuns(algo string, topo *topology.Topology, name string) (nodeRanks in
 		return 0, nil
 	}
 	sys, err := nccl.Describe(topo)
-	across := err == nil && sys.Nodes > 1
+	if err != nil {
+		return 0, usagef("algorithm %s on %s: %v", algo, name, err)
+	}
+	across := sys.Nodes > 1
 	switch {
-	case algo == "nccl-pat" && (err != nil || sys.PerNode > 1):
+	case algo == "nccl-pat" && sys.PerNode > 1:
 		return 0, usagef("algorithm nccl-pat needs one GPU per node (NCCL runs PAT only then, unless NCCL_PAT_ENABLE=1: --algo nccl --nccl-env NCCL_PAT_ENABLE=1 runs it on more), which %s does not have", name)
-	case ops.NetworkSwitch(algo) && (err != nil || !sys.SHARP):
+	case ops.NetworkSwitch(algo) && !sys.SHARP:
 		return 0, usagef("algorithm %s needs nodes joined by network switches that reduce (SHARP), which %s does not have", algo, name)
-	case ops.NeedsSwitch(algo) && !ops.NetworkSwitch(algo) && (err != nil || !sys.NVLSCapable):
+	case ops.NeedsSwitch(algo) && !ops.NetworkSwitch(algo) && !sys.NVLSCapable:
 		return 0, usagef("algorithm %s needs GPUs on a switch that reduces (NVLS), which %s does not have", algo, name)
 	case algo == "nccl-nvls" && across && !sys.SHARP:
 		return 0, usagef("algorithm nccl-nvls runs across nodes only over network switches that reduce (SHARP, NCCL's CollNet); %s has %d nodes", name, sys.Nodes)

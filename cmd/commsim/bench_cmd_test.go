@@ -60,6 +60,10 @@ func TestBenchBadInputExits2(t *testing.T) {
 			t.Errorf("%s: want one line on stderr and nothing on stdout, got %q / %q", name, errOut, out)
 		}
 	}
+	// Memory past the largest int64 is said so, not wrapped negative.
+	if status, _, errOut := commsim("bench", "--topo", "ring:8", "-b", "8", "-e", "9223372036854775800", "--check"); status != 2 || !strings.Contains(errOut, "needs more than 8 EiB of simulated device memory") {
+		t.Errorf("--check of 2^63 bytes: status %d, %q", status, errOut)
+	}
 }
 
 // TestRealBackendsWithoutDevicesAreRuntimeErrors runs where there is no

@@ -230,13 +230,15 @@ func TestDrawBadInputExits2(t *testing.T) {
 	}
 }
 
-func TestDrawUnwritableOutputIsRuntimeError(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.png") // a folder, where the file would go
+// A folder where draw's file would go is a usage error before drawing
+// (TestOutputFilesInNoFolderExit2).
+func TestDrawOverAFolderIsAUsageError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.png")
 	if err := os.Mkdir(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	status, _, errOut := commsim("topo", "draw", "ring:4", "--out", path)
-	if status != 1 || strings.Contains(errOut, "goroutine") {
+	if status != 2 || !strings.Contains(errOut, "is a folder") || strings.Contains(errOut, "goroutine") {
 		t.Fatalf("status %d, stderr %q", status, errOut)
 	}
 }

@@ -23,10 +23,16 @@ import (
 // pipe or a device such as /dev/zero fails fast in bounded memory.
 
 // checkOutputPath refuses, as a usage error, a file that flag asks to
-// write in a folder that does not exist: found before a long run, not
-// after it.
+// write in a folder that does not exist, or over a folder: found before
+// a long run, not after it.
 func checkOutputPath(flag, path string) error {
-	if path == "" || isStream(path) {
+	if path == "" {
+		return nil
+	}
+	if isDir(path) {
+		return usagef("%s %s: is a folder, not a file to write", flag, path)
+	}
+	if isStream(path) {
 		return nil
 	}
 	if dir := filepath.Dir(path); !isDir(dir) {

@@ -87,23 +87,31 @@ func TestBenchJSONReportFromZeroBytes(t *testing.T) {
 	}
 }
 
-// A file to write in a folder that does not exist is a usage error found
-// before the run: -J, and every command's --trace and --out.
+// A file to write in a folder that does not exist, or over a folder, is
+// a usage error found before the run: -J, and every command's --trace,
+// --plot and --out.
 func TestOutputFilesInNoFolderExit2(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "no", "such", "dir", "r.json")
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "a.svg")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	log := filepath.Join("..", "..", "fidelity", "nccl-logs", "vultr-b200-allreduce-8xB200.txt")
-	for _, args := range [][]string{
-		{"bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "-J", path},
-		{"bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "--trace", path},
-		{"train", "--model", "gpt2-small", "--topo", "switch:4", "--trace", path},
-		{"what-if", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "--trace", path},
-		{"topo", "draw", "switch:4", "--out", path + ".svg"},
-		{"calibrate", "--log", log, "--out", path},
-	} {
-		flag := args[len(args)-2]
-		status, out, errOut := commsim(args...)
-		if status != 2 || out != "" || !strings.Contains(errOut, flag+" "+args[len(args)-1]+": there is no folder") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
-			t.Errorf("%s %s in a folder that does not exist, refused before the run: status %d, %q", args[0], flag, status, errOut)
+	for path, want := range map[string]string{filepath.Join(dir, "no", "such", "dir", "r.svg"): ": there is no folder", folder: ": is a folder, not a file to write"} {
+		for _, args := range [][]string{
+			{"bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "-J", path},
+			{"bench", "--topo", "switch:4", "-b", "1K", "-e", "1K", "--trace", path},
+			{"train", "--model", "gpt2-small", "--topo", "switch:4", "--trace", path},
+			{"what-if", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "--trace", path},
+			{"topo", "draw", "switch:4", "--out", path},
+			{"calibrate", "--log", log, "--out", path},
+			{"fidelity", "--log", log, "--plot", path},
+		} {
+			flag := args[len(args)-2]
+			status, out, errOut := commsim(args...)
+			if status != 2 || out != "" || !strings.Contains(errOut, flag+" "+args[len(args)-1]+want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+				t.Errorf("%s %s %s, refused before the run: status %d, %q", args[0], flag, path, status, errOut)
+			}
 		}
 	}
 }

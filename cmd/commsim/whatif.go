@@ -105,6 +105,11 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	if f.model != "" {
 		return f.runStep(w, faults)
 	}
+	for _, name := range []string{"bucket-bytes", "sharded"} {
+		if f.changed(name) {
+			return usagef("--%s goes with a training step (--model); a collective has no gradients to bucket or shard", name)
+		}
+	}
 	f.minBytes, f.maxBytes, f.factor = f.bytes, f.bytes, 2
 	s, err := f.parse()
 	if err != nil {

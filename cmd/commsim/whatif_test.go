@@ -69,13 +69,15 @@ func TestWhatIfReportsTimeOnlyForRunsThatFinished(t *testing.T) {
 
 func TestWhatIfBadInputExits2(t *testing.T) {
 	for name, args := range map[string][]string{
-		"no fault":     {"what-if", "--topo", "ring:4"},
-		"bad syntax":   {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu1 sideways"},
-		"unknown link": {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu2 down at 1us"},
-		"bad rank":     {"what-if", "--topo", "ring:4", "--fault", "rank 9 crash at 1us"},
-		"xml":          {"what-if", "--topo", "ring:4", "--fault", "rank 1 crash at 1us", "--format", "xml"},
-		"step and op":  {"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "--op", "alltoall"},
-		"step and -e":  {"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "-e", "1M"},
+		"no fault":      {"what-if", "--topo", "ring:4"},
+		"bad syntax":    {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu1 sideways"},
+		"unknown link":  {"what-if", "--topo", "ring:4", "--fault", "link gpu0-gpu2 down at 1us"},
+		"bad rank":      {"what-if", "--topo", "ring:4", "--fault", "rank 9 crash at 1us"},
+		"xml":           {"what-if", "--topo", "ring:4", "--fault", "rank 1 crash at 1us", "--format", "xml"},
+		"step and op":   {"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "--op", "alltoall"},
+		"step and -e":   {"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "-e", "1M"},
+		"op and bucket": {"what-if", "--topo", "ring:4", "--fault", "rank 1 slow 50%", "--bucket-bytes", "garbage"},
+		"op and shard":  {"what-if", "--topo", "ring:4", "--fault", "rank 1 slow 50%", "--sharded"},
 	} {
 		status, _, errOut := commsim(args...)
 		if status != 2 || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
