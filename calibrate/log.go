@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
 )
 
 // Sample is one size of a log.
@@ -54,6 +55,9 @@ type Log struct {
 	// Partial says the log is a JSON report that ends early, as a run
 	// that died mid-sweep leaves it: its finished records are read.
 	Partial bool
+	// InPlaceOnly counts the sizes of a JSON report that has no
+	// out-of-place result for them, whose in-place time is taken.
+	InPlaceOnly int
 }
 
 // LogError is a log that cannot be read: the line at fault, why, and its
@@ -164,6 +168,16 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// knownTests are the nccl-tests programs of testOps, sorted.
+func knownTests() string {
+	names := make([]string, 0, len(testOps))
+	for k := range testOps {
+		names = append(names, k+"_perf")
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
 // wholeRow reports whether a row's fields hold both its out-of-place and
 // its in-place times (time, algbw and busbw of each, after size, count,
 // type, redop and root): nccl-tests prints the in-place ones after the
@@ -252,9 +266,22 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 	}
 	s, msg = sizeTime(get("size"), get("time"))
 	if n, err := strconv.Atoi(get("ranks")); err == nil {
+		if l.Ranks != 0 && n != l.Ranks {
+			return s, "", fmt.Sprintf("%d ranks after %d: give one run per log", n, l.Ranks)
+		}
 		l.Ranks = n
 	}
-	l.Op = cmp.Or(get("op"), l.Op)
+	if op := get("op"); op != "" {
+		if o, ok := testOps[strings.ToLower(op)]; ok {
+			op = o // nccl-tests' all_reduce
+		} else if o, err := ops.ParseOp(op); err == nil {
+			op = o.String() // AllReduce
+		}
+		if l.Op != "" && op != l.Op {
+			return s, "", fmt.Sprintf("a second collective, %s after %s: give one collective per log", op, l.Op)
+		}
+		l.Op = op
+	}
 	return s, get("type"), msg
 }
 
@@ -305,6 +332,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	// A row that NCCL's lines cut into pieces: its text so far and its
 	// first line.
 	piece, pieceLine := "", 0
+	runRanks := 0 // the ranks of the log's first run, once a second starts
 	for i, l := range lines {
 		t, row := commented(untag(l)), i
 		if at := gluedNCCLRE.FindStringIndex(t); at != nil && at[0] > 0 {
@@ -337,11 +365,19 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 		}
 		if t[0] == '#' {
 			if m := startRE.FindStringSubmatch(t); m != nil {
-				if op := testOps[m[1]]; lg.Op != "" && op != lg.Op {
+				op, known := testOps[m[1]]
+				switch {
+				case !known:
 					return &LogError{Name: name, Line: i + 1, Text: shortLine(lines[i]),
-						Reason: fmt.Sprintf("a second collective, %s after %s (line %d): give one collective per log", cmp.Or(op, m[1]), lg.Op, started)}
+						Reason: fmt.Sprintf("%s_perf is no collective commsim models (it models nccl-tests' %s)", m[1], knownTests())}
+				case lg.Op != "" && op != lg.Op:
+					return &LogError{Name: name, Line: i + 1, Text: shortLine(lines[i]),
+						Reason: fmt.Sprintf("a second collective, %s after %s (line %d): give one collective per log", op, lg.Op, started)}
 				}
-				lg.Op, started = testOps[m[1]], i+1
+				if started > 0 {
+					runRanks, lg.Ranks = lg.Ranks, 0 // a second run of it: its ranks are counted anew
+				}
+				lg.Op, started = op, i+1
 			}
 			if m := threadsRE.FindStringSubmatch(t); m != nil {
 				if n, err := strconv.Atoi(m[1]); err == nil {
@@ -362,6 +398,10 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				}
 			}
 			continue
+		}
+		if runRanks != 0 && lg.Ranks != 0 && lg.Ranks != runRanks {
+			return &LogError{Name: name, Line: row + 1, Text: shortLine(lines[row]),
+				Reason: fmt.Sprintf("a second run of %s on %d ranks after one on %d: give one run per log", lg.Op, lg.Ranks, runRanks)}
 		}
 		if lg.Format == "" {
 			lg.Format = map[bool]string{true: "csv", false: "nccl-tests table"}[strings.Contains(t, ",")]

@@ -58,6 +58,9 @@ func TestParseLogLayouts(t *testing.T) {
 			}
 		}
 	}
+	if lg, err := ParseLog("x", []byte("size,time,op\n8,20,AllReduce\n16,21,all_reduce\n")); err != nil || lg.Op != "allreduce" {
+		t.Errorf("a CSV's op as nccl-tests and NCCL name it: %+v, %v; want allreduce", lg, err)
+	}
 	lg, err := ParseLog("x", []byte(benchCSV))
 	if err != nil || lg.Format != "csv" || lg.Op != "allreduce" || lg.Ranks != 8 || lg.Type != "f32" {
 		t.Errorf("bench csv: %+v, %v", lg, err)
@@ -126,6 +129,12 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 		{"csv no time", "size(B),count\n8,2\n", 1, `log:1: CSV header has no time column`},
 		{"csv fields", "size(B),time(us)\n8,20.5\n16,20.5,7\n", 3, `log:3: 3 fields, the header has 2`},
 		{"csv bad time", "# comment\nsize,time\n8,fast\n", 3, `log:3: time "fast" is not a number: "8,fast"`},
+		{"csv two collectives", "size,time,op\n8,20,allreduce\n16,20,AllGather\n", 3, "log:3: a second collective, allgather after allreduce"},
+		{"csv two rank counts", "size,time,ranks\n8,20,4\n16,20,8\n", 3, "log:3: 8 ranks after 4: give one run per log"},
+		{"a test commsim does not model", "# Collective test starting: scatter_perf\n" + row, 1, "log:1: scatter_perf is no collective commsim models"},
+		{"two runs on other ranks", "# Collective test starting: all_reduce_perf\n#  Rank  3 Group  0 Pid 1 on h device  3 [0x1b] H100\n" + row +
+			"# Collective test starting: all_reduce_perf\n#  Rank  7 Group  0 Pid 1 on h device  7 [0x1b] H100\n" + row, 6,
+			"log:6: a second run of allreduce on 8 ranks after one on 4: give one run per log"},
 	} {
 		_, err := ParseLog("log", []byte(c.text))
 		var le *LogError

@@ -210,7 +210,10 @@ func (r *jsonReader) readRecords() error {
 			}
 			return err
 		}
-		s, msg := rec.sample()
+		s, inPlace, msg := rec.sample()
+		if inPlace {
+			r.lg.InPlaceOnly++
+		}
 		if msg == "" {
 			msg = r.lg.add(s, rec.Type, bytes.Count(r.data[:start], []byte("\n"))+1)
 		}
@@ -224,22 +227,23 @@ func (r *jsonReader) readRecords() error {
 
 // sample is the record's size and out-of-place time (the in-place one
 // where a run wrote no out-of-place result, as a trace replay does).
-func (r jsonRecord) sample() (s Sample, msg string) {
+func (r jsonRecord) sample() (s Sample, inPlace bool, msg string) {
 	if r.Size == nil {
-		return s, "a result without a size"
+		return s, false, "a result without a size"
 	}
 	t := r.OutOfPlace
 	if t == nil {
-		t = r.InPlace
+		t, inPlace = r.InPlace, true
 	}
 	if t == nil {
-		return s, "a result without a time (out_of_place and in_place are both null)"
+		return s, false, "a result without a time (out_of_place and in_place are both null)"
 	}
 	time := t.Time
 	if time == nil {
 		time = t.CPUTime
 	}
-	return sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
+	s, msg = sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
+	return s, inPlace, msg
 }
 
 // jsonKind names what JSON value decodes into t.

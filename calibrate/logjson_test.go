@@ -103,6 +103,19 @@ func TestParseLogKeepsPartialJSON(t *testing.T) {
 	}
 }
 
+// A record with no out-of-place result (a trace replay's) is read at
+// its in-place time, and counted so the caller can say so.
+func TestParseLogCountsInPlaceOnlyRecords(t *testing.T) {
+	inPlaceOnly := strings.Replace(jsonRecord2K, `"out_of_place": {`, `"out_of_place": null, "x": {`, 1)
+	lg, err := ParseLog("ag.json", []byte(ncclTestsJSON(jsonRecord1K, inPlaceOnly)))
+	if err != nil || lg.InPlaceOnly != 1 || len(lg.Samples) != 2 || lg.Samples[0].TimeUS != 11 {
+		t.Errorf("%+v, %v: want two sizes, one of them in place", lg, err)
+	}
+	if lg, err := ParseLog("ag.json", []byte(ncclTestsJSON(jsonRecord1K, jsonRecord2K))); err != nil || lg.InPlaceOnly != 0 {
+		t.Errorf("a whole report: %v, %d sizes in place", err, lg.InPlaceOnly)
+	}
+}
+
 // On one line, as nccl-tests writes it, an error names the record and
 // quotes the report from it.
 func TestParseLogJSONOnOneLine(t *testing.T) {
