@@ -117,6 +117,9 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	if lg.Partial {
 		fmt.Fprintf(stderr, "commsim: warning: %s: the JSON report ends early, as a run that died mid-sweep leaves it; its %d finished sizes are read\n", path, len(lg.Samples))
 	}
+	if n := lg.InPlaceOnly; n > 0 {
+		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes have no out-of-place result; their in-place times are taken\n", path, n, len(lg.Samples))
+	}
 	if n := lg.GPUsPerThread; n > 1 {
 		fmt.Fprintf(stderr, "commsim: warning: %s: each thread of the run drove %d GPUs (nccl-tests -g %d): it launches every collective on them one after another, host time that commsim does not model, so small sizes measure slower than any simulation of the fabric\n", path, n, n)
 	}
@@ -242,13 +245,16 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err != nil {
 		return err
 	}
+	cat, err := fidelity.Published()
+	if err != nil {
+		return err
+	}
+	pub := cat.Find(data)
+	if err := shippedOp(pub, f.op, opSet); err != nil {
+		return err
+	}
 	if f.topo == "" {
 		// A shipped log knows its fabric and its collective.
-		cat, err := fidelity.Published()
-		if err != nil {
-			return err
-		}
-		pub := cat.Find(data)
 		if pub == nil {
 			return usagef("calibrate needs --topo SPEC|FILE (the fabric the log was measured on); only the logs commsim ships know theirs")
 		}
@@ -277,10 +283,15 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		return err
 	}
 	p := s.topo.NumGPUs()
+	if p < 2 {
+		return usagef("calibrate fits how %s's links move a collective's data, and on one rank there is none to move: give a fabric of 2 GPUs or more", f.topo)
+	}
 	// The sweep's spec gives each size its collective, by nccl-tests'
 	// meaning of size.
 	if d, ok := lg.DType(); ok {
 		s.dtype = d
+	} else if lg.Type != "" {
+		return usagef("%s: its element type %q has no commsim dtype of its size", f.log, lg.Type)
 	}
 	if spec, _ := s.spec(lg.Samples[len(lg.Samples)-1].Bytes); spec.Validate() != nil {
 		s.dtype = hw.F64 // over the element limit: the same bytes in wider elements

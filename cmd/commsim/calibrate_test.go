@@ -393,6 +393,11 @@ func TestCalibrateBadLogsExit2NamingTheLine(t *testing.T) {
 
 func TestCalibrateUsageErrorsExit2(t *testing.T) {
 	log := filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt")
+	dir := t.TempDir()
+	row := "  1048576  262144  float  sum  -1  20.00  52.43  91.75  0  20.00  52.43  91.75  0\n"
+	oneRank := writeTemp(t, dir, "one.txt", "#  Rank  0 Group  0 Pid 1 on h device  0 [0x1b] H100\n"+row)
+	oddType := writeTemp(t, dir, "fp8x.txt", strings.ReplaceAll(row, "float", "fp8x"))
+	shipped := filepath.Join("..", "..", "fidelity", "nccl-logs", "vultr-b200-allgather-8xB200.txt")
 	cases := map[string]struct {
 		args []string
 		want string
@@ -407,6 +412,9 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 		"bad topo":     {[]string{"--log", log, "--topo", "ring:0"}, "ring:0"},
 		"bad size":     {[]string{"--log", log, "--topo", "dgx-h100", "-b", "5x"}, "--min-bytes"},
 		"stray arg":    {[]string{"--log", log, "--topo", "dgx-h100", "extra"}, "extra"},
+		"one rank":     {[]string{"--log", oneRank, "--topo", "dgx-h100,gpus=1", "--algo", "ring"}, "on one rank there is none to move"},
+		"odd type":     {[]string{"--log", oddType, "--topo", "dgx-h100", "--algo", "ring"}, `its element type "fp8x" has no commsim dtype of its size`},
+		"shipped op":   {[]string{"--log", shipped, "--op", "allreduce"}, "--op allreduce, but vultr-b200-allgather-8xB200.txt measured allgather"},
 	}
 	for name, c := range cases {
 		status, out, errOut := commsim(append([]string{"calibrate"}, c.args...)...)

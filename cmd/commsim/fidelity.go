@@ -224,6 +224,9 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 // reports it; progress, when not nil, counts the sizes in place of a bar
 // of its own.
 func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr io.Writer, opSet bool, progress func()) (*fidReport, *sweep, error) {
+	if err := shippedOp(pub, f.op, opSet); err != nil {
+		return nil, nil, err
+	}
 	topo, op := f.topo, f.op
 	if topo == "" {
 		if pub == nil {
@@ -485,6 +488,22 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "# sizes off by more than %.0f%% (issue #16's bound on any size), and why, as the mapping file names it:\n", 100*fidelity.MissBound)
 	for _, m := range r.KnownMisses {
 		fmt.Fprintf(w, "#   %s: %s\n", m.Range(), m.Cause)
+	}
+	return nil
+}
+
+// shippedOp refuses an --op that a shipped log's mapping file (pub; nil
+// for any other log) contradicts.
+func shippedOp(pub *fidelity.PublishedLog, op string, opSet bool) error {
+	if pub == nil || !opSet {
+		return nil
+	}
+	o, err := parseOp(op)
+	if err != nil {
+		return err
+	}
+	if o.String() != pub.Op {
+		return usagef("--op %s, but %s measured %s (its mapping file, fidelity/nccl-logs/logs.yaml)", op, pub.File, pub.Op)
 	}
 	return nil
 }

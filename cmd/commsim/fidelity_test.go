@@ -418,6 +418,7 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		"op conflict":  {[]string{"--log", own, "--topo", "dgx-h100", "--op", "allgather"}, "measured allreduce"},
 		"ranks":        {[]string{"--log", own, "--topo", "switch:4"}, "has 8 ranks, but topology switch:4 has 4 GPUs"},
 		"shipped":      {[]string{"--log", shipped, "--topo", "dgx-b200x2"}, "ran on 8 ranks, but topology dgx-b200x2 has 16 GPUs"},
+		"shipped op":   {[]string{"--log", shipped, "--op", "allreduce"}, "--op allreduce, but vultr-b200-allgather-8xB200.txt measured allgather (its mapping file"},
 		"bad row":      {[]string{"--log", filepath.Join(ncclTestdata, "README.md"), "--topo", "dgx-h100"}, "README.md:3: want a result row"},
 		"stray arg":    {[]string{"--log", shipped, "extra"}, "extra"},
 		"only size 0":  {[]string{"--log", empty, "--topo", "dgx-h100", "--op", "allreduce"}, "no size above 0 bytes to compare"},

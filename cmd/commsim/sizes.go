@@ -105,18 +105,21 @@ func parseBytes(s string) (int64, error) {
 	}
 	v, err := strconv.ParseUint(t, 10, 64)
 	if err != nil {
-		f, ferr := strconv.ParseFloat(t, 64)
-		if ferr != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		// A decimal (1.5GiB, 2e9): read exactly, so that a size no whole
+		// number of bytes, or one float64 would round, is refused rather
+		// than rounded.
+		r, ok := new(big.Rat).SetString(t)
+		if !ok || r.Sign() < 0 || strings.ContainsAny(t, "/") {
 			return 0, fmt.Errorf("byte size %q is not a non-negative number with an optional unit (8, 1KiB, 1MiB, 1GB)", s)
 		}
-		whole := f * float64(mult)
-		if whole != math.Trunc(whole) {
+		r.Mul(r, new(big.Rat).SetUint64(mult))
+		if !r.IsInt() {
 			return 0, fmt.Errorf("byte size %q is not a whole number of bytes", s)
 		}
-		if whole >= 1<<63 {
+		if n := r.Num(); !n.IsInt64() || n.Int64() > maxBytes {
 			return 0, fmt.Errorf("byte size %q is over the limit of %d bytes", s, int64(maxBytes))
 		}
-		return int64(whole), nil
+		return r.Num().Int64(), nil
 	}
 	if v > maxBytes/mult {
 		return 0, fmt.Errorf("byte size %q is over the limit of %d bytes", s, int64(maxBytes))
