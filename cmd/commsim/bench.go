@@ -166,30 +166,15 @@ func (f *benchFlags) parse() (*sweep, error) {
 	// On sim a time does not depend on the data: data moves only when
 	// --check judges it or --data asks for it.
 	s.timingOnly = f.backend == "sim" && !s.check && !f.data
-	lo, err := parseBytes(f.minBytes)
+	lo, hi, err := sweepBounds(f.minBytes, f.maxBytes, f.given("max-bytes") || f.given("maxbytes"), s.dtype)
 	if err != nil {
-		return nil, usagef("--min-bytes: %v", err)
-	}
-	hi, err := parseBytes(f.maxBytes)
-	if err != nil {
-		return nil, usagef("--max-bytes: %v", err)
-	}
-	if maxGiven := f.given("max-bytes") || f.given("maxbytes"); lo > hi && !maxGiven {
-		hi, f.maxBytes = lo, f.minBytes // -b alone past the default -e: the sweep starts and ends at -b
-	}
-	if lo > hi {
-		return nil, usagef("--min-bytes %s is larger than --max-bytes %s", f.minBytes, f.maxBytes)
+		return nil, err
 	}
 	s.maxBytes = hi
 	if !(f.factor >= 1) || math.IsInf(f.factor, 0) {
 		return nil, usagef("--factor must be a number > 1, or 1 for steps of --stepbytes, got %v", f.factor)
 	}
 	size := int64(s.dtype.Size())
-	for _, b := range []int64{lo, hi} {
-		if b%size != 0 {
-			return nil, usagef("size %d bytes is not a multiple of %s's %d bytes", b, s.dtype, size)
-		}
-	}
 	if err := f.sweepSizes(s, lo, hi, size); err != nil {
 		return nil, err
 	}

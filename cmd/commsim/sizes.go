@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/commsim/commsim/hw"
 )
 
 // byteUnits are the suffixes parseBytes accepts. KiB/MiB/GiB are powers of
@@ -88,6 +90,31 @@ func (f *benchFlags) sweepSizes(s *sweep, lo, hi, size int64) error {
 		}
 		b = next
 	}
+}
+
+// sweepBounds reads a sweep's -b and -e (maxGiven: whether -e was given)
+// as bench takes them: -b alone past the default -e sweeps -b alone, and
+// both must be whole elements of dtype; each failure is a usage error.
+func sweepBounds(minBytes, maxBytes string, maxGiven bool, dtype hw.DType) (lo, hi int64, err error) {
+	if lo, err = parseBytes(minBytes); err != nil {
+		return 0, 0, usagef("--min-bytes: %v", err)
+	}
+	if hi, err = parseBytes(maxBytes); err != nil {
+		return 0, 0, usagef("--max-bytes: %v", err)
+	}
+	if lo > hi && !maxGiven {
+		hi = lo // -b alone past the default -e: the sweep starts and ends at -b
+	}
+	if lo > hi {
+		return 0, 0, usagef("--min-bytes %s is larger than --max-bytes %s", minBytes, maxBytes)
+	}
+	size := int64(dtype.Size())
+	for _, b := range []int64{lo, hi} {
+		if b%size != 0 {
+			return 0, 0, usagef("size %d bytes is not a multiple of %s's %d bytes", b, dtype, size)
+		}
+	}
+	return lo, hi, nil
 }
 
 // parseBytes reads a byte size such as "8", "1KiB", "1MiB", "1GB" or "32M".

@@ -558,27 +558,14 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 	if err != nil {
 		return usageError{err}
 	}
-	lo, errLo := parseBytes(f.minBytes)
-	hi, errHi := parseBytes(f.maxBytes)
-	if errLo == nil && errHi == nil && lo > hi && !f.changed("max-bytes") {
-		hi = lo // -b alone past the default -e, as bench takes it: the sweep is -b
+	lo, hi, err := sweepBounds(f.minBytes, f.maxBytes, f.changed("max-bytes"), dtype)
+	if err != nil {
+		return err
 	}
-	size := int64(dtype.Size())
-	switch {
-	case errLo != nil:
-		return usagef("--min-bytes: %v", errLo)
-	case errHi != nil:
-		return usagef("--max-bytes: %v", errHi)
-	case lo > hi:
-		return usagef("--min-bytes %s is above --max-bytes %s", f.minBytes, f.maxBytes)
-	case !(f.factor > 1) || math.IsInf(f.factor, 0):
+	if !(f.factor > 1) || math.IsInf(f.factor, 0) {
 		return usagef("--factor %v: want a number above 1", f.factor)
 	}
-	for _, b := range []int64{lo, hi} {
-		if b%size != 0 {
-			return usagef("size %d bytes is not a multiple of %s's %d bytes", b, dtype, size)
-		}
-	}
+	size := int64(dtype.Size())
 	base := ops.Spec{Op: op, Algo: algoNCCL, Ranks: t.System.Ranks, DType: dtype, Redop: hw.Sum}
 	var rows []tuningChoice
 	for b, ok := lo, true; ok; b, ok = nextSize(b, hi, size, f.factor) {

@@ -246,7 +246,7 @@ func TestTuningOpListsTheChoiceAndTheNext(t *testing.T) {
 		{[]string{"--op", "barrier"}, "NCCL's tuner chooses for"},
 		{[]string{"--op", "sum"}, "the reduction is -o/--redop"},
 		{[]string{"--op", "allreduce", "-f", "1"}, "--factor 1: want a number above 1"},
-		{[]string{"--op", "allreduce", "-b", "1MiB", "-e", "1KiB"}, "is above --max-bytes"},
+		{[]string{"--op", "allreduce", "-b", "1MiB", "-e", "1KiB"}, "is larger than --max-bytes"},
 		{[]string{"--op", "allreduce", "-d", "f8"}, "f8"},
 		{[]string{"--op", "allreduce", "-b", "4", "-e", "1G", "-f", "1.0001"}, "over 10000 sizes"},
 	} {
