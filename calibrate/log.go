@@ -151,7 +151,11 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 	// nccl-tests' algbw is bytes/time: where the columns taken do not
 	// give it and those with the root column the other way do, the row
 	// is read that way without a header, and refused against one.
-	if alt := k + 1 - 2*boolInt(rooted); !algbwFits(f, k, false) && algbwFits(f, alt, true) {
+	alt := k + 1 // the time one column on, past a root
+	if rooted {
+		alt = k - 1
+	}
+	if !algbwFits(f, k, false) && algbwFits(f, alt, true) {
 		if hasRoot != -1 {
 			return s, "", fmt.Sprintf("the header's columns do not fit this row: its time and algbw are columns %d and %d (algbw = bytes/time), where the header puts them at %d and %d", alt+1, alt+2, k+1, k+2)
 		}
@@ -159,13 +163,6 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 	}
 	s, msg = sizeTime(f[0], f[k])
 	return s, f[2], msg
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // knownTests are the nccl-tests programs of testOps, sorted.
@@ -446,6 +443,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	if piece != "" {
 		return &LogError{Name: name, Line: pieceLine + 1, Text: shortLine(lines[pieceLine]), Reason: "a row cut off by the end of the log"}
 	}
+	lg.Ranks = cmp.Or(lg.Ranks, runRanks) // a later run that quotes no rank lines ran on the first's
 	lg.resolveRan()
 	return nil
 }

@@ -58,6 +58,13 @@ func TestParseLogLayouts(t *testing.T) {
 			}
 		}
 	}
+	// A second run that quotes no rank lines ran on the first's.
+	twice := "# Collective test starting: all_reduce_perf\n#  Rank  3 Group  0 Pid 1 on h device  3 [0x1b] H100\n" +
+		"  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n# Collective test starting: all_reduce_perf\n" +
+		"  1024  256  float  sum  -1  12.00  0.09  0.15  0  12.50  0.08  0.14  0\n"
+	if lg, err := ParseLog("x", []byte(twice)); err != nil || lg.Ranks != 4 || len(lg.Samples) != 1 || lg.Samples[0].TimeUS != 11 {
+		t.Errorf("two runs, the second without rank lines: %+v, %v; want 4 ranks, 1024 B at 11 us", lg, err)
+	}
 	if lg, err := ParseLog("x", []byte("size,time,op\n8,20,AllReduce\n16,21,all_reduce\n")); err != nil || lg.Op != "allreduce" {
 		t.Errorf("a CSV's op as nccl-tests and NCCL name it: %+v, %v; want allreduce", lg, err)
 	}
