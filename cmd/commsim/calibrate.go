@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,6 +224,11 @@ type calLink struct {
 func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err := checkOutputPath("--out", f.out); err != nil {
 		return err
+	}
+	if out, err := os.Stat(f.out); err == nil && f.log != "" {
+		if in, err := os.Stat(f.log); err == nil && os.SameFile(in, out) {
+			return usagef("--out %s is the --log it reads: write the calibrated topology to another file", f.out)
+		}
 	}
 	switch {
 	case f.log == "":

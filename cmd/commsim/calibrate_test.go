@@ -415,6 +415,7 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 		"one rank":     {[]string{"--log", oneRank, "--topo", "dgx-h100,gpus=1", "--algo", "ring"}, "on one rank there is none to move"},
 		"odd type":     {[]string{"--log", oddType, "--topo", "dgx-h100", "--algo", "ring"}, `its element type "fp8x" has no commsim dtype of its size`},
 		"shipped op":   {[]string{"--log", shipped, "--op", "allreduce"}, "--op allreduce, but vultr-b200-allgather-8xB200.txt measured allgather"},
+		"out is log":   {[]string{"--log", oneRank, "--topo", "dgx-h100", "--out", oneRank}, "is the --log it reads"},
 	}
 	for name, c := range cases {
 		status, out, errOut := commsim(append([]string{"calibrate"}, c.args...)...)
