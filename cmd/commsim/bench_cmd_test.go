@@ -341,6 +341,9 @@ func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
 // flag them, since --symmetry=false (every channel, so the coarser plan)
 // takes another time there; at 16 MiB the plan fits.
 func TestBenchNamesRefinedSizes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("six sweeps of 128 ranks, one goroutine each; the race run (-short) would take minutes on them")
+	}
 	status, table, errOut := commsim("bench", "--topo", "dgx-h100x16,rail=true", "--algo", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)

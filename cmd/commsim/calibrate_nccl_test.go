@@ -97,6 +97,9 @@ var calNCCLTruth = nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 
 // the two trade), and the report names it, in JSON and in the table,
 // rather than pass the bound off as a measurement.
 func TestCalibrateNCCLNamesAFactorAtItsBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole fit, twice; the race run (-short) would take over a minute on it, and TestCalibrateNCCLTable fits under it")
+	}
 	log := machineLogFile(t, nccl.Machine{Launch: 1.7, Hop: 0.01, Bandwidth: [3]float64{1, 1, 0.8}}, 0.5)
 	rep, _ := calJSON(t, "--log", log, "--topo", calNCCLTopo, "--nccl-proto", calNCCLProto)
 	n := rep.NCCL
