@@ -237,7 +237,7 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 		return nil, err
 	}
 	if err := checkUniqueNames(nodes); err != nil {
-		return nil, wrapErr(nil, err, "yaml")
+		return nil, wrapErr(nil, err, "yaml%s", duplicateLine(nodes, nodesN))
 	}
 	links, err := readLinks(linksN, nodes)
 	if err != nil {
@@ -249,6 +249,19 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 	}
 	t.HostCPU, t.NICPorts = vendor, nicPorts
 	return t, nil
+}
+
+// duplicateLine is ": line N", the line of the first node whose name an
+// earlier one has (the node checkUniqueNames names), or "".
+func duplicateLine(nodes []Node, n *yaml.Node) string {
+	seen := make(map[string]bool, len(nodes))
+	for i, node := range nodes {
+		if seen[node.Name] && n != nil && i < len(n.Content) {
+			return fmt.Sprintf(": line %d", n.Content[i].Line)
+		}
+		seen[node.Name] = true
+	}
+	return ""
 }
 
 // sequence checks that n is a sequence (or absent/null, when optional) of

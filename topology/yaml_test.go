@@ -197,7 +197,7 @@ func TestLoadGood(t *testing.T) {
 
 func TestLoadBad(t *testing.T) {
 	tests := map[string]string{
-		"duplicate-name.yaml":     "node 2 (gpu0): duplicate name, already used by node 0",
+		"duplicate-name.yaml":     "yaml: line 5: node 2 (gpu0): duplicate name, already used by node 0",
 		"unknown-ref.yaml":        `line 7: link 1 (gpu0-sw9): b names the unknown node "sw9"`,
 		"bw-zero.yaml":            `line 6: link 0 (gpu0-sw0): bw: bandwidth "0GB/s": must be > 0`,
 		"bw-negative.yaml":        `link 0 (gpu0-sw0): bw: bandwidth "-5GB/s": must be > 0`,
