@@ -137,10 +137,7 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 	if len(f) < 6 || f[0][0] < '0' || f[0][0] > '9' || !isInt(f[1]) || isNum(f[2]) {
 		return s, "", "want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line"
 	}
-	k := 3
-	if !isNum(f[k]) { // redop: older nccl-tests leave it out for gathers
-		k++
-	}
+	k := afterRedop(f)
 	rooted := hasRoot == 1 || (hasRoot == -1 && (len(f)-k)%2 == 1)
 	if rooted {
 		k++
@@ -184,14 +181,21 @@ func wholeRow(f []string, hasRoot int) bool {
 	if len(f) < 4 {
 		return false
 	}
-	k := 3
-	if !isNum(f[k]) {
-		k++
-	}
+	k := afterRedop(f)
 	if hasRoot == 1 {
 		k++
 	}
 	return len(f) >= k+7
+}
+
+// afterRedop is the column after a row's size, count, type and redop
+// (f holds at least four): older nccl-tests leave the redop out for
+// gathers, so a number there is no redop.
+func afterRedop(f []string) int {
+	if !isNum(f[3]) {
+		return 4
+	}
+	return 3
 }
 
 // algbwFits reports whether columns k and k+1 of a row are a time and
