@@ -118,7 +118,7 @@ type keptPlan struct {
 
 // parse validates every flag; each failure is a usage error.
 func (f *benchFlags) parse() (*sweep, error) {
-	s := &sweep{check: bool(f.check), timingOnly: f.timingOnly, symmetry: f.symmetry, format: f.format, topoName: f.topo, trace: f.trace, traceMax: int64(f.traceMax),
+	s := &sweep{check: bool(f.check), timingOnly: f.timingOnly, symmetry: f.symmetry, format: f.format, topoName: f.topo, trace: f.trace, traceMax: f.traceMax.bytes,
 		factor: f.factor, iters: f.iters, warmup: f.warmup, pattern: &patternCache{}, runner: &verify.Runner{}}
 	var err error
 	if s.op, err = parseOp(f.op); err != nil {
@@ -148,7 +148,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	default:
 		return nil, usagef("unknown format %q (want text, table, csv or json)", f.format)
 	}
-	if err := checkOutputPath("--trace", f.trace); err != nil {
+	if err := f.traceMax.checkTrace(f.trace); err != nil {
 		return nil, err
 	}
 	if f.backend != "sim" && (s.timingOnly || s.trace != "") {
@@ -233,6 +233,12 @@ func (f *benchFlags) parse() (*sweep, error) {
 	s.root = f.root
 	if !s.op.Rooted() {
 		s.root = -1
+		if f.given("root") {
+			f.note("--root %d: %s has no root; ignored, as nccl-tests ignores -r", f.root, s.op)
+		}
+	}
+	if !s.op.Reduces() && f.given("redop") {
+		f.note("--redop %s: %s reduces nothing; ignored, as nccl-tests ignores -o", f.redop, s.op)
 	}
 	if !s.timingOnly && s.backend.name == "sim" {
 		// Data mode holds input, output and scratch (each up to the top

@@ -302,3 +302,31 @@ func TestJSONHasNoFloatNoise(t *testing.T) {
 		t.Errorf("exact(3758096384013.9995) = %s", got)
 	}
 }
+
+// TestBenchNotesIgnoredRootAndRedop: a --root on an op without one, or a
+// --redop on one that reduces nothing, is ignored as nccl-tests ignores
+// -r and -o, and commsim says so; on an op that uses it, nothing is said.
+func TestBenchNotesIgnoredRootAndRedop(t *testing.T) {
+	for _, c := range []struct {
+		args       []string
+		root, redo bool
+	}{
+		{[]string{"--op", "allreduce", "--root", "3"}, true, false},
+		{[]string{"--op", "reduce", "--root", "3", "--redop", "max"}, false, false},
+		{[]string{"--op", "allgather", "-o", "max", "-r", "0"}, true, true},
+		{[]string{"--op", "broadcast", "--redop", "max"}, false, true},
+		{[]string{"--op", "allreduce"}, false, false},
+	} {
+		args := append([]string{"bench", "--topo", "ring:4", "-b", "64", "-e", "64"}, c.args...)
+		status, _, errOut := commsim(args...)
+		if status != 0 {
+			t.Fatalf("%v: status %d: %s", c.args, status, errOut)
+		}
+		if got := strings.Contains(errOut, "has no root; ignored"); got != c.root {
+			t.Errorf("%v: root note %v, want %v: %s", c.args, got, c.root, errOut)
+		}
+		if got := strings.Contains(errOut, "reduces nothing; ignored"); got != c.redo {
+			t.Errorf("%v: redop note %v, want %v: %s", c.args, got, c.redo, errOut)
+		}
+	}
+}

@@ -17,9 +17,12 @@ import (
 const defaultTraceMax = 1 << 30
 
 // traceMaxFlag is --trace-max SIZE: the largest trace a run may write.
-type traceMaxFlag int64
+type traceMaxFlag struct {
+	bytes int64
+	given bool // set on the command line
+}
 
-func (f *traceMaxFlag) String() string { return formatBytes(int64(*f)) }
+func (f *traceMaxFlag) String() string { return formatBytes(f.bytes) }
 func (f *traceMaxFlag) Type() string   { return "SIZE" }
 
 func (f *traceMaxFlag) Set(s string) error {
@@ -27,14 +30,23 @@ func (f *traceMaxFlag) Set(s string) error {
 	if err != nil || n <= 0 {
 		return fmt.Errorf("want a positive size such as 4GiB, got %q", s)
 	}
-	*f = traceMaxFlag(n)
+	f.bytes, f.given = n, true
 	return nil
 }
 
 // addTraceMaxFlag registers --trace-max beside a command's --trace.
 func addTraceMaxFlag(fl *pflag.FlagSet, f *traceMaxFlag) {
-	*f = defaultTraceMax
+	f.bytes = defaultTraceMax
 	fl.Var(f, "trace-max", "refuse a --trace larger than SIZE (estimated before writing); raise it to write a larger one")
+}
+
+// checkTrace refuses, as usage errors, a --trace path that cannot be
+// written (checkOutputPath) and a --trace-max with no --trace to bound.
+func (f *traceMaxFlag) checkTrace(path string) error {
+	if f.given && path == "" {
+		return usagef("--trace-max bounds a --trace; without --trace there is nothing to bound")
+	}
+	return checkOutputPath("--trace", path)
 }
 
 // checkTraceSize refuses, as bad input, a trace larger than the cluster's

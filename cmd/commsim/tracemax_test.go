@@ -37,6 +37,17 @@ func TestTraceOverTraceMaxIsRefused(t *testing.T) {
 	}
 }
 
+// TestTraceMaxWithoutTraceIsRefused: --trace-max alone bounds nothing,
+// a usage error in one line, on every command that takes it.
+func TestTraceMaxWithoutTraceIsRefused(t *testing.T) {
+	for name, args := range traceCommands {
+		status, out, errOut := commsim(append(args, "--trace-max", "1GiB")...)
+		if status != 2 || out != "" || errOut != "commsim: --trace-max bounds a --trace; without --trace there is nothing to bound\n" {
+			t.Errorf("%s: status %d, stdout %q, stderr %q", name, status, out, errOut)
+		}
+	}
+}
+
 // TestTraceUnderTraceMaxIsWrittenWhole: within --trace-max (the default
 // or a raised one) the trace is the same bytes as ever.
 func TestTraceUnderTraceMaxIsWrittenWhole(t *testing.T) {

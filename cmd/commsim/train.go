@@ -196,7 +196,7 @@ func (f *trainFlags) run(w io.Writer) error {
 	if f.format != "table" && f.format != "json" && f.format != "csv" {
 		return usagef("unknown format %q (want table, csv or json)", f.format)
 	}
-	if err := checkOutputPath("--trace", f.trace); err != nil {
+	if err := f.traceMax.checkTrace(f.trace); err != nil {
 		return err
 	}
 	st, err := parseStep(f.model, f.topo, f.bucket, f.algo, f.sharded)
@@ -207,7 +207,7 @@ func (f *trainFlags) run(w io.Writer) error {
 		return err
 	}
 	st.symmetry = f.symmetry
-	st.traceMax = int64(f.traceMax)
+	st.traceMax = f.traceMax.bytes
 	rep, c, err := st.simulate(nil, f.trace != "")
 	if err != nil {
 		return err

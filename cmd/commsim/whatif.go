@@ -88,7 +88,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	if len(f.faults) == 0 {
 		return usagef("what-if needs at least one --fault")
 	}
-	if err := checkOutputPath("--trace", f.trace); err != nil {
+	if err := f.traceMax.checkTrace(f.trace); err != nil {
 		return err
 	}
 	var faults []sim.Fault
@@ -124,7 +124,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	// topology is refused before anything runs.
 	var clusters []*sim.Cluster
 	for i := range 2 {
-		c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: i == 1 && f.trace != "", TraceMaxBytes: int64(f.traceMax)})
+		c, err := sim.NewCluster(s.topo, sim.Config{TimingOnly: s.timingOnly, Trace: i == 1 && f.trace != "", TraceMaxBytes: f.traceMax.bytes})
 		if err != nil {
 			return err
 		}
@@ -246,7 +246,7 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 		return err
 	}
 	st.symmetry = f.symmetry
-	st.traceMax = int64(f.traceMax)
+	st.traceMax = f.traceMax.bytes
 	base, c0, err := st.simulate(nil, false)
 	if c0 != nil {
 		defer c0.Close()
