@@ -169,13 +169,31 @@ func (f Fault) String() string {
 	return "fault?"
 }
 
-// faultEvent applies a fault when its time comes.
+// faultEvent applies the cluster's injected fault i when its time comes.
 type faultEvent struct {
 	c *Cluster
-	f Fault
+	i int
 }
 
-func (e *faultEvent) fire(now Time, _ uint64) { e.c.apply(e.f, now) }
+func (e *faultEvent) fire(now Time, _ uint64) {
+	e.c.injected[e.i].fired = true
+	e.c.apply(e.c.injected[e.i].Fault, now)
+}
+
+// Unfired lists, in the order injected, the faults whose time the
+// simulation has not reached: a run that ended before a fault's time
+// never saw it.
+func (c *Cluster) Unfired() []Fault {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Fault
+	for _, p := range c.injected {
+		if !p.fired {
+			out = append(out, p.Fault)
+		}
+	}
+	return out
+}
 
 // Inject schedules f. It checks the fault against the topology at once;
 // a fault in the past is an error, and so is one that conflicts with a
@@ -220,7 +238,7 @@ func (c *Cluster) Inject(f Fault) error {
 	}
 	c.injected = append(c.injected, at)
 	c.faulted = true
-	c.eng.schedule(f.At, &faultEvent{c: c, f: f}, 0)
+	c.eng.schedule(f.At, &faultEvent{c: c, i: len(c.injected) - 1}, 0)
 	return nil
 }
 
@@ -228,7 +246,8 @@ func (c *Cluster) Inject(f Fault) error {
 // rank's fault).
 type placed struct {
 	Fault
-	link int
+	link  int
+	fired bool // its time came and it was applied
 }
 
 // conflict says why two faults cannot both be injected, or returns "":

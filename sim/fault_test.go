@@ -85,6 +85,27 @@ func TestLinkDownReroutesInFlightTransfer(t *testing.T) {
 	}
 }
 
+// TestUnfiredListsFaultsTheRunNeverReached: a fault whose time comes
+// after the work ends is not applied and Unfired names it; one that came
+// is not listed.
+func TestUnfiredListsFaultsTheRunNeverReached(t *testing.T) {
+	c := newCluster(t, "ring:4,bw=100GB/s,lat=1us", sim.Config{})
+	early := try(sim.ParseFault("rank 2 stall 1us at 2us"))(t)
+	late := try(sim.ParseFault("link gpu0-gpu1 down at 1s"))(t)
+	ok(t, c.Inject(late))
+	ok(t, c.Inject(early))
+	if got := c.Unfired(); len(got) != 2 || got[0] != late || got[1] != early {
+		t.Fatalf("before the run: Unfired() = %v, want both in injected order", got)
+	}
+	ok(t, firstErr(sendOnce(t, c, 0, 1, 1_000_000))) // ends at 11us
+	if got := c.Unfired(); len(got) != 1 || got[0] != late {
+		t.Fatalf("Unfired() = %v, want only %v", got, late)
+	}
+	if log := strings.Join(c.FaultLog(), "\n"); strings.Contains(log, "down") || !strings.Contains(log, "stall") {
+		t.Fatalf("fault log:\n%s", log)
+	}
+}
+
 func firstErr(a, b error) error {
 	if a != nil {
 		return a

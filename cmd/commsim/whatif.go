@@ -149,7 +149,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 		} else {
 			sc.TimeUS, sc.BusBW, sc.Wrong = &res.timeUS, &res.busbw, wrongPtr(res.wrong)
 		}
-		sc.Log = c.FaultLog()
+		sc.Log = faultLog(c)
 		runs = append(runs, sc)
 		if !withFaults && err != nil {
 			return err // the collective fails even without faults
@@ -223,6 +223,17 @@ func writeScenarios(w io.Writer, s *sweep, plan *ops.Plan, moved int64, runs []s
 	return nil
 }
 
+// faultLog is what the faults did on c (sim's fault log), then a line for
+// each fault whose time the run never reached, so a fault that changed
+// nothing is told from one that did not happen.
+func faultLog(c *sim.Cluster) []string {
+	log := c.FaultLog()
+	for _, f := range c.Unfired() {
+		log = append(log, fmt.Sprintf("never fired: %v (the run ended before its time)", f))
+	}
+	return log
+}
+
 // runStep is what-if for a training step (--model): the step with and
 // without the faults.
 func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
@@ -264,7 +275,7 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 	}
 	var log []string
 	if c1 != nil {
-		log = c1.FaultLog()
+		log = faultLog(c1)
 		if f.trace != "" {
 			if err := writeTraceFile(c1, f.trace); err != nil {
 				return err

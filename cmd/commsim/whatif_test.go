@@ -133,3 +133,23 @@ func TestWhatIfFailedRunExits1AfterTheComparison(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfSaysWhichFaultsNeverFired: a fault timed after the run's end
+// changes nothing, and what-if says it never fired rather than leave
+// "what the faults did" empty or silent about it; for a collective and a
+// training step.
+func TestWhatIfSaysWhichFaultsNeverFired(t *testing.T) {
+	for _, args := range [][]string{
+		{"what-if", "--topo", "ring:4", "-e", "1MiB", "--fault", "link gpu0-gpu1 down at 1s", "--fault", "rank 2 stall 200us at 1us"},
+		{"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "link gpu0-sw0 down at 1000s", "--fault", "rank 2 stall 200us at 1us"},
+	} {
+		status, out, errOut := commsim(args...)
+		if status != 0 {
+			t.Fatalf("%v: status %d: %s", args, status, errOut)
+		}
+		fired, never := strings.Contains(out, "us: rank 2 stall 200us at 1us"), strings.Count(out, "never fired: ")
+		if !fired || never != 1 || !strings.Contains(out, "never fired: link gpu0-") {
+			t.Errorf("%v: want the stall applied and only the link named as never fired:\n%s", args, out)
+		}
+	}
+}
