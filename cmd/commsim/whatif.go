@@ -294,11 +294,17 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 
 // writeSteps prints a training step with and without faults.
 func (f *whatIfFlags) writeSteps(w io.Writer, st *step, base, hit stepReport, errText string, log []string) error {
+	// A failed step has no times: its fields are empty (CSV) or its step
+	// null (JSON), as a failed collective's are, never zeros.
 	if f.format == "csv" {
+		faulted := []string{"with faults", "", "", "", errText}
+		if errText == "" {
+			faulted = []string{"with faults", f2(hit.StepUS), f2(hit.ComputeUS), f2(hit.ExposedCommUS), ""}
+		}
 		return writeCSVRows(w, [][]string{
 			{"scenario", "step_us", "compute_us", "exposed_comm_us", "error"},
 			{"baseline", f2(base.StepUS), f2(base.ComputeUS), f2(base.ExposedCommUS), ""},
-			{"with faults", f2(hit.StepUS), f2(hit.ComputeUS), f2(hit.ExposedCommUS), errText},
+			faulted,
 		})
 	}
 	if f.format == "json" {
@@ -306,7 +312,11 @@ func (f *whatIfFlags) writeSteps(w io.Writer, st *step, base, hit stepReport, er
 		if err := enc.Encode(map[string]any{"scenario": "baseline", "step": base}); err != nil {
 			return err
 		}
-		return enc.Encode(map[string]any{"scenario": "with faults", "step": hit, "error": errText, "log": log})
+		var faulted *stepReport
+		if errText == "" {
+			faulted = &hit
+		}
+		return enc.Encode(map[string]any{"scenario": "with faults", "step": faulted, "error": errText, "log": log})
 	}
 	fmt.Fprintf(w, "# commsim what-if: one training step of %s on %s (%d ranks), %s\n", st.prof.Name, st.topoName, st.topo.NumGPUs(), syncWords(st.anySharded(), st.algo))
 	fmt.Fprintf(w, "%-12s %14s %14s %14s\n", "scenario", "step(us)", "compute(us)", "exposed(us)")

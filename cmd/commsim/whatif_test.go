@@ -118,7 +118,7 @@ func TestWhatIfFailedRunExits1AfterTheComparison(t *testing.T) {
 	for _, args := range [][]string{collective, step} {
 		for format, want := range map[string][]string{
 			"table": {"baseline", "with faults  failed: ", "# what the faults did:", "rank 2 crash at 1us"},
-			"csv":   {"scenario,", "baseline,", "with faults,"},
+			"csv":   {"scenario,", "baseline,", "with faults,,,,\""}, // a failed run has no figures, never zeros
 			"json":  {`"scenario":"baseline"`, `"scenario":"with faults"`, `"error":"`},
 		} {
 			status, out, errOut := commsim(append(args, "--format", format)...)
@@ -128,6 +128,12 @@ func TestWhatIfFailedRunExits1AfterTheComparison(t *testing.T) {
 			for _, w := range want {
 				if !strings.Contains(out, w) {
 					t.Errorf("%q %s: output lacks %q:\n%s", args[1:3], format, w, out)
+				}
+			}
+			if format == "json" {
+				faulted := out[strings.Index(out, `"scenario":"with faults"`):]
+				if strings.Contains(faulted, "_us\":") {
+					t.Errorf("%q: the failed run reports times: %s", args[1:3], faulted)
 				}
 			}
 		}
