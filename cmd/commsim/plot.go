@@ -268,12 +268,14 @@ func (ch *sweepChart) panel(lo, hi float64, timeAxis bool) (p *plot.Plot, err er
 	}
 
 	yMin, yMax := math.Inf(1), 0.0
+	zeros := 0 // times of 0, which have no place on a log axis
 	for i, sr := range ch.series {
 		var xys plotter.XYs
 		for k, b := range sr.bytes {
 			y := sr.busbw[k]
 			if timeAxis {
-				if y = sr.time[k]; y <= 0 { // no place on a log axis
+				if y = sr.time[k]; y <= 0 {
+					zeros++
 					continue
 				}
 			}
@@ -293,6 +295,11 @@ func (ch *sweepChart) panel(lo, hi float64, timeAxis bool) (p *plot.Plot, err er
 	levels := min(len(ch.marks), 3)
 	if timeAxis {
 		p.Title.Text = "time per collective (log-log)"
+		if zeros > 0 {
+			// One rank moves nothing: say why its points are missing
+			// rather than leave an empty panel.
+			p.Title.Text += fmt.Sprintf("\n%d point(s) of 0 µs not drawn", zeros)
+		}
 		p.Y.Label.Text = "time per collective (µs)"
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = decadeTicks{}

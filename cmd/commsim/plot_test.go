@@ -167,6 +167,25 @@ func TestBenchPlotOfOneAlgorithmMarksNothing(t *testing.T) {
 	}
 }
 
+// TestBenchPlotSaysWhyZeroTimesAreMissing: one rank moves nothing, so
+// every time is 0 and has no place on the log axis; the panel says so
+// rather than stand empty. A sweep with times says nothing of the kind.
+func TestBenchPlotSaysWhyZeroTimesAreMissing(t *testing.T) {
+	for topo, want := range map[string]string{"ring:1": "4 point(s) of 0 µs not drawn", "ring:2": ""} {
+		path := filepath.Join(t.TempDir(), "one.svg")
+		if status, _, errOut := commsim("bench", "--topo", topo, "-b", "8", "-e", "512", "-f", "4", "--plot", path); status != 0 {
+			t.Fatalf("%s: status %d: %s", topo, status, errOut)
+		}
+		svg, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Contains(svg, []byte("not drawn")); got != (want != "") || want != "" && !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("%s: want %q in the SVG (none when empty), found any: %v", topo, want, got)
+		}
+	}
+}
+
 func TestComparePlotSaysWhatTheSizesAreAndMarksCrossovers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ag.svg")
 	status, out, errOut := commsim("compare", "--topo", "switch:8", "--op", "allgather", "--algos", "ring,rd", "-b", "64", "-e", "16MiB", "-f", "4",
