@@ -251,6 +251,9 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 		}
 		f.ncclFlags.runEnv = &o
 	}
+	if f.asLogged && len(lg.NCCLRan) == 0 {
+		return nil, nil, usagef("--as-logged: %s does not say what NCCL ran (no NCCL_DEBUG=INFO lines of NCCL_DEBUG_SUBSYS=TUNING); without --as-logged each size runs as NCCL's tuner chooses", f.log)
+	}
 	var envNote string
 	var logEnv map[string]string
 	var err error
