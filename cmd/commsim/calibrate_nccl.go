@@ -118,6 +118,9 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	}
 	logged := 0
 	if f.asLogged {
+		if err := saysWhatRan(lg, f.log); err != nil {
+			return err
+		}
 		prob.Ran = make([]*calibrate.Ran, len(rows))
 		for i, r := range rows {
 			if ran, ok := lg.NCCLRan[r.Bytes]; ok && !ran.Varies {

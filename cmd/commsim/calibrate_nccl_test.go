@@ -246,6 +246,7 @@ func TestCalibrateNCCLErrorsExit2(t *testing.T) {
 		"bad nccl proto": {[]string{"--log", ar, "--topo", "dgx-h100", "--nccl-proto", "LL64"}, "--nccl-proto"},
 		"no topo":        {[]string{"--log", ar}, "only the logs commsim ships know theirs"},
 		"as logged":      {[]string{"--log", ar, "--topo", "dgx-h100", "--algo", "ring", "--as-logged"}, "--as-logged fits what NCCL ran, with --algo nccl"},
+		"nothing logged": {[]string{"--log", ar, "--topo", "dgx-h100", "--as-logged"}, "does not say what NCCL ran (no NCCL_DEBUG=INFO lines"},
 	} {
 		status, out, errOut := commsim(append([]string{"calibrate"}, c.args...)...)
 		if status != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.want) {

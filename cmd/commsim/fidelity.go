@@ -220,6 +220,15 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	return nil
 }
 
+// saysWhatRan refuses, for --as-logged, a log (named name) with no line
+// saying what NCCL ran.
+func saysWhatRan(lg *calibrate.Log, name string) error {
+	if len(lg.NCCLRan) == 0 {
+		return usagef("--as-logged: %s does not say what NCCL ran (no NCCL_DEBUG=INFO lines of NCCL_DEBUG_SUBSYS=TUNING); without --as-logged each size runs as NCCL's tuner chooses", name)
+	}
+	return nil
+}
+
 // check simulates every size of lg (pub, where it is a shipped log) and
 // reports it; progress, when not nil, counts the sizes in place of a bar
 // of its own.
@@ -251,8 +260,10 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 		}
 		f.ncclFlags.runEnv = &o
 	}
-	if f.asLogged && len(lg.NCCLRan) == 0 {
-		return nil, nil, usagef("--as-logged: %s does not say what NCCL ran (no NCCL_DEBUG=INFO lines of NCCL_DEBUG_SUBSYS=TUNING); without --as-logged each size runs as NCCL's tuner chooses", f.log)
+	if f.asLogged {
+		if err := saysWhatRan(lg, f.log); err != nil {
+			return nil, nil, err
+		}
 	}
 	var envNote string
 	var logEnv map[string]string
