@@ -91,7 +91,7 @@ mapping file's nccl_env) unless a --nccl-* flag is given.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J) or a CSV, at most 64 MiB (required)")
 	fl.StringVar(&f.topo, "topo", "", "topology to calibrate: a spec, a preset or a YAML file (required, but for a shipped log)")
-	fl.StringVar(&f.op, "op", "allreduce", "collective the log measured (default: the log's, a shipped log's, else allreduce)")
+	fl.StringVar(&f.op, "op", "allreduce", "collective the log measured (default: the log's, or a shipped log's; a log that names none needs it)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), algoNCCL), "|")+
 		" (nccl: what NCCL's tuner would run per size, fitting NCCL's machine; others: two link scales)")
 	fl.BoolVar(&f.asLogged, "as-logged", false, "with --algo nccl: at each size whose NCCL tuning lines (NCCL_DEBUG_SUBSYS=TUNING) say what NCCL ran, fit with that (algorithm, protocol, channels) instead of NCCL's tuner's choice")
@@ -276,8 +276,12 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 			f.ncclFlags.runEnv = &o // the environment its run had
 		}
 	}
-	if lg.Op != "" && !opSet {
+	switch {
+	case opSet:
+	case lg.Op != "":
 		f.op = lg.Op
+	case pub == nil:
+		return unnamedOpError(f.log)
 	}
 	if f.algo == algoNCCL {
 		if f.envNote, _, err = f.ncclFlags.useLogEnv(lg); err != nil {

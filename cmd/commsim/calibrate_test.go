@@ -248,7 +248,7 @@ func near(got, want, tol float64) bool { return math.Abs(got/want-1) <= tol }
 
 func TestCalibrateRecoversKnownParameters(t *testing.T) {
 	for _, name := range []string{"sim-dgx-h100-all_reduce.txt", "sim-dgx-h100-all_reduce.csv"} {
-		rep, errOut := calJSON(t, "--log", filepath.Join(ncclTestdata, name), "--topo", "dgx-h100", "--algo", "ring")
+		rep, errOut := calJSON(t, "--log", filepath.Join(ncclTestdata, name), "--topo", "dgx-h100", "--algo", "ring", "--op", "allreduce")
 		if !near(rep.LatencyScale, wantLatency, 0.03) || !near(rep.BWScale, wantBW, 0.02) {
 			t.Errorf("%s: latency ×%.4f bandwidth ×%.4f, want ×%.4f and ×%.4f", name, rep.LatencyScale, rep.BWScale, wantLatency, wantBW)
 		}
@@ -302,7 +302,7 @@ func TestCalibrateReportHasPerSizeErrors(t *testing.T) {
 
 func TestCalibratedYAMLReproducesTimes(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "fitted.yaml")
-	rep, _ := calJSON(t, "--log", filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.csv"), "--topo", "dgx-h100", "--algo", "ring", "--out", out)
+	rep, _ := calJSON(t, "--log", filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.csv"), "--topo", "dgx-h100", "--algo", "ring", "--op", "allreduce", "--out", out)
 	if rep.Out != out {
 		t.Fatalf("report out %q", rep.Out)
 	}
@@ -335,7 +335,7 @@ func TestCalibratePublishedReconstructions(t *testing.T) {
 		file, topo string
 		busbw      float64
 	}{{"dgx-h100-all_reduce-published.txt", "dgx-h100", 368}, {"dgx-a100-all_reduce-published.txt", "dgx-a100", 230}} {
-		rep, errOut := calJSON(t, "--log", filepath.Join(ncclTestdata, c.file), "--topo", c.topo, "--algo", "ring")
+		rep, errOut := calJSON(t, "--log", filepath.Join(ncclTestdata, c.file), "--topo", c.topo, "--algo", "ring", "--op", "allreduce")
 		last := rep.Sizes[len(rep.Sizes)-1]
 		if last.Bytes != 8<<30 || !near(last.FittedBus, c.busbw, 0.01) || rep.MaxRelError > 0.01 || errOut != "" {
 			t.Errorf("%s: largest %d B fitted busbw %.1f (want %.0f), max error %.4f, stderr %q",
@@ -412,8 +412,9 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 		"bad topo":     {[]string{"--log", log, "--topo", "ring:0"}, "ring:0"},
 		"bad size":     {[]string{"--log", log, "--topo", "dgx-h100", "-b", "5x"}, "--min-bytes"},
 		"stray arg":    {[]string{"--log", log, "--topo", "dgx-h100", "extra"}, "extra"},
-		"one rank":     {[]string{"--log", oneRank, "--topo", "dgx-h100,gpus=1", "--algo", "ring"}, "on one rank there is none to move"},
-		"odd type":     {[]string{"--log", oddType, "--topo", "dgx-h100", "--algo", "ring"}, `its element type "fp8x" has no commsim dtype of its size`},
+		"one rank":     {[]string{"--log", oneRank, "--topo", "dgx-h100,gpus=1", "--algo", "ring", "--op", "allreduce"}, "on one rank there is none to move"},
+		"odd type":     {[]string{"--log", oddType, "--topo", "dgx-h100", "--algo", "ring", "--op", "allreduce"}, `its element type "fp8x" has no commsim dtype of its size`},
+		"no op":        {[]string{"--log", oddType, "--topo", "dgx-h100"}, `does not name its collective (no "# Collective test starting" line, no op column); give --op`},
 		"shipped op":   {[]string{"--log", shipped, "--op", "allreduce"}, "--op allreduce, but vultr-b200-allgather-8xB200.txt measured allgather"},
 		"out is log":   {[]string{"--log", oneRank, "--topo", "dgx-h100", "--out", oneRank}, "is the --log it reads"},
 	}

@@ -220,6 +220,12 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	return nil
 }
 
+// unnamedOpError is the usage error for a log (named name) that does not
+// say which collective it measured, where --op was not given.
+func unnamedOpError(name string) error {
+	return usagef("%s does not name its collective (no \"# Collective test starting\" line, no op column); give --op", name)
+}
+
 // saysWhatRan refuses, for --as-logged, a log (named name) with no line
 // saying what NCCL ran.
 func saysWhatRan(lg *calibrate.Log, name string) error {
@@ -250,7 +256,7 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 		case pub != nil:
 			op = pub.Op
 		default:
-			return nil, nil, usagef("%s does not name its collective (no \"# Collective test starting\" line); give --op", f.log)
+			return nil, nil, unnamedOpError(f.log)
 		}
 	}
 	if pub != nil && !f.ncclFlags.envSet() {
