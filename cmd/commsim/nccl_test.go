@@ -203,6 +203,8 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--nccl-proto", "LL256"}, "unknown protocol"},
 		{[]string{"--nccl-proto", "^LL,LL128,Simple"}, "--nccl-proto ^LL,LL128,Simple: leaves nothing"},
 		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
+		{[]string{"--nccl-version", "2.99"}, "--nccl-version 2.99: the model has NCCL 2.18 to 2.30's constants; give 2.30"},
+		{[]string{"--nccl-version", "2.31.1"}, "--nccl-version 2.31.1: the model has NCCL 2.18 to 2.30's constants"},
 		{[]string{"--nccl-channels", "-1"}, "--nccl-channels"},
 		{[]string{"--nccl-net-peer-channels", "65"}, "--nccl-net-peer-channels 65: want 0 (NCCL's default) to 64"},
 		{[]string{"--nccl-env", "NCCL_IB_HCA=mlx5"}, "--nccl-env: NCCL_IB_HCA: not reproduced"},

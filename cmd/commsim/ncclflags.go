@@ -183,6 +183,11 @@ func (f *ncclFlags) options() (nccl.Options, error) {
 		if o.Version, err = nccl.ParseVersion(f.version); err != nil {
 			return o, usagef("--nccl-version: %v", err)
 		}
+		if v := strings.TrimSpace(f.version); !strings.HasPrefix(v+".", o.Version.String()+".") {
+			// ParseVersion prices a newer release, as a log states it, with
+			// the newest constants; a flag asking for it is told instead.
+			return o, usagef("--nccl-version %s: the model has NCCL 2.18 to %s's constants; give %s to price a newer release with the newest", v, o.Version, o.Version)
+		}
 	}
 	if strings.TrimSpace(f.algos) != "" {
 		if err := twice("--nccl-algo", "NCCL_ALGO"); err != nil {
