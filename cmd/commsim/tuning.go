@@ -322,11 +322,7 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 }
 
 func (r *tuningReport) writeText(w io.Writer) error {
-	env := ""
-	if r.NCCLEnv != "" {
-		env = ", " + r.NCCLEnv
-	}
-	fmt.Fprintf(w, "# commsim tuning: NCCL %s's cost table on %s (%s%s), from commsim's model of NCCL; nothing simulated\n", r.NCCLVersion, r.Topology, r.System, env)
+	fmt.Fprintf(w, "# commsim tuning: NCCL %s's cost table on %s (%s), from commsim's model of NCCL; nothing simulated\n", r.NCCLVersion, r.Topology, withFlags(r.System, r.NCCLEnv))
 	var graphs []string
 	for _, g := range r.Graphs {
 		graphs = append(graphs, fmt.Sprintf("%s %d × %.1f/%.1f", g.Algo, g.Channels, g.IntraGBps, g.InterGBps))
@@ -453,13 +449,10 @@ func (r *tuningReport) writeCheck(w io.Writer) error {
 		tw := newTableWriter(w)
 		tw.Header([]string{"line", "collective", "algorithm", "protocol", "log", "commsim", "latency", "bandwidth"})
 		mark := func(compared, agree bool) string {
-			switch {
-			case !compared:
+			if !compared {
 				return "-"
-			case agree:
-				return "same"
 			}
-			return "DIFFERS"
+			return agreeWord(agree)
 		}
 		for _, row := range c.Rows {
 			model := row.Model.String()
@@ -504,10 +497,10 @@ func writeCalls(w io.Writer, l *tuningLog) error {
 			ran = fmt.Sprintf("%.6f", c.RanUS)
 		}
 		if c.TimeAgree != nil {
-			timeMark = map[bool]string{true: "same", false: "DIFFERS"}[*c.TimeAgree]
+			timeMark = agreeWord(*c.TimeAgree)
 		}
 		if err := tw.Append([]string{strconv.Itoa(c.Line), c.Op, strconv.FormatInt(c.Bytes, 10), c.NCCLRan, nccl, c.Choice, ran,
-			map[bool]string{true: "same", false: "DIFFERS"}[c.Agree], timeMark}); err != nil {
+			agreeWord(c.Agree), timeMark}); err != nil {
 			return err
 		}
 	}
@@ -516,6 +509,24 @@ func writeCalls(w io.Writer, l *tuningLog) error {
 	}
 	fmt.Fprintf(w, "# choices: %d of %d calls chose alike; model times: %d of the %d NCCL printed agree to a millionth\n", l.ChoicesAgree, l.Choices, l.TimesAgree, l.Times)
 	return nil
+}
+
+// agreeWord marks a cell where commsim's model and NCCL's log agree, or
+// one where they do not, so that it stands out.
+func agreeWord(agree bool) string {
+	if agree {
+		return "same"
+	}
+	return "DIFFERS"
+}
+
+// withFlags is a header's description of NCCL's system, then the NCCL
+// flags it runs under, if any.
+func withFlags(system, flags string) string {
+	if flags == "" {
+		return system
+	}
+	return system + ", " + flags
 }
 
 // describeChannels is rows as a line: "coll 24 (commsim 24), …", each
@@ -606,12 +617,8 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 		}
 		return writeCSVRows(w, out)
 	}
-	env := ""
-	if flags := optionFlags(t.Options); flags != "" {
-		env = ", " + flags
-	}
-	fmt.Fprintf(w, "# commsim tuning: what NCCL %s's tuner picks for %s on %s (%s%s), by its model alone; nothing simulated\n",
-		t.Options.Release(), op, name, t.System, env)
+	fmt.Fprintf(w, "# commsim tuning: what NCCL %s's tuner picks for %s on %s (%s), by its model alone; nothing simulated\n",
+		t.Options.Release(), op, name, withFlags(t.System.String(), optionFlags(t.Options)))
 	fmt.Fprintf(w, "# margin: how much slower the model makes the next cheapest pair\n")
 	tw := newTableWriter(w)
 	tw.Header([]string{"size(B)", "nccl choice", "model(us)", "next", "next(us)", "margin"})
