@@ -507,7 +507,7 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 		}
 		return rows, err
 	}
-	for _, bytes := range s.sizes {
+	for i, bytes := range s.sizes {
 		var r row
 		if sameInPlace {
 			var mirrored int
@@ -517,6 +517,17 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 			reusedMirrored += mirrored / 2 // the in-place run, not run again
 		} else if r, err = s.measureBoth(w, exec, bytes); err != nil {
 			return rows, err
+		}
+		if s.trace != "" {
+			// A trace only grows: refuse it at the first size that takes
+			// it past --trace-max, not after the whole sweep.
+			sofar := ""
+			if i+1 < len(s.sizes) {
+				sofar = fmt.Sprintf("after %d of %d sizes", i+1, len(s.sizes))
+			}
+			if err := checkTraceSize(w.cluster, sofar); err != nil {
+				return rows, err
+			}
 		}
 		rows = append(rows, r)
 		if emit != nil {

@@ -50,12 +50,18 @@ func (f *traceMaxFlag) checkTrace(path string) error {
 }
 
 // checkTraceSize refuses, as bad input, a trace larger than the cluster's
-// Config.TraceMaxBytes, before its file is created.
-func checkTraceSize(c *sim.Cluster) error {
+// Config.TraceMaxBytes, before its file is created. sofar, when not "",
+// says the run is not over (after 3 of 28 sizes): the trace would be at
+// least the estimate.
+func checkTraceSize(c *sim.Cluster, sofar string) error {
 	var tl *sim.TraceTooLargeError
 	if err := c.CheckTrace(); errors.As(err, &tl) {
-		return usagef("--trace: the trace would be %s (estimated), more than --trace-max %s; raise --trace-max to write it",
-			formatTraceSize(tl.Estimate), formatBytes(tl.Limit))
+		size, when := formatTraceSize(tl.Estimate), "estimated"
+		if sofar != "" {
+			size, when = "at least "+size, when+" "+sofar
+		}
+		return usagef("--trace: the trace would be %s (%s), more than --trace-max %s; raise --trace-max to write it",
+			size, when, formatBytes(tl.Limit))
 	}
 	return nil
 }
@@ -79,7 +85,7 @@ func formatTraceSize(n int64) string {
 // writeTraceFile writes the cluster's Perfetto trace to path, whole or not
 // at all.
 func writeTraceFile(c *sim.Cluster, path string) error {
-	if err := checkTraceSize(c); err != nil {
+	if err := checkTraceSize(c, ""); err != nil {
 		return err
 	}
 	return writeFileAtomic(path, c.WriteTrace)
