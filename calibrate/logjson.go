@@ -129,6 +129,7 @@ func (r *jsonReader) readReport() error {
 	} else if tok != json.Delim('{') {
 		return r.fail(0, "not nccl-tests JSON: want an object")
 	}
+	seen := map[string]bool{}
 	for r.dec.More() {
 		start := r.next()
 		tok, err := r.dec.Token()
@@ -136,6 +137,12 @@ func (r *jsonReader) readReport() error {
 			return r.broken("", err)
 		}
 		key, _ := tok.(string)
+		if seen[key] {
+			// JSON leaves a repeated key's meaning open: two "results"
+			// would merge two runs' records.
+			return r.fail(start, fmt.Sprintf("not nccl-tests JSON: the report has a second %q", key))
+		}
+		seen[key] = true
 		var v any = new(json.RawMessage) // what the report holds besides
 		switch key {
 		case "results":

@@ -154,6 +154,9 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		{"ranks past counting", strings.Replace(ncclTestsJSON(jsonRecord1K), `"ngpus": 4`, `"ngpus": 4611686018427387904`, 1), 0, `config's 2 devices of 4611686018427387904 GPUs and 1 threads are not a number of ranks`},
 		{"cut before a record", ncclTestsJSON()[:200], 0, `not nccl-tests JSON: unexpected EOF`},
 		{"no records", ncclTestsJSON(), 0, "ag.json: no result rows"},
+		{"second results", strings.Replace(ncclTestsJSON(jsonRecord1K), `  "out_of_bounds"`, "  \"results\": [\n"+jsonRecord2K+"],\n  \"out_of_bounds\"", 1), 20,
+			`ag.json:20: not nccl-tests JSON: the report has a second "results"`},
+		{"second args", strings.Replace(ncclTestsJSON(jsonRecord1K), `  "env"`, `  "args": [], "env"`, 1), 5, `ag.json:5: not nccl-tests JSON: the report has a second "args"`},
 	} {
 		_, err := ParseLog("ag.json", []byte(c.text))
 		var le *LogError
