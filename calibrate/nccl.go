@@ -40,6 +40,11 @@ type NCCLProblem struct {
 	// instead of NCCL's tuner's choice, so that it fits the machine, not
 	// the tuner's mistakes.
 	Ran []*Ran
+	// FloorUS is the least time a size takes, in µs: the host's launches
+	// where each thread of the run drove several GPUs
+	// (nccl.ThreadFloorUS(Log.GPUsPerThread)); 0 for none. A size held
+	// there says nothing of the machine, and moves no factor.
+	FloorUS float64
 }
 
 // tunerAt is what runs size i: t, or t running what NCCL ran there.
@@ -162,6 +167,8 @@ type NCCLResult struct {
 	Labels  []string
 	Seconds []float64
 	Errors  []float64
+	// HostBound marks the sizes held at Problem.FloorUS.
+	HostBound []bool
 	// Fitted marks the sizes the fit used.
 	Fitted []bool
 	// InSample sums up the errors of the fitted sizes, HeldOut those of
@@ -248,7 +255,7 @@ func FitNCCL(p NCCLProblem) (*NCCLResult, error) {
 	}
 	secs := final.secs
 	r := &NCCLResult{Machine: m, NICScale: nic, Params: f.params, Topology: final.topo, Choices: f.choices, Labels: final.labels,
-		Seconds: secs, Errors: make([]float64, len(secs)), Fitted: make([]bool, len(secs)), Simulations: f.evals, Undetermined: undetermined,
+		Seconds: secs, Errors: make([]float64, len(secs)), HostBound: final.hostBound, Fitted: make([]bool, len(secs)), Simulations: f.evals, Undetermined: undetermined,
 		AtBound: f.atBounds(x, undetermined)}
 	for i := range r.Machine.Bandwidth {
 		r.Machine.Bandwidth[i] = cmp.Or(r.Machine.Bandwidth[i], 1)
@@ -284,6 +291,8 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 		return nil, fmt.Errorf("calibrate: %d sizes, and Fit marks %d", len(p.Specs), len(p.Fit))
 	case p.Ran != nil && len(p.Ran) != len(p.Specs):
 		return nil, fmt.Errorf("calibrate: %d sizes, and Ran has %d", len(p.Specs), len(p.Ran))
+	case !(p.FloorUS >= 0) || math.IsInf(p.FloorUS, 0):
+		return nil, fmt.Errorf("calibrate: floor %g µs, want a time >= 0", p.FloorUS)
 	}
 	for i, t := range p.MeasuredUS {
 		if !(t > 0) || math.IsInf(t, 0) {
@@ -419,7 +428,7 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 	o.Machine = m
 	tuner := &nccl.Tuner{System: f.tuner.System, Options: o}
 	n := len(f.Specs)
-	out := &run{topo: topo, secs: make([]float64, n), launch: make([]float64, n), labels: make([]string, n)}
+	out := &run{topo: topo, secs: make([]float64, n), launch: make([]float64, n), labels: make([]string, n), hostBound: make([]bool, n)}
 	secs, err := Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(idx), func(k int) (*ops.Plan, error) {
 		i := idx[k]
 		t, err := f.tunerAt(tuner, i)
@@ -439,19 +448,27 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 	if err != nil {
 		return nil, err
 	}
+	floor := f.FloorUS * 1e-6
 	for k, i := range idx {
 		out.secs[i] = secs[k]
+		if out.secs[i] < floor {
+			// Held at the host's launches: the plan's launch no longer
+			// shows in the time.
+			out.secs[i], out.launch[i], out.hostBound[i] = floor, 0, true
+		}
 	}
 	return out, nil
 }
 
 // run is a simulation of some of the sizes: per size (indexed as the
-// problem's), its time and its plan's launch in seconds, and its plan's
-// label; and the fabric it ran on.
+// problem's), its time and its plan's launch in seconds, its plan's
+// label and whether the time is the problem's floor; and the fabric it
+// ran on.
 type run struct {
 	topo         *topology.Topology
 	secs, launch []float64
 	labels       []string
+	hostBound    []bool
 }
 
 // summarize is the absolute errors of the sizes idx.

@@ -436,6 +436,8 @@ func TestFitNCCLRefusesBadProblems(t *testing.T) {
 		"times no machine reaches": {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: slices.Repeat([]float64{1e-300}, len(p.Specs))}, nil},
 		"two sizes":                {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:2], MeasuredUS: p.MeasuredUS[:2]}, ErrTooFewSizes},
 		"half of four":             {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:4], MeasuredUS: p.MeasuredUS[:4]}.HoldOut(), ErrTooFewSizes},
+		"negative floor":           {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS, FloorUS: -1}, nil},
+		"NaN floor":                {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS, FloorUS: math.NaN()}, nil},
 		"barrier":                  {barrier, &SizeError{}},
 		"ranks":                    {wrongRanks, &SizeError{}},
 	} {
@@ -451,6 +453,44 @@ func TestFitNCCLRefusesBadProblems(t *testing.T) {
 		default:
 			t.Logf("%s: %v", name, err)
 		}
+	}
+}
+
+// A run held to a host floor (Problem.FloorUS: nccl-tests -g N) fits back
+// to its machine from the sizes above the floor; the sizes under it are
+// predicted at the floor and marked, and say nothing of the launch: with
+// every small size held there, the launch is left undetermined.
+func TestFitNCCLHoldsSizesToTheFloor(t *testing.T) {
+	truth := nccl.Machine{Launch: 1.5, Hop: 1, Bandwidth: [3]float64{1, 1, 0.8}}
+	p := machineLog(t, "switch:4", ops.AllReduce, sizesBy(1<<10, 1<<30, 4), simpleOnly, truth, 1)
+	const floor = 40.0 // µs: above the small sizes' times, under the large ones'
+	held := 0
+	for i, us := range p.MeasuredUS {
+		if us < floor {
+			p.MeasuredUS[i], held = floor, held+1
+		}
+	}
+	if held < 3 || held > len(p.MeasuredUS)-4 {
+		t.Fatalf("%d of %d sizes under the floor: want several on each side (%v)", held, len(p.MeasuredUS), p.MeasuredUS)
+	}
+	p.FloorUS = floor
+	fit, err := FitNCCL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFactors(t, fit, []factor{{BandwidthSimple, 0.8}})
+	floorSecs := p.FloorUS * 1e-6 // as the fit computes it
+	for i, s := range fit.Seconds {
+		if atFloor := s == floorSecs; fit.HostBound[i] != atFloor || s < floorSecs || fit.HostBound[i] != (i < held) {
+			t.Errorf("size %d: %g s, host-bound %v", i, s, fit.HostBound[i])
+		}
+	}
+	if fit.InSample.Max > 0.01 {
+		t.Errorf("in sample %+v", fit.InSample)
+	}
+	p.FloorUS = 0 // the same times, no floor: the small sizes pull the launch up
+	if free, err := FitNCCL(p); err != nil || slices.Contains(free.HostBound, true) || !(free.Value(Launch) > fit.Value(Launch)) {
+		t.Errorf("without the floor: %v, launch ×%v against ×%v with it", err, free.Value(Launch), fit.Value(Launch))
 	}
 }
 

@@ -88,3 +88,45 @@ func TestMeasuredChannelRates(t *testing.T) {
 		t.Error("Ampere has a channel rate, which no run measures")
 	}
 }
+
+// TestThreadFloorRuns: nccl.ThreadFloorUS's figure is what its source run,
+// shipped here and held out of the targets, shows a thread spending on
+// each GPU it drives: the median time of its smallest sizes (8-128 B,
+// where the GPUs' part is a fraction of it) over its GPUs a thread, to
+// the hundredth of a µs the figure is given in. A figure changed without
+// its run, or the run re-read, fails here.
+func TestThreadFloorRuns(t *testing.T) {
+	cat, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const file = "together-h100-allreduce-ring-8xH100.txt"
+	k := slices.IndexFunc(cat.Logs, func(l PublishedLog) bool { return l.File == file })
+	if k < 0 {
+		t.Fatalf("%s is not shipped", file)
+	}
+	if cat.Logs[k].HeldOut == "" {
+		t.Errorf("%s: the floor's source must be held out of the targets", file)
+	}
+	lg, _, err := cat.Logs[k].Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var small []float64
+	for _, s := range lg.Samples {
+		if s.Bytes >= 8 && s.Bytes <= 128 {
+			small = append(small, s.TimeUS)
+		}
+	}
+	g := lg.GPUsPerThread
+	if len(small) != 5 || g != 8 {
+		t.Fatalf("%s: %d sizes of 8-128 B, %d GPUs a thread; want 5 and 8", file, len(small), g)
+	}
+	perGPU := math.Round(median(small)/float64(g)*100) / 100
+	if got := nccl.ThreadFloorUS(g) / float64(g); math.Abs(got-perGPU) > 1e-9 {
+		t.Errorf("nccl.ThreadFloorUS gives %v us a GPU; %s shows %v (median %v over %d)", got, file, perGPU, median(small), g)
+	}
+	if nccl.ThreadFloorUS(1) != 0 || nccl.ThreadFloorUS(0) != 0 {
+		t.Error("one GPU a thread (or none given) has a floor")
+	}
+}

@@ -93,6 +93,9 @@ type Row struct {
 	// label, ring/LL128/16ch; the first, and "(lines disagree)", where its
 	// lines do), "" where it does not say.
 	Ran string
+	// HostBound says PredictedUS is the run's thread floor
+	// (Report.ThreadFloorUS), longer than the simulated collective.
+	HostBound bool
 }
 
 // Priced reports whether NCCL's own cost model gives the row a time.
@@ -110,6 +113,11 @@ type Report struct {
 	// an empty call and are left out (Skipped counts them).
 	Rows    []Row
 	Skipped int
+	// ThreadFloorUS is the least time a size of the run takes where each
+	// of its threads drove several GPUs (nccl.ThreadFloorUS of the log's
+	// GPUsPerThread: nccl-tests -g N launches every collective on them in
+	// turn); 0 for one GPU a thread. No prediction is below it.
+	ThreadFloorUS float64
 	Summary
 	// Model sums up the rows' ModelError over those with a ModelUS: the
 	// baseline the simulation is to beat. Its Sizes is 0 when none has.
@@ -208,7 +216,9 @@ var ErrMismatch = errors.New("the log does not fit")
 // Check predicts every size of lg on topo and compares. The topology must
 // have one GPU per rank of the log; the element type is the log's (f32
 // where it names none). A size the simulator cannot run is an error
-// naming the log's line.
+// naming the log's line. Where each thread of the run drove several GPUs
+// (lg.GPUsPerThread), no prediction is below their launches
+// (nccl.ThreadFloorUS; Row.HostBound).
 func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, error) {
 	op := cfg.Op
 	if lg.Op != "" {
@@ -297,9 +307,13 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		}
 		return nil, fmt.Errorf("fidelity: %w", err)
 	}
+	rep.ThreadFloorUS = nccl.ThreadFloorUS(lg.GPUsPerThread)
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
 		r.PredictedUS, r.Algo = secs[i]*1e6, algos[i]
+		if r.PredictedUS < rep.ThreadFloorUS {
+			r.PredictedUS, r.HostBound = rep.ThreadFloorUS, true
+		}
 		r.Error = r.PredictedUS/r.MeasuredUS - 1
 	}
 	rep.Summary = Summarize(rep.Rows)

@@ -16,6 +16,8 @@ import (
 // error beside the simulation's, and its summary follows commsim's. Where
 // the log says what NCCL ran, a last column gives it, and a line counts
 // the sizes where NCCL's tuner, as commsim models it, chose the same.
+// A size held at the run's thread floor (Report.ThreadFloorUS) has
+// "host-bound" after its algorithm.
 func (r *Report) WriteTable(w io.Writer) error {
 	model := r.Model.Sizes > 0
 	ran := slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Ran != "" })
@@ -36,10 +38,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		case model:
 			fmt.Fprintf(w, " %15s %15s", "-", "-")
 		}
+		algo := row.Algo
+		if row.HostBound {
+			algo += " host-bound"
+		}
 		if ran {
-			fmt.Fprintf(w, "  %-18s  %s\n", row.Algo, cmp.Or(row.Ran, "-"))
+			fmt.Fprintf(w, "  %-18s  %s\n", algo, cmp.Or(row.Ran, "-"))
 		} else {
-			fmt.Fprintf(w, "  %s\n", row.Algo)
+			fmt.Fprintf(w, "  %s\n", algo)
 		}
 	}
 	if _, err := io.WriteString(w, r.Summary.Describe()+r.Choices.Describe()); err != nil || !model {

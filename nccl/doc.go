@@ -135,6 +135,11 @@
 // Blackwell (MeasuredChannel); Machine.NoChannelRate leaves NCCL's model's
 // shares alone.
 //
+// The host's part shows where one thread drives several GPUs (nccl-tests
+// -g N): it launches every collective on them in turn, and an iteration
+// takes at least ThreadFloorUS(N), N launches of host time, a figure a
+// published run measures. Callers hold a simulated time to it.
+//
 // Not modelled: proxy threads, and the tuner plugins some clusters load.
 // Algorithms NCCL would pick that the simulator cannot run on a fabric
 // (NVLS or CollNet across nodes whose GPUs are not numbered node by node)

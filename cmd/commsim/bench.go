@@ -96,7 +96,13 @@ type sweep struct {
 	iters       int     // timed runs per size on real backends (-n)
 	warmup      int     // untimed runs before them (-w)
 	trace       string
-	traceMax    int64          // --trace-max
+	traceMax    int64 // --trace-max
+	// threadGPUs and threadFloor: -g N > 1 has one thread launch every
+	// collective on N GPUs, so no size takes less than threadFloor
+	// seconds of host time (nccl.ThreadFloorUS); 0 otherwise. A simulated
+	// time (sim, --sim-topo) is held to it; a measured one has it.
+	threadGPUs  int
+	threadFloor float64
 	plot        string         // bench --plot
 	jsonOut     string         // bench -J: nccl-tests' JSON report (nccljson.go)
 	backend     *backendPlan   // where the ranks live
@@ -209,6 +215,9 @@ func (f *benchFlags) parse() (*sweep, error) {
 			return nil, usagef("-g %d: %v", f.ngpus, err)
 		}
 		s.topoName = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
+	}
+	if f.ngpus > 1 {
+		s.threadGPUs, s.threadFloor = f.ngpus, nccl.ThreadFloorUS(f.ngpus)*1e-6
 	}
 	if s.backend.name != "sim" {
 		s.runner.Warmup, s.runner.Iters = f.warmup, f.iters
@@ -748,13 +757,36 @@ func (s *sweep) runOnce(w *hw.World, exec *ops.Executor, plan *ops.Plan, inPlace
 	if err != nil {
 		return result{}, err
 	}
-	res := timed(run.Seconds, moved, plan.Op, plan.Ranks)
+	res := timed(s.floored(run.Seconds), moved, plan.Op, plan.Ranks)
 	if s.check {
 		if res.wrong, _, err = verify.CountWrong(c, run.Outputs); err != nil {
 			return result{}, err
 		}
 	}
 	return res, nil
+}
+
+// gpusPerThread is how many GPUs each thread of the run drives, as
+// nccl-tests' header and JSON report state it (nGpus): -g's, else one on
+// sim, whose times are those of a process a GPU (mpirun -np N), and in a
+// multi-process run; a real backend's one process drives all its ranks.
+func (s *sweep) gpusPerThread() int {
+	switch {
+	case s.threadGPUs > 0:
+		return s.threadGPUs
+	case s.backend.name == "sim" || s.backend.multi != nil:
+		return 1
+	}
+	return s.topo.NumGPUs()
+}
+
+// floored is a run's time as the sweep reports it: a simulated one held
+// to -g's thread floor, a measured one as it is.
+func (s *sweep) floored(secs float64) float64 {
+	if s.backend.name != "sim" {
+		return secs
+	}
+	return max(secs, s.threadFloor)
 }
 
 // patternCache keeps --check's inputs of one size: the out-of-place and

@@ -123,7 +123,7 @@ func TestBenchTextIsNcclTestsLayout(t *testing.T) {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
 	for _, want := range []string{
-		"# nThread 1 nGpus 4 minBytes 8 maxBytes 4096 step: 2(factor) warmup iters: 0 iters: 1 agg iters: 1 validation: 1 graph: 0\n",
+		"# nThread 1 nGpus 1 minBytes 8 maxBytes 4096 step: 2(factor) warmup iters: 0 iters: 1 agg iters: 1 validation: 1 graph: 0\n", // a process a GPU
 		"#                                                              out-of-place                       in-place          \n",
 		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong  algo\n",
 		"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n",

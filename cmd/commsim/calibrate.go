@@ -121,9 +121,6 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	if n := lg.InPlaceOnly; n > 0 {
 		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes have no out-of-place result; their in-place times are taken\n", path, n, len(lg.Samples))
 	}
-	if n := lg.GPUsPerThread; n > 1 {
-		fmt.Fprintf(stderr, "commsim: warning: %s: each thread of the run drove %d GPUs (nccl-tests -g %d): it launches every collective on them one after another, host time that commsim does not model, so small sizes measure slower than any simulation of the fabric\n", path, n, n)
-	}
 	return data, lg, nil
 }
 
@@ -206,6 +203,9 @@ type calSize struct {
 	Algo            string   `json:"algo,omitempty"`
 	HeldOutUS       *float64 `json:"held_out_us,omitempty"`
 	HeldOutRelError *float64 `json:"held_out_rel_error,omitempty"`
+	// HostBound, with --algo nccl, says FittedUS is the run's thread
+	// floor (nccl.ThreadFloorUS), more than the simulated collective.
+	HostBound bool `json:"host_bound,omitempty"`
 }
 
 // calLink is a class of links (same end kinds, bandwidth and latency).
@@ -312,6 +312,9 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	specs, rows, warnings, err := f.fitSizes(s, lg, lo, hi)
 	if err != nil {
 		return err
+	}
+	if n := lg.GPUsPerThread; n > 1 {
+		warnings = append(warnings, fmt.Sprintf("each thread of the run drove %d GPUs (nccl-tests -g %d), launching every collective on them in turn: host time that the fit of link scales does not model (--algo nccl does: nccl.ThreadFloorUS), so its small sizes measure slower than any scaling of the fabric", n, n))
 	}
 	prob := calibrate.Problem{Topology: s.topo}
 	for i, spec := range specs {

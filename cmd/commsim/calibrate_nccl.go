@@ -31,9 +31,14 @@ type calNCCL struct {
 	Simulations int         `json:"simulations"`
 	// AsLogged counts the sizes run as the log says NCCL ran them
 	// (--as-logged).
-	AsLogged int    `json:"as_logged_sizes,omitempty"`
-	env      string // the --nccl-* flags of the environment it ran in
-	envNote  string // the environment the log states, as taken
+	AsLogged int `json:"as_logged_sizes,omitempty"`
+	// GPUsPerThread and ThreadFloorUS are, where each thread of the run
+	// drove several GPUs (nccl-tests -g), how many, and the least time a
+	// size then takes (nccl.ThreadFloorUS), which the fit holds to.
+	GPUsPerThread int     `json:"gpus_per_thread,omitempty"`
+	ThreadFloorUS float64 `json:"thread_floor_us,omitempty"`
+	env           string  // the --nccl-* flags of the environment it ran in
+	envNote       string  // the environment the log states, as taken
 }
 
 // calMachine is an nccl.Machine, every factor written out.
@@ -112,7 +117,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	if err != nil {
 		return err
 	}
-	prob := calibrate.NCCLProblem{Topology: s.topo, Options: s.tuner.Options, Specs: specs}
+	prob := calibrate.NCCLProblem{Topology: s.topo, Options: s.tuner.Options, Specs: specs, FloorUS: nccl.ThreadFloorUS(lg.GPUsPerThread)}
 	for _, r := range rows {
 		prob.MeasuredUS = append(prob.MeasuredUS, r.TimeUS)
 	}
@@ -153,6 +158,9 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 		NCCL: &calNCCL{Version: o.Version.String(), env: optionFlags(s.tuner.Options), envNote: f.envNote, Machine: m, Params: paramNames(fit.Params),
 			Undetermined: paramNames(fit.Undetermined), AtBound: paramNames(fit.AtBound), InSample: newCalErrors(fit.InSample), Simulations: fit.Simulations,
 			AsLogged: logged}}
+	if lg.GPUsPerThread > 1 {
+		rep.NCCL.GPUsPerThread, rep.NCCL.ThreadFloorUS = lg.GPUsPerThread, prob.FloorUS
+	}
 	if half != nil {
 		rep.NCCL.HeldOut = &calHeldOut{FittedSizes: half.InSample.Sizes, Machine: newCalMachine(half.Machine, half.NICScale), calErrors: newCalErrors(half.HeldOut)}
 	}
@@ -164,7 +172,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 		meas, t := r.TimeUS*1e-6, fit.Seconds[i]
 		e := fit.Errors[i]
 		z := calSize{Bytes: r.Bytes, MeasuredUS: r.TimeUS, FittedUS: t * 1e6, RelError: e,
-			MeasuredBus: float64(r.Bytes) / meas / 1e9 * bus, FittedBus: float64(r.Bytes) / t / 1e9 * bus, Algo: fit.Labels[i]}
+			MeasuredBus: float64(r.Bytes) / meas / 1e9 * bus, FittedBus: float64(r.Bytes) / t / 1e9 * bus, Algo: fit.Labels[i], HostBound: fit.HostBound[i]}
 		if half != nil && !half.Fitted[i] {
 			us, he := half.Seconds[i]*1e6, half.Errors[i]
 			z.HeldOutUS, z.HeldOutRelError = &us, &he
@@ -285,6 +293,9 @@ func writeCalNCCLTable(w io.Writer, r *calReport, fit *calibrate.NCCLResult) err
 	if n.envNote != "" {
 		fmt.Fprintf(w, "# %s\n", n.envNote)
 	}
+	if n.GPUsPerThread > 1 {
+		fmt.Fprintf(w, "# %s; a size held there is host-bound\n", threadFloorNote(n.GPUsPerThread, n.ThreadFloorUS))
+	}
 	fmt.Fprintf(w, "# fit: %s (Gauss-Newton on the factors' logarithms from NCCL's model; %d simulations of every size)\n", fit.Describe(), n.Simulations)
 	if len(n.Undetermined) > 0 {
 		fmt.Fprintf(w, "#   not determined by the log (no fitted size depends on them there; other values fit alike): %s\n", strings.Join(n.Undetermined, ", "))
@@ -316,7 +327,11 @@ func writeCalNCCLTable(w io.Writer, r *calReport, fit *calibrate.NCCLResult) err
 		} else if n.HeldOut == nil {
 			held = "-"
 		}
-		fmt.Fprintf(w, "%12d %13.2f %13.2f %+9.2f %12s  %s\n", s.Bytes, s.MeasuredUS, s.FittedUS, 100*s.RelError, held, s.Algo)
+		algo := s.Algo
+		if s.HostBound {
+			algo += " host-bound"
+		}
+		fmt.Fprintf(w, "%12d %13.2f %13.2f %+9.2f %12s  %s\n", s.Bytes, s.MeasuredUS, s.FittedUS, 100*s.RelError, held, algo)
 	}
 	if r.Out != "" {
 		_, err := fmt.Fprintf(w, "# wrote the calibrated topology to %s: NCCL's choice on %s, run with the machine above on it, reproduces the fitted times\n", r.Out, r.Topology)

@@ -111,7 +111,10 @@ type fidReport struct {
 	Skipped     int     `json:"skipped"` // sizes left out: 0 bytes
 	// GPUsPerThread is how many GPUs each thread of the run drove, where
 	// the log says and it is more than one (see calibrate.Log).
-	GPUsPerThread int       `json:"gpus_per_thread,omitempty"`
+	GPUsPerThread int `json:"gpus_per_thread,omitempty"`
+	// ThreadFloorUS is the least time a size of such a run takes: the
+	// thread's launches on its GPUs, one after another (nccl.ThreadFloorUS).
+	ThreadFloorUS float64   `json:"thread_floor_us,omitempty"`
 	Sizes         []fidSize `json:"sizes"`
 	Median        float64   `json:"median_abs_error"`
 	Max           float64   `json:"max_abs_error"`
@@ -151,6 +154,9 @@ type fidSize struct {
 	ModelError *float64 `json:"nccl_model_rel_error,omitempty"`
 	// Ran is what the log says NCCL ran at the size.
 	Ran string `json:"nccl_ran,omitempty"`
+	// HostBound says PredictedUS is the run's thread floor, more than the
+	// simulated collective takes.
+	HostBound bool `json:"host_bound,omitempty"`
 }
 
 type fidChoices struct {
@@ -383,13 +389,13 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 	out := &fidReport{Op: rep.Op.String(), Algo: rep.Algo, Topology: topo, Ranks: rep.Ranks, Log: log, LogFormat: lg.Format,
 		Skipped: rep.Skipped, Sizes: []fidSize{}, Median: rep.Median, Max: rep.Max, report: rep, parsed: lg, published: pub}
 	if lg.GPUsPerThread > 1 {
-		out.GPUsPerThread = lg.GPUsPerThread
+		out.GPUsPerThread, out.ThreadFloorUS = lg.GPUsPerThread, rep.ThreadFloorUS
 	}
 	if pub != nil {
 		out.Shipped, out.Excluded = pub.File, pub.Exclude
 	}
 	for _, r := range rep.Rows {
-		z := fidSize{Bytes: r.Bytes, Line: r.Line, MeasuredUS: r.MeasuredUS, PredictedUS: r.PredictedUS, RelError: r.Error, Algo: r.Algo, Ran: r.Ran}
+		z := fidSize{Bytes: r.Bytes, Line: r.Line, MeasuredUS: r.MeasuredUS, PredictedUS: r.PredictedUS, RelError: r.Error, Algo: r.Algo, Ran: r.Ran, HostBound: r.HostBound}
 		if r.Priced() {
 			z.ModelUS, z.ModelError = &r.ModelUS, &r.ModelError
 		}
@@ -495,6 +501,9 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	if r.envNote != "" {
 		fmt.Fprintf(w, "# %s\n", r.envNote)
 	}
+	if r.GPUsPerThread > 1 {
+		fmt.Fprintf(w, "# %s; a size held there is host-bound\n", threadFloorNote(r.GPUsPerThread, r.ThreadFloorUS))
+	}
 	if c := r.CostTable; c != nil && c.Cells > 0 {
 		fmt.Fprintf(w, "# NCCL's cost table in the log: %d of the %d latencies both sides price agree with commsim's model of it, %d of the %d bandwidths either side's tuner may pick (commsim tuning --log shows each cell)\n",
 			c.LatenciesAgree, c.Latencies, c.BandwidthsAgree, c.Bandwidths)
@@ -510,6 +519,12 @@ func (r *fidReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(w, "#   %s: %s\n", m.Range(), m.Cause)
 	}
 	return nil
+}
+
+// threadFloorNote says what a run whose threads each drive gpus GPUs
+// (nccl-tests -g) costs the host: floorUS a size.
+func threadFloorNote(gpus int, floorUS float64) string {
+	return fmt.Sprintf("each thread of the run drives %d GPUs (nccl-tests -g %d), launching every collective on them in turn: no size takes less than those %d launches of host time, %.2f us (nccl.ThreadFloorUS)", gpus, gpus, gpus, floorUS)
 }
 
 // shippedOp refuses an --op that a shipped log's mapping file (pub; nil

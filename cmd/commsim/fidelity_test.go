@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/fidelity"
+	"github.com/commsim/commsim/nccl"
 )
 
 const shippedLogs = "../../fidelity/nccl-logs"
@@ -201,39 +202,73 @@ func TestFidelitySaysTheChannelRate(t *testing.T) {
 	}
 }
 
-// A run whose threads each drove several GPUs (nccl-tests -g 4) gets a
-// warning from fidelity and calibrate, and fidelity's JSON says how many;
-// a run with a GPU a thread gets neither.
-func TestFidelityWarnsOfGPUsDrivenByOneThread(t *testing.T) {
+// A run whose threads each drove several GPUs (nccl-tests -g 4) is held
+// to the host's launches on them (nccl.ThreadFloorUS): fidelity and
+// calibrate's NCCL fit predict no size below it and mark the sizes held
+// there, their JSON says how many GPUs and the floor; calibrate's fit of
+// link scales, which does not model it, warns. A run with a GPU a thread
+// gets none of it.
+func TestFidelityHoldsGPUsDrivenByOneThreadToTheHostFloor(t *testing.T) {
+	floor := nccl.ThreadFloorUS(4)
 	for _, gpus := range []int{4, 1} {
 		log := filepath.Join(t.TempDir(), "ar.txt")
 		text := fmt.Sprintf("# Collective test starting: all_reduce_perf\n# nThread 1 nGpus %d minBytes 1024 maxBytes 2048 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n", gpus) +
 			"#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
 			"  1024  256  float  sum  -1  30.00  0.03  0.06  0  30.00  0.03  0.06  0\n" +
-			"  2048  512  float  sum  -1  31.00  0.07  0.12  0  31.00  0.07  0.12  0\n"
+			"  2048  512  float  sum  -1  31.00  0.07  0.12  0  31.00  0.07  0.12  0\n" +
+			"  4096  1024  float  sum  -1  32.00  0.13  0.19  0  32.00  0.13  0.19  0\n" +
+			"  8192  2048  float  sum  -1  33.00  0.25  0.37  0  33.00  0.25  0.37  0\n" +
+			"  4194304  1048576  float  sum  -1  300.00  13.98  20.97  0  300.00  13.98  20.97  0\n" +
+			"  8388608  2097152  float  sum  -1  600.00  13.98  20.97  0  600.00  13.98  20.97  0\n" +
+			"  16777216  4194304  float  sum  -1  1200.00  13.98  20.97  0  1200.00  13.98  20.97  0\n"
 		if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, cmd := range [][]string{{"fidelity", "--log", log, "--topo", "switch:4", "--format", "json"}, {"calibrate", "--log", log, "--topo", "switch:4", "--algo", "ring"}} {
-			status, out, errOut := commsim(cmd...)
-			warned := strings.Contains(errOut, fmt.Sprintf("each thread of the run drove %d GPUs (nccl-tests -g %d)", gpus, gpus))
-			if status != 0 || warned != (gpus > 1) {
-				t.Errorf("%d GPUs a thread, %s: status %d, warned %v, stderr:\n%s", gpus, cmd[0], status, warned, errOut)
-			}
-			if cmd[0] != "fidelity" {
-				continue
-			}
-			var rep struct {
-				GPUs int `json:"gpus_per_thread"`
-			}
-			want := 0 // left out for one
-			if gpus > 1 {
-				want = gpus
-			}
-			if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.GPUs != want {
-				t.Errorf("%d GPUs a thread: gpus_per_thread %d (%v)", gpus, rep.GPUs, err)
+		held := gpus > 1
+		status, out, errOut := commsim("fidelity", "--log", log, "--topo", "switch:4", "--format", "json")
+		var rep fidReport
+		if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || len(rep.Sizes) != 7 {
+			t.Fatalf("%d GPUs a thread: status %d, %v: %s", gpus, status, err, errOut)
+		}
+		if want := map[bool]int{true: 4}[held]; rep.GPUsPerThread != want || (rep.ThreadFloorUS == floor) != held {
+			t.Errorf("%d GPUs a thread: gpus_per_thread %d, thread_floor_us %v", gpus, rep.GPUsPerThread, rep.ThreadFloorUS)
+		}
+		for _, z := range rep.Sizes {
+			// switch:4's own all-reduce takes a few µs up to 8 KiB and
+			// far more than the floor from 4 MiB.
+			if small := z.Bytes < 1<<20; z.HostBound != (held && small) || held && small && z.PredictedUS != floor || !(z.PredictedUS < floor) && !held && small {
+				t.Errorf("%d GPUs a thread, %d B: predicted %v us, host-bound %v", gpus, z.Bytes, z.PredictedUS, z.HostBound)
 			}
 		}
+		_, table, _ := commsim("fidelity", "--log", log, "--topo", "switch:4")
+		if strings.Contains(table, " host-bound\n") != held || strings.Contains(table, "no size takes less than those 4 launches of host time, 17.48 us") != held {
+			t.Errorf("%d GPUs a thread: table:\n%s", gpus, table)
+		}
+		_, out, errOut = commsim("calibrate", "--log", log, "--topo", "switch:4", "--algo", "nccl", "--format", "json")
+		var cal calReport
+		if err := json.Unmarshal([]byte(out), &cal); err != nil || cal.NCCL == nil || (cal.NCCL.ThreadFloorUS == floor) != held ||
+			cal.Sizes[0].HostBound != (held && cal.Sizes[0].FittedUS == floor) {
+			t.Errorf("%d GPUs a thread, calibrate: %v, %s", gpus, err, out)
+		}
+		_, _, errOut = commsim("calibrate", "--log", log, "--topo", "switch:4", "--algo", "ring")
+		if warned := strings.Contains(errOut, "host time that the fit of link scales does not model"); warned != held {
+			t.Errorf("%d GPUs a thread, calibrate --algo ring: warned %v: %s", gpus, warned, errOut)
+		}
+	}
+}
+
+// What bench -g 4 writes, fidelity reads back to an error of 0: both hold
+// the sizes to the same floor.
+func TestFidelityReadsBenchGPUsPerThreadBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g4.txt")
+	status, out, errOut := commsim("bench", "--topo", "switch:8", "-g", "4", "--algo", "ring", "-b", "1KiB", "-e", "4MiB", "-f", "8")
+	if status != 0 || os.WriteFile(path, []byte(out), 0o644) != nil {
+		t.Fatalf("bench: status %d: %s", status, errOut)
+	}
+	status, out, errOut = commsim("fidelity", "--log", path, "--topo", "switch:4", "--algo", "ring", "--format", "json")
+	var rep fidReport
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Max > 1e-3 || !rep.Sizes[0].HostBound {
+		t.Errorf("status %d, %v, max error %v: %s%s", status, err, rep.Max, out, errOut)
 	}
 }
 
@@ -460,7 +495,8 @@ func TestFidelityShippedChecksEveryShippedLog(t *testing.T) {
 		} `json:"pooled"`
 	}
 	want := []string{"aws-batch-p5-allreduce-8xH100.txt", "dgxc-h100-allreduce-8xH100.txt", "xxrjun-h100-allreduce-8xH100.txt",
-		"xxrjun-h100-allgather-8xH100.txt", "xxrjun-h100-reducescatter-8xH100.txt", "xxrjun-h100-alltoall-8xH100.txt", "xxrjun-h100-sendrecv-8xH100.txt"}
+		"xxrjun-h100-allgather-8xH100.txt", "xxrjun-h100-reducescatter-8xH100.txt", "xxrjun-h100-alltoall-8xH100.txt", "xxrjun-h100-sendrecv-8xH100.txt",
+		"together-h100-allreduce-ring-8xH100.txt"}
 	for _, machine := range []string{"", "channel=none"} {
 		args := []string{"fidelity", "--shipped", "--only", "-8xH100", "--format", "json"}
 		if machine != "" {

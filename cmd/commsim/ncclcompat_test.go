@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/calibrate"
+	"github.com/commsim/commsim/nccl"
 )
 
 // benchRecords runs bench with --format json and returns its records.
@@ -23,11 +24,12 @@ func benchRecords(t *testing.T, args ...string) ([]jsonRow, string) {
 }
 
 // TestNcclTestsFlagsMeanWhatCommsimsDo: nccl-tests' command line gives the
-// sweep commsim's own flags give: -g 4 of switch:8 is switch:4, -d float
-// is f32, -o max is --redop max, -c 1 is --check, --op all_reduce is
-// allreduce; -n and -w are noted on sim, where one run is exact.
+// sweep commsim's own flags give: -g 4 of switch:8 is switch:4 driven by
+// one thread, -d float is f32, -o max is --redop max, -c 1 is --check,
+// --op all_reduce is allreduce; -n and -w are noted on sim, where one run
+// is exact.
 func TestNcclTestsFlagsMeanWhatCommsimsDo(t *testing.T) {
-	want, _ := benchRecords(t, "--topo", "switch:4", "--op", "allreduce", "--dtype", "f32", "--redop", "max", "--check", "-b", "1KiB", "-e", "64KiB", "-f", "8")
+	want, _ := benchRecords(t, "--topo", "switch:4", "-g", "4", "--op", "allreduce", "--dtype", "f32", "--redop", "max", "--check", "-b", "1KiB", "-e", "64KiB", "-f", "8")
 	for _, args := range [][]string{
 		{"--topo", "switch:8", "-g", "4", "--op", "all_reduce", "-d", "float", "-o", "max", "-c", "1", "-n", "20", "-w", "5", "-b", "1K", "-e", "64K", "-f", "8"},
 		{"--topo", "switch:8", "--ngpus", "4", "--op", "all_reduce_perf", "--datatype", "float", "--redop", "max", "--check=1", "--iters", "20", "--warmup_iters", "5",
@@ -47,6 +49,35 @@ func TestNcclTestsFlagsMeanWhatCommsimsDo(t *testing.T) {
 		}
 		if changed := strings.Contains(strings.Join(args, " "), "20"); changed != strings.Contains(errOut, "note: -n and -w: on sim") {
 			t.Errorf("%q: stderr %q", args, errOut)
+		}
+	}
+}
+
+// TestBenchGPUsPerThreadHoldsToTheHostFloor: -g N (N > 1) has one thread
+// launch every collective on N GPUs, so no simulated size takes less than
+// nccl.ThreadFloorUS(N); a size the GPUs take longer over keeps its time,
+// and without -g (a process a GPU) nothing is held. The header's nGpus
+// says which.
+func TestBenchGPUsPerThreadHoldsToTheHostFloor(t *testing.T) {
+	sweep := []string{"--topo", "switch:4", "--algo", "ring", "-b", "1KiB", "-e", "64MiB", "-f", "64"}
+	free, _ := benchRecords(t, sweep...)
+	held, _ := benchRecords(t, append(sweep, "-g", "4")...)
+	floor := nccl.ThreadFloorUS(4)
+	if len(free) != 3 || len(held) != 3 || !(free[0].TimeUS < floor) || !(free[2].TimeUS > floor) {
+		t.Fatalf("want a size under the floor and one over it: %+v", free)
+	}
+	for i := range free {
+		if want := max(free[i].TimeUS, floor); held[i].TimeUS != want || held[i].InTimeUS != want {
+			t.Errorf("%d B with -g 4: %v us out of place, %v in place; want %v", free[i].Bytes, held[i].TimeUS, held[i].InTimeUS, want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{sweep, "# nThread 1 nGpus 1 "}, {append(sweep, "-g", "4"), "# nThread 1 nGpus 4 "}} {
+		_, out, _ := commsim(append([]string{"bench"}, c.args...)...)
+		if !strings.Contains(out, c.want) || strings.Contains(out, "nccl.ThreadFloorUS") != (c.want == "# nThread 1 nGpus 4 ") {
+			t.Errorf("%q: want %q, and the floor named only with -g:\n%s", c.args, c.want, out)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func (s *sweep) ncclReportOf(rows []row) ncclReport {
 	if s.stepBytes > 0 {
 		factor = 0 // a linear sweep's config has step_bytes instead
 	}
-	r.Config = ncclConfig{Threads: 1, GPUs: s.topo.NumGPUs(), MinBytes: s.minBytes(), MaxBytes: s.maxBytes, StepFactor: factor, StepBytes: s.stepBytes,
+	r.Config = ncclConfig{Threads: 1, GPUs: s.gpusPerThread(), MinBytes: s.minBytes(), MaxBytes: s.maxBytes, StepFactor: factor, StepBytes: s.stepBytes,
 		Warmup: warmup, Iters: iters, AggIters: 1, Validation: map[bool]int{true: 1}[s.check]}
 	backend, _ := s.backend.describe(s.timingOnly)
 	if m := s.backend.multi; m != nil {
@@ -112,6 +112,12 @@ func (s *sweep) ncclReportOf(rows []row) ncclReport {
 		}
 		if len(s.backend.gpus) > 0 {
 			r.Config.Devices[0].Device = s.backend.gpus[0]
+		}
+	} else if r.Config.GPUs == 1 {
+		// Each rank its own process (sim's times): a line each, which
+		// is how a reader counts the ranks.
+		for rank := range s.topo.NumGPUs() {
+			r.Config.Devices = append(r.Config.Devices, ncclDevice{Rank: rank, DeviceInfo: backend + " on " + s.topoName})
 		}
 	} else {
 		r.Config.Devices = []ncclDevice{{DeviceInfo: backend + " on " + s.topoName}}

@@ -213,7 +213,7 @@ func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 		step = fmt.Sprintf("%d(bytes)", s.stepBytes)
 	}
 	fmt.Fprintf(w, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n",
-		s.topo.NumGPUs(), lo, hi, step, warmup, iters, map[bool]int{true: 1, false: 0}[s.check])
+		s.gpusPerThread(), lo, hi, step, warmup, iters, map[bool]int{true: 1, false: 0}[s.check])
 	fmt.Fprintln(w, "#")
 	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
 	writeAlgoNote(w, s)
@@ -232,8 +232,11 @@ func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 }
 
 // writeAlgoNote says how auto and nccl choose, where the algo column is
-// their choice.
+// their choice, and what -g N's thread costs the host.
 func writeAlgoNote(w io.Writer, s *sweep) {
+	if s.threadGPUs > 1 && (s.backend.name == "sim" || s.simTopo != nil) {
+		fmt.Fprintf(w, "# %s\n", threadFloorNote(s.threadGPUs, s.threadFloor*1e6))
+	}
 	switch {
 	case s.algo == "auto":
 		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", s.topo.Name)

@@ -186,7 +186,7 @@ func (s *sweep) measureSize(world *openedWorld, exec *ops.Executor, runner *veri
 	if err != nil {
 		return row{}, 0, fmt.Errorf("%s: %w", formatBytes(bytes), err)
 	}
-	r.outOfPlace = timed(run.Seconds, moved, plan.Op, plan.Ranks)
+	r.outOfPlace = timed(s.floored(run.Seconds), moved, plan.Op, plan.Ranks)
 	r.inPlace = r.outOfPlace
 	r.refined = world.refinedRuns() > refined
 	return r, 2 * (world.mirroredRuns() - before), nil
