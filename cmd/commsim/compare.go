@@ -254,6 +254,7 @@ func (c *comparison) writeTextHeader(w io.Writer) error {
 	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend %s, algorithms %s\n",
 		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
 	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
+	writeThreadNote(w, s)
 	fmt.Fprintln(w, "#")
 	groups := fmt.Sprintf("# %10s  %12s", "", "")
 	head := fmt.Sprintf("# %10s  %12s", "size", "count")
@@ -352,6 +353,7 @@ func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend %s, algorithms %s\n",
 		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
 	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
+	writeThreadNote(w, s)
 	writeMirrored(w, s.mirrored, len(rows)*len(c.algos))
 	writeRefined(w, refinedSizes(rows, cmpRowRefined))
 	header := []string{"size(B)", "count"}

@@ -80,6 +80,11 @@ func TestBenchGPUsPerThreadHoldsToTheHostFloor(t *testing.T) {
 			t.Errorf("%q: want %q, and the floor named only with -g:\n%s", c.args, c.want, out)
 		}
 	}
+	// compare holds every algorithm to it alike, and says so.
+	_, out, _ := commsim("compare", "--topo", "switch:4", "-g", "4", "-b", "1KiB", "-e", "1KiB")
+	if !strings.Contains(out, "no size takes less than those 4 launches of host time, 17.48 us") || strings.Count(out, " 17.48 ") < 2 {
+		t.Errorf("compare -g 4:\n%s", out)
+	}
 }
 
 func TestNcclTestsOpNames(t *testing.T) {

@@ -231,12 +231,18 @@ func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 	return err
 }
 
-// writeAlgoNote says how auto and nccl choose, where the algo column is
-// their choice, and what -g N's thread costs the host.
-func writeAlgoNote(w io.Writer, s *sweep) {
+// writeThreadNote says, where simulated times are held to it, what -g
+// N's thread costs the host.
+func writeThreadNote(w io.Writer, s *sweep) {
 	if s.threadGPUs > 1 && (s.backend.name == "sim" || s.simTopo != nil) {
 		fmt.Fprintf(w, "# %s\n", threadFloorNote(s.threadGPUs, s.threadFloor*1e6))
 	}
+}
+
+// writeAlgoNote says what -g N's thread costs (writeThreadNote), and how
+// auto and nccl choose, where the algo column is their choice.
+func writeAlgoNote(w io.Writer, s *sweep) {
+	writeThreadNote(w, s)
 	switch {
 	case s.algo == "auto":
 		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", s.topo.Name)
