@@ -42,8 +42,11 @@ type NCCLProblem struct {
 	Ran []*Ran
 	// FloorUS is the least time a size takes, in µs: the host's launches
 	// where each thread of the run drove several GPUs
-	// (nccl.ThreadFloorUS(Log.GPUsPerThread)); 0 for none. A size held
-	// there says nothing of the machine, and moves no factor.
+	// (nccl.ThreadFloorUS(Log.GPUsPerThread)); 0 for none. An iteration
+	// takes the longer of the host's part and the GPUs', so a size
+	// measured at the floor (within hostBoundBy) says nothing of the
+	// machine and is not fitted, and one measured above it is the GPUs'
+	// time, fitted as such; every size is predicted held to the floor.
 	FloorUS float64
 }
 
@@ -115,6 +118,11 @@ func bandwidthParam(p ops.Protocol) (Param, bool) {
 	return 0, false
 }
 
+// hostBoundBy is how close to NCCLProblem.FloorUS a measured time is taken
+// to be the host's, not the machine's: within 5% (the published -g 8 run
+// the floor comes from spreads 1% over its 8-128 B).
+const hostBoundBy = 1.05
+
 // ErrTooFewSizes is returned by FitNCCL when a problem has fewer sizes to
 // fit than parameters: at least as many as there are parameters are
 // needed, and a few more to say anything of the fit.
@@ -169,7 +177,9 @@ type NCCLResult struct {
 	Errors  []float64
 	// HostBound marks the sizes held at Problem.FloorUS.
 	HostBound []bool
-	// Fitted marks the sizes the fit used.
+	// Fitted marks the sizes the problem gives the fit (all but those
+	// NCCLProblem.Fit holds out); of them, those measured at
+	// NCCLProblem.FloorUS move no factor.
 	Fitted []bool
 	// InSample sums up the errors of the fitted sizes, HeldOut those of
 	// the others (Sizes 0 when none is held out).
@@ -210,6 +220,7 @@ type ncclFitter struct {
 	tuner    *nccl.Tuner // on the fabric as given: NCCL's view
 	choices  []nccl.Choice
 	fit      []int   // the sizes fitted
+	atFloor  int     // the sizes to fit left out: measured at the floor
 	params   []Param // what x holds, in order
 	netLinks []int   // the links NIC scales
 	evals    int
@@ -253,9 +264,14 @@ func FitNCCL(p NCCLProblem) (*NCCLResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	secs := final.secs
+	secs, hostBound := final.secs, make([]bool, len(final.secs))
+	for i, s := range secs {
+		if floor := f.FloorUS * 1e-6; s < floor {
+			secs[i], hostBound[i] = floor, true
+		}
+	}
 	r := &NCCLResult{Machine: m, NICScale: nic, Params: f.params, Topology: final.topo, Choices: f.choices, Labels: final.labels,
-		Seconds: secs, Errors: make([]float64, len(secs)), HostBound: final.hostBound, Fitted: make([]bool, len(secs)), Simulations: f.evals, Undetermined: undetermined,
+		Seconds: secs, Errors: make([]float64, len(secs)), HostBound: hostBound, Fitted: make([]bool, len(secs)), Simulations: f.evals, Undetermined: undetermined,
 		AtBound: f.atBounds(x, undetermined)}
 	for i := range r.Machine.Bandwidth {
 		r.Machine.Bandwidth[i] = cmp.Or(r.Machine.Bandwidth[i], 1)
@@ -265,8 +281,8 @@ func FitNCCL(p NCCLProblem) (*NCCLResult, error) {
 	for i, s := range secs {
 		r.Errors[i] = s/(p.MeasuredUS[i]*1e-6) - 1
 	}
-	for _, i := range f.fit {
-		r.Fitted[i] = true
+	for i := range r.Fitted {
+		r.Fitted[i] = p.Fit == nil || p.Fit[i] // those at the floor too: their error is in sample
 	}
 	for i := range secs {
 		if r.Fitted[i] {
@@ -326,6 +342,10 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 		if p.Fit != nil && !p.Fit[i] {
 			continue
 		}
+		if p.MeasuredUS[i] <= hostBoundBy*p.FloorUS {
+			f.atFloor++
+			continue
+		}
 		f.fit = append(f.fit, i)
 		if q, ok := bandwidthParam(c.Protocol); ok {
 			used[q] = true
@@ -345,8 +365,12 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 		for i, q := range f.params {
 			names[i] = q.String()
 		}
-		return nil, fmt.Errorf("calibrate: %w: %d sizes to fit, and the fit of %d parameters (%s) needs at least %d",
-			ErrTooFewSizes, len(f.fit), len(f.params), strings.Join(names, ", "), len(f.params))
+		held := ""
+		if f.atFloor > 0 {
+			held = fmt.Sprintf(" (%d more measured at the host's floor, which say nothing of the machine)", f.atFloor)
+		}
+		return nil, fmt.Errorf("calibrate: %w: %d sizes to fit%s, and the fit of %d parameters (%s) needs at least %d",
+			ErrTooFewSizes, len(f.fit), held, len(f.params), strings.Join(names, ", "), len(f.params))
 	}
 	return f, nil
 }
@@ -428,7 +452,7 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 	o.Machine = m
 	tuner := &nccl.Tuner{System: f.tuner.System, Options: o}
 	n := len(f.Specs)
-	out := &run{topo: topo, secs: make([]float64, n), launch: make([]float64, n), labels: make([]string, n), hostBound: make([]bool, n)}
+	out := &run{topo: topo, secs: make([]float64, n), launch: make([]float64, n), labels: make([]string, n)}
 	secs, err := Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(idx), func(k int) (*ops.Plan, error) {
 		i := idx[k]
 		t, err := f.tunerAt(tuner, i)
@@ -448,27 +472,19 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 	if err != nil {
 		return nil, err
 	}
-	floor := f.FloorUS * 1e-6
 	for k, i := range idx {
 		out.secs[i] = secs[k]
-		if out.secs[i] < floor {
-			// Held at the host's launches: the plan's launch no longer
-			// shows in the time.
-			out.secs[i], out.launch[i], out.hostBound[i] = floor, 0, true
-		}
 	}
 	return out, nil
 }
 
 // run is a simulation of some of the sizes: per size (indexed as the
-// problem's), its time and its plan's launch in seconds, its plan's
-// label and whether the time is the problem's floor; and the fabric it
-// ran on.
+// problem's), its time and its plan's launch in seconds, and its plan's
+// label; and the fabric it ran on.
 type run struct {
 	topo         *topology.Topology
 	secs, launch []float64
 	labels       []string
-	hostBound    []bool
 }
 
 // summarize is the absolute errors of the sizes idx.

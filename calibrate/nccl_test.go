@@ -494,6 +494,31 @@ func TestFitNCCLHoldsSizesToTheFloor(t *testing.T) {
 	}
 }
 
+// A machine slower than its floor: every size measured above it is the
+// GPUs' time, so the fit climbs from NCCL's model, whose small sizes fall
+// under the floor, to the machine's launch, and holds nothing there.
+func TestFitNCCLClimbsOverTheFloor(t *testing.T) {
+	truth := nccl.Machine{Launch: 4, Hop: 1, Bandwidth: [3]float64{1, 1, 1}}
+	sizes := sizesBy(1<<10, 1<<16, 2)
+	p := machineLog(t, "switch:4", ops.AllReduce, sizes, simpleOnly, truth, 1)
+	model := machineLog(t, "switch:4", ops.AllReduce, sizes, simpleOnly, nccl.Machine{}, 1)
+	p.FloorUS = 40
+	for i := range sizes {
+		if !(model.MeasuredUS[i] < p.FloorUS && p.MeasuredUS[i] > hostBoundBy*p.FloorUS) {
+			t.Fatalf("want NCCL's model under the floor and the machine over it at every size: %v, %v", model.MeasuredUS, p.MeasuredUS)
+		}
+	}
+	fit, err := FitNCCL(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One node: launch and hop both add latency, and the log tells their
+	// sum, not each; the times are what shows the climb.
+	if slices.Contains(fit.HostBound, true) || fit.InSample.Max > 0.01 || !(fit.Value(Launch) > 1.1) {
+		t.Errorf("host-bound %v, in sample %+v, %s", fit.HostBound, fit.InSample, fit.Describe())
+	}
+}
+
 // Where the log says what NCCL ran (Problem.Ran), the fit runs that, not
 // the tuner's choice: a log of rings, on a fabric where NCCL's tuner
 // picks trees for some sizes, gives back its machine exactly only so.

@@ -246,8 +246,11 @@ func TestFidelityHoldsGPUsDrivenByOneThreadToTheHostFloor(t *testing.T) {
 		}
 		_, out, errOut = commsim("calibrate", "--log", log, "--topo", "switch:4", "--algo", "nccl", "--format", "json")
 		var cal calReport
+		// The machine is slower than the floor (30-33 us up to 8 KiB): the
+		// fit climbs from NCCL's model, under the floor there, to it, as
+		// it does with a GPU a thread, and holds no size at the floor.
 		if err := json.Unmarshal([]byte(out), &cal); err != nil || cal.NCCL == nil || (cal.NCCL.ThreadFloorUS == floor) != held ||
-			cal.Sizes[0].HostBound != (held && cal.Sizes[0].FittedUS == floor) {
+			cal.NCCL.InSample.Median > 0.02 || slices.ContainsFunc(cal.Sizes, func(z calSize) bool { return z.HostBound }) {
 			t.Errorf("%d GPUs a thread, calibrate: %v, %s", gpus, err, out)
 		}
 		_, _, errOut = commsim("calibrate", "--log", log, "--topo", "switch:4", "--algo", "ring")
