@@ -96,6 +96,14 @@ var versionRE = regexp.MustCompile(`^2\.([1-9][0-9]{0,2})(?:\.[0-9]{1,4})?(?:[-+
 // ParseVersion reads "2.30", "2.27.3", "2.18" and so on; a release past
 // 2.30 takes 2.30's constants.
 func ParseVersion(s string) (Version, error) {
+	v, err := ParseRelease(s)
+	return min(V2_30, v), err
+}
+
+// ParseRelease reads a release as ParseVersion does, but as written: one
+// past 2.30 is itself (2.31 is 231), whose constants the model does not
+// have.
+func ParseRelease(s string) (Version, error) {
 	m := versionRE.FindStringSubmatch(s)
 	if m == nil {
 		return 0, fmt.Errorf("nccl: version %q: want 2.N or 2.N.P (2.18 to 2.30)", s)
@@ -104,7 +112,7 @@ func ParseVersion(s string) (Version, error) {
 	if minor < 18 {
 		return 0, fmt.Errorf("nccl: version %q is older than 2.18, whose constants the model does not have", s)
 	}
-	return min(V2_30, Version(200+minor)), nil
+	return Version(200 + minor), nil
 }
 
 func (v Version) String() string { return fmt.Sprintf("2.%d", int(v)-200) }

@@ -317,6 +317,15 @@ func TestVersionsKeepTheirConstants(t *testing.T) {
 		if _, err := nccl.ParseVersion(bad); err == nil {
 			t.Errorf("ParseVersion(%q): no error", bad)
 		}
+		if _, err := nccl.ParseRelease(bad); err == nil {
+			t.Errorf("ParseRelease(%q): no error", bad)
+		}
+	}
+	// ParseRelease reads the release as written, a newer one included.
+	for in, want := range map[string]nccl.Version{"2.31": 231, "2.99.1-1": 299, "2.30+cuda12.9": nccl.V2_30, "2.26-1": 226} {
+		if v, err := nccl.ParseRelease(in); err != nil || v != want {
+			t.Errorf("ParseRelease(%q) = %v, %v; want %v", in, v, err, want)
+		}
 	}
 }
 

@@ -97,10 +97,12 @@ type sweep struct {
 	warmup      int     // untimed runs before them (-w)
 	trace       string
 	traceMax    int64 // --trace-max
-	// threadGPUs and threadFloor: -g N > 1 has one thread launch every
-	// collective on N GPUs, so no size takes less than threadFloor
-	// seconds of host time (nccl.ThreadFloorUS); 0 otherwise. A simulated
-	// time (sim, --sim-topo) is held to it; a measured one has it.
+	// threadGPUs and threadFloor: on sim, -g N > 1 has one thread launch
+	// every collective on N GPUs, as nccl-tests' NCCL runs do, so no size
+	// takes less than threadFloor seconds of host time
+	// (nccl.ThreadFloorUS); 0 otherwise. A real backend's times have their
+	// own host's part, and --sim-topo predicts commsim's plans, whose host
+	// part is not NCCL's.
 	threadGPUs  int
 	threadFloor float64
 	plot        string         // bench --plot
@@ -216,7 +218,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 		}
 		s.topoName = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
 	}
-	if f.ngpus > 1 {
+	if s.backend.name == "sim" && f.ngpus > 1 {
 		s.threadGPUs, s.threadFloor = f.ngpus, nccl.ThreadFloorUS(f.ngpus)*1e-6
 	}
 	if s.backend.name != "sim" {
@@ -780,14 +782,9 @@ func (s *sweep) gpusPerThread() int {
 	return s.topo.NumGPUs()
 }
 
-// floored is a run's time as the sweep reports it: a simulated one held
-// to -g's thread floor, a measured one as it is.
-func (s *sweep) floored(secs float64) float64 {
-	if s.backend.name != "sim" {
-		return secs
-	}
-	return max(secs, s.threadFloor)
-}
+// floored is a run's time as the sweep reports it: held to -g's thread
+// floor (0 but on sim).
+func (s *sweep) floored(secs float64) float64 { return max(secs, s.threadFloor) }
 
 // patternCache keeps --check's inputs of one size: the out-of-place and
 // in-place runs, compare's algorithms and what-if's two runs check the

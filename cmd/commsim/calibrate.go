@@ -91,7 +91,7 @@ mapping file's nccl_env) unless a --nccl-* flag is given.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J) or a CSV, at most 64 MiB (required)")
 	fl.StringVar(&f.topo, "topo", "", "topology to calibrate: a spec, a preset or a YAML file (required, but for a shipped log)")
-	fl.StringVar(&f.op, "op", "allreduce", "collective the log measured (default: the log's, or a shipped log's; a log that names none needs it)")
+	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's; a log that names none needs it)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), algoNCCL), "|")+
 		" (nccl: what NCCL's tuner would run per size, fitting NCCL's machine; others: two link scales)")
 	fl.BoolVar(&f.asLogged, "as-logged", false, "with --algo nccl: at each size whose NCCL tuning lines (NCCL_DEBUG_SUBSYS=TUNING) say what NCCL ran, fit with that (algorithm, protocol, channels) instead of NCCL's tuner's choice")
@@ -259,28 +259,28 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err := shippedOp(pub, f.op, opSet); err != nil {
 		return err
 	}
+	// A shipped log knows its fabric, its collective and the NCCL
+	// environment its run had, as in fidelity.
 	if f.topo == "" {
-		// A shipped log knows its fabric and its collective.
 		if pub == nil {
 			return usagef("calibrate needs --topo SPEC|FILE (the fabric the log was measured on); only the logs commsim ships know theirs")
 		}
 		f.topo = pub.Topo
-		if lg.Op == "" && !opSet {
-			f.op = pub.Op
+	}
+	if pub != nil && !f.ncclFlags.set() {
+		o, err := pub.Options()
+		if err != nil {
+			return err
 		}
-		if !f.ncclFlags.set() {
-			o, err := pub.Options()
-			if err != nil {
-				return err
-			}
-			f.ncclFlags.runEnv = &o // the environment its run had
-		}
+		f.ncclFlags.runEnv = &o
 	}
 	switch {
 	case opSet:
 	case lg.Op != "":
 		f.op = lg.Op
-	case pub == nil:
+	case pub != nil:
+		f.op = pub.Op
+	default:
 		return unnamedOpError(f.log)
 	}
 	if f.algo == algoNCCL {

@@ -436,3 +436,15 @@ func TestCalibrateCSVReport(t *testing.T) {
 		t.Fatalf("csv has %d lines, header %q", len(lines), lines[0])
 	}
 }
+
+// A shipped log that names no collective is its mapping file's collective
+// whether or not --topo is given, as in fidelity.
+func TestCalibrateShippedLogKeepsItsCollectiveWithTopo(t *testing.T) {
+	shipped := filepath.Join("..", "..", "fidelity", "nccl-logs", "vultr-b200-allgather-8xB200.txt")
+	for _, args := range [][]string{{"--log", shipped, "--algo", "ring"}, {"--log", shipped, "--topo", "hgx-b200", "--algo", "ring"}} {
+		rep, _ := calJSON(t, args...)
+		if rep.Op != "allgather" {
+			t.Errorf("%q: fitted %s, want allgather", args, rep.Op)
+		}
+	}
+}

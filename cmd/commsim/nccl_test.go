@@ -136,6 +136,10 @@ func TestBenchNCCLFlagsForceAChoice(t *testing.T) {
 	if !(old < now) {
 		t.Errorf("ring/LL busbw: 2.18 %v, 2.30 %v; want 2.18 slower", old, now)
 	}
+	// A release with its build, as NCCL prints it, is that release.
+	if built := busbw(t, "--nccl-version", "2.18.3-1+cuda12.2", "--nccl-proto", "LL", "--topo", "dgx-a100"); built != old {
+		t.Errorf("ring/LL busbw: 2.18.3-1+cuda12.2 %v, 2.18 %v", built, old)
+	}
 	// The machine's channel rate bounds each of the B200 ring's 32
 	// channels (22.5 GB/s in NCCL's model) to 10 GB/s.
 	bounded := busbw(t, "--topo", "hgx-b200", "--op", "allgather", "--nccl-machine", "channel=10")
@@ -205,6 +209,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 		{[]string{"--nccl-version", "2.9"}, "older than 2.18"},
 		{[]string{"--nccl-version", "2.99"}, "--nccl-version 2.99: the model has NCCL 2.18 to 2.30's constants; give 2.30"},
 		{[]string{"--nccl-version", "2.31.1"}, "--nccl-version 2.31.1: the model has NCCL 2.18 to 2.30's constants"},
+		{[]string{"--nccl-version", "2.31+cuda13.0"}, "--nccl-version 2.31+cuda13.0: the model has NCCL 2.18 to 2.30's constants"},
 		{[]string{"--nccl-channels", "-1"}, "--nccl-channels"},
 		{[]string{"--nccl-net-peer-channels", "65"}, "--nccl-net-peer-channels 65: want 0 (NCCL's default) to 64"},
 		{[]string{"--nccl-env", "NCCL_IB_HCA=mlx5"}, "--nccl-env: NCCL_IB_HCA: not reproduced"},

@@ -180,13 +180,13 @@ func (f *ncclFlags) options() (nccl.Options, error) {
 		return nil
 	}
 	if f.version != "" {
-		if o.Version, err = nccl.ParseVersion(f.version); err != nil {
+		if o.Version, err = nccl.ParseRelease(f.version); err != nil {
 			return o, usagef("--nccl-version: %v", err)
 		}
-		if v := strings.TrimSpace(f.version); !strings.HasPrefix(v+".", o.Version.String()+".") {
-			// ParseVersion prices a newer release, as a log states it, with
-			// the newest constants; a flag asking for it is told instead.
-			return o, usagef("--nccl-version %s: the model has NCCL 2.18 to %s's constants; give %s to price a newer release with the newest", v, o.Version, o.Version)
+		if o.Version > nccl.V2_30 {
+			// A log's newer release is priced with the newest constants,
+			// and says so; a flag asking for one is told instead.
+			return o, usagef("--nccl-version %s: the model has NCCL 2.18 to %s's constants; give %s to price a newer release with the newest", f.version, nccl.V2_30, nccl.V2_30)
 		}
 	}
 	if strings.TrimSpace(f.algos) != "" {

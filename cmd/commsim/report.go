@@ -234,7 +234,7 @@ func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 // writeThreadNote says, where simulated times are held to it, what -g
 // N's thread costs the host.
 func writeThreadNote(w io.Writer, s *sweep) {
-	if s.threadGPUs > 1 && (s.backend.name == "sim" || s.simTopo != nil) {
+	if s.threadGPUs > 1 {
 		fmt.Fprintf(w, "# %s\n", threadFloorNote(s.threadGPUs, s.threadFloor*1e6))
 	}
 }

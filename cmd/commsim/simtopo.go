@@ -75,7 +75,7 @@ func (s *sweep) predict(rows []row) (err error) {
 		if err != nil {
 			return fmt.Errorf("--sim-topo %s: %d bytes: %w", s.simTopo.Name, moved, err)
 		}
-		rows[i].sim = &prediction{timed(max(run.Seconds, s.threadFloor), moved, plan.Op, plan.Ranks), s.simTopo.Name}
+		rows[i].sim = &prediction{timed(run.Seconds, moved, plan.Op, plan.Ranks), s.simTopo.Name}
 	}
 	return nil
 }

@@ -115,6 +115,9 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A fault acts on the fabric's time: -g's host floor would hide what it
+	// does (a stall under it reads as nothing) and time what never fired.
+	s.threadGPUs, s.threadFloor = 0, 0
 	spec, moved := s.spec(s.sizes[0])
 	plan, err := s.plan(spec)
 	if err != nil {
