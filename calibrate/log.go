@@ -107,7 +107,8 @@ var (
 	dateRE      = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",
-		"time_us": "time", "cputime": "time", "op": "op", "ranks": "ranks", "type": "type", "dtype": "type"}
+		"time_us": "time", "cputime": "time", "op": "op", "ranks": "ranks", "type": "type", "dtype": "type",
+		"gpus_per_thread": "gpus"}
 	// Element sizes of nccl-tests type names hw.ParseDType does not know.
 	extraTypes = map[string]hw.DType{"int8": hw.U8, "char": hw.U8, "f8e4m3": hw.U8, "f8e5m2": hw.U8, "uint32": hw.I32, "uint64": hw.I64}
 )
@@ -271,6 +272,9 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 			return s, "", fmt.Sprintf("%d ranks after %d: give one run per log", n, l.Ranks)
 		}
 		l.Ranks = n
+	}
+	if n, err := strconv.Atoi(get("gpus")); err == nil && n > 0 {
+		l.GPUsPerThread = n // commsim bench's CSV: its -g
 	}
 	if op := get("op"); op != "" {
 		if o, ok := testOps[strings.ToLower(op)]; ok {

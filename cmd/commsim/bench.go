@@ -342,6 +342,9 @@ type row struct {
 	// refined: the run's channels, folded or not, were made at finer
 	// pieces than its plan held (ops.Plan.Refine).
 	refined bool
+	// gpusPerThread is the run's GPUs a thread (sweep.gpusPerThread), so
+	// that a reader of the CSV holds the times to the same floor.
+	gpusPerThread int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -585,7 +588,8 @@ func (s *sweep) measureBoth(w *openedWorld, exec *ops.Executor, bytes int64) (ro
 // newRow starts the report row of one size, run with plan.
 func (s *sweep) newRow(plan *ops.Plan, moved int64) row {
 	r := row{op: s.op.String(), algo: nccl.Label(plan), topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
-		ranks: plan.Ranks, root: s.root, bytes: moved, count: plan.Count} // a rank's elements, as nccl-tests counts them
+		ranks: plan.Ranks, root: s.root, bytes: moved, count: plan.Count, // a rank's elements, as nccl-tests counts them
+		gpusPerThread: s.gpusPerThread()}
 	if s.algo == algoNCCL {
 		if c, err := s.tuner.Choose(plan.Spec); err == nil && c.NCCL != c.Estimate {
 			r.ncclChoice = c.NCCL.String()

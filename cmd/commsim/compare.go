@@ -409,6 +409,8 @@ type cmpRecord struct {
 	// Refined: the run was made at finer pieces than its plan held, where
 	// --symmetry=false runs the plan as made (see writeRefined).
 	Refined bool `json:"refined,omitempty"`
+	// GPUsPerThread is -g N's N where more than 1 (see jsonRow).
+	GPUsPerThread int `json:"gpus_per_thread,omitempty"`
 }
 
 // records flattens the rows into one record per size and algorithm.
@@ -422,7 +424,7 @@ func (c *comparison) records(rows []cmpRow) []cmpRecord {
 	for _, r := range rows {
 		for i, res := range r.res {
 			out = append(out, cmpRecord{jsonRecord{s.op.String(), c.algos[i], s.topoName, s.topo.NumGPUs(), s.dtype.String(), redop,
-				s.root, r.bytes, r.count, tidy(res.timeUS), tidy(res.algbw), tidy(res.busbw), wrongPtr(res.wrong)}, i == r.best, r.refined[i]})
+				s.root, r.bytes, r.count, tidy(res.timeUS), tidy(res.algbw), tidy(res.busbw), wrongPtr(res.wrong)}, i == r.best, r.refined[i], gpusIfMore(s.gpusPerThread())})
 		}
 	}
 	return out
@@ -438,9 +440,9 @@ func (c *comparison) writeJSON(w io.Writer, rows []cmpRow) error {
 	return nil
 }
 
-// cmpCSVColumns are compare's CSV columns: bench's, out of place, best
-// and refined.
-var cmpCSVColumns = append(append([]string{}, csvColumns[:13]...), "best", "refined")
+// cmpCSVColumns are compare's CSV columns: bench's, out of place, best,
+// refined and gpus_per_thread.
+var cmpCSVColumns = append(append([]string{}, csvColumns[:13]...), "best", "refined", "gpus_per_thread")
 
 // writeCSV writes rows of the CSV, without its header.
 func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
@@ -452,7 +454,7 @@ func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
 		}
 		out = append(out, []string{r.Op, r.Algo, r.Topology, strconv.Itoa(r.Ranks), r.DType, r.Redop,
 			strconv.Itoa(r.Root), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Count),
-			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best), strconv.FormatBool(r.Refined)})
+			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best), strconv.FormatBool(r.Refined), strconv.Itoa(c.s.gpusPerThread())})
 	}
 	return writeCSVRows(w, out)
 }

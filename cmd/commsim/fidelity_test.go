@@ -260,18 +260,20 @@ func TestFidelityHoldsGPUsDrivenByOneThreadToTheHostFloor(t *testing.T) {
 	}
 }
 
-// What bench -g 4 writes, fidelity reads back to an error of 0: both hold
-// the sizes to the same floor.
+// What bench -g 4 writes, as its table or its CSV, fidelity reads back
+// to an error of 0: both hold the sizes to the same floor.
 func TestFidelityReadsBenchGPUsPerThreadBack(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "g4.txt")
-	status, out, errOut := commsim("bench", "--topo", "switch:8", "-g", "4", "--algo", "ring", "-b", "1KiB", "-e", "4MiB", "-f", "8")
-	if status != 0 || os.WriteFile(path, []byte(out), 0o644) != nil {
-		t.Fatalf("bench: status %d: %s", status, errOut)
-	}
-	status, out, errOut = commsim("fidelity", "--log", path, "--topo", "switch:4", "--algo", "ring", "--format", "json")
-	var rep fidReport
-	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Max > 1e-3 || !rep.Sizes[0].HostBound {
-		t.Errorf("status %d, %v, max error %v: %s%s", status, err, rep.Max, out, errOut)
+	for _, format := range []string{"text", "csv"} {
+		path := filepath.Join(t.TempDir(), "g4."+format)
+		status, out, errOut := commsim("bench", "--topo", "switch:8", "-g", "4", "--algo", "ring", "-b", "1KiB", "-e", "4MiB", "-f", "8", "--format", format)
+		if status != 0 || os.WriteFile(path, []byte(out), 0o644) != nil {
+			t.Fatalf("bench %s: status %d: %s", format, status, errOut)
+		}
+		status, out, errOut = commsim("fidelity", "--log", path, "--topo", "switch:4", "--algo", "ring", "--format", "json")
+		var rep fidReport
+		if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Max > 1e-3 || !rep.Sizes[0].HostBound || rep.GPUsPerThread != 4 {
+			t.Errorf("%s: status %d, %v, max error %v: %s%s", format, status, err, rep.Max, out, errOut)
+		}
 	}
 }
 

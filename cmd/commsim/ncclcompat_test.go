@@ -294,7 +294,7 @@ func TestDefaultOutputReadsBack(t *testing.T) {
 
 // TestCSVColumnsMatchAcrossCommands: bench's and compare's CSV name the
 // same quantities alike (compare has out-of-place runs and best), and
-// both end with refined.
+// both end with refined and gpus_per_thread.
 func TestCSVColumnsMatchAcrossCommands(t *testing.T) {
 	header := func(args ...string) []string {
 		status, out, errOut := commsim(append(args, "--topo", "ring:4", "-b", "1K", "-e", "1K", "--format", "csv")...)
@@ -309,7 +309,8 @@ func TestCSVColumnsMatchAcrossCommands(t *testing.T) {
 	}
 	bench, cmp := header("bench"), header("compare", "--algos", "ring")
 	shared := []string{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count", "time_us", "algbw_gbps", "busbw_gbps", "wrong"}
-	if strings.Join(bench[:len(shared)], ",") != strings.Join(shared, ",") || strings.Join(cmp[:len(shared)], ",") != strings.Join(shared, ",") || cmp[len(cmp)-2] != "best" || cmp[len(cmp)-1] != "refined" || bench[len(bench)-1] != "refined" {
+	if strings.Join(bench[:len(shared)], ",") != strings.Join(shared, ",") || strings.Join(cmp[:len(shared)], ",") != strings.Join(shared, ",") || cmp[len(cmp)-3] != "best" ||
+		strings.Join(cmp[len(cmp)-2:], ",") != "refined,gpus_per_thread" || strings.Join(bench[len(bench)-2:], ",") != "refined,gpus_per_thread" {
 		t.Errorf("bench %q\ncompare %q\nwant both to start %q", bench, cmp, shared)
 	}
 }

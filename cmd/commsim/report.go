@@ -378,14 +378,14 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 // csvColumns are bench's CSV columns: the JSON Lines fields, in the same
 // names as compare's CSV.
 var csvColumns = []string{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count",
-	"time_us", "algbw_gbps", "busbw_gbps", "wrong", "inplace_time_us", "inplace_algbw_gbps", "inplace_busbw_gbps", "inplace_wrong", "nccl_choice", "refined"}
+	"time_us", "algbw_gbps", "busbw_gbps", "wrong", "inplace_time_us", "inplace_algbw_gbps", "inplace_busbw_gbps", "inplace_wrong", "nccl_choice", "refined", "gpus_per_thread"}
 
 func csvCells(r row) []string {
 	c := []string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks), r.dtype, r.redop, strconv.Itoa(r.root), strconv.FormatInt(r.bytes, 10), strconv.Itoa(r.count)}
 	for _, res := range []result{r.outOfPlace, r.inPlace} {
 		c = append(c, exact(res.timeUS), exact(res.algbw), exact(res.busbw), fmtWrong(res.wrong))
 	}
-	return append(c, r.ncclChoice, strconv.FormatBool(r.refined))
+	return append(c, r.ncclChoice, strconv.FormatBool(r.refined), strconv.Itoa(r.gpusPerThread))
 }
 
 // jsonRecord holds the DESIGN contract's JSON fields of one measured run;
@@ -420,6 +420,9 @@ type jsonRow struct {
 	// Refined: the run was made at finer pieces than its plan held, where
 	// --symmetry=false runs the plan as made (see writeRefined).
 	Refined bool `json:"refined,omitempty"`
+	// GPUsPerThread is -g N's N where more than 1: the times are held to
+	// its thread's launches (nccl.ThreadFloorUS).
+	GPUsPerThread int `json:"gpus_per_thread,omitempty"`
 	simJSON
 }
 
@@ -434,7 +437,15 @@ func jsonOf(r row) jsonRow {
 	o, i := r.outOfPlace, r.inPlace
 	return jsonRow{jsonRecord{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
 		tidy(o.timeUS), tidy(o.algbw), tidy(o.busbw), wrongPtr(o.wrong)},
-		tidy(i.timeUS), tidy(i.algbw), tidy(i.busbw), wrongPtr(i.wrong), r.ncclChoice, r.refined, simFields(r)}
+		tidy(i.timeUS), tidy(i.algbw), tidy(i.busbw), wrongPtr(i.wrong), r.ncclChoice, r.refined, gpusIfMore(r.gpusPerThread), simFields(r)}
+}
+
+// gpusIfMore is n where more than one GPU a thread, else 0 (left out).
+func gpusIfMore(n int) int {
+	if n > 1 {
+		return n
+	}
+	return 0
 }
 
 // newTableWriter is the box table bench and compare print: headers as
