@@ -36,8 +36,8 @@ type Log struct {
 	// GPUsPerThread is how many GPUs each thread of the run drove
 	// (nccl-tests' -g, the header's nGpus), 0 where the log does not say.
 	// Past one, a thread launches each collective on its GPUs one after
-	// another, host time that commsim does not model: it sets a floor
-	// under the measured time of small sizes.
+	// another: host time that sets a floor under the measured time of
+	// small sizes (nccl.ThreadFloorUS).
 	GPUsPerThread int
 	// Samples are the sizes, smallest first.
 	Samples []Sample

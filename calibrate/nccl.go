@@ -119,9 +119,11 @@ func bandwidthParam(p ops.Protocol) (Param, bool) {
 }
 
 // hostBoundBy is how close to NCCLProblem.FloorUS a measured time is taken
-// to be the host's, not the machine's: within 5% (the published -g 8 run
-// the floor comes from spreads 1% over its 8-128 B).
-const hostBoundBy = 1.05
+// to be the host's, not the machine's: within 15%. The published -g 8 run
+// the floor comes from holds its sizes up to 256 KiB within 12% of it
+// (34.8-39.2 µs), and fitted as the GPUs' time they would make its
+// launch ×5.7.
+const hostBoundBy = 1.15
 
 // ErrTooFewSizes is returned by FitNCCL when a problem has fewer sizes to
 // fit than parameters: at least as many as there are parameters are
