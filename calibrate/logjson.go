@@ -129,7 +129,11 @@ func (r *jsonReader) readReport() error {
 	} else if tok != json.Delim('{') {
 		return r.fail(0, "not nccl-tests JSON: want an object")
 	}
-	seen := map[string]bool{}
+	if off, key := repeatedKey(r.data); off >= 0 {
+		// JSON leaves a repeated key's meaning open: two "results" would
+		// merge two runs' records, two "ngpus" pick one silently.
+		return r.fail(off, fmt.Sprintf("not nccl-tests JSON: an object has %q twice", key))
+	}
 	for r.dec.More() {
 		start := r.next()
 		tok, err := r.dec.Token()
@@ -137,12 +141,6 @@ func (r *jsonReader) readReport() error {
 			return r.broken("", err)
 		}
 		key, _ := tok.(string)
-		if seen[key] {
-			// JSON leaves a repeated key's meaning open: two "results"
-			// would merge two runs' records.
-			return r.fail(start, fmt.Sprintf("not nccl-tests JSON: the report has a second %q", key))
-		}
-		seen[key] = true
 		var v any = new(json.RawMessage) // what the report holds besides
 		switch key {
 		case "results":
@@ -176,6 +174,54 @@ func (r *jsonReader) readReport() error {
 		return r.fail(off, "not nccl-tests JSON: more after the report's end")
 	}
 	return nil
+}
+
+// repeatedKey finds the first key that an object of data, at any depth,
+// holds twice: the offset of its second one, and the key; -1 where none
+// does before the data ends or breaks (the reader reports those).
+func repeatedKey(data []byte) (int64, string) {
+	type level struct {
+		keys map[string]bool // nil in an array
+		key  bool            // an object's next token is a key
+	}
+	var stack []level
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].key = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return -1, ""
+		}
+		top := len(stack) - 1
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, level{keys: map[string]bool{}, key: true})
+			case '[':
+				stack = append(stack, level{})
+			default:
+				stack = stack[:top]
+				valueDone()
+			}
+		case string:
+			if top >= 0 && stack[top].key {
+				if stack[top].keys[t] {
+					end := dec.InputOffset()
+					return int64(max(bytes.LastIndexByte(data[:max(end-1, 0)], '"'), 0)), t
+				}
+				stack[top].keys[t], stack[top].key = true, false
+				continue
+			}
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
 }
 
 // broken turns a decoding error into a LogError; nil where the report

@@ -155,8 +155,11 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		{"cut before a record", ncclTestsJSON()[:200], 0, `not nccl-tests JSON: unexpected EOF`},
 		{"no records", ncclTestsJSON(), 0, "ag.json: no result rows"},
 		{"second results", strings.Replace(ncclTestsJSON(jsonRecord1K), `  "out_of_bounds"`, "  \"results\": [\n"+jsonRecord2K+"],\n  \"out_of_bounds\"", 1), 20,
-			`ag.json:20: not nccl-tests JSON: the report has a second "results"`},
-		{"second args", strings.Replace(ncclTestsJSON(jsonRecord1K), `  "env"`, `  "args": [], "env"`, 1), 5, `ag.json:5: not nccl-tests JSON: the report has a second "args"`},
+			`ag.json:20: not nccl-tests JSON: an object has "results" twice`},
+		{"second args", strings.Replace(ncclTestsJSON(jsonRecord1K), `  "env"`, `  "args": [], "env"`, 1), 5, `ag.json:5: not nccl-tests JSON: an object has "args" twice`},
+		{"second time", ncclTestsJSON(strings.Replace(jsonRecord1K, `"time": 11.000000,`, `"time": 11.000000, "time": 1,`, 1)), 16,
+			`ag.json:16: not nccl-tests JSON: an object has "time" twice`},
+		{"second ngpus", strings.Replace(ncclTestsJSON(jsonRecord1K), `"ngpus": 4,`, `"ngpus": 4, "ngpus": 1,`, 1), 7, `not nccl-tests JSON: an object has "ngpus" twice`},
 	} {
 		_, err := ParseLog("ag.json", []byte(c.text))
 		var le *LogError
