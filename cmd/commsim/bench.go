@@ -772,24 +772,6 @@ func (s *sweep) runOnce(w *hw.World, exec *ops.Executor, plan *ops.Plan, inPlace
 	return res, nil
 }
 
-// gpusPerThread is how many GPUs each thread of the run drives, as
-// nccl-tests' header and JSON report state it (nGpus): -g's, else one on
-// sim, whose times are those of a process a GPU (mpirun -np N), and in a
-// multi-process run; a real backend's one process drives all its ranks.
-func (s *sweep) gpusPerThread() int {
-	switch {
-	case s.threadGPUs > 0:
-		return s.threadGPUs
-	case s.backend.name == "sim" || s.backend.multi != nil:
-		return 1
-	}
-	return s.topo.NumGPUs()
-}
-
-// floored is a run's time as the sweep reports it: held to -g's thread
-// floor (0 but on sim).
-func (s *sweep) floored(secs float64) float64 { return max(secs, s.threadFloor) }
-
 // patternCache keeps --check's inputs of one size: the out-of-place and
 // in-place runs, compare's algorithms and what-if's two runs check the
 // same ones, and making them costs as much as judging the outputs. A nil

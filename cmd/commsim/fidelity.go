@@ -521,12 +521,6 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	return nil
 }
 
-// threadFloorNote says what a run whose threads each drive gpus GPUs
-// (nccl-tests -g) costs the host: floorUS a size.
-func threadFloorNote(gpus int, floorUS float64) string {
-	return fmt.Sprintf("each thread of the run drives %d GPUs (nccl-tests -g %d), launching every collective on them in turn: no size takes less than those %d launches of host time, %.2f us (nccl.ThreadFloorUS)", gpus, gpus, gpus, floorUS)
-}
-
 // shippedOp refuses an --op that a shipped log's mapping file (pub; nil
 // for any other log) contradicts.
 func shippedOp(pub *fidelity.PublishedLog, op string, opSet bool) error {

@@ -231,14 +231,6 @@ func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 	return err
 }
 
-// writeThreadNote says, where simulated times are held to it, what -g
-// N's thread costs the host.
-func writeThreadNote(w io.Writer, s *sweep) {
-	if s.threadGPUs > 1 {
-		fmt.Fprintf(w, "# %s\n", threadFloorNote(s.threadGPUs, s.threadFloor*1e6))
-	}
-}
-
 // writeAlgoNote says what -g N's thread costs (writeThreadNote), and how
 // auto and nccl choose, where the algo column is their choice.
 func writeAlgoNote(w io.Writer, s *sweep) {
