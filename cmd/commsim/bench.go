@@ -218,8 +218,16 @@ func (f *benchFlags) parse() (*sweep, error) {
 		}
 		s.topoName = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
 	}
-	if s.backend.name == "sim" && f.ngpus > 1 {
-		s.threadGPUs, s.threadFloor = f.ngpus, nccl.ThreadFloorUS(f.ngpus)*1e-6
+	if f.given("thread-gpus") {
+		switch p := s.topo.NumGPUs(); {
+		case f.ngpus > 0 && f.threadGPUs != f.ngpus:
+			return nil, usagef("-g %d and --thread-gpus %d disagree: -g's GPUs are one thread's", f.ngpus, f.threadGPUs)
+		case p%f.threadGPUs != 0:
+			return nil, usagef("--thread-gpus %d: %s's %d GPUs are no whole number of threads of %d", f.threadGPUs, cmp.Or(s.topoName, f.topo), p, f.threadGPUs)
+		}
+	}
+	if g := max(f.ngpus, f.threadGPUs); s.backend.name == "sim" && g > 1 {
+		s.threadGPUs, s.threadFloor = g, nccl.ThreadFloorUS(g)*1e-6
 	}
 	if s.backend.name != "sim" {
 		s.runner.Warmup, s.runner.Iters = f.warmup, f.iters

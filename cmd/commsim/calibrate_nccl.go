@@ -313,14 +313,10 @@ func writeCalNCCLTable(w io.Writer, r *calReport, fit *calibrate.NCCLResult) err
 	if r.Op != "allreduce" {
 		env = "--op " + r.Op + " " + env
 	}
-	floor := ""
-	switch g := n.GPUsPerThread; {
-	case g > 1 && g == r.Ranks:
-		env = fmt.Sprintf("-g %d %s", g, env) // one thread drives them all, as bench -g does
-	case g > 1:
-		floor = fmt.Sprintf(" (bench has no threads of %d GPUs over several processes: the sizes held at the floor run without it)", g)
+	if g := n.GPUsPerThread; g > 1 {
+		env = fmt.Sprintf("--thread-gpus %d %s", g, env) // the run's threads, whose floor holds its sizes
 	}
-	fmt.Fprintf(w, "# machine: %s; to predict with it: commsim bench --algo nccl --topo %s %s--nccl-machine %s%s\n", n.Machine.goLiteral(), r.Topology, env, n.Machine.flag(), floor)
+	fmt.Fprintf(w, "# machine: %s; to predict with it: commsim bench --algo nccl --topo %s %s--nccl-machine %s\n", n.Machine.goLiteral(), r.Topology, env, n.Machine.flag())
 	fmt.Fprintf(w, "# in-sample |error|: median %.2f%%, max %.2f%%, rms %.2f%% over %d sizes\n", 100*n.InSample.Median, 100*n.InSample.Max, 100*r.RMSRelError, n.InSample.Sizes)
 	if h := n.HeldOut; h != nil {
 		fmt.Fprintf(w, "# held out: fitted on %d sizes (every other one, from the first: %s), predicting the %d others: median |error| %.2f%%, max %.2f%%\n",

@@ -253,6 +253,11 @@ func TestFidelityHoldsGPUsDrivenByOneThreadToTheHostFloor(t *testing.T) {
 			cal.NCCL.InSample.Median > 0.02 || slices.ContainsFunc(cal.Sizes, func(z calSize) bool { return z.HostBound }) {
 			t.Errorf("%d GPUs a thread, calibrate: %v, %s", gpus, err, out)
 		}
+		// The bench line it prints runs the log's threads.
+		_, table, _ = commsim("calibrate", "--log", log, "--topo", "switch:4", "--algo", "nccl")
+		if strings.Contains(table, "commsim bench --algo nccl --topo switch:4 --thread-gpus 4 ") != held {
+			t.Errorf("%d GPUs a thread, calibrate's bench line:\n%s", gpus, table)
+		}
 		_, _, errOut = commsim("calibrate", "--log", log, "--topo", "switch:4", "--algo", "ring")
 		if warned := strings.Contains(errOut, "host time that the fit of link scales does not model"); warned != held {
 			t.Errorf("%d GPUs a thread, calibrate --algo ring: warned %v: %s", gpus, warned, errOut)

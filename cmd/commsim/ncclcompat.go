@@ -49,6 +49,7 @@ func (c *checkFlag) Type() string { return "0|1" }
 // ncclTestFlags are nccl-tests' flags that commsim honours.
 type ncclTestFlags struct {
 	ngpus         int // -g: GPUs (on sim, the first of the topology's)
+	threadGPUs    int // --thread-gpus: on sim, each thread's GPUs in a job of several processes
 	iters, warmup int // -n, -w: timed and warm-up runs on real backends
 	threads       int // -t: commsim runs 1
 	// ignored are the values of ignoredNCCLFlags, by long name.
@@ -93,7 +94,8 @@ var ignoredNCCLFlags = []ignoredNCCLFlag{
 }
 
 func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
-	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "GPUs, as nccl-tests' -g: on sim the first N GPUs of --topo (default all); on cuda and metal the ranks of this process (as --ranks)")
+	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "GPUs, as nccl-tests' -g: on sim the first N GPUs of --topo (default all), driven by one thread, whose launches set a floor under every size (nccl.ThreadFloorUS); on cuda and metal the ranks of this process (as --ranks)")
+	fl.IntVar(&f.threadGPUs, "thread-gpus", 0, "on sim, the GPUs each thread drives in a job of several processes, as nccl-tests' -g under mpirun -np 2 on dgx-h100x2 (8): every rank of --topo runs, and each size takes at least N launches of host time (nccl.ThreadFloorUS)")
 	fl.IntVarP(&f.iters, "iters", "n", 1, "timed runs per size on real backends, averaged (nccl-tests' -n); on sim one run is exact, since every run of a plan takes the same simulated time")
 	fl.IntVarP(&f.warmup, "warmup_iters", "w", 0, "untimed runs before the timed ones on real backends (nccl-tests' -w); on sim there is nothing to warm up")
 	fl.IntVarP(&f.threads, "nthreads", "t", 1, "nccl-tests' threads per process: commsim runs 1 (ask for GPUs with -g, processes with --nranks)")
@@ -121,6 +123,10 @@ func (f *ncclTestFlags) validate(backend string) error {
 	switch {
 	case f.given("ngpus") && f.ngpus < 1:
 		return usagef("-g %d: want 1 or more GPUs", f.ngpus)
+	case f.given("thread-gpus") && f.threadGPUs < 1:
+		return usagef("--thread-gpus %d: want 1 or more GPUs", f.threadGPUs)
+	case f.given("thread-gpus") && backend != "sim":
+		return usagef("--thread-gpus is for the simulator; on %s the run's threads are its own (-g, --ranks)", backend)
 	case f.given("iters") && f.iters < 1:
 		return usagef("-n %d: want 1 or more timed runs", f.iters)
 	case f.warmup < 0:

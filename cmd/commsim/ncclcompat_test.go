@@ -80,6 +80,25 @@ func TestBenchGPUsPerThreadHoldsToTheHostFloor(t *testing.T) {
 			t.Errorf("%q: want %q, and the floor named only with -g:\n%s", c.args, c.want, out)
 		}
 	}
+	// --thread-gpus is the floor without -g's choice of GPUs: every rank
+	// runs, in threads of N (nccl-tests' -g under mpirun).
+	all, _ := benchRecords(t, "--topo", "switch:8", "--algo", "rd", "-b", "1KiB", "-e", "1KiB", "--thread-gpus", "4")
+	if len(all) != 1 || all[0].Ranks != 8 || all[0].TimeUS != floor {
+		t.Errorf("--thread-gpus 4 on switch:8: %+v, want 8 ranks at %v us", all, floor)
+	}
+	for args, want := range map[string]string{
+		"--thread-gpus 3":      "--thread-gpus 3: switch:8's 8 GPUs are no whole number of threads of 3",
+		"--thread-gpus 0":      "--thread-gpus 0: want 1 or more GPUs",
+		"-g 4 --thread-gpus 2": "-g 4 and --thread-gpus 2 disagree",
+	} {
+		status, _, errOut := commsim(append([]string{"bench", "--topo", "switch:8", "-b", "1K", "-e", "1K"}, strings.Fields(args)...)...)
+		if status != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: status %d, stderr %q; want 2 and %q", args, status, errOut, want)
+		}
+	}
+	if status, _, errOut := commsim("bench", "--backend", "cuda", "--thread-gpus", "2"); status != 2 || !strings.Contains(errOut, "--thread-gpus is for the simulator") {
+		t.Errorf("--thread-gpus on cuda: status %d, %q", status, errOut)
+	}
 	// compare holds every algorithm to it alike, and says so.
 	_, out, _ := commsim("compare", "--topo", "switch:4", "-g", "4", "-b", "1KiB", "-e", "1KiB")
 	if !strings.Contains(out, "no size takes less than those 4 launches of host time, 17.48 us") || strings.Count(out, " 17.48 ") < 2 {

@@ -113,14 +113,12 @@ func (s *sweep) ncclReportOf(rows []row) ncclReport {
 		if len(s.backend.gpus) > 0 {
 			r.Config.Devices[0].Device = s.backend.gpus[0]
 		}
-	} else if r.Config.GPUs == 1 {
-		// Each rank its own process (sim's times): a line each, which
-		// is how a reader counts the ranks.
-		for rank := range s.topo.NumGPUs() {
+	} else {
+		// A line a process, of ngpus GPUs each (one on sim without -g, a
+		// process a rank): how a reader counts the ranks.
+		for rank := 0; rank < s.topo.NumGPUs(); rank += r.Config.GPUs {
 			r.Config.Devices = append(r.Config.Devices, ncclDevice{Rank: rank, DeviceInfo: backend + " on " + s.topoName})
 		}
-	} else {
-		r.Config.Devices = []ncclDevice{{DeviceInfo: backend + " on " + s.topoName}}
 	}
 	if s.backend.name != "sim" {
 		host, _ := os.Hostname()
