@@ -8,8 +8,8 @@ import (
 // nccl-tests' -g N: one thread drives N GPUs and launches every collective
 // on them in turn, so an iteration takes at least N launches of host time
 // (nccl.ThreadFloorUS). bench and compare hold simulated times to it
-// (sweep.threadFloor), fidelity and calibrate hold a log's predictions to
-// its nGpus's, and the reports say so.
+// (sweep.threadFloor, from -g or --thread-gpus), fidelity and calibrate
+// hold a log's predictions to its nGpus's, and the reports say so.
 
 // gpusPerThread is how many GPUs each thread of the run drives, as
 // nccl-tests' header and JSON report state it (nGpus): -g's, else one on
