@@ -214,10 +214,11 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // p move for spec, and the launch that opens the collective: NCCL's base
 // latency, and per hop its latency for each path class; NCCL's model
 // multiplies a multi-node Ring/Simple all-reduce's by a plateau factor
-// past 64 bytes per channel and rank. An NVLink hop also takes what the
-// GPUs' crossing takes beyond Hopper's, which NCCL's one figure for
-// every generation leaves out (its tuner does not see it). Every byte on
-// the wire carries the protocol's share of payload (LL 8 of 16 bytes,
+// past 64 bytes per rank on each of the communicator's channels (not on
+// each the collective launches: tuning.cc counts comm->nChannels). An
+// NVLink hop also takes what the GPUs' crossing takes beyond Hopper's,
+// which NCCL's one figure for every generation leaves out (its tuner
+// does not see it). Every byte on the wire carries the protocol's share of payload (LL 8 of 16 bytes,
 // LL128 120 of 128), and each channel moves at most its share of the
 // bandwidth of NCCL's model, rate GB/s (channelSpeeds; 0 where the
 // model gives none), and at most the machine's channel rate
@@ -226,7 +227,7 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops.Wire, float64) {
 	v := o.Release()
 	scale := 1.0
-	if a == Ring && s.Nodes > 1 && spec.Op == ops.AllReduce && p == simple && bytesOf(spec)/int64(max(1, spec.Channels)*s.Ranks) >= 64 {
+	if a == Ring && s.Nodes > 1 && spec.Op == ops.AllReduce && p == simple && bytesOf(spec)/int64(collChannels(s, o)*s.Ranks) >= 64 {
 		scale = plateau(s)
 	}
 	var w ops.Wire

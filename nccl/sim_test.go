@@ -316,3 +316,30 @@ func TestOneRankCopiesItsBuffer(t *testing.T) {
 		}
 	}
 }
+
+// NCCL's model slows a multi-node Simple ring all-reduce by its plateau
+// factor from 64 bytes per rank on each of the communicator's channels
+// (tuning.cc), not on each it launches: on two A100 nodes (16 channels)
+// from 16 KiB, though 1–8 KiB already run on one channel with more than
+// 64 bytes per rank. The simulation follows the model on both sides.
+func TestRingPlateauCountsTheCommunicatorsChannels(t *testing.T) {
+	c, tp := simtest.World(t, "dgx-a100x2", sim.Config{TimingOnly: true})
+	tu, err := nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.Ring}, Protos: []ops.Protocol{ops.ProtoSimple}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bytes := range []int{2 << 10, 8 << 10, 16 << 10} {
+		spec := ops.Spec{Op: ops.AllReduce, Ranks: tu.System.Ranks, Count: bytes / 4, DType: hw.F32, Redop: hw.Sum}
+		plan, choice, err := tu.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if choice.Channels != 1 {
+			t.Fatalf("%d B: %v, want one channel", bytes, choice.Estimate)
+		}
+		got, model := simtest.Time(t, c, plan)*1e6, choice.TimeUS
+		if r := got / model; r < 0.9 || r > 1.1 {
+			t.Errorf("%d B: simulated %.1f µs, NCCL's model %.1f µs (ratio %.3f, want 0.9 to 1.1)", bytes, got, model, r)
+		}
+	}
+}
