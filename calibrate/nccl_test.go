@@ -169,8 +169,8 @@ func TestFitNCCLHoldsAGivenChannelRate(t *testing.T) {
 }
 
 // Levenberg-Marquardt, which the fit falls back on where a Gauss-Newton
-// step gets nowhere (the 16×A100 p4de log, whose EFA floor no factor near
-// 1 explains), moves only downhill and within the bounds, and from NCCL's
+// step gets nowhere (the 16×A100 p4de log under NCCL 2.30's trees, whose
+// small sizes no factor near 1 explains), moves only downhill and within the bounds, and from NCCL's
 // model on its own finds a machine far from it: launch ×8, hop ×0.2,
 // Simple ×3, the NIC ×1.3.
 func TestLevenbergRecoversAFarMachine(t *testing.T) {

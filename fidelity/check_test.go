@@ -232,10 +232,12 @@ func TestPublishedCatalog(t *testing.T) {
 	}
 }
 
-// A log's NCCL environment and stated release reach the check: p4de's
-// run had NCCL_PROTO=Simple (from AWS's plugin), OCI's NCCL 2.26.6 takes
-// the constants of 2.23 to 2.27; a setting commsim would not follow is
-// refused.
+// A log's NCCL environment and its release, stated or presumed, reach
+// the check: p4de's run had NCCL_PROTO=Simple (from AWS's plugin) and
+// presumably NCCL 2.20.3, whose tuner runs rings at small sizes where
+// 2.30's runs trees; OCI's NCCL 2.26.6 takes the constants of 2.23 to
+// 2.27; a setting commsim would not follow is refused, and so is a
+// presumed release beside a stated one.
 func TestPublishedLogsRunInTheirNCCLEnvironment(t *testing.T) {
 	cat, err := Published()
 	if err != nil {
@@ -262,6 +264,9 @@ func TestPublishedLogsRunInTheirNCCLEnvironment(t *testing.T) {
 			t.Errorf("p4de: %d bytes ran %s, not Simple", r.Bytes, r.Algo)
 		}
 	}
+	if cfg.NCCL.Version.String() != "2.20" || !strings.HasPrefix(rep.Rows[0].Algo, "ring/") {
+		t.Errorf("p4de: NCCL %v ran %s at %d bytes; want 2.20's ring", cfg.NCCL.Version, rep.Rows[0].Algo, rep.Rows[0].Bytes)
+	}
 	if _, cfg, err := byFile["oci-oke-allreduce-16xA100.txt"].Parse(); err != nil || cfg.NCCL.Version.String() != "2.26" {
 		t.Errorf("OCI: version %v, %v; want 2.26", cfg.NCCL.Version, err)
 	}
@@ -269,6 +274,8 @@ func TestPublishedLogsRunInTheirNCCLEnvironment(t *testing.T) {
 		{NCCLEnv: map[string]string{"NCCL_TUNER_PLUGIN": "libnccl-ofi-tuner.so"}},
 		{NCCLEnv: map[string]string{"NCCL_PROTO": "LL256"}},
 		{NCCLVersion: "2.16.5"},
+		{NCCLVersion: "not stated", NCCLPresumed: "2.16.5"},
+		{NCCLVersion: "2.26.6", NCCLPresumed: "2.20.3"},
 	} {
 		if _, err := bad.Options(); err == nil {
 			t.Errorf("%+v: no error", bad)

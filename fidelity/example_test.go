@@ -99,7 +99,7 @@ func ExamplePublished() {
 		panic(err)
 	}
 	for _, l := range cat.Logs {
-		if l.File != "aws-p4de-allreduce-16xA100.txt" {
+		if l.File != "vultr-b200-alltoall-8xB200.txt" {
 			continue
 		}
 		fmt.Printf("%s on %s: %d ranges of sizes missed by more than %.0f%%\n", l.File, l.Topo, len(l.Misses), 100*fidelity.MissBound)
@@ -109,9 +109,9 @@ func ExamplePublished() {
 		}
 	}
 	// Output:
-	// aws-p4de-allreduce-16xA100.txt on dgx-a100x2,nicbw=50Gb/s,cpu=intel: 2 ranges of sizes missed by more than 30%
-	//   8–4096 bytes, cause known: true
-	//   8388608 bytes, cause known: false
+	// vultr-b200-alltoall-8xB200.txt on hgx-b200: 2 ranges of sizes missed by more than 30%
+	//   512–16384 bytes, cause known: true
+	//   2097152–16777216 bytes, cause known: true
 }
 
 // CheckCostTable sets the cost table NCCL printed on a machine beside

@@ -45,6 +45,11 @@ type PublishedLog struct {
 	// release.
 	NCCLVersion  string `yaml:"nccl_version"`
 	NCCLSettings string `yaml:"nccl_settings"`
+	// NCCLPresumed, where the header states no release, is the one the
+	// run presumably had, from a source Notes cites (the container its
+	// repository built when the log was published, say); the check runs
+	// that release's constants, as it would a stated one's.
+	NCCLPresumed string `yaml:"nccl_presumed,omitempty"`
 	// NCCLEnv is the NCCL environment the run had that commsim reproduces
 	// (nccl.FromEnv), set by its header or by what it ran with (a plugin
 	// that sets NCCL_PROTO, say: Notes says where from). The check runs
@@ -206,14 +211,22 @@ func (l *PublishedLog) Parse() (*calibrate.Log, Config, error) {
 
 // Options is the NCCL environment of the log's run that commsim
 // reproduces: its NCCLEnv, and its NCCL version where the mapping file
-// gives a release.
+// gives a release, stated or presumed.
 func (l *PublishedLog) Options() (nccl.Options, error) {
 	o, err := nccl.FromEnv(l.NCCLEnv)
 	if err != nil {
 		return o, err
 	}
-	if strings.HasPrefix(l.NCCLVersion, "2.") {
-		if o.Version, err = nccl.ParseVersion(l.NCCLVersion); err != nil {
+	stated := strings.HasPrefix(l.NCCLVersion, "2.")
+	release := l.NCCLVersion
+	switch {
+	case stated && l.NCCLPresumed != "":
+		return o, fmt.Errorf("%s: nccl_presumed %s beside the stated NCCL %s", l.File, l.NCCLPresumed, l.NCCLVersion)
+	case !stated:
+		release = l.NCCLPresumed
+	}
+	if release != "" {
+		if o.Version, err = nccl.ParseVersion(release); err != nil {
 			return o, err
 		}
 	}

@@ -57,7 +57,9 @@ commsim ships published runs (package fidelity, nccl-logs/): given one of them
 (known by its content, whatever its name), --topo and --op default to the
 fabric and collective its mapping file names, and NCCL's tuner runs in the
 NCCL environment its run had (the mapping file's nccl_env: NCCL_PROTO=Simple
-for p4de, set by AWS's network plugin) unless a --nccl-* flag is given. Sizes of 0 bytes (nccl-tests'
+for p4de, set by AWS's network plugin) and with its release's constants (the
+one its header states, or the one the mapping file presumes where it states
+none, saying why: 2.20.3 for p4de) unless a --nccl-* flag is given. Sizes of 0 bytes (nccl-tests'
 rows for less than one element per rank) are left out. --shipped checks
 every one of them so and prints each log's median errors, and the pooled
 ones of the targets and of the runs held out of them: how far commsim is
@@ -102,6 +104,9 @@ type fidReport struct {
 	// lines in the log state, with the NCCL version they name.
 	NCCLEnv     map[string]string `json:"nccl_env,omitempty"`
 	NCCLVersion string            `json:"nccl_version,omitempty"`
+	// NCCLPresumed is the release a shipped log's run presumably had,
+	// whose constants it runs with, where its header states none.
+	NCCLPresumed string `json:"nccl_presumed,omitempty"`
 	// Machine is --nccl-machine as given: how the machine departs from
 	// NCCL's model, which the simulation then follows.
 	Machine string `json:"nccl_machine,omitempty"`
@@ -322,7 +327,7 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 	}
 	switch {
 	case f.runEnv != nil && pub != nil && rep.Algo == algoNCCL:
-		out.NCCLEnv = pub.NCCLEnv
+		out.NCCLEnv, out.NCCLPresumed = pub.NCCLEnv, pub.NCCLPresumed
 		if topo == pub.Topo && s.op.String() == pub.Op && f.defaultMachine() {
 			out.KnownMisses = pub.Misses
 		}
@@ -490,9 +495,20 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	if p := r.published; p != nil {
-		fmt.Fprintf(w, "# shipped log %s: %s; NCCL %s\n", p.File, p.Hardware, p.NCCLVersion)
+		fmt.Fprintf(w, "# shipped log %s: %s; NCCL %s", p.File, p.Hardware, p.NCCLVersion)
+		if p.NCCLPresumed != "" {
+			fmt.Fprintf(w, ", presumably %s (the mapping file's notes say why)", p.NCCLPresumed)
+		}
+		fmt.Fprintln(w)
+		var took []string
+		if r.NCCLPresumed != "" {
+			took = append(took, "NCCL "+r.NCCLPresumed+"'s constants (presumed)")
+		}
 		if len(r.NCCLEnv) > 0 {
-			fmt.Fprintf(w, "# NCCL's tuner runs in that run's environment (the mapping file's nccl_env): %s\n", envString(r.NCCLEnv))
+			took = append(took, envString(r.NCCLEnv))
+		}
+		if len(took) > 0 {
+			fmt.Fprintf(w, "# NCCL's tuner runs in that run's environment (the mapping file's): %s\n", strings.Join(took, ", "))
 		}
 		if p.Exclude != "" {
 			fmt.Fprintf(w, "# excluded from the fidelity targets: %s\n", p.Exclude)

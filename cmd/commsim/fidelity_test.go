@@ -49,7 +49,8 @@ func TestFidelityShippedLogKnowsItsFabric(t *testing.T) {
 }
 
 // A shipped log's run is predicted in its NCCL environment (p4de's had
-// NCCL_PROTO=Simple), and the report says so; --nccl-* flags replace it,
+// NCCL_PROTO=Simple, and presumably NCCL 2.20.3), and the report says so;
+// --nccl-* flags replace it,
 // and another algorithm runs without it. NCCL's own cost model, priced
 // beside the simulation, is priced in the same environment.
 func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
@@ -69,8 +70,9 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 			t.Fatalf("%v: status %d: %s", tc.args, status, errOut)
 		}
 		var rep struct {
-			NCCLEnv map[string]string `json:"nccl_env"`
-			Sizes   []struct {
+			NCCLEnv      map[string]string `json:"nccl_env"`
+			NCCLPresumed string            `json:"nccl_presumed"`
+			Sizes        []struct {
 				Algo    string
 				ModelUS float64 `json:"nccl_model_us"`
 			}
@@ -79,8 +81,8 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 			t.Fatal(err)
 		}
 		models = append(models, rep.Sizes[0].ModelUS)
-		if got := rep.NCCLEnv["NCCL_PROTO"] == "Simple"; got != tc.env || len(rep.Sizes) != 29 {
-			t.Errorf("%v: nccl_env %v, %d sizes", tc.args, rep.NCCLEnv, len(rep.Sizes))
+		if got := rep.NCCLEnv["NCCL_PROTO"] == "Simple"; got != tc.env || (rep.NCCLPresumed == "2.20.3") != tc.env || len(rep.Sizes) != 29 {
+			t.Errorf("%v: nccl_env %v, nccl_presumed %q, %d sizes", tc.args, rep.NCCLEnv, rep.NCCLPresumed, len(rep.Sizes))
 		}
 		for _, z := range rep.Sizes {
 			if !strings.Contains(z.Algo, tc.protos) {
@@ -91,7 +93,7 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 	if !(models[0] > 0) || !(models[1] > 0) || models[0] == models[1] || models[2] != 0 {
 		t.Errorf("NCCL's model of the first size: %v us with Simple, %v with LL, %v for ring (want none)", models[0], models[1], models[2])
 	}
-	if _, out, _ := commsim("fidelity", "--log", log); !strings.Contains(out, "# NCCL's tuner runs in that run's environment (the mapping file's nccl_env): NCCL_PROTO=Simple\n") {
+	if _, out, _ := commsim("fidelity", "--log", log); !strings.Contains(out, "# NCCL's tuner runs in that run's environment (the mapping file's): NCCL 2.20.3's constants (presumed), NCCL_PROTO=Simple\n") {
 		t.Errorf("the table does not say which environment ran:\n%s", out)
 	}
 }
@@ -151,7 +153,7 @@ func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
 		}
 	}
 	_, out, _ := commsim("fidelity", "--log", log)
-	if !strings.Contains(out, "# sizes off by more than 30% (issue #16's bound on any size), and why, as the mapping file names it:\n#   8–4096 bytes: EFA's floor") ||
+	if !strings.Contains(out, "# sizes off by more than 30% (issue #16's bound on any size), and why, as the mapping file names it:\n#   2097152 bytes: Not known. 1-16 MiB take") ||
 		!strings.Contains(out, "(16 ranks); nothing fitted\n") {
 		t.Errorf("the table does not name the misses, or says something was fitted:\n%s", out)
 	}
