@@ -343,3 +343,34 @@ func TestRingPlateauCountsTheCommunicatorsChannels(t *testing.T) {
 		}
 	}
 }
+
+// NCCL 2.19-2.22 price a Simple tree's hop at 28 µs where 2.18.3 and
+// 2.23 on price it at 4 (NVLink) and 14 (network): a figure that steers
+// their tuner, not the machine. A release's tuner chooses with its own
+// figure; its tree runs with the one NCCL has kept since.
+func TestSimpleTreeHopsAreTheMachines(t *testing.T) {
+	tp, err := topology.Resolve("dgx-a100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 16, Count: 16 << 20, DType: hw.F32, Redop: hw.Sum}
+	var plans []*ops.Plan
+	var latencies []float64
+	for _, v := range []nccl.Version{nccl.V2_21, nccl.V2_30} {
+		tu, err := nccl.NewTuner(tp, nccl.Options{Version: v, Algos: []nccl.Algo{nccl.Tree}, Protos: []ops.Protocol{ops.ProtoSimple}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, choice, err := tu.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans, latencies = append(plans, plan), append(latencies, choice.LatencyUS)
+	}
+	if latencies[0] <= 2*latencies[1] {
+		t.Errorf("NCCL's latency of the tree: %.1f µs in 2.21, %.1f in 2.30; want 2.21's 28 µs hops far above", latencies[0], latencies[1])
+	}
+	if plans[0].Wire.Latency != plans[1].Wire.Latency || plans[0].Launch != plans[1].Launch {
+		t.Errorf("2.21's tree runs with hops %v and launch %g s, 2.30's with %v and %g s; want the same", plans[0].Wire.Latency, plans[0].Launch, plans[1].Wire.Latency, plans[1].Launch)
+	}
+}
