@@ -226,13 +226,13 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // or a tree goes at its slowest link's pace.
 func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops.Wire, float64) {
 	v := o.Release()
-	if a == Tree && p == simple {
+	if a == Tree && p == simple && v >= v2_19 && v < V2_23 {
 		// A Simple tree's hop cost 4 µs within a node in NCCL 2.18.3's
 		// model, 28 in 2.18.1's and 2.19-2.22's, and 4 again from 2.23 on
-		// (with an 8.4 µs base for its 0): a figure that steers the
+		// (with an 8.4 µs base for their 0): a figure that steers the
 		// tuner's choice, not the machine's. The choice takes the
 		// release's; the hops take the figures NCCL has kept since.
-		v = max(v, V2_23)
+		v = V2_23
 	}
 	scale := 1.0
 	if a == Ring && s.Nodes > 1 && spec.Op == ops.AllReduce && p == simple && bytesOf(spec)/int64(collChannels(s, o)*s.Ranks) >= 64 {
