@@ -77,7 +77,9 @@ fitted times. Warnings (stderr, and "warnings" in JSON) flag sizes off by over
 calibrated topology (YAML, for --topo FILE). For a log commsim ships
 (fidelity's published runs, known by their content) --topo and --op may be
 left out, and NCCL's tuner runs in the NCCL environment its run had (the
-mapping file's nccl_env) unless a --nccl-* flag is given.`,
+mapping file's nccl_env, with its release's constants: stated, or presumed
+where the mapping file says why) unless a --nccl-* flag but --nccl-machine
+is given.`,
 		Example: `  commsim calibrate --log all_reduce.txt --topo dgx-h100 --out dgx-h100-fitted.yaml
   commsim calibrate --log vultr-b200-allreduce-16xB200.txt          # a shipped log: its fabric is known
   commsim calibrate --log ag.csv --topo switch:8,bw=200GB/s --op allgather --algo ring --format json
@@ -267,7 +269,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		}
 		f.topo = pub.Topo
 	}
-	if pub != nil && !f.ncclFlags.set() {
+	if pub != nil && !f.ncclFlags.envSet() {
 		o, err := pub.Options()
 		if err != nil {
 			return err

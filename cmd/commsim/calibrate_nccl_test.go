@@ -368,16 +368,21 @@ func TestNCCLMachineFlagErrorsExit2(t *testing.T) {
 
 // A shipped log is calibrated in its run's NCCL environment (p4de's
 // NCCL_PROTO=Simple, and its presumed NCCL 2.20, whose tuner runs rings
-// at these sizes), and the command the report gives to predict with the
-// fit sets it too, reproducing the fitted times.
+// at these sizes), also with a channel rate given (--nccl-machine says
+// how the machine runs, not what NCCL chooses), and the command the
+// report gives to predict with the fit sets it too, reproducing the
+// fitted times.
 func TestCalibrateShippedLogInItsNCCLEnvironment(t *testing.T) {
-	status, out, errOut := commsim("calibrate", "--log", "../../fidelity/nccl-logs/aws-p4de-allreduce-16xA100.txt", "-b", "8", "-e", "256")
-	if status != 0 {
-		t.Fatalf("status %d: %s", status, errOut)
-	}
-	cmd := predictsFittedTimes(t, out, "-b", "8", "-e", "256")
-	if !strings.Contains(cmd, "--nccl-version 2.20 --nccl-proto Simple ") || strings.Count(out, "ring/Simple/1ch") != 6 {
-		t.Fatalf("report:\n%s", out)
+	for _, extra := range [][]string{nil, {"--nccl-machine", "channel=none"}} {
+		args := append([]string{"calibrate", "--log", "../../fidelity/nccl-logs/aws-p4de-allreduce-16xA100.txt", "-b", "8", "-e", "256"}, extra...)
+		status, out, errOut := commsim(args...)
+		if status != 0 {
+			t.Fatalf("%v: status %d: %s", extra, status, errOut)
+		}
+		cmd := predictsFittedTimes(t, out, "-b", "8", "-e", "256")
+		if !strings.Contains(cmd, "--nccl-version 2.20 --nccl-proto Simple ") || strings.Count(out, "ring/Simple/1ch") != 6 {
+			t.Fatalf("%v: report:\n%s", extra, out)
+		}
 	}
 }
 
