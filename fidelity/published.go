@@ -227,7 +227,7 @@ func (l *PublishedLog) Options() (nccl.Options, error) {
 	}
 	if release != "" {
 		if o.Version, err = nccl.ParseVersion(release); err != nil {
-			return o, err
+			return o, fmt.Errorf("%s: %w", l.File, err)
 		}
 	}
 	return o, nil

@@ -498,6 +498,9 @@ func (r *fidReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(w, "# shipped log %s: %s; NCCL %s", p.File, p.Hardware, p.NCCLVersion)
 		if p.NCCLPresumed != "" {
 			fmt.Fprintf(w, ", presumably %s (the mapping file's notes say why)", p.NCCLPresumed)
+			if r.NCCLPresumed == "" && r.Algo == algoNCCL {
+				fmt.Fprintf(w, ", not applied: the flags given set NCCL's environment")
+			}
 		}
 		fmt.Fprintln(w)
 		var took []string

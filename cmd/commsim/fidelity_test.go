@@ -96,6 +96,9 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 	if _, out, _ := commsim("fidelity", "--log", log); !strings.Contains(out, "# NCCL's tuner runs in that run's environment (the mapping file's): NCCL 2.20.3's constants (presumed), NCCL_PROTO=Simple\n") {
 		t.Errorf("the table does not say which environment ran:\n%s", out)
 	}
+	if _, out, _ := commsim("fidelity", "--log", log, "--nccl-proto", "LL"); !strings.Contains(out, "presumably 2.20.3 (the mapping file's notes say why), not applied: the flags given set NCCL's environment\n") {
+		t.Errorf("the table does not say the presumed release was replaced:\n%s", out)
+	}
 }
 
 // A shipped log's report names the sizes off by more than 30% and their
