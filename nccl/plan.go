@@ -280,6 +280,9 @@ func channelSpeeds(s System, spec ops.Spec, a Algo, p int, o Options) (alone, ea
 	all, alone := busBandwidth(s, spec.Op, a, p, g, v), busBandwidth(s, spec.Op, a, p, one, v)
 	if a == Tree {
 		all, alone = all*busToAlg(s, spec.Op, a, v), alone*busToAlg(s, spec.Op, a, v)
+		if c := chainShare(s, spec.Op, p, g); c > 1 {
+			all, alone = all*c, alone*c
+		}
 	}
 	if !finite(all) || !finite(alone) || !(alone > 0) {
 		return 0, 0, false
@@ -288,6 +291,27 @@ func channelSpeeds(s System, spec ops.Spec, a Algo, p int, o Options) (alone, ea
 		alone *= min(1, float64(g.channels)/float64(collChannels(s, o)))
 	}
 	return alone, min(alone, all/float64(max(1, spec.Channels))), true
+}
+
+// chainShare is how much faster than NCCL's model a Simple tree
+// all-reduce's channel moves on one or two nodes, where the model prices
+// it by the chain within a node (bwIntra) and takes every byte to cross
+// each GPU's links twice, up and down (busBw × 0.5). In a chain of ppn
+// GPUs the leaf sends only up and the head, whose other side is the
+// network, only down: 2(ppn−1) sends a byte over ppn GPUs, so the chain
+// carries ppn/(ppn−1) of the model's figure; no more than the network
+// does, one send a byte each way (bwInter per channel, where the model's
+// bwIntra is at most twice it). LL and LL128, whose figures are their
+// protocols' costs rather than the links', keep the model's.
+func chainShare(s System, op ops.Op, p int, g graph) float64 {
+	if op != ops.AllReduce || p != simple || s.Nodes > 2 || s.PerNode < 2 || !(g.intra > 0) {
+		return 1
+	}
+	c := float64(s.PerNode) / float64(s.PerNode-1)
+	if s.Nodes == 2 && g.inter > 0 {
+		c = min(c, 2*g.inter/g.intra)
+	}
+	return c
 }
 
 // treeDip is the time NCCL's model adds to a tree all-reduce at sizes
