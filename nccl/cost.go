@@ -156,9 +156,7 @@ func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channel
 			crossings = s.Nodes - 1
 		}
 		lat = base + float64(steps-crossings)*intra + float64(crossings)*inter
-		if s.Nodes > 1 && op == ops.AllReduce && p == simple && float64(bytes)/float64(channels*s.Ranks) >= 64 {
-			lat *= plateau(s)
-		}
+		lat *= ringPlateau(s, op, p, bytes, channels)
 	case Tree:
 		lat = base + 2*((ppn-1)*intra+lg*inter)
 	case CollNetDirect:
@@ -183,8 +181,14 @@ func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channel
 	return lat
 }
 
-// plateau is the multi-node Ring/Simple all-reduce latency factor.
-func plateau(s System) float64 {
+// ringPlateau is the factor NCCL's model puts on a multi-node
+// Ring/Simple all-reduce's latency from 64 bytes per rank on each of the
+// communicator's channels (tuning.cc counts comm->nChannels, not the
+// channels a collective launches), 1 for any other ring.
+func ringPlateau(s System, op ops.Op, p int, bytes int64, channels int) float64 {
+	if s.Nodes == 1 || op != ops.AllReduce || p != simple || float64(bytes)/float64(channels*s.Ranks) < 64 {
+		return 1
+	}
 	if s.Arch.SM() >= 80 || s.Arch.SM() == 0 {
 		return 1.4
 	}

@@ -214,8 +214,7 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // p move for spec, and the launch that opens the collective: NCCL's base
 // latency, and per hop its latency for each path class; NCCL's model
 // multiplies a multi-node Ring/Simple all-reduce's by a plateau factor
-// past 64 bytes per rank on each of the communicator's channels (not on
-// each the collective launches: tuning.cc counts comm->nChannels). An
+// (ringPlateau), as its estimate does. An
 // NVLink hop also takes what the GPUs' crossing takes beyond Hopper's,
 // which NCCL's one figure for every generation leaves out (its tuner
 // does not see it). Every byte on the wire carries the protocol's share
@@ -235,8 +234,8 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops
 		v = V2_23
 	}
 	scale := 1.0
-	if a == Ring && s.Nodes > 1 && spec.Op == ops.AllReduce && p == simple && bytesOf(spec)/int64(collChannels(s, o)*s.Ranks) >= 64 {
-		scale = plateau(s)
+	if a == Ring {
+		scale = ringPlateau(s, spec.Op, p, bytesOf(spec), collChannels(s, o))
 	}
 	var w ops.Wire
 	for class := range ops.NumPathClasses {
