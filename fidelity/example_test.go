@@ -109,7 +109,8 @@ func ExamplePublished() {
 		}
 	}
 	// Output:
-	// vultr-b200-alltoall-8xB200.txt on hgx-b200: 1 ranges of sizes missed by more than 30%
+	// vultr-b200-alltoall-8xB200.txt on hgx-b200: 2 ranges of sizes missed by more than 30%
+	//   512–16384 bytes, cause known: true
 	//   2097152–16777216 bytes, cause known: true
 }
 

@@ -280,33 +280,8 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if p == ll {
 		step = llChunk
 	}
-	plan.Launch = baseLatency(Ring, p, v) * 1e-6 * orOne(m.Launch)
-	if v >= v2_22 {
-		w.Self = max(0, selfSimple(s, v, m)-plan.Launch)
-	}
-	plan.Protocol, plan.Wire = c.Protocol, finishWire(&w, step)
+	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, step), baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
 	return plan, nil
-}
-
-// selfSimple is, in seconds, how long a rank's send to itself takes from
-// the kernel's launch: NCCL from 2.22 moves it with Simple whatever its
-// size (enqueue.cc, addP2pToPlan: protoLL is false for a self send;
-// before, it took LL as the others did), on channels of its own, so an
-// all-to-all's or a gather's smallest sizes take Simple's launch and
-// handshake where its exchanges with peers take LL's. NCCL's model has no
-// figure for it; the nearest is a Simple ring's base latency and one hop
-// on the node's links (NVLink's without what a Blackwell crossing adds,
-// since nothing crosses). Its bytes are not timed: the copy runs at a
-// channel's pace beside exchanges that move as much or more. On 8
-// B200s (the Vultr logs, fidelity/nccl-logs) an all-to-all's 128 B-64
-// KiB take 10.9-12.4 µs, the same run's sendrecv's (LL) 9.1-9.8 and its
-// Simple 32 KiB 11.8; this gives 11.8.
-func selfSimple(s System, v Version, m Machine) float64 {
-	class := ops.PathPCI
-	if s.NVLinks > 0 {
-		class = ops.PathNVLink
-	}
-	return (baseLatency(Ring, simple, v)*orOne(m.Launch) + hwLatency(class, Ring, simple, v)*orOne(m.Hop)) * 1e-6
 }
 
 // p2pLLThreadShare is the part of a channel's LL rate that one p2p

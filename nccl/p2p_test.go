@@ -332,32 +332,3 @@ func TestP2PLLMovesAtItsThreadsShare(t *testing.T) {
 		t.Errorf("LL moves at %.4g of Simple's rate (%.4g against %.4g B/s), want 9/32", got, ll, simple)
 	}
 }
-
-// TestSelfSendIsSimple: from 2.22 NCCL sends a rank's own block with
-// Simple (enqueue.cc, addP2pToPlan), on channels of its own. On 8 B200s
-// an all-to-all of 16 B a peer then takes a Simple ring's base latency
-// and one NVLink hop (8.4 + 3.4 µs), where a sendrecv of 16 B (LL) takes
-// LL's 7.9; 2.21 sends it with LL as any other, and its all-to-all takes
-// its sendrecv's time. At 8 MiB a peer, on Simple, the copy holds up no
-// exchange: the all-to-all takes what it takes with a free copy.
-func TestSelfSendIsSimple(t *testing.T) {
-	c, tp := simtest.World(t, "hgx-b200", sim.Config{TimingOnly: true})
-	timeOf := func(v nccl.Version, op ops.Op, count int, freeCopy bool) float64 {
-		t.Helper()
-		plan, _ := planOf(t, try(nccl.NewTuner(tp, nccl.Options{Version: v}))(t), ops.Spec{Op: op, Ranks: 8, Count: count, DType: hw.U8})
-		if freeCopy {
-			w := *plan.Wire
-			w.Self, plan.Wire = 0, &w
-		}
-		return simtest.Time(t, c, plan)
-	}
-	if a2a, sr := timeOf(nccl.V2_30, ops.AllToAll, 16, false), timeOf(nccl.V2_30, ops.SendRecv, 16, false); math.Abs(a2a-11.8e-6) > 1e-12 || !(sr < 8e-6) {
-		t.Errorf("2.30, 16 B a peer: all-to-all %.4f µs, want 11.8 (Simple's); sendrecv %.4f, want LL's 7.9", a2a*1e6, sr*1e6)
-	}
-	if a2a, sr := timeOf(nccl.V2_21, ops.AllToAll, 16, false), timeOf(nccl.V2_21, ops.SendRecv, 16, false); math.Abs(a2a-sr) > 0.01*sr {
-		t.Errorf("2.21, 16 B a peer: all-to-all %.4f µs, sendrecv %.4f: want the same (LL)", a2a*1e6, sr*1e6)
-	}
-	if timed, free := timeOf(nccl.V2_30, ops.AllToAll, 8<<20, false), timeOf(nccl.V2_30, ops.AllToAll, 8<<20, true); timed != free {
-		t.Errorf("2.30, 8 MiB a peer: all-to-all %.4f µs, %.4f with a free copy: want the same", timed*1e6, free*1e6)
-	}
-}

@@ -1,9 +1,8 @@
 package ops
 
 const ncclP2PDoc = "NCCL's point-to-point: a rank's sends and receives of one call go out together, each exchange " +
-	"on its own lane (all-to-all: lane k−1 sends block r+k to rank r+k and receives block r−k from rank r−k, " +
-	"and lane p−1 copies the rank's own block; " +
-	"gather: the root receives block root+k on lane k−1, which rank root+k sends it on, and copies its own on lane p−1; " +
+	"on its own lane (all-to-all: lane k−1 sends block r+k to rank r+k and receives block r−k from rank r−k; " +
+	"gather: the root receives block root+k on lane k−1, which rank root+k sends it on; " +
 	"sendrecv: lane 0 sends to r+1, lane 1 receives from r−1). No reduction"
 
 var ncclP2PPlans = map[Op]generator{
@@ -13,9 +12,9 @@ var ncclP2PPlans = map[Op]generator{
 }
 
 // ncclP2PGather: NCCL's gather (ncclGather, or nccl-tests' group of
-// sends to the root on older releases): the root, on lane k−1, receives
-// block root+k from rank root+k, which sends it on its lane k−1, every
-// exchange at once, and copies its own block on lane p−1 (selfLane).
+// sends to the root on older releases): the root copies its own block and,
+// on lane k−1, receives block root+k from rank root+k, which sends it on
+// its lane k−1, every exchange at once.
 func ncclP2PGather(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	b.reserve(p)
@@ -24,7 +23,7 @@ func ncclP2PGather(b *builder) error {
 			b.add(r, Step{Kind: StepSend, Peer: root, Src: ref(In, 0, n), Tag: uint32(k), Lane: k - 1})
 			continue
 		}
-		laneBuilder{b, selfLane(p)}.copy(r, ref(Out, r*n, n), ref(In, 0, n))
+		laneBuilder{b, 0}.copy(r, ref(Out, r*n, n), ref(In, 0, n))
 		for k := 1; k < p; k++ {
 			q := mod(r+k, p)
 			b.add(r, Step{Kind: StepRecv, Peer: q, Dst: ref(Out, q*n, n), Tag: uint32(k), Lane: k - 1})
@@ -33,9 +32,9 @@ func ncclP2PGather(b *builder) error {
 	return nil
 }
 
-// ncclP2PAllToAll: rank r, on lane k−1, for k = 1…p−1, sends In block
-// r+k to rank r+k and receives Out block r−k from rank r−k, and copies
-// its own block on lane p−1 (selfLane). In place, Out block r−k is In block r−k, which lane
+// ncclP2PAllToAll: rank r copies its own block, then on lane k−1, for
+// k = 1…p−1, sends In block r+k to rank r+k and receives Out block r−k
+// from rank r−k. In place, Out block r−k is In block r−k, which lane
 // p−k−1 sends: the receive waits for that send (After), so its plans are
 // held.
 func ncclP2PAllToAll(b *builder) error {
@@ -43,7 +42,7 @@ func ncclP2PAllToAll(b *builder) error {
 	block := func(buf Buf, i int) Ref { return ref(buf, mod(i, p)*n, n) }
 	b.reserve(2*p - 1)
 	for r := range b.ranks() {
-		laneBuilder{b, selfLane(p)}.copy(r, block(Out, r), block(In, r))
+		laneBuilder{b, 0}.copy(r, block(Out, r), block(In, r))
 		sent := make([]int, p) // each receive's After is one of these
 		for k := 1; k < p; k++ {
 			sent[k] = b.add(r, Step{Kind: StepSend, Peer: mod(r+k, p), Src: block(In, r+k), Tag: uint32(k), Lane: k - 1})
@@ -69,9 +68,3 @@ func ncclP2PSendRecv(b *builder) error {
 	}
 	return nil
 }
-
-// selfLane is the lane of a p-rank point-to-point call's copy of a rank's
-// own block: a lane of its own, as NCCL sends to oneself on channels of
-// its own (the schedule's round 0), so that a copy that takes time (a
-// Wire's Self) holds up no exchange with a peer.
-func selfLane(p int) int { return max(0, p-1) }

@@ -35,8 +35,7 @@ type PathClasser interface {
 // ordered by After, each from the plan's Launch. A plan with a Wire runs
 // as Wire says: its efficiency divides the bytes, its rate caps the
 // bandwidth, its latency, by the path's class, replaces α and delays
-// only the message, not its sender, its reductions are free and a copy
-// takes its Self. A switch
+// only the message, not its sender, and its reductions are free. A switch
 // step under a Wire is priced as an NVLink message, but its rank waits
 // for it to land (it reads or writes its own memory) unless the lane's
 // next step is another switch reduction or multicast, which goes on
@@ -519,10 +518,6 @@ func (c *costRun) own(r int, op *Operation) (float64, error) {
 			took += alpha
 		}
 		return took, nil
-	case StepCopy:
-		if c.plan.Wire != nil {
-			return c.plan.Wire.Self, nil
-		}
 	case StepReduce, StepDivide:
 		if g := c.m.ReduceCost(r); g > 0 && op.Dst.Len > 0 && c.plan.Wire == nil {
 			return float64(op.Dst.Len) * c.size * g, nil

@@ -94,12 +94,6 @@ type Wire struct {
 	// Cost ignores it.
 	Slots     int
 	SlotBytes int64
-	// Self is how long a copy step takes: the plan's copies are
-	// transfers through a rank's connection to itself (NCCL's send to
-	// oneself in a point-to-point call, which waits on its protocol's
-	// handshake like any other), not a kernel's own copies. 0 leaves
-	// copies free, as a kernel's are.
-	Self float64
 }
 
 // moves is the α and β of a way of path class class, whose α and β are
@@ -144,9 +138,6 @@ func (w *Wire) check() error {
 	}
 	if !(w.Rate >= 0) || math.IsInf(w.Rate, 0) {
 		return fmt.Errorf("wire rate %v B/s is not a rate", w.Rate)
-	}
-	if !(w.Self >= 0) || math.IsInf(w.Self, 0) {
-		return fmt.Errorf("wire self-copy latency %v s is not a time", w.Self)
 	}
 	if w.Slots < 0 || w.SlotBytes < 0 || w.Slots > 0 && w.SlotBytes > math.MaxInt64/int64(w.Slots) {
 		return fmt.Errorf("wire buffer of %d slots of %d bytes: not a buffer", w.Slots, w.SlotBytes)

@@ -16,7 +16,7 @@ type Op struct {
 	Peer     *Device     // OpSend, OpRecv
 	Tag      uint64      // OpSend, OpRecv, the switch collectives (OpSwitchAllReduce, …)
 	Event    *Event      // OpRecord, OpWait
-	Wire     *Wire       // OpSend, OpCopy and the switch operations: the protocol (see Wire); nil for plain
+	Wire     *Wire       // OpSend and the switch operations: the protocol (see Wire); nil for plain
 	Duration Time        // OpDelay
 	// Members is, for OpSwitchReduce, the source on every member of the
 	// group, in the order the switch combines them, and for OpMulticast

@@ -96,7 +96,7 @@ type op struct {
 	label    string // Compute
 	start    Time
 	ext      *opExt // Feed and the switch operations: what only they carry
-	wire     *Wire  // Send, Copy and the switch operations: its protocol, or nil
+	wire     *Wire  // Send and the switch operations: its protocol, or nil
 	land     Time   // Send and the switch operations with a Wire: its latency, from drained to delivered
 	fused    bool   // Reduce, Divide: takes no time (Op.Fused)
 }

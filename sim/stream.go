@@ -20,7 +20,7 @@ type Stream struct {
 	kickPending bool
 	started     int   // ops ever started, numbering them
 	flow        *flow // the front op's transfer or reduction while busy
-	computing   *op   // the front op while a timed op runs (a Compute, a Delay, a meeting, a copy to itself)
+	computing   *op   // the front op while a Compute runs
 	computes    bool  // ever enqueued a Compute: named so in traces
 	err         error
 	// channel is what the stream's messages with a Wire Rate share
@@ -73,12 +73,7 @@ func (s *Stream) prepare(q *op, o *Op) error {
 		if err := s.checkPair("copy", o.Dst, o.Src); err != nil {
 			return err
 		}
-		if o.Wire != nil {
-			if err := o.Wire.check(); err != nil {
-				return fmt.Errorf("sim: %s: copy: %w: %v", s.dev.name, hw.ErrBadArgument, err)
-			}
-		}
-		*q = op{index: -1, kind: opCopy, dst: o.Dst, src: o.Src, wire: o.Wire}
+		*q = op{index: -1, kind: opCopy, dst: o.Dst, src: o.Src}
 		return nil
 	case OpReduce:
 		if o.Redop == hw.Avg || !o.Redop.Valid() {
@@ -391,9 +386,6 @@ func (s *Stream) fire(now Time, gen uint64) {
 				return
 			}
 		}
-		if o.kind == opCopy && !s.copy(o) {
-			return
-		}
 		s.complete(o, now)
 		s.advance(now)
 		return
@@ -431,31 +423,20 @@ func (s *Stream) advance(now Time) {
 	}
 }
 
-// copy moves a copy's bytes, or fails o if either buffer was freed.
-func (s *Stream) copy(o *op) bool {
-	if freed(o.dst, o.src) {
-		s.fail(o, hw.ErrFreed)
-		return false
-	}
-	if !s.dev.c.cfg.TimingOnly {
-		copy(sliceBytes(o.dst), sliceBytes(o.src))
-	}
-	return true
-}
-
 // begin starts o. It returns true if o finished at once; otherwise o is in
 // flight (s.busy) or blocked waiting for a message or an event.
 func (s *Stream) begin(o *op, now Time) bool {
 	c := s.dev.c
 	switch o.kind {
 	case opCopy:
-		if o.wire != nil && o.wire.Self > 0 {
-			// A transfer to itself: its bytes land when it ends.
-			s.busy, s.computing = true, o
-			c.eng.schedule(after(now, o.wire.Self), s, computeDone)
+		if freed(o.dst, o.src) {
+			s.fail(o, hw.ErrFreed)
 			return false
 		}
-		return s.copy(o)
+		if !c.cfg.TimingOnly {
+			copy(sliceBytes(o.dst), sliceBytes(o.src))
+		}
+		return true
 	case opReduce, opDivide:
 		if o.fused || math.IsInf(s.dev.reducer.capacity, 1) && c.trace == nil {
 			// An unlimited reduction unit takes no time however it is

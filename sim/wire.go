@@ -60,10 +60,6 @@ type Wire struct {
 	// Slots 0 sets no bound: sends are eager.
 	Slots     int
 	SlotBytes int64
-	// Self is how long an OpCopy with this Wire takes: a transfer through
-	// the device's connection to itself (NCCL's send to oneself), which
-	// waits on its protocol's handshake. Its bytes land when it ends.
-	Self Time
 }
 
 // holds is the bytes a message of bytes payload holds in w's buffer.
@@ -104,9 +100,6 @@ func (w *Wire) check() error {
 	}
 	if !(w.Rate >= 0) || math.IsInf(w.Rate, 0) {
 		return fmt.Errorf("wire rate %v B/s is not a rate", w.Rate)
-	}
-	if w.Self < 0 {
-		return fmt.Errorf("wire self-copy latency %v is negative", w.Self)
 	}
 	if w.Slots < 0 || w.SlotBytes < 0 || w.Slots > 0 && w.SlotBytes > math.MaxInt64/int64(w.Slots) {
 		return fmt.Errorf("wire buffer of %d slots of %d bytes: not a buffer", w.Slots, w.SlotBytes)

@@ -268,38 +268,3 @@ func TestWireAndLaunchTimeAsCosted(t *testing.T) {
 		}
 	}
 }
-
-// TestSelfCopyTimeAsCosted: a wire's Self times a plan's copies, which
-// then stand for a rank's send to itself (NCCL's, through its protocol's
-// handshake): an all-to-all and a gather whose own block's copy outlasts
-// every exchange are simulated in the time the cost model gives, their
-// launch and Self, and move the same bytes as with free copies.
-func TestSelfCopyTimeAsCosted(t *testing.T) {
-	const launch, self = 6.6e-6, 5.2e-6
-	for _, spec := range []ops.Spec{
-		{Op: ops.AllToAll, Ranks: 8, Count: 64},
-		{Op: ops.Gather, Ranks: 4, Count: 100, Root: 1},
-	} {
-		spec.Algo, spec.DType = "nccl-p2p", hw.F32
-		plan, err := ops.Compile(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wire := ops.Wire{Latency: [3]float64{0.6e-6, 1e-6, 2.7e-6}, Efficiency: [3]float64{0.5, 0.5, 0.5}}
-		plan.Protocol, plan.Wire, plan.Launch = ops.ProtoLL, &wire, launch
-		free := runWith(t, plan, 7, simexec.NewExecutor)
-		wire.Self = self
-		timed := runWith(t, plan, 7, simexec.NewExecutor)
-		if !reflect.DeepEqual(free.outs, timed.outs) {
-			t.Errorf("%v: a timed copy moved other bytes than a free one", spec)
-		}
-		_, topo := world(t, fmt.Sprintf("switch:%d", spec.Ranks), sim.Config{TimingOnly: true})
-		want, err := ops.Cost(plan, topo)
-		if err != nil || math.Abs(want-(launch+self)) > 1e-15 {
-			t.Fatalf("%v: costed %v s (%v), want the launch and the copy's %v s", spec, want, err, launch+self)
-		}
-		if math.Abs(timed.seconds-want) > 1e-12 || !(free.seconds < want) {
-			t.Errorf("%v: simulated %v s with the timed copy, %v s with a free one; costed %v s", spec, timed.seconds, free.seconds, want)
-		}
-	}
-}

@@ -82,7 +82,7 @@ func simWire(w *ops.Wire) *sim.Wire {
 	if w == nil {
 		return nil
 	}
-	sw := sim.Wire{Rate: w.Rate, Slots: w.Slots, SlotBytes: w.SlotBytes, Self: sim.FromSeconds(w.Self)}
+	sw := sim.Wire{Rate: w.Rate, Slots: w.Slots, SlotBytes: w.SlotBytes}
 	for k := range ops.NumPathClasses {
 		sw.Latency[k] = sim.FromSeconds(w.Latency[k])
 		sw.Reference[k] = sim.FromSeconds(w.Reference[k])

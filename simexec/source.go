@@ -122,7 +122,7 @@ func (s *laneSource) simOp(kind ops.StepKind, src, dst ops.Ref, peer int, tag ui
 	case ops.StepReduce:
 		return sim.Op{Kind: sim.OpReduce, Redop: j.ReduceOp(), Dst: j.Slice(dst), Src: j.Slice(src), Fused: s.wire != nil}, nil
 	case ops.StepCopy:
-		return sim.Op{Kind: sim.OpCopy, Dst: j.Slice(dst), Src: j.Slice(src), Wire: s.wire}, nil
+		return sim.Op{Kind: sim.OpCopy, Dst: j.Slice(dst), Src: j.Slice(src)}, nil
 	case ops.StepDivide:
 		return sim.Op{Kind: sim.OpDivide, Dst: j.Slice(dst), Divisor: j.Plan.Ranks, Fused: s.wire != nil}, nil
 	case ops.StepSwitchReduce:
