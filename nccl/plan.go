@@ -214,15 +214,15 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // p move for spec, and the launch that opens the collective: NCCL's base
 // latency, and per hop its latency for each path class; NCCL's model
 // multiplies a multi-node Ring/Simple all-reduce's by a plateau factor
-// (ringPlateau), as its estimate does. An
-// NVLink hop also takes what the GPUs' crossing takes beyond Hopper's,
-// which NCCL's one figure for every generation leaves out (its tuner
-// does not see it). Every byte on the wire carries the protocol's share
-// of payload (LL 8 of 16 bytes, LL128 120 of 128), and each channel
-// moves at most its share of the bandwidth of NCCL's model, rate GB/s
-// (channelSpeeds; 0 where the model gives none), and at most the
-// machine's channel rate (Machine.ChannelGBps): a channel is one block
-// of threads, and a ring or a tree goes at its slowest link's pace.
+// (ringPlateau), as its estimate does. An NVLink hop also takes what the
+// GPUs' crossing takes beyond Hopper's, which NCCL's one figure for every
+// generation leaves out (its tuner does not see it). Every byte on the
+// wire carries the protocol's share of payload (LL 8 of 16 bytes, LL128
+// 120 of 128), and each channel moves at most its share of the bandwidth
+// of NCCL's model, rate GB/s (channelSpeeds; 0 where the model gives
+// none), and at most the machine's channel rate (Machine.ChannelGBps): a
+// channel is one block of threads, and a ring or a tree goes at its
+// slowest link's pace.
 func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops.Wire, float64) {
 	v := o.Release()
 	if a == Tree && p == simple && v >= v2_19 && v < V2_23 {

@@ -59,7 +59,8 @@ fabric and collective its mapping file names, and NCCL's tuner runs in the
 NCCL environment its run had (the mapping file's nccl_env: NCCL_PROTO=Simple
 for p4de, set by AWS's network plugin) and with its release's constants (the
 one its header states, or the one the mapping file presumes where it states
-none, saying why: 2.20.3 for p4de) unless a --nccl-* flag is given. Sizes of 0 bytes (nccl-tests'
+none, saying why: 2.20.3 for p4de) unless a --nccl-* flag but --nccl-machine
+is given. Sizes of 0 bytes (nccl-tests'
 rows for less than one element per rank) are left out. --shipped checks
 every one of them so and prints each log's median errors, and the pooled
 ones of the targets and of the runs held out of them: how far commsim is

@@ -362,7 +362,8 @@ func TestFidelityWarnsOfAPartialReport(t *testing.T) {
 
 // A log with NCCL's own lines (NCCL_DEBUG=INFO) runs NCCL's tuner in the
 // release and environment they state, saying so, unless a --nccl-* flag
-// is given; what NCCL would not run with is a usage error.
+// but --nccl-machine (how the machine runs what NCCL chooses) is given;
+// what NCCL would not run with is a usage error.
 func TestFidelityTakesTheLogsNCCLEnvironment(t *testing.T) {
 	rows := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
 		"  1073741824  268435456  float  sum  -1  5000.00  0  0  0  5000.00  0  0  0\n"
@@ -381,6 +382,10 @@ func TestFidelityTakesTheLogsNCCLEnvironment(t *testing.T) {
 	var rep fidReport
 	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.NCCLVersion != "2.21.5" || rep.NCCLEnv["NCCL_ALGO"] != "Ring" || len(rep.NCCLEnv) != 1 {
 		t.Errorf("json: status %d, %v, %+v", status, err, rep)
+	}
+	status, out, _ = commsim(append(args, "--nccl-machine", "launch=2")...)
+	if status != 0 || !strings.Contains(out, note) || !strings.Contains(out, "ring/Simple/") {
+		t.Errorf("--nccl-machine keeps the log's environment: status %d\n%s", status, out)
 	}
 	status, out, _ = commsim(append(args, "--nccl-version", "2.30")...)
 	if status != 0 || strings.Contains(out, "the log's NCCL lines") || !strings.Contains(out, "nvls/Simple/") {
