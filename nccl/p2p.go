@@ -252,22 +252,22 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// a rank's channels together.
 		perChannel = gbps
 	}
-	peers := 1
+	// Across the network an exchange moves at most what NCCL sizes a
+	// network peer's channels by (paths.cc: as many as carry the NICs at
+	// NCCL_P2P_PER_CHANNEL_NET_BW each) on each channel. The plan has one
+	// rate for all its exchanges, the slowest's, which sets the time.
+	net := float64(o.p2pNetChannelGBps())
+	peers, channels, rate := 1, float64(c.Channels), float64(c.Channels)*perChannel
+	if s.Nodes > 1 {
+		rate = channels * min(perChannel, net)
+	}
 	if spec.Op == ops.AllToAll || spec.Op == ops.Gather {
 		// An all-to-all's exchanges, or a gather's at its root, share a
 		// rank's channels and bandwidth.
 		peers = max(1, spec.Ranks-1)
+		rate, channels = p2pPeerGBps(s, o, c.Channels, total, perChannel, net)
 	}
-	if s.Nodes > 1 {
-		// Across the network a channel moves at most what NCCL sizes a
-		// network peer's channels by (paths.cc: as many as carry the
-		// NICs at NCCL_P2P_PER_CHANNEL_NET_BW each). The plan has one
-		// rate for all its exchanges, so those within a node are held to
-		// it too; the slowest, across the network, sets the time.
-		perChannel = min(perChannel, float64(o.p2pNetChannelGBps()))
-	}
-	channels := min(float64(c.Channels), float64(total)/float64(peers))
-	rate := min(channels*perChannel, ringWhole(s)/float64(peers))
+	rate = min(rate, ringWhole(s)/float64(peers))
 	if p == ll {
 		// What NCCL's ring model gives LL, its share of the channels'
 		// bandwidth under the LL cap, at the p2p transfer's threads.
@@ -304,4 +304,101 @@ func isP2P(op ops.Op) bool { return op == ops.AllToAll || op == ops.Gather || op
 // bytesPerPeer is what a rank sends each peer in spec.
 func bytesPerPeer(spec ops.Spec) int64 {
 	return int64(spec.Count) * int64(spec.DType.Size())
+}
+
+// p2pPeerGBps is what the slowest peer of an all-to-all (or of a gather's
+// root) moves at, in GB/s, when each exchange runs on n of the total p2p
+// channels, each channel moving perChannel and, across the network, each
+// exchange at most netGBps a channel (NCCL_P2P_PER_CHANNEL_NET_BW); and
+// the channels' worth it gets.
+//
+// NCCL's schedule puts each round's exchange (send and receive to one
+// peer each, the first round to oneself) on channels counted from a base
+// of its own on one node, and on several nodes from one base for each
+// group of up to 8 peers the same distance away in nodes
+// (ncclP2pChannelBaseForRound), so those peers share their channels. A
+// channel's block splits its warps evenly among the exchanges on it
+// (sendrecv.h: 20 warps, 2 each for 8), the copy to oneself included, and
+// so each moves at its share of the channel. On 2 × 8 B200s with one
+// channel a network peer (Vultr's all-to-all, fidelity/nccl-logs), the 8
+// peers of the other node share one channel: 2.8 GB/s a peer, 22.6 GB/s in
+// all, where the NICs carry 50; one node's 8 B200s with 32 channels a peer
+// move 3.0 GB/s for each of a channel's 8 exchanges.
+func p2pPeerGBps(s System, o Options, n, total int, perChannel, netGBps float64) (gbps, channels float64) {
+	works := make([]int, total)
+	for round := range s.Ranks {
+		for part := range n {
+			works[p2pChannelFor(s, o.Release(), total, round, part)]++
+		}
+	}
+	gbps, channels = math.Inf(1), math.Inf(1)
+	local := max(1, s.PerNode)
+	for round := 1; round < s.Ranks; round++ { // round 0 is the copy to oneself
+		var rate, worth float64
+		for part := range n {
+			share := 1 / float64(works[p2pChannelFor(s, o.Release(), total, round, part)])
+			worth += share
+			if s.Nodes > 1 && round >= local {
+				rate += min(perChannel*share, netGBps)
+			} else {
+				rate += perChannel * share
+			}
+		}
+		gbps, channels = min(gbps, rate), min(channels, worth)
+	}
+	return gbps, channels
+}
+
+// p2pChannelFor is the channel NCCL runs part of round's exchange on, of
+// total (a power of two): from 2.22 to 2.27 the base plus the part's bits
+// reversed (ncclP2pChannelForPart), before and after it the base's bits
+// reversed plus the part (2.21's p2pChannels table, 2.28's
+// ncclP2pChannelBaseForRound).
+func p2pChannelFor(s System, v Version, total, round, part int) int {
+	base := p2pBase(s, v, round) & 0xff
+	if v >= 222 && v <= V2_27 {
+		return (base + reverseBits(part, total)) % total
+	}
+	return (reverseBits(base%total, total) + part) % total
+}
+
+// p2pBase is the base channel of round's exchange: the round on one node;
+// on several, the group of peers it falls in, a group being a node's
+// ranks (up to 2.28; from 2.29 NCCL_P2P_SCHEDULE_GROUP_SIZE, 8, or its
+// greatest common divisor with them where they are fewer or not a
+// multiple), each group's peers taking 8 at a time a base of their own.
+func p2pBase(s System, v Version, round int) int {
+	if s.Nodes <= 1 {
+		return round
+	}
+	group := max(1, s.PerNode)
+	if v <= V2_21 {
+		return round/group + round%group/p2pPeersPerBatch
+	}
+	if v > V2_28 && (group%p2pPeersPerBatch != 0 || group < p2pPeersPerBatch) {
+		group = gcd(p2pPeersPerBatch, group)
+	} else if v > V2_28 {
+		group = p2pPeersPerBatch
+	}
+	return round/group*ceilDiv(group, p2pPeersPerBatch) + round%group/p2pPeersPerBatch
+}
+
+// reverseBits is x's low log2(n) bits in reverse order, for n a power of
+// two.
+func reverseBits(x, n int) int {
+	r := 0
+	for b := 1; b < n; b <<= 1 {
+		r <<= 1
+		if x&b != 0 {
+			r |= 1
+		}
+	}
+	return r
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
