@@ -309,8 +309,9 @@ func bytesPerPeer(spec ops.Spec) int64 {
 // p2pPeerGBps is what the slowest peer of an all-to-all (or of a gather's
 // root) moves at, in GB/s, when each exchange runs on n of the total p2p
 // channels, each channel moving perChannel and, across the network, each
-// exchange at most netGBps a channel (NCCL_P2P_PER_CHANNEL_NET_BW); and
-// the channels' worth it gets.
+// exchange at most netGBps a channel (the model's cap; NCCL only sizes a
+// network peer's channels by NCCL_P2P_PER_CHANNEL_NET_BW); and the
+// channels' worth it gets.
 //
 // NCCL's schedule puts each round's exchange (send and receive to one
 // peer each, the first round to oneself) on channels counted from a base
@@ -318,33 +319,42 @@ func bytesPerPeer(spec ops.Spec) int64 {
 // group of up to 8 peers the same distance away in nodes
 // (ncclP2pChannelBaseForRound), so those peers share their channels. A
 // channel's block splits its warps evenly among the exchanges on it
-// (sendrecv.h: 20 warps, 2 each for 8), the copy to oneself included, and
-// so each moves at its share of the channel. On 2 × 8 B200s with one
-// channel a network peer (Vultr's all-to-all, fidelity/nccl-logs), the 8
-// peers of the other node share one channel: 2.8 GB/s a peer, 22.6 GB/s in
-// all, where the NICs carry 50; one node's 8 B200s with 32 channels a peer
-// move 3.0 GB/s for each of a channel's 8 exchanges.
+// (sendrecv.h: 20 warps, 10 to send for one, 1 each for 6 to 8), and a
+// channel moves about as much however they are split, so the model gives
+// each exchange an equal share of the channel; the copy to oneself,
+// through local memory, is quickly done and takes no share. One node's 8
+// B200s with 32 channels a peer (Vultr's all-to-all, fidelity/nccl-logs)
+// move 3.0 GB/s for each of a channel's 7 exchanges with other GPUs, 21
+// GB/s a channel, as a sendrecv's lone exchange moves 21.7. An exchange's
+// parts are equal, so it ends with its slowest part.
+//
+// Approximated: rounds past a node's ranks are taken to cross the
+// network, as they do up to 2.28.3 and wherever a node has at most 8
+// ranks; from 2.28.7 a node of more sends within it for some rounds and
+// receives across the network (their channels' shares, at most 1/8 of a
+// channel, are under the cap anyway).
 func p2pPeerGBps(s System, o Options, n, total int, perChannel, netGBps float64) (gbps, channels float64) {
+	if s.Ranks < 2 {
+		return float64(n) * perChannel, float64(n)
+	}
+	v := o.Release()
 	works := make([]int, total)
-	for round := range s.Ranks {
+	for round := 1; round < s.Ranks; round++ { // round 0 is the copy to oneself
 		for part := range n {
-			works[p2pChannelFor(s, o.Release(), total, round, part)]++
+			works[p2pChannelFor(s, v, total, round, part)]++
 		}
 	}
 	gbps, channels = math.Inf(1), math.Inf(1)
 	local := max(1, s.PerNode)
-	for round := 1; round < s.Ranks; round++ { // round 0 is the copy to oneself
-		var rate, worth float64
+	for round := 1; round < s.Ranks; round++ {
 		for part := range n {
-			share := 1 / float64(works[p2pChannelFor(s, o.Release(), total, round, part)])
-			worth += share
+			share := 1 / float64(works[p2pChannelFor(s, v, total, round, part)])
+			rate := perChannel * share
 			if s.Nodes > 1 && round >= local {
-				rate += min(perChannel*share, netGBps)
-			} else {
-				rate += perChannel * share
+				rate = min(rate, netGBps)
 			}
+			gbps, channels = min(gbps, float64(n)*rate), min(channels, float64(n)*share)
 		}
-		gbps, channels = min(gbps, rate), min(channels, worth)
 	}
 	return gbps, channels
 }
@@ -364,9 +374,10 @@ func p2pChannelFor(s System, v Version, total, round, part int) int {
 
 // p2pBase is the base channel of round's exchange: the round on one node;
 // on several, the group of peers it falls in, a group being a node's
-// ranks (up to 2.28; from 2.29 NCCL_P2P_SCHEDULE_GROUP_SIZE, 8, or its
-// greatest common divisor with them where they are fewer or not a
-// multiple), each group's peers taking 8 at a time a base of their own.
+// ranks (up to 2.28.3; from 2.28.7, which the model's 2.28 follows,
+// NCCL_P2P_SCHEDULE_GROUP_SIZE, 8, or its greatest common divisor with
+// them where they are fewer or not a multiple), each group's peers taking
+// 8 at a time a base of their own.
 func p2pBase(s System, v Version, round int) int {
 	if s.Nodes <= 1 {
 		return round
@@ -375,9 +386,9 @@ func p2pBase(s System, v Version, round int) int {
 	if v <= V2_21 {
 		return round/group + round%group/p2pPeersPerBatch
 	}
-	if v > V2_28 && (group%p2pPeersPerBatch != 0 || group < p2pPeersPerBatch) {
+	if v >= V2_28 && (group%p2pPeersPerBatch != 0 || group < p2pPeersPerBatch) {
 		group = gcd(p2pPeersPerBatch, group)
-	} else if v > V2_28 {
+	} else if v >= V2_28 {
 		group = p2pPeersPerBatch
 	}
 	return round/group*ceilDiv(group, p2pPeersPerBatch) + round%group/p2pPeersPerBatch

@@ -7,9 +7,10 @@ import "testing"
 // from the round's own base, 2.22 to 2.27 adding the part's bits reversed
 // (ncclP2pChannelForPart), other releases reversing the base's bits and
 // adding the part; on several nodes from one base for each node's ranks
-// (up to 2.28; 8 at a time past 8, 2.21 counting a node as one base), and
-// from 2.29 for each group of NCCL_P2P_SCHEDULE_GROUP_SIZE (8, or its
-// greatest common divisor with a node's ranks).
+// (up to 2.28.3; 8 at a time past 8, 2.21 counting a node as one base),
+// and from 2.28.7 (the model's 2.28) for each group of
+// NCCL_P2P_SCHEDULE_GROUP_SIZE (8, or its greatest common divisor with a
+// node's ranks).
 func TestP2PChannelForIsNCCLs(t *testing.T) {
 	oneNode := System{Ranks: 8, Nodes: 1, PerNode: 8}
 	twoNodes := System{Ranks: 16, Nodes: 2, PerNode: 8}
@@ -30,8 +31,11 @@ func TestP2PChannelForIsNCCLs(t *testing.T) {
 		{twoNodes, V2_30, 8, 1, []int{16}},
 		{twoNodes, V2_27, 15, 2, []int{1, 17}},
 		{fours, V2_30, 4, 1, []int{16}},
-		{fours, V2_28, 3, 1, []int{0}},
-		{sixteens, V2_28, 9, 1, []int{16}},
+		{fours, V2_28, 4, 1, []int{16}},
+		{fours, V2_27, 3, 1, []int{0}},
+		{fours, V2_27, 4, 1, []int{1}},
+		{sixteens, V2_27, 9, 1, []int{1}},
+		{sixteens, V2_27, 16, 1, []int{2}},
 		{sixteens, V2_28, 16, 1, []int{8}},
 		{sixteens, V2_21, 16, 1, []int{16}},
 		{sixteens, V2_30, 16, 1, []int{8}},
@@ -42,5 +46,24 @@ func TestP2PChannelForIsNCCLs(t *testing.T) {
 				t.Errorf("%d ranks on %d nodes, NCCL %v, round %d part %d: channel %d, want %d", tc.s.Ranks, tc.s.Nodes, tc.v, tc.round, part, got, want)
 			}
 		}
+	}
+}
+
+// TestP2PExchangeEndsWithItsSlowestPart: an exchange's parts are equal,
+// so one whose parts share busier and quieter channels moves at n times
+// its busiest channel's share. With 2.21 on 4 nodes of 16 and 8 channels
+// an exchange, the bases 0 to 4 (a node's distance plus which 8 of its
+// ranks) take channels 0-7, 16-23, 8-15, 24-31 and 4-11: channels 8-11
+// carry 24 exchanges (16 of base 2, 8 of base 4) and 4-7 15, so base 4's
+// exchanges, half on each, move at 8/24 of a channel, not 4/24 + 4/15;
+// across the network at most the cap on each part.
+func TestP2PExchangeEndsWithItsSlowestPart(t *testing.T) {
+	s := System{Ranks: 64, Nodes: 4, PerNode: 16}
+	o := Options{Version: V2_21}
+	if gbps, channels := p2pPeerGBps(s, o, 8, 32, 24, 100); gbps != 8 || channels != 8.0/24 {
+		t.Errorf("%.4g GB/s on %.4g channels' worth, want 8 on 1/3", gbps, channels)
+	}
+	if gbps, _ := p2pPeerGBps(s, o, 8, 32, 24, 0.5); gbps != 4 {
+		t.Errorf("under a cap of 0.5 GB/s a channel: %.4g GB/s, want 4", gbps)
 	}
 }
