@@ -374,10 +374,9 @@ func p2pChannelFor(s System, v Version, total, round, part int) int {
 
 // p2pBase is the base channel of round's exchange: the round on one node;
 // on several, the group of peers it falls in, a group being a node's
-// ranks (up to 2.28.3; from 2.28.7, which the model's 2.28 follows,
-// NCCL_P2P_SCHEDULE_GROUP_SIZE, 8, or its greatest common divisor with
-// them where they are fewer or not a multiple), each group's peers taking
-// 8 at a time a base of their own.
+// ranks (up to 2.28.3; from 2.28.7, which the model's 2.28 follows, the
+// greatest common divisor of NCCL_P2P_SCHEDULE_GROUP_SIZE, 8, and them),
+// each group's peers taking 8 at a time a base of their own.
 func p2pBase(s System, v Version, round int) int {
 	if s.Nodes <= 1 {
 		return round
@@ -386,10 +385,8 @@ func p2pBase(s System, v Version, round int) int {
 	if v <= V2_21 {
 		return round/group + round%group/p2pPeersPerBatch
 	}
-	if v >= V2_28 && (group%p2pPeersPerBatch != 0 || group < p2pPeersPerBatch) {
+	if v >= V2_28 {
 		group = gcd(p2pPeersPerBatch, group)
-	} else if v >= V2_28 {
-		group = p2pPeersPerBatch
 	}
 	return round/group*ceilDiv(group, p2pPeersPerBatch) + round%group/p2pPeersPerBatch
 }
