@@ -130,6 +130,8 @@ func readHeader(head []byte) (name string, vendor CPUVendor, ok bool) {
 		}
 		seen[kn.Value] = true
 		switch {
+		case kn.Value != "name" && kn.Value != "cpu":
+			return "", 0, false // the tree reader names what it is
 		case vn.ShortTag() == "!!null":
 		case kn.Value == "name":
 			name = vn.Value
