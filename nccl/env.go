@@ -125,12 +125,12 @@ func FromEnv(env map[string]string) (Options, error) {
 	var err error
 	if v, ok := env["NCCL_ALGO"]; ok {
 		if o.Algos, o.OpAlgos, err = ParseAlgos(v); err != nil {
-			return o, fmt.Errorf("nccl: NCCL_ALGO=%s: %w", v, err)
+			return o, fmt.Errorf("nccl: NCCL_ALGO=%s: %w", shown(v), err)
 		}
 	}
 	if v, ok := env["NCCL_PROTO"]; ok {
 		if o.Protos, o.OpProtos, err = ParseProtos(v); err != nil {
-			return o, fmt.Errorf("nccl: NCCL_PROTO=%s: %w", v, err)
+			return o, fmt.Errorf("nccl: NCCL_PROTO=%s: %w", shown(v), err)
 		}
 	}
 	for _, n := range o.numbers() {
@@ -143,7 +143,7 @@ func FromEnv(env map[string]string) (Options, error) {
 		case err == nil && x == 0 && n.zero != nil:
 			*n.zero = true
 		case err != nil || !n.allows(x):
-			return o, fmt.Errorf("nccl: %s=%s: want %s", n.name, v, n.want())
+			return o, fmt.Errorf("nccl: %s=%s: want %s", n.name, shown(v), n.want())
 		default:
 			n.set(x)
 		}
@@ -158,10 +158,19 @@ func FromEnv(env map[string]string) (Options, error) {
 			*e.force = true
 		case !slices.Contains(e.on, v):
 			all := append([]string{"0"}, e.on...)
-			return o, fmt.Errorf("nccl: %s=%s: want %s or %s", e.name, v, strings.Join(all[:len(all)-1], ", "), all[len(all)-1])
+			return o, fmt.Errorf("nccl: %s=%s: want %s or %s", e.name, shown(v), strings.Join(all[:len(all)-1], ", "), all[len(all)-1])
 		}
 	}
 	return o, o.check()
+}
+
+// shown is a variable's value as an error names it: as set, or quoted
+// where it holds what would not print on one line.
+func shown(v string) string {
+	if q := strconv.Quote(v); q[1:len(q)-1] != v {
+		return q
+	}
+	return v
 }
 
 // Env is the environment that sets o, as FromEnv reads it: NAME=VALUE

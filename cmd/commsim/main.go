@@ -79,12 +79,14 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		err = nil // the command failed for want of its output: say that once
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "commsim: %v\n", err)
+		msg := err.Error()
 		status = 1
 		var ue usageError
 		if errors.As(err, &ue) {
-			status = 2
+			// A usage error is one line, whatever a flag's value held.
+			msg, status = strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(msg), 2
 		}
+		fmt.Fprintf(stderr, "commsim: %s\n", msg)
 	}
 	if outErr != nil {
 		fmt.Fprintf(stderr, "commsim: writing the output: %v\n", outErr)

@@ -48,6 +48,8 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 		{"help", "frobnicate"},
 		{"help", "topo", "frobnicate"},
 		{"completion", "frobnicate"},
+		{"bench", "--algo", "nccl", "--nccl-algo", "ri\nng"},
+		{"bench", "--algo", "nccl", "--nccl-buffsize", "1\nK"},
 	}
 	for _, args := range cases {
 		status, out, errOut := commsim(args...)
