@@ -13,10 +13,10 @@ import (
 )
 
 // FuzzTunerOnAnyFabric: on any fabric a spec string makes (up to 32
-// GPUs and 64 elements, to keep an input fast), NCCL's tuner, under any release, chooses
-// or refuses every collective with a one-line error, and what it chooses
-// compiles to a plan that ops.Check proves and the simulator runs (timing
-// only); nothing panics.
+// GPUs and 64 elements, to keep an input fast), NCCL's tuner, under any
+// release, chooses or refuses every collective with a one-line error,
+// and what it chooses compiles to a plan that ops.Check proves and the
+// simulator runs (timing only); nothing panics.
 func FuzzTunerOnAnyFabric(f *testing.F) {
 	for _, s := range []string{"ring:3", "mesh:4", "switch:5", "torus:2x3", "cluster:2x3", "cluster:3x5,rail=true,nicbw=100Gb/s",
 		"dgx-h100x2", "dgx-a100x2,nicports=2", "hgx-b200", "gb200-nvl72", "mac-tb5:4", "cluster:4x1,sharp=inf", "cluster:2x4,arch=blackwell,cpu=arm,nvls=482GB/s"} {

@@ -338,23 +338,22 @@ func p2pPeerGBps(s System, o Options, n, total int, perChannel, netGBps float64)
 		return float64(n) * perChannel, float64(n)
 	}
 	v := o.Release()
-	works := make([]int, total)
-	for round := 1; round < s.Ranks; round++ { // round 0 is the copy to oneself
-		for part := range n {
-			works[p2pChannelFor(s, v, total, round, part)]++
-		}
+	// on[(round-1)*n+part] is the channel of a round's part; round 0 is
+	// the copy to oneself.
+	on, works := make([]int, (s.Ranks-1)*n), make([]int, total)
+	for i := range on {
+		on[i] = p2pChannelFor(s, v, total, 1+i/n, i%n)
+		works[on[i]]++
 	}
 	gbps, channels = math.Inf(1), math.Inf(1)
 	local := max(1, s.PerNode)
-	for round := 1; round < s.Ranks; round++ {
-		for part := range n {
-			share := 1 / float64(works[p2pChannelFor(s, v, total, round, part)])
-			rate := perChannel * share
-			if s.Nodes > 1 && round >= local {
-				rate = min(rate, netGBps)
-			}
-			gbps, channels = min(gbps, float64(n)*rate), min(channels, float64(n)*share)
+	for i, c := range on {
+		share := 1 / float64(works[c])
+		rate := perChannel * share
+		if round := 1 + i/n; s.Nodes > 1 && round >= local {
+			rate = min(rate, netGBps)
 		}
+		gbps, channels = min(gbps, float64(n)*rate), min(channels, float64(n)*share)
 	}
 	return gbps, channels
 }
