@@ -121,7 +121,9 @@
 //     communicator's p2p channels; LL up to 16 KiB per channel, at the 9
 //     warps of 16 a transfer's side of a channel has, else Simple.
 //     NCCL's model has no point-to-point figures, so the ring's
-//     latencies stand in.
+//     latencies stand in. Across nodes the launch grows with the network
+//     sends and receives the busiest GPU's proxy thread takes in turn
+//     (proxyOpUS, a figure published runs measure).
 //   - One rank: NCCL's cost table holds ring/Simple alone and the call
 //     copies its buffer (ncclLaunchOneRank); the plan is ring/Simple's
 //     launch and the copy at 1.5 × the GPU's reduce bandwidth
@@ -140,7 +142,8 @@
 // takes at least ThreadFloorUS(N), N launches of host time, a figure a
 // published run measures. Callers hold a simulated time to it.
 //
-// Not modelled: proxy threads, and the tuner plugins some clusters load.
+// Not modelled: the tuner plugins some clusters load, and proxy threads
+// beyond point-to-point's cost per network operation.
 // Algorithms NCCL would pick that the simulator cannot run on a fabric
 // (NVLS or CollNet across nodes whose GPUs are not numbered node by node)
 // are priced by the model but left out of the choice (Simulable);

@@ -280,8 +280,56 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if p == ll {
 		step = llChunk
 	}
-	plan.Protocol, plan.Wire, plan.Launch = c.Protocol, finishWire(&w, step), baseLatency(Ring, p, v)*1e-6*orOne(m.Launch)
+	plan.Protocol, plan.Wire = c.Protocol, finishWire(&w, step)
+	plan.Launch = baseLatency(Ring, p, v)*1e-6*orOne(m.Launch) + p2pProxyUS(s, spec.Op, c.Channels)*1e-6
 	return plan, nil
+}
+
+// proxyOpUS is what, in µs, each network operation a GPU's proxy thread
+// progresses beyond the first delays a grouped send and receive by. An
+// operation is a send or a receive to a peer across the network on one
+// of its channels. NCCL's proxy (proxy.cc, net.cc) is one CPU thread a
+// GPU that posts every step of every such operation, polls its
+// completions and, for a receive, flushes it to the GPU; its operations
+// take turns, so the first steps of many start one after another.
+// NCCL's model has no point-to-point figures and no proxy.
+//
+// From the two 2 x 8 B200 runs of one cluster shipped excluded from
+// issue #16's targets (fidelity/nccl-logs, vultr-b200-*-16xB200.txt,
+// presumed NCCL_NCHANNELS_PER_NET_PEER=1): a sendrecv, whose busiest
+// GPU has one network operation, takes 14.56 µs at 8 B–8 KiB (median),
+// and an all-to-all, whose every GPU has 16 (8 peers across the network,
+// a send and a receive each, on one channel), 37.68 µs at 256 B–16 KiB:
+// 23.1 µs for 15 more operations. The held-out 10-node H100 all-to-alls
+// (xxrjun-h100-alltoall-*, NCCL 2.29.2; 36 to 144 operations a GPU)
+// measure 110-280 µs more than the transfer at 32-128 MiB, about 2 µs an
+// operation.
+const proxyOpUS = 1.54
+
+// p2pProxyUS is what the busiest GPU's proxy adds, in µs, to op's
+// exchanges across the network on channels channels each (proxyOpUS).
+// Ranks are taken node by node: an all-to-all's GPU sends to and
+// receives from every rank of the other nodes, a gather's root receives
+// from them, and a sendrecv's GPU at a node's edge sends or receives
+// across the network (with one GPU a node, both).
+func p2pProxyUS(s System, op ops.Op, channels int) float64 {
+	if s.Nodes < 2 {
+		return 0
+	}
+	remote := s.Ranks - s.PerNode
+	var netOps int
+	switch op {
+	case ops.AllToAll:
+		netOps = 2 * remote * channels
+	case ops.Gather:
+		netOps = remote * channels
+	default:
+		netOps = channels
+		if s.PerNode == 1 || !s.NodeMajor {
+			netOps = 2 * channels
+		}
+	}
+	return proxyOpUS * float64(max(0, netOps-1))
 }
 
 // p2pLLThreadShare is the part of a channel's LL rate that one p2p

@@ -1,6 +1,10 @@
 package nccl
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/commsim/commsim/ops"
+)
 
 // TestP2PChannelForIsNCCLs: the channel each part of a round's exchange
 // runs on, as NCCL's releases compute it (32 p2p channels): on one node
@@ -65,5 +69,41 @@ func TestP2PExchangeEndsWithItsSlowestPart(t *testing.T) {
 	}
 	if gbps, _ := p2pPeerGBps(s, o, 8, 32, 24, 0.5); gbps != 4 {
 		t.Errorf("under a cap of 0.5 GB/s a channel: %.4g GB/s, want 4", gbps)
+	}
+}
+
+// TestP2PProxyCountsNetworkOperations: the busiest GPU's proxy delays
+// a grouped send and receive by proxyOpUS for each of its network
+// operations (a send or a receive to a peer on another node, on each of
+// the exchange's channels) past the first: an all-to-all rank has a send
+// and a receive for every rank of the other nodes, a gather's root a
+// receive, a sendrecv's GPU at a node's edge one (two with one GPU a
+// node, or ranks not taken node by node); one node has none.
+func TestP2PProxyCountsNetworkOperations(t *testing.T) {
+	oneNode := System{Ranks: 8, Nodes: 1, PerNode: 8, NodeMajor: true}
+	twoNodes := System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true}
+	tenOnes := System{Ranks: 10, Nodes: 10, PerNode: 1, NodeMajor: true}
+	scattered := System{Ranks: 16, Nodes: 2, PerNode: 8}
+	for _, tc := range []struct {
+		s        System
+		op       ops.Op
+		channels int
+		ops      int // the busiest GPU's network operations
+	}{
+		{oneNode, ops.AllToAll, 4, 0},
+		{oneNode, ops.SendRecv, 4, 0},
+		{twoNodes, ops.AllToAll, 1, 16},
+		{twoNodes, ops.AllToAll, 2, 32},
+		{twoNodes, ops.Gather, 1, 8},
+		{twoNodes, ops.SendRecv, 1, 1},
+		{twoNodes, ops.SendRecv, 2, 2},
+		{tenOnes, ops.AllToAll, 2, 36},
+		{tenOnes, ops.SendRecv, 1, 2},
+		{scattered, ops.SendRecv, 1, 2},
+	} {
+		want := proxyOpUS * float64(max(0, tc.ops-1))
+		if got := p2pProxyUS(tc.s, tc.op, tc.channels); got != want {
+			t.Errorf("%v on %d nodes of %d, %d channels: proxy %.4g µs, want %.4g (%d operations)", tc.op, tc.s.Nodes, tc.s.PerNode, tc.channels, got, want, tc.ops)
+		}
 	}
 }
