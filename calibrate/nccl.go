@@ -463,7 +463,7 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 		}
 		plan, c, err := t.Plan(f.Specs[i])
 		if err == nil {
-			out.launch[i], out.labels[i] = plan.Launch-t.TreeDip(f.Specs[i], c), nccl.Label(plan)
+			out.launch[i], out.labels[i] = plan.Launch-t.FixedLaunch(f.Specs[i], c), nccl.Label(plan)
 		}
 		return plan, err
 	}, nil)

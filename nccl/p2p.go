@@ -281,7 +281,7 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		step = llChunk
 	}
 	plan.Protocol, plan.Wire = c.Protocol, finishWire(&w, step)
-	plan.Launch = baseLatency(Ring, p, v)*1e-6*orOne(m.Launch) + p2pProxyUS(s, spec.Op, c.Channels)*1e-6
+	plan.Launch = baseLatency(Ring, p, v)*1e-6*orOne(m.Launch) + p2pProxyUS(s, spec, c.Channels, v)*1e-6
 	return plan, nil
 }
 
@@ -296,36 +296,50 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 //
 // From the two 2 x 8 B200 runs of one cluster shipped excluded from
 // issue #16's targets (fidelity/nccl-logs, vultr-b200-*-16xB200.txt,
-// presumed NCCL_NCHANNELS_PER_NET_PEER=1): a sendrecv, whose busiest
-// GPU has one network operation, takes 14.56 µs at 8 B–8 KiB (median),
-// and an all-to-all, whose every GPU has 16 (8 peers across the network,
-// a send and a receive each, on one channel), 37.68 µs at 256 B–16 KiB:
-// 23.1 µs for 15 more operations. The held-out 10-node H100 all-to-alls
-// (xxrjun-h100-alltoall-*, NCCL 2.29.2; 36 to 144 operations a GPU)
-// measure 110-280 µs more than the transfer at 32-128 MiB, about 2 µs an
-// operation.
-const proxyOpUS = 1.54
+// presumed NCCL_NCHANNELS_PER_NET_PEER=1): an all-to-all, whose every
+// GPU has 16 network operations (8 peers across the network, a send and
+// a receive each, on one channel), takes 37.68 µs at 256 B–16 KiB
+// (median), and a sendrecv, whose busiest GPU has 2 (p2pProxyUS), 14.56
+// at 8 B–8 KiB: 23.12 µs, of which 1.79 are what one node's all-to-all
+// takes over its sendrecv with no network at all (the 8 x B200 logs'
+// floors, 11.19 and 9.40 µs), leave 21.33 for 14 more operations. The
+// held-out 10-node H100 all-to-alls (xxrjun-h100-alltoall-*, NCCL
+// 2.29.2; 36 to 144 operations a GPU) measure 110-280 µs more than the
+// transfer at 32-128 MiB, about 2 µs an operation.
+const proxyOpUS = 1.52
 
-// p2pProxyUS is what the busiest GPU's proxy adds, in µs, to op's
-// exchanges across the network on channels channels each (proxyOpUS).
-// Ranks are taken node by node: an all-to-all's GPU sends to and
-// receives from every rank of the other nodes, a gather's root receives
-// from them, and a sendrecv's GPU at a node's edge sends or receives
-// across the network (with one GPU a node, both).
-func p2pProxyUS(s System, op ops.Op, channels int) float64 {
+// p2pProxyUS is what the busiest GPU's proxy adds, in µs, to the
+// exchanges of spec across the network on channels channels each
+// (proxyOpUS). Ranks are taken node by node. An all-to-all's GPU sends to
+// and receives from every rank of the other nodes; a gather's root
+// receives from them. With PXN (search.cc, ncclTopoGetNetDev: on by
+// default where a node's GPUs share NVLink and reach their NICs through
+// PCIe switches) a send goes through the proxy of the local GPU on the
+// receiver's rail, which leaves the all-to-all's count as it is (each
+// GPU relays as many sends as it makes) and gives a sendrecv's GPU at a
+// node's first place both the send it relays for the node's last and its
+// own receive; without PXN a sendrecv's GPU at a node's edge has one of
+// them, and with one GPU a node (or ranks not node by node) both. From
+// 2.28 ncclAlltoAll and ncclGather drop a count of 0 before any
+// operation (enqueue.cc, taskAppend).
+func p2pProxyUS(s System, spec ops.Spec, channels int, v Version) float64 {
 	if s.Nodes < 2 {
 		return 0
 	}
 	remote := s.Ranks - s.PerNode
 	var netOps int
-	switch op {
-	case ops.AllToAll:
-		netOps = 2 * remote * channels
-	case ops.Gather:
+	switch spec.Op {
+	case ops.AllToAll, ops.Gather:
+		if spec.Count == 0 && v >= V2_28 {
+			return 0
+		}
 		netOps = remote * channels
+		if spec.Op == ops.AllToAll {
+			netOps *= 2
+		}
 	default:
 		netOps = channels
-		if s.PerNode == 1 || !s.NodeMajor {
+		if pxn := s.NVLinks > 0 && !s.NICsOnCPU; pxn || s.PerNode == 1 || !s.NodeMajor {
 			netOps = 2 * channels
 		}
 	}

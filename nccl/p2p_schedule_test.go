@@ -1,9 +1,12 @@
 package nccl
 
 import (
+	"math"
 	"testing"
 
+	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
 )
 
 // TestP2PChannelForIsNCCLs: the channel each part of a round's exchange
@@ -77,33 +80,83 @@ func TestP2PExchangeEndsWithItsSlowestPart(t *testing.T) {
 // operations (a send or a receive to a peer on another node, on each of
 // the exchange's channels) past the first: an all-to-all rank has a send
 // and a receive for every rank of the other nodes, a gather's root a
-// receive, a sendrecv's GPU at a node's edge one (two with one GPU a
-// node, or ranks not taken node by node); one node has none.
+// receive; a sendrecv's GPU at a node's edge one, or two where PXN has
+// the node's first GPU relay its last's send (GPUs on NVLink, NICs on
+// PCIe switches), with one GPU a node, or ranks not node by node; one
+// node has none, nor from 2.28 an all-to-all or gather of nothing.
 func TestP2PProxyCountsNetworkOperations(t *testing.T) {
-	oneNode := System{Ranks: 8, Nodes: 1, PerNode: 8, NodeMajor: true}
-	twoNodes := System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true}
+	oneNode := System{Ranks: 8, Nodes: 1, PerNode: 8, NodeMajor: true, NVLinks: 18}
+	twoNodes := System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, NVLinks: 18}
+	pcieOnly := System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true}
+	nicsOnCPU := System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, NVLinks: 12, NICsOnCPU: true}
 	tenOnes := System{Ranks: 10, Nodes: 10, PerNode: 1, NodeMajor: true}
 	scattered := System{Ranks: 16, Nodes: 2, PerNode: 8}
 	for _, tc := range []struct {
 		s        System
 		op       ops.Op
+		count    int
+		v        Version
 		channels int
 		ops      int // the busiest GPU's network operations
 	}{
-		{oneNode, ops.AllToAll, 4, 0},
-		{oneNode, ops.SendRecv, 4, 0},
-		{twoNodes, ops.AllToAll, 1, 16},
-		{twoNodes, ops.AllToAll, 2, 32},
-		{twoNodes, ops.Gather, 1, 8},
-		{twoNodes, ops.SendRecv, 1, 1},
-		{twoNodes, ops.SendRecv, 2, 2},
-		{tenOnes, ops.AllToAll, 2, 36},
-		{tenOnes, ops.SendRecv, 1, 2},
-		{scattered, ops.SendRecv, 1, 2},
+		{oneNode, ops.AllToAll, 1, V2_30, 4, 0},
+		{oneNode, ops.SendRecv, 1, V2_30, 4, 0},
+		{twoNodes, ops.AllToAll, 1, V2_30, 1, 16},
+		{twoNodes, ops.AllToAll, 1, V2_30, 2, 32},
+		{twoNodes, ops.AllToAll, 0, V2_30, 1, 0},
+		{twoNodes, ops.AllToAll, 0, V2_27, 1, 16},
+		{twoNodes, ops.Gather, 1, V2_30, 1, 8},
+		{twoNodes, ops.Gather, 0, V2_28, 1, 0},
+		{twoNodes, ops.SendRecv, 1, V2_30, 1, 2},
+		{twoNodes, ops.SendRecv, 0, V2_30, 2, 4},
+		{pcieOnly, ops.SendRecv, 1, V2_30, 1, 1},
+		{nicsOnCPU, ops.SendRecv, 1, V2_30, 2, 2},
+		{pcieOnly, ops.AllToAll, 1, V2_30, 1, 16},
+		{tenOnes, ops.AllToAll, 1, V2_30, 2, 36},
+		{tenOnes, ops.SendRecv, 1, V2_30, 1, 2},
+		{scattered, ops.SendRecv, 1, V2_30, 1, 2},
 	} {
 		want := proxyOpUS * float64(max(0, tc.ops-1))
-		if got := p2pProxyUS(tc.s, tc.op, tc.channels); got != want {
-			t.Errorf("%v on %d nodes of %d, %d channels: proxy %.4g µs, want %.4g (%d operations)", tc.op, tc.s.Nodes, tc.s.PerNode, tc.channels, got, want, tc.ops)
+		spec := ops.Spec{Op: tc.op, Ranks: tc.s.Ranks, Count: tc.count}
+		if got := p2pProxyUS(tc.s, spec, tc.channels, tc.v); got != want {
+			t.Errorf("%v of %d on %d nodes of %d (%d NVLinks), %v, %d channels: proxy %.4g µs, want %.4g (%d operations)", tc.op, tc.count, tc.s.Nodes, tc.s.PerNode, tc.s.NVLinks, tc.v, tc.channels, got, want, tc.ops)
+		}
+	}
+}
+
+// TestP2PPlanLaunchesWithItsProxy: a point-to-point plan's launch is the
+// ring's base latency of its protocol and its proxy's turns for the
+// channels it runs on (FixedLaunch names the latter), on 2 × 8 B200 at
+// one channel a peer and at several.
+func TestP2PPlanLaunchesWithItsProxy(t *testing.T) {
+	topo, err := topology.Resolve("dgx-b200x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuner, err := NewTuner(topo, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op       ops.Op
+		perPeer  int
+		channels int
+		ops      int
+	}{
+		{ops.AllToAll, 256, 1, 16},
+		{ops.AllToAll, 16 << 20, 4, 64},
+		{ops.Gather, 256, 1, 8},
+		{ops.SendRecv, 256, 1, 2},
+	} {
+		spec := ops.Spec{Op: tc.op, Ranks: 16, Count: tc.perPeer, DType: hw.U8}
+		plan, c, err := tuner.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := protoIndex(c.Protocol)
+		proxy := proxyOpUS * float64(tc.ops-1) * 1e-6
+		if c.Channels != tc.channels || math.Abs(plan.Launch-baseLatency(Ring, p, V2_30)*1e-6-proxy) > 1e-15 || tuner.FixedLaunch(spec, c) != proxy {
+			t.Errorf("%v of %d B a peer on %d channels: launch %.4g µs, fixed %.4g; want %d channels and %.4g µs of proxy", tc.op, tc.perPeer, c.Channels, plan.Launch*1e6, tuner.FixedLaunch(spec, c)*1e6, tc.channels, proxy*1e6)
 		}
 	}
 }

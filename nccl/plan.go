@@ -351,6 +351,17 @@ func (t *Tuner) TreeDip(spec ops.Spec, c Choice) float64 {
 	return treeDip(t.System, spec, c, p, t.Options)
 }
 
+// FixedLaunch is the seconds of the launch of t's plan for spec with
+// choice c that Machine.Launch does not scale: NCCL's tree correction
+// (TreeDip), and what a point-to-point's proxy adds across nodes
+// (p2pProxyUS), a CPU thread's turns rather than a kernel's launch.
+func (t *Tuner) FixedLaunch(spec ops.Spec, c Choice) float64 {
+	if c.Algo == P2P {
+		return p2pProxyUS(t.System, spec, c.Channels, t.Options.Release()) * 1e-6
+	}
+	return t.TreeDip(spec, c)
+}
+
 // bytesOf is NCCL's size of a collective: the larger of a rank's send and
 // receive buffers (enqueue.cc:2127).
 func bytesOf(spec ops.Spec) int64 {
