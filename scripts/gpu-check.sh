@@ -4,7 +4,7 @@
 # Here, with Go:
 #   scripts/gpu-check.sh build
 # writes gpu-check/: cuda.test (hw/cuda's tests) and commsim, both static
-# (CGO_ENABLED=0 GOOS=linux GOARCH=amd64) and stripped, about 25 MB in all;
+# (CGO_ENABLED=0 GOOS=linux GOARCH=amd64) and stripped, about 30 MB in all;
 # the build fails if the folder would not fit a 64 MiB carry.
 #
 # Take the folder to the GPU machine's checkout of the same commit. It is

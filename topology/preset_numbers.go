@@ -111,7 +111,7 @@ var (
 	srcSwitchLat     = "NVSwitch latency: ASTRA-sim validated HGX-H100 config, Switch, 8 NPUs, 936.25 ns GPU to GPU; 468.125 ns on each GPU-switch link (ASTRA-sim examples)"
 	srcSwitchLat2    = "NVSwitch latency: no published figure for this system was found; reuses the ASTRA-sim HGX-H100 936.25 ns, 468.125 ns per GPU-switch link"
 	srcSwitchLatB200 = "NVLink5 latency: the ASTRA-sim HGX-H100 936.25 ns GPU to GPU plus 0.7 µs, 818.125 ns per GPU-switch link: an 8-byte all-reduce took ≈3 µs on 8× B200 and ≈2.3 µs on 8× H200/H800 with the same NCCL 2.27 symmetric kernel and tuning (NVIDIA/nccl#1940), one NVLink crossing apart (topology.Arch.NVLinkExtraLatency)"
-	srcReduce        = "reduce bandwidth: a reduction reads 2s and writes s bytes, so reduce_bw = copy throughput/3; H200 device-to-device copy measured ≈4.3 TB/s read+written on a lent H200 by this project gives 1.43 TB/s"
+	srcReduce        = "reduce bandwidth: a reduction reads 2s and writes s bytes, so reduce_bw = copy throughput/3; H200 device-to-device copy ≈4.3 TB/s read+written (the project's reference figure for a lent H200; commsim's own H200 run measured 3.76-4.18) gives 1.43 TB/s"
 	srcA100Reduce    = srcReduce + "; A100 80GB scaled by HBM 2.039/4.8 TB/s (NVIDIA A100 and H200 datasheets) = 609 GB/s"
 	srcH100Reduce    = srcReduce + "; H100 SXM scaled by HBM 3.35/4.8 TB/s (NVIDIA H100 and H200 datasheets) = 1.00 TB/s"
 	srcB200Reduce    = srcReduce + "; B200 scaled by HBM 8/4.8 TB/s (NVIDIA GB200 NVL72 specification, H200 datasheet) = 2.39 TB/s"
@@ -121,7 +121,7 @@ var (
 	srcPCIe          = "GPU-NIC: PCIe Gen5 x16 ≈ 64 GB/s per direction (32 GT/s × 16 lanes), latency 0 (folded into the network hop)"
 	srcTB5           = "Thunderbolt 5: 80 Gb/s per direction = 10 GB/s (Intel Thunderbolt 5: 80 Gb/s each way)"
 	srcTCP           = "latency: TCP between hosts, tens of µs; 10 µs taken (an assumption: no measurement at hand)"
-	srcVirtualBW     = "virtual ranks on one H200: a message is two device-to-device copies (into staging, out of it), each reading and writing every byte; the copy measured ≈4.3 TB/s read+written on a lent H200 moves 4.3/4 = 1.075 TB/s of messages, split evenly: each of N ranks' links gets 1/N, as they share the HBM (bw= sets the GPU's total)"
+	srcVirtualBW     = "virtual ranks on one H200: a message is two device-to-device copies (into staging, out of it), each reading and writing every byte; the copy at ≈4.3 TB/s read+written (the reference figure for a lent H200) moves 4.3/4 = 1.075 TB/s of messages, split evenly: each of N ranks' links gets 1/N, as they share the HBM (bw= sets the GPU's total)"
 	srcVirtualRed    = srcReduce + ", split evenly: each of N ranks reduces at 1/N of it (reduce= sets the GPU's total)"
 	srcVirtualLat    = "latency: a 4-byte message between two virtual ranks took 46.6 µs on a lent H200 (hw/cuda's TestVirtualMessageLatency, by GPU events; 5.5–7.4 µs of it the GPU's copies, the rest the host's hand-over between worker threads), 23.3 µs on each of its two links; rings of more ranks take longer a step than a message, as the GPU runs every rank's small operations (set it with lat=)"
 )
