@@ -231,7 +231,7 @@ func dbtreeAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	trees := dbtreeAllReduceTrees(p)
 	if p > 1 {
-		b.tmp(n)
+		b.tmp(1, n)
 	}
 	dbtreeHalves(b, n, func(h, off, ln int) {
 		t, l := trees[h], laneBuilder{b, h}
@@ -277,7 +277,7 @@ func dbtreeReduce(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	trees := dbtreeRootedTrees(p, root)
 	if p > 1 {
-		b.tmp(2 * n)
+		b.tmp(2, n)
 	}
 	dbtreeHalves(b, n, func(h, off, ln int) {
 		l := laneBuilder{b, h}

@@ -64,7 +64,7 @@ func directAllReduce(b *builder) error {
 	}
 	c := func(buf Buf, i int) Ref { off, l := chunk(n, p, mod(i, p)); return ref(buf, off, l) }
 	_, maxLen := chunk(n, p, 0)
-	b.tmp(2 * maxLen)
+	b.tmp(2, maxLen)
 	for r := range b.ranks() {
 		for k := 1; k < p; k++ {
 			b.send(r, mod(r+k, p), c(In, r+k), 0)
@@ -95,7 +95,7 @@ func directReduceScatter(b *builder) error {
 		return nil
 	}
 	blk := func(j int) Ref { return ref(In, mod(j, p)*n, n) }
-	b.tmp(2 * n)
+	b.tmp(2, n)
 	for r := range b.ranks() {
 		for k := 1; k < p; k++ {
 			b.send(r, mod(r+k, p), blk(r+k), 0)
@@ -170,7 +170,7 @@ func directReduce(b *builder) error {
 		directCopyOnly(b)
 		return nil
 	}
-	b.tmp(2 * n)
+	b.tmp(2, n)
 	for r := range b.ranks() {
 		if r != root {
 			b.send(r, root, ref(In, 0, n), 0)

@@ -39,7 +39,7 @@ func ncclRingAllReduce(b *builder) error {
 	C := channels(b.p.Spec, n)
 	pass := b.p.Chunk * p
 	_, piece := chunk(passLimit(b.p.Spec, n, C, p), p, 0)
-	b.tmp(C * piece)
+	b.tmp(C, piece)
 	for c := range b.lanes(C) {
 		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
 		off, ln := chunk(n, C, c)
@@ -174,7 +174,7 @@ func ncclRingReduceScatter(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
 	piece := passLimit(b.p.Spec, n, C, 1)
-	b.tmp(C * 2 * piece)
+	b.tmp(2*C, piece)
 	for c := range b.lanes(C) {
 		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
 		off, ln := chunk(n, C, c)
@@ -240,7 +240,7 @@ func ncclRingBroadcast(b *builder) error {
 func ncclRingReduce(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	C := channels(b.p.Spec, n)
-	b.tmp(2 * n)
+	b.tmp(2, n)
 	for c := range b.lanes(C) {
 		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
 		off, ln := chunk(n, C, c)

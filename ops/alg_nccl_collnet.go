@@ -102,7 +102,7 @@ func ncclCollNetDirectAllReduce(b *builder) error {
 	pass := passLimit(b.p.Spec, n, C, g)
 	_, piece := chunk(pass, g, 0)
 	if g > 1 {
-		b.tmp(C * piece)
+		b.tmp(C, piece)
 	}
 	b.madeLanes(netTags * C)
 	for c := range C {
@@ -183,7 +183,7 @@ func ncclCollNetChainAllReduce(b *builder) error {
 	C := channels(b.p.Spec, n)
 	pass := passLimit(b.p.Spec, n, C, 1)
 	if g > 1 {
-		b.tmp(C * pass)
+		b.tmp(C, pass)
 	}
 	b.madeLanes(netTags * C)
 	for c := range C {
@@ -386,7 +386,7 @@ func newBlockPasses(b *builder, slots int) blockPasses {
 	C := channels(b.p.Spec, b.p.Count)
 	pass := passLimit(b.p.Spec, b.p.Count, C, 1)
 	bp := blockPasses{g: g, N: b.p.Ranks / g, C: C, pass: pass, slot: b.p.Ranks / g * pass}
-	b.tmp(C * slots * bp.slot)
+	b.tmp(C*slots, bp.slot)
 	b.madeLanes(netTags * C)
 	return bp
 }

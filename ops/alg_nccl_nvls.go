@@ -342,7 +342,7 @@ func ncclNVLSTreeAllReduce(b *builder) error {
 	pass := passLimit(b.p.Spec, n, C, g)
 	_, piece := chunk(pass, g, 0)
 	if p > g {
-		b.tmp(C * piece)
+		b.tmp(C, piece)
 	}
 	trees := dbtreeAllReduceTrees(p / g)
 	b.madeLanes(4 * C)

@@ -96,7 +96,7 @@ func ncclPATReduceScatter(b *builder) error {
 	// children), and the incoming slot.
 	slots := (p+1)/2 + 1
 	if p > 1 {
-		b.tmp(C * slots * piece)
+		b.tmp(C*slots, piece)
 	}
 	dist := patDistances(p)
 	for c := range b.lanes(C) {

@@ -79,7 +79,7 @@ func ncclTreeAllReduce(b *builder) error {
 	C := channels(b.p.Spec, n)
 	pass := passLimit(b.p.Spec, n, C, 1)
 	if p > 1 {
-		b.tmp(C * pass)
+		b.tmp(C, pass)
 	}
 	// Per rank, per pass, of the channel being made: the up lane's step
 	// after which the pass may go down (its send up, or at the root its

@@ -19,7 +19,7 @@ func pairwiseAllToAll(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	blk := func(buf Buf, j int) Ref { return ref(buf, mod(j, p)*n, n) }
 	staged := (p - 1) / 2 // the steps k with 2k < p
-	b.tmp(staged * n)
+	b.tmp(staged, n)
 	for r := range b.ranks() {
 		b.copy(r, blk(Out, r), blk(In, r))
 		for k := 1; k < p; k++ {

@@ -104,7 +104,7 @@ func rdReduce(b *builder, r int, dst, src Ref) {
 func foldIn(b *builder, r, peer, n int, all Ref) {
 	b.copy(r, all, ref(In, 0, n))
 	if peer >= 0 && n > 0 {
-		b.tmp(n)
+		b.tmp(1, n)
 		rdRecv(b, r, peer, ref(Tmp, 0, n), 0)
 		rdReduce(b, r, all, ref(Tmp, 0, n))
 	}
@@ -151,7 +151,7 @@ func rdAllReduce(b *builder) error {
 	all, tmp := ref(Out, 0, n), ref(Tmp, 0, n)
 	post := uint32(f.lg + 1)
 	if p > 1 && n > 0 {
-		b.tmp(n)
+		b.tmp(1, n)
 	}
 	for r := range b.ranks() {
 		nr, peer := f.newRank(r), f.partner(r)

@@ -35,7 +35,7 @@ func rhdHalve(b *builder, f rdFolding, r, nr int, span func(i, j int) (int, int)
 		rdRecv(b, r, q, ref(Tmp, tmpOff, kn), tag)
 		rdReduce(b, r, ref(acc, ko, kn), ref(Tmp, tmpOff, kn))
 		if kn > 0 {
-			b.tmp(tmpOff + kn)
+			b.tmpTo(tmpOff, kn)
 		}
 		from = acc
 		tag++
@@ -119,7 +119,7 @@ func rhdReduceScatter(b *builder) error {
 		}
 		from := In
 		if peer >= 0 && n > 0 {
-			b.tmp(N)
+			b.tmp(1, N)
 			rdRecv(b, r, peer, ref(Tmp, 0, N), 0)
 			rdReduce(b, r, ref(Tmp, 0, N), ref(In, 0, N))
 			from = Tmp

@@ -21,7 +21,7 @@ var ringPlans = map[Op]generator{
 func ringAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	_, maxLen := chunk(n, p, 0)
-	b.tmp(maxLen)
+	b.tmp(1, maxLen)
 	b.reserve(5*(p-1) + 2)
 	for r := range b.ranks() {
 		b.copy(r, ref(Out, 0, n), ref(In, 0, n))
@@ -38,7 +38,7 @@ func ringReduceScatter(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	in := func(blk int) Ref { return ref(In, mod(blk, p)*n, n) }
 	half := func(k int) Ref { return ref(Tmp, (k%2)*n, n) }
-	b.tmp(2 * n)
+	b.tmp(2, n)
 	for r := range b.ranks() {
 		if p == 1 {
 			b.copy(r, ref(Out, 0, n), in(0))
@@ -101,7 +101,7 @@ func ringBroadcast(b *builder) error {
 func ringReduce(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	acc, inc := ref(Tmp, 0, n), ref(Tmp, n, n)
-	b.tmp(2 * n)
+	b.tmp(2, n)
 	for r := range b.ranks() {
 		v := mod(r-root, p) // distance after the root; v = p−1 starts
 		b.copy(r, acc, ref(In, 0, n))

@@ -107,7 +107,7 @@ func treeBroadcast(b *builder) error {
 func treeReduce(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	if p > 1 {
-		b.tmp(2 * n)
+		b.tmp(2, n)
 	}
 	for r := range b.ranks() {
 		res := binomialReduce(b, r, root, ref(In, 0, n), ref(Tmp, 0, n), ref(Tmp, n, n), 0)
@@ -130,7 +130,7 @@ func treeAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	all := ref(Out, 0, n)
 	if p > 1 {
-		b.tmp(n)
+		b.tmp(1, n)
 	}
 	for r := range b.ranks() {
 		res := binomialReduce(b, r, 0, ref(In, 0, n), all, ref(Tmp, 0, n), 0)
@@ -172,7 +172,7 @@ func treeGather(b *builder) error {
 		if vr == 0 && root == 0 {
 			stage = Out
 		} else {
-			b.tmp(size * n)
+			b.tmp(size, n)
 		}
 		b.copy(r, ref(stage, 0, n), own)
 		for _, k := range kids {

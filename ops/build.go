@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"sync/atomic"
 )
@@ -69,6 +70,11 @@ type streamStopped struct{}
 // errStopped is what generate returns for a generator its consumer
 // stopped.
 var errStopped = errors.New("ops: plan generator stopped by its consumer")
+
+// scratchTooLarge unwinds a generator whose scratch would pass the bytes
+// a buffer may hold (or an int): Compile reports it, where its size would
+// have wrapped to a small one. elements says how many were asked for.
+type scratchTooLarge struct{ elements string }
 
 // badStep unwinds a generator that made a step a streamed plan cannot
 // hold (see builder.add); Compile reports it. Only a bug in an algorithm
@@ -238,12 +244,24 @@ func (b *builder) reserve(n int) {
 	}
 }
 
-// tmp makes sure Tmp holds at least n elements.
-func (b *builder) tmp(n int) {
-	if n > b.p.TmpLen {
-		b.p.TmpLen = n
+// tmp makes sure Tmp holds at least k × n elements.
+func (b *builder) tmp(k, n int) {
+	if k > 0 && n > b.maxTmp()/k {
+		panic(scratchTooLarge{fmt.Sprintf("%d × %d", k, n)})
 	}
+	b.p.TmpLen = max(b.p.TmpLen, k*n)
 }
+
+// tmpTo makes sure Tmp holds elements off to off+n.
+func (b *builder) tmpTo(off, n int) {
+	if off > b.maxTmp()-n {
+		panic(scratchTooLarge{fmt.Sprintf("%d + %d", off, n)})
+	}
+	b.p.TmpLen = max(b.p.TmpLen, off+n)
+}
+
+// maxTmp is the most elements a buffer of the plan's type may hold.
+func (b *builder) maxTmp() int { return math.MaxInt64 / max(1, b.p.DType.Size()) }
 
 func (b *builder) send(r, peer int, src Ref, tag uint32) int {
 	return b.add(r, Step{Kind: StepSend, Peer: peer, Src: src, Tag: tag})

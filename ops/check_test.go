@@ -404,3 +404,49 @@ func TestCheckHoldsSendsToTheirBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeCountsNeverWrapTheScratch: at the largest counts a buffer may
+// hold, every algorithm of every op either makes a well-formed plan whose
+// scratch fits a buffer, or refuses the count; a scratch of 2 × count
+// elements must never wrap around to a small one (it did: reduce/ring of
+// 2^62 u8 made a plan with no scratch, caught only when it ran).
+func TestHugeCountsNeverWrapTheScratch(t *testing.T) {
+	for _, op := range Ops() {
+		if op == Barrier {
+			continue // no data
+		}
+		for _, alg := range AlgorithmsFor(op) {
+			for _, ranks := range []int{2, 3, 8} {
+				for _, dt := range []hw.DType{hw.U8, hw.F32} {
+					most := math.MaxInt64 / dt.Size()
+					if op.blocksPerRank() {
+						most /= ranks
+					}
+					s := Spec{Op: op, Algo: alg, Ranks: ranks, Count: 64, DType: dt, Redop: hw.Sum, Channels: 2, NodeRanks: ranks}
+					if _, err := Compile(s); err != nil {
+						s.NodeRanks = 1 // PAT's one GPU a node
+						if _, err := Compile(s); err != nil {
+							continue // not a shape the algorithm runs
+						}
+					}
+					for _, count := range []int{most, most/2 + 1, most / 3} {
+						s.Count = count
+						p, err := Compile(s)
+						if err != nil {
+							if errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), "over the limit") {
+								t.Errorf("%s/%s p=%d count=%d %s: %v, want a plan or a refusal naming the limit", op, alg, ranks, count, dt, err)
+							}
+							continue
+						}
+						if p.TmpLen > math.MaxInt64/dt.Size() {
+							t.Errorf("%s/%s p=%d count=%d %s: scratch of %d elements, over the limit", op, alg, ranks, count, dt, p.TmpLen)
+						}
+						if err := p.validate(); err != nil {
+							t.Errorf("%s/%s p=%d count=%d %s: %v", op, alg, ranks, count, dt, err)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -326,8 +326,8 @@ func (o Op) blocksPerRank() bool {
 	return o == ReduceScatter || o == AllGather || o == Gather || o == AllToAll
 }
 
-// generate runs gen, turning the builder's planTooLarge and badStep
-// unwinding into errors. Any other panic is a bug and keeps going.
+// generate runs gen, turning the builder's planTooLarge, scratchTooLarge
+// and badStep unwinding into errors. Any other panic is a bug and keeps going.
 func generate(gen generator, b *builder) (err error) {
 	defer func() {
 		switch r := recover().(type) {
@@ -335,6 +335,9 @@ func generate(gen generator, b *builder) (err error) {
 		case planTooLarge:
 			err = fmt.Errorf("%w: at least %d plan steps, over the limit of %d; algorithms with O(p log p) steps (rd, rhd, tree) scale further",
 				ErrTooLarge, r.steps-1, b.limit)
+		case scratchTooLarge:
+			err = fmt.Errorf("its scratch of %s elements of %s a rank is over the limit of %d bytes per buffer",
+				r.elements, b.p.DType, int64(math.MaxInt64))
 		case badStep:
 			err = fmt.Errorf("%w: %w", ErrBadPlan, r.err)
 		case streamStopped:

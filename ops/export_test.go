@@ -23,7 +23,7 @@ func parallelRings(lanes int) generator {
 		p, n := b.p.Ranks, b.p.Count
 		_, most := chunk(n, lanes, 0)
 		_, maxLen := chunk(most, p, 0)
-		b.tmp(lanes * maxLen)
+		b.tmp(lanes, maxLen)
 		for l := range b.lanes(lanes) {
 			lb := laneBuilder{b, l}
 			off, ln := chunk(n, lanes, l)
