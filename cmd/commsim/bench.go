@@ -474,7 +474,7 @@ func (s *sweep) finish(stderr io.Writer, rows []row) error {
 	}
 	if s.plot != "" {
 		if err := s.drawPlot(rows); err != nil {
-			return err
+			return fmt.Errorf("--plot %s: %w", s.plot, err)
 		}
 		fmt.Fprintf(stderr, "commsim: wrote %s\n", s.plot)
 	}

@@ -126,15 +126,21 @@ func runDraw(cmd *cobra.Command, f *drawFlags, arg string) error {
 			return err
 		}
 	}
+	named := func(err error) error {
+		if err != nil {
+			return fmt.Errorf("--out %s: %w", f.out, err)
+		}
+		return nil
+	}
 	if format != "dot" && groupable(t) {
 		if g := groupTopology(d); g != nil {
-			return g.writePicture(f.out, format, d.title()+"\n"+g.summary(), cmd.ErrOrStderr())
+			return named(g.writePicture(f.out, format, d.title()+"\n"+g.summary(), cmd.ErrOrStderr()))
 		}
 	}
 	d.lay = layoutTopology(t)
 	switch {
 	case format != "dot":
-		return d.writePicture(f.out, format, cmd.ErrOrStderr())
+		return named(d.writePicture(f.out, format, cmd.ErrOrStderr()))
 	case f.out == "":
 		_, err = io.WriteString(cmd.OutOrStdout(), d.dot())
 		return err
@@ -144,7 +150,7 @@ func runDraw(cmd *cobra.Command, f *drawFlags, arg string) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return named(err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "commsim: wrote %s (Graphviz DOT, %d nodes and %d links)\n", f.out, len(t.Nodes), len(t.Links))
 	return nil
@@ -168,6 +174,9 @@ type overlay struct {
 // runOverlay runs the collective of the flags once, timing-only, and
 // collects the bytes each directed edge carried.
 func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error) {
+	if _, err := parseBytes(f.bytes); err != nil {
+		return nil, usagef("--bytes: %v", err) // bench's flags below would name -b
+	}
 	// bench's defaults for whatever draw has no flag of its own
 	var bf benchFlags
 	bf.register(&cobra.Command{}, "auto")

@@ -68,6 +68,43 @@ func TestUsageErrorsExit2WithOneLine(t *testing.T) {
 	}
 }
 
+// TestSizeErrorsNameTheFlagGiven: what-if and topo draw take one size,
+// -e/--bytes, and run it through bench's sweep, whose error named -b's
+// --min-bytes, a flag neither command has.
+func TestSizeErrorsNameTheFlagGiven(t *testing.T) {
+	for _, args := range [][]string{
+		{"what-if", "--topo", "ring:4", "--fault", "rank 1 slow 50%", "-e", "12Q"},
+		{"topo", "draw", "ring:4", "--op", "allreduce", "-e", "-1", "--out", filepath.Join(t.TempDir(), "x.svg")},
+	} {
+		status, _, errOut := commsim(args...)
+		if status != 2 || !strings.Contains(errOut, "--bytes:") || strings.Contains(errOut, "min-bytes") {
+			t.Errorf("%q: status %d, stderr %q; want 2 naming --bytes", args, status, errOut)
+		}
+	}
+}
+
+// TestWriteErrorsNameTheFlag: a file that cannot be written when the run
+// is done (a path under /proc passes the checks made before it) is an
+// error naming the flag that asked for it, as -J's is.
+func TestWriteErrorsNameTheFlag(t *testing.T) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc here")
+	}
+	for _, tc := range []struct {
+		flag string
+		args []string
+	}{
+		{"--plot", []string{"bench", "-e", "64", "--plot", "/proc/commsim-none.svg"}},
+		{"--trace", []string{"bench", "-e", "64", "--trace", "/proc/commsim-none.json"}},
+		{"--out", []string{"topo", "draw", "ring:4", "--out", "/proc/commsim-none.svg"}},
+	} {
+		status, _, errOut := commsim(tc.args...)
+		if status != 1 || !strings.Contains(errOut, "commsim: "+tc.flag+" /proc/commsim-none") {
+			t.Errorf("%q: status %d, stderr %q; want 1 naming %s", tc.args, status, errOut, tc.flag)
+		}
+	}
+}
+
 func TestHelpNamesCommandsAndRefusesUnknownTopics(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

@@ -88,5 +88,8 @@ func writeTraceFile(c *sim.Cluster, path string) error {
 	if err := checkTraceSize(c, ""); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, c.WriteTrace)
+	if err := writeFileAtomic(path, c.WriteTrace); err != nil {
+		return fmt.Errorf("--trace %s: %w", path, err)
+	}
+	return nil
 }

@@ -110,6 +110,9 @@ func (f *whatIfFlags) run(w io.Writer) error {
 			return usagef("--%s goes with a training step (--model); a collective has no gradients to bucket or shard", name)
 		}
 	}
+	if _, err := parseBytes(f.bytes); err != nil {
+		return usagef("--bytes: %v", err) // bench's flags below would name -b
+	}
 	f.minBytes, f.maxBytes, f.factor = f.bytes, f.bytes, 2
 	s, err := f.parse()
 	if err != nil {
