@@ -328,7 +328,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 	fit, err := calibrate.Fit(prob)
 	if err != nil {
-		return err
+		return fitError(f.log, rows, err)
 	}
 	sa, sb, ts, fitted := fit.LatencyScale, fit.BandwidthScale, fit.Seconds, fit.Topology
 	rep := calReport{Op: s.op.String(), Algo: s.algo, Topology: f.topo, Ranks: p, Log: f.log, LogFormat: lg.Format,

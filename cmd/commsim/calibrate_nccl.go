@@ -138,7 +138,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	}
 	fit, err := calibrate.FitNCCL(prob)
 	if err != nil {
-		return ncclFitError(f.log, rows, err)
+		return fitError(f.log, rows, err)
 	}
 	half, err := calibrate.FitNCCL(prob.HoldOut())
 	switch {
@@ -146,7 +146,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 		warnings = append(warnings, fmt.Sprintf("no held-out error: %v", err))
 		half = nil
 	case err != nil:
-		return ncclFitError(f.log, rows, err)
+		return fitError(f.log, rows, err)
 	}
 	o := s.tuner.Options
 	if o.Version == 0 {
@@ -225,9 +225,11 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	return writeCalNCCLTable(stdout, &rep, fit)
 }
 
-// ncclFitError is a failed fit: too few sizes, or a size NCCL's tuner
-// cannot plan, is the log's fault (exit 2); others are the simulator's.
-func ncclFitError(log string, rows []calibrate.Sample, err error) error {
+// fitError is a failed fit, a size named by its line in the log and its
+// bytes: too few sizes, or a size whose plan cannot be made (NCCL's tuner
+// does not tune it, say), is the log's fault (exit 2); others are the
+// simulator's.
+func fitError(log string, rows []calibrate.Sample, err error) error {
 	if errors.Is(err, calibrate.ErrTooFewSizes) {
 		return usagef("%s: %v", log, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -271,6 +272,18 @@ func TestCalibrateRecoversOldLayoutAllGather(t *testing.T) {
 	rep, _ := calJSON(t, "--log", path, "--topo", "switch:16", "--op", "allgather", "--algo", "ring")
 	if !near(rep.LatencyScale, 2, 0.01) || !near(rep.BWScale, 2, 0.01) || rep.MaxRelError > 0.01 {
 		t.Errorf("latency ×%.4f bandwidth ×%.4f max error %.4f, want ×2, ×2, < 1%%", rep.LatencyScale, rep.BWScale, rep.MaxRelError)
+	}
+}
+
+// TestCalibrateSimulatorErrorsNameTheLogsLine: a size the simulator
+// fails on (past its clock's horizon on a fabric of 1 B/s) is named by
+// its line in the log and its bytes, with a plan of commsim's as with
+// NCCL's (it was "size 20", an index into the sizes fitted).
+func TestCalibrateSimulatorErrorsNameTheLogsLine(t *testing.T) {
+	log := filepath.Join(ncclTestdata, "sim-dgx-h100-all_reduce.txt")
+	status, _, errOut := commsim("calibrate", "--log", log, "--topo", "switch:8,bw=1B/s", "--algo", "ring")
+	if status != 1 || !regexp.MustCompile(regexp.QuoteMeta(log)+`:\d+ \(\d+ bytes\): .*horizon`).MatchString(errOut) || strings.Contains(errOut, "size ") {
+		t.Errorf("status %d, stderr %q; want 1 naming the log's line, the bytes and the horizon", status, errOut)
 	}
 }
 
