@@ -2,9 +2,11 @@ package ops
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // CostModel gives the α-β-γ parameters of a fabric, by rank. A
@@ -225,7 +227,7 @@ func (c *costRun) run() (float64, error) {
 		}
 	}
 	if math.IsNaN(end) || math.IsInf(end, 0) {
-		return 0, fmt.Errorf("ops: cost %v: not finite (%v)", p.Spec, end)
+		return 0, fmt.Errorf("ops: cost %v: %w (%v)", p.Spec, ErrCostNotFinite, end)
 	}
 	return end, nil
 }
@@ -418,7 +420,36 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 			return plans[i], cands, nil
 		}
 	}
-	return nil, cands, fmt.Errorf("ops: auto: no algorithm can run %v", s)
+	return nil, cands, noneRuns(s, cands)
+}
+
+// ErrCostNotFinite is wrapped by the error of a plan whose cost on the
+// model is not a finite time: a rate so small, or a latency so large,
+// that the sum overflows. The plan may well run, and fail on the
+// simulator's horizon instead.
+var ErrCostNotFinite = errors.New("cost not finite")
+
+// noneRuns says why Select found no plan: every candidate's reason, or
+// that no cost was finite (wrapping ErrCostNotFinite then).
+func noneRuns(s Spec, cands []Candidate) error {
+	s.Algo = "auto"
+	var why []string
+	finite := len(cands) == 0
+	for _, c := range cands {
+		finite = finite || !errors.Is(c.Err, ErrCostNotFinite)
+		if c.Err != nil {
+			why = append(why, c.Algo+": "+c.Err.Error())
+		}
+	}
+	if !finite {
+		names := make([]string, len(cands))
+		for i, c := range cands {
+			names[i] = c.Algo
+		}
+		return fmt.Errorf("ops: %v: no plan's cost (%s) is a finite time on this fabric: a rate too small, or a latency too large, for the size: %w",
+			s, strings.Join(names, ", "), ErrCostNotFinite)
+	}
+	return fmt.Errorf("ops: %v: no algorithm can run it: %s", s, strings.Join(why, "; "))
 }
 
 // rankZero is rank 0's steps in s's plan, made alone, and how many there

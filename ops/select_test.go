@@ -1,7 +1,9 @@
 package ops_test
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -91,4 +93,34 @@ func TestSelectPrunesOnlyWhatCannotWin(t *testing.T) {
 		t.Error("no candidate was ever pruned")
 	}
 	t.Logf("%d candidates pruned", pruned)
+}
+
+// infiniteModel's reductions take forever: no all-reduce has a finite cost.
+type infiniteModel struct{}
+
+func (infiniteModel) PathCost(src, dst int) (float64, float64, error) { return 1e-6, 1e-9, nil }
+func (infiniteModel) ReduceCost(int) float64                          { return math.Inf(1) }
+
+// brokenModel has no route between ranks.
+type brokenModel struct{}
+
+func (brokenModel) PathCost(src, dst int) (float64, float64, error) {
+	return 0, 0, errors.New("no route, as planted")
+}
+func (brokenModel) ReduceCost(int) float64 { return 0 }
+
+// TestSelectSaysWhyNothingRuns: where no candidate can be priced, auto's
+// error says why, for the spec it was asked (auto, not the last algorithm
+// tried): that no cost is finite (ErrCostNotFinite, the fabric's fault),
+// or each candidate's reason.
+func TestSelectSaysWhyNothingRuns(t *testing.T) {
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 10, DType: hw.F32, Redop: hw.Sum}
+	_, _, err := ops.Select(spec, infiniteModel{})
+	if !errors.Is(err, ops.ErrCostNotFinite) || !strings.Contains(err.Error(), "allreduce/auto p=8") || !strings.Contains(err.Error(), "(ring, rd, rhd, tree, dbtree, direct)") {
+		t.Errorf("infinite reductions: %v, want ErrCostNotFinite naming auto and every candidate", err)
+	}
+	_, cands, err := ops.Select(spec, brokenModel{})
+	if err == nil || errors.Is(err, ops.ErrCostNotFinite) || strings.Count(err.Error(), "no route, as planted") != len(cands) || !strings.Contains(err.Error(), "; rd: ") {
+		t.Errorf("no routes: %v, want every candidate's reason", err)
+	}
 }

@@ -736,7 +736,10 @@ func (s *sweep) plan(spec ops.Spec) (*ops.Plan, error) {
 		return p, nil
 	}
 	p, _, err := ops.Select(spec, s.topo)
-	if err != nil {
+	switch {
+	case errors.Is(err, ops.ErrCostNotFinite):
+		return nil, err // the fabric's, as the simulator's horizon is with a named algorithm
+	case err != nil:
 		return nil, usageError{err}
 	}
 	return p, nil

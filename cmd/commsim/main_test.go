@@ -105,6 +105,17 @@ func TestWriteErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
+// TestAutoOnAFabricNothingCanCrossFails: where no plan's cost is finite
+// (a bandwidth of the smallest float), auto fails as the simulator's
+// horizon does with a named algorithm, exit 1, saying so, not that "no
+// algorithm can run allreduce/direct".
+func TestAutoOnAFabricNothingCanCrossFails(t *testing.T) {
+	status, _, errOut := commsim("bench", "--topo", "switch:4,bw=4.9e-324B/s", "-e", "1KiB")
+	if status != 1 || !strings.Contains(errOut, "allreduce/auto p=4") || !strings.Contains(errOut, "is a finite time on this fabric") {
+		t.Errorf("status %d, stderr %q; want 1 saying no cost is finite", status, errOut)
+	}
+}
+
 func TestHelpNamesCommandsAndRefusesUnknownTopics(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
