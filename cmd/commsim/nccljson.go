@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -22,11 +23,19 @@ import (
 // backend. A simulated report holds no wall-clock time, process id or
 // host, so a rerun writes the same bytes.
 type ncclReport struct {
-	Version     int          `json:"version"`
-	Args        []string     `json:"args"`
-	Env         []string     `json:"env"`
-	NCCLVersion int          `json:"nccl_version"`
-	Config      ncclConfig   `json:"config"`
+	Version     int        `json:"version"`
+	Args        []string   `json:"args"`
+	Env         []string   `json:"env"`
+	NCCLVersion int        `json:"nccl_version"`
+	Config      ncclConfig `json:"config"`
+	// Commsim comes before the results, so that a partial report (see
+	// keepPartial) still names its collective.
+	Commsim struct {
+		Op       string `json:"op"`
+		Algo     string `json:"algo"`
+		Topology string `json:"topology"`
+		Backend  string `json:"backend"`
+	} `json:"commsim"`
 	Results     []ncclResult `json:"results"`
 	OutOfBounds struct {
 		Count int  `json:"count"`
@@ -36,12 +45,6 @@ type ncclReport struct {
 		Bandwidth float64 `json:"bandwidth"`
 		Okay      string  `json:"okay"`
 	} `json:"average_bus_bandwidth"`
-	Commsim struct {
-		Op       string `json:"op"`
-		Algo     string `json:"algo"`
-		Topology string `json:"topology"`
-		Backend  string `json:"backend"`
-	} `json:"commsim"`
 }
 
 type ncclConfig struct {
@@ -190,10 +193,28 @@ func (s *sweep) writeNCCLReport(stderr io.Writer, rows []row) error {
 }
 
 // keepPartial writes -J's report of the rows a sweep measured before it
-// failed with err, as nccl-tests leaves partial output, and returns err.
+// failed with err, and returns err. The report is left unfinished after
+// its last record, as nccl-tests leaves partial output: no reader takes
+// it for a complete run (calibrate and fidelity read its records with a
+// warning that it is partial), and its averages and out-of-bounds count,
+// which would speak for the whole sweep, are not written.
 func (s *sweep) keepPartial(stderr io.Writer, rows []row, err error) error {
-	if s.jsonOut != "" && len(rows) > 0 {
-		err = errors.Join(err, s.writeNCCLReport(stderr, rows))
+	if s.jsonOut == "" || len(rows) == 0 {
+		return err
 	}
+	werr := writeFileAtomic(s.jsonOut, func(w io.Writer) error {
+		var whole bytes.Buffer
+		if err := writeJSON(&whole, s.ncclReportOf(rows)); err != nil {
+			return err
+		}
+		doc := whole.Bytes()
+		end := bytes.LastIndexByte(doc[:bytes.LastIndex(doc, []byte(`"out_of_bounds":`))], ']') // the results list's
+		_, err := w.Write(append(doc[:end:end], '\n'))
+		return err
+	})
+	if werr != nil {
+		return errors.Join(err, fmt.Errorf("-J %s: %w", s.jsonOut, werr))
+	}
+	fmt.Fprintf(stderr, "commsim: wrote %s, partial: the %d sizes measured before the failure below, the report left unfinished as nccl-tests leaves it\n", s.jsonOut, len(rows))
 	return err
 }

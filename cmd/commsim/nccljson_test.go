@@ -87,6 +87,34 @@ func TestBenchJSONReportFromZeroBytes(t *testing.T) {
 	}
 }
 
+// A sweep that fails half-way leaves its -J report unfinished after the
+// sizes it measured, as nccl-tests leaves partial output: fidelity reads
+// them with a warning, and no JSON reader takes the file for a finished
+// run (it was a whole report, "okay" and averaged over what ran).
+func TestBenchJSONReportOfAFailedSweepIsUnfinished(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "part.json")
+	if err := os.WriteFile(path, []byte("an earlier report\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 8 B and 8 KiB fit the clock's horizon at 1 B/s; 8 MiB does not.
+	status, _, errOut := commsim("bench", "--topo", "switch:8,bw=1B/s", "-b", "8", "-e", "1GiB", "-f", "1024", "-J", path)
+	if status != 1 || !strings.Contains(errOut, "wrote "+path+", partial: the 2 sizes measured") || !strings.Contains(errOut, "horizon") {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err == nil || strings.Contains(string(data), "out_of_bounds") || strings.Contains(string(data), "average_bus_bandwidth") {
+		t.Errorf("the partial report reads as a whole one (%v):\n%s", err, data)
+	}
+	status, out, errOut := commsim("fidelity", "--log", path, "--topo", "switch:8,bw=1B/s", "--algo", "auto")
+	if status != 0 || !strings.Contains(errOut, "ends early") || !strings.Contains(out, "allreduce, algorithm auto") || !strings.Contains(out, "2 sizes") {
+		t.Errorf("fidelity: status %d\n%s\n%s", status, out, errOut)
+	}
+}
+
 // A file to write in a folder that does not exist, or over a folder, is
 // a usage error found before the run: -J, and every command's --trace,
 // --plot and --out.
