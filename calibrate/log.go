@@ -102,8 +102,9 @@ var (
 	// NCCL_DEBUG=INFO, come between), then prints their times. NCCL's
 	// prefix (src/debug.cc) is [time] host:pid:tid [device], the time
 	// only on warnings, and file:line or a clock before NCCL WARN or
-	// TRACE; a launcher's tag may come first.
-	gluedNCCLRE = regexp.MustCompile(`(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)?(?:\[\d{4}-\d\d-\d\d[^\]]*\]\s?)?(?:\w[\w.-]*:\d+:\d+ )?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
+	// TRACE; a launcher's tag may come first. A host name glued to a
+	// row starts with a letter: the row's last digits stay the row's.
+	gluedNCCLRE = regexp.MustCompile(`(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)?(?:\[\d{4}-\d\d-\d\d[^\]]*\]\s?)?(?:(?:[A-Za-z]|(?:^|\s)\d)[\w.-]*:\d+:\d+ )?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
 	dateRE      = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",
@@ -116,13 +117,21 @@ var (
 // DType is a dtype of the size of the log's element type, which is what a
 // size's element count depends on (uint32 is i32, f8e4m3 is u8); false
 // when the log names no type or one of unknown size.
-func (l *Log) DType() (hw.DType, bool) {
-	if d, err := hw.ParseDType(l.Type); err == nil {
+func (l *Log) DType() (hw.DType, bool) { return dtypeOf(l.Type) }
+
+// dtypeOf is a dtype of the size of nccl-tests' type name, or false.
+func dtypeOf(name string) (hw.DType, bool) {
+	if d, err := hw.ParseDType(name); err == nil {
 		return d, true
 	}
-	d, ok := extraTypes[l.Type]
+	d, ok := extraTypes[name]
 	return d, ok
 }
+
+// redopNames are the reduction columns nccl-tests prints (its "none" for
+// a collective that does not reduce); a row with another is no
+// nccl-tests row.
+var redopNames = []string{"sum", "prod", "max", "min", "avg", "mulsum", "premulsum", "none"}
 
 func isNum(s string) bool { _, err := strconv.ParseFloat(s, 64); return err == nil }
 
@@ -130,21 +139,26 @@ func isInt(s string) bool { _, err := strconv.ParseInt(s, 10, 64); return err ==
 
 // tableRow parses size count type [redop] [root] time algbw busbw … [date
 // time]; hasRoot is 1 or 0 from the header, -1 without one (then the
-// column count decides: nccl-tests prints 4 or 8 columns per half).
-func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
+// column count decides: nccl-tests prints 4 or 8 columns per half). root
+// is the root column's rank, -1 where the row has none.
+func tableRow(f []string, hasRoot int) (s Sample, typ string, root int, msg string) {
+	root = -1
 	if len(f) >= 2 && dateRE.MatchString(f[len(f)-2]) {
 		f = f[:len(f)-2]
 	}
 	if len(f) < 6 || f[0][0] < '0' || f[0][0] > '9' || !isInt(f[1]) || isNum(f[2]) {
-		return s, "", "want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line"
+		return s, "", root, "want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line"
 	}
 	k := afterRedop(f)
+	if k == 4 && !slices.Contains(redopNames, strings.ToLower(f[3])) {
+		return s, "", root, fmt.Sprintf("redop %q is none of nccl-tests' (%s)", f[3], strings.Join(redopNames, ", "))
+	}
 	rooted := hasRoot == 1 || (hasRoot == -1 && (len(f)-k)%2 == 1)
 	if rooted {
 		k++
 	}
 	if len(f) < k+3 || !isNum(f[k+1]) || !isNum(f[k+2]) {
-		return s, "", "want time, algbw and busbw after the size, count, type, redop and root columns"
+		return s, "", root, "want time, algbw and busbw after the size, count, type, redop and root columns"
 	}
 	// nccl-tests' algbw is bytes/time: where the columns taken do not
 	// give it and those with the root column the other way do, the row
@@ -155,12 +169,19 @@ func tableRow(f []string, hasRoot int) (s Sample, typ, msg string) {
 	}
 	if !algbwFits(f, k, false) && algbwFits(f, alt, true) {
 		if hasRoot != -1 {
-			return s, "", fmt.Sprintf("the header's columns do not fit this row: its time and algbw are columns %d and %d (algbw = bytes/time), where the header puts them at %d and %d", alt+1, alt+2, k+1, k+2)
+			return s, "", root, fmt.Sprintf("the header's columns do not fit this row: its time and algbw are columns %d and %d (algbw = bytes/time), where the header puts them at %d and %d", alt+1, alt+2, k+1, k+2)
 		}
-		k = alt
+		k, rooted = alt, !rooted
+	}
+	if rooted {
+		r, err := strconv.Atoi(f[k-1])
+		if err != nil || r < -1 {
+			return s, "", root, fmt.Sprintf("root %q is no rank (nccl-tests prints -1 where there is none)", f[k-1])
+		}
+		root = r
 	}
 	s, msg = sizeTime(f[0], f[k])
-	return s, f[2], msg
+	return s, f[2], root, msg
 }
 
 // knownTests are the nccl-tests programs of testOps, sorted.
@@ -221,11 +242,14 @@ func algbwFits(f []string, k int, strict bool) bool {
 // or says why not: a size or a time out of range, or a type after
 // another.
 func (lg *Log) add(s Sample, typ string, line int) string {
+	d, known := dtypeOf(typ)
 	switch {
 	case !s.valid():
 		return "want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0)"
 	case typ != "" && lg.Type != "" && typ != lg.Type:
 		return fmt.Sprintf("type %s after %s: calibrate one type per log", typ, lg.Type)
+	case known && s.Bytes%int64(d.Size()) != 0:
+		return fmt.Sprintf("size %d bytes is not a whole number of %s elements (%d bytes each)", s.Bytes, typ, d.Size())
 	}
 	s.Line, lg.Type = line, cmp.Or(lg.Type, typ)
 	lg.Samples = append(lg.Samples, s)
@@ -439,7 +463,11 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				s, typ, msg = lg.csvRow(rec, cols)
 			}
 		} else {
-			s, typ, msg = tableRow(strings.Fields(t), hasRoot)
+			var root int
+			s, typ, root, msg = tableRow(strings.Fields(t), hasRoot)
+			if msg == "" && lg.Ranks > 0 && root >= lg.Ranks {
+				msg = fmt.Sprintf("root %d is no rank of the log's %d", root, lg.Ranks)
+			}
 		}
 		if msg == "" {
 			msg = lg.add(s, typ, row+1)

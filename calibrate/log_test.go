@@ -139,6 +139,11 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 		{"csv two collectives", "size,time,op\n8,20,allreduce\n16,20,AllGather\n", 3, "log:3: a second collective, allgather after allreduce"},
 		{"csv two rank counts", "size,time,ranks\n8,20,4\n16,20,8\n", 3, "log:3: 8 ranks after 4: give one run per log"},
 		{"a test commsim does not model", "# Collective test starting: scatter_perf\n" + row, 1, "log:1: scatter_perf is no collective commsim models"},
+		{"size not whole elements", hdr + "  7  2  float  sum  -1  20.00  0.00  0.00  0  20.00  0.00  0.00  0\n", 3, "log:3: size 7 bytes is not a whole number of float elements (4 bytes each)"},
+		{"csv size not whole elements", "size,time,type\n8,20,double\n12,20,double\n", 3, "log:3: size 12 bytes is not a whole number of double elements (8 bytes each)"},
+		{"unknown redop", hdr + "  8  2  float  foo  -1  20.00  0.00  0.00  0  20.00  0.00  0.00  0\n", 3, `log:3: redop "foo" is none of nccl-tests' (sum, prod, max, min, avg, mulsum, premulsum, none)`},
+		{"root past the ranks", "#  Rank  7 Group  0 Pid 1 on h device  7 [0x1b] H100\n" + hdr + "  8  2  float  sum  8  20.00  0.00  0.00  0  20.00  0.00  0.00  0\n", 4, "log:4: root 8 is no rank of the log's 8"},
+		{"root no rank", hdr + "  8  2  float  sum  -2  20.00  0.00  0.00  0  20.00  0.00  0.00  0\n", 3, `log:3: root "-2" is no rank`},
 		{"two runs on other ranks", "# Collective test starting: all_reduce_perf\n#  Rank  3 Group  0 Pid 1 on h device  3 [0x1b] H100\n" + row +
 			"# Collective test starting: all_reduce_perf\n#  Rank  7 Group  0 Pid 1 on h device  7 [0x1b] H100\n" + row, 6,
 			"log:6: a second run of allreduce on 8 ranks after one on 4: give one run per log"},
@@ -147,6 +152,22 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 		var le *LogError
 		if !errors.As(err, &le) || le.Line != c.line || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v (line %v), want line %d and %q", c.name, err, le, c.line, c.want)
+		}
+	}
+}
+
+// A row's last digits glued to the host name of NCCL's line stay the
+// row's (its root -1 was read as "-"), where a host name that starts
+// with a digit, after a space, is the NCCL line's.
+func TestParseLogKeepsDigitsGluedToNCCLsLine(t *testing.T) {
+	hdr := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+	for _, text := range []string{
+		hdr + "  8  2  float  sum  -1gpu1:9:9 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL\n  13.67  0.00  0.00  0  13.50  0.00  0.00  0\n",
+		hdr + "  8  2  float  sum  -1  13.67  0.00  0.00  0  13.50  0.00  0.00  0 4090box:9:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n",
+	} {
+		lg, err := ParseLog("glued", []byte(text))
+		if err != nil || len(lg.Samples) != 1 || lg.Samples[0].Bytes != 8 || lg.Samples[0].TimeUS != 13.67 {
+			t.Errorf("%q: %+v, %v; want 8 B at 13.67 us", text, lg, err)
 		}
 	}
 }
