@@ -130,6 +130,12 @@ func TestTrainBadInputExits2(t *testing.T) {
 			t.Errorf("%s: status %d, stderr %q", name, status, errOut)
 		}
 	}
+	// A layer over what one tensor holds says the limit.
+	big := writeTemp(t, t.TempDir(), "big.yaml", "name: big\nlayers:\n  - {name: a, params: 10000000000000, dtype: f64, forward: 1ms, backward: 1ms}\n")
+	status, _, errOut := commsim("train", "--model", big, "--topo", "dgx-h100")
+	if status != 2 || !strings.Contains(errOut, `layer "a" has 10000000000000 parameters, over the 17179869176 a layer may have on 8 ranks`) {
+		t.Errorf("a layer too large: status %d, stderr %q", status, errOut)
+	}
 }
 
 // TestMirroredStepsTakeTheFullTime: a training step timed on the fabric's

@@ -227,6 +227,13 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	}
 	var logged *calibrate.CostTableLog
 	var envNote string // the environment the log states, where taken
+	if f.op == "" && f.log == "" {
+		for _, flag := range []string{"min-bytes", "max-bytes", "factor", "dtype"} {
+			if f.changed(flag) {
+				return usagef("--%s sets --op's sweep of NCCL's choices: give --op (without it, tuning prints the cost table, which has no sizes)", flag)
+			}
+		}
+	}
 	if f.log != "" {
 		for _, flag := range []string{"min-bytes", "max-bytes", "factor", "dtype"} {
 			if f.changed(flag) {

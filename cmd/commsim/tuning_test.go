@@ -142,6 +142,9 @@ func TestTuningRefusesBadInput(t *testing.T) {
 		{[]string{"--log", sixteen, "--topo", "dgx-h100x2", "--op", "sendrecv"}, "NCCL's tuning lines are of the collectives its tuner chooses for"},
 		{[]string{"--log", sixteen, "--topo", "dgx-h100x2", "-b", "8"}, "--min-bytes sets --op's sweep, which --log does not run"},
 		{[]string{"--log", calls, "--topo", "dgx-h100x2", "--format", "csv"}, "--format csv writes a cost table's cells, and " + calls + " has none, only 1 tuning lines"},
+		// The sweep's flags without --op, which they would be ignored by.
+		{[]string{"-b", "8"}, "--min-bytes sets --op's sweep of NCCL's choices: give --op"},
+		{[]string{"-d", "f16"}, "--dtype sets --op's sweep of NCCL's choices: give --op"},
 		// --op's sizes as bench takes them.
 		{[]string{"--op", "allreduce", "-b", "0", "-e", "3"}, "size 3 bytes is not a multiple of f32's 4 bytes"},
 		{[]string{"--op", "allreduce", "-b", "0", "-e", "0"}, "no size from 0 to 0 has an element of f32 for each of the 8 ranks"},
