@@ -14,9 +14,16 @@ type Path struct {
 	Latency float64 // seconds: the sum of the link latencies, each rounded to the picosecond
 }
 
-// maxCachedRoutes bounds the route cache; when it is full it is emptied and
-// refilled (routes are deterministic, so this changes only speed).
-const maxCachedRoutes = 1 << 18
+// maxCachedRoutes and maxCachedEdges bound the route cache, in routes
+// and in the edges they hold (8 bytes each: 128 MiB); when it is full it
+// is emptied and refilled (routes are deterministic, so this changes only
+// speed). The edges bound matters on fabrics of long routes: the routes
+// of a ring of 16,384 GPUs average 4,096 edges, and 2^18 of them held
+// 8.6 GB.
+const (
+	maxCachedRoutes = 1 << 18
+	maxCachedEdges  = 1 << 24
+)
 
 // maxShortestBytes bounds ShortestRoutes' cache, a byte a node for each
 // source kept; when it is full it is emptied and refilled.
@@ -27,6 +34,7 @@ const maxShortestBytes = 64 << 20
 type routeCache struct {
 	mu       sync.Mutex
 	routes   map[uint64]Path
+	edges    int // the edges of routes
 	misses   map[int]int
 	shortest map[int][]uint8
 }
@@ -96,13 +104,14 @@ func routeKey(src, dst int) uint64 { return uint64(src)<<32 | uint64(dst) }
 // keep keeps p as the route of key, or hands out the one another
 // goroutine kept first; c.mu must be held.
 func (c *routeCache) keep(key uint64, p Path) Path {
-	if c.routes == nil || len(c.routes) >= maxCachedRoutes {
-		c.routes, c.misses = make(map[uint64]Path), nil
-	}
 	if q, ok := c.routes[key]; ok {
 		return q
 	}
+	if c.routes == nil || len(c.routes) >= maxCachedRoutes || c.edges+len(p.Edges) > maxCachedEdges {
+		c.routes, c.misses, c.edges = make(map[uint64]Path), nil, 0
+	}
 	c.routes[key] = p
+	c.edges += len(p.Edges)
 	return p
 }
 
@@ -119,17 +128,24 @@ func (t *Topology) cacheRoutesFrom(src, dst int) (Path, error) {
 		dst int
 		p   Path
 	}
+	// A source's routes may take a quarter of the cache: past that (long
+	// routes, a ring of thousands) only dst's is kept.
 	found := make([]gpuRoute, 0, len(t.gpus))
+	edges := 0
 	for _, v := range t.gpus {
 		if p, ok := s.path(v); ok && v != src {
+			if edges += len(p.Edges); edges > maxCachedEdges/4 {
+				found, edges = nil, 0
+				break
+			}
 			found = append(found, gpuRoute{v, p})
 		}
 	}
 	c := t.routing
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.routes)+len(found) > maxCachedRoutes {
-		c.routes, c.misses = nil, nil
+	if len(c.routes)+len(found) > maxCachedRoutes || c.edges+edges > maxCachedEdges {
+		c.routes, c.misses, c.edges = nil, nil, 0
 	}
 	for _, r := range found {
 		c.keep(routeKey(src, r.dst), r.p)

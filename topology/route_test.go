@@ -392,6 +392,40 @@ func TestRouteIsTheRouteFoundAlone(t *testing.T) {
 	}
 }
 
+// TestRouteCacheHoldsBoundedEdges: on a fabric of long routes (a ring
+// of 2048 GPUs, routes of up to 1024 links) the cache holds no more than
+// maxCachedEdges edges, counted right, and gives the routes a search for
+// each finds alone; it held 2^18 routes whatever their length (ring:16384
+// took 8.6 GB).
+func TestRouteCacheHoldsBoundedEdges(t *testing.T) {
+	tp := mustParse(t, "ring:2048")
+	gpus := tp.GPUs()
+	for i, src := range gpus[:40] {
+		for _, dst := range gpus {
+			if src == dst {
+				continue
+			}
+			got, err := tp.Route(src, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dst == gpus[(i*37+1000)%len(gpus)] {
+				want, err := tp.shortestRoute(src, dst, nil)
+				if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("%d -> %d: Route %v, alone %v (%v)", src, dst, got, want, err)
+				}
+			}
+		}
+		held := 0
+		for _, p := range tp.routing.routes {
+			held += len(p.Edges)
+		}
+		if held != tp.routing.edges || held > maxCachedEdges {
+			t.Fatalf("after source %d: the cache holds %d edges, counts %d; want them equal and at most %d", src, held, tp.routing.edges, maxCachedEdges)
+		}
+	}
+}
+
 // TestWithCapacities: a fabric with other bandwidths routes as its source
 // and shares its route cache (a route or a count of shortest routes found
 // on either is the other's), keeps its hosts and ports, and is refused
