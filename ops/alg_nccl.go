@@ -1,5 +1,7 @@
 package ops
 
+import "math"
+
 const ncclRingDoc = "NCCL's ring: the data split over Spec.Channels channels, each its own lane and its own ring " +
 	"(rank i sends to i+1), moving at most Spec.Chunk elements per step so that chunks pipeline around the ring. " +
 	"Within a channel's pass a chunk is combined as textbook ring's is"
@@ -37,7 +39,7 @@ func passes(n, per int, f func(off, n int)) {
 func ncclRingAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	C := channels(b.p.Spec, n)
-	pass := b.p.Chunk * p
+	pass := satMul(b.p.Chunk, p)
 	_, piece := chunk(passLimit(b.p.Spec, n, C, p), p, 0)
 	b.tmp(C, piece)
 	for c := range b.lanes(C) {
@@ -59,9 +61,18 @@ func ncclRingAllReduce(b *builder) error {
 func passLimit(s Spec, n, C, per int) int {
 	_, most := chunk(n, C, 0)
 	if s.Chunk > 0 {
-		return min(most, s.Chunk*per)
+		return min(most, satMul(s.Chunk, per))
 	}
 	return most
+}
+
+// satMul is a × b for a, b >= 0, or the largest int where that overflows:
+// a chunk of any size (Spec.Chunk is unbounded) times the ranks.
+func satMul(a, b int) int {
+	if b > 0 && a > math.MaxInt/b {
+		return math.MaxInt
+	}
+	return a * b
 }
 
 // ring is the order of the ranks around one ring: at position v is rank

@@ -246,6 +246,9 @@ func (b *builder) reserve(n int) {
 
 // tmp makes sure Tmp holds at least k × n elements.
 func (b *builder) tmp(k, n int) {
+	if k < 0 || n < 0 {
+		panic(badStep{fmt.Errorf("a scratch of %d × %d elements", k, n)})
+	}
 	if k > 0 && n > b.maxTmp()/k {
 		panic(scratchTooLarge{fmt.Sprintf("%d × %d", k, n)})
 	}
@@ -254,6 +257,9 @@ func (b *builder) tmp(k, n int) {
 
 // tmpTo makes sure Tmp holds elements off to off+n.
 func (b *builder) tmpTo(off, n int) {
+	if off < 0 || n < 0 {
+		panic(badStep{fmt.Errorf("a scratch of %d + %d elements", off, n)})
+	}
 	if off > b.maxTmp()-n {
 		panic(scratchTooLarge{fmt.Sprintf("%d + %d", off, n)})
 	}

@@ -450,3 +450,25 @@ func TestHugeCountsNeverWrapTheScratch(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeChunksSaturate: a chunk of any size (the library's Spec.Chunk is
+// unbounded) times the ranks is a pass of the whole channel, never a
+// product wrapped to a small or negative scratch.
+func TestHugeChunksSaturate(t *testing.T) {
+	for _, alg := range []string{"nccl-ring", "nccl-tree", "nccl-pat"} {
+		for _, chunk := range []int{math.MaxInt / 3, math.MaxInt} {
+			s := Spec{Op: AllReduce, Algo: alg, Ranks: 4, Count: 1000, DType: hw.F32, Redop: hw.Sum, Channels: 2, Chunk: chunk}
+			p, err := Compile(s)
+			if errors.Is(err, ErrUnsupported) {
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s chunk %d: %v", alg, chunk, err)
+				continue
+			}
+			if err := p.validate(); err != nil {
+				t.Errorf("%s chunk %d: %v", alg, chunk, err)
+			}
+		}
+	}
+}

@@ -429,27 +429,29 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 // simulator's horizon instead.
 var ErrCostNotFinite = errors.New("cost not finite")
 
-// noneRuns says why Select found no plan: every candidate's reason, or
-// that no cost was finite (wrapping ErrCostNotFinite then).
+// noneRuns says why Select found no plan: that the costs of the plans
+// made are not finite (wrapping ErrCostNotFinite), and why the others
+// could not be made or costed.
 func noneRuns(s Spec, cands []Candidate) error {
 	s.Algo = "auto"
-	var why []string
-	finite := len(cands) == 0
+	var infinite, why []string
 	for _, c := range cands {
-		finite = finite || !errors.Is(c.Err, ErrCostNotFinite)
-		if c.Err != nil {
+		switch {
+		case errors.Is(c.Err, ErrCostNotFinite):
+			infinite = append(infinite, c.Algo)
+		case c.Err != nil:
 			why = append(why, c.Algo+": "+c.Err.Error())
 		}
 	}
-	if !finite {
-		names := make([]string, len(cands))
-		for i, c := range cands {
-			names[i] = c.Algo
-		}
-		return fmt.Errorf("ops: %v: no plan's cost (%s) is a finite time on this fabric: a rate too small, or a latency too large, for the size: %w",
-			s, strings.Join(names, ", "), ErrCostNotFinite)
+	if len(infinite) == 0 {
+		return fmt.Errorf("ops: %v: no algorithm can run it: %s", s, strings.Join(why, "; "))
 	}
-	return fmt.Errorf("ops: %v: no algorithm can run it: %s", s, strings.Join(why, "; "))
+	others := ""
+	if len(why) > 0 {
+		others = "; and " + strings.Join(why, "; ")
+	}
+	return fmt.Errorf("ops: %v: no plan's cost (%s) is a finite time on this fabric: a rate too small, or a latency too large, for the size%s: %w",
+		s, strings.Join(infinite, ", "), others, ErrCostNotFinite)
 }
 
 // rankZero is rank 0's steps in s's plan, made alone, and how many there

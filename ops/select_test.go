@@ -109,6 +109,18 @@ func (brokenModel) PathCost(src, dst int) (float64, float64, error) {
 }
 func (brokenModel) ReduceCost(int) float64 { return 0 }
 
+// neighboursModel routes only between neighbours on a ring of p ranks,
+// whose reductions take forever.
+type neighboursModel struct{ p int }
+
+func (m neighboursModel) PathCost(src, dst int) (float64, float64, error) {
+	if d := (dst - src + m.p) % m.p; d != 1 && d != m.p-1 {
+		return 0, 0, errors.New("not a neighbour")
+	}
+	return 1e-6, 1e-9, nil
+}
+func (neighboursModel) ReduceCost(int) float64 { return math.Inf(1) }
+
 // TestSelectSaysWhyNothingRuns: where no candidate can be priced, auto's
 // error says why, for the spec it was asked (auto, not the last algorithm
 // tried): that no cost is finite (ErrCostNotFinite, the fabric's fault),
@@ -118,6 +130,12 @@ func TestSelectSaysWhyNothingRuns(t *testing.T) {
 	_, _, err := ops.Select(spec, infiniteModel{})
 	if !errors.Is(err, ops.ErrCostNotFinite) || !strings.Contains(err.Error(), "allreduce/auto p=8") || !strings.Contains(err.Error(), "(ring, rd, rhd, tree, dbtree, direct)") {
 		t.Errorf("infinite reductions: %v, want ErrCostNotFinite naming auto and every candidate", err)
+	}
+	// Neighbours only, and reductions that take forever: ring's cost is
+	// not finite, rd's plan cannot be costed at all; still the fabric's.
+	_, _, err = ops.Select(spec, neighboursModel{8})
+	if !errors.Is(err, ops.ErrCostNotFinite) || !strings.Contains(err.Error(), "no plan's cost (ring") || !strings.Contains(err.Error(), "; and rd: ") {
+		t.Errorf("neighbours only: %v, want ErrCostNotFinite naming ring, and rd's reason", err)
 	}
 	_, cands, err := ops.Select(spec, brokenModel{})
 	if err == nil || errors.Is(err, ops.ErrCostNotFinite) || strings.Count(err.Error(), "no route, as planted") != len(cands) || !strings.Contains(err.Error(), "; rd: ") {

@@ -317,7 +317,7 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 			n = (n + int64(p) - 1) / int64(p) * int64(p)
 		}
 		if most := math.MaxInt32 * int64(max(1, p)); n > most {
-			return rep, usagef("layer %q has %d parameters, over the %d a layer may have on %d ranks (2^31−1 a rank)", l.Name, n, most, p)
+			return rep, usagef("layer %q has %d parameters, over the %d a layer may have on %d ranks (2^31−1 times the ranks)", l.Name, n, most, p)
 		}
 		params[i] = paramsync.Param{ID: l.Name, Len: int(n), DType: l.DType, Sharded: sharded}
 	}
