@@ -129,15 +129,18 @@ func (t *Topology) cacheRoutesFrom(src, dst int) (Path, error) {
 		p   Path
 	}
 	// A source's routes may take a quarter of the cache: past that (long
-	// routes, a ring of thousands) only dst's is kept.
+	// routes, a ring of thousands) those found first are kept, and the
+	// source's later misses search for their route alone, not for all of
+	// them again (searchedAlone).
 	found := make([]gpuRoute, 0, len(t.gpus))
-	edges := 0
+	edges, whole := 0, true
 	for _, v := range t.gpus {
 		if p, ok := s.path(v); ok && v != src {
-			if edges += len(p.Edges); edges > maxCachedEdges/4 {
-				found, edges = nil, 0
+			if edges+len(p.Edges) > maxCachedEdges/4 {
+				whole = false
 				break
 			}
+			edges += len(p.Edges)
 			found = append(found, gpuRoute{v, p})
 		}
 	}
@@ -150,8 +153,20 @@ func (t *Topology) cacheRoutesFrom(src, dst int) (Path, error) {
 	for _, r := range found {
 		c.keep(routeKey(src, r.dst), r.p)
 	}
-	return c.keep(routeKey(src, dst), want), nil
+	p := c.keep(routeKey(src, dst), want)
+	if !whole {
+		if c.misses == nil {
+			c.misses = map[int]int{}
+		}
+		c.misses[src] = searchedAlone
+	}
+	return p, nil
 }
+
+// searchedAlone marks, in the cache's misses, a source whose routes are
+// too long to cache together: its misses never reach searchAllAfter
+// (until the cache is emptied, when it may be searched whole once more).
+const searchedAlone = math.MinInt / 2
 
 // RouteRanks returns the route between the GPUs of two ranks.
 func (t *Topology) RouteRanks(srcRank, dstRank int) (Path, error) {

@@ -426,6 +426,33 @@ func TestRouteCacheHoldsBoundedEdges(t *testing.T) {
 	}
 }
 
+// TestLongRoutesOfASourceAreSearchedAlone: on a ring of 8192 GPUs a
+// source's routes hold more links than a quarter of the cache; those
+// found first are kept and its later misses search for one route each.
+// It searched for all of them again on every miss (82 ms a route).
+func TestLongRoutesOfASourceAreSearchedAlone(t *testing.T) {
+	tp := mustParse(t, "ring:8192")
+	gpus := tp.GPUs()
+	src := gpus[0]
+	for _, dst := range gpus[1:4000] {
+		got, err := tp.Route(src, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dst%997 == 0 {
+			if want, err := tp.shortestRoute(src, dst, nil); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%d -> %d: Route %v, alone %v (%v)", src, dst, got, want, err)
+			}
+		}
+	}
+	if m := tp.routing.misses[src]; m > searchAllAfter {
+		t.Errorf("source %d: %d misses, want it marked to search its routes alone", src, m)
+	}
+	if tp.routing.edges > maxCachedEdges || len(tp.routing.routes) != 3999 {
+		t.Errorf("the cache holds %d routes of %d links; want every route asked for, within %d links", len(tp.routing.routes), tp.routing.edges, maxCachedEdges)
+	}
+}
+
 // TestWithCapacities: a fabric with other bandwidths routes as its source
 // and shares its route cache (a route or a count of shortest routes found
 // on either is the other's), keeps its hosts and ports, and is refused
