@@ -103,9 +103,14 @@ var (
 	// prefix (src/debug.cc) is [time] host:pid:tid [device], the time
 	// only on warnings, and file:line or a clock before NCCL WARN or
 	// TRACE; a launcher's tag may come first. A host name glued to a
-	// row starts with a letter: the row's last digits stay the row's.
-	gluedNCCLRE = regexp.MustCompile(`(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)?(?:\[\d{4}-\d\d-\d\d[^\]]*\]\s?)?(?:(?:[A-Za-z]|(?:^|\s)\d)[\w.-]*:\d+:\d+ )?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
-	dateRE      = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
+	// row, with no tag before it, starts with a letter: the row's last
+	// digits stay the row's.
+	gluedNCCLRE = regexp.MustCompile(`(?:` +
+		`(?:(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)(?:\[\d{4}-\d\d-\d\d[^\]]*\]\s?)?|\[\d{4}-\d\d-\d\d[^\]]*\]\s?)(?:\w[\w.-]*:\d+:\d+ )?` + // tags, then any host
+		`|[A-Za-z][\w.-]*:\d+:\d+ ` + // a host glued to the row
+		`|(?:^|\s)\d[\w.-]*:\d+:\d+ ` + // a host of digits first, after a space
+		`)?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
+	dateRE = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",
 		"time_us": "time", "cputime": "time", "op": "op", "ranks": "ranks", "type": "type", "dtype": "type",

@@ -158,12 +158,14 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 
 // A row's last digits glued to the host name of NCCL's line stay the
 // row's (its root -1 was read as "-"), where a host name that starts
-// with a digit, after a space, is the NCCL line's.
+// with a digit, after a space or a launcher's tag, is the NCCL line's.
 func TestParseLogKeepsDigitsGluedToNCCLsLine(t *testing.T) {
 	hdr := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
 	for _, text := range []string{
 		hdr + "  8  2  float  sum  -1gpu1:9:9 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL\n  13.67  0.00  0.00  0  13.50  0.00  0.00  0\n",
 		hdr + "  8  2  float  sum  -1  13.67  0.00  0.00  0  13.50  0.00  0.00  0 4090box:9:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n",
+		hdr + "  8  2  float  sum  -1[1,0]<stdout>:4090box:9:9 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL\n  13.67  0.00  0.00  0  13.50  0.00  0.00  0\n",
+		hdr + "  8  2  float  sum  -1[node3]4090box:9:9 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL\n  13.67  0.00  0.00  0  13.50  0.00  0.00  0\n",
 	} {
 		lg, err := ParseLog("glued", []byte(text))
 		if err != nil || len(lg.Samples) != 1 || lg.Samples[0].Bytes != 8 || lg.Samples[0].TimeUS != 13.67 {
