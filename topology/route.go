@@ -18,8 +18,8 @@ type Path struct {
 // and in the edges they hold (8 bytes each: 128 MiB); when it is full it
 // is emptied and refilled (routes are deterministic, so this changes only
 // speed). The edges bound matters on fabrics of long routes: the routes
-// of a ring of 16,384 GPUs average 4,096 edges, and 2^18 of them held
-// 8.6 GB.
+// of a ring of 16,384 GPUs average 4,096 edges, and 2^18 of them would
+// hold 8.6 GB.
 const (
 	maxCachedRoutes = 1 << 18
 	maxCachedEdges  = 1 << 24
