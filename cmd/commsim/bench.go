@@ -468,7 +468,7 @@ func (s *sweep) report(stdout, stderr io.Writer, rows []row) error {
 // fails if --check found wrong elements.
 func (s *sweep) finish(stderr io.Writer, rows []row) error {
 	if s.jsonOut != "" {
-		if err := s.writeNCCLReport(stderr, rows); err != nil {
+		if err := s.writeNCCLReport(stderr, rows, false); err != nil {
 			return err
 		}
 	}

@@ -180,29 +180,17 @@ func (s *sweep) ncclVersionCode() int {
 }
 
 // writeNCCLReport writes rows to s.jsonOut as nccl-tests' JSON report,
-// saying so on stderr.
-func (s *sweep) writeNCCLReport(stderr io.Writer, rows []row) error {
+// saying so on stderr. A partial one (the sizes a failed sweep measured)
+// is left unfinished after its last record, as nccl-tests leaves partial
+// output: no reader takes it for a complete run (calibrate and fidelity
+// read its records with a warning that it is partial), and its averages
+// and out-of-bounds count, which would speak for the whole sweep, are
+// not written.
+func (s *sweep) writeNCCLReport(stderr io.Writer, rows []row, partial bool) error {
 	err := writeFileAtomic(s.jsonOut, func(w io.Writer) error {
-		return writeJSON(w, s.ncclReportOf(rows))
-	})
-	if err != nil {
-		return fmt.Errorf("-J %s: %w", s.jsonOut, err)
-	}
-	fmt.Fprintf(stderr, "commsim: wrote %s\n", s.jsonOut)
-	return nil
-}
-
-// keepPartial writes -J's report of the rows a sweep measured before it
-// failed with err, and returns err. The report is left unfinished after
-// its last record, as nccl-tests leaves partial output: no reader takes
-// it for a complete run (calibrate and fidelity read its records with a
-// warning that it is partial), and its averages and out-of-bounds count,
-// which would speak for the whole sweep, are not written.
-func (s *sweep) keepPartial(stderr io.Writer, rows []row, err error) error {
-	if s.jsonOut == "" || len(rows) == 0 {
-		return err
-	}
-	werr := writeFileAtomic(s.jsonOut, func(w io.Writer) error {
+		if !partial {
+			return writeJSON(w, s.ncclReportOf(rows))
+		}
 		var whole bytes.Buffer
 		if err := writeJSON(&whole, s.ncclReportOf(rows)); err != nil {
 			return err
@@ -212,9 +200,22 @@ func (s *sweep) keepPartial(stderr io.Writer, rows []row, err error) error {
 		_, err := w.Write(append(doc[:end:end], '\n'))
 		return err
 	})
-	if werr != nil {
-		return errors.Join(err, fmt.Errorf("-J %s: %w", s.jsonOut, werr))
+	switch {
+	case err != nil:
+		return fmt.Errorf("-J %s: %w", s.jsonOut, err)
+	case partial:
+		fmt.Fprintf(stderr, "commsim: wrote %s, partial: the %d sizes measured before the failure below, the report left unfinished as nccl-tests leaves it\n", s.jsonOut, len(rows))
+	default:
+		fmt.Fprintf(stderr, "commsim: wrote %s\n", s.jsonOut)
 	}
-	fmt.Fprintf(stderr, "commsim: wrote %s, partial: the %d sizes measured before the failure below, the report left unfinished as nccl-tests leaves it\n", s.jsonOut, len(rows))
+	return nil
+}
+
+// keepPartial writes -J's partial report of the rows a sweep measured
+// before it failed with err, and returns err.
+func (s *sweep) keepPartial(stderr io.Writer, rows []row, err error) error {
+	if s.jsonOut != "" && len(rows) > 0 {
+		err = errors.Join(err, s.writeNCCLReport(stderr, rows, true))
+	}
 	return err
 }
