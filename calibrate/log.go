@@ -105,11 +105,16 @@ var (
 	// TRACE; a launcher's tag may come first. A host name glued to a
 	// row, with no tag before it, starts with a letter: the row's last
 	// digits stay the row's.
-	gluedNCCLRE = regexp.MustCompile(`(?:` +
-		`(?:(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)(?:\[\d{4}-\d\d-\d\d[^\]]*\]\s?)?|\[\d{4}-\d\d-\d\d[^\]]*\]\s?)(?:\w[\w.-]*:\d+:\d+ )?` + // tags, then any host
-		`|[A-Za-z][\w.-]*:\d+:\d+ ` + // a host glued to the row
-		`|(?:^|\s)\d[\w.-]*:\d+:\d+ ` + // a host of digits first, after a space
-		`)?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
+	gluedNCCLRE = func() *regexp.Regexp {
+		launcher := `(?:\[\d+(?:,\d+)*\]<\w+>:|\[[^\]\s]*\]\s?)`
+		date := `\[\d{4}-\d\d-\d\d[^\]]*\]\s?`
+		host := `[\w.-]*:\d+:\d+ ` // after its first character
+		return regexp.MustCompile(`(?:` +
+			`(?:` + launcher + `(?:` + date + `)?|` + date + `)(?:\w` + host + `)?` + // tags, then any host
+			`|[A-Za-z]` + host + // a host glued to the row
+			`|(?:^|\s)\d` + host + // a host of digits first, after a space
+			`)?\[\d+\] (?:\S+ ){0,3}NCCL (?:INFO|WARN|TRACE)\b`)
+	}()
 	dateRE = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",

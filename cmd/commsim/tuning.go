@@ -227,19 +227,16 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	}
 	var logged *calibrate.CostTableLog
 	var envNote string // the environment the log states, where taken
-	if f.op == "" && f.log == "" {
-		for _, flag := range []string{"min-bytes", "max-bytes", "factor", "dtype"} {
-			if f.changed(flag) {
-				return usagef("--%s sets --op's sweep of NCCL's choices: give --op (without it, tuning prints the cost table, which has no sizes)", flag)
-			}
+	for _, flag := range []string{"min-bytes", "max-bytes", "factor", "dtype"} {
+		switch {
+		case !f.changed(flag):
+		case f.log != "":
+			return usagef("--%s sets --op's sweep, which --log does not run (with --log, --op only names the collective of the log's unnamed tuning lines)", flag)
+		case f.op == "":
+			return usagef("--%s sets --op's sweep of NCCL's choices: give --op (without it, tuning prints the cost table, which has no sizes)", flag)
 		}
 	}
 	if f.log != "" {
-		for _, flag := range []string{"min-bytes", "max-bytes", "factor", "dtype"} {
-			if f.changed(flag) {
-				return usagef("--%s sets --op's sweep, which --log does not run (with --log, --op only names the collective of the log's unnamed tuning lines)", flag)
-			}
-		}
 		data, err := readFileAtMost(f.log, maxLogBytes, f.log)
 		if err != nil {
 			return usagef("--log: %v", err)
