@@ -201,3 +201,51 @@ func checkBuffers(t *testing.T, name string, plan *Plan) {
 		}
 	}
 }
+
+// TestNCCLPlansKeepTheirShape pins what the NCCL plans' docs promise of
+// their steps' sizes and lanes, which results do not show (a plan that
+// breaks them still computes the right outputs, only at another pace).
+func TestNCCLPlansKeepTheirShape(t *testing.T) {
+	// A ring moves Chunk elements a step: 48 elements over 4 ranks in
+	// passes of 4 × 3.
+	ring := mustPlan(t, Spec{Op: AllReduce, Algo: "nccl-ring", Ranks: 4, Count: 48, Channels: 1, Chunk: 3, DType: hw.F32, Redop: hw.Sum})
+	for r, steps := range ring.Steps {
+		for _, s := range steps {
+			if s.Kind == StepSend && s.Src.Len != 3 {
+				t.Fatalf("nccl-ring: rank %d sends %d elements in a step (%v), want Chunk's 3", r, s.Src.Len, s)
+			}
+		}
+	}
+	// All-to-all: lane k−1 sends to r+k and receives from r−k, so every
+	// exchange runs on a lane of its own.
+	const p = 5
+	a2a := mustPlan(t, Spec{Op: AllToAll, Algo: "nccl-p2p", Ranks: p, Count: 2, DType: hw.F32})
+	for r, steps := range a2a.Steps {
+		for _, s := range steps {
+			k := mod(s.Peer-r, p)
+			if s.Kind == StepRecv {
+				k = mod(r-s.Peer, p)
+			}
+			if (s.Kind == StepSend || s.Kind == StepRecv) && s.Lane != k-1 {
+				t.Errorf("nccl-p2p alltoall: rank %d's %v is on lane %d, want %d", r, s, s.Lane, k-1)
+			}
+		}
+	}
+	// CollNet's all-gather keeps netDepth passes in flight through the
+	// network: the first netDepth wait for nothing, each in a slot of
+	// its own.
+	ag := mustPlan(t, Spec{Op: AllGather, Algo: "nccl-collnet-direct", Ranks: 4, NodeRanks: 2, Count: 16, Channels: 1, Chunk: 1, DType: hw.F32})
+	slots := map[int]bool{}
+	for _, s := range ag.Steps[0] {
+		if s.Kind != StepNetAllGather || len(slots) == netDepth {
+			continue
+		}
+		if len(s.After) > 0 || slots[s.Dst.Off] {
+			t.Fatalf("nccl-collnet-direct allgather: net step %v waits for %v or reuses a slot among the first %d (%v)", s, s.After, netDepth, slots)
+		}
+		slots[s.Dst.Off] = true
+	}
+	if len(slots) != netDepth {
+		t.Fatalf("nccl-collnet-direct allgather: %d passes through the network, want at least %d", len(slots), netDepth)
+	}
+}

@@ -377,6 +377,29 @@ func TestDocumentedReductionOrders(t *testing.T) {
 		{Spec{Op: AllReduce, Algo: "dbtree", Ranks: 4, Count: 2}, 0, "(x0[0] + (x3[0] + (x1[0] + x2[0])))"},
 		// half 1 on the mirrored tree (3→1, 1→2,0): x3 op ((x1 op x2) op x0)
 		{Spec{Op: AllReduce, Algo: "dbtree", Ranks: 4, Count: 2}, 1, "(x3[1] + (x0[1] + (x1[1] + x2[1])))"},
+		// NCCL's ring: an element's chunk starts at the rank of its index
+		// and gathers the next ranks' in ring order: ((x2 op x3) op x0) op x1
+		{Spec{Op: AllReduce, Algo: "nccl-ring", Ranks: 4, Count: 4}, 2, "(x1[2] + (x0[2] + (x2[2] + x3[2])))"},
+		// NCCL's tree, channel 0 on tree 0 (nodes 0→1→2, heads at local
+		// index 0): T[0] = (x0 op x1) op T[2], T[2] = (x2 op x3) op (x4 op x5)
+		{Spec{Op: AllReduce, Algo: "nccl-tree", Ranks: 6, NodeRanks: 2, Count: 2, Channels: 2}, 0, "((x0[0] + x1[0]) + ((x2[0] + x3[0]) + (x4[0] + x5[0])))"},
+		// channel 1 on tree 1 (nodes 1→0→2, heads at local index 1):
+		// T[3] = (x3 op x2) op T[1], T[1] = (x1 op x0) op (x5 op x4)
+		{Spec{Op: AllReduce, Algo: "nccl-tree", Ranks: 6, NodeRanks: 2, Count: 2, Channels: 2}, 1, "((x2[1] + x3[1]) + ((x0[1] + x1[1]) + (x4[1] + x5[1])))"},
+		// NVLS: the switch combines the members in order
+		{Spec{Op: AllReduce, Algo: "nccl-nvls", Ranks: 4, Count: 4}, 1, "(x3[1] + (x2[1] + (x0[1] + x1[1])))"},
+		// NVLSTree, with P[k] node k's switch sum: channel 0 on tree 0
+		// (nodes 0→1→{2,3}): P0 op ((P1 op P2) op P3)
+		{Spec{Op: AllReduce, Algo: "nccl-nvlstree", Ranks: 8, NodeRanks: 2, Count: 4, Channels: 2}, 0, "((x0[0] + x1[0]) + (((x2[0] + x3[0]) + (x4[0] + x5[0])) + (x6[0] + x7[0])))"},
+		// channel 1 on tree 1, tree 0 mirrored (nodes 3→2→{1,0}):
+		// P3 op ((P2 op P1) op P0)
+		{Spec{Op: AllReduce, Algo: "nccl-nvlstree", Ranks: 8, NodeRanks: 2, Count: 4, Channels: 2}, 2, "((x6[2] + x7[2]) + ((x0[2] + x1[2]) + ((x2[2] + x3[2]) + (x4[2] + x5[2]))))"},
+		// PAT: block 0's partial takes its tree children's by distance:
+		// (x0 op T[+1]) op T[+2], T[+2] = x2 op x3
+		{Spec{Op: ReduceScatter, Algo: "nccl-pat", Ranks: 4, Count: 1}, 0, "((x0[0] + x1[0]) + (x2[0] + x3[0]))"},
+		// CollNet: each node's partial in local order, then the nodes'
+		{Spec{Op: AllReduce, Algo: "nccl-collnet-direct", Ranks: 4, NodeRanks: 2, Count: 4}, 1, "((x0[1] + x1[1]) + (x2[1] + x3[1]))"},
+		{Spec{Op: AllReduce, Algo: "nccl-collnet-chain", Ranks: 4, NodeRanks: 2, Count: 4}, 1, "((x0[1] + x1[1]) + (x2[1] + x3[1]))"},
 	}
 	for _, c := range cases {
 		c.spec.DType, c.spec.Redop = hw.F32, hw.Sum
