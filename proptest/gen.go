@@ -206,12 +206,43 @@ func randomSpec(rng *rand.Rand, o GenOptions) (ops.Spec, bool) {
 	if op.Reduces() {
 		s.Redop = pick(rng, o.Redops)
 	}
+	if ops.IsNCCL(s.Algo) {
+		s = withChannels(rng, s)
+	}
 	return s, true
 }
 
-// GenSpec generates specs that ops.Compile accepts, drawn from o. It
-// shrinks toward fewer ranks, a smaller count, root 0 and Sum, within o's
-// MinRanks and Redops.
+// withChannels draws channels, a chunk and nodes for an NCCL-style plan,
+// so that its results are checked with many lanes, many passes and
+// rings or trees that cross nodes, as NCCL runs them; s as it was where
+// Compile refuses the draw (PAT with several GPUs a node, say).
+func withChannels(rng *rand.Rand, s ops.Spec) ops.Spec {
+	t := s
+	t.Channels = rng.Intn(6)
+	chunks := []int{0, 0, 1, 3, 16}
+	if s.Count > 256 { // some passes, not thousands
+		chunks = []int{0, 0, s.Count / 64, s.Count / 16}
+	}
+	t.Chunk = pick(rng, chunks)
+	var nodes []int
+	for g := 1; g < s.Ranks; g++ {
+		if s.Ranks%g == 0 {
+			nodes = append(nodes, g)
+		}
+	}
+	if len(nodes) > 0 && rng.Intn(2) == 0 {
+		t.NodeRanks = pick(rng, nodes)
+	}
+	if _, err := ops.Compile(t); err != nil {
+		return s
+	}
+	return t
+}
+
+// GenSpec generates specs that ops.Compile accepts, drawn from o, an
+// NCCL-style algorithm's with channels, a chunk and nodes as well. It
+// shrinks toward fewer ranks, a smaller count, root 0, Sum and one
+// channel on one node, within o's MinRanks and Redops.
 func GenSpec(o GenOptions) gopter.Gen {
 	o = o.filled()
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
@@ -250,6 +281,7 @@ func smallerSpecs(s ops.Spec) []ops.Spec {
 		with(func(t *ops.Spec) { t.Count = n.(int) })
 	}
 	with(func(t *ops.Spec) { t.Root = 0 })
+	with(func(t *ops.Spec) { t.Channels, t.Chunk, t.NodeRanks = 0, 0, 0 })
 	if s.Op.Reduces() {
 		with(func(t *ops.Spec) { t.Redop = hw.Sum })
 	}

@@ -81,6 +81,11 @@ func TestGenCaseCovers(t *testing.T) {
 		seen["redop "+s.Redop.String()] = s.Redop != 0 || seen["redop "+s.Redop.String()]
 		seen["topo "+strings.Split(c.Topo, ":")[0]] = true
 		seen[fmt.Sprintf("ranks %d", p)] = true
+		if ops.IsNCCL(s.Algo) {
+			seen["nccl channels"] = seen["nccl channels"] || s.Channels > 1
+			seen["nccl passes"] = seen["nccl passes"] || s.Chunk > 0 && n > s.Chunk*p
+			seen["nccl nodes"] = seen["nccl nodes"] || s.NodeRanks > 1 && s.NodeRanks < p
+		}
 		switch in, out := s.BufferLens(); {
 		case n == 0 && s.Op != ops.Barrier:
 			seen["count 0"] = true
@@ -133,7 +138,8 @@ func TestGenCaseCovers(t *testing.T) {
 	}
 	want = append(want, "topo switch", "topo ring", "topo mesh", "topo torus", "topo cluster",
 		"count 0", "count 1", "count k·p−1", "count k·p+1", "count large",
-		"NaN", "-Inf", "-0", "f16 subnormal", "bf16 subnormal", "MinInt32", "MaxInt32", "u8 255")
+		"NaN", "-Inf", "-0", "f16 subnormal", "bf16 subnormal", "MinInt32", "MaxInt32", "u8 255",
+		"nccl channels", "nccl passes", "nccl nodes")
 	for _, w := range want {
 		if !seen[w] {
 			t.Errorf("3000 cases never had %s", w)
