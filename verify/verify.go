@@ -37,7 +37,9 @@ func (c Case) String() string {
 }
 
 // Reproducer is a command that runs the same collective shape with
-// commsim's own input pattern (PatternInputs) and checks it.
+// commsim's own input pattern (PatternInputs) and checks it. bench has no
+// flags for an NCCL-style plan's channels, chunk and nodes, so for a spec
+// that sets them the command says which it had.
 func (c Case) Reproducer() string {
 	s := c.Spec
 	in, out := s.BufferLens()
@@ -53,6 +55,10 @@ func (c Case) Reproducer() string {
 	}
 	if s.Op.Rooted() {
 		cmd += fmt.Sprintf(" --root %d", s.Root)
+	}
+	if s.Channels != 0 || s.Chunk != 0 || s.NodeRanks != 0 {
+		// bench takes these from the fabric and NCCL's tuner, not from flags.
+		cmd += fmt.Sprintf(" (bench makes its own channels, chunk and nodes; this case's are channels=%d chunk=%d node=%d)", s.Channels, s.Chunk, s.NodeRanks)
 	}
 	return cmd
 }

@@ -1,0 +1,24 @@
+package verify
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+)
+
+// TestReproducerSaysWhatBenchCannotSet: a case's command line is bench's
+// flags for its collective; channels, chunk and nodes, which bench takes
+// from the fabric, are named beside it rather than silently dropped.
+func TestReproducerSaysWhatBenchCannotSet(t *testing.T) {
+	c := Case{Spec: ops.Spec{Op: ops.AllReduce, Algo: "nccl-ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Avg}, Topo: "switch:4"}
+	want := "commsim bench --topo switch:4 --op allreduce --algo nccl-ring --dtype f32 -b 32 -e 32 --check --redop avg"
+	if got := c.Reproducer(); got != want {
+		t.Errorf("Reproducer() = %q, want %q", got, want)
+	}
+	c.Spec.Channels, c.Spec.Chunk, c.Spec.NodeRanks = 3, 16, 2
+	if got := c.Reproducer(); !strings.HasPrefix(got, want+" ") || !strings.Contains(got, "channels=3 chunk=16 node=2") {
+		t.Errorf("Reproducer() = %q, want %q and the case's channels, chunk and nodes", got, want)
+	}
+}
