@@ -576,3 +576,19 @@ func TestAllocPastTheByteRangeIsRefused(t *testing.T) {
 		t.Fatalf("phantom of 2^59 x f64: %v", err)
 	}
 }
+
+// Ties between links of equal share go to the lower link id, which
+// fixes its flows at capacity/n exactly; the other link's flows get what
+// is left, to the last bit.
+func TestTieGoesToLowerLinkID(t *testing.T) {
+	got := try(sim.MaxMinFair([]float64{0.3, 0.3}, [][]int{{0}, {0}, {0, 1}, {1}, {1}}))(t)
+	c := 0.3 // a variable: Go folds constant expressions exactly
+	first := c / 3
+	rest := (c - first) / 2
+	want := []float64{first, first, first, rest, rest}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("rates %v, want %v bit for bit", got, want)
+		}
+	}
+}

@@ -335,3 +335,15 @@ func TestParseFaultSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 }
+
+// A degrade that strikes mid-transfer slows the rest of it.
+// 1 MB over ring:2 at 100 GB/s, lat 1 us; 50% from 6 us:
+// 1 us + 5 us at 100 GB/s (500 kB) + 500 kB at 50 GB/s (10 us) = 16 us.
+func TestDegradeMidTransferSlowsTheRest(t *testing.T) {
+	c := newCluster(t, "ring:2,bw=100GB/s,lat=1us", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 degrade 50% at 6us"))(t)))
+	ok(t, firstErr(sendOnce(t, c, 0, 1, 1_000_000)))
+	if now := c.Now(); now != 16*sim.Microsecond {
+		t.Fatalf("finished at %v, want 16us", now)
+	}
+}

@@ -331,3 +331,65 @@ func TestSwitchOpsInARowPipeline(t *testing.T) {
 		t.Errorf("a slower landing first: the copy after the run saw %v, want the first multicast's 7", v[0])
 	}
 }
+
+// Two disjoint groups on one NVSwitch share its reduction unit:
+// 4000 B each at 50/2 GB/s = 160 ns, after α = 2 us.
+func TestDisjointGroupsShareTheSwitchReducer(t *testing.T) {
+	r := newSwitchRig(t, "switch:4,bw=100GB/s,lat=1us,nvls=50GB/s", sim.Config{TimingOnly: true}, 1000)
+	var starts, ends [2]hw.Event
+	for i, rank := range []int{0, 2} {
+		d, s := r.devs[rank], r.strs[rank]
+		starts[i], ends[i] = try(d.NewEvent())(t), try(d.NewEvent())(t)
+		ok(t, s.Record(starts[i]))
+		group := []hw.Slice{hw.Whole(r.bufs[rank]), hw.Whole(r.bufs[rank+1])}
+		ok(t, s.SwitchReduce(hw.Sum, hw.Whole(r.bufs[rank]), group))
+		ok(t, s.Record(ends[i]))
+	}
+	ok(t, r.c.Run())
+	for i := range 2 {
+		if got := sim.FromSeconds(try(ends[i].ElapsedSince(starts[i]))(t)); got != 2*sim.Microsecond+160*sim.Nanosecond {
+			t.Errorf("group %d took %v, want 2.16us", i, got)
+		}
+	}
+}
+
+// switchWire is a Wire whose NVLink crossing takes 3 µs and carries half
+// its bytes as payload.
+var switchWire = sim.Wire{Latency: [3]sim.Time{3 * sim.Microsecond, 9 * sim.Microsecond, 9 * sim.Microsecond}, Efficiency: [3]float64{0.5, 1, 1}}
+
+// A switch operation with a Wire lands Latency + (α − Reference) after
+// it drains: 8000 wire B at 100 GB/s = 80 ns, + 3 us + (2 us − 1 us).
+func TestSwitchLandingAddsRouteBeyondReference(t *testing.T) {
+	w := switchWire
+	w.Reference[sim.PathNVLink] = sim.Microsecond
+	r := newSwitchRig(t, "switch:4,bw=100GB/s,lat=1us,nvls=50GB/s", sim.Config{TimingOnly: true}, 1000)
+	got, err := r.timed(t, 2, func(s *sim.Stream) error {
+		return s.Feed(&ops{list: []sim.Op{{Kind: sim.OpMulticast, Src: hw.Whole(r.bufs[2]), Members: r.all(), Wire: &w}}, n: 4})
+	})
+	if want := 80*sim.Nanosecond + 4*sim.Microsecond; err != nil || got != want {
+		t.Fatalf("multicast took %v (%v), want %v", got, err, want)
+	}
+}
+
+// A switch reduction followed by a multicast pipelines too:
+// 8000 wire B through the 50 GB/s reducer (160 ns) + 80 ns + one 3 us landing.
+func TestMixedSwitchRunPipelines(t *testing.T) {
+	w := switchWire
+	r := newSwitchRig(t, "switch:4,bw=100GB/s,lat=1us,nvls=50GB/s", sim.Config{TimingOnly: true}, 2000)
+	at := func(i int) []hw.Slice {
+		var out []hw.Slice
+		for _, b := range r.bufs {
+			out = append(out, hw.Slice{Buf: b, Off: 1000 * i, Len: 1000})
+		}
+		return out
+	}
+	got, err := r.timed(t, 2, func(s *sim.Stream) error {
+		return s.Feed(&ops{list: []sim.Op{
+			{Kind: sim.OpSwitchReduce, Redop: hw.Sum, Dst: at(0)[2], Members: at(0), Wire: &w},
+			{Kind: sim.OpMulticast, Src: at(1)[2], Members: at(1), Wire: &w},
+		}, n: 4})
+	})
+	if want := 240*sim.Nanosecond + 3*sim.Microsecond; err != nil || got != want {
+		t.Fatalf("run took %v (%v), want %v", got, err, want)
+	}
+}
