@@ -59,11 +59,16 @@ const (
 func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 	g := bandwidths(s, Ring)
 	coll := collChannels(s, o)
-	total = coll
+	// NCCL's p2pnChannels within NCCL_MIN_P2P_NCHANNELS and
+	// NCCL_MAX_P2P_NCHANNELS, before its power of two: what a network
+	// peer's channels are counted against (paths.cc,
+	// ncclTopoComputeP2pChannels).
+	bounded := coll
 	if o.MaxP2PChannels > 0 {
-		total = min(total, o.MaxP2PChannels)
+		bounded = min(bounded, o.MaxP2PChannels)
 	}
-	total = min(maxChannels, pow2Up(max(total, o.MinP2PChannels)))
+	bounded = max(bounded, o.MinP2PChannels)
+	total = min(maxChannels, pow2Up(bounded))
 	least := maxChannels // the least a peer allows
 	if s.PerNode > 1 {
 		least = 2 // over PCIe
@@ -72,7 +77,7 @@ func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 		}
 	}
 	if s.Nodes > 1 {
-		least = min(least, netPeerChannels(s, o, coll))
+		least = min(least, netPeerChannels(s, o, bounded))
 	}
 	perPeer = pow2Up(least)
 	if s.Nodes > 1 && o.NetPeerChannels == 0 && o.Release() > V2_28 {
@@ -88,8 +93,9 @@ func p2pChannels(s System, o Options) (total, perPeer int, bw float64) {
 func (o Options) p2pNetChannelGBps() int { return cmp.Or(o.P2PNetChannelGBps, p2pPerChannelNetBW) }
 
 // netPeerChannels is how many channels NCCL gives a peer across the
-// network, on a communicator of coll channels.
-func netPeerChannels(s System, o Options, coll int) int {
+// network, on a communicator of p2pn point-to-point channels (NCCL's
+// p2pnChannels, before its power of two).
+func netPeerChannels(s System, o Options, p2pn int) int {
 	if o.NetPeerChannels > 0 {
 		return o.NetPeerChannels
 	}
@@ -104,7 +110,7 @@ func netPeerChannels(s System, o Options, coll int) int {
 		return max(local, ceilDiv(int(float64(local)*path), o.p2pNetChannelGBps()))
 	}
 	n := p2pNetPeerChannels
-	for n*s.Ranks > 4*coll && n > 1 {
+	for n*s.Ranks > 4*p2pn && n > 1 {
 		n /= 2
 	}
 	return max(local, n)
