@@ -57,8 +57,8 @@ func (c Case) Reproducer() string {
 		cmd += fmt.Sprintf(" --root %d", s.Root)
 	}
 	if s.Channels != 0 || s.Chunk != 0 || s.NodeRanks != 0 {
-		// bench takes these from the fabric and NCCL's tuner, not from flags.
-		cmd += fmt.Sprintf(" (bench makes its own channels, chunk and nodes; this case's are channels=%d chunk=%d node=%d)", s.Channels, s.Chunk, s.NodeRanks)
+		// A shell comment, so that the line still pastes as a command.
+		cmd += fmt.Sprintf("  # the case had channels=%d chunk=%d node=%d; bench makes its own", s.Channels, s.Chunk, s.NodeRanks)
 	}
 	return cmd
 }
