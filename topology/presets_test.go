@@ -334,3 +334,23 @@ func TestPresetOf(t *testing.T) {
 		}
 	}
 }
+
+// gpus= takes 1 to the node's count, so gpus=8 on an 8-GPU preset is
+// the whole node, not an error.
+func TestPresetGPUsUpToTheNodesCount(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		gpus int
+	}{{"dgx-h100,gpus=8", 8}, {"dgx-h100x2,gpus=8", 16}, {"gb200-nvl72,gpus=72", 72}} {
+		tp, err := Parse(c.spec)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", c.spec, err)
+		}
+		if n := len(tp.GPUs()); n != c.gpus {
+			t.Errorf("%s: %d GPUs, want %d", c.spec, n, c.gpus)
+		}
+	}
+	if _, err := Parse("dgx-h100,gpus=9"); err == nil {
+		t.Error("dgx-h100,gpus=9 parsed")
+	}
+}

@@ -513,3 +513,86 @@ func TestWithCapacities(t *testing.T) {
 		}
 	}
 }
+
+// the route cache holds at most maxCachedRoutes routes; the one that
+// would exceed it starts a fresh cache.
+func TestRouteCacheBound(t *testing.T) {
+	c := &routeCache{routes: make(map[uint64]Path, maxCachedRoutes)}
+	for i := 0; i < maxCachedRoutes; i++ {
+		c.routes[uint64(i)] = Path{}
+	}
+	c.keep(routeKey(1<<20, 1), Path{Edges: []int{0}})
+	if len(c.routes) != 1 || c.edges != 1 {
+		t.Errorf("after keeping one route past the bound: %d routes, %d edges; want 1 and 1", len(c.routes), c.edges)
+	}
+}
+
+// between two routes of equal latency, hops and NVLink hops after the
+// network, one over NVLink and one over the network, the route stays off the
+// network (the uncrossed state wins the tie; its switch is also the lower
+// node, settled first).
+func TestRouteTieBetweenNVLinkAndNetworkStaysOnNVLink(t *testing.T) {
+	nodes := []Node{
+		{Name: "gpu0", Kind: GPU, ReduceBW: 1e12},
+		{Name: "gpu1", Kind: GPU, ReduceBW: 1e12},
+		{Name: "sw0", Kind: Switch},
+		{Name: "nic0", Kind: NIC},
+	}
+	links := []Link{
+		{A: 0, B: 2, BW: 1e11, Latency: 1e-6},
+		{A: 2, B: 1, BW: 1e11, Latency: 1e-6},
+		{A: 0, B: 3, BW: 1e11, Latency: 1e-6},
+		{A: 3, B: 1, BW: 1e11, Latency: 1e-6},
+	}
+	tp, err := New("tie", nodes, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tp.Route(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, 2}; !slices.Equal(p.Edges, want) {
+		t.Errorf("route gpu0→gpu1: edges %v, want %v (over sw0)", p.Edges, want)
+	}
+	if c, _ := tp.PathClass(0, 1); c != ClassNVLink {
+		t.Errorf("PathClass = %d, want ClassNVLink", c)
+	}
+}
+
+// only NVLink hops that touch a GPU count as hops after the network;
+// switch-to-switch hops (a leaf to its spine) do not. From gpu0, a route
+// over the spine (no GPU NVLink hop after the network) beats one of equal
+// latency and hops that ends with a GPU-GPU NVLink hop.
+func TestRouteSwitchHopsAfterNetworkAreNotNVLinkHops(t *testing.T) {
+	names := []string{"gpu0", "gpu3", "gpu2", "nic0", "nic2", "nic2b", "nic3", "rail0", "spine", "rail1"}
+	nodes := make([]Node, len(names))
+	for i, n := range names {
+		nodes[i] = Node{Name: n, Kind: Switch}
+		switch n[:3] {
+		case "gpu":
+			nodes[i] = Node{Name: n, Kind: GPU, ReduceBW: 1e12}
+		case "nic":
+			nodes[i].Kind = NIC
+		}
+	}
+	idx := func(n string) int { return slices.Index(names, n) }
+	var links []Link
+	for _, ab := range [][2]string{
+		{"gpu0", "nic0"}, {"nic0", "rail0"}, {"rail0", "spine"}, {"spine", "rail1"}, {"rail1", "nic3"}, {"nic3", "gpu3"},
+		{"rail0", "nic2"}, {"nic2", "nic2b"}, {"nic2b", "gpu2"}, {"gpu2", "gpu3"},
+	} {
+		links = append(links, Link{A: idx(ab[0]), B: idx(ab[1]), BW: 1e11, Latency: 1e-6})
+	}
+	tp, err := New("spine", nodes, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tp.Route(idx("gpu0"), idx("gpu3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, 2, 4, 6, 8, 10}; !slices.Equal(p.Edges, want) {
+		t.Errorf("route gpu0→gpu3: edges %v, want %v (over the spine)", p.Edges, want)
+	}
+}
