@@ -563,3 +563,18 @@ func TestFitNCCLRunsWhatNCCLRan(t *testing.T) {
 		t.Error("a Ran of another length than the sizes: no error")
 	}
 }
+
+// TestFitBoxIsTwentyFold: FitNCCL keeps each factor within ×0.05 to ×20
+// of NCCL's model, as its doc says.
+func TestFitBoxIsTwentyFold(t *testing.T) {
+	for _, f := range []float64{15, 1.0 / 15, 19.9, 0.0502} {
+		if !inBox([]float64{0, math.Log(f)}) {
+			t.Errorf("×%g is outside the box", f)
+		}
+	}
+	for _, f := range []float64{21, 1.0 / 21} {
+		if inBox([]float64{math.Log(f)}) {
+			t.Errorf("×%g is inside the box", f)
+		}
+	}
+}

@@ -187,3 +187,15 @@ func TestPatternInputsKeepTheirBits(t *testing.T) {
 		}
 	}
 }
+
+// TestCountWrongCountsEveryElement: CountWrong counts every wrong element, not one per chunk.
+func TestCountWrongCountsEveryElement(t *testing.T) {
+	c := Case{Spec: ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 2, Count: 5, DType: hw.I32, Redop: hw.Sum},
+		Inputs: [][]byte{make([]byte, 20), make([]byte, 20)}}
+	outs := [][]byte{make([]byte, 20), make([]byte, 20)}
+	outs[0][0], outs[0][8], outs[1][16] = 1, 1, 1 // elements 0 and 2 of rank 0, 4 of rank 1
+	n, _, err := CountWrong(c, outs)
+	if err != nil || n != 3 {
+		t.Fatalf("CountWrong = %d, %v; want 3", n, err)
+	}
+}

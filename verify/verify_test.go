@@ -22,3 +22,21 @@ func TestReproducerSaysWhatBenchCannotSet(t *testing.T) {
 		t.Errorf("Reproducer() = %q, want %q and the case's channels, chunk and nodes", got, want)
 	}
 }
+
+// TestSpecForSizeReadsSizesAsNCCLTests: the size of an all-gather,
+// reduce-scatter, gather or all-to-all is every rank's share together;
+// of the others, a rank's buffer (whole elements of it).
+func TestSpecForSizeReadsSizesAsNCCLTests(t *testing.T) {
+	for _, op := range []ops.Op{ops.AllGather, ops.ReduceScatter, ops.Gather, ops.AllToAll} {
+		s, moved := SpecForSize(ops.Spec{Op: op, Ranks: 4, DType: hw.F32}, 1600)
+		if s.Count != 100 || moved != 1600 {
+			t.Errorf("%v: count %d, %d bytes; want 100, 1600", op, s.Count, moved)
+		}
+	}
+	for _, op := range []ops.Op{ops.AllReduce, ops.Broadcast, ops.Reduce, ops.SendRecv} {
+		s, moved := SpecForSize(ops.Spec{Op: op, Ranks: 4, DType: hw.F32}, 1602)
+		if s.Count != 400 || moved != 1600 {
+			t.Errorf("%v: count %d, %d bytes; want 400, 1600", op, s.Count, moved)
+		}
+	}
+}
