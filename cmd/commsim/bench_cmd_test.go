@@ -422,3 +422,33 @@ func TestSweepSecondsScalesStepsWithSize(t *testing.T) {
 		t.Errorf("a ring's: %.1f s, want %.1f", got, want)
 	}
 }
+
+// TestBusBandwidthFactorsFollowNCCLTests: every collective's busbw is its
+// algbw times nccl-tests' factor (PERFORMANCE.md): 2(p−1)/p for
+// all-reduce, (p−1)/p for reduce-scatter, all-gather, all-to-all and
+// gather, 1 for broadcast, reduce and sendrecv; and algbw is the size
+// over the time.
+func TestBusBandwidthFactorsFollowNCCLTests(t *testing.T) {
+	const p = 8.0
+	for op, factor := range map[string]float64{
+		"allreduce": 2 * (p - 1) / p, "reducescatter": (p - 1) / p, "allgather": (p - 1) / p, "alltoall": (p - 1) / p,
+		"gather": (p - 1) / p, "broadcast": 1, "reduce": 1, "sendrecv": 1,
+	} {
+		status, out, errOut := commsim("bench", "--topo", "switch:8,bw=100GB/s,lat=1us", "--op", op, "-b", "64KiB", "-e", "64KiB", "--format", "json", "--timing-only")
+		if status != 0 {
+			t.Fatalf("%s: status %d: %s", op, status, errOut)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &rec); err != nil {
+			t.Fatalf("%s: %v: %q", op, err, out)
+		}
+		algbw, busbw, us := rec["algbw_gbps"].(float64), rec["busbw_gbps"].(float64), rec["time_us"].(float64)
+		// JSON carries 6 decimals (5 for the time).
+		if want := 65536 / (us * 1e3); abs(algbw-want) > 1e-5*want {
+			t.Errorf("%s: algbw %v, want 64 KiB / %v us = %v", op, algbw, us, want)
+		}
+		if abs(busbw-algbw*factor) > 1e-5*busbw {
+			t.Errorf("%s: busbw %v, want algbw %v × %v", op, busbw, algbw, factor)
+		}
+	}
+}
