@@ -132,18 +132,8 @@ func TestNVLSChannelsOnEightBlackwellsANode(t *testing.T) {
 // TestLL128WireCarries120Of128: an LL128 line carries 120 bytes of
 // payload in 128, and the plan's wire says so.
 func TestLL128WireCarries120Of128(t *testing.T) {
-	tp, err := topology.Resolve("dgx-h100")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tu, err := nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.Ring}, Protos: []ops.Protocol{ops.ProtoLL128}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, _, err := tu.Plan(ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 20, DType: hw.F32, Redop: hw.Sum})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tu := tunerOn(t, "dgx-h100", nccl.Options{Algos: []nccl.Algo{nccl.Ring}, Protos: []ops.Protocol{ops.ProtoLL128}})
+	plan, _ := planOf(t, tu, ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 20, DType: hw.F32, Redop: hw.Sum})
 	if got := plan.Wire.Efficiency[ops.PathNVLink]; got != 120.0/128 {
 		t.Errorf("LL128 efficiency %v, want 120/128", got)
 	}
@@ -155,11 +145,7 @@ func TestCollNetChainChunkCap(t *testing.T) {
 	const spec = "cluster:8x1,arch=hopper,sharp=inf"
 	s := describe(t, spec)
 	nc := nccl.Channels(s, nccl.Options{}).Coll
-	tp, _ := topology.Resolve(spec)
-	tu, err := nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.CollNetChain}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tu := tunerOn(t, spec, nccl.Options{Algos: []nccl.Algo{nccl.CollNetChain}})
 	bytes := int64(48<<20) * int64(nc)
 	c, err := tu.Choose(ops.Spec{Op: ops.AllReduce, Ranks: s.Ranks, Count: int(bytes / 4), DType: hw.F32, Redop: hw.Sum})
 	if err != nil {
@@ -176,18 +162,8 @@ func TestCollNetChainChunkCap(t *testing.T) {
 // NET) over 3.5, since PAT keeps several steps in flight; the plan's
 // wire crosses a network hop in that time.
 func TestPATNetworkStepIsAHopOver3Point5(t *testing.T) {
-	tp, err := topology.Resolve("cluster:8x1,arch=hopper")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tu, err := nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.PAT}, Protos: []ops.Protocol{ops.ProtoSimple}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, _, err := tu.Plan(ops.Spec{Op: ops.AllGather, Ranks: 8, Count: 1 << 16, DType: hw.F32})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tu := tunerOn(t, "cluster:8x1,arch=hopper", nccl.Options{Algos: []nccl.Algo{nccl.PAT}, Protos: []ops.Protocol{ops.ProtoSimple}})
+	plan, _ := planOf(t, tu, ops.Spec{Op: ops.AllGather, Ranks: 8, Count: 1 << 16, DType: hw.F32})
 	if got, want := plan.Wire.Latency[ops.PathNet], 14e-6/3.5; math.Abs(got-want) > 1e-15 {
 		t.Errorf("PAT's network step takes %g s, want 14 µs / 3.5 = %g", got, want)
 	}
@@ -203,15 +179,8 @@ func TestTreeSimpleChunkLadder(t *testing.T) {
 	const spec = "dgx-h100x2"
 	o := nccl.Options{Protos: []ops.Protocol{ops.ProtoSimple}}
 	ch := nccl.Channels(describe(t, spec), o).Coll
-	tp, err := topology.Resolve(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	o.Algos = []nccl.Algo{nccl.Tree}
-	tu, err := nccl.NewTuner(tp, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tu := tunerOn(t, spec, o)
 	bytes := int64(2<<20) * int64(ch)
 	c, err := tu.Choose(ops.Spec{Op: ops.AllReduce, Ranks: 16, Count: int(bytes / 4), DType: hw.F32, Redop: hw.Sum})
 	if err != nil || c.Channels != ch {
@@ -236,4 +205,10 @@ func TestNetPeerChannelsCountNCCLsP2PChannels(t *testing.T) {
 	if got := nccl.Channels(s, nccl.Options{Version: nccl.V2_28, MaxP2PChannels: 8}).P2PPerPeer; got != 1 {
 		t.Errorf("NCCL_MAX_P2P_NCHANNELS=8: %d p2p channels a peer, want 1", got)
 	}
+}
+
+// tunerOn is a tuner on the fabric spec names, with options o.
+func tunerOn(t *testing.T, spec string, o nccl.Options) *nccl.Tuner {
+	t.Helper()
+	return try(nccl.NewTuner(try(topology.Resolve(spec))(t), o))(t)
 }
