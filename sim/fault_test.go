@@ -127,12 +127,18 @@ func TestLinkDownWithoutDetourFailsAndNamesTheLink(t *testing.T) {
 	}
 }
 
+// TestDegradedLinkHalvesBandwidth: 1 MB over ring:2 at 100 GB/s, lat 1 us,
+// halved from the start takes 1 us + 20 us; halved from 6 us, mid-transfer,
+// the rest slows: 1 us + 5 us at 100 GB/s (500 kB) + 500 kB at 50 GB/s
+// (10 us) = 16 us.
 func TestDegradedLinkHalvesBandwidth(t *testing.T) {
-	c := newCluster(t, "ring:2,bw=100GB/s,lat=1us", sim.Config{})
-	ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 degrade 50% at 0"))(t)))
-	ok(t, firstErr(sendOnce(t, c, 0, 1, 1_000_000)))
-	if now := c.Now(); now != 21*sim.Microsecond {
-		t.Fatalf("finished at %v, want 1us + 20us", now)
+	for at, want := range map[string]sim.Time{"0": 21 * sim.Microsecond, "6us": 16 * sim.Microsecond} {
+		c := newCluster(t, "ring:2,bw=100GB/s,lat=1us", sim.Config{})
+		ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 degrade 50% at "+at))(t)))
+		ok(t, firstErr(sendOnce(t, c, 0, 1, 1_000_000)))
+		if now := c.Now(); now != want {
+			t.Errorf("degraded at %s: finished at %v, want %v", at, now, want)
+		}
 	}
 }
 
@@ -333,17 +339,5 @@ func TestParseFaultSaysWhatIsMissing(t *testing.T) {
 	}
 	if got := f.String(); got != "rank 3 compute-slow 80% at 1ms" {
 		t.Errorf("String() = %q", got)
-	}
-}
-
-// A degrade that strikes mid-transfer slows the rest of it.
-// 1 MB over ring:2 at 100 GB/s, lat 1 us; 50% from 6 us:
-// 1 us + 5 us at 100 GB/s (500 kB) + 500 kB at 50 GB/s (10 us) = 16 us.
-func TestDegradeMidTransferSlowsTheRest(t *testing.T) {
-	c := newCluster(t, "ring:2,bw=100GB/s,lat=1us", sim.Config{})
-	ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 degrade 50% at 6us"))(t)))
-	ok(t, firstErr(sendOnce(t, c, 0, 1, 1_000_000)))
-	if now := c.Now(); now != 16*sim.Microsecond {
-		t.Fatalf("finished at %v, want 16us", now)
 	}
 }
