@@ -114,3 +114,29 @@ func BenchmarkPathCostHypercubePartners(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRouteAllToAllRing512 asks every route of ring:512 once, in an
+// all-to-all's order (each distance in turn, every source at it): 261,632
+// routes of 128 links on average, twice what the route cache holds. Each
+// source's routes come from its tree after a few misses; before the trees
+// the cache was emptied over and over and most routes took a search.
+//
+//	go test -run XXX -bench RouteAllToAllRing512 -benchtime 3x ./topology/
+func BenchmarkRouteAllToAllRing512(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		tp, err := Parse("ring:512")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		n := tp.NumGPUs()
+		for d := 1; d < n; d++ {
+			for r := range n {
+				if _, err := tp.RouteRanks(r, (r+d)%n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+}

@@ -25,6 +25,12 @@ const (
 	maxCachedEdges  = 1 << 24
 )
 
+// maxTreeBytes bounds the sources' route trees (routeTree) kept at once;
+// when the next would pass it they are all dropped and found again as
+// asked for. 64 MiB holds every source's tree on fabrics of up to about
+// 1,800 nodes, and 400 of a ring of 8,192.
+const maxTreeBytes = 64 << 20
+
 // maxShortestBytes bounds ShortestRoutes' cache, a byte a node for each
 // source kept; when it is full it is emptied and refilled.
 const maxShortestBytes = 64 << 20
@@ -37,6 +43,10 @@ type routeCache struct {
 	edges    int // the edges of routes
 	misses   map[int]int
 	shortest map[int][]uint8
+	// trees are the sources searched to every node, by source, and
+	// treeBytes their size (maxTreeBytes).
+	trees     map[int]*routeTree
+	treeBytes int
 }
 
 // Route returns the route from node src to node dst (indices into Nodes).
@@ -53,9 +63,12 @@ type routeCache struct {
 // on its own and may differ from the reverse of this one when there are
 // ties. A route costs O(E log V) the first time and a map lookup after;
 // once a source has been asked for more than searchAllAfter routes not
-// cached, one search to every node caches its routes to every GPU (an
-// all-to-all asks a source for all of them). The returned Edges slice is
-// shared with the cache: do not modify it.
+// cached, one search to every node keeps its tree of routes (routeTree),
+// from which every later route of the source is read back without a
+// search (an all-to-all asks a source for all of them): the routes of a
+// fabric of long routes (a ring or torus of a thousand GPUs) outgrow the
+// cache, where their trees do not. The returned Edges slice may be shared
+// with the cache: do not modify it.
 func (t *Topology) Route(src, dst int) (Path, error) {
 	if !t.built() {
 		return Path{}, newErr(ErrRoute, "route: topology was not built with New")
@@ -76,19 +89,32 @@ func (t *Topology) Route(src, dst int) (Path, error) {
 	c := t.routing
 	c.mu.Lock()
 	p, ok := c.routes[key]
-	if !ok {
+	tree := c.trees[src]
+	if !ok && tree == nil {
 		if c.misses == nil {
 			c.misses = map[int]int{}
 		}
 		c.misses[src]++
 	}
-	searchAll := !ok && c.misses[src] > searchAllAfter && len(t.gpus) < maxCachedRoutes
+	searchAll := !ok && tree == nil && c.misses[src] > searchAllAfter && len(t.gpus) < maxCachedRoutes
 	c.mu.Unlock()
-	if ok {
+	switch {
+	case ok:
 		return p, nil
+	case searchAll:
+		tree = t.searchRoutes(src, -1, nil, false).tree()
+		c.mu.Lock()
+		c.keepTree(src, tree)
+		c.mu.Unlock()
 	}
-	if searchAll {
-		return t.cacheRoutesFrom(src, dst)
+	if tree != nil {
+		p, ok := tree.path(t, dst)
+		if !ok {
+			return Path{}, t.noRoute(src, dst)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.keepIfRoom(key, p), nil
 	}
 	p, err := t.shortestRoute(src, dst, nil)
 	if err != nil {
@@ -115,58 +141,29 @@ func (c *routeCache) keep(key uint64, p Path) Path {
 	return p
 }
 
-// cacheRoutesFrom searches from node src to every node, caches the routes
-// to every GPU, and returns the route to dst: the routes Route finds one
-// by one, as the search settles every state in the same order.
-func (t *Topology) cacheRoutesFrom(src, dst int) (Path, error) {
-	s := t.searchRoutes(src, -1, nil, false)
-	want, ok := s.path(dst)
-	if !ok {
-		return Path{}, t.noRoute(src, dst)
+// keepTree keeps tree as src's, unless another goroutine kept one first,
+// dropping every tree first if it would pass maxTreeBytes; c.mu must be
+// held.
+func (c *routeCache) keepTree(src int, tree *routeTree) {
+	if c.trees[src] != nil {
+		return
 	}
-	type gpuRoute struct {
-		dst int
-		p   Path
+	if c.trees == nil || c.treeBytes+tree.bytes() > maxTreeBytes {
+		c.trees, c.treeBytes = map[int]*routeTree{}, 0
 	}
-	// A source's routes may take a quarter of the cache: past that (long
-	// routes, a ring of thousands) those found first are kept, and the
-	// source's later misses search for their route alone, not for all of
-	// them again (searchedAlone).
-	found := make([]gpuRoute, 0, len(t.gpus))
-	edges, whole := 0, true
-	for _, v := range t.gpus {
-		if p, ok := s.path(v); ok && v != src {
-			if edges+len(p.Edges) > maxCachedEdges/4 {
-				whole = false
-				break
-			}
-			edges += len(p.Edges)
-			found = append(found, gpuRoute{v, p})
-		}
-	}
-	c := t.routing
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.routes)+len(found) > maxCachedRoutes || c.edges+edges > maxCachedEdges {
-		c.routes, c.misses, c.edges = nil, nil, 0
-	}
-	for _, r := range found {
-		c.keep(routeKey(src, r.dst), r.p)
-	}
-	p := c.keep(routeKey(src, dst), want)
-	if !whole {
-		if c.misses == nil {
-			c.misses = map[int]int{}
-		}
-		c.misses[src] = searchedAlone
-	}
-	return p, nil
+	c.trees[src], c.treeBytes = tree, c.treeBytes+tree.bytes()
 }
 
-// searchedAlone marks, in the cache's misses, a source whose routes are
-// too long to cache together: its misses never reach searchAllAfter
-// (until the cache is emptied, when it may be searched whole once more).
-const searchedAlone = math.MinInt / 2
+// keepIfRoom keeps p, a route read from a tree, as keep does while the
+// cache has room for it, and leaves the cache as it is when it has none:
+// the tree gives the route again for a walk along it, where emptying the
+// cache would cost other sources' routes a search each.
+func (c *routeCache) keepIfRoom(key uint64, p Path) Path {
+	if c.routes != nil && (len(c.routes) >= maxCachedRoutes || c.edges+len(p.Edges) > maxCachedEdges) {
+		return p
+	}
+	return c.keep(key, p)
+}
 
 // RouteRanks returns the route between the GPUs of two ranks.
 func (t *Topology) RouteRanks(srcRank, dstRank int) (Path, error) {

@@ -52,6 +52,7 @@ type routeSearch struct {
 	dist []float64           // by state: edgeWeight summed
 	late []uint16            // by state: NVLink hops after the network
 	pred []int32             // the state before, by state; -1 for none
+	edge []int32             // the directed edge into each state from pred
 	// count is the number of shortest routes to each state, up to 2,
 	// when counted.
 	count []uint8
@@ -68,7 +69,7 @@ type routeSearch struct {
 // is set.
 func (t *Topology) searchRoutes(src, dst int, down func(int) bool, count bool) *routeSearch {
 	n := 2 * len(t.Nodes)
-	s := &routeSearch{t: t, src: src, dst: dst, down: down, dist: make([]float64, n), late: make([]uint16, n), pred: make([]int32, n)}
+	s := &routeSearch{t: t, src: src, dst: dst, down: down, dist: make([]float64, n), late: make([]uint16, n), pred: make([]int32, n), edge: make([]int32, n)}
 	for i := range s.dist {
 		s.dist[i], s.pred[i] = math.Inf(1), -1
 	}
@@ -138,7 +139,7 @@ func (s *routeSearch) relax(u int, crossed bool, a adjItem) {
 	v := state(int(a.nbr), crossed || class == ClassNet)
 	switch {
 	case d < s.dist[v] || d == s.dist[v] && late < s.late[v]:
-		s.dist[v], s.late[v], s.pred[v] = d, late, int32(u)
+		s.dist[v], s.late[v], s.pred[v], s.edge[v] = d, late, int32(u), int32(e)
 		if s.count != nil {
 			s.count[v] = s.count[u]
 		}
@@ -185,28 +186,61 @@ func (s *routeSearch) nearer(a, b int) bool {
 
 // path is the route to node v, or false when v is out of reach.
 func (s *routeSearch) path(v int) (Path, bool) {
-	end := s.best(v)
+	return walkBack(s.t, s.best(v), s.pred, s.edge)
+}
+
+// walkBack is the route that ends in state end, read back through each
+// state's predecessor and the edge into it; false when end is -1 (out of
+// reach).
+func walkBack(t *Topology, end int, pred, edge []int32) (Path, bool) {
 	if end < 0 {
 		return Path{}, false
 	}
 	n := 0
-	for u := end; s.pred[u] >= 0; u = int(s.pred[u]) {
+	for u := end; pred[u] >= 0; u = int(pred[u]) {
 		n++
 	}
 	p := Path{Edges: make([]int, n)}
-	for u := end; s.pred[u] >= 0; u = int(s.pred[u]) {
+	for u := end; pred[u] >= 0; u = int(pred[u]) {
 		n--
-		e, _ := s.t.edgeBetween(int64(s.pred[u]/2), int64(u/2))
-		p.Edges[n] = e
+		p.Edges[n] = int(edge[u])
 	}
 	// Sum in whole picoseconds, as routing weighs them, so 2us + 2us + 2us
 	// is exactly 6us rather than 5.999999999999999us.
 	var ps float64
 	for _, e := range p.Edges {
-		ps += math.Round(s.t.Links[e/2].Latency * 1e12)
+		ps += math.Round(t.Links[e/2].Latency * 1e12)
 	}
 	p.Latency = ps / 1e12
 	return p, true
+}
+
+// routeTree is what a search to every node from one source leaves for
+// its routes, without the search's other state: each node's end state
+// and each state's predecessor and edge in. A route from it is a walk
+// back from its end, as long as the route and with no search; it costs
+// 20 bytes a node, where the routes themselves cost 8 bytes an edge of
+// each (on a ring of n GPUs, n²/4 edges a source).
+type routeTree struct {
+	end        []int32 // by node: the state its route ends in; -1 out of reach
+	pred, edge []int32 // by state, as routeSearch's
+}
+
+// tree keeps the search's routes as a routeTree.
+func (s *routeSearch) tree() *routeTree {
+	end := make([]int32, len(s.t.Nodes))
+	for v := range end {
+		end[v] = int32(s.best(v))
+	}
+	return &routeTree{end: end, pred: s.pred, edge: s.edge}
+}
+
+// bytes is the tree's size.
+func (r *routeTree) bytes() int { return 4 * (len(r.end) + len(r.pred) + len(r.edge)) }
+
+// path is the route to node v, or false when v is out of reach.
+func (r *routeTree) path(t *Topology, v int) (Path, bool) {
+	return walkBack(t, int(r.end[v]), r.pred, r.edge)
 }
 
 // routes counts the shortest routes to node v, up to 2: those of its
