@@ -19,10 +19,6 @@ import (
 // channels NCCL's tuner gives the size, within 1%. A figure changed
 // without its runs, or a run re-read, fails here.
 func TestMeasuredChannelRates(t *testing.T) {
-	cat, err := Published()
-	if err != nil {
-		t.Fatal(err)
-	}
 	sources := []struct {
 		arch  topology.Arch
 		file  string
@@ -36,18 +32,7 @@ func TestMeasuredChannelRates(t *testing.T) {
 	}
 	rates := map[topology.Arch][]float64{}
 	for _, src := range sources {
-		k := slices.IndexFunc(cat.Logs, func(l PublishedLog) bool { return l.File == src.file })
-		if k < 0 {
-			t.Fatalf("%s is not shipped", src.file)
-		}
-		l := &cat.Logs[k]
-		if l.HeldOut == "" {
-			t.Errorf("%s: a source of the channel rate must be held out of the targets", src.file)
-		}
-		lg, cfg, err := l.Parse()
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, lg, cfg := figureSource(t, src.file)
 		topo, err := topology.Resolve(l.Topo)
 		if err != nil {
 			t.Fatal(err)
@@ -96,22 +81,8 @@ func TestMeasuredChannelRates(t *testing.T) {
 // the hundredth of a µs the figure is given in. A figure changed without
 // its run, or the run re-read, fails here.
 func TestThreadFloorRuns(t *testing.T) {
-	cat, err := Published()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const file = "together-h100-allreduce-ring-8xH100.txt"
-	k := slices.IndexFunc(cat.Logs, func(l PublishedLog) bool { return l.File == file })
-	if k < 0 {
-		t.Fatalf("%s is not shipped", file)
-	}
-	if cat.Logs[k].HeldOut == "" {
-		t.Errorf("%s: the floor's source must be held out of the targets", file)
-	}
-	lg, _, err := cat.Logs[k].Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, lg, _ := figureSource(t, file)
 	var small []float64
 	for _, s := range lg.Samples {
 		if s.Bytes >= 8 && s.Bytes <= 128 {
@@ -129,4 +100,69 @@ func TestThreadFloorRuns(t *testing.T) {
 	if nccl.ThreadFloorUS(1) != 0 || nccl.ThreadFloorUS(0) != 0 {
 		t.Error("one GPU a thread (or none given) has a floor")
 	}
+}
+
+// TestLocalOpRun: what an all-to-all's operation within a node costs
+// (nccl.localOpUS, the part of Tuner.FixedLaunch that one node's
+// all-to-all has) is what its source run, shipped here and held out of the
+// targets, shows: the median over its sizes of the measured time less the
+// simulation's without it, over the 12 operations a GPU of 8 has past a
+// sendrecv's two, to the hundredth of a µs the figure is given in. A
+// figure changed without its run, or the run re-read, fails here.
+func TestLocalOpRun(t *testing.T) {
+	const file = "deepep-h20-alltoall-8xH20.txt"
+	l, lg, cfg := figureSource(t, file)
+	topo, err := topology.Resolve(l.Topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(lg, topo, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuner, err := nccl.NewTuner(topo, cfg.NCCL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gaps []float64
+	perOp := 0.0
+	for _, r := range rep.Rows {
+		spec, _ := verify.SpecForSize(ops.Spec{Op: ops.AllToAll, Algo: "nccl", Ranks: 8, DType: hw.F32}, r.Bytes)
+		c, err := tuner.Choose(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixed := tuner.FixedLaunch(spec, c) * 1e6
+		gaps = append(gaps, r.MeasuredUS-(r.PredictedUS-fixed))
+		perOp = fixed / 12
+	}
+	if len(gaps) != 6 {
+		t.Fatalf("%s: %d sizes, want 6 (128 B-4 KiB)", file, len(gaps))
+	}
+	if want := math.Round(median(gaps)/12*100) / 100; perOp == 0 || math.Abs(perOp-want) > 1e-9 {
+		t.Errorf("an all-to-all's operation within a node costs %v us; %s shows %v (median %.3f over 12)", perOp, file, want, median(gaps))
+	}
+}
+
+// figureSource is the shipped log file, a source of one of the model's
+// figures, parsed; it must be held out of the targets.
+func figureSource(t *testing.T, file string) (*PublishedLog, *calibrate.Log, Config) {
+	t.Helper()
+	cat, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := slices.IndexFunc(cat.Logs, func(l PublishedLog) bool { return l.File == file })
+	if k < 0 {
+		t.Fatalf("%s is not shipped", file)
+	}
+	l := &cat.Logs[k]
+	if l.HeldOut == "" {
+		t.Errorf("%s: a figure's source must be held out of the targets", file)
+	}
+	lg, cfg, err := l.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, lg, cfg
 }

@@ -110,8 +110,8 @@ func ExamplePublished() {
 	}
 	// Output:
 	// vultr-b200-alltoall-8xB200.txt on hgx-b200: 2 ranges of sizes missed by more than 30%
-	//   512–16384 bytes, cause known: true
-	//   2097152–16777216 bytes, cause known: true
+	//   524288 bytes, cause known: true
+	//   4194304 bytes, cause known: true
 }
 
 // CheckCostTable sets the cost table NCCL printed on a machine beside

@@ -121,9 +121,11 @@
 //     communicator's p2p channels; LL up to 16 KiB per channel, at the 9
 //     warps of 16 a transfer's side of a channel has, else Simple.
 //     NCCL's model has no point-to-point figures, so the ring's
-//     latencies stand in. Across nodes the launch grows with the network
-//     sends and receives the busiest GPU's proxy thread takes in turn
-//     (proxyOpUS, a figure published runs measure).
+//     latencies stand in. The launch grows with the sends and receives
+//     the busiest GPU has within its node past a sendrecv's two
+//     (localOpUS), and across nodes with the network sends and receives
+//     its proxy thread takes in turn (proxyOpUS): figures published runs
+//     measure.
 //   - One rank: NCCL's cost table holds ring/Simple alone and the call
 //     copies its buffer (ncclLaunchOneRank); the plan is ring/Simple's
 //     launch and the copy at 1.5 × the GPU's reduce bandwidth

@@ -287,8 +287,57 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		step = llChunk
 	}
 	plan.Protocol, plan.Wire = c.Protocol, finishWire(&w, step)
-	plan.Launch = baseLatency(Ring, p, v)*1e-6*orOne(m.Launch) + p2pProxyUS(s, spec, c.Channels, v)*1e-6
+	plan.Launch = baseLatency(Ring, p, v)*1e-6*orOne(m.Launch) + p2pGroupUS(s, spec, c.Channels, v)*1e-6
 	return plan, nil
+}
+
+// p2pGroupUS is what a group of point-to-point exchanges spends, in µs,
+// beyond a sendrecv's launch on the busiest GPU: its operations within
+// the node past a sendrecv's two (p2pOpsUS), and its proxy's network
+// operations past the first (p2pProxyUS). Neither scales with the
+// kernel's launch (Tuner.FixedLaunch).
+func p2pGroupUS(s System, spec ops.Spec, channels int, v Version) float64 {
+	return p2pOpsUS(s, spec, v) + p2pProxyUS(s, spec, channels, v)
+}
+
+// localOpUS is what, in µs, each operation of a group's exchanges within
+// a node beyond a sendrecv's send and receive adds to it: an operation is
+// a send or a receive to a peer on the node, however many channels carry
+// it. NCCL's model has no point-to-point figures, and what in NCCL takes
+// the time is not known: from 2.27 an all-to-all's operations run on
+// distinct channels, each its own block.
+//
+// From the held-out 8 x H20 all-to-all (fidelity/nccl-logs,
+// deepep-h20-alltoall-8xH20.txt; fidelity's TestLocalOpRun reads it): its
+// 128 B-4 KiB take 3.27-3.84 µs (median 3.48) more than the model
+// without this term, a ring LL launch and one NVLink hop, over 12
+// operations past the first two (7 peers, a send and a receive each):
+// 0.29 µs an operation. Issue #16's 8 x B200 all-to-all, which it was not
+// read from, bears it out: its floor (11.2 µs, the median under 64 KiB)
+// within 2%, and under NCCL 2.28's protocols, presumably the run's, every
+// row up to 4 MiB within 17%, where exchanges of 16 KiB-512 KiB take LL
+// on 2-4 channels a peer (counted once a channel, the term would make
+// those 30-80% slow). From 8 MiB its rows and the held-out 8 x H100
+// all-to-all's (xxrjun) still take about 20 µs more than the model, which
+// this does not explain. A sendrecv's floor stays 1.4 µs under the B200
+// log's.
+const localOpUS = 0.29
+
+// p2pOpsUS is what the operations of spec's exchanges within a node add,
+// in µs, on the busiest GPU (localOpUS): an all-to-all's GPU sends to and
+// receives from each other GPU of its node, a gather's root receives from
+// them, and a sendrecv has its send and receive. From 2.28 ncclAlltoAll
+// and ncclGather drop a count of 0 before any operation (enqueue.cc,
+// taskAppend).
+func p2pOpsUS(s System, spec ops.Spec, v Version) float64 {
+	if spec.Op != ops.AllToAll && spec.Op != ops.Gather || spec.Count == 0 && v >= V2_28 {
+		return 0
+	}
+	n := min(s.PerNode, spec.Ranks) - 1
+	if spec.Op == ops.AllToAll {
+		n *= 2
+	}
+	return localOpUS * float64(max(0, n-2))
 }
 
 // proxyOpUS is what, in µs, each network operation a GPU's proxy thread
@@ -306,13 +355,13 @@ func p2pPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 // GPU has 16 network operations (8 peers across the network, a send and
 // a receive each, on one channel), takes 37.68 µs at 256 B–16 KiB
 // (median), and a sendrecv, whose busiest GPU has 2 (p2pProxyUS), 14.56
-// at 8 B–8 KiB: 23.12 µs, of which 1.79 are what one node's all-to-all
-// takes over its sendrecv with no network at all (the 8 x B200 logs'
-// floors, 11.19 and 9.40 µs), leave 21.33 for 14 more operations. The
-// held-out 10-node H100 all-to-alls (xxrjun-h100-alltoall-*, NCCL
-// 2.29.2; 36 to 144 operations a GPU) measure 110-280 µs more than the
-// transfer at 32-128 MiB, about 2 µs an operation.
-const proxyOpUS = 1.52
+// at 8 B–8 KiB: 23.12 µs, of which 3.48 are the all-to-all's 12
+// operations within the node past a sendrecv's two (p2pOpsUS), leave
+// 19.64 for 14 more network operations. The held-out 10-node H100 all-to-alls
+// (xxrjun-h100-alltoall-*, NCCL 2.29.2; 36 to 144 operations a GPU)
+// measure 110-280 µs more than the transfer at 32-128 MiB, about 2 µs
+// an operation.
+const proxyOpUS = 1.40
 
 // p2pProxyUS is what the busiest GPU's proxy adds, in µs, to the
 // exchanges of spec across the network on channels channels each

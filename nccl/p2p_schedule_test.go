@@ -124,10 +124,48 @@ func TestP2PProxyCountsNetworkOperations(t *testing.T) {
 	}
 }
 
+// TestP2PCountsLocalOperations: a group of exchanges within a node
+// costs localOpUS for each of the busiest GPU's sends and receives to
+// peers on its node past a sendrecv's two, whatever their channels: an
+// all-to-all rank's to each other GPU of its node (and of no other), a
+// gather's root's receives; none for a sendrecv, a node of two, one GPU
+// a node, or from 2.28 an all-to-all or gather of nothing.
+func TestP2PCountsLocalOperations(t *testing.T) {
+	eight := System{Ranks: 8, Nodes: 1, PerNode: 8, NodeMajor: true, NVLinks: 18}
+	four := System{Ranks: 4, Nodes: 1, PerNode: 4, NodeMajor: true, NVLinks: 18}
+	two := System{Ranks: 2, Nodes: 1, PerNode: 2, NodeMajor: true, NVLinks: 18}
+	twoNodes := System{Ranks: 16, Nodes: 2, PerNode: 8, NodeMajor: true, NVLinks: 18}
+	tenOnes := System{Ranks: 10, Nodes: 10, PerNode: 1, NodeMajor: true}
+	for _, tc := range []struct {
+		s     System
+		op    ops.Op
+		count int
+		v     Version
+		ops   int // the busiest GPU's operations within its node
+	}{
+		{eight, ops.AllToAll, 1, V2_30, 14},
+		{four, ops.AllToAll, 1, V2_30, 6},
+		{two, ops.AllToAll, 1, V2_30, 2},
+		{eight, ops.Gather, 1, V2_30, 7},
+		{eight, ops.SendRecv, 1, V2_30, 2},
+		{eight, ops.AllToAll, 0, V2_28, 0},
+		{eight, ops.AllToAll, 0, V2_27, 14},
+		{twoNodes, ops.AllToAll, 1, V2_30, 14},
+		{twoNodes, ops.Gather, 1, V2_30, 7},
+		{tenOnes, ops.AllToAll, 1, V2_30, 0},
+	} {
+		want := localOpUS * float64(max(0, tc.ops-2))
+		spec := ops.Spec{Op: tc.op, Ranks: tc.s.Ranks, Count: tc.count}
+		if got := p2pOpsUS(tc.s, spec, tc.v); got != want {
+			t.Errorf("%v of %d on %d nodes of %d, %v: %.4g µs, want %.4g (%d operations)", tc.op, tc.count, tc.s.Nodes, tc.s.PerNode, tc.v, got, want, tc.ops)
+		}
+	}
+}
+
 // TestP2PPlanLaunchesWithItsProxy: a point-to-point plan's launch is the
-// ring's base latency of its protocol and its proxy's turns for the
-// channels it runs on (FixedLaunch names the latter), on 2 × 8 B200 at
-// one channel a peer and at several.
+// ring's base latency of its protocol, its operations within the node and
+// its proxy's turns for the channels it runs on (FixedLaunch names the
+// latter two), on 2 × 8 B200 at one channel a peer and at several.
 func TestP2PPlanLaunchesWithItsProxy(t *testing.T) {
 	topo, err := topology.Resolve("dgx-b200x2")
 	if err != nil {
@@ -141,12 +179,13 @@ func TestP2PPlanLaunchesWithItsProxy(t *testing.T) {
 		op       ops.Op
 		perPeer  int
 		channels int
-		ops      int
+		ops      int // network operations
+		local    int // operations within the node
 	}{
-		{ops.AllToAll, 256, 1, 16},
-		{ops.AllToAll, 16 << 20, 4, 64},
-		{ops.Gather, 256, 1, 8},
-		{ops.SendRecv, 256, 1, 2},
+		{ops.AllToAll, 256, 1, 16, 14},
+		{ops.AllToAll, 16 << 20, 4, 64, 14},
+		{ops.Gather, 256, 1, 8, 7},
+		{ops.SendRecv, 256, 1, 2, 2},
 	} {
 		spec := ops.Spec{Op: tc.op, Ranks: 16, Count: tc.perPeer, DType: hw.U8}
 		plan, c, err := tuner.Plan(spec)
@@ -154,9 +193,9 @@ func TestP2PPlanLaunchesWithItsProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, _ := protoIndex(c.Protocol)
-		proxy := proxyOpUS * float64(tc.ops-1) * 1e-6
-		if c.Channels != tc.channels || math.Abs(plan.Launch-baseLatency(Ring, p, V2_30)*1e-6-proxy) > 1e-15 || tuner.FixedLaunch(spec, c) != proxy {
-			t.Errorf("%v of %d B a peer on %d channels: launch %.4g µs, fixed %.4g; want %d channels and %.4g µs of proxy", tc.op, tc.perPeer, c.Channels, plan.Launch*1e6, tuner.FixedLaunch(spec, c)*1e6, tc.channels, proxy*1e6)
+		fixed := (localOpUS*float64(tc.local-2) + proxyOpUS*float64(tc.ops-1)) * 1e-6
+		if got := tuner.FixedLaunch(spec, c); c.Channels != tc.channels || math.Abs(plan.Launch-baseLatency(Ring, p, V2_30)*1e-6-fixed) > 1e-15 || math.Abs(got-fixed) > 1e-18 {
+			t.Errorf("%v of %d B a peer on %d channels: launch %.4g µs, fixed %.4g; want %d channels and %.4g µs fixed", tc.op, tc.perPeer, c.Channels, plan.Launch*1e6, got*1e6, tc.channels, fixed*1e6)
 		}
 	}
 }

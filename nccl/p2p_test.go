@@ -241,9 +241,9 @@ func TestAllToAllPeersOfANodeShareChannels(t *testing.T) {
 // ncclRecv before), so the root's receives share its p2p channels as an
 // all-to-all rank's do: the same split and exchange rate for the same
 // bytes a peer, the same simulated transfer on 8 H100s and 2 × 8, and a
-// plan that ops.Check proves, with the root anywhere. Across nodes the
-// root's proxy has half the network operations of an all-to-all rank's
-// (receives only), so its launch is shorter; on one node there is none.
+// plan that ops.Check proves, with the root anywhere. The root has half
+// the operations of an all-to-all rank (receives only), within its node
+// and across the network, so its launch is shorter.
 func TestGatherIsTheRootsAllToAll(t *testing.T) {
 	for _, topo := range []string{"dgx-h100", "dgx-h100x2"} {
 		c, tp := simtest.World(t, topo, sim.Config{TimingOnly: true})
@@ -258,7 +258,7 @@ func TestGatherIsTheRootsAllToAll(t *testing.T) {
 			if g, a := simtest.Time(t, c, gather), simtest.Time(t, c, a2a); math.Abs((g-gather.Launch)-(a-a2a.Launch)) > 1e-9*a {
 				t.Errorf("%s, %d B a peer: gather %.3f µs, all-to-all %.3f µs, past launches of %.3f and %.3f", topo, perPeer, g*1e6, a*1e6, gather.Launch*1e6, a2a.Launch*1e6)
 			}
-			if oneNode := topo == "dgx-h100"; (gather.Launch == a2a.Launch) != oneNode || gather.Launch > a2a.Launch {
+			if gather.Launch >= a2a.Launch {
 				t.Errorf("%s, %d B a peer: gather launches in %.3f µs, all-to-all in %.3f", topo, perPeer, gather.Launch*1e6, a2a.Launch*1e6)
 			}
 		}

@@ -353,11 +353,12 @@ func (t *Tuner) TreeDip(spec ops.Spec, c Choice) float64 {
 
 // FixedLaunch is the seconds of the launch of t's plan for spec with
 // choice c that Machine.Launch does not scale: NCCL's tree correction
-// (TreeDip), and what a point-to-point's proxy adds across nodes
-// (p2pProxyUS), a CPU thread's turns rather than a kernel's launch.
+// (TreeDip), and what a group of point-to-point exchanges adds to a
+// sendrecv's launch (p2pGroupUS): its parts, and its proxy's turns across
+// nodes, rather than a kernel's launch.
 func (t *Tuner) FixedLaunch(spec ops.Spec, c Choice) float64 {
 	if c.Algo == P2P {
-		return p2pProxyUS(t.System, spec, c.Channels, t.Options.Release()) * 1e-6
+		return p2pGroupUS(t.System, spec, c.Channels, t.Options.Release()) * 1e-6
 	}
 	return t.TreeDip(spec, c)
 }
