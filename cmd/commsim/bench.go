@@ -521,6 +521,7 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 	}
 	sameInPlace := s.runsOnce(w)
 	bar := newProgress(stderr, len(s.sizes))
+	defer bar.stop()
 	if workers := s.parallelWorkers(w); workers > 1 {
 		parallel = true
 		rows, err := s.measureParallel(workers, emit, bar)

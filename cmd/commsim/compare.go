@@ -282,6 +282,7 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 		err = errors.Join(err, exec.Close(), w.close())
 	}()
 	bar := newProgress(stderr, len(c.s.sizes)*len(c.algos))
+	defer bar.stop()
 	rows = make([]cmpRow, 0, len(c.s.sizes))
 	for _, bytes := range c.s.sizes {
 		var r cmpRow

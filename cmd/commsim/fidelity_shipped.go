@@ -116,6 +116,7 @@ func (f *fidFlags) runShipped(stdout, stderr io.Writer) error {
 		total += fidelity.SimulatedSizes(logs[i], op)
 	}
 	bar := newProgress(stderr, total)
+	defer bar.stop()
 	out := shippedReport{Algo: f.algo, Machine: strings.TrimSpace(f.machine)}
 	pools := map[string]*fidelity.Pool{fidelity.GroupTargets: {}, fidelity.GroupHeldOut: {}}
 	for i := range cat.Logs {

@@ -292,6 +292,7 @@ func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 	if rr.rank == 0 {
 		bar = newProgress(stderr, len(s.sizes))
 	}
+	defer bar.stop()
 	for _, bytes := range s.sizes {
 		spec, moved := s.spec(bytes)
 		plan, err := s.plan(spec)

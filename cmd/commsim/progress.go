@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -11,30 +13,82 @@ import (
 
 // progress is a progress bar of a sweep on stderr. newProgress makes one
 // only when stderr is a terminal; the methods of a nil progress do nothing.
+//
+// A size can take minutes to simulate (a million flows sharing a ring's
+// links), and a bar that does not move looks like a hang: once a second
+// the bar says how long it has been since a unit last finished (or the
+// bar began).
 type progress struct {
 	bar    *progressbar.ProgressBar
 	stderr io.Writer
+	mu     sync.Mutex
+	last   time.Time // when a unit last finished, or the bar began
+	quit   chan struct{}
+	once   sync.Once
+	beats  sync.WaitGroup
 }
 
 func newProgress(stderr io.Writer, n int) *progress {
 	f, ok := stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || n < 2 {
+	if !ok || !term.IsTerminal(int(f.Fd())) || n < 1 {
 		return nil
 	}
-	return &progress{progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("sizes"),
-		progressbar.OptionClearOnFinish()), stderr}
+	p := &progress{bar: progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(heartbeat(0)),
+		progressbar.OptionClearOnFinish()), stderr: stderr, last: time.Now(), quit: make(chan struct{})}
+	p.beats.Add(1)
+	go p.beat()
+	return p
+}
+
+// beat redescribes the bar every second until stop.
+func (p *progress) beat() {
+	defer p.beats.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case now := <-tick.C:
+			p.mu.Lock()
+			since := now.Sub(p.last)
+			p.mu.Unlock()
+			p.bar.Describe(heartbeat(since))
+		}
+	}
+}
+
+// heartbeat is the bar's description since the last unit finished.
+func heartbeat(since time.Duration) string {
+	if since < 2*time.Second {
+		return "sizes"
+	}
+	return fmt.Sprintf("sizes (none finished for %s)", since.Round(time.Second))
 }
 
 // step marks one more unit done.
 func (p *progress) step() {
 	if p != nil {
+		p.mu.Lock()
+		p.last = time.Now()
+		p.mu.Unlock()
 		_ = p.bar.Add(1)
 	}
 }
 
-// done clears the bar.
+// stop ends the heartbeat, leaving the bar as it is; done and a deferred
+// stop may both call it.
+func (p *progress) stop() {
+	if p != nil {
+		p.once.Do(func() { close(p.quit) })
+		p.beats.Wait()
+	}
+}
+
+// done stops the heartbeat and clears the bar.
 func (p *progress) done() {
 	if p != nil {
+		p.stop()
 		_ = p.bar.Finish()
 		fmt.Fprintln(p.stderr)
 	}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+// TestHeartbeatSaysHowLongSinceTheLastSize: the bar's description names
+// the time since a size last finished once it passes 2 s, so a size that
+// simulates for minutes does not look like a hang, and says nothing more
+// before then.
+func TestHeartbeatSaysHowLongSinceTheLastSize(t *testing.T) {
+	for _, tc := range []struct {
+		since time.Duration
+		want  string
+	}{
+		{0, "sizes"},
+		{1900 * time.Millisecond, "sizes"},
+		{2 * time.Second, "sizes (none finished for 2s)"},
+		{65*time.Second + 400*time.Millisecond, "sizes (none finished for 1m5s)"},
+	} {
+		if got := heartbeat(tc.since); got != tc.want {
+			t.Errorf("%v since: %q, want %q", tc.since, got, tc.want)
+		}
+	}
+}
+
+// TestNoProgressOffATerminal: off a terminal there is no bar, and a nil
+// bar's methods do nothing (no heartbeat goroutine to stop).
+func TestNoProgressOffATerminal(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&out, 3)
+	if p != nil {
+		t.Fatal("a bar on a buffer")
+	}
+	p.step()
+	p.stop()
+	p.done()
+	if out.Len() != 0 {
+		t.Errorf("wrote %q", out.String())
+	}
+}
