@@ -33,17 +33,22 @@ func newProgress(stderr io.Writer, n int) *progress {
 	if !ok || !term.IsTerminal(int(f.Fd())) || n < 1 {
 		return nil
 	}
-	p := &progress{bar: progressbar.NewOptions(n, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(heartbeat(0)),
-		progressbar.OptionClearOnFinish()), stderr: stderr, last: time.Now(), quit: make(chan struct{})}
+	return startProgress(stderr, n, time.Second)
+}
+
+// startProgress starts a bar of n units on w, redescribed every period.
+func startProgress(w io.Writer, n int, every time.Duration) *progress {
+	p := &progress{bar: progressbar.NewOptions(n, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(heartbeat(0)),
+		progressbar.OptionClearOnFinish()), stderr: w, last: time.Now(), quit: make(chan struct{})}
 	p.beats.Add(1)
-	go p.beat()
+	go p.beat(every)
 	return p
 }
 
-// beat redescribes the bar every second until stop.
-func (p *progress) beat() {
+// beat redescribes the bar every period until stop.
+func (p *progress) beat(every time.Duration) {
 	defer p.beats.Done()
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 	"time"
 )
@@ -41,3 +42,49 @@ func TestNoProgressOffATerminal(t *testing.T) {
 		t.Errorf("wrote %q", out.String())
 	}
 }
+
+// TestHeartbeatRunsBesideTheSweep: the heartbeat redescribes the bar
+// while units finish on other goroutines (the race detector watches),
+// and stop and done, in either order and more than once, end it.
+func TestHeartbeatRunsBesideTheSweep(t *testing.T) {
+	var out syncBuffer
+	p := startProgress(&out, 4, time.Millisecond)
+	done := make(chan struct{})
+	for range 2 {
+		go func() {
+			for range 2 {
+				p.step()
+				time.Sleep(2 * time.Millisecond)
+			}
+			done <- struct{}{}
+		}()
+	}
+	<-done
+	<-done
+	p.stop()
+	p.done()
+	p.stop()
+	if !bytes.Contains(out.Bytes(), []byte("sizes")) {
+		t.Errorf("the bar wrote %q", out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the bar's writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func (s *syncBuffer) String() string { return string(s.Bytes()) }
