@@ -148,6 +148,16 @@ func TestLocalOpRun(t *testing.T) {
 // figures, parsed; it must be held out of the targets.
 func figureSource(t *testing.T, file string) (*PublishedLog, *calibrate.Log, Config) {
 	t.Helper()
+	l, lg, cfg := shippedLog(t, file)
+	if l.HeldOut == "" {
+		t.Errorf("%s: a figure's source must be held out of the targets", file)
+	}
+	return l, lg, cfg
+}
+
+// shippedLog is the shipped log file, parsed.
+func shippedLog(t *testing.T, file string) (*PublishedLog, *calibrate.Log, Config) {
+	t.Helper()
 	cat, err := Published()
 	if err != nil {
 		t.Fatal(err)
@@ -157,12 +167,54 @@ func figureSource(t *testing.T, file string) (*PublishedLog, *calibrate.Log, Con
 		t.Fatalf("%s is not shipped", file)
 	}
 	l := &cat.Logs[k]
-	if l.HeldOut == "" {
-		t.Errorf("%s: a figure's source must be held out of the targets", file)
-	}
 	lg, cfg, err := l.Parse()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l, lg, cfg
+}
+
+// TestProxyOpRuns: a network operation's cost (nccl.proxyOpUS, the part of
+// Tuner.FixedLaunch a node's all-to-all does not have) is what its source
+// runs show, two 2 x 8 B200 runs excluded from the targets: the
+// all-to-all's median at 256 B-16 KiB less the sendrecv's at 8 B-8 KiB,
+// less the all-to-all's operations within the node (the fixed launch of
+// the same all-to-all on one node), over the 14 network operations it has
+// past the sendrecv's two, to the hundredth of a µs. A figure changed
+// without its runs, or localOpUS changed without this one, fails here.
+func TestProxyOpRuns(t *testing.T) {
+	medianUS := func(lg *calibrate.Log, lo, hi int64) float64 {
+		var v []float64
+		for _, s := range lg.Samples {
+			if s.Bytes >= lo && s.Bytes <= hi {
+				v = append(v, s.TimeUS)
+			}
+		}
+		return median(v)
+	}
+	l, a2a, cfg := shippedLog(t, "vultr-b200-alltoall-16xB200.txt")
+	_, sr, _ := shippedLog(t, "vultr-b200-sendrecv-16xB200.txt")
+	fixed := func(topo string, ranks int) (us float64, channels int) {
+		tp, err := topology.Resolve(topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuner, err := nccl.NewTuner(tp, cfg.NCCL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := verify.SpecForSize(ops.Spec{Op: ops.AllToAll, Algo: "nccl", Ranks: ranks, DType: hw.U8}, 1024*int64(ranks))
+		c, err := tuner.Choose(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tuner.FixedLaunch(spec, c) * 1e6, c.Channels
+	}
+	both, channels := fixed(l.Topo, 16)
+	local, _ := fixed("hgx-b200", 8)
+	perOp := (both - local) / 15 // 16 network operations, the first free
+	want := math.Round((medianUS(a2a, 256, 16<<10)-medianUS(sr, 8, 8<<10)-local)/14*100) / 100
+	if channels != 1 || math.Abs(perOp-want) > 1e-9 {
+		t.Errorf("a network operation costs %v us on %d channels a peer; the runs show %v", perOp, channels, want)
+	}
 }

@@ -357,7 +357,8 @@ func p2pOpsUS(s System, spec ops.Spec, v Version) float64 {
 // (median), and a sendrecv, whose busiest GPU has 2 (p2pProxyUS), 14.56
 // at 8 B–8 KiB: 23.12 µs, of which 3.48 are the all-to-all's 12
 // operations within the node past a sendrecv's two (p2pOpsUS), leave
-// 19.64 for 14 more network operations. The held-out 10-node H100 all-to-alls
+// 19.64 for 14 more network operations (fidelity's TestProxyOpRuns
+// reads them). The held-out 10-node H100 all-to-alls
 // (xxrjun-h100-alltoall-*, NCCL 2.29.2; 36 to 144 operations a GPU)
 // measure 110-280 µs more than the transfer at 32-128 MiB, about 2 µs
 // an operation.

@@ -199,3 +199,32 @@ func TestP2PPlanLaunchesWithItsProxy(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedLaunchFollowsTheRelease: FixedLaunch is the part of the plan's
+// launch past the ring's base latency under the tuner's own release: an
+// all-to-all or gather of nothing has group operations before 2.28 and
+// none from it.
+func TestFixedLaunchFollowsTheRelease(t *testing.T) {
+	topo, err := topology.Resolve("dgx-b200x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []Version{V2_27, V2_28, V2_30} {
+		tuner, err := NewTuner(topo, Options{Version: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []ops.Op{ops.AllToAll, ops.Gather} {
+			spec := ops.Spec{Op: op, Ranks: 16, Count: 0, DType: hw.U8}
+			plan, c, err := tuner.Plan(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := protoIndex(c.Protocol)
+			want := plan.Launch - baseLatency(Ring, p, v)*1e-6
+			if got := tuner.FixedLaunch(spec, c); math.Abs(got-want) > 1e-15 || (v < V2_28) != (got > 0) {
+				t.Errorf("%v: %v of nothing: fixed %.4g µs, want %.4g (above 0 before 2.28 only)", v, op, got*1e6, want*1e6)
+			}
+		}
+	}
+}

@@ -354,8 +354,8 @@ func (t *Tuner) TreeDip(spec ops.Spec, c Choice) float64 {
 // FixedLaunch is the seconds of the launch of t's plan for spec with
 // choice c that Machine.Launch does not scale: NCCL's tree correction
 // (TreeDip), and what a group of point-to-point exchanges adds to a
-// sendrecv's launch (p2pGroupUS): its parts, and its proxy's turns across
-// nodes, rather than a kernel's launch.
+// sendrecv's launch (p2pGroupUS): its operations within the node and its
+// proxy's turns across nodes, rather than a kernel's launch.
 func (t *Tuner) FixedLaunch(spec ops.Spec, c Choice) float64 {
 	if c.Algo == P2P {
 		return p2pGroupUS(t.System, spec, c.Channels, t.Options.Release()) * 1e-6

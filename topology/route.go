@@ -133,7 +133,10 @@ func (c *routeCache) keep(key uint64, p Path) Path {
 	if q, ok := c.routes[key]; ok {
 		return q
 	}
-	if c.routes == nil || len(c.routes) >= maxCachedRoutes || c.edges+len(p.Edges) > maxCachedEdges {
+	switch {
+	case c.routes == nil:
+		c.routes = make(map[uint64]Path)
+	case len(c.routes) >= maxCachedRoutes || c.edges+len(p.Edges) > maxCachedEdges:
 		c.routes, c.misses, c.edges = make(map[uint64]Path), nil, 0
 	}
 	c.routes[key] = p

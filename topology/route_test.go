@@ -478,6 +478,59 @@ func TestRouteTreesAreBounded(t *testing.T) {
 	}
 }
 
+// TestRouteTreesFillTheirBoundExactly: trees that fill maxTreeBytes to
+// the byte are all kept; only one that would pass it drops them.
+func TestRouteTreesFillTheirBoundExactly(t *testing.T) {
+	var c routeCache
+	c.keepTree(1, &routeTree{end: make([]int32, maxTreeBytes/4-10)})
+	c.keepTree(2, &routeTree{end: make([]int32, 10)})
+	if len(c.trees) != 2 || c.treeBytes != maxTreeBytes {
+		t.Errorf("two trees of exactly maxTreeBytes: %d trees of %d bytes; want 2 of %d", len(c.trees), c.treeBytes, maxTreeBytes)
+	}
+}
+
+// TestRoutesFromATreeSearchNoMore: the miss that builds a source's tree
+// reads its route from that tree, kept only while the cache has room (a
+// full cache is left as it is, and so are the sources' misses), and every
+// later route of the source is a walk back: one allocation, no search.
+func TestRoutesFromATreeSearchNoMore(t *testing.T) {
+	tp := mustParse(t, "ring:64")
+	gpus := tp.GPUs()
+	src := gpus[0]
+	c := tp.routing
+	for _, dst := range gpus[1 : searchAllAfter+1] {
+		if _, err := tp.Route(src, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.trees[src] != nil || c.misses[src] != searchAllAfter {
+		t.Fatalf("after %d routes: tree %v, %d misses; want none and %d (the first miss counts)", searchAllAfter, c.trees[src] != nil, c.misses[src], searchAllAfter)
+	}
+	c.mu.Lock()
+	for i := 0; len(c.routes) < maxCachedRoutes; i++ {
+		c.routes[uint64(1)<<62|uint64(i)] = Path{}
+	}
+	c.mu.Unlock()
+	dst := gpus[searchAllAfter+1]
+	got, err := tp.Route(src, dst)
+	want, _ := tp.shortestRoute(src, dst, nil)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("route %v (%v), want %v", got, err, want)
+	}
+	if c.trees[src] == nil || len(c.routes) != maxCachedRoutes || c.misses[src] != searchAllAfter+1 {
+		t.Errorf("after the miss that builds the tree: tree %v, %d routes, %d misses; want a tree, the full cache (%d) left, %d misses",
+			c.trees[src] != nil, len(c.routes), c.misses[src], maxCachedRoutes, searchAllAfter+1)
+	}
+	far := gpus[32]
+	if allocs := testing.AllocsPerRun(20, func() {
+		if _, err := tp.Route(src, far); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 1 {
+		t.Errorf("a route read from the tree allocates %v times; want 1 (its edges), no search", allocs)
+	}
+}
+
 // TestWithCapacities: a fabric with other bandwidths routes as its source
 // and shares its route cache (a route or a count of shortest routes found
 // on either is the other's), keeps its hosts and ports, and is refused
