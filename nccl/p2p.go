@@ -326,11 +326,9 @@ const localOpUS = 0.29
 // p2pOpsUS is what the operations of spec's exchanges within a node add,
 // in µs, on the busiest GPU (localOpUS): an all-to-all's GPU sends to and
 // receives from each other GPU of its node, a gather's root receives from
-// them, and a sendrecv has its send and receive. From 2.28 ncclAlltoAll
-// and ncclGather drop a count of 0 before any operation (enqueue.cc,
-// taskAppend).
+// them, and a sendrecv has its send and receive (none past the two).
 func p2pOpsUS(s System, spec ops.Spec, v Version) float64 {
-	if spec.Op != ops.AllToAll && spec.Op != ops.Gather || spec.Count == 0 && v >= V2_28 {
+	if spec.Op != ops.AllToAll && spec.Op != ops.Gather || makesNoOperation(spec, v) {
 		return 0
 	}
 	n := min(s.PerNode, spec.Ranks) - 1
@@ -339,6 +337,11 @@ func p2pOpsUS(s System, spec ops.Spec, v Version) float64 {
 	}
 	return localOpUS * float64(max(0, n-2))
 }
+
+// makesNoOperation reports whether release v makes no operation at all
+// of spec, an all-to-all or a gather: from 2.28 ncclAlltoAll and
+// ncclGather drop a count of 0 before any (enqueue.cc, taskAppend).
+func makesNoOperation(spec ops.Spec, v Version) bool { return spec.Count == 0 && v >= V2_28 }
 
 // proxyOpUS is what, in µs, each network operation a GPU's proxy thread
 // progresses beyond the first delays a grouped send and receive by. An
@@ -375,9 +378,8 @@ const proxyOpUS = 1.40
 // GPU relays as many sends as it makes) and gives a sendrecv's GPU at a
 // node's first place both the send it relays for the node's last and its
 // own receive; without PXN a sendrecv's GPU at a node's edge has one of
-// them, and with one GPU a node (or ranks not node by node) both. From
-// 2.28 ncclAlltoAll and ncclGather drop a count of 0 before any
-// operation (enqueue.cc, taskAppend).
+// them, and with one GPU a node (or ranks not node by node) both. An
+// all-to-all or gather of nothing may make none (makesNoOperation).
 func p2pProxyUS(s System, spec ops.Spec, channels int, v Version) float64 {
 	if s.Nodes < 2 {
 		return 0
@@ -386,7 +388,7 @@ func p2pProxyUS(s System, spec ops.Spec, channels int, v Version) float64 {
 	var netOps int
 	switch spec.Op {
 	case ops.AllToAll, ops.Gather:
-		if spec.Count == 0 && v >= V2_28 {
+		if makesNoOperation(spec, v) {
 			return 0
 		}
 		netOps = remote * channels
