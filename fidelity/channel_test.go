@@ -83,12 +83,7 @@ func TestMeasuredChannelRates(t *testing.T) {
 func TestThreadFloorRuns(t *testing.T) {
 	const file = "together-h100-allreduce-ring-8xH100.txt"
 	_, lg, _ := figureSource(t, file)
-	var small []float64
-	for _, s := range lg.Samples {
-		if s.Bytes >= 8 && s.Bytes <= 128 {
-			small = append(small, s.TimeUS)
-		}
-	}
+	small := timesBetween(lg, 8, 128)
 	g := lg.GPUsPerThread
 	if len(small) != 5 || g != 8 {
 		t.Fatalf("%s: %d sizes of 8-128 B, %d GPUs a thread; want 5 and 8", file, len(small), g)
@@ -183,15 +178,6 @@ func shippedLog(t *testing.T, file string) (*PublishedLog, *calibrate.Log, Confi
 // past the sendrecv's two, to the hundredth of a µs. A figure changed
 // without its runs, or localOpUS changed without this one, fails here.
 func TestProxyOpRuns(t *testing.T) {
-	medianUS := func(lg *calibrate.Log, lo, hi int64) float64 {
-		var v []float64
-		for _, s := range lg.Samples {
-			if s.Bytes >= lo && s.Bytes <= hi {
-				v = append(v, s.TimeUS)
-			}
-		}
-		return median(v)
-	}
 	l, a2a, cfg := shippedLog(t, "vultr-b200-alltoall-16xB200.txt")
 	_, sr, _ := shippedLog(t, "vultr-b200-sendrecv-16xB200.txt")
 	fixed := func(topo string, ranks int) (us float64, channels int) {
@@ -213,8 +199,20 @@ func TestProxyOpRuns(t *testing.T) {
 	both, channels := fixed(l.Topo, 16)
 	local, _ := fixed("hgx-b200", 8)
 	perOp := (both - local) / 15 // 16 network operations, the first free
-	want := math.Round((medianUS(a2a, 256, 16<<10)-medianUS(sr, 8, 8<<10)-local)/14*100) / 100
+	want := math.Round((median(timesBetween(a2a, 256, 16<<10))-median(timesBetween(sr, 8, 8<<10))-local)/14*100) / 100
 	if channels != 1 || math.Abs(perOp-want) > 1e-9 {
 		t.Errorf("a network operation costs %v us on %d channels a peer; the runs show %v", perOp, channels, want)
 	}
+}
+
+// timesBetween is the log's out-of-place times of the sizes from lo to hi
+// bytes.
+func timesBetween(lg *calibrate.Log, lo, hi int64) []float64 {
+	var v []float64
+	for _, s := range lg.Samples {
+		if s.Bytes >= lo && s.Bytes <= hi {
+			v = append(v, s.TimeUS)
+		}
+	}
+	return v
 }

@@ -165,66 +165,44 @@ func TestP2PCountsLocalOperations(t *testing.T) {
 // TestP2PPlanLaunchesWithItsProxy: a point-to-point plan's launch is the
 // ring's base latency of its protocol, its operations within the node and
 // its proxy's turns for the channels it runs on (FixedLaunch names the
-// latter two), on 2 × 8 B200 at one channel a peer and at several.
+// latter two, under the tuner's own release), on 2 × 8 B200 at one
+// channel a peer and at several; an all-to-all or gather of nothing has
+// its operations before 2.28 and none from it.
 func TestP2PPlanLaunchesWithItsProxy(t *testing.T) {
 	topo, err := topology.Resolve("dgx-b200x2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tuner, err := NewTuner(topo, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		op       ops.Op
 		perPeer  int
+		v        Version
 		channels int
 		ops      int // network operations
 		local    int // operations within the node
 	}{
-		{ops.AllToAll, 256, 1, 16, 14},
-		{ops.AllToAll, 16 << 20, 4, 64, 14},
-		{ops.Gather, 256, 1, 8, 7},
-		{ops.SendRecv, 256, 1, 2, 2},
+		{ops.AllToAll, 256, V2_30, 1, 16, 14},
+		{ops.AllToAll, 16 << 20, V2_30, 4, 64, 14},
+		{ops.Gather, 256, V2_30, 1, 8, 7},
+		{ops.SendRecv, 256, V2_30, 1, 2, 2},
+		{ops.AllToAll, 0, V2_27, 1, 16, 14},
+		{ops.AllToAll, 0, V2_28, 1, 0, 0},
+		{ops.Gather, 0, V2_27, 1, 8, 7},
+		{ops.Gather, 0, V2_30, 1, 0, 0},
 	} {
+		tuner, err := NewTuner(topo, Options{Version: tc.v})
+		if err != nil {
+			t.Fatal(err)
+		}
 		spec := ops.Spec{Op: tc.op, Ranks: 16, Count: tc.perPeer, DType: hw.U8}
 		plan, c, err := tuner.Plan(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p, _ := protoIndex(c.Protocol)
-		fixed := (localOpUS*float64(tc.local-2) + proxyOpUS*float64(tc.ops-1)) * 1e-6
-		if got := tuner.FixedLaunch(spec, c); c.Channels != tc.channels || math.Abs(plan.Launch-baseLatency(Ring, p, V2_30)*1e-6-fixed) > 1e-15 || math.Abs(got-fixed) > 1e-18 {
-			t.Errorf("%v of %d B a peer on %d channels: launch %.4g µs, fixed %.4g; want %d channels and %.4g µs fixed", tc.op, tc.perPeer, c.Channels, plan.Launch*1e6, got*1e6, tc.channels, fixed*1e6)
-		}
-	}
-}
-
-// TestFixedLaunchFollowsTheRelease: FixedLaunch is the part of the plan's
-// launch past the ring's base latency under the tuner's own release: an
-// all-to-all or gather of nothing has group operations before 2.28 and
-// none from it.
-func TestFixedLaunchFollowsTheRelease(t *testing.T) {
-	topo, err := topology.Resolve("dgx-b200x2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []Version{V2_27, V2_28, V2_30} {
-		tuner, err := NewTuner(topo, Options{Version: v})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, op := range []ops.Op{ops.AllToAll, ops.Gather} {
-			spec := ops.Spec{Op: op, Ranks: 16, Count: 0, DType: hw.U8}
-			plan, c, err := tuner.Plan(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, _ := protoIndex(c.Protocol)
-			want := plan.Launch - baseLatency(Ring, p, v)*1e-6
-			if got := tuner.FixedLaunch(spec, c); math.Abs(got-want) > 1e-15 || (v < V2_28) != (got > 0) {
-				t.Errorf("%v: %v of nothing: fixed %.4g µs, want %.4g (above 0 before 2.28 only)", v, op, got*1e6, want*1e6)
-			}
+		fixed := (localOpUS*float64(max(0, tc.local-2)) + proxyOpUS*float64(max(0, tc.ops-1))) * 1e-6
+		if got := tuner.FixedLaunch(spec, c); c.Channels != tc.channels || math.Abs(plan.Launch-baseLatency(Ring, p, tc.v)*1e-6-fixed) > 1e-15 || math.Abs(got-fixed) > 1e-18 {
+			t.Errorf("%v, %v of %d B a peer on %d channels: launch %.4g µs, fixed %.4g; want %d channels and %.4g µs fixed", tc.v, tc.op, tc.perPeer, c.Channels, plan.Launch*1e6, got*1e6, tc.channels, fixed*1e6)
 		}
 	}
 }
