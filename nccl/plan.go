@@ -241,7 +241,7 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops
 	for class := range ops.NumPathClasses {
 		w.Latency[class] = hwLatency(class, a, p, v) * 1e-6 * scale
 	}
-	w.Latency[ops.PathNet] = interLatency(s, a, p, v) * 1e-6 * scale
+	w.Latency[ops.PathNet] = netHop(s, a, p, v) * 1e-6 * scale
 	w.Latency[ops.PathNVLink] = max(w.Latency[ops.PathNVLink], ringStepFloor(s, spec.Op, a, p)*1e-6*scale)
 	factor := 1.0
 	switch p {
@@ -260,6 +260,32 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops
 	machineHops(&w, s, m)
 	w.Rate = m.channelBound(s, w.Rate, 1) * orOne(m.Bandwidth[p])
 	return finishWire(&w, int64(chunkBytes(p, o))), baseLatency(a, p, v) * 1e-6 * scale * orOne(m.Launch)
+}
+
+// netHop is what a hop of algorithm a with protocol p takes across
+// nodes on the machine, in µs: NCCL's figure (interLatency), but on
+// Hopper and later a ring's LL128 hop takes NCCL's Simple one. A GPU
+// ends each LL128 step it sends to the network as it ends a Simple step:
+// with a barrier of its block, a fence at system scope (prims_ll128.h,
+// postSend: __threadfence_system from sm_90, a device-scope fence
+// before) and the tail its proxy waits for before it sends (net.cc,
+// sendProxyProgress), where the proxy sends an LL step as soon as its
+// lines' flags read. NCCL's model prices the ring's LL128 hop near LL's
+// (4.0 µs against 2.7; Simple 14), and its tuner keeps that (latency).
+// Evidence, all held out or a target: two-node LL128 rings on H100, H200,
+// B200 and GB300 (1-32 MiB) took 15-31 µs an all-gather and 45-72 an
+// all-reduce more than the simulation with NCCL's figure, about 10 µs a
+// crossing; against it, xxrjun's ten-node rings (network unstated) show
+// none at 32 MiB. A tree keeps NCCL's LL128 figure, already 8.5 µs: with
+// Simple's, its held-out logs came out no closer on the whole (from 64
+// KiB to 16 MiB, three of the 309 issue's 4 to 8 nodes closer, its 32
+// H100s 13% → 26%, Red Hat's 16 H200s 7% → 11%, OCI's 128 GB200s 13% →
+// 17%).
+func netHop(s System, a Algo, p int, v Version) float64 {
+	if a == Ring && p == ll128 && s.Arch.SM() >= 90 {
+		p = simple
+	}
+	return interLatency(s, a, p, v)
 }
 
 // channelSpeeds are, in GB/s, the speed of one block of threads (a

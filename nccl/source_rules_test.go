@@ -212,3 +212,43 @@ func tunerOn(t *testing.T, spec string, o nccl.Options) *nccl.Tuner {
 	t.Helper()
 	return try(nccl.NewTuner(try(topology.Resolve(spec))(t), o))(t)
 }
+
+// TestRingLL128CrossesTheNetworkAsSimple: from Hopper on, a GPU ends a
+// ring's LL128 step to the network as it ends a Simple one (a system
+// fence and the tail its proxy waits for), so the machine's LL128 hop
+// across nodes is NCCL's Simple figure (14 µs), while its tuner keeps
+// its own (4.0 µs). LL, which the proxy sends as its flags read, keeps
+// 2.7 µs, a tree's LL128 its 8.5, Ampere's ring (a device-scope fence)
+// NCCL's 4.0, and a ring's LL128 hop within a node NCCL's NVLink figure.
+func TestRingLL128CrossesTheNetworkAsSimple(t *testing.T) {
+	for _, tc := range []struct {
+		arch        string
+		algo        nccl.Algo
+		proto       ops.Protocol
+		net, nvlink float64 // µs
+	}{
+		{"hopper", nccl.Ring, ops.ProtoLL128, 14, 1.9},
+		{"blackwell", nccl.Ring, ops.ProtoLL128, 14, 1.9},
+		{"ampere", nccl.Ring, ops.ProtoLL128, 4.0, 1.9},
+		{"hopper", nccl.Ring, ops.ProtoLL, 2.7, 0.6},
+		{"hopper", nccl.Tree, ops.ProtoLL128, 8.5, 1.25},
+	} {
+		tu := tunerOn(t, "cluster:2x8,arch="+tc.arch, nccl.Options{Algos: []nccl.Algo{tc.algo}, Protos: []ops.Protocol{tc.proto}})
+		spec := ops.Spec{Op: ops.AllReduce, Ranks: 16, Count: 1 << 10, DType: hw.F32, Redop: hw.Sum}
+		plan, c := planOf(t, tu, spec)
+		if got := plan.Wire.Latency[ops.PathNet] * 1e6; math.Abs(got-tc.net) > 1e-9 {
+			t.Errorf("%s %s: the network hop takes %.2f µs, want %.2f", tc.arch, nccl.Label(plan), got, tc.net)
+		}
+		if got := plan.Wire.Latency[ops.PathNVLink] * 1e6; got < tc.nvlink-1e-9 || got >= tc.net {
+			t.Errorf("%s %s: the NVLink hop takes %.2f µs, want NCCL's %.2f (or the host's floor on a step)", tc.arch, nccl.Label(plan), got, tc.nvlink)
+		}
+		// NCCL's model: its base, and 2(16-1) steps, 2 of them across
+		// the network.
+		if tc.algo == nccl.Ring && tc.proto == ops.ProtoLL128 {
+			want := 14.0 + 28*1.9 + 2*4.0
+			if math.Abs(c.LatencyUS-want) > 1e-6 {
+				t.Errorf("%s %s: NCCL's model gives %.2f µs of latency, want %.2f with its 4.0 µs network hop", tc.arch, nccl.Label(plan), c.LatencyUS, want)
+			}
+		}
+	}
+}
