@@ -22,10 +22,11 @@
 //   - Every plan carries NCCL's base latency as its launch, and a Wire:
 //     per hop, NCCL's latency for the protocol and the path class
 //     (NVLink, PCIe, network; from Hopper on, a ring's LL128 hop across
-//     nodes takes the Simple one's, netHop); per byte, the protocol's payload (LL 8 of
-//     16 bytes, LL128 120 of 128); per channel, at most one channel's
-//     speed in NCCL's model, the channels launched sharing its whole
-//     bandwidth (which holds a ring or a tree to its slowest link's pace).
+//     nodes takes the Simple one's, netHop); per byte, the protocol's
+//     payload (LL 8 of 16 bytes, LL128 120 of 128); per channel, at most
+//     one channel's speed in NCCL's model, the channels launched sharing
+//     its whole bandwidth (which holds a ring or a tree to its slowest
+//     link's pace).
 //     A message lands its latency after its bytes leave, so a channel's
 //     messages overlap their latencies; reductions are fused into the
 //     transfers, as NCCL's kernels reduce while they copy.
