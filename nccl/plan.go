@@ -276,7 +276,8 @@ func wire(s System, spec ops.Spec, a Algo, p int, o Options, rate float64) (*ops
 // B200 and GB300 (1-32 MiB) took 15-31 µs an all-gather and 45-72 an
 // all-reduce more than the simulation with NCCL's figure, about 10 µs a
 // crossing; against it, xxrjun's ten-node rings (network unstated) show
-// none at 32 MiB. A tree keeps NCCL's LL128 figure, already 8.5 µs: with
+// none at 32 MiB, though their Simple rings run faster than NCCL's 14 µs
+// hop allows too. A tree keeps NCCL's LL128 figure, already 8.5 µs: with
 // Simple's, its held-out logs came out no closer on the whole (from 64
 // KiB to 16 MiB, three of the 309 issue's 2 to 8 nodes closer, its 32
 // H100s 13% → 26%, Red Hat's 16 H200s 7% → 11%, OCI's 128 GB200s 13% →
