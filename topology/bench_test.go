@@ -98,12 +98,7 @@ func BenchmarkRouteCached(b *testing.B) {
 //	go test -run XXX -bench PathCostHypercube ./topology/
 func BenchmarkPathCostHypercubePartners(b *testing.B) {
 	for range b.N {
-		b.StopTimer()
-		topo, err := Parse("dgx-h100x128")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
+		topo := parseUntimed(b, "dgx-h100x128")
 		p := topo.NumGPUs()
 		for r := range p {
 			for k := 1; k < p; k *= 2 {
@@ -124,12 +119,7 @@ func BenchmarkPathCostHypercubePartners(b *testing.B) {
 //	go test -run XXX -bench RouteAllToAllRing512 -benchtime 3x ./topology/
 func BenchmarkRouteAllToAllRing512(b *testing.B) {
 	for range b.N {
-		b.StopTimer()
-		tp, err := Parse("ring:512")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
+		tp := parseUntimed(b, "ring:512")
 		n := tp.NumGPUs()
 		for d := 1; d < n; d++ {
 			for r := range n {
@@ -139,4 +129,18 @@ func BenchmarkRouteAllToAllRing512(b *testing.B) {
 			}
 		}
 	}
+}
+
+// parseUntimed is the fabric spec names, made with b's timer stopped:
+// the benchmarks that call it time a fresh fabric's routes, not its
+// making.
+func parseUntimed(b *testing.B, spec string) *Topology {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	tp, err := Parse(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tp
 }
