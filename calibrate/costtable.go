@@ -95,6 +95,10 @@ type CostTableLog struct {
 	// Calls are NCCL's tuning lines for calls, the first of each
 	// collective and size, in the log's order.
 	Calls []LoggedCall
+	// CutRows are the lines of the first table's rows that end before
+	// the columns their headers give (a log cut at a width, a quoted
+	// excerpt): their cells up to the cut are read.
+	CutRows []int
 }
 
 // NameCalls names the calls whose lines do not (NCCL 2.20-2.22) as op,
@@ -199,6 +203,9 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 			cellLine[key] = i + 1
 			out.Cells = append(out.Cells, LoggedCost{Cost: nccl.Cost{Op: op, Algo: a, Protocol: p, LatencyUS: lat, AlgBW: bw}, Line: i + 1})
 		}
+		if len(cells) < blockColumns(algos, protos, heads) {
+			out.CutRows = append(out.CutRows, i+1)
+		}
 	}
 	if len(out.Cells) == 0 && out.Channels == nil && len(out.Calls) == 0 {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoCostTable)
@@ -247,6 +254,15 @@ func columnOf(k int, algos, protos, heads []string) (algo, proto string, ok bool
 		return "", "", false
 	}
 	return algos[k/protosPerAlgo], protos[k], true
+}
+
+// blockColumns is how many cells each row of a block has: one under
+// each of its columns that columnOf places.
+func blockColumns(algos, protos, heads []string) int {
+	if heads != nil {
+		return len(heads)
+	}
+	return min(len(protos), len(algos)*protosPerAlgo)
 }
 
 // parseCost reads a cell, "latency/bandwidth".

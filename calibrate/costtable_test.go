@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,6 +86,21 @@ x:9373:9456 [0] NCCL INFO     Broadcast |     0.0/   0.0 |     0.0/   0.0 |     
 	}
 	if c := got.Cells[5]; c.Algo != nccl.Ring || c.Protocol != ops.ProtoSimple || c.LatencyUS != 18 || c.AlgBW != 3 {
 		t.Errorf("last cell %+v, want ring/Simple 18.0/3.0", c)
+	}
+}
+
+// A row that ends before its headers' columns (a log cut at a width,
+// an excerpt) is read up to the cut and named; the rows after it are
+// read whole. Before 2.18, the heads give the columns.
+func TestParseCostTableNamesRowsCutOff(t *testing.T) {
+	blocks := "NCCL INFO   Algorithm   |     Tree      |\nNCCL INFO   Protocol    |  LL |  LL128 | Simple |\n" +
+		"NCCL INFO     Broadcast |  1/1 | 2/2 |\nNCCL INFO     AllReduce |  1/1 | 2/2 | 3/3 |\n"
+	old := "NCCL INFO Latency/AlgBw |    Tree/    LL |    Tree/ LL128 |\nNCCL INFO     AllReduce |  1/1 |\n"
+	for text, want := range map[string]struct{ cells, line int }{blocks: {5, 3}, old: {1, 2}} {
+		got, err := ParseCostTable("x.txt", []byte(text))
+		if err != nil || len(got.Cells) != want.cells || !slices.Equal(got.CutRows, []int{want.line}) {
+			t.Errorf("%q: %+v, %v: want %d cells, the row on line %d cut off", text, got, err, want.cells, want.line)
+		}
 	}
 }
 

@@ -26,6 +26,9 @@ var (
 	// Kubernetes and Docker style), or a time of day alone, bracketed or
 	// not.
 	stampRE = regexp.MustCompile(`^\[?(?:\d{4}[-/]\d\d[-/]\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?)?|\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d| ?UTC)?\]?`)
+	// A log collector's level after its stamp ("2024-05-01 10:00:00,123
+	// INFO ", Python's logging and most others).
+	levelTagRE = regexp.MustCompile(`^(?:INFO|NOTICE|WARN|WARNING|ERROR|DEBUG)\b`)
 	// What date(1) prints: "Wed May  1 12:00:00 UTC 2024", "Wed, 01 May
 	// 2024 12:00:00 +0000".
 	dateLineRE = regexp.MustCompile(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?\s.*\b\d{1,2}:\d\d\b`)
@@ -56,14 +59,22 @@ func commented(t string) string {
 // host tags and time stamps, as many as it has, in any order; "" for a
 // line Open MPI tags as a rank's stderr.
 func untag(line string) string {
-	t := strings.TrimSpace(line)
+	t, _ := untagged(line)
+	return t
+}
+
+// untagged is untag's line, and whether it is "" because Open MPI tags
+// it as a rank's stderr.
+func untagged(line string) (t string, stderr bool) {
+	t = strings.TrimSpace(line)
+	start := t
 	for {
 		n := len(t)
 		if m := openMPITagRE.FindString(t); m != "" {
 			if strings.HasSuffix(m, "<stderr>:") {
 				// nccl-tests prints its table on stdout: what a rank
 				// wrote to stderr (warnings, ssh's notes) is not part of it.
-				return ""
+				return "", true
 			}
 			// Open MPI glues the tag to the text: "[1,0]<stdout>:#".
 			t = t[len(m):]
@@ -73,10 +84,12 @@ func untag(line string) string {
 			t = t[len(m):]
 		} else if m := hostTagRE.FindString(t); m != "" && endsTag(t, len(m)) {
 			t = t[len(m):]
+		} else if m := levelTagRE.FindString(t); m != "" && t != start && endsTag(t, len(m)) {
+			t = t[len(m):] // only after a tag or stamp: a line of its own that starts so is kept
 		}
 		t = strings.TrimLeftFunc(t, unicode.IsSpace)
 		if len(t) == n {
-			return strings.TrimSpace(t)
+			return strings.TrimSpace(t), false
 		}
 	}
 }

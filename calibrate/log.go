@@ -20,6 +20,19 @@ type Sample struct {
 	Bytes  int64
 	TimeUS float64 // out of place, the mean of the log's rows of this size
 	Line   int     // the line of its first row
+	// Count is the row's count column (nccl-tests': a rank's elements
+	// for all-gather, reduce-scatter, all-to-all and gather, the whole
+	// buffer's for the others), 0 where the log gives none.
+	Count int64
+}
+
+// row is one result row as a log states it: its sample, and what else
+// the log's layout gives, zero where it gives none.
+type row struct {
+	Sample
+	typ   string // the element type as written
+	redop string // nccl-tests' redop column, lower case
+	wrong int64  // the #wrong columns' sum (nccl-tests' count of wrong elements)
 }
 
 // Log is what an nccl-tests log says.
@@ -58,6 +71,22 @@ type Log struct {
 	// InPlaceOnly counts the sizes of a JSON report that has no
 	// out-of-place result for them, whose in-place time is taken.
 	InPlaceOnly int
+	// Redop is the reduction the rows name (nccl-tests' redop column:
+	// sum, …, or none for a collective that does not reduce), "" where
+	// they name none.
+	Redop string
+	// Repeated counts the sizes above 0 that several rows give (a rerun,
+	// or nccl-tests' -o all): each such size's times are averaged.
+	Repeated int
+	// WrongRows counts the rows whose #wrong column is above 0 (the run
+	// found wrong elements in its results), and FirstWrong is the first
+	// one's line: their times are read as they stand.
+	WrongRows, FirstWrong int
+	// counted is the first row with a count: every other row's size must
+	// be as many bytes per counted element as its.
+	counted row
+	// stderrLines counts the lines left out as a rank's stderr.
+	stderrLines int
 }
 
 // LogError is a log that cannot be read: the line at fault, why, and its
@@ -151,24 +180,27 @@ func isInt(s string) bool { _, err := strconv.ParseInt(s, 10, 64); return err ==
 // time]; hasRoot is 1 or 0 from the header, -1 without one (then the
 // column count decides: nccl-tests prints 4 or 8 columns per half). root
 // is the root column's rank, -1 where the row has none.
-func tableRow(f []string, hasRoot int) (s Sample, typ string, root int, msg string) {
+func tableRow(f []string, hasRoot int) (r row, root int, msg string) {
 	root = -1
 	if len(f) >= 2 && dateRE.MatchString(f[len(f)-2]) {
 		f = f[:len(f)-2]
 	}
 	if len(f) < 6 || f[0][0] < '0' || f[0][0] > '9' || !isInt(f[1]) || isNum(f[2]) {
-		return s, "", root, "want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line"
+		return r, root, "want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line"
 	}
 	k := afterRedop(f)
-	if k == 4 && !slices.Contains(redopNames, strings.ToLower(f[3])) {
-		return s, "", root, fmt.Sprintf("redop %q is none of nccl-tests' (%s)", f[3], strings.Join(redopNames, ", "))
+	if k == 4 {
+		r.redop = strings.ToLower(f[3])
+		if !slices.Contains(redopNames, r.redop) {
+			return r, root, fmt.Sprintf("redop %q is none of nccl-tests' (%s)", f[3], strings.Join(redopNames, ", "))
+		}
 	}
 	rooted := hasRoot == 1 || (hasRoot == -1 && (len(f)-k)%2 == 1)
 	if rooted {
 		k++
 	}
 	if len(f) < k+3 || !isNum(f[k+1]) || !isNum(f[k+2]) {
-		return s, "", root, "want time, algbw and busbw after the size, count, type, redop and root columns"
+		return r, root, "want time, algbw and busbw after the size, count, type, redop and root columns"
 	}
 	// nccl-tests' algbw is bytes/time: where the columns taken do not
 	// give it and those with the root column the other way do, the row
@@ -179,19 +211,30 @@ func tableRow(f []string, hasRoot int) (s Sample, typ string, root int, msg stri
 	}
 	if !algbwFits(f, k, false) && algbwFits(f, alt, true) {
 		if hasRoot != -1 {
-			return s, "", root, fmt.Sprintf("the header's columns do not fit this row: its time and algbw are columns %d and %d (algbw = bytes/time), where the header puts them at %d and %d", alt+1, alt+2, k+1, k+2)
+			return r, root, fmt.Sprintf("the header's columns do not fit this row: its time and algbw are columns %d and %d (algbw = bytes/time), where the header puts them at %d and %d", alt+1, alt+2, k+1, k+2)
 		}
 		k, rooted = alt, !rooted
 	}
 	if rooted {
-		r, err := strconv.Atoi(f[k-1])
-		if err != nil || r < -1 {
-			return s, "", root, fmt.Sprintf("root %q is no rank (nccl-tests prints -1 where there is none)", f[k-1])
+		n, err := strconv.Atoi(f[k-1])
+		if err != nil || n < -1 {
+			return r, root, fmt.Sprintf("root %q is no rank (nccl-tests prints -1 where there is none)", f[k-1])
 		}
-		root = r
+		root = n
 	}
-	s, msg = sizeTime(f[0], f[k])
-	return s, f[2], root, msg
+	r.Sample, msg = sizeTime(f[0], f[k])
+	r.Count, _ = strconv.ParseInt(f[1], 10, 64)
+	r.typ = f[2]
+	// #wrong follows each half's busbw: a count, or N/A unchecked (older
+	// nccl-tests print an error instead, a float).
+	for _, w := range []int{k + 3, k + 7} {
+		if w < len(f) {
+			if n, err := strconv.ParseInt(f[w], 10, 64); err == nil && n > 0 {
+				r.wrong += n
+			}
+		}
+	}
+	return r, root, msg
 }
 
 // knownTests are the nccl-tests programs of testOps, sorted.
@@ -248,21 +291,52 @@ func algbwFits(f []string, k int, strict bool) bool {
 	return math.Abs(want-algbw) <= 0.006+0.01*max(want, algbw)
 }
 
-// add takes s, a row of type typ ("" where the row names none) on line,
-// or says why not: a size or a time out of range, or a type after
-// another.
-func (lg *Log) add(s Sample, typ string, line int) string {
-	d, known := dtypeOf(typ)
+// add takes r, a row on line, or says why not: a size or a time out of
+// range, a type after another, or a row that belongs to another
+// collective than the rows before it (its count or redop says so).
+func (lg *Log) add(r row, line int) string {
+	d, known := dtypeOf(r.typ)
 	switch {
-	case !s.valid():
+	case !r.valid():
 		return "want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0)"
-	case typ != "" && lg.Type != "" && typ != lg.Type:
-		return fmt.Sprintf("type %s after %s: calibrate one type per log", typ, lg.Type)
-	case known && s.Bytes%int64(d.Size()) != 0:
-		return fmt.Sprintf("size %d bytes is not a whole number of %s elements (%d bytes each)", s.Bytes, typ, d.Size())
+	case r.typ != "" && lg.Type != "" && r.typ != lg.Type:
+		return fmt.Sprintf("type %s after %s: calibrate one type per log", r.typ, lg.Type)
+	case known && r.Bytes%int64(d.Size()) != 0:
+		return fmt.Sprintf("size %d bytes is not a whole number of %s elements (%d bytes each)", r.Bytes, r.typ, d.Size())
 	}
-	s.Line, lg.Type = line, cmp.Or(lg.Type, typ)
-	lg.Samples = append(lg.Samples, s)
+	if msg := lg.sameRun(r); msg != "" {
+		return msg
+	}
+	r.Line, lg.Type, lg.Redop = line, cmp.Or(lg.Type, r.typ), cmp.Or(lg.Redop, r.redop)
+	if r.Count > 0 && r.Bytes > 0 && lg.counted.Count == 0 {
+		lg.counted = r
+	}
+	if r.wrong > 0 {
+		lg.WrongRows++
+		lg.FirstWrong = cmp.Or(lg.FirstWrong, line)
+	}
+	lg.Samples = append(lg.Samples, r.Sample)
+	return ""
+}
+
+// sameRun says why r cannot be a row of the collective the log's rows
+// so far measured, or "": nccl-tests' count is a whole number of
+// elements, a rank's or the buffer's by collective, so one run's rows
+// all have as many bytes per counted element; and a collective either
+// reduces or prints none in every row. A log that joins two runs
+// without their headers (an all-reduce's and an all-gather's, say)
+// would otherwise average their times size by size.
+func (lg *Log) sameRun(r row) string {
+	first := lg.counted
+	switch {
+	case r.Count > 0 && r.Bytes > 0 && r.Bytes%r.Count != 0:
+		return fmt.Sprintf("size %d bytes is not a whole number of its count's %d elements", r.Bytes, r.Count)
+	case r.Count > 0 && r.Bytes > 0 && first.Count > 0 && r.Bytes/r.Count != first.Bytes/first.Count:
+		return fmt.Sprintf("%d bytes a counted element (size/count), where line %d's row has %d: a row of another collective, type or rank count (give one run per log)",
+			r.Bytes/r.Count, first.Line, first.Bytes/first.Count)
+	case r.redop != "" && lg.Redop != "" && (r.redop == "none") != (lg.Redop == "none"):
+		return fmt.Sprintf("redop %s after rows of redop %s: a row of another collective (give one run per log)", r.redop, lg.Redop)
+	}
 	return ""
 }
 
@@ -293,17 +367,18 @@ func sizeTime(size, time string) (s Sample, msg string) {
 }
 
 // csvRow parses a CSV record by the header's columns.
-func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg string) {
+func (l *Log) csvRow(rec []string, cols map[string]int) (r row, msg string) {
 	get := func(c string) string {
 		if j, ok := cols[c]; ok {
 			return strings.TrimSpace(rec[j])
 		}
 		return ""
 	}
-	s, msg = sizeTime(get("size"), get("time"))
+	r.Sample, msg = sizeTime(get("size"), get("time"))
+	r.typ = get("type")
 	if n, err := strconv.Atoi(get("ranks")); err == nil {
 		if l.Ranks != 0 && n != l.Ranks {
-			return s, "", fmt.Sprintf("%d ranks after %d: give one run per log", n, l.Ranks)
+			return r, fmt.Sprintf("%d ranks after %d: give one run per log", n, l.Ranks)
 		}
 		l.Ranks = n
 	}
@@ -317,11 +392,11 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 			op = o.String() // AllReduce
 		}
 		if l.Op != "" && op != l.Op {
-			return s, "", fmt.Sprintf("a second collective, %s after %s: give one collective per log", op, l.Op)
+			return r, fmt.Sprintf("a second collective, %s after %s: give one collective per log", op, l.Op)
 		}
 		l.Op = op
 	}
-	return s, get("type"), msg
+	return r, msg
 }
 
 // ParseLog reads nccl-tests output: its text table, in the layouts of old
@@ -329,8 +404,11 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (s Sample, typ, msg stri
 // per-iteration columns or timestamps), among NCCL INFO lines and comments;
 // nccl-tests' JSON report (-J FILE), recognised by its opening brace; or a
 // CSV with a header naming size and time columns (commsim bench's CSV,
-// say), recognised by a comma in the first data line. Repeated sizes are
-// averaged. name is the log's name for errors, which are *LogError.
+// say), recognised by its header in the first data line. Repeated sizes
+// are averaged (Log.Repeated counts them). Rows must be of one run: one
+// type, one collective (a count and a redop of another refuse the row,
+// as a second "Collective test starting" does). name is the log's name
+// for errors, which are *LogError.
 //
 // Logs are read as clusters print them: each line may carry rank or host
 // tags ("0: ", "[1,0]<stdout>:", "[0] ", "gpu01: ") and time stamps
@@ -355,7 +433,11 @@ func ParseLog(name string, data []byte) (*Log, error) {
 		return nil, err
 	}
 	if len(lg.Samples) == 0 {
-		return nil, &LogError{Name: name, Reason: "no result rows (want nccl-tests output, its JSON report or a CSV with size and time columns)"}
+		reason := "no result rows (want nccl-tests output, its JSON report or a CSV with size and time columns)"
+		if lg.stderrLines > 0 {
+			reason += fmt.Sprintf("; left out as a rank's stderr ([1,0]<stderr>:), where nccl-tests prints its table on stdout: %d lines", lg.stderrLines)
+		}
+		return nil, &LogError{Name: name, Reason: reason}
 	}
 	lg.averageRepeats()
 	return lg, nil
@@ -373,7 +455,11 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	piece, pieceLine := "", 0
 	runRanks := 0 // the ranks of the log's first run, once a second starts
 	for i, l := range lines {
-		t, row := commented(untag(l)), i
+		u, stderr := untagged(l)
+		if stderr {
+			lg.stderrLines++
+		}
+		t, rowLine := commented(u), i
 		if at := gluedNCCLRE.FindStringIndex(t); at != nil && at[0] > 0 {
 			if head := strings.TrimSpace(t[:at[0]]); head != "" && head[0] >= '0' && head[0] <= '9' {
 				if piece == "" {
@@ -386,7 +472,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				// A row whole before NCCL's line: it stands alone, and
 				// the next line is not its rest.
 				lg.readNCCLLine(t)
-				t, row, piece = strings.TrimSpace(piece), pieceLine, ""
+				t, rowLine, piece = strings.TrimSpace(piece), pieceLine, ""
 			}
 		}
 		if noiseRE.MatchString(t) || strings.HasPrefix(t, "#") {
@@ -400,7 +486,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				return &LogError{Name: name, Line: pieceLine + 1, Text: shortLine(lines[pieceLine]),
 					Reason: fmt.Sprintf("a row cut off (a comment at line %d before its times)", i+1)}
 			}
-			t, piece, row = piece+" "+t, "", pieceLine
+			t, piece, rowLine = piece+" "+t, "", pieceLine
 		}
 		if t[0] == '#' {
 			if m := startRE.FindStringSubmatch(t); m != nil {
@@ -439,14 +525,14 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			continue
 		}
 		if runRanks != 0 && lg.Ranks != 0 && lg.Ranks != runRanks {
-			return &LogError{Name: name, Line: row + 1, Text: shortLine(lines[row]),
+			return &LogError{Name: name, Line: rowLine + 1, Text: shortLine(lines[rowLine]),
 				Reason: fmt.Sprintf("a second run of %s on %d ranks after one on %d: give one run per log", lg.Op, lg.Ranks, runRanks)}
 		}
 		if lg.Format == "" {
-			lg.Format = map[bool]string{true: "csv", false: "nccl-tests table"}[strings.Contains(t, ",")]
+			lg.Format = map[bool]string{true: "csv", false: "nccl-tests table"}[isCSVHeader(t)]
 		}
-		var s Sample
-		var typ, msg string
+		var r row
+		var msg string
 		if lg.Format == "csv" {
 			rec, err := csv.NewReader(strings.NewReader(t)).Read()
 			switch {
@@ -460,9 +546,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 						cols[c] = j
 					}
 				}
-				if _, ok := cols["size"]; !ok {
-					msg = "CSV header has no size column (size(B), size or bytes)"
-				} else if _, ok := cols["time"]; !ok {
+				if _, ok := cols["time"]; !ok {
 					msg = "CSV header has no time column (time(us), time or time_us)"
 				} else {
 					continue
@@ -470,20 +554,23 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			case len(rec) != width:
 				msg = fmt.Sprintf("%d fields, the header has %d", len(rec), width)
 			default:
-				s, typ, msg = lg.csvRow(rec, cols)
+				r, msg = lg.csvRow(rec, cols)
 			}
 		} else {
 			var root int
-			s, typ, root, msg = tableRow(strings.Fields(t), hasRoot)
+			r, root, msg = tableRow(strings.Fields(t), hasRoot)
 			if msg == "" && lg.Ranks > 0 && root >= lg.Ranks {
 				msg = fmt.Sprintf("root %d is no rank of the log's %d", root, lg.Ranks)
 			}
 		}
 		if msg == "" {
-			msg = lg.add(s, typ, row+1)
+			msg = lg.add(r, rowLine+1)
 		}
 		if msg != "" {
-			return &LogError{Name: name, Line: row + 1, Reason: msg, Text: shortLine(lines[row])}
+			if lg.Format != "csv" && len(lg.Samples) == 0 && strings.Contains(t, ",") {
+				msg += "; a CSV's header names its size (size(B), size or bytes) and time (time(us), time or time_us) columns"
+			}
+			return &LogError{Name: name, Line: rowLine + 1, Reason: msg, Text: shortLine(lines[rowLine])}
 		}
 	}
 	if piece != "" {
@@ -492,6 +579,26 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	lg.Ranks = cmp.Or(lg.Ranks, runRanks) // a later run that quotes no rank lines ran on the first's
 	lg.resolveRan()
 	return nil
+}
+
+// isCSVHeader reports whether t is the header of a CSV with a size
+// column: a log whose first line that is not a comment is, is a CSV.
+// Any other line with a comma (a job script's "Running on 8 GPUs, 1
+// node") leaves the log a text one, whose rows it checks.
+func isCSVHeader(t string) bool {
+	if !strings.Contains(t, ",") {
+		return false
+	}
+	rec, err := csv.NewReader(strings.NewReader(t)).Read()
+	if err != nil {
+		return false
+	}
+	for _, h := range rec {
+		if csvNames[strings.ToLower(strings.TrimSpace(h))] == "size" {
+			return true
+		}
+	}
+	return false
 }
 
 // averageRepeats sorts the samples by size and averages the times of
@@ -506,6 +613,9 @@ func (lg *Log) averageRepeats() {
 		}
 		r := lg.Samples[i]
 		r.TimeUS = sum / float64(j-i)
+		if j-i > 1 && r.Bytes > 0 {
+			lg.Repeated++ // nccl-tests prints every size that holds no element a rank as 0
+		}
 		if math.IsInf(sum, 0) { // times near the float limit: a mean that cannot overflow
 			r.TimeUS = 0
 			for k := i; k < j; k++ {

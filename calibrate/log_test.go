@@ -91,8 +91,8 @@ func TestParseLogHeader(t *testing.T) {
 	if lg.Format != "nccl-tests table" || lg.Op != "reducescatter" || lg.Ranks != 2 || lg.Type != "uint32" || !ok || dt != hw.I32 {
 		t.Errorf("%+v, dtype %v %v", lg, dt, ok)
 	}
-	if len(lg.Samples) != 2 || lg.Samples[0] != (Sample{1024, 8, 6}) || lg.Samples[1] != (Sample{2048, 9, 5}) {
-		t.Errorf("samples %+v, want sorted by size with their lines", lg.Samples)
+	if len(lg.Samples) != 2 || lg.Samples[0] != (Sample{1024, 8, 6, 128}) || lg.Samples[1] != (Sample{2048, 9, 5, 256}) {
+		t.Errorf("samples %+v, want sorted by size with their lines and counts", lg.Samples)
 	}
 	if _, ok := (&Log{Type: "quaternion"}).DType(); ok {
 		t.Error("an unknown type has a dtype")
@@ -144,6 +144,15 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 		{"unknown redop", hdr + "  8  2  float  foo  -1  20.00  0.00  0.00  0  20.00  0.00  0.00  0\n", 3, `log:3: redop "foo" is none of nccl-tests' (sum, prod, max, min, avg, mulsum, premulsum, none)`},
 		{"root past the ranks", "#  Rank  7 Group  0 Pid 1 on h device  7 [0x1b] H100\n" + hdr + "  8  2  float  sum  8  20.00  0.00  0.00  0  20.00  0.00  0.00  0\n", 4, "log:4: root 8 is no rank of the log's 8"},
 		{"root no rank", hdr + "  8  2  float  sum  -2  20.00  0.00  0.00  0  20.00  0.00  0.00  0\n", 3, `log:3: root "-2" is no rank`},
+		{"a count of another collective", hdr + row + "     2097152   65536  float  sum  -1   20.00  104.86  183.50  0   20.00  104.86  183.50  0\n", 4,
+			"log:4: 32 bytes a counted element (size/count), where line 3's row has 4: a row of another collective, type or rank count"},
+		{"a count that is no whole number of elements", hdr + "     1048576   999999  float  sum  -1   20.00  52.43  91.75  0   20.00  52.43  91.75  0\n", 3,
+			"log:3: size 1048576 bytes is not a whole number of its count's 999999 elements"},
+		{"a collective that does not reduce after one that does", hdr + row + "     2097152   524288  float  none  -1   20.00  104.86  104.86  0   20.00  104.86  104.86  0\n", 4,
+			"log:4: redop none after rows of redop sum: a row of another collective"},
+		{"a line with a comma, then a table", "Running all_reduce_perf on 8 GPUs, 1 node\n" + hdr + row, 1,
+			"log:1: want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line; a CSV's header names its size"},
+		{"rows only on stderr", "[1,0]<stderr>:" + hdr + "[1,0]<stderr>:" + row, 0, "log: no result rows (want nccl-tests output, its JSON report or a CSV with size and time columns); left out as a rank's stderr ([1,0]<stderr>:), where nccl-tests prints its table on stdout: 2 lines"},
 		{"two runs on other ranks", "# Collective test starting: all_reduce_perf\n#  Rank  3 Group  0 Pid 1 on h device  3 [0x1b] H100\n" + row +
 			"# Collective test starting: all_reduce_perf\n#  Rank  7 Group  0 Pid 1 on h device  7 [0x1b] H100\n" + row, 6,
 			"log:6: a second run of allreduce on 8 ranks after one on 4: give one run per log"},
@@ -159,6 +168,24 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 // A row's last digits glued to the host name of NCCL's line stay the
 // row's (its root -1 was read as "-"), where a host name that starts
 // with a digit, after a space or a launcher's tag, is the NCCL line's.
+// A size on several rows (a rerun, nccl-tests' -o all) is averaged and
+// counted; rows that found wrong elements are counted, the first named;
+// a log collector's stamp and level are no part of a row.
+func TestParseLogCountsRepeatsAndWrongRows(t *testing.T) {
+	text := "2024-05-01 10:00:00,123 INFO # Collective test starting: all_reduce_perf\n" +
+		"2024-05-01 10:00:00,123 INFO      1048576   262144  float  sum  -1   20.00  52.43  91.75  0   20.00  52.43  91.75  0\n" +
+		"2024-05-01 10:00:00,124 INFO      1048576   262144  float  max  -1   30.00  34.95  61.17  0   30.00  34.95  61.17  0\n" +
+		"2024-05-01 10:00:00,125 INFO      2097152   524288  float  sum  -1   40.00  52.43  91.75  0   40.00  52.43  91.75  3\n" +
+		"2024-05-01 10:00:00,126 INFO      4194304  1048576  float  sum  -1   80.00  52.43  91.75  N/A   80.00  52.43  91.75  N/A\n"
+	lg, err := ParseLog("log", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lg.Samples) != 3 || lg.Samples[0].TimeUS != 25 || lg.Repeated != 1 || lg.WrongRows != 1 || lg.FirstWrong != 4 || lg.Redop != "sum" {
+		t.Errorf("%+v: want 3 sizes, 1 MiB's two rows averaged to 25 us and counted, one row with wrong elements on line 4", lg)
+	}
+}
+
 func TestParseLogKeepsDigitsGluedToNCCLsLine(t *testing.T) {
 	hdr := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
 	for _, text := range []string{

@@ -10,6 +10,7 @@ import (
 	"math"
 	"path"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -25,16 +26,19 @@ import (
 // layout, naming the collective in a "commsim" object.
 type jsonRecord struct {
 	Size       json.RawMessage `json:"size"`
+	Count      json.RawMessage `json:"count"`
 	Type       string          `json:"type"`
+	Redop      string          `json:"redop"`
 	OutOfPlace *jsonTiming     `json:"out_of_place"`
 	InPlace    *jsonTiming     `json:"in_place"`
 }
 
 // jsonTiming holds the time as written: a number, or nccl-tests'
-// "nan" string.
+// "nan" string; and the count of wrong elements, null where unchecked.
 type jsonTiming struct {
 	Time    json.RawMessage `json:"time"`
 	CPUTime json.RawMessage `json:"cpu_time"`
+	NWrong  json.RawMessage `json:"nwrong"`
 }
 
 // isJSON reports whether data is a JSON document rather than text.
@@ -263,12 +267,12 @@ func (r *jsonReader) readRecords() error {
 			}
 			return err
 		}
-		s, inPlace, msg := rec.sample()
+		row, inPlace, msg := rec.row()
 		if inPlace {
 			r.lg.InPlaceOnly++
 		}
 		if msg == "" {
-			msg = r.lg.add(s, rec.Type, bytes.Count(r.data[:start], []byte("\n"))+1)
+			msg = r.lg.add(row, bytes.Count(r.data[:start], []byte("\n"))+1)
 		}
 		if msg != "" {
 			return r.fail(start, fmt.Sprintf("results[%d]: %s", i, msg))
@@ -278,25 +282,35 @@ func (r *jsonReader) readRecords() error {
 	return err
 }
 
-// sample is the record's size and out-of-place time (the in-place one
-// where a run wrote no out-of-place result, as a trace replay does).
-func (r jsonRecord) sample() (s Sample, inPlace bool, msg string) {
+// row is the record's size and out-of-place time (the in-place one
+// where a run wrote no out-of-place result, as a trace replay does),
+// with its count, type, redop and wrong elements.
+func (r jsonRecord) row() (row row, inPlace bool, msg string) {
 	if r.Size == nil {
-		return s, false, "a result without a size"
+		return row, false, "a result without a size"
 	}
 	t := r.OutOfPlace
 	if t == nil {
 		t, inPlace = r.InPlace, true
 	}
 	if t == nil {
-		return s, false, "a result without a time (out_of_place and in_place are both null)"
+		return row, false, "a result without a time (out_of_place and in_place are both null)"
 	}
 	time := t.Time
 	if time == nil {
 		time = t.CPUTime
 	}
-	s, msg = sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
-	return s, inPlace, msg
+	row.Sample, msg = sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
+	row.Count, _ = strconv.ParseInt(strings.Trim(string(r.Count), `" `), 10, 64)
+	row.typ, row.redop = r.Type, strings.ToLower(strings.TrimSpace(r.Redop))
+	for _, half := range []*jsonTiming{r.OutOfPlace, r.InPlace} {
+		if half != nil {
+			if n, err := strconv.ParseInt(string(half.NWrong), 10, 64); err == nil && n > 0 {
+				row.wrong += n
+			}
+		}
+	}
+	return row, inPlace, msg
 }
 
 // jsonKind names what JSON value decodes into t.

@@ -59,7 +59,7 @@ func TestParseLogReadsNCCLTestsJSON(t *testing.T) {
 		t.Errorf("%+v: want nccl-tests json, allgather on 8 ranks of float, NCCL 2.27.3", lg)
 	}
 	// Sorted by size, the out-of-place time, each with its record's line.
-	if len(lg.Samples) != 2 || lg.Samples[0] != (Sample{1024, 11, 19}) || lg.Samples[1] != (Sample{2048, 12.5, 15}) {
+	if len(lg.Samples) != 2 || lg.Samples[0] != (Sample{1024, 11, 19, 32}) || lg.Samples[1] != (Sample{2048, 12.5, 15, 64}) {
 		t.Errorf("samples %+v", lg.Samples)
 	}
 	run, stated, err := lg.NCCLOptions()
@@ -118,6 +118,16 @@ func TestParseLogCountsInPlaceOnlyRecords(t *testing.T) {
 
 // On one line, as nccl-tests writes it, an error names the record and
 // quotes the report from it.
+// A record whose results were checked wrong (nwrong above 0) is counted.
+func TestParseLogCountsWrongJSONRecords(t *testing.T) {
+	lg, err := ParseLog("ag.json", []byte(ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, `"nwrong": null},
+      "in_place"`, `"nwrong": 2},
+      "in_place"`, 1))))
+	if err != nil || lg.WrongRows != 1 || lg.FirstWrong != 19 {
+		t.Errorf("%+v, %v: want one record with wrong elements, on line 19", lg, err)
+	}
+}
+
 func TestParseLogJSONOnOneLine(t *testing.T) {
 	doc := compact(t, ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, `"time": 12.500000`, `"time": -1`, 1)))
 	_, err := ParseLog("ag.json", []byte(doc))
@@ -144,6 +154,10 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		{"negative size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "-1024", 1)), 15, `ag.json:15: results[0]: want a size >= 0`},
 		{"huge size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "18446744073709551615", 1)), 15, `is not a byte count`},
 		{"mixed types", ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, "float", "half", 1)), 19, `ag.json:19: results[1]: type half after float`},
+		{"a count of another collective", ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, `"count": 64`, `"count": 512`, 1)), 19,
+			`ag.json:19: results[1]: 4 bytes a counted element (size/count), where line 15's row has 32: a row of another collective`},
+		{"a collective that reduces after one that does not", ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, `"redop": "none"`, `"redop": "sum"`, 1)), 19,
+			`ag.json:19: results[1]: redop sum after rows of redop none`},
 		{"syntax", strings.Replace(ncclTestsJSON(jsonRecord1K), `"ngpus": 4,`, `"ngpus": 4,,`, 1), 7, `ag.json:7: not nccl-tests JSON: invalid character ','`},
 		{"wrong type", strings.Replace(ncclTestsJSON(jsonRecord1K), `"nccl_version": 22703`, `"nccl_version": "2.27"`, 1), 6, `ag.json:6: not nccl-tests JSON: nccl_version is a JSON string, want a whole number`},
 		{"config a list", strings.Replace(ncclTestsJSON(jsonRecord1K), `"config": {`, `"config": [], "x": {`, 1), 7, `not nccl-tests JSON: config is a JSON array, want an object`},

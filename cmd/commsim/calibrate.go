@@ -17,6 +17,7 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
 )
 
 // calibrate's flags, I/O and report; package calibrate reads the log and
@@ -123,6 +124,12 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	if n := lg.InPlaceOnly; n > 0 {
 		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes have no out-of-place result; their in-place times are taken\n", path, n, len(lg.Samples))
 	}
+	if n := lg.Repeated; n > 0 {
+		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes %s several rows (a rerun, or nccl-tests' -o all): each size's times are averaged\n", path, n, len(lg.Samples), plural(n, "has", "have"))
+	}
+	if n := lg.WrongRows; n > 0 {
+		fmt.Fprintf(stderr, "commsim: warning: %s: %d %s wrong elements (#wrong above 0, first at line %d): the run's results were wrong; its times are read as they stand\n", path, n, plural(n, "row reports", "rows report"), lg.FirstWrong)
+	}
 	return data, lg, nil
 }
 
@@ -171,6 +178,34 @@ func logSweep(log string, lg *calibrate.Log, topo, op, opFlag, algo string, nf n
 		return nil, usagef("%s has %d ranks, but topology %s has %d GPUs", log, lg.Ranks, topo, p)
 	}
 	return s, nil
+}
+
+// countsFit refuses a log whose rows are not s's collective on s's
+// ranks as nccl-tests counts it: a redop of none for a collective that
+// reduces, or a count column other than bench's for its size (a rank's
+// elements for all-gather, reduce-scatter, all-to-all and gather, the
+// buffer's for the others), in the log's element type. ParseLog has
+// checked that every row with a count agrees with the first.
+func countsFit(log string, lg *calibrate.Log, s *sweep) error {
+	if lg.Redop == "none" && s.op.Reduces() {
+		return usagef("%s: its rows' redop is none: it measured a collective that does not reduce, where %s does", log, s.op)
+	}
+	d, ok := lg.DType()
+	if !ok {
+		return nil
+	}
+	for _, r := range lg.Samples {
+		if r.Count <= 0 || r.Bytes <= 0 {
+			continue
+		}
+		base := ops.Spec{Op: s.op, Ranks: s.topo.NumGPUs(), DType: d}
+		if spec, _ := verify.SpecForSize(base, r.Bytes); int64(spec.Count) != r.Count {
+			return usagef("%s:%d: count %d, where %s of %d bytes of %s on %d ranks counts %d (as nccl-tests does): the log measured another collective or rank count",
+				log, r.Line, r.Count, s.op, r.Bytes, lg.Type, base.Ranks, spec.Count)
+		}
+		return nil
+	}
+	return nil
 }
 
 // calReport is the fit, as JSON and for the table.
@@ -292,6 +327,9 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 	s, err := logSweep(f.log, lg, f.topo, f.op, f.op, f.algo, f.ncclFlags)
 	if err != nil {
+		return err
+	}
+	if err := countsFit(f.log, lg, s); err != nil {
 		return err
 	}
 	p := s.topo.NumGPUs()

@@ -410,6 +410,7 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 	row := "  1048576  262144  float  sum  -1  20.00  52.43  91.75  0  20.00  52.43  91.75  0\n"
 	oneRank := writeTemp(t, dir, "one.txt", "#  Rank  0 Group  0 Pid 1 on h device  0 [0x1b] H100\n"+row)
 	oddType := writeTemp(t, dir, "fp8x.txt", strings.ReplaceAll(row, "float", "fp8x"))
+	gathered := writeTemp(t, dir, "ag.txt", "  1048576  32768  float  none  -1  20.00  52.43  45.88  0  20.00  52.43  45.88  0\n")
 	shipped := filepath.Join("..", "..", "fidelity", "nccl-logs", "vultr-b200-allgather-8xB200.txt")
 	cases := map[string]struct {
 		args []string
@@ -430,6 +431,8 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 		"no op":        {[]string{"--log", oddType, "--topo", "dgx-h100"}, `does not name its collective (no "# Collective test starting" line, no op column); give --op`},
 		"shipped op":   {[]string{"--log", shipped, "--op", "allreduce"}, "--op allreduce, but vultr-b200-allgather-8xB200.txt measured allgather"},
 		"out is log":   {[]string{"--log", oneRank, "--topo", "dgx-h100", "--out", oneRank}, "is the --log it reads"},
+		"no reduction": {[]string{"--log", gathered, "--topo", "dgx-h100", "--op", "allreduce"}, "ag.txt: its rows' redop is none"},
+		"count":        {[]string{"--log", gathered, "--topo", "switch:4", "--op", "allgather"}, "ag.txt:1: count 32768, where allgather of 1048576 bytes of float on 4 ranks counts 65536"},
 	}
 	for name, c := range cases {
 		status, out, errOut := commsim(append([]string{"calibrate"}, c.args...)...)

@@ -298,6 +298,9 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 	if pub != nil && s.topo.NumGPUs() != pub.Ranks {
 		return nil, nil, usagef("%s ran on %d ranks, but topology %s has %d GPUs", pub.File, pub.Ranks, topo, s.topo.NumGPUs())
 	}
+	if err := countsFit(f.log, lg, s); err != nil {
+		return nil, nil, err
+	}
 
 	// bench's planner: every algorithm bench knows, auto's choice included.
 	step, done := progress, func() {}

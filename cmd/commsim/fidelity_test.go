@@ -453,8 +453,10 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty, small, typed := filepath.Join(t.TempDir(), "empty.log"), filepath.Join(t.TempDir(), "small.log"), filepath.Join(t.TempDir(), "typed.log")
+	gathered, shared := filepath.Join(t.TempDir(), "gathered.log"), filepath.Join(t.TempDir(), "shared.log")
 	for path, row := range map[string]string{empty: "  0  0  float  sum  -1  0.16  0  0  0  0.15  0  0  0\n",
-		small: "  8  2  float  sum  -1  10.00  0  0  0  10.50  0  0  0\n", typed: "  1024  256  quux  sum  -1  10.00  0  0  0  10.50  0  0  0\n"} {
+		small: "  8  0  float  none  -1  10.00  0  0  0  10.50  0  0  0\n", typed: "  1024  256  quux  sum  -1  10.00  0  0  0  10.50  0  0  0\n",
+		gathered: "  1024  32  float  none  -1  10.00  0.10  0.09  0  10.50  0.10  0.09  0\n", shared: "  1024  32  float  sum  -1  10.00  0.10  0.09  0  10.50  0.10  0.09  0\n"} {
 		if err := os.WriteFile(path, []byte(row), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -479,6 +481,9 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		"only size 0":  {[]string{"--log", empty, "--topo", "dgx-h100", "--op", "allreduce"}, "no size above 0 bytes to compare"},
 		"no element":   {[]string{"--log", small, "--topo", "dgx-h100", "--op", "allgather"}, "8 bytes of f32 hold no element per rank"},
 		"bad type":     {[]string{"--log", typed, "--topo", "dgx-h100", "--op", "allreduce"}, `element type "quux"`},
+		"no reduction": {[]string{"--log", gathered, "--topo", "dgx-h100", "--op", "allreduce"}, "its rows' redop is none: it measured a collective that does not reduce, where allreduce does"},
+		"count":        {[]string{"--log", shared, "--topo", "dgx-h100", "--op", "allreduce"}, "shared.log:1: count 32, where allreduce of 1024 bytes of float on 8 ranks counts 256 (as nccl-tests does)"},
+		"count ranks":  {[]string{"--log", gathered, "--topo", "switch:4", "--op", "allgather"}, "gathered.log:1: count 32, where allgather of 1024 bytes of float on 4 ranks counts 64"},
 		"as logged":    {[]string{"--log", shipped, "--algo", "ring", "--as-logged"}, "--as-logged simulates what NCCL ran, with --algo nccl"},
 		"shipped log":  {[]string{"--shipped", "--log", shipped}, "--log does not go with it"},
 		"shipped env":  {[]string{"--shipped", "--nccl-proto", "LL"}, "an NCCL environment flag does not go with it"},

@@ -244,6 +244,10 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		if logged, err = calibrate.ParseCostTable(f.log, data); err != nil {
 			return usageError{err}
 		}
+		if cut := logged.CutRows; len(cut) > 0 {
+			fmt.Fprintf(stderr, "commsim: warning: %s: %d %s of NCCL's cost table cut off before the columns the headers give (first on line %d): the cells past the cut are not compared\n",
+				f.log, len(cut), plural(len(cut), "row", "rows"), cut[0])
+		}
 		if f.op != "" {
 			// With --log, --op names the collective of the log's calls
 			// whose tuning lines do not (NCCL 2.20-2.22).

@@ -78,7 +78,8 @@ func TestTuningChecksALogsChannels(t *testing.T) {
 
 // --log sets the table NCCL printed beside commsim's: all the latencies
 // of NVIDIA/nccl#1519's run at its release, two fewer at 2.30, which
-// the log does not rule out since it names none.
+// the log does not rule out since it names none. The excerpt's
+// all-reduce row is cut after its fourth cell, which a warning names.
 func TestTuningChecksALogsTable(t *testing.T) {
 	log := filepath.Join(costTables, "nccl-issue-1519-2x8xH100.txt")
 	for _, tc := range []struct {
@@ -89,7 +90,7 @@ func TestTuningChecksALogsTable(t *testing.T) {
 		{[]string{"--nccl-version", "2.21"}, "# latencies: 16 of the 16 cells both sides price read the same", "448.0/0.0 │ 448.0/165.6 │ same │"},
 	} {
 		status, out, errOut := commsim(append([]string{"tuning", "--topo", "dgx-h100x2", "--log", log}, tc.args...)...)
-		if status != 0 || errOut != "" {
+		if status != 0 || errOut != "commsim: warning: "+log+": 1 row of NCCL's cost table cut off before the columns the headers give (first on line 18): the cells past the cut are not compared\n" {
 			t.Fatalf("%v: status %d: %s", tc.args, status, errOut)
 		}
 		if !strings.Contains(out, tc.want) || !strings.Contains(strings.Join(strings.Fields(out), " "), tc.tree) {
