@@ -277,7 +277,8 @@ func (f *benchFlags) parse() (*sweep, error) {
 
 // fabricRuns refuses, as a usage error naming why, an algorithm of NCCL's
 // that the fabric (named name) cannot run: NVLS without an NVSwitch that
-// reduces, or across nodes without SHARP; CollNet without SHARP; PAT on
+// reduces, or across nodes without SHARP; NVLS tree on one node; CollNet
+// without SHARP; PAT on
 // nodes of several GPUs; NVLS or CollNet across nodes whose GPUs are not
 // numbered node by node. It returns the ranks of a node the algorithm's
 // plans are made for (0: one node).
@@ -297,6 +298,8 @@ func fabricRuns(algo string, topo *topology.Topology, name string) (nodeRanks in
 		return 0, usagef("algorithm %s needs nodes joined by network switches that reduce (SHARP), which %s does not have", algo, name)
 	case ops.NeedsSwitch(algo) && !ops.NetworkSwitch(algo) && !sys.NVLSCapable:
 		return 0, usagef("algorithm %s needs GPUs on a switch that reduces (NVLS), which %s does not have", algo, name)
+	case algo == "nccl-nvlstree" && !across:
+		return 0, usagef("algorithm nccl-nvlstree needs several nodes (NCCL runs NVLS tree only across them; on one node, nccl-nvls), which %s does not have", name)
 	case algo == "nccl-nvls" && across && !sys.SHARP:
 		return 0, usagef("algorithm nccl-nvls runs across nodes only over network switches that reduce (SHARP, NCCL's CollNet); %s has %d nodes", name, sys.Nodes)
 	case ops.NeedsSwitch(algo) && across && !sys.NodeMajor:

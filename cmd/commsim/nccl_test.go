@@ -238,6 +238,7 @@ func TestBenchNCCLRefusals(t *testing.T) {
 	for _, tc := range []struct{ algo, topo, why string }{
 		{"nccl-collnet-direct", "dgx-a100x2", "needs nodes joined by network switches that reduce (SHARP)"},
 		{"nccl-nvls", "cluster:2x4,nvls=inf", "across nodes only over network switches that reduce"},
+		{"nccl-nvlstree", "dgx-h100", "algorithm nccl-nvlstree needs several nodes (NCCL runs NVLS tree only across them; on one node, nccl-nvls), which dgx-h100 does not have"},
 		// The fabric's own fault, not NVLS's: its nodes differ.
 		{"nccl-nvls", "dgx-h100x2 -g 12", "algorithm nccl-nvls on dgx-h100x2 (first 12 GPUs): nccl: node 1 has 4 GPUs and node 0 8"},
 	} {
