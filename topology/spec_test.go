@@ -207,7 +207,7 @@ func TestParseErrors(t *testing.T) {
 		{"mac-tb5:2,nvls=off", `key "nvls" does not apply to mac-tb5`},
 		{"ring:4,arch=pascal", `key arch="pascal": unknown gpu arch "pascal" (want volta, ampere, hopper, blackwell or unknown)`},
 		{"ring:4,cpu=power", `key cpu="power": unknown cpu vendor "power" (want intel, amd, arm or unknown)`},
-		{"switch:4,nvls=0", `key nvls="0": nvls takes a bandwidth, inf or off: bandwidth "0": missing unit`},
+		{"switch:4,nvls=0", `key nvls="0": nvls takes a bandwidth, inf or off: bandwidth "0": must be > 0`},
 		{"switch:4,nvls=-1GB/s", `nvls takes a bandwidth, inf or off: bandwidth "-1GB/s": must be > 0`},
 		{"cluster:2x2,sharp=fast", `key sharp="fast": sharp takes a bandwidth, inf or off`},
 		{"dgx-b200x0", "dgx-b200xN node count must be >= 1"},

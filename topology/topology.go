@@ -50,6 +50,22 @@ type topoError struct {
 	msg   string
 	kind  error
 	cause error
+	// at is the node or link New refuses, nil for none: a file's reader
+	// names the line it came from.
+	at *element
+}
+
+// element is a node or a link of what New was given, by index.
+type element struct {
+	link  bool
+	index int
+}
+
+// at marks err, made by newErr or wrapErr, as New's refusal of the node,
+// or the link, at index i.
+func at(err error, link bool, i int) error {
+	err.(*topoError).at = &element{link, i}
+	return err
 }
 
 // Error returns the message, then ": " and the cause's message without a
@@ -224,30 +240,30 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 	ngpu := 0
 	for i, n := range nodes {
 		if err := checkName(n.Name); err != nil {
-			return nil, wrapErr(ErrInvalid, err, "node %d (%q)", i, n.Name)
+			return nil, at(wrapErr(ErrInvalid, err, "node %d (%q)", i, n.Name), false, i)
 		}
 		switch n.Kind {
 		case GPU:
 			ngpu++
 			if !(n.ReduceBW > 0) {
-				return nil, newErr(ErrInvalid, "node %d (%s): gpu reduce bandwidth must be > 0 (or inf), got %v", i, n.Name, n.ReduceBW)
+				return nil, at(newErr(ErrInvalid, "node %d (%s): gpu reduce bandwidth must be > 0 (or inf), got %v", i, n.Name, n.ReduceBW), false, i)
 			}
 			if n.Arch > Blackwell {
-				return nil, newErr(ErrInvalid, "node %d (%s): unknown gpu arch %d", i, n.Name, uint8(n.Arch))
+				return nil, at(newErr(ErrInvalid, "node %d (%s): unknown gpu arch %d", i, n.Name, uint8(n.Arch)), false, i)
 			}
 		case Switch:
 			if !(n.ReduceBW >= 0) {
-				return nil, newErr(ErrInvalid, "node %d (%s): switch reduce bandwidth must be > 0 (or inf), or 0 for none, got %v", i, n.Name, n.ReduceBW)
+				return nil, at(newErr(ErrInvalid, "node %d (%s): switch reduce bandwidth must be > 0 (or inf), or 0 for none, got %v", i, n.Name, n.ReduceBW), false, i)
 			}
 		case NIC, CPU:
 			if n.ReduceBW != 0 {
-				return nil, newErr(ErrInvalid, "node %d (%s): reduce bandwidth applies only to gpus and switches, got %v on a %s", i, n.Name, n.ReduceBW, n.Kind)
+				return nil, at(newErr(ErrInvalid, "node %d (%s): reduce bandwidth applies only to gpus and switches, got %v on a %s", i, n.Name, n.ReduceBW, n.Kind), false, i)
 			}
 		default:
-			return nil, newErr(ErrInvalid, "node %d (%s): unknown kind %d", i, n.Name, uint8(n.Kind))
+			return nil, at(newErr(ErrInvalid, "node %d (%s): unknown kind %d", i, n.Name, uint8(n.Kind)), false, i)
 		}
 		if n.Kind != GPU && n.Arch != UnknownArch {
-			return nil, newErr(ErrInvalid, "node %d (%s): arch applies only to gpus, got %s on a %s", i, n.Name, n.Arch, n.Kind)
+			return nil, at(newErr(ErrInvalid, "node %d (%s): arch applies only to gpus, got %s on a %s", i, n.Name, n.Arch, n.Kind), false, i)
 		}
 	}
 	if ngpu == 0 {
@@ -264,16 +280,16 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 	}
 	for i, l := range links {
 		if l.A < 0 || l.A >= len(nodes) || l.B < 0 || l.B >= len(nodes) {
-			return nil, newErr(ErrInvalid, "link %d (%s): endpoint out of range: a=%d b=%d, nodes are 0..%d", i, t.linkLabel(i), l.A, l.B, len(nodes)-1)
+			return nil, at(newErr(ErrInvalid, "link %d (%s): endpoint out of range: a=%d b=%d, nodes are 0..%d", i, t.linkLabel(i), l.A, l.B, len(nodes)-1), true, i)
 		}
 		if l.A == l.B {
-			return nil, newErr(ErrInvalid, "link %d (%s): self-loop on node %d", i, t.linkLabel(i), l.A)
+			return nil, at(newErr(ErrInvalid, "link %d (%s): self-loop on node %d", i, t.linkLabel(i), l.A), true, i)
 		}
 		if !(l.BW > 0) || math.IsInf(l.BW, 1) {
-			return nil, newErr(ErrInvalid, "link %d (%s): bandwidth must be > 0 and finite, got %v", i, t.linkLabel(i), l.BW)
+			return nil, at(newErr(ErrInvalid, "link %d (%s): bandwidth must be > 0 and finite, got %v", i, t.linkLabel(i), l.BW), true, i)
 		}
 		if !(l.Latency >= 0) || l.Latency > MaxLatency {
-			return nil, newErr(ErrInvalid, "link %d (%s): latency must be between 0 and %gs, got %v", i, t.linkLabel(i), MaxLatency, l.Latency)
+			return nil, at(newErr(ErrInvalid, "link %d (%s): latency must be between 0 and %gs, got %v", i, t.linkLabel(i), MaxLatency, l.Latency), true, i)
 		}
 	}
 	if err := t.buildAdjacency(); err != nil {
@@ -427,7 +443,7 @@ func (t *Topology) buildAdjacency() error {
 		for k := 1; k < len(seg); k++ {
 			if seg[k].nbr == seg[k-1].nbr {
 				i, j := int(seg[k-1].edge/2), int(seg[k].edge/2)
-				return newErr(ErrInvalid, "link %d (%s): parallel to link %d between the same nodes; merge them into one link with the summed bandwidth", j, t.linkLabel(j), i)
+				return at(newErr(ErrInvalid, "link %d (%s): parallel to link %d between the same nodes; merge them into one link with the summed bandwidth", j, t.linkLabel(j), i), true, j)
 			}
 		}
 	}
@@ -450,7 +466,7 @@ func (t *Topology) checkConnected() error {
 	}
 	for v, ok := range seen {
 		if !ok {
-			return newErr(ErrInvalid, "disconnected: node %d (%s) is not reachable from %s (node %d)", v, t.Nodes[v].Name, t.Nodes[t.gpus[0]].Name, t.gpus[0])
+			return at(newErr(ErrInvalid, "disconnected: node %d (%s) is not reachable from %s (node %d)", v, t.Nodes[v].Name, t.Nodes[t.gpus[0]].Name, t.gpus[0]), false, v)
 		}
 	}
 	return nil

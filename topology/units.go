@@ -144,7 +144,10 @@ func ParseBandwidth(s string) (float64, error) {
 		return 0, newErr(ErrSpec, "bandwidth %q: want a number and a unit, e.g. 100GB/s, 400Gb/s or inf", orig)
 	}
 	unit = bwUnitAlias(strings.TrimSpace(unit))
-	if unit == "" {
+	switch {
+	case unit == "" && !(d.float(0) > 0):
+		return 0, newErr(ErrSpec, "bandwidth %q: must be > 0", orig) // whatever its unit
+	case unit == "":
 		return 0, newErr(ErrSpec, "bandwidth %q: missing unit (B/s, GB/s, Gb/s, GiB/s, …)", orig)
 	}
 	for _, u := range bwUnits {

@@ -66,6 +66,8 @@ func TestParseBandwidthErrors(t *testing.T) {
 		{"100gb/s", `unknown unit "gb/s"`},
 		{"-5GB/s", "must be > 0"},
 		{"0GB/s", "must be > 0"},
+		{"0", "must be > 0"}, // no unit, yet no unit makes it a bandwidth
+		{"-2", "must be > 0"},
 		{"1e-400GB/s", "must be > 0"},
 		{"1e400GB/s", "too large"},
 		{"1e99999999999999999999GB/s", "too large"},

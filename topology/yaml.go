@@ -245,10 +245,27 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 	}
 	t, err := New(name.val, nodes, links)
 	if err != nil {
-		return nil, wrapErr(nil, err, "yaml")
+		return nil, wrapErr(nil, err, "yaml%s", elementLine(err, nodesN, linksN))
 	}
 	t.HostCPU, t.NICPorts = vendor, nicPorts
 	return t, nil
+}
+
+// elementLine is ": line N", the line of the node or link New's error
+// names (an item of the nodes or links list), or "".
+func elementLine(err error, nodesN, linksN *yaml.Node) string {
+	var te *topoError
+	if !errors.As(err, &te) || te.at == nil {
+		return ""
+	}
+	list := deref(nodesN)
+	if te.at.link {
+		list = deref(linksN)
+	}
+	if list == nil || te.at.index >= len(list.Content) {
+		return ""
+	}
+	return fmt.Sprintf(": line %d", line(deref(list.Content[te.at.index])))
 }
 
 // duplicateLine is ": line N", the line of the first node whose name an

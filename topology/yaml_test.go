@@ -201,7 +201,8 @@ func TestLoadBad(t *testing.T) {
 		"unknown-ref.yaml":        `line 7: link 1 (gpu0-sw9): b names the unknown node "sw9"`,
 		"bw-zero.yaml":            `line 6: link 0 (gpu0-sw0): bw: bandwidth "0GB/s": must be > 0`,
 		"bw-negative.yaml":        `link 0 (gpu0-sw0): bw: bandwidth "-5GB/s": must be > 0`,
-		"disconnected.yaml":       "disconnected: node 2 (gpu2) is not reachable from gpu0 (node 0)",
+		"bw-inf.yaml":             "line 5: link 0 (gpu0-gpu1): bandwidth must be > 0 and finite, got +Inf",
+		"disconnected.yaml":       "line 5: disconnected: node 2 (gpu2) is not reachable from gpu0 (node 0)",
 		"unknown-field.yaml":      `line 3: node 0 (gpu0): unknown field "color" (want name, kind, arch, reduce)`,
 		"unknown-link-field.yaml": `line 6: link 0 (gpu0-gpu1): unknown field "latency" (want a, b, bw, lat)`,
 		"unknown-top-field.yaml":  `line 2: unknown top-level field "version"`,
@@ -220,8 +221,8 @@ func TestLoadBad(t *testing.T) {
 		"no-nodes.yaml":           "missing nodes",
 		"two-docs.yaml":           "line 3: a second document",
 		"not-a-mapping.yaml":      "line 1: the document must be a mapping",
-		"self-loop.yaml":          "link 0 (gpu0-gpu0): self-loop",
-		"parallel.yaml":           "link 1 (gpu1-gpu0): parallel to link 0",
+		"self-loop.yaml":          "line 4: link 0 (gpu0-gpu0): self-loop",
+		"parallel.yaml":           "line 6: link 1 (gpu1-gpu0): parallel to link 0",
 		"syntax.yaml":             "yaml: line",
 	}
 	entries, err := os.ReadDir("testdata/bad")
