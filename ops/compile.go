@@ -103,6 +103,13 @@ func AlgorithmsFor(op Op) []string {
 	return out
 }
 
+// Runs reports whether algorithm name has a plan for op (on a fabric it
+// can run on: NeedsSwitch).
+func Runs(name string, op Op) bool {
+	a, ok := algorithmNamed(name)
+	return ok && a.gens[op] != nil
+}
+
 // IsNCCL reports whether algorithm name runs like NCCL's, with channels
 // and chunks (Spec.Channels, Spec.Chunk): package nccl's tuner picks among
 // those, Select (auto) among the others.

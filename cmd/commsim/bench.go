@@ -141,15 +141,15 @@ func (f *benchFlags) parse() (*sweep, error) {
 	}
 	s.algo = f.algo
 	switch {
-	case s.algo != "auto" && s.algo != ops.Native && s.algo != algoNCCL && !ops.NeedsSwitch(s.algo) && !slices.Contains(ops.AlgorithmsFor(s.op), s.algo):
-		return nil, usagef("algorithm %s has no %s (for %s use one of %s, auto)", s.algo, s.op, s.op, strings.Join(ops.AlgorithmsFor(s.op), ", "))
+	case s.algo != "auto" && s.algo != ops.Native && s.algo != algoNCCL && !ops.Runs(s.algo, s.op):
+		return nil, usagef("algorithm %s has no %s (for %s use one of %s, auto, nccl)", s.algo, s.op, s.op, strings.Join(ops.AlgorithmsFor(s.op), ", "))
 	}
 
-	if s.dtype, err = hw.ParseDType(f.dtype); err != nil {
-		return nil, usageError{err}
+	if s.dtype, err = parseDType(f.dtype); err != nil {
+		return nil, err
 	}
-	if s.redop, err = hw.ParseReduceOp(f.redop); err != nil {
-		return nil, usageError{err}
+	if s.redop, err = parseRedop(f.redop); err != nil {
+		return nil, err
 	}
 	switch f.format {
 	case "text", "table", "csv", "json":

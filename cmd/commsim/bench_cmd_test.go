@@ -46,6 +46,7 @@ func TestBenchBadInputExits2(t *testing.T) {
 		"-c 2":              {"-c", "2"},
 		"--check=yes":       {"--check=yes"},
 		"--check 1":         {"--check", "1"},
+		"--check 2":         {"--check", "2"},
 		"reduction as --op": {"--op", "sum"},
 		"-d all":            {"-d", "all"},
 		"-o mulsum":         {"-o", "mulsum"},
@@ -58,6 +59,17 @@ func TestBenchBadInputExits2(t *testing.T) {
 		}
 		if strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 || out != "" {
 			t.Errorf("%s: want one line on stderr and nothing on stdout, got %q / %q", name, errOut, out)
+		}
+	}
+	for _, c := range []struct{ args, want string }{
+		{"--check 2", `stray argument "2": --check takes 0 or 1`},
+		{"-d all", `-d/--dtype "all": one type a sweep (nccl-tests' -d all runs each in turn`},
+		{"-d int8", `-d/--dtype "int8": unknown element type; want f32, f64`},
+		{"-o all", `-o/--redop "all": one reduction a sweep`},
+		{"--algo nccl-nvls --op reduce", "algorithm nccl-nvls has no reduce (for reduce use one of ring, rhd, tree, dbtree, direct, nccl-ring, auto, nccl)"},
+	} {
+		if _, _, errOut := commsim(append([]string{"bench"}, strings.Fields(c.args)...)...); !strings.Contains(errOut, c.want) || strings.Contains(errOut, "hw: ") || strings.Contains(errOut, "ops: ") {
+			t.Errorf("%s: %q, want %q and no package's prefix", c.args, errOut, c.want)
 		}
 	}
 	// Memory past the largest int64 is said so, not wrapped negative.

@@ -284,6 +284,9 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err := cmp.Or(err1, err2); err != nil {
 		return usagef("--min-bytes/--max-bytes: %v", err)
 	}
+	if lo > hi {
+		return usagef("--min-bytes %s is larger than --max-bytes %s", f.minBytes, f.maxBytes)
+	}
 	data, lg, err := readLog(f.log, stderr)
 	if err != nil {
 		return err

@@ -425,6 +425,7 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 		"ranks":        {[]string{"--log", log, "--topo", "switch:4"}, "has 8 ranks, but topology switch:4 has 4 GPUs"},
 		"bad topo":     {[]string{"--log", log, "--topo", "ring:0"}, "ring:0"},
 		"bad size":     {[]string{"--log", log, "--topo", "dgx-h100", "-b", "5x"}, "--min-bytes"},
+		"min past max": {[]string{"--log", log, "--topo", "dgx-h100", "-b", "1G", "-e", "1K"}, "--min-bytes 1G is larger than --max-bytes 1K"},
 		"stray arg":    {[]string{"--log", log, "--topo", "dgx-h100", "extra"}, "extra"},
 		"one rank":     {[]string{"--log", oneRank, "--topo", "dgx-h100,gpus=1", "--algo", "ring", "--op", "allreduce"}, "on one rank there is none to move"},
 		"odd type":     {[]string{"--log", oddType, "--topo", "dgx-h100", "--algo", "ring", "--op", "allreduce"}, `its element type "fp8x" has no commsim dtype of its size`},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -173,6 +174,38 @@ func parseOp(s string) (ops.Op, error) {
 		didYouMean(strings.ReplaceAll(name, "_", ""), opNames()))
 }
 
+// parseDType reads -d/--dtype: commsim's names and nccl-tests'. nccl-tests'
+// -d all, which runs every type in turn, and its types commsim has none
+// of are named as such.
+func parseDType(s string) (hw.DType, error) {
+	d, err := hw.ParseDType(s)
+	if err == nil {
+		return d, nil
+	}
+	names := make([]string, 0, len(hw.DTypes()))
+	for _, d := range hw.DTypes() {
+		names = append(names, d.String())
+	}
+	why := "unknown element type"
+	if strings.EqualFold(strings.TrimSpace(s), "all") {
+		why = "one type a sweep (nccl-tests' -d all runs each in turn: run one sweep a type)"
+	}
+	return 0, usagef("-d/--dtype %q: %s; want %s, or nccl-tests' float, double, half, bfloat16, int32, int64, uint8", s, why, strings.Join(names, ", "))
+}
+
+// parseRedop reads -o/--redop; nccl-tests' -o all is named as such.
+func parseRedop(s string) (hw.ReduceOp, error) {
+	o, err := hw.ParseReduceOp(s)
+	if err == nil {
+		return o, nil
+	}
+	why := "unknown reduction"
+	if strings.EqualFold(strings.TrimSpace(s), "all") {
+		why = "one reduction a sweep (nccl-tests' -o all runs each in turn: run one sweep a reduction)"
+	}
+	return 0, usagef("-o/--redop %q: %s; want sum, prod, min, max or avg", s, why)
+}
+
 // noArgs refuses positional arguments, with a hint for nccl-tests' "--check
 // 1", which leaves the 1 behind (a bare --check means 1).
 func noArgs(cmd *cobra.Command, args []string) error {
@@ -181,6 +214,9 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	}
 	if args[0] == "0" || args[0] == "1" {
 		return usagef("stray argument %q: write --check=%s or -c %s (a bare --check means 1)", args[0], args[0], args[0])
+	}
+	if _, err := strconv.Atoi(args[0]); err == nil && cmd.Flags().Lookup("check") != nil {
+		return usagef("stray argument %q: --check takes 0 or 1, written --check=1 or -c 1 (a bare --check means 1)", args[0])
 	}
 	return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
 }

@@ -573,9 +573,9 @@ func (f *tuningFlags) runChoices(w io.Writer, t *nccl.Tuner, name string) error 
 	if !slices.Contains(nccl.Ops(), op) {
 		return usagef("--op %s: NCCL's tuner chooses for %s", f.op, joinOps(nccl.Ops()))
 	}
-	dtype, err := hw.ParseDType(f.dtype)
+	dtype, err := parseDType(f.dtype)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	lo, hi, err := sweepBounds(f.minBytes, f.maxBytes, f.changed("max-bytes"), dtype)
 	if err != nil {
