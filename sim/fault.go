@@ -30,15 +30,15 @@ var ErrCrashed = errors.New("rank crashed")
 // Fault is a change to the simulated system at a chosen time. Its text
 // form (ParseFault, String) is:
 //
-//	link A-B down at T
-//	link A-B degrade P% at T
-//	rank R stall D at T
-//	rank R crash at T
+//	link A-B down [at T]
+//	link A-B degrade P% [at T]
+//	rank R stall D [at T]
+//	rank R crash [at T]
 //	rank R slow P% [at T]
 //	rank R compute-slow P% [at T]
 //
 // where A-B names a link by its two nodes (either order), T and D are
-// durations such as 100us or 1.5ms, and P is the percentage of nominal
+// durations such as 100us or 1.5ms (T is 0 without "at T"), and P is the percentage of nominal
 // bandwidth, or of compute speed, left (0 < P ≤ 100): compute-slow 80%
 // makes every compute that starts from T on take 1/0.8 = 1.25 times as
 // long.

@@ -216,7 +216,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 		if s.topo, err = topology.FirstGPUs(s.topo, f.ngpus); err != nil {
 			return nil, usagef("-g %d: %v", f.ngpus, err)
 		}
-		s.topoName = fmt.Sprintf("%s (first %d GPUs)", f.topo, f.ngpus)
+		s.topoName = fmt.Sprintf("%s (first %s)", f.topo, plural(f.ngpus, "GPU", fmt.Sprintf("%d GPUs", f.ngpus)))
 	}
 	if f.given("thread-gpus") {
 		switch p := s.topo.NumGPUs(); {

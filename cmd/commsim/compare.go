@@ -246,15 +246,21 @@ func (c *comparison) add(w io.Writer, r cmpRow) error {
 	return nil
 }
 
+// writeTitle is the comment lines that open both layouts: what ran, and
+// how it was timed.
+func (c *comparison) writeTitle(w io.Writer) {
+	s := c.s
+	backend, times := s.backend.describe(s.timingOnly)
+	fmt.Fprintf(w, "# commsim compare: %s on %s (%s), %s, backend %s, algorithms %s\n",
+		s.op, s.topoName, rankCount(s.topo.NumGPUs()), s.dtype, backend, strings.Join(c.algos, ", "))
+	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
+	writeThreadNote(w, s)
+}
+
 // writeTextHeader is the text layout's header, columns as nccl-tests
 // aligns them: size and count, then each algorithm's busbw and time.
 func (c *comparison) writeTextHeader(w io.Writer) error {
-	s := c.s
-	backend, times := s.backend.describe(s.timingOnly)
-	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend %s, algorithms %s\n",
-		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
-	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
-	writeThreadNote(w, s)
+	c.writeTitle(w)
 	fmt.Fprintln(w, "#")
 	groups := fmt.Sprintf("# %10s  %12s", "", "")
 	head := fmt.Sprintf("# %10s  %12s", "size", "count")
@@ -350,11 +356,7 @@ func writeCrossovers(w io.Writer, algos []string, rows []cmpRow, cross []crossov
 
 func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 	s := c.s
-	backend, times := s.backend.describe(s.timingOnly)
-	fmt.Fprintf(w, "# commsim compare: %s on %s (%d ranks), %s, backend %s, algorithms %s\n",
-		s.op, s.topoName, s.topo.NumGPUs(), s.dtype, backend, strings.Join(c.algos, ", "))
-	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
-	writeThreadNote(w, s)
+	c.writeTitle(w)
 	writeMirrored(w, s.mirrored, len(rows)*len(c.algos))
 	writeRefined(w, refinedSizes(rows, cmpRowRefined))
 	header := []string{"size(B)", "count"}

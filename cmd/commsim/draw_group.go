@@ -493,13 +493,6 @@ func (g *groupedDrawing) itemText(it drawItem) string {
 	return head
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // itemTextStyle is the text of items, 10pt at scale 1.
 func itemTextStyle(scale float64) draw.TextStyle {
 	return draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(10*scale)), Handler: plot.DefaultTextHandler,

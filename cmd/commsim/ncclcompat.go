@@ -95,7 +95,7 @@ var ignoredNCCLFlags = []ignoredNCCLFlag{
 }
 
 func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
-	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "GPUs, as nccl-tests' -g: on sim the first N GPUs of --topo (default all), driven by one thread, whose launches set a floor under every size (nccl.ThreadFloorUS); on cuda and metal the ranks of this process (as --ranks)")
+	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "GPUs, as nccl-tests' -g: on sim the first N GPUs of --topo (default all), driven by one thread, whose launches set a floor under every size from 2 GPUs on (nccl.ThreadFloorUS); on cuda and metal the ranks of this process (as --ranks)")
 	fl.IntVar(&f.threadGPUs, "thread-gpus", 0, "on sim, the GPUs each thread drives in a job of several processes, as nccl-tests' -g under mpirun -np 2 on dgx-h100x2 (8): every rank of --topo runs, and each size takes at least N launches of host time (nccl.ThreadFloorUS)")
 	fl.IntVarP(&f.iters, "iters", "n", 1, "timed runs per size on real backends, averaged (nccl-tests' -n); on sim one run is exact, since every run of a plan takes the same simulated time")
 	fl.IntVarP(&f.warmup, "warmup_iters", "w", 0, "untimed runs before the timed ones on real backends (nccl-tests' -w); on sim there is nothing to warm up")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -145,6 +146,17 @@ func roundTo(v float64, d int) float64 {
 	return v
 }
 
+// plural is one where n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// rankCount is "1 rank" or "n ranks".
+func rankCount(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "rank", "ranks")) }
+
 // tidy rounds a time in µs to the simulator's resolution, a picosecond (6
 // decimals), and a bandwidth in GB/s to a kB/s (6 decimals); or, where
 // that is finer than a float64 holds, to 15 significant digits. What the
@@ -215,7 +227,7 @@ func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 	fmt.Fprintf(w, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n",
 		s.gpusPerThread(), lo, hi, step, warmup, iters, map[bool]int{true: 1, false: 0}[s.check])
 	fmt.Fprintln(w, "#")
-	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
+	fmt.Fprintf(w, "# commsim bench: %s on %s (%s), backend %s, algorithm %s\n", s.op, s.topoName, rankCount(s.topo.NumGPUs()), backend, s.algo)
 	writeAlgoNote(w, s)
 	fmt.Fprint(w, benchTimesLine(s))
 	simHeader(w, rows)
@@ -237,10 +249,10 @@ func writeAlgoNote(w io.Writer, s *sweep) {
 	writeThreadNote(w, s)
 	switch {
 	case s.algo == "auto":
-		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", s.topo.Name)
+		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", cmp.Or(s.topo.Name, s.topoName))
 	case s.algo == algoNCCL:
 		fmt.Fprintf(w, "# nccl: NCCL %s's tuner on what it sees of %s (%s) picks algorithm/protocol/channels per size, simulated; its choice is the algo column, and where NCCL would run what commsim cannot simulate yet, the algo column names it after what ran\n",
-			s.tuner.Options.Version, s.topo.Name, s.tuner.System)
+			s.tuner.Options.Version, cmp.Or(s.topo.Name, s.topoName), s.tuner.System)
 		if s.machine != "" {
 			fmt.Fprintf(w, "# the machine departs from NCCL's model as --nccl-machine %s says (its tuner does not see it)\n", s.machine)
 		}
@@ -345,7 +357,7 @@ func refinedSizes[R any](rows []R, refined func(R) (int64, bool)) []string {
 // writeTable is --format table: the sweep as a box table.
 func writeTable(w io.Writer, s *sweep, rows []row) error {
 	backend, _ := s.backend.describe(s.timingOnly)
-	fmt.Fprintf(w, "# commsim bench: %s on %s (%d ranks), backend %s, algorithm %s\n", s.op, s.topoName, s.topo.NumGPUs(), backend, s.algo)
+	fmt.Fprintf(w, "# commsim bench: %s on %s (%s), backend %s, algorithm %s\n", s.op, s.topoName, rankCount(s.topo.NumGPUs()), backend, s.algo)
 	writeAlgoNote(w, s)
 	fmt.Fprint(w, benchTimesLine(s))
 	writeMirrored(w, s.mirrored, 2*len(rows))

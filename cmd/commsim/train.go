@@ -562,7 +562,9 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 	}
 	rep.ExposedCommUS = rep.StepUS - rep.ComputeUS
 	if rep.CommUS > 0 {
-		rep.OverlapPct = 100 * (rep.CommUS - rep.ExposedCommUS) / rep.CommUS
+		// No overlap leaves exposed and communication times equal but
+		// for rounding, which must not print as -0.0%.
+		rep.OverlapPct = max(0, 100*(rep.CommUS-rep.ExposedCommUS)/rep.CommUS)
 	}
 	return rep, nil
 }

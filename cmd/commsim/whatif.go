@@ -35,13 +35,13 @@ func newWhatIfCmd() *cobra.Command {
 with the faults given by --fault, and reports both times and the difference,
 what the faults caused (reroutes, transfers cut off) or the error the faulted
 run ended with; then the exit status is 1. Fault times count from the start
-of the collective.
+of the collective; a fault without "at T" starts with it (T = 0).
 
 Fault syntax (repeat --fault for several):
-  link A-B down at T          both directions stop; transfers reroute if they can
-  link A-B degrade P% at T    the link keeps P% of its bandwidth
-  rank R stall D at T         rank R starts nothing new for D
-  rank R crash at T           rank R fails; its peers get errors, not hangs
+  link A-B down [at T]        both directions stop; transfers reroute if they can
+  link A-B degrade P% [at T]  the link keeps P% of its bandwidth
+  rank R stall D [at T]       rank R starts nothing new for D
+  rank R crash [at T]         rank R fails; its peers get errors, not hangs
   rank R slow P% [at T]       rank R reduces at P% of its bandwidth
   rank R compute-slow P% [at T]  rank R computes at P% of its speed (with --model)`,
 		Example: `  commsim what-if --topo ring:8 --op allreduce --algo ring -e 64MiB --fault 'link gpu3-gpu4 down at 20us'
