@@ -267,11 +267,13 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 			return usagef("--out %s is the --log it reads: write the calibrated topology to another file", f.out)
 		}
 	}
+	var err error
+	if f.format, err = reportFormat(f.format, "table", "csv", "json"); err != nil {
+		return err
+	}
 	switch {
 	case f.log == "":
 		return usagef("calibrate needs --log FILE (nccl-tests output)")
-	case f.format != "table" && f.format != "json" && f.format != "csv":
-		return usagef("unknown format %q (want table, csv or json)", f.format)
 	case f.machine != "" && !f.channelOnly():
 		return usagef("calibrate fits NCCL's machine; --nccl-machine is what it prints, for bench, compare and fidelity, and gives calibrate only channel= (what one channel moves, which it does not fit)")
 	case f.asLogged && f.algo != algoNCCL:

@@ -187,9 +187,11 @@ type fidBand struct {
 }
 
 func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
+	var err error
+	if f.format, err = reportFormat(f.format, "table", "csv", "json"); err != nil {
+		return err
+	}
 	switch {
-	case f.format != "table" && f.format != "json" && f.format != "csv":
-		return usagef("unknown format %q (want table, csv or json)", f.format)
 	case f.shipped:
 		return f.runShipped(stdout, stderr)
 	case f.only != "":

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -144,6 +145,22 @@ func roundTo(v float64, d int) float64 {
 		return r
 	}
 	return v
+}
+
+// reportFormat checks --format against a command's layouts, its default
+// first, and returns the one it names. bench's two layouts for reading,
+// text and table, are one for a command that has one of them: either
+// word names it.
+func reportFormat(format string, layouts ...string) (string, error) {
+	if slices.Contains(layouts, format) {
+		return format, nil
+	}
+	reading := map[string]string{"text": "table", "table": "text"}
+	if other := reading[format]; other == layouts[0] {
+		return other, nil
+	}
+	last := len(layouts) - 1
+	return "", usagef("unknown format %q (want %s or %s)", format, strings.Join(layouts[:last], ", "), layouts[last])
 }
 
 // plural is one where n is 1, else many.

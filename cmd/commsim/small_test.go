@@ -109,3 +109,29 @@ func TestYAMLSyntaxErrorsNameTheirLine(t *testing.T) {
 		}
 	}
 }
+
+// --format's two words for reading, text and table, name the one layout
+// for reading of a command that has one; other words are usage errors
+// that list the command's own.
+func TestFormatTakesEitherWordForReading(t *testing.T) {
+	for _, args := range [][]string{
+		{"topo", "show", "ring:4", "--format", "text"},
+		{"topo", "presets", "--format", "text"},
+		{"tuning", "--topo", "dgx-h100", "--format", "table"},
+		{"train", "--format", "text"},
+	} {
+		if status, out, errOut := commsim(args...); status != 0 || out == "" {
+			t.Errorf("%v: status %d, stderr %q", args, status, errOut)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topo", "show", "ring:4", "--format", "xml"}, `unknown format "xml" (want table, csv or json)`},
+		{[]string{"topo", "presets", "--format", "csv"}, `unknown format "csv" (want table or json)`},
+		{[]string{"tuning", "--topo", "dgx-h100", "--format", "yaml"}, `unknown format "yaml" (want text, csv or json)`},
+	} {
+		oneLineUsageError(t, c.args, c.want)
+	}
+}

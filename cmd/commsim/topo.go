@@ -53,10 +53,8 @@ node-aligned halves and the halves of each node); an upper bound.`,
 			if err != nil {
 				return err
 			}
-			switch showFormat {
-			case "table", "json", "csv":
-			default:
-				return usagef("unknown format %q (want table, csv or json)", showFormat)
+			if showFormat, err = reportFormat(showFormat, "table", "csv", "json"); err != nil {
+				return err
 			}
 			return showTopology(cmd.OutOrStdout(), t, showFormat, showLinks)
 		},

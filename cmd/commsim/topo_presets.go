@@ -30,10 +30,9 @@ every number.`,
   commsim topo show dgx-h100x10,gpus=1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch format {
-			case "table", "json":
-			default:
-				return usagef("unknown format %q (want table or json)", format)
+			format, err := reportFormat(format, "table", "json")
+			if err != nil {
+				return err
 			}
 			return writePresets(cmd.OutOrStdout(), topology.Presets(), format)
 		},

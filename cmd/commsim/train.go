@@ -193,8 +193,9 @@ func (st *step) useNCCL(f ncclFlags) error {
 }
 
 func (f *trainFlags) run(w io.Writer) error {
-	if f.format != "table" && f.format != "json" && f.format != "csv" {
-		return usagef("unknown format %q (want table, csv or json)", f.format)
+	var err error
+	if f.format, err = reportFormat(f.format, "table", "csv", "json"); err != nil {
+		return err
 	}
 	if err := f.traceMax.checkTrace(f.trace); err != nil {
 		return err

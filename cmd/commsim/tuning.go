@@ -205,8 +205,9 @@ func cellOf(c nccl.Cost) tuningCell {
 }
 
 func (f *tuningFlags) run(stdout, stderr io.Writer) error {
-	if f.format != "text" && f.format != "csv" && f.format != "json" {
-		return usagef("--format %s: want text, csv or json", f.format)
+	var err error
+	if f.format, err = reportFormat(f.format, "text", "csv", "json"); err != nil {
+		return err
 	}
 	if f.machine != "" {
 		return usagef("--nccl-machine says how a machine departs from NCCL's model, which only a simulation follows; the cost table is the model itself")

@@ -128,7 +128,7 @@ func TestTuningRefusesBadInput(t *testing.T) {
 	}{
 		{[]string{"--nccl-machine", "launch=2"}, "the cost table is the model itself"},
 		{[]string{"-g", "1"}, "-g 1: want 2 to 8"},
-		{[]string{"--format", "table"}, "--format table: want text, csv or json"},
+		{[]string{"--format", "xml"}, `unknown format "xml" (want text, csv or json)`},
 		{[]string{"--topo", "ring:"}, "ring"},
 		{[]string{"--log", filepath.Join(dir, "absent.txt")}, "--log:"},
 		{[]string{"--log", writeTemp(t, dir, "none.txt", "nothing here\n")}, "no NCCL cost table"},
