@@ -187,7 +187,10 @@ func (f *benchFlags) parse() (*sweep, error) {
 		return nil, err
 	}
 	if s.op == ops.Barrier {
-		s.sizes = []int64{0}
+		s.sizes, s.maxBytes = []int64{0}, 0
+		if f.given("min-bytes") || f.given("max-bytes") || f.given("minbytes") || f.given("maxbytes") {
+			f.note("a barrier moves no data: -b and -e are left out, and its one row is size 0")
+		}
 	}
 	if f.backend != "sim" && f.ngpus > 0 {
 		// nccl-tests' -g is the GPUs of one process.

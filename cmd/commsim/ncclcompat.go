@@ -107,11 +107,11 @@ func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
 	}
 }
 
-// note prints a one-line note on stderr.
 // given reports whether flag name was set on the command line (false
 // where the command does not say).
 func (f *ncclTestFlags) given(name string) bool { return f.changed != nil && f.changed(name) }
 
+// note prints a one-line note on stderr.
 func (f *ncclTestFlags) note(format string, args ...any) {
 	if f.stderr != nil {
 		fmt.Fprintf(f.stderr, "commsim: note: "+format+"\n", args...)

@@ -135,3 +135,16 @@ func TestFormatTakesEitherWordForReading(t *testing.T) {
 		oneLineUsageError(t, c.args, c.want)
 	}
 }
+
+// A barrier moves no data: its one row is size 0, the header says so,
+// and sizes given for it are noted as left out.
+func TestBarrierLeavesSizesOut(t *testing.T) {
+	status, out, errOut := commsim("bench", "--op", "barrier", "-b", "64", "-e", "1K")
+	if status != 0 || !strings.Contains(out, "minBytes 0 maxBytes 0 ") ||
+		errOut != "commsim: note: a barrier moves no data: -b and -e are left out, and its one row is size 0\n" {
+		t.Errorf("status %d, stdout:\n%s\nstderr %q", status, out, errOut)
+	}
+	if _, _, errOut := commsim("bench", "--op", "barrier"); errOut != "" {
+		t.Errorf("no sizes given: stderr %q, want none", errOut)
+	}
+}
