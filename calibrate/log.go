@@ -226,9 +226,11 @@ func tableRow(f []string, hasRoot int) (r row, root int, msg string) {
 	r.Count, _ = strconv.ParseInt(f[1], 10, 64)
 	r.typ = f[2]
 	// #wrong follows each half's busbw: a count, or N/A unchecked (older
-	// nccl-tests print an error instead, a float).
-	for _, w := range []int{k + 3, k + 7} {
-		if w < len(f) {
+	// nccl-tests print an error instead, a float). The halves are alike,
+	// per-iteration columns (i_min … i_cv%) and all.
+	half := (len(f) - k) / 2
+	for _, w := range []int{k + 3, k + half + 3} {
+		if w < len(f) && (w == k+3 || half >= 4) {
 			if n, err := strconv.ParseInt(f[w], 10, 64); err == nil && n > 0 {
 				r.wrong += n
 			}

@@ -176,13 +176,17 @@ func TestParseLogCountsRepeatsAndWrongRows(t *testing.T) {
 		"2024-05-01 10:00:00,123 INFO      1048576   262144  float  sum  -1   20.00  52.43  91.75  0   20.00  52.43  91.75  0\n" +
 		"2024-05-01 10:00:00,124 INFO      1048576   262144  float  max  -1   30.00  34.95  61.17  0   30.00  34.95  61.17  0\n" +
 		"2024-05-01 10:00:00,125 INFO      2097152   524288  float  sum  -1   40.00  52.43  91.75  0   40.00  52.43  91.75  3\n" +
-		"2024-05-01 10:00:00,126 INFO      4194304  1048576  float  sum  -1   80.00  52.43  91.75  N/A   80.00  52.43  91.75  N/A\n"
+		"2024-05-01 10:00:00,126 INFO      4194304  1048576  float  sum  -1   80.00  52.43  91.75  N/A   80.00  52.43  91.75  N/A\n" +
+		// per-iteration columns: the in-place #wrong is past them, and
+		// i_cv% is no count of wrong elements
+		"2024-05-01 10:00:00,127 INFO      8388608  2097152  float  sum  -1   160.00  52.43  91.75  0  159  161  161  2   160.00  52.43  91.75  0  159  161  161  3\n" +
+		"2024-05-01 10:00:00,128 INFO     16777216  4194304  float  sum  -1   320.00  52.43  91.75  0   320.00  52.43  91.75  5\n"
 	lg, err := ParseLog("log", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lg.Samples) != 3 || lg.Samples[0].TimeUS != 25 || lg.Repeated != 1 || lg.WrongRows != 1 || lg.FirstWrong != 4 || lg.Redop != "sum" {
-		t.Errorf("%+v: want 3 sizes, 1 MiB's two rows averaged to 25 us and counted, one row with wrong elements on line 4", lg)
+	if len(lg.Samples) != 5 || lg.Samples[0].TimeUS != 25 || lg.Repeated != 1 || lg.WrongRows != 2 || lg.FirstWrong != 4 || lg.Redop != "sum" {
+		t.Errorf("%+v: want 5 sizes, 1 MiB's two rows averaged to 25 us and counted, two rows with wrong elements from line 4 (8 MiB's i_cv%% none)", lg)
 	}
 }
 
