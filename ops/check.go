@@ -55,9 +55,18 @@ func Check(p *Plan) error {
 	if err := checkShape(p); err != nil {
 		return fmt.Errorf("ops: check %v: %w", p.Spec, err)
 	}
-	if n := int64(p.Ranks) * int64(p.InLen+p.OutLen+p.TmpLen); n > MaxCheckElements {
-		return fmt.Errorf("ops: check %v: %w: %d ranks × %d buffer elements is %d symbolic elements, over the limit of %d; check a smaller count",
-			p.Spec, ErrTooLarge, p.Ranks, p.InLen+p.OutLen+p.TmpLen, n, MaxCheckElements)
+	// In float64, which cannot wrap: a plan's lengths may each be near
+	// the largest int.
+	elems := float64(p.InLen) + float64(p.OutLen) + float64(p.TmpLen)
+	if n := float64(p.Ranks) * elems; n > MaxCheckElements {
+		return fmt.Errorf("ops: check %v: %w: %d ranks × %.0f buffer elements is %.0f symbolic elements, over the limit of %d; check a smaller count",
+			p.Spec, ErrTooLarge, p.Ranks, elems, n, MaxCheckElements)
+	}
+	// Each element keeps its last reader on every lane, and each lane
+	// what it has seen of every other.
+	if n := float64(p.Ranks) * float64(p.Lanes) * (elems + float64(p.Lanes)); n > maxCheckLaneWords {
+		return fmt.Errorf("ops: check %v: %w: %d ranks × %d lanes × (%.0f elements + %d lanes) is %.0f words of lane clocks, over the limit of %d; check fewer channels or a smaller count",
+			p.Spec, ErrTooLarge, p.Ranks, p.Lanes, elems, p.Lanes, n, maxCheckLaneWords)
 	}
 	for _, inPlace := range []bool{false, true} {
 		if err := newSymRun(p, inPlace).run(); err != nil {
@@ -74,6 +83,10 @@ func Check(p *Plan) error {
 // MaxCheckElements bounds the elements Check follows, every rank's
 // buffers together: each takes about 50 bytes.
 const MaxCheckElements = 1 << 22
+
+// maxCheckLaneWords bounds the lane clocks Check keeps (4 bytes a word):
+// MaxCheckElements elements on 64 lanes, a GiB.
+const maxCheckLaneWords = MaxCheckElements * 64
 
 // sym is an interned symbolic value: 0 is "never written".
 type sym int32

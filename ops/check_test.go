@@ -143,6 +143,7 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 		"huge count":    func(s *Spec) { s.Count, s.DType = 1<<61, hw.F64 },
 		"unimplemented": func(s *Spec) { s.Op = AllToAll },
 		"barrier data":  func(s *Spec) { s.Op, s.Algo = Barrier, "direct" },
+		"channels":      func(s *Spec) { s.Channels = MaxChannels + 1 },
 	}
 	for name, mut := range cases {
 		s := ok
@@ -197,6 +198,29 @@ func TestCompileStreamsLargePlansAndRefusesHugeOnes(t *testing.T) {
 	}
 	if err := Check(plan); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 4194304") {
 		t.Fatalf("Check: err = %v, want ErrTooLarge naming the limit", err)
+	}
+	// Buffers near the largest int, whose sum wrapped negative and passed
+	// the bound; and a hand-made plan of a million lanes, whose clocks
+	// grow with the square of its lanes: both refused before any is made.
+	huge, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 2, Count: math.MaxInt64 / 4, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(huge); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "symbolic elements, over the limit of 4194304") {
+		t.Errorf("Check of buffers of 2^61 elements: %v, want ErrTooLarge", err)
+	}
+	wide, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide.Lanes = 1 << 20
+	if err := Check(wide); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "words of lane clocks, over the limit of 268435456") {
+		t.Errorf("Check of a million lanes: %v, want ErrTooLarge", err)
+	}
+	// One rank with chunks of one element: a copy, made as one pass (the
+	// 2^31 passes of nothing it looped over took minutes).
+	if one, err := Compile(Spec{Op: AllReduce, Algo: "nccl-ring", Ranks: 1, Count: 1 << 31, Chunk: 1, DType: hw.F32, Redop: hw.Sum}); err != nil || one.NumSteps() != 1 {
+		t.Errorf("nccl-ring on one rank in chunks of 1: %v, want one step", err)
 	}
 	// direct on 32768 ranks: 2·32767·32768 ≈ 2.1G steps, refused at once.
 	_, err = Compile(Spec{Op: AllReduce, Algo: "direct", Ranks: 32768, Count: 1, DType: hw.F32, Redop: hw.Sum})

@@ -19,6 +19,11 @@ import (
 // where a million ranks ran out of memory past 10 GB.
 const MaxRanks = 1 << 18
 
+// MaxChannels is the most channels a spec may split its data over:
+// NCCL's MAXCHANNELS. A plan's memory grows with its channels, whatever
+// its size, so an unbounded count was an unbounded allocation.
+const MaxChannels = 64
+
 // MaxPlanSteps bounds the steps of a plan held in memory, all ranks
 // together: about 100 bytes a step, so 16M steps is a few GB. Compile
 // streams larger plans; Materialized refuses them with ErrTooLarge.
@@ -158,6 +163,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("ops: barrier carries no data, got count %d", s.Count)
 	case s.Channels < 0 || s.Chunk < 0 || s.NodeRanks < 0:
 		return fmt.Errorf("ops: %s: channels %d, chunk %d and node ranks %d must be >= 0", s.Op, s.Channels, s.Chunk, s.NodeRanks)
+	case s.Channels > MaxChannels:
+		return fmt.Errorf("ops: %s: %d channels is more than the limit of %d (NCCL's MAXCHANNELS)", s.Op, s.Channels, MaxChannels)
 	case s.NodeRanks > 0 && s.Ranks%s.NodeRanks != 0:
 		return fmt.Errorf("ops: %s: %d ranks do not make nodes of %d", s.Op, s.Ranks, s.NodeRanks)
 	}
@@ -207,6 +214,12 @@ func compileAbove(s Spec, above int) (*Plan, error) {
 	if gen == nil {
 		return nil, fmt.Errorf("ops: %w: algorithm %s has no %s (for %s use one of %s)",
 			ErrUnsupported, s.Algo, s.Op, s.Op, strings.Join(AlgorithmsFor(s.Op), ", "))
+	}
+	if alg.nccl && s.Ranks == 1 {
+		// One rank exchanges nothing, so its passes split no messages:
+		// looping over count/chunk passes that make no step never met
+		// the step limits (2^31 elements in chunks of 1 took minutes).
+		s.Chunk = 0
 	}
 	in, out := s.BufferLens()
 	if alg.held || heldSpec(s) {

@@ -18,8 +18,8 @@ package ops
 // ok is false for a streamed or native plan, or one with no duplicates.
 func (p *Plan) FoldChannels() (folded *Plan, k int, ok bool) {
 	c := p.Channels
-	if p.Steps == nil || p.native || c < 2 || p.Lanes < 2 {
-		return p, 1, false
+	if p.Steps == nil || p.native || c < 2 || p.Lanes < c {
+		return p, 1, false // no channel has a lane of its own to fold
 	}
 	per := (p.Lanes + c - 1) / c // lanes per channel
 	lanes := make([]laneIndex, p.Ranks)

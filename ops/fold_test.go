@@ -67,6 +67,14 @@ func TestFoldChannelsRefusesWhatIsNotACopy(t *testing.T) {
 			t.Errorf("%v: folds %d channels into one", spec, k)
 		}
 	}
+	// An algorithm that runs on lanes of its own keeps the spec's
+	// channels, more than its lanes: nothing to fold (and nothing made
+	// per channel, which grew with the count before it was bounded).
+	if plan, err := Compile(Spec{Op: AllReduce, Algo: "dbtree", Ranks: 2, Count: 3, DType: hw.F32, Redop: hw.Sum, Channels: MaxChannels}); err != nil {
+		t.Fatal(err)
+	} else if _, _, ok := plan.FoldChannels(); ok || plan.Lanes >= plan.Channels {
+		t.Errorf("dbtree of %d channels on %d lanes folds", plan.Channels, plan.Lanes)
+	}
 	if plan, err := CompileStreamed(Spec{Op: AllGather, Algo: "nccl-ring", Ranks: 16, NodeRanks: 8, Count: 1 << 12, DType: hw.F32, Channels: 16}); err != nil {
 		t.Fatal(err)
 	} else if _, _, ok := plan.FoldChannels(); ok {
