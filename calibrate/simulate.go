@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -39,6 +40,12 @@ func (e *SizeError) Unwrap() error { return e.Err }
 // done, when not nil, is called after each size, failed or not, on the
 // worker that ran it: a progress bar's step.
 func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (*ops.Plan, error), done func()) ([]float64, error) {
+	switch {
+	case n < 0:
+		return nil, fmt.Errorf("calibrate: simulate %d sizes: want 0 or more", n)
+	case plan == nil:
+		return nil, errors.New("calibrate: simulate: no plan function")
+	}
 	secs := make([]float64, n)
 	workers := max(1, min(runtime.GOMAXPROCS(0), n))
 	errs := make([]error, workers)
@@ -68,6 +75,9 @@ func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (
 					exec = simexec.NewExecutor(c)
 				}
 				pl, err := plan(i)
+				if err == nil && pl == nil {
+					err = errors.New("the plan function gave no plan and no error")
+				}
 				if err != nil {
 					sizeErrs[i] = &SizeError{i, true, err}
 					return true

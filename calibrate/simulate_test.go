@@ -65,3 +65,24 @@ func TestSimulateReportsTheSmallestFailingSize(t *testing.T) {
 		t.Errorf("%d sizes reported done, want %d", done, len(counts))
 	}
 }
+
+// A negative number of sizes, no plan function, or one that gives
+// neither a plan nor an error are errors, not a worker's panic that no
+// caller could recover.
+func TestSimulateRefusesWhatItCannotRun(t *testing.T) {
+	topo, err := topology.Parse("switch:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Simulate(topo, sim.Config{TimingOnly: true}, -1, func(int) (*ops.Plan, error) { return nil, nil }, nil); err == nil {
+		t.Error("-1 sizes: no error")
+	}
+	if _, err := Simulate(topo, sim.Config{TimingOnly: true}, 2, nil, nil); err == nil {
+		t.Error("no plan function: no error")
+	}
+	_, err = Simulate(topo, sim.Config{TimingOnly: true}, 2, func(int) (*ops.Plan, error) { return nil, nil }, nil)
+	var se *SizeError
+	if !errors.As(err, &se) || se.Index != 0 || !se.Planning {
+		t.Errorf("a nil plan: %v, want size 0's planning error", err)
+	}
+}

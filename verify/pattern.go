@@ -2,6 +2,7 @@ package verify
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 
@@ -9,15 +10,28 @@ import (
 	"github.com/commsim/commsim/ops"
 )
 
+// MaxPatternBytes bounds the inputs PatternInputs makes, every rank's
+// together, in host memory (and while it fills them, a rank's values as
+// float64 for each core).
+const MaxPatternBytes = 16 << 30
+
 // PatternInputs returns every rank's input of s (InLen elements each,
 // little-endian): the deterministic pattern that `commsim bench --check`
 // runs, so that Case.Reproducer's command checks the same values every
 // time. The values are pseudo-random and exactly representable in the
 // dtype: in [-1, 1) for floats (near 1 for prod, so that products neither
 // overflow nor underflow), small integers for i32 and i64, and all of
-// 0..255 for u8.
+// 0..255 for u8. A spec that Validate refuses, or whose inputs would
+// take more than MaxPatternBytes, is an error before anything is made.
 func PatternInputs(s ops.Spec) ([][]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
 	n, _ := s.BufferLens()
+	if total := float64(s.Ranks) * float64(n) * float64(s.DType.Size()); total > MaxPatternBytes {
+		return nil, fmt.Errorf("verify: inputs of %v: %w: %d ranks x %d elements of %s is %.0f bytes, over the limit of %d",
+			s, ops.ErrTooLarge, s.Ranks, n, s.DType, total, int64(MaxPatternBytes))
+	}
 	out := make([][]byte, s.Ranks)
 	errs := make([]error, s.Ranks)
 	// Ranks are independent: fill them on every core.

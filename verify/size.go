@@ -18,6 +18,10 @@ func SpecForSize(base ops.Spec, bytes int64) (ops.Spec, int64) {
 	p := int64(base.Ranks)
 	size := int64(base.DType.Size())
 	spec := base
+	if p < 1 || size < 1 {
+		spec.Count = 0 // no ranks or no type: nothing to size (Validate says why)
+		return spec, 0
+	}
 	switch base.Op {
 	case ops.AllGather, ops.ReduceScatter, ops.Gather, ops.AllToAll:
 		spec.Count = int(bytes / size / p)

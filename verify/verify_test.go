@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -38,5 +39,26 @@ func TestSpecForSizeReadsSizesAsNCCLTests(t *testing.T) {
 		if s.Count != 400 || moved != 1600 {
 			t.Errorf("%v: count %d, %d bytes; want 400, 1600", op, s.Count, moved)
 		}
+	}
+}
+
+// A spec with no ranks or no type sizes to nothing rather than dividing
+// by zero; PatternInputs refuses what Validate refuses and inputs past
+// MaxPatternBytes, before making any.
+func TestBadSpecsAreRefusedBeforeAnythingIsMade(t *testing.T) {
+	if s, moved := SpecForSize(ops.Spec{}, 100); s.Count != 0 || moved != 0 {
+		t.Errorf("SpecForSize of the zero spec: count %d, %d bytes; want none", s.Count, moved)
+	}
+	for name, s := range map[string]ops.Spec{
+		"zero spec":      {},
+		"negative ranks": {Op: ops.AllReduce, Ranks: -1, Count: 8, DType: hw.F32, Redop: hw.Sum},
+		"past the bound": {Op: ops.AllReduce, Ranks: 8, Count: 1 << 40, DType: hw.F32, Redop: hw.Sum},
+	} {
+		if in, err := PatternInputs(s); err == nil || in != nil {
+			t.Errorf("%s: %d inputs, err %v; want an error", name, len(in), err)
+		}
+	}
+	if _, err := PatternInputs(ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 40, DType: hw.F32, Redop: hw.Sum}); !errors.Is(err, ops.ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 17179869184") {
+		t.Errorf("past the bound: %v, want ErrTooLarge naming it", err)
 	}
 }
