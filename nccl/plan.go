@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -149,7 +150,7 @@ const treeStepsPerPass = 10
 // launch of c's algorithm and protocol (see the package doc for what is
 // approximated).
 func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
-	if err := o.check(); err != nil {
+	if err := cmp.Or(s.check(), o.check()); err != nil {
 		return nil, err
 	}
 	p, ok := protoIndex(c.Protocol)
@@ -424,6 +425,22 @@ func NewTuner(t *topology.Topology, o Options) (*Tuner, error) {
 	return &Tuner{System: s, Options: o}, nil
 }
 
+// accepts says why t cannot choose for spec, or nil: a Tuner NewTuner
+// did not make, a spec Validate refuses, or ranks other than the
+// fabric's GPUs.
+func (t *Tuner) accepts(spec ops.Spec) error {
+	if t == nil || t.System.check() != nil {
+		return errors.New("nccl: a Tuner is made by NewTuner")
+	}
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if spec.Ranks != t.System.Ranks {
+		return fmt.Errorf("nccl: %v has %d ranks and the fabric %d GPUs", spec.Op, spec.Ranks, t.System.Ranks)
+	}
+	return nil
+}
+
 // ChannelGBps is what one channel moves at most on t's fabric, in GB/s:
 // the machine's rate, or the one published runs measure on its GPUs
 // (MeasuredChannel); 0 for none.
@@ -440,12 +457,6 @@ func (t *Tuner) With(o Options) (*Tuner, error) {
 // Plan chooses NCCL's algorithm, protocol and channels for spec and
 // compiles the plan the simulator runs, with the choice.
 func (t *Tuner) Plan(spec ops.Spec) (*ops.Plan, Choice, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, Choice{}, err
-	}
-	if spec.Ranks != t.System.Ranks {
-		return nil, Choice{}, fmt.Errorf("nccl: %v has %d ranks and the fabric %d GPUs", spec.Op, spec.Ranks, t.System.Ranks)
-	}
 	c, err := t.Choose(spec)
 	if err != nil {
 		return nil, c, err
@@ -483,7 +494,7 @@ func oneRankCopy(s System, spec ops.Spec) float64 {
 // tuner's for a collective, its point-to-point transport (P2P) for an
 // all-to-all or a sendrecv.
 func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
-	if err := spec.Validate(); err != nil {
+	if err := t.accepts(spec); err != nil {
 		return Choice{}, err
 	}
 	if isP2P(spec.Op) {
@@ -500,7 +511,7 @@ func (t *Tuner) Choose(spec ops.Spec) (Choice, error) {
 // point-to-point transport alone, which NCCL's model does not price (its
 // TimeUS is 0).
 func (t *Tuner) Ranked(spec ops.Spec) ([]Estimate, error) {
-	if err := spec.Validate(); err != nil {
+	if err := t.accepts(spec); err != nil {
 		return nil, err
 	}
 	if isP2P(spec.Op) {

@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -40,6 +41,21 @@ type System struct {
 	// free). NCCL's search does not read it; a one-rank call copies at
 	// a rate it gives (oneRankCopy).
 	ReduceBW float64
+}
+
+// check refuses a System that Describe would not give: no ranks, nodes
+// that do not hold them, or a bandwidth that is negative or no number.
+func (s System) check() error {
+	if s.Ranks < 1 || s.Nodes < 1 || s.PerNode < 1 || s.Nodes*s.PerNode != s.Ranks || s.NVLinks < 0 || s.NICs < 0 {
+		return fmt.Errorf("nccl: system of %d ranks on %d nodes of %d, %d NVLinks and %d NICs a GPU: want nodes of as many ranks that hold them all (Describe gives one)",
+			s.Ranks, s.Nodes, s.PerNode, s.NVLinks, s.NICs)
+	}
+	for _, bw := range []float64{s.IntraBW, s.LinkBW, s.NICBW, s.PCIeBW, s.ReduceBW} {
+		if !(bw >= 0) {
+			return fmt.Errorf("nccl: system %s: a bandwidth of %v: want 0 or more", s, bw)
+		}
+	}
+	return nil
 }
 
 // nicPathBW is what the path from a GPU to its NIC carries in GB/s, as
@@ -92,6 +108,9 @@ func (s System) String() string {
 // without crossing a NIC; every node must hold as many.
 func Describe(t *topology.Topology) (System, error) {
 	gpus := t.GPUs()
+	if len(gpus) == 0 {
+		return System{}, errors.New("nccl: describe: a fabric without GPUs (a Topology is made by topology.New)")
+	}
 	s := System{Ranks: len(gpus), Arch: topology.Hopper, CPU: topology.IntelCPU}
 	if t.HostCPU != topology.UnknownCPU {
 		s.CPU = t.HostCPU

@@ -8,6 +8,7 @@ package nccl
 // reads the machine as NCCL does.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -92,6 +93,9 @@ func Protocols() []ops.Protocol { return protocols[:] }
 // table, as it is not in NCCL's. With one rank NCCL prices every call
 // as ring/Simple at 0 and copies the buffer, so there is no table.
 func CostTable(s System, o Options) ([]Cost, error) {
+	if err := cmp.Or(s.check(), o.check()); err != nil {
+		return nil, err
+	}
 	if s.Ranks < 2 {
 		return nil, errors.New("nccl: one rank has no cost table: NCCL's tuner prices its call as ring/Simple at 0 and copies the buffer")
 	}

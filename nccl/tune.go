@@ -3,6 +3,7 @@ package nccl
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -116,6 +117,26 @@ func (o Options) check() error {
 	if o.Channels < 0 || o.Channels > maxChannels {
 		return fmt.Errorf("nccl: %d channels: want 1 to %d", o.Channels, maxChannels)
 	}
+	if err := o.Machine.check(); err != nil {
+		return err
+	}
+	algos, protos := slices.Clone(o.Algos), slices.Clone(o.Protos)
+	for _, op := range slices.Sorted(maps.Keys(o.OpAlgos)) {
+		algos = append(algos, o.OpAlgos[op]...)
+	}
+	for _, op := range slices.Sorted(maps.Keys(o.OpProtos)) {
+		protos = append(protos, o.OpProtos[op]...)
+	}
+	for _, a := range algos {
+		if a >= numAlgos {
+			return fmt.Errorf("nccl: algorithm %d: want one of %s", a, strings.Join(algoNames[:], ", "))
+		}
+	}
+	for _, p := range protos {
+		if _, ok := protoIndex(p); !ok {
+			return fmt.Errorf("nccl: protocol %v: want LL, LL128 or Simple", p)
+		}
+	}
 	for _, n := range o.numbers() {
 		if v := n.get(); v != 0 && !n.allows(v) {
 			return fmt.Errorf("nccl: %s=%d: want %s", n.name, v, n.want())
@@ -163,6 +184,22 @@ type Machine struct {
 	// NoChannelRate, where ChannelGBps is 0, bounds no channel by a
 	// rate: each moves its share of NCCL's model alone.
 	NoChannelRate bool
+}
+
+// check refuses factors and rates that are not finite and at least 0
+// (0 means the default).
+func (m Machine) check() error {
+	named := []struct {
+		name string
+		v    float64
+	}{{"launch", m.Launch}, {"hop", m.Hop}, {"LL bandwidth", m.Bandwidth[ll]}, {"LL128 bandwidth", m.Bandwidth[ll128]},
+		{"Simple bandwidth", m.Bandwidth[simple]}, {"channel rate", m.ChannelGBps}}
+	for _, f := range named {
+		if !(f.v >= 0) || math.IsInf(f.v, 1) {
+			return fmt.Errorf("nccl: machine's %s %v: want a finite number, 0 or more (0: NCCL's model)", f.name, f.v)
+		}
+	}
+	return nil
 }
 
 // channelGBps is m's channel rate on s in GB/s, 0 for none.
@@ -260,6 +297,12 @@ type Choice struct {
 // of an element type that every algorithm reduces (Tuner.Choose reads
 // the collective's).
 func Tune(s System, op ops.Op, bytes int64, o Options) (Choice, error) {
+	if err := cmp.Or(s.check(), o.check()); err != nil {
+		return Choice{}, err
+	}
+	if bytes < 0 || !op.Valid() {
+		return Choice{}, fmt.Errorf("nccl: tune %v of %d bytes: want a collective and 0 bytes or more", op, bytes)
+	}
 	return tune(s, op, bytes, o, elements{})
 }
 

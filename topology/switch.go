@@ -228,8 +228,11 @@ func members(n int) []int {
 // must include it. With PathCost and ReduceCost it makes a Topology an
 // ops.SwitchCoster, which prices NVLS plans.
 func (t *Topology) SwitchCost(rank, first, n int, reduce bool) (alpha, beta float64, err error) {
-	if n < 1 || rank < first || rank >= first+n {
+	if n < 1 || rank < first || rank-first >= n {
 		return 0, 0, newErr(ErrRoute, "switch cost: rank %d is not in the group of %d ranks from %d", rank, n, first)
+	}
+	if first < 0 || n > t.NumGPUs()-first {
+		return 0, 0, newErr(ErrRoute, "switch cost: the group of %d ranks from %d is not among the %d GPUs", n, first, t.NumGPUs())
 	}
 	ranks := make([]int, n)
 	for i := range ranks {

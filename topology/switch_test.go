@@ -81,6 +81,13 @@ func TestSwitchCostOfDGXH100(t *testing.T) {
 	if _, _, err := topo.SwitchCost(9, 0, 8, true); !errors.Is(err, ErrRoute) {
 		t.Errorf("a rank outside its group: %v, want ErrRoute", err)
 	}
+	// Groups past the GPUs are refused before a rank list is made for
+	// them (one of the largest int ranks panicked in make).
+	for _, g := range [][3]int{{0, 0, math.MaxInt}, {math.MaxInt - 1, math.MaxInt - 1, 2}, {5, 4, 8}, {-1, -1, 2}} {
+		if _, _, err := topo.SwitchCost(g[0], g[1], g[2], true); !errors.Is(err, ErrRoute) {
+			t.Errorf("rank %d in the group of %d from %d: %v, want ErrRoute", g[0], g[2], g[1], err)
+		}
+	}
 }
 
 // TestSwitchGroupCostTakesTheSlowestWay: a reduction waits for the

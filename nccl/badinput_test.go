@@ -1,0 +1,69 @@
+package nccl
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
+)
+
+// What the tuner is given that NCCL could not run is an error naming it,
+// where a System of -8 ranks priced a call at -110 µs, a Tuner chose for
+// 1000 ranks on 8 GPUs, and a NaN launch factor surfaced only as a
+// malformed plan when the plan ran.
+func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
+	topo, err := topology.Resolve("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := NewTuner(topo, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 20, DType: hw.F32, Redop: hw.Sum}
+	wrongRanks := spec
+	wrongRanks.Ranks = 1000
+	for name, call := range map[string]func() error{
+		"negative ranks": func() error {
+			_, err := Tune(System{Ranks: -8, Nodes: 1, PerNode: -8}, ops.AllReduce, 1024, Options{})
+			return err
+		},
+		"zero system":    func() error { _, err := Tune(System{}, ops.AllReduce, 1024, Options{}); return err },
+		"negative bytes": func() error { _, err := Tune(good.System, ops.AllReduce, -1, Options{}); return err },
+		"NaN bandwidth": func() error {
+			s := good.System
+			s.IntraBW = math.NaN()
+			_, err := Tune(s, ops.AllReduce, 1024, Options{})
+			return err
+		},
+		"ranks not the fabric's":         func() error { _, err := good.Choose(wrongRanks); return err },
+		"ranks not the fabric's, ranked": func() error { _, err := good.Ranked(wrongRanks); return err },
+		"zero tuner":                     func() error { _, err := (&Tuner{}).Choose(spec); return err },
+		"nil tuner":                      func() error { _, _, err := (*Tuner)(nil).Plan(spec); return err },
+		"no GPUs":                        func() error { _, err := NewTuner(&topology.Topology{}, Options{}); return err },
+		"NaN launch": func() error {
+			_, err := NewTuner(topo, Options{Machine: Machine{Launch: math.NaN()}})
+			return err
+		},
+		"negative bandwidth factor": func() error {
+			_, err := NewTuner(topo, Options{Machine: Machine{Bandwidth: [numProtos]float64{-1, 0, 0}}})
+			return err
+		},
+		"infinite channel rate": func() error {
+			_, err := NewTuner(topo, Options{Machine: Machine{ChannelGBps: math.Inf(1)}})
+			return err
+		},
+		"unknown algorithm": func() error { _, err := NewTuner(topo, Options{Algos: []Algo{200}}); return err },
+		"unknown protocol": func() error {
+			_, err := NewTuner(topo, Options{OpProtos: map[ops.Op][]ops.Protocol{ops.AllReduce: {200}}})
+			return err
+		},
+	} {
+		if err := call(); err == nil || !strings.HasPrefix(err.Error(), "nccl: ") && !strings.HasPrefix(err.Error(), "ops: ") {
+			t.Errorf("%s: %v, want an error", name, err)
+		}
+	}
+}
