@@ -204,6 +204,9 @@ func (c *Cluster) Inject(f Fault) error {
 	if c.closed {
 		return fmt.Errorf("sim: inject: %w", hw.ErrClosed)
 	}
+	if f.At < 0 {
+		return fmt.Errorf("sim: inject %v: a negative time; faults count from time 0", f)
+	}
 	if f.At < c.eng.now {
 		return fmt.Errorf("sim: inject %v: simulated time is already %v", f, c.eng.now)
 	}

@@ -188,6 +188,12 @@ func TestInjectRefusesBadFaults(t *testing.T) {
 			t.Errorf("Inject(%q) succeeded", f)
 		}
 	}
+	// Made by hand, past ParseFault: times and stalls below 0.
+	for _, f := range []sim.Fault{{Kind: sim.RankStall, At: -5, For: 100}, {Kind: sim.RankStall, At: 5, For: -100}} {
+		if err := c.Inject(f); err == nil || !strings.Contains(err.Error(), "negative") {
+			t.Errorf("Inject(%+v): %v, want an error saying what is negative", f, err)
+		}
+	}
 }
 
 // TestHyphenatedLinkNames: nodes may have '-' in their names, so a link

@@ -33,6 +33,7 @@ package paramsync
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -240,6 +241,7 @@ func (s *Server) setParams(params []Param) error {
 		return fmt.Errorf("paramsync: empty parameter list")
 	}
 	index := map[string]int{}
+	var total int64 // every parameter's bytes, which no bucket exceeds
 	for i, p := range params {
 		switch {
 		case p.ID == "":
@@ -248,6 +250,8 @@ func (s *Server) setParams(params []Param) error {
 			return fmt.Errorf("paramsync: parameter %q: length %d", p.ID, p.Len)
 		case !p.DType.Valid():
 			return fmt.Errorf("paramsync: parameter %q: invalid dtype %v", p.ID, p.DType)
+		case int64(p.Len) > (math.MaxInt64-total)/int64(p.DType.Size()):
+			return fmt.Errorf("paramsync: parameter %q: %d elements of %s take the parameters past %d bytes", p.ID, p.Len, p.DType, int64(math.MaxInt64))
 		case p.Sharded && p.Len%s.w.Size() != 0:
 			return fmt.Errorf("paramsync: sharded parameter %q: length %d does not divide by %d ranks", p.ID, p.Len, s.w.Size())
 		}
@@ -255,6 +259,7 @@ func (s *Server) setParams(params []Param) error {
 			return fmt.Errorf("paramsync: parameters %d and %d are both %q", j, i, p.ID)
 		}
 		index[p.ID] = i
+		total += int64(p.Len) * int64(p.DType.Size())
 	}
 	s.params, s.index = slices.Clone(params), index
 	s.buckets = makeBuckets(params, s.cfg.BucketBytes)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -282,6 +283,14 @@ func TestErrorsCorruptNothing(t *testing.T) {
 	g := func(r, n int, dt hw.DType) hw.Buffer { b, _ := d[r].Alloc(dt, n); return b }
 	if err := srv.SubmitGradient(0, "w", g(0, 4, hw.F32), nil); err == nil {
 		t.Error("submit before register succeeded")
+	}
+	// Lengths whose bytes pass the largest int, alone or together, are
+	// refused at Register, where Buckets reported 0 or -8 bytes for them.
+	for _, huge := range [][]paramsync.Param{{{ID: "x", Len: math.MaxInt64/4 + 1, DType: hw.F32}},
+		{{ID: "x", Len: math.MaxInt64 / 6, DType: hw.F32}, {ID: "y", Len: math.MaxInt64 / 6, DType: hw.F32}}} {
+		if err := srv.Register(0, huge); err == nil || !strings.Contains(err.Error(), "past 9223372036854775807 bytes") || len(srv.Buckets()) != 0 {
+			t.Errorf("%+v: %v, %d buckets; want refused, none made", huge, err, len(srv.Buckets()))
+		}
 	}
 	if err := srv.Register(0, params); err != nil {
 		t.Fatal(err)
