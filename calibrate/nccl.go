@@ -412,6 +412,9 @@ func ScaleNetwork(t *topology.Topology, nic float64) (*topology.Topology, error)
 	if !(nic > 0) || math.IsInf(nic, 0) {
 		return nil, fmt.Errorf("calibrate: network scale %g, want a factor > 0", nic)
 	}
+	if t == nil {
+		return nil, errors.New("calibrate: network scale: no topology")
+	}
 	return scaleLinks(t, networkLinks(t), nic, true)
 }
 

@@ -66,4 +66,7 @@ func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
 			t.Errorf("%s: %v, want an error", name, err)
 		}
 	}
+	if l := Label(nil); l != "" {
+		t.Errorf("Label(nil) = %q, want none", l)
+	}
 }

@@ -401,6 +401,9 @@ func bytesOf(spec ops.Spec) int64 {
 // Label names a plan the way the algo column shows NCCL's choice,
 // "ring/LL128/16ch", or gives its algorithm's name for any other plan.
 func Label(plan *ops.Plan) string {
+	if plan == nil {
+		return ""
+	}
 	if !ops.IsNCCL(plan.Algo) {
 		return plan.Algo
 	}

@@ -49,7 +49,10 @@ import (
 // ErrTooLarge past MaxCheckElements), so check small counts. A streamed
 // plan is read lane by lane, as it runs.
 func Check(p *Plan) error {
-	if p != nil && p.native {
+	if p == nil {
+		return fmt.Errorf("ops: check: %w: nil plan", ErrBadPlan)
+	}
+	if p.native {
 		return fmt.Errorf("ops: check %v: %w", p.Spec, errNativePlan)
 	}
 	if err := checkShape(p); err != nil {

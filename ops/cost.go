@@ -48,7 +48,13 @@ type PathClasser interface {
 // reads each lane through a Cursor, so a streamed plan is costed in
 // memory that grows with its ranks, as it runs.
 func Cost(plan *Plan, m CostModel) (float64, error) {
-	if plan != nil && plan.native {
+	switch {
+	case plan == nil:
+		return 0, fmt.Errorf("ops: cost: %w: nil plan", ErrBadPlan)
+	case m == nil:
+		return 0, fmt.Errorf("ops: cost %v: no cost model", plan.Spec)
+	}
+	if plan.native {
 		return 0, fmt.Errorf("ops: cost %v: %w: %w", plan.Spec, ErrUnsupported, errNativePlan)
 	}
 	if err := plan.validate(); err != nil {
@@ -369,6 +375,9 @@ type Candidate struct {
 // one every bound read whole would give: a plan within the ties of the
 // cheapest has its bounds within them when they are read.
 func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
+	if m == nil {
+		return nil, nil, fmt.Errorf("ops: select for %v: no cost model", s)
+	}
 	var cands []Candidate
 	var order, estimate []int
 	for _, name := range AlgorithmsFor(s.Op) {

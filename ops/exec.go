@@ -40,6 +40,9 @@ func NewExecutorWith(w *hw.World, d Driver) *Executor {
 	if d == nil {
 		d = genericDriver{}
 	}
+	if w == nil {
+		return &Executor{driver: d} // Run says it has no world
+	}
 	n := w.Size()
 	return &Executor{w: w, driver: d, devs: w.Devices(), lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
 		starts: make([]hw.Event, n), ends: make([]hw.Event, n), laneEvents: make([][]hw.Event, n), retired: make([][]hw.Buffer, n)}
@@ -170,6 +173,9 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {
 	if plan == nil {
 		return fmt.Errorf("ops: run: %w: nil plan", ErrBadPlan)
+	}
+	if e.w == nil {
+		return fmt.Errorf("ops: run %v: the executor has no world", plan.Spec)
 	}
 	if plan.Ranks != e.w.Size() {
 		return fmt.Errorf("ops: run %v: plan is for %d ranks, world has %d", plan.Spec, plan.Ranks, e.w.Size())

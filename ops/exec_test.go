@@ -498,3 +498,39 @@ func TestFailuresNameTheirCause(t *testing.T) {
 		t.Errorf("every hop past the horizon: %v; want one line naming the horizon", err)
 	}
 }
+
+// Nil plans, cost models and worlds, and ranks a plan does not have,
+// are errors (or no steps), not panics.
+func TestNilArgumentsAreErrors(t *testing.T) {
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Parse("switch:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, call := range map[string]func() error{
+		"check nil":        func() error { return ops.Check(nil) },
+		"cost nil plan":    func() error { _, err := ops.Cost(nil, topo); return err },
+		"cost nil model":   func() error { _, err := ops.Cost(plan, nil); return err },
+		"select nil model": func() error { _, _, err := ops.Select(plan.Spec, nil); return err },
+		"run without world": func() error {
+			_, err := ops.NewExecutor(nil).Run(plan, make([]hw.Slice, 4), make([]hw.Slice, 4))
+			return err
+		},
+		"run on a nil cluster": func() error {
+			_, err := simexec.NewExecutor(nil).Run(plan, make([]hw.Slice, 4), make([]hw.Slice, 4))
+			return err
+		},
+	} {
+		if err := call(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	for _, r := range []int{-1, 4} {
+		if steps := plan.Rank(r); steps != nil {
+			t.Errorf("rank %d of 4: %d steps, want none", r, len(steps))
+		}
+	}
+}

@@ -347,8 +347,12 @@ func (p *Plan) rankBatches(r, lane, n int) iter.Seq[[]Step] {
 	}
 }
 
-// Rank returns rank r's steps, generating them for a streamed plan.
+// Rank returns rank r's steps, generating them for a streamed plan; none
+// for a rank the plan does not have.
 func (p *Plan) Rank(r int) []Step {
+	if r < 0 || r >= p.Ranks || !p.Streamed() && r >= len(p.Steps) {
+		return nil
+	}
 	if !p.Streamed() {
 		return p.Steps[r]
 	}

@@ -55,6 +55,15 @@ func (o GenOptions) filled() GenOptions {
 	return o
 }
 
+// valid reports whether o names only collectives, dtypes, reduce ops and
+// fabric kinds that exist.
+func (o GenOptions) valid() bool {
+	return !slices.ContainsFunc(o.Ops, func(op ops.Op) bool { return !op.Valid() }) &&
+		!slices.ContainsFunc(o.DTypes, func(d hw.DType) bool { return !d.Valid() }) &&
+		!slices.ContainsFunc(o.Redops, func(r hw.ReduceOp) bool { return !r.Valid() }) &&
+		!slices.ContainsFunc(o.TopoKinds, func(k string) bool { return !slices.Contains(DefaultGenOptions().TopoKinds, k) })
+}
+
 // orAll is xs, or all when xs is empty.
 func orAll[T any](xs, all []T) []T { return cond(len(xs) == 0, all, xs) }
 
@@ -293,6 +302,9 @@ func smallerSpecs(s ops.Spec) []ops.Spec {
 // torus:AxB[xC] and cluster:MxG (M·G = ranks, with or without rails), with
 // random valid bw=, lat=, reduce= and, for clusters, nicbw=, niclat=.
 func GenTopoSpec(ranks int, kinds ...string) gopter.Gen {
+	if ranks < 1 {
+		return gen.Fail(reflect.TypeOf("")) // no fabric has no GPUs
+	}
 	kinds = orAll(kinds, DefaultGenOptions().TopoKinds)
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
 		return gopter.NewGenResult(randomTopo(gp.Rng, ranks, kinds), gopter.NoShrinker)
@@ -384,6 +396,9 @@ func topoFor(topo string, ranks int) string {
 // extra links, with random bandwidths, latencies and GPU reduce rates. Every
 // document is valid and connected.
 func GenYAMLGraph(ranks int) gopter.Gen {
+	if ranks < 1 {
+		return gen.Fail(reflect.TypeOf(""))
+	}
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
 		return gopter.NewGenResult(randomYAML(gp.Rng, ranks), gopter.NoShrinker)
 	}
@@ -547,6 +562,9 @@ func (g valueGen) fill(rng *rand.Rand, n int) []byte {
 // awkward (see Specials; also random NaN payloads and subnormals), the
 // rest ordinary values. It shrinks toward zeros.
 func GenElements(dt hw.DType, n int) gopter.Gen {
+	if n < 0 || !dt.Valid() {
+		return gen.Fail(reflect.TypeOf([]byte(nil)))
+	}
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
 		b := newValueGen(gp.Rng, dt, false).fill(gp.Rng, n)
 		return gopter.NewGenResult(b, func(v any) gopter.Shrink {
@@ -576,6 +594,9 @@ func inputsFor(rng *rand.Rand, s ops.Spec) [][]byte {
 // to o's MinRanks and Redops.
 func GenCase(o GenOptions) gopter.Gen {
 	o = o.filled()
+	if !o.valid() {
+		return gen.Fail(reflect.TypeOf(Case{})) // generates nothing rather than invalid cases
+	}
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
 		s, ok := randomSpec(gp.Rng, o)
 		if !ok {
@@ -595,7 +616,10 @@ func GenCase(o GenOptions) gopter.Gen {
 // non-finite float 1, then single elements 0 or 1), keeping each rank's
 // remaining values in place.
 func ShrinkCase(v any) gopter.Shrink {
-	c := v.(Case)
+	c, ok := v.(Case)
+	if !ok {
+		return gopter.NoShrink
+	}
 	var next []func() (Case, bool)
 	for _, t := range smallerSpecs(c.Spec) {
 		next = append(next, func() (Case, bool) { return reshape(c, t, 0), true })

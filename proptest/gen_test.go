@@ -204,6 +204,29 @@ func TestGenTopoSpec(t *testing.T) {
 	}
 }
 
+// Generators given what cannot be generated (no GPUs, a negative count,
+// an unknown dtype or fabric kind) generate nothing, and ShrinkCase of
+// anything but a Case shrinks to nothing, where each panicked or made
+// invalid cases.
+func TestGeneratorsOfNothingGenerateNothing(t *testing.T) {
+	gp := gopter.DefaultGenParameters()
+	for name, g := range map[string]gopter.Gen{
+		"no GPUs":        proptest.GenTopoSpec(-4),
+		"no GPUs, YAML":  proptest.GenYAMLGraph(0),
+		"negative count": proptest.GenElements(hw.F32, -1),
+		"no dtype":       proptest.GenElements(0, 4),
+		"unknown dtype":  proptest.GenCase(proptest.GenOptions{DTypes: []hw.DType{0}}),
+		"unknown fabric": proptest.GenCase(proptest.GenOptions{TopoKinds: []string{"bogus"}}),
+	} {
+		if r := g(gp); r.Result != nil {
+			t.Errorf("%s: generated %v", name, r.Result)
+		}
+	}
+	if v, ok := proptest.ShrinkCase(42)(); ok {
+		t.Errorf("ShrinkCase(42) shrank to %v", v)
+	}
+}
+
 // TestGenDeterministic: the same seed gives the same cases.
 func TestGenDeterministic(t *testing.T) {
 	g := proptest.GenCase(proptest.GenOptions{})

@@ -158,7 +158,12 @@ func perPicosecond(bw float64) float64 {
 }
 
 // World is the world of all devices, rank r being the topology's r-th GPU.
-func (c *Cluster) World() *hw.World { return c.world }
+func (c *Cluster) World() *hw.World {
+	if c == nil {
+		return nil
+	}
+	return c.world
+}
 
 // Devices returns the devices in rank order.
 func (c *Cluster) Devices() []*Device { return append([]*Device(nil), c.devices...) }

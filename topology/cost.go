@@ -14,6 +14,9 @@ import "math"
 // Where rotating the ranks maps the fabric onto itself, a rank's costs
 // come from its stand-in's search (cachedCost).
 func (t *Topology) PathCost(src, dst int) (alpha, beta float64, err error) {
+	if !t.built() {
+		return 0, 0, newErr(ErrInvalid, "path cost: topology was not built with New")
+	}
 	if src >= 0 && src < len(t.gpus) && dst >= 0 && dst < len(t.gpus) && src != dst {
 		if c, ok := t.cachedCost(src, dst); ok {
 			return c.alpha, c.beta, c.err

@@ -289,6 +289,11 @@ func TestRouteErrors(t *testing.T) {
 	if _, err := bare.RouteRanks(0, 1); err == nil {
 		t.Error("bare topology RouteRanks: no error")
 	}
+	for _, tp := range []*Topology{bare, nil} {
+		if _, _, err := tp.PathCost(0, 1); err == nil || !strings.Contains(err.Error(), "not built with New") {
+			t.Errorf("PathCost on %p: %v", tp, err)
+		}
+	}
 }
 
 func TestRouteConcurrent(t *testing.T) {

@@ -46,6 +46,12 @@ type Rank struct {
 // (ops.Plan.InPlace) or out of place. Errors of the devices and of the
 // executor come back as they are.
 func (r *Runner) Run(exec *ops.Executor, w *hw.World, plan *ops.Plan, inputs [][]byte, inPlace bool) (Result, error) {
+	switch {
+	case plan == nil:
+		return Result{}, fmt.Errorf("verify: run: %w: nil plan", ops.ErrBadPlan)
+	case exec == nil || w == nil:
+		return Result{}, fmt.Errorf("verify: run %v: no executor or no world", plan.Spec)
+	}
 	ranks := make([]int, plan.Ranks)
 	devs := make([]hw.Device, plan.Ranks)
 	for q := range plan.Ranks {
@@ -66,6 +72,8 @@ func (r *Runner) Run(exec *ops.Executor, w *hw.World, plan *ops.Plan, inputs [][
 // output (CountWrongRank) needs them all; only the rank's own is written.
 func (r *Runner) RunRank(rank Rank, plan *ops.Plan, inputs [][]byte, inPlace bool) (Result, error) {
 	switch {
+	case plan == nil:
+		return Result{}, fmt.Errorf("verify: run: %w: nil plan", ops.ErrBadPlan)
 	case rank.Index < 0 || rank.Index >= plan.Ranks:
 		return Result{}, fmt.Errorf("verify: rank %d of a plan for %d ranks", rank.Index, plan.Ranks)
 	case rank.Device == nil || rank.Launch == nil:
