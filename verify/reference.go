@@ -56,6 +56,9 @@ func CheckReference(c Case, outputs [][]byte) error {
 // elements (on the ranks the op defines) break the bounds, and the first of
 // them described. err reports outputs of the wrong shape.
 func CountWrong(c Case, outputs [][]byte) (wrong int, first string, err error) {
+	if err := c.Spec.Validate(); err != nil {
+		return 0, "", fmt.Errorf("%w: %w", ErrWrong, err) // the zero Case judged nothing and passed
+	}
 	p := c.Spec.Ranks
 	if len(outputs) != p || len(c.Inputs) != p {
 		return 0, "", fmt.Errorf("%w: %d outputs and %d inputs for %d ranks", ErrWrong, len(outputs), len(c.Inputs), p)

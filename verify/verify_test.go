@@ -61,4 +61,7 @@ func TestBadSpecsAreRefusedBeforeAnythingIsMade(t *testing.T) {
 	if _, err := PatternInputs(ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 40, DType: hw.F32, Redop: hw.Sum}); !errors.Is(err, ops.ErrTooLarge) || !strings.Contains(err.Error(), "over the limit of 17179869184") {
 		t.Errorf("past the bound: %v, want ErrTooLarge naming it", err)
 	}
+	if err := CheckReference(Case{}, nil); !errors.Is(err, ErrWrong) {
+		t.Errorf("the zero Case passed its check: %v", err)
+	}
 }
