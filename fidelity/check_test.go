@@ -42,8 +42,8 @@ const allGatherLog = "# Collective test starting: all_gather_perf\n" +
 	"     0     0  float  none  -1   0.15  0.00  0.00  0   0.14  0.00  0.00  0\n" +
 	"     0     0  float  none  -1   0.13  0.00  0.00  0   0.14  0.00  0.00  0\n" +
 	"    16     1  float  none  -1  10.00  0.00  0.00  0  10.00  0.00  0.00  0\n" +
-	"131072 32768  float  none  -1  20.00  6.55  4.92  0  20.00  6.55  4.92  0\n" +
-	"33554432 8388608 float none -1 900.00 37.28 27.96 0 900.00 37.28 27.96 0\n"
+	"131072  8192  float  none  -1  20.00  6.55  4.92  0  20.00  6.55  4.92  0\n" +
+	"33554432 2097152 float none -1 900.00 37.28 27.96 0 900.00 37.28 27.96 0\n"
 
 // Check runs each size with nccl-tests' meaning of size, leaves size 0
 // out, and reports the errors, their medians by band and the largest.

@@ -188,9 +188,6 @@ func (f *benchFlags) parse() (*sweep, error) {
 	}
 	if s.op == ops.Barrier {
 		s.sizes, s.maxBytes = []int64{0}, 0
-		if f.given("min-bytes") || f.given("max-bytes") || f.given("minbytes") || f.given("maxbytes") {
-			f.note("a barrier moves no data: -b and -e are left out, and its one row is size 0")
-		}
 	}
 	if f.backend != "sim" && f.ngpus > 0 {
 		// nccl-tests' -g is the GPUs of one process.
@@ -274,6 +271,9 @@ func (f *benchFlags) parse() (*sweep, error) {
 			return nil, usagef("%s per rank on %d ranks needs %s of simulated device memory, over the %s limit; without --check and --data the sweep runs timing only",
 				formatBytes(hi), p, about, formatBytes(sim.DefaultMaxDataBytes))
 		}
+	}
+	if s.op == ops.Barrier && (f.given("min-bytes") || f.given("max-bytes") || f.given("minbytes") || f.given("maxbytes")) {
+		f.note("a barrier moves no data: -b and -e are left out, and its one row is size 0") // once the flags are known good
 	}
 	return s, nil
 }
