@@ -29,11 +29,21 @@ import (
 // SetTimeout), and Device.Abort of w's device aborts it (ncclCommAbort).
 //
 // rdv.Timeout (DefaultRendezvousTimeout when zero) bounds the rendezvous,
-// and then again ncclCommInitRank, which blocks until every rank has
-// joined: a process that failed between the two would otherwise hang the
-// others. When the timeout or ctx ends first, JoinNative returns an error
-// and leaves NCCL's call running; the communicator it may still make is
-// aborted and the world closed when the call returns.
+// and then again the join, which waits until every rank has joined: a
+// process that failed between the two would otherwise hang the others.
+// With NCCL 2.18 or later the communicator is a nonblocking one
+// (ncclCommInitRankConfig): on a timeout, or when ctx ends, the join is
+// aborted (ncclCommAbort), and so can a first collective be while NCCL
+// connects to the peers. With an older NCCL, or NCCL_COMM_BLOCKING set to
+// a number other than 0 (which makes every communicator blocking), the
+// join is the blocking ncclCommInitRank: JoinNative returns an error when
+// the timeout or ctx ends first and leaves NCCL's call running; the
+// communicator it may still make is aborted and the world closed when the
+// call returns. Such a communicator's first collective connects to the
+// peers inside a blocking ncclGroupEnd, which nothing can end: a peer
+// that dies then hangs this rank's launches, and Device.Abort waits
+// behind them. NCCL 2.18 or later, without NCCL_COMM_BLOCKING, bounds
+// every wait.
 //
 // close closes the communicator (waiting for its work) and then the world.
 // Without NCCL the error wraps ErrNoNCCL; without a driver, ErrNoDriver.

@@ -280,6 +280,38 @@ func TestNCCLFakeInitRankConfigNonblocking(t *testing.T) {
 	f.expect(t, "abort rank=1")
 }
 
+// The join is not made nonblocking where NCCL would write the caller's
+// pointer from its own thread after the call (2.14–2.17), nor where
+// NCCL_COMM_BLOCKING makes it block anyway: JoinNative then takes the
+// blocking call under its timer.
+func TestNCCLFakeInitRankConfigOnlyWhereNonblockingHolds(t *testing.T) {
+	f := openNCCLFake(t)
+	join := func() bool {
+		t.Helper()
+		c, ok, err := f.lib.initRankNonblocking(NCCLUniqueID{}, 3, 1, func() error { return nil })
+		if c != nil || err != nil {
+			t.Fatalf("a communicator %v or an error %v where none was made", c, err)
+		}
+		return ok
+	}
+	version := f.lib.version
+	f.lib.version = 21703
+	if join() {
+		t.Error("NCCL 2.17.3: joined nonblocking")
+	}
+	f.lib.version = version
+	for _, v := range []string{"1", " 2"} {
+		t.Setenv("NCCL_COMM_BLOCKING", v)
+		if join() {
+			t.Errorf("NCCL_COMM_BLOCKING=%q: joined nonblocking", v)
+		}
+	}
+	t.Setenv("NCCL_COMM_BLOCKING", "0")
+	if envForcesBlocking() {
+		t.Error("NCCL_COMM_BLOCKING=0 forces blocking")
+	}
+}
+
 // NCCL installed by pip into a virtualenv is found and loaded, and says
 // where it came from.
 func TestNCCLFakeFoundInVirtualEnv(t *testing.T) {

@@ -2,7 +2,10 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,11 +22,19 @@ import (
 // a nonblocking one (ncclCommInitRankConfig with blocking = 0) and returns
 // at once, before the other ranks have joined: Ready polls for the end of
 // the join, and Abort gives up on it. setDevice makes the rank's device
-// current on the calling thread, as for NCCLInitRanks. ok is false when
-// the library has no ncclCommInitRankConfig (NCCL before 2.14); use
-// initRanks then.
+// current on the calling thread, as for NCCLInitRanks. ok is false where
+// the join would not be nonblocking, or would not be safe so; use
+// initRanks (under a timer) then:
+//   - the library has no ncclCommInitRankConfig (NCCL before 2.14);
+//   - NCCL 2.14–2.17 keep the caller's pointer to the communicator and
+//     write it from their own thread after the call returns, where Go
+//     memory may no longer be where it was (2.18 writes it during the
+//     call);
+//   - NCCL_COMM_BLOCKING set to a number other than 0 overrides the
+//     config's blocking = 0, and the call would wait for every rank,
+//     past any timer.
 func (l *ncclLib) initRankNonblocking(id NCCLUniqueID, nranks, rank int, setDevice func() error) (c *NCCLComm, ok bool, err error) {
-	if l.commInitRankConfig == nil {
+	if l.commInitRankConfig == nil || l.version < 21800 || envForcesBlocking() {
 		return nil, false, nil
 	}
 	if err := checkNCCLRanks(nranks, []int{rank}, false); err != nil {
@@ -49,6 +60,14 @@ func (l *ncclLib) initRankNonblocking(id NCCLUniqueID, nranks, rank int, setDevi
 		return nil, true, l.check(fmt.Sprintf("ncclCommInitRankConfig(rank %d of %d, nonblocking)", rank, nranks), 0, r)
 	}
 	return &NCCLComm{lib: l, nranks: nranks, ranks: []int{rank}, handles: []uintptr{*handle}, devices: []int{-1}, nonblocking: true}, true, nil
+}
+
+// envForcesBlocking reports whether NCCL_COMM_BLOCKING makes every
+// communicator blocking, whatever its config says: NCCL reads it as a
+// number, and any but 0 does.
+func envForcesBlocking() bool {
+	n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("NCCL_COMM_BLOCKING")))
+	return err == nil && n != 0
 }
 
 // Ready reports whether NCCL has finished the communicator's last

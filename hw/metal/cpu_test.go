@@ -80,6 +80,43 @@ func TestCPUGPUFailure(t *testing.T) {
 	}
 }
 
+// TestCPUFailedRecvLeavesTheStagingToTheSendsCopy: a receive that fails
+// (here, the wrong size) while the sender's GPU still copies into the
+// staging does not hand it back to the pool, where the next send could
+// fill it at the same time; it goes back once the sender's command
+// buffer completes.
+func TestCPUFailedRecvLeavesTheStagingToTheSendsCopy(t *testing.T) {
+	w, g := fakeWorld(t, 2)
+	d0, d1 := device(t, w, 0), device(t, w, 1)
+	a, b := newStream(t, d0), newStream(t, d1)
+	hold := make(chan struct{})
+	g.mu.Lock()
+	g.hold = hold
+	g.mu.Unlock()
+	must(t, w.Send(a, 1, hw.Whole(alloc(t, d0, hw.F32, 16)), 7))
+	must(t, w.Recv(b, 0, hw.Whole(alloc(t, d1, hw.F32, 8)), 7))
+	if err := within(t, "synchronize b", b.Synchronize); !errors.Is(err, hw.ErrSizeMismatch) {
+		t.Fatalf("receive of the wrong size: %v", err)
+	}
+	c := d0.(*Device).c
+	idle := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.pool.idle
+	}
+	if n := idle(); n != 0 {
+		t.Errorf("%d bytes of staging back in the pool while the send's copy has not run", n)
+	}
+	g.mu.Lock()
+	g.hold = nil
+	g.mu.Unlock()
+	close(hold)
+	must(t, within(t, "synchronize a", a.Synchronize))
+	if n := idle(); n != 256 {
+		t.Errorf("%d bytes of staging in the pool after the send's copy, want its 256", n)
+	}
+}
+
 // TestCPURecvBeforeSendAcrossManyStreams: a ring of 8 ranks, 50 rounds,
 // in which every rank enqueues each round's receive before its send (on a
 // second stream, ordered by events), all ranks at once.

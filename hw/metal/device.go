@@ -396,8 +396,13 @@ type signalPoint struct {
 	value     uint64  // the shared-event value, set when committed
 	committed bool    // its command buffer has been committed
 	done      bool    // its command buffer completed without error
+	completed bool    // its command buffer completed, with or without error
 	err       error   // it will never be reached, and why
 	time      float64 // GPU end time of its command buffer, once done
+	// release is staging to hand back to the pool once its command buffer
+	// completes: a send's, whose receive failed while the GPU may still
+	// be copying into it.
+	release []*staging
 }
 
 func (p *signalPoint) String() string {

@@ -23,6 +23,7 @@ type fakeGPU struct {
 	mu         sync.Mutex
 	failKernel string // a dispatch of this kernel fails its batch
 	slowQueue  time.Duration
+	hold       chan struct{} // when set, no batch runs before it is closed
 }
 
 func newFakeGPU() *fakeGPU { return &fakeGPU{t0: time.Now()} }
@@ -95,8 +96,11 @@ func (q *fakeQueue) run() {
 	for b := range q.ch {
 		b.start = q.g.now()
 		q.g.mu.Lock()
-		slow := q.g.slowQueue
+		slow, hold := q.g.slowQueue, q.g.hold
 		q.g.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
 		time.Sleep(slow)
 		for _, cmd := range b.cmds {
 			if err := cmd(); err != nil {

@@ -380,7 +380,15 @@ func (s *Stream) recv(o *op) error {
 		delete(c.mail, k) // plans use a fresh tag per step: keep the map small
 	}
 	fail := func(err error) error {
-		c.pool.put(m.staging)
+		// The sender's GPU may still be copying into the staging (a
+		// failed point may belong to a batch still running): it goes
+		// back to the pool, for another send to fill, only once the
+		// sender's command buffer has completed.
+		if m.staging != nil && !m.sig.completed {
+			m.sig.release = append(m.sig.release, m.staging)
+		} else {
+			c.pool.put(m.staging)
+		}
 		return err
 	}
 	switch {
@@ -467,6 +475,11 @@ func (s *Stream) finish(b *batch, end float64, gerr error) {
 		s.poison(b)
 	}
 	for _, p := range b.sigs {
+		p.completed = true
+		for _, stg := range p.release {
+			c.pool.put(stg)
+		}
+		p.release = nil
 		if p.err != nil {
 			continue
 		}
