@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -250,7 +251,7 @@ func NCCLInitAll(devices []int) (*NCCLComm, error) {
 }
 
 func (l *ncclLib) initAll(devices []int) (*NCCLComm, error) {
-	if err := checkNCCLDevices(devices); err != nil {
+	if err := cmp.Or(checkNCCLDevices(devices), errEnvNonblocking()); err != nil {
 		return nil, err
 	}
 	n := len(devices)
@@ -327,7 +328,7 @@ func checkNCCLRanks(nranks int, ranks []int, haveSetDevice bool) error {
 }
 
 func (l *ncclLib) initRanks(id NCCLUniqueID, nranks int, ranks []int, setDevice func(i int) error) (*NCCLComm, error) {
-	if err := checkNCCLRanks(nranks, ranks, setDevice != nil); err != nil {
+	if err := cmp.Or(checkNCCLRanks(nranks, ranks, setDevice != nil), errEnvNonblocking()); err != nil {
 		return nil, err
 	}
 	// The group, the current device and NCCL's per-thread group state all

@@ -310,6 +310,14 @@ func TestNCCLFakeInitRankConfigOnlyWhereNonblockingHolds(t *testing.T) {
 	if envForcesBlocking() {
 		t.Error("NCCL_COMM_BLOCKING=0 forces blocking")
 	}
+	// The blocking inits refuse it: NCCL would make their communicators
+	// nonblocking and write the handles after the call.
+	if _, err := f.lib.initAll([]int{0}); err == nil || !strings.Contains(err.Error(), "NCCL_COMM_BLOCKING=0") {
+		t.Errorf("initAll under NCCL_COMM_BLOCKING=0: %v", err)
+	}
+	if _, err := f.lib.initRanks(NCCLUniqueID{}, 4, []int{2}, nil); err == nil || !strings.Contains(err.Error(), "NCCL_COMM_BLOCKING=0") {
+		t.Errorf("initRanks under NCCL_COMM_BLOCKING=0: %v", err)
+	}
 }
 
 // NCCL installed by pip into a virtualenv is found and loaded, and says

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -68,6 +69,18 @@ func (l *ncclLib) initRankNonblocking(id NCCLUniqueID, nranks, rank int, setDevi
 func envForcesBlocking() bool {
 	n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("NCCL_COMM_BLOCKING")))
 	return err == nil && n != 0
+}
+
+// errEnvNonblocking refuses NCCL_COMM_BLOCKING=0 where commsim asks NCCL
+// for blocking communicators (ncclCommInitAll, ncclCommInitRank): it makes
+// them nonblocking, and NCCL would then write their handles from its own
+// thread after the call returned, into Go memory no longer pinned.
+func errEnvNonblocking() error {
+	n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("NCCL_COMM_BLOCKING")))
+	if err != nil || n != 0 {
+		return nil
+	}
+	return errors.New("nccl: NCCL_COMM_BLOCKING=0 makes this communicator nonblocking, which its init does not wait for: unset it (JoinNative makes its communicators nonblocking itself, with NCCL 2.18 or later)")
 }
 
 // Ready reports whether NCCL has finished the communicator's last
