@@ -50,7 +50,11 @@ func newMetalDevice() (*metalDevice, error) {
 		return nil, err
 	}
 	d := &metalDevice{dev: dev, name: dev.Name()}
-	opts := mtl.NewCompileOptions()
+	opts, err := mtl.NewCompileOptions()
+	if err != nil {
+		dev.Release()
+		return nil, err
+	}
 	defer opts.Release()
 	// MSL 2.4 (macOS 12) is pinned rather than left to the SDK's default,
 	// so the language cannot change under the kernels; it has everything

@@ -489,9 +489,15 @@ func (e SharedEvent) Release() { release(e.id) }
 // Reference: https://developer.apple.com/documentation/metal/mtlcompileoptions
 type CompileOptions struct{ id objc.ID }
 
-// NewCompileOptions makes default options (owned).
-func NewCompileOptions() CompileOptions {
-	return CompileOptions{objc.ID(class_MTLCompileOptions).Send(sel_new)}
+// NewCompileOptions makes default options (owned). Messages to nil do
+// nothing in Objective-C, so options that failed to be made would compile
+// with the SDK's defaults, fast math among them: that is an error.
+func NewCompileOptions() (CompileOptions, error) {
+	id := objc.ID(class_MTLCompileOptions).Send(sel_new)
+	if id == 0 {
+		return CompileOptions{}, errors.New("mtl: [MTLCompileOptions new] returned nil")
+	}
+	return CompileOptions{id}, nil
 }
 
 // SetLanguageVersion pins the MSL version.
