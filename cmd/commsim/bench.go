@@ -40,8 +40,7 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.topo, "topo", "dgx-h100", "topology: a spec (ring:8, switch:16, cluster:2x8, …), a preset or a YAML file")
 	fl.StringVar(&f.op, "op", "allreduce", "collective: "+strings.Join(opNames(), "|")+" (or nccl-tests' all_reduce, reduce_scatter, …; nccl-tests' -o/--op, the reduction, is -o/--redop here)")
-	fl.StringVar(&f.algo, "algo", algoDefault, "algorithm: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+
-		" (auto: the cheapest of commsim's own by its cost model; nccl: what NCCL's tuner would run, per size)")
+	fl.StringVar(&f.algo, "algo", algoDefault, algoUsage(true))
 	fl.StringVarP(&f.dtype, "dtype", "d", "f32", "element type: f32|f64|f16|bf16|i32|i64|u8 (or nccl-tests' float, double, half, bfloat16, int32, int64, uint8)")
 	fl.StringVarP(&f.redop, "redop", "o", "sum", "reduce op: sum|prod|min|max|avg (-o as in nccl-tests)")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "smallest size (8, 1KiB, 1MiB, 1GB; K/M/G, or k/m/g, mean KiB/MiB/GiB)")
@@ -312,6 +311,17 @@ func fabricRuns(algo string, topo *topology.Topology, name string) (nodeRanks in
 		return sys.PerNode, nil
 	}
 	return 0, nil
+}
+
+// algoUsage is --algo's help, with native (NCCL itself, on a real
+// backend) where the command has a backend.
+func algoUsage(native bool) string {
+	names, nativeNote := append(ops.Algorithms(), "auto", algoNCCL), ""
+	if native {
+		names, nativeNote = append(names, ops.Native), "; native: NCCL itself, on --backend cuda"
+	}
+	return "algorithm: " + strings.Join(names, "|") +
+		" (auto: the cheapest of commsim's own by its cost model; nccl: what NCCL's tuner would run, per size" + nativeNote + ")"
 }
 
 // spec returns the collective for a size in bytes, with nccl-tests'

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/fidelity"
@@ -86,6 +87,9 @@ slower the model makes it: how near the model is to choosing otherwise.`,
 	fl.Float64VarP(&f.factor, "factor", "f", 2, "with --op: the size multiplier between steps (> 1)")
 	fl.StringVarP(&f.dtype, "dtype", "d", "f32", "with --op: the element type (f32, bf16, …, or nccl-tests' float, …)")
 	f.ncclFlags.register(fl)
+	fl.VisitAll(func(x *pflag.Flag) { // tuning is NCCL's model alone: it has no --algo
+		x.Usage = strings.TrimPrefix(x.Usage, "with --algo nccl: ")
+	})
 	return cmd
 }
 

@@ -59,11 +59,16 @@ Fault syntax (repeat --fault for several):
 	f.register(scratch, "auto")
 	scratch.Flags().VisitAll(func(fl *pflag.Flag) {
 		switch fl.Name {
-		case "min-bytes", "factor", "max-bytes", "minbytes", "maxbytes", "stepfactor", "backend", "ranks", "placement": // one size; faults are simulated
+		// One size; faults are simulated; and no host floor, which would
+		// hide what a fault does (run).
+		case "min-bytes", "factor", "max-bytes", "minbytes", "maxbytes", "stepfactor", "backend", "ranks", "placement", "thread-gpus":
 		default:
 			cmd.Flags().AddFlag(fl)
 		}
 	})
+	cmd.Flags().Lookup("algo").Usage = algoUsage(false)
+	cmd.Flags().Lookup("ngpus").Usage = "GPUs, as nccl-tests' -g: the first N GPUs of --topo (default all); no host floor, which would hide what a fault does"
+	cmd.Flags().Lookup("format").Usage = "output: text (the two runs and what the faults did)|table (a box table)|csv|json"
 	cmd.Flags().StringVarP(&f.bytes, "bytes", "e", "64MiB", "size of the collective (bench's meaning of size)")
 	cmd.Flags().StringArrayVar(&f.faults, "fault", nil, "a fault, e.g. 'link gpu3-sw0 down at 100us' (repeatable)")
 	cmd.Flags().StringVar(&f.model, "model", "", "run a training step of this model profile instead of one collective (see commsim train)")
