@@ -63,12 +63,19 @@ func (l *ncclLib) initRankNonblocking(id NCCLUniqueID, nranks, rank int, setDevi
 	return &NCCLComm{lib: l, nranks: nranks, ranks: []int{rank}, handles: []uintptr{*handle}, devices: []int{-1}, nonblocking: true}, true, nil
 }
 
-// envForcesBlocking reports whether NCCL_COMM_BLOCKING makes every
-// communicator blocking, whatever its config says: NCCL reads it as a
-// number, and any but 0 does.
-func envForcesBlocking() bool {
+// envCommBlocking is NCCL_COMM_BLOCKING as NCCL reads it, a number that
+// overrides every communicator's config: set, and whether it makes them
+// blocking (any number but 0) or nonblocking (0).
+func envCommBlocking() (set, blocking bool) {
 	n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("NCCL_COMM_BLOCKING")))
-	return err == nil && n != 0
+	return err == nil, n != 0
+}
+
+// envForcesBlocking reports whether NCCL_COMM_BLOCKING makes every
+// communicator blocking, whatever its config says.
+func envForcesBlocking() bool {
+	set, blocking := envCommBlocking()
+	return set && blocking
 }
 
 // errEnvNonblocking refuses NCCL_COMM_BLOCKING=0 where commsim asks NCCL
@@ -76,8 +83,7 @@ func envForcesBlocking() bool {
 // them nonblocking, and NCCL would then write their handles from its own
 // thread after the call returned, into Go memory no longer pinned.
 func errEnvNonblocking() error {
-	n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("NCCL_COMM_BLOCKING")))
-	if err != nil || n != 0 {
+	if set, blocking := envCommBlocking(); !set || blocking {
 		return nil
 	}
 	return errors.New("nccl: NCCL_COMM_BLOCKING=0 makes this communicator nonblocking, which its init does not wait for: unset it (JoinNative makes its communicators nonblocking itself, with NCCL 2.18 or later)")
