@@ -362,3 +362,24 @@ func onDrivers(t *testing.T, body func(t *testing.T, e env)) {
 		body(t, env{open: openFakeWorld, gpus: f.gpus})
 	})
 }
+
+// A GPU whose set-up fails after its host stream is made (here, loading
+// the kernels) leaves the driver as it found it: the stream destroyed and
+// the primary context released, so that a retry starts clean.
+func TestGPUSetUpThatFailsLetsGoOfWhatItMade(t *testing.T) {
+	f := newFakeCUDA(1)
+	d := f.driver()
+	var made, destroyed uintptr
+	released := 0
+	create := d.cuStreamCreate
+	d.cuStreamCreate = func(s *uintptr, flags uint32) cuResult { r := create(s, flags); made = *s; return r }
+	d.cuStreamDestroy = func(s uintptr) cuResult { destroyed = s; return 0 }
+	d.cuDevicePrimaryCtxRelease = func(int32) cuResult { released++; return 0 }
+	d.cuModuleLoadDataEx = func(*uintptr, unsafe.Pointer, uint32, *int32, *uintptr) cuResult { return fakeInvalidValue }
+	if _, err := openGPU(d, 0); err == nil {
+		t.Fatal("set-up with kernels that do not load succeeded")
+	}
+	if made == 0 || destroyed != made || released != 1 {
+		t.Errorf("stream %d made, %d destroyed; context released %d times; want the stream destroyed and the context released once", made, destroyed, released)
+	}
+}

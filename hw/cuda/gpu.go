@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -100,8 +101,13 @@ func (g *gpu) init(d *driver) error {
 	})
 	if err != nil {
 		// Leave the driver as we found it; the GPU may be retried later.
-		d.cuDevicePrimaryCtxRelease(g.dev)
-		return err
+		if g.hostStream != 0 {
+			err = errors.Join(err, withContext(d, g.ctx, func() error {
+				return d.check("cuStreamDestroy(host copies)", d.cuStreamDestroy(g.hostStream))
+			}))
+			g.hostStream = 0
+		}
+		return errors.Join(err, d.check("cuDevicePrimaryCtxRelease", d.cuDevicePrimaryCtxRelease(g.dev)))
 	}
 	return nil
 }
