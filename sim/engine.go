@@ -55,7 +55,8 @@ func (t Time) String() string {
 }
 
 // FromSeconds rounds s seconds to the nearest picosecond. Values beyond the
-// range of Time (about 106 days) saturate to Never.
+// range of Time (about 106 days), and NaN, saturate to Never, which a run
+// reports as past the horizon (ErrHorizon); values below 0 give 0.
 func FromSeconds(s float64) Time {
 	ps := math.Round(s * float64(Second))
 	if ps >= float64(Never) || math.IsNaN(ps) {
