@@ -541,13 +541,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			case err != nil:
 				msg = fmt.Sprintf("not CSV (%v)", err)
 			case cols == nil:
-				cols, width = map[string]int{}, len(rec)
-				for j, h := range rec {
-					c, ok := csvNames[strings.ToLower(strings.TrimSpace(h))]
-					if _, seen := cols[c]; ok && !seen {
-						cols[c] = j
-					}
-				}
+				cols, width = csvColumns(rec), len(rec)
 				if _, ok := cols["time"]; !ok {
 					msg = "CSV header has no time column (time(us), time or time_us)"
 				} else {
@@ -595,12 +589,21 @@ func isCSVHeader(t string) bool {
 	if err != nil {
 		return false
 	}
-	for _, h := range rec {
-		if csvNames[strings.ToLower(strings.TrimSpace(h))] == "size" {
-			return true
+	_, ok := csvColumns(rec)["size"]
+	return ok
+}
+
+// csvColumns maps the columns a CSV header names (csvNames) to their
+// fields, the first of each.
+func csvColumns(header []string) map[string]int {
+	cols := map[string]int{}
+	for j, h := range header {
+		c, ok := csvNames[strings.ToLower(strings.TrimSpace(h))]
+		if _, seen := cols[c]; ok && !seen {
+			cols[c] = j
 		}
 	}
-	return false
+	return cols
 }
 
 // averageRepeats sorts the samples by size and averages the times of
