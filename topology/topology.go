@@ -354,7 +354,7 @@ func checkName(s string) error {
 func checkUniqueNames(nodes []Node) error {
 	for i, n := range nodes {
 		if n.Name == "" {
-			return newErr(ErrInvalid, "node %d: empty name", i)
+			return at(newErr(ErrInvalid, "node %d: empty name", i), false, i)
 		}
 	}
 	idx := make([]int32, len(nodes))
@@ -375,7 +375,7 @@ func checkUniqueNames(nodes []Node) error {
 		}
 	}
 	if second >= 0 {
-		return newErr(ErrInvalid, "node %d (%s): duplicate name, already used by node %d", second, nodes[second].Name, first)
+		return at(newErr(ErrInvalid, "node %d (%s): duplicate name, already used by node %d", second, nodes[second].Name, first), false, second)
 	}
 	return nil
 }

@@ -237,7 +237,7 @@ func readRoot(root *yaml.Node) (*Topology, error) {
 		return nil, err
 	}
 	if err := checkUniqueNames(nodes); err != nil {
-		return nil, wrapErr(nil, err, "yaml%s", duplicateLine(nodes, nodesN))
+		return nil, wrapErr(nil, err, "yaml%s", elementLine(err, nodesN, linksN))
 	}
 	links, err := readLinks(linksN, nodes)
 	if err != nil {
@@ -265,20 +265,7 @@ func elementLine(err error, nodesN, linksN *yaml.Node) string {
 	if list == nil || te.at.index >= len(list.Content) {
 		return ""
 	}
-	return fmt.Sprintf(": line %d", line(deref(list.Content[te.at.index])))
-}
-
-// duplicateLine is ": line N", the line of the first node whose name an
-// earlier one has (the node checkUniqueNames names), or "".
-func duplicateLine(nodes []Node, n *yaml.Node) string {
-	seen := make(map[string]bool, len(nodes))
-	for i, node := range nodes {
-		if seen[node.Name] && n != nil && i < len(n.Content) {
-			return fmt.Sprintf(": line %d", n.Content[i].Line)
-		}
-		seen[node.Name] = true
-	}
-	return ""
+	return fmt.Sprintf(": line %d", list.Content[te.at.index].Line) // an alias item: where it stands
 }
 
 // sequence checks that n is a sequence (or absent/null, when optional) of

@@ -198,6 +198,7 @@ func TestLoadGood(t *testing.T) {
 func TestLoadBad(t *testing.T) {
 	tests := map[string]string{
 		"duplicate-name.yaml":     "yaml: line 5: node 2 (gpu0): duplicate name, already used by node 0",
+		"duplicate-alias.yaml":    "yaml: line 3: node 1 (gpu0): duplicate name, already used by node 0", // the alias's line, not its anchor's
 		"unknown-ref.yaml":        `line 7: link 1 (gpu0-sw9): b names the unknown node "sw9"`,
 		"bw-zero.yaml":            `line 6: link 0 (gpu0-sw0): bw: bandwidth "0GB/s": must be > 0`,
 		"bw-negative.yaml":        `link 0 (gpu0-sw0): bw: bandwidth "-5GB/s": must be > 0`,
