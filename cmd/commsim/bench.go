@@ -531,7 +531,7 @@ func (s *sweep) measure(stderr io.Writer, emit func(row) error) (rows []row, err
 		err = errors.Join(err, exec.Close(), w.close())
 	}()
 	if w.cluster != nil {
-		if err := s.checkDuration(w); err != nil {
+		if err := s.checkDuration(w, stderr); err != nil {
 			return nil, err
 		}
 	}
@@ -644,30 +644,60 @@ func (s *sweep) simConfig() sim.Config {
 
 // Host-time model for refusing sweeps that would run for hours: about a
 // microsecond per plan step (measured: 0.5–1.8 M steps/s on a 2-core
-// machine), and in data mode a reduction throughput of about 200 MB/s per
-// byte of input on every rank. A mirrored run makes and checks every step
-// (about 20 ns each, measured) and simulates those of the ranks that stand
-// for all.
+// machine), a quarter of one more for each link a step's flow crosses
+// (the flow solver's share: 13.9 µs a step for a direct all-reduce on
+// ring:512, whose flows cross 51 links a step, 5.9 on ring:256 at 26),
+// and in data mode a reduction throughput of about 200 MB/s per byte of
+// input on every rank. A mirrored run makes and checks every step (about
+// 20 ns each, measured) and simulates those of the ranks that stand for
+// all. A sweep estimated past warnSweepSeconds is said so on stderr
+// before it starts; past maxSweepSeconds it is refused.
 const (
 	secondsPerStep        = 1e-6
+	secondsPerHop         = 2.5e-7
 	secondsPerCheckedStep = 5e-8
 	dataBytesPerSec       = 200e6
+	warnSweepSeconds      = 300
 	maxSweepSeconds       = 3600
 )
 
 // checkDuration estimates the sweep's host time and refuses it, with the
-// figures, if it would take over an hour. A plan's steps grow with its
-// size no faster than in proportion (chunks): each size is counted at
-// the largest's steps scaled to its bytes, and never below the
-// smallest's. A size runs once where the in-place run is the out-of-place
-// one (the simulator, timing only, untraced), else twice. w, when not
-// nil, tells which plans it would time on a mirror.
-func (s *sweep) checkDuration(w *openedWorld) error {
+// figures, if it would take over an hour, or says it on stderr (when not
+// nil) if it would take over a few minutes. A size runs once where the
+// in-place run is the out-of-place one (the simulator, timing only,
+// untraced), else twice. w, when not nil, tells which plans it would time
+// on a mirror.
+func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
+	runs := 2.0
+	if s.runsOnce(w) {
+		runs = 1
+	}
+	est, err := s.estimate(w, runs)
+	if err != nil {
+		return err
+	}
+	return est.judge(stderr, "sweep", s.timingOnly)
+}
+
+// sweepEstimate is a sweep's estimated host time and the figures that
+// make it, to say to a user.
+type sweepEstimate struct {
+	seconds      float64
+	sizes, algos int // algos: how many ran each size, for compare
+	steps, ranks int // the largest plan's
+	hops         float64
+}
+
+// estimate is the sweep's host time, each size run runs times. A plan's
+// steps grow with its size no faster than in proportion (chunks): each
+// size is counted at the largest's steps scaled to its bytes, and never
+// below the smallest's.
+func (s *sweep) estimate(w *openedWorld, runs float64) (sweepEstimate, error) {
 	top := s.sizes[len(s.sizes)-1]
 	spec, moved := s.spec(top)
 	plan, err := s.plan(spec)
 	if err != nil {
-		return err
+		return sweepEstimate{}, err
 	}
 	s.kept[0] = keptPlan{spec, plan}
 	topSteps, floorSteps := float64(plan.NumSteps()), float64(plan.NumSteps())
@@ -675,39 +705,93 @@ func (s *sweep) checkDuration(w *openedWorld) error {
 		bottom, _ := s.spec(s.sizes[0])
 		small, err := s.plan(bottom)
 		if err != nil {
-			return err
+			return sweepEstimate{}, err
 		}
 		s.kept[1] = keptPlan{bottom, small}
 		floorSteps = float64(small.NumSteps())
-	}
-	runs := 2.0
-	if s.runsOnce(w) {
-		runs = 1
 	}
 	block := 0
 	if w != nil {
 		block = w.mirrorBlock(plan)
 	}
+	hops := hopsPerStep(s.topo, plan)
+	simulated := secondsPerStep + secondsPerHop*hops
 	est := sweepSeconds(s.sizes, floorSteps, topSteps, runs, func(bytes int64) float64 {
 		// Sizes whose count does not split evenly over the ranks make
 		// chunked plans (ring, rhd) unsymmetric: count them in full.
 		if spec, _ := s.spec(bytes); block > 0 && spec.Count%spec.Ranks == 0 {
-			return secondsPerCheckedStep + secondsPerStep*float64(block)/float64(plan.Ranks)
+			return secondsPerCheckedStep + simulated*float64(block)/float64(plan.Ranks)
 		}
-		return secondsPerStep
+		return simulated
 	})
 	if !s.timingOnly {
-		est += 2 * float64(len(s.sizes)) * float64(moved) * float64(plan.Ranks) / dataBytesPerSec
+		est += runs * float64(len(s.sizes)) * float64(moved) * float64(plan.Ranks) / dataBytesPerSec
 	}
-	if est > maxSweepSeconds {
+	return sweepEstimate{seconds: est, sizes: len(s.sizes), algos: 1, steps: plan.NumSteps(), ranks: plan.Ranks, hops: hops}, nil
+}
+
+// add sums two estimates of the same sizes (compare's algorithms),
+// keeping the figures of the plan with more steps.
+func (e sweepEstimate) add(o sweepEstimate) sweepEstimate {
+	seconds, algos := e.seconds+o.seconds, e.algos+o.algos
+	if o.steps > e.steps {
+		e = o
+	}
+	e.seconds, e.algos = seconds, algos
+	return e
+}
+
+// judge refuses a run (what: "sweep", "comparison") estimated past an
+// hour, and says on stderr, when not nil, one past a few minutes.
+func (e sweepEstimate) judge(stderr io.Writer, what string, timingOnly bool) error {
+	sizes := fmt.Sprintf("%d sizes", e.sizes)
+	if e.algos > 1 {
+		sizes += fmt.Sprintf(" of %d algorithms", e.algos)
+	}
+	figures := fmt.Sprintf("%s, up to %d plan steps on %d ranks, its flows crossing %.1f links a step", sizes, e.steps, e.ranks, e.hops)
+	if e.seconds > maxSweepSeconds {
 		hint := "use fewer sizes (-b, -e, -f) or ranks"
-		if !s.timingOnly {
+		if e.algos > 1 {
+			hint += ", or algorithms (--algos)"
+		}
+		if !timingOnly {
 			hint += ", or --timing-only"
 		}
-		return usagef("the sweep would take about %.1f hours (%d sizes, up to %d plan steps on %d ranks); the limit is %d hour; %s",
-			est/3600, len(s.sizes), plan.NumSteps(), plan.Ranks, maxSweepSeconds/3600, hint)
+		return usagef("the %s would take about %.1f hours (%s); the limit is %d hour; %s",
+			what, e.seconds/3600, figures, maxSweepSeconds/3600, hint)
+	}
+	if e.seconds > warnSweepSeconds && stderr != nil {
+		fmt.Fprintf(stderr, "commsim: this %s may take about %.0f minutes (%s)\n", what, e.seconds/60, figures)
 	}
 	return nil
+}
+
+// hopsPerStep is the links a step of plan's rank 0 sends across, on
+// average over its steps: the flow solver's work grows with the links its
+// flows cross (each re-solve visits every link of every flow it touches),
+// which plan steps alone do not count. Rank 0 stands for all, as in
+// ops.Select's estimate; a route that cannot be found counts none.
+func hopsPerStep(t *topology.Topology, plan *ops.Plan) float64 {
+	hops, steps := 0, 0
+	byPeer := map[int]int{}
+	for st := range plan.RankSteps(0) {
+		steps++
+		if st.Kind != ops.StepSend {
+			continue
+		}
+		n, ok := byPeer[st.Peer]
+		if !ok {
+			if path, err := t.RouteRanks(0, st.Peer); err == nil {
+				n = len(path.Edges)
+			}
+			byPeer[st.Peer] = n
+		}
+		hops += n
+	}
+	if steps == 0 {
+		return 0
+	}
+	return float64(hops) / float64(steps)
 }
 
 // runsOnce reports whether each size runs once on w: on the simulator,

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/hw/cuda"
+	"github.com/spf13/cobra"
 )
 
 func TestBenchBadInputExits2(t *testing.T) {
@@ -461,6 +462,50 @@ func TestBusBandwidthFactorsFollowNCCLTests(t *testing.T) {
 		}
 		if abs(busbw-algbw*factor) > 1e-5*busbw {
 			t.Errorf("%s: busbw %v, want algbw %v × %v", op, busbw, algbw, factor)
+		}
+	}
+}
+
+// TestBenchCountsTheLinksFlowsCross: a direct all-reduce on a ring of
+// 1024 GPUs makes 5M plan steps a size, whose flows cross 102 links on
+// average: counting steps alone put its 40 sizes at under 4 minutes, where
+// the flow solver's work makes it hours (one size of it on ring:512 took
+// 18 s). The sweep is refused before it starts, naming the links; so is
+// a comparison that has direct among its algorithms, which had no
+// estimate at all.
+func TestBenchCountsTheLinksFlowsCross(t *testing.T) {
+	status, _, errOut := commsim("bench", "--topo", "ring:1024", "--op", "allreduce", "--algo", "direct", "-b", "8", "-e", "64M", "-f", "1.5", "--timing-only")
+	if status != 2 || !strings.Contains(errOut, "sweep would take about") || !strings.Contains(errOut, "its flows crossing 102.5 links a step") {
+		t.Fatalf("bench: status %d, stderr %q", status, errOut)
+	}
+	status, _, errOut = commsim("compare", "--topo", "ring:1024", "--op", "allreduce", "--algos", "ring,direct", "-b", "8", "-e", "64M", "-f", "1.5")
+	if status != 2 || !strings.Contains(errOut, "comparison would take about") || !strings.Contains(errOut, "40 sizes of 2 algorithms") || !strings.Contains(errOut, "or algorithms (--algos)") {
+		t.Fatalf("compare: status %d, stderr %q", status, errOut)
+	}
+}
+
+// TestCheckDurationWarnsOfLongSweeps: a sweep estimated at minutes (24
+// sizes of that all-reduce on ring:512, each run twice where no simulator
+// is open to run it once) is said so on stderr before it starts, with the
+// figures; a short one says nothing.
+func TestCheckDurationWarnsOfLongSweeps(t *testing.T) {
+	for _, c := range []struct {
+		topo string
+		want string
+	}{
+		{"ring:512", "commsim: this sweep may take about 14 minutes (24 sizes, up to 1308673 plan steps on 512 ranks, its flows crossing 51.3 links a step)\n"},
+		{"ring:64", ""},
+	} {
+		var bf benchFlags
+		bf.register(&cobra.Command{}, "auto")
+		bf.topo, bf.op, bf.algo, bf.timingOnly = c.topo, "allreduce", "direct", true
+		s, err := bf.parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		if err := s.checkDuration(nil, &stderr); err != nil || stderr.String() != c.want {
+			t.Errorf("%s: %v, stderr %q, want %q", c.topo, err, stderr.String(), c.want)
 		}
 	}
 }

@@ -287,6 +287,11 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 		c.s.mirrored = w.mirroredRuns()
 		err = errors.Join(err, exec.Close(), w.close())
 	}()
+	if w.cluster != nil {
+		if err := c.checkDuration(w, stderr); err != nil {
+			return nil, err
+		}
+	}
 	bar := newProgress(stderr, len(c.s.sizes)*len(c.algos))
 	defer bar.stop()
 	rows = make([]cmpRow, 0, len(c.s.sizes))
@@ -323,6 +328,26 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 	}
 	bar.done()
 	return rows, nil
+}
+
+// checkDuration is bench's for every algorithm's sweep together, each
+// size run once (out of place).
+func (c *comparison) checkDuration(w *openedWorld, stderr io.Writer) error {
+	var total sweepEstimate
+	for i, algo := range c.algos {
+		s := *c.s
+		s.algo, s.nodeRanks = algo, c.nodeRanks[i]
+		est, err := s.estimate(w, 1)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			total = est
+		} else {
+			total = total.add(est)
+		}
+	}
+	return total.judge(stderr, "comparison", c.s.timingOnly)
 }
 
 // crossovers lists the adjacent sizes between which the fastest changes.

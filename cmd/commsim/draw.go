@@ -186,7 +186,7 @@ func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkDuration(nil); err != nil { // link usage needs every rank simulated
+	if err := s.checkDuration(nil, nil); err != nil { // link usage needs every rank simulated
 		return nil, err
 	}
 	c, err := sim.NewCluster(t, sim.Config{TimingOnly: true})
