@@ -651,13 +651,17 @@ func (s *sweep) simConfig() sim.Config {
 // input on every rank. A mirrored run makes and checks every step (about
 // 20 ns each, measured) and simulates those of the ranks that stand for
 // all. A sweep estimated past warnSweepSeconds is said so on stderr
-// before it starts; past maxSweepSeconds it is refused.
+// before it starts; past maxSweepSeconds it is refused. The estimate is
+// rough, within a few times either way: small sizes cost the solver less
+// (the 24-size sweep on ring:512, estimated at 7 minutes, took 2 min 43
+// s), and NCCL's plans more (the 1024-GPU all-reduce sweep with
+// --symmetry=false, estimated under a minute, takes three).
 const (
 	secondsPerStep        = 1e-6
 	secondsPerHop         = 2.5e-7
 	secondsPerCheckedStep = 5e-8
 	dataBytesPerSec       = 200e6
-	warnSweepSeconds      = 300
+	warnSweepSeconds      = 120
 	maxSweepSeconds       = 3600
 )
 
@@ -741,19 +745,23 @@ func (e sweepEstimate) add(o sweepEstimate) sweepEstimate {
 	return e
 }
 
-// judge refuses a run (what: "sweep", "comparison") estimated past an
+// judge refuses a run (what: "sweep", "comparison", "what-if") estimated past an
 // hour, and says on stderr, when not nil, one past a few minutes.
 func (e sweepEstimate) judge(stderr io.Writer, what string, timingOnly bool) error {
-	sizes := fmt.Sprintf("%d sizes", e.sizes)
+	sizes := fmt.Sprintf("%d %s", e.sizes, plural(e.sizes, "size", "sizes"))
 	if e.algos > 1 {
 		sizes += fmt.Sprintf(" of %d algorithms", e.algos)
 	}
-	figures := fmt.Sprintf("%s, up to %d plan steps on %d ranks, its flows crossing %.1f links a step", sizes, e.steps, e.ranks, e.hops)
+	figures := fmt.Sprintf("%s, up to %d plan steps on %s, its flows crossing %.1f links a step", sizes, e.steps, rankCount(e.ranks), e.hops)
 	if e.seconds > maxSweepSeconds {
-		hint := "use fewer sizes (-b, -e, -f) or ranks"
-		if e.algos > 1 {
-			hint += ", or algorithms (--algos)"
+		var fewer []string
+		if e.sizes > 1 {
+			fewer = append(fewer, "sizes (-b, -e, -f)")
 		}
+		if e.algos > 1 {
+			fewer = append(fewer, "algorithms (--algos)")
+		}
+		hint := "use fewer " + strings.Join(append(fewer, "ranks (-g)"), ", fewer ")
 		if !timingOnly {
 			hint += ", or --timing-only"
 		}

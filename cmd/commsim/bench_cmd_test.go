@@ -471,16 +471,20 @@ func TestBusBandwidthFactorsFollowNCCLTests(t *testing.T) {
 // average: counting steps alone put its 40 sizes at under 4 minutes, where
 // the flow solver's work makes it hours (one size of it on ring:512 took
 // 18 s). The sweep is refused before it starts, naming the links; so is
-// a comparison that has direct among its algorithms, which had no
-// estimate at all.
+// a comparison that has direct among its algorithms, and a what-if of it
+// on ring:4096, which had no estimate at all.
 func TestBenchCountsTheLinksFlowsCross(t *testing.T) {
 	status, _, errOut := commsim("bench", "--topo", "ring:1024", "--op", "allreduce", "--algo", "direct", "-b", "8", "-e", "64M", "-f", "1.5", "--timing-only")
 	if status != 2 || !strings.Contains(errOut, "sweep would take about") || !strings.Contains(errOut, "its flows crossing 102.5 links a step") {
 		t.Fatalf("bench: status %d, stderr %q", status, errOut)
 	}
 	status, _, errOut = commsim("compare", "--topo", "ring:1024", "--op", "allreduce", "--algos", "ring,direct", "-b", "8", "-e", "64M", "-f", "1.5")
-	if status != 2 || !strings.Contains(errOut, "comparison would take about") || !strings.Contains(errOut, "40 sizes of 2 algorithms") || !strings.Contains(errOut, "or algorithms (--algos)") {
+	if status != 2 || !strings.Contains(errOut, "comparison would take about") || !strings.Contains(errOut, "40 sizes of 2 algorithms") || !strings.Contains(errOut, "use fewer sizes (-b, -e, -f), fewer algorithms (--algos), fewer ranks (-g)") {
 		t.Fatalf("compare: status %d, stderr %q", status, errOut)
+	}
+	status, _, errOut = commsim("what-if", "--topo", "ring:4096", "--op", "allreduce", "--algo", "direct", "--fault", "link gpu3-gpu4 down at 10us")
+	if status != 2 || !strings.Contains(errOut, "what-if would take about 4.8 hours (1 size, up to 83869697 plan steps on 4096 ranks, its flows crossing 409.7 links a step)") || !strings.Contains(errOut, "; use fewer ranks (-g)") {
+		t.Fatalf("what-if: status %d, stderr %q", status, errOut)
 	}
 }
 

@@ -126,6 +126,15 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	// A fault acts on the fabric's time: -g's host floor would hide what it
 	// does (a stall under it reads as nothing) and time what never fired.
 	s.threadGPUs, s.threadFloor = 0, 0
+	// Two runs, every rank simulated (faults keep a cluster off the
+	// mirror, and the baseline is not given one).
+	est, err := s.estimate(nil, 2)
+	if err != nil {
+		return err
+	}
+	if err := est.judge(f.stderr, "what-if", s.timingOnly); err != nil {
+		return err
+	}
 	spec, moved := s.spec(s.sizes[0])
 	plan, err := s.plan(spec)
 	if err != nil {
