@@ -37,7 +37,7 @@ const (
 
 // checkDuration estimates the sweep's host time and refuses it, with the
 // figures, if it would take over an hour, or says it on stderr (when not
-// nil) if it would take over a few minutes. A size runs once where the
+// nil) if it would take over two minutes. A size runs once where the
 // in-place run is the out-of-place one (the simulator, timing only,
 // untraced), else twice. w, when not nil, tells which plans it would time
 // on a mirror.
@@ -115,8 +115,9 @@ func (e sweepEstimate) add(o sweepEstimate) sweepEstimate {
 	return e
 }
 
-// judge refuses a run (what: "sweep", "comparison", "what-if") estimated past an
-// hour, and says on stderr, when not nil, one past a few minutes.
+// judge refuses a run (what: "sweep", "comparison", "what-if")
+// estimated past an hour, and says on stderr, when not nil, one past two
+// minutes.
 func (e sweepEstimate) judge(stderr io.Writer, what string, timingOnly bool) error {
 	sizes := fmt.Sprintf("%d %s", e.sizes, plural(e.sizes, "size", "sizes"))
 	if e.algos > 1 {
