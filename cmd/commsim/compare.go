@@ -331,9 +331,10 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 }
 
 // checkDuration is bench's for every algorithm's sweep together, each
-// size run once (out of place).
+// size run once (out of place); the figures are those of the plan with
+// the most steps.
 func (c *comparison) checkDuration(w *openedWorld, stderr io.Writer) error {
-	var total sweepEstimate
+	var total hostEstimate
 	for i, algo := range c.algos {
 		s := *c.s
 		s.algo, s.nodeRanks = algo, c.nodeRanks[i]
@@ -341,13 +342,17 @@ func (c *comparison) checkDuration(w *openedWorld, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if i == 0 {
+		seconds := total.seconds + est.seconds
+		if est.steps > total.steps {
 			total = est
-		} else {
-			total = total.add(est)
 		}
+		total.seconds = seconds
 	}
-	return total.judge(stderr, "comparison", c.s.timingOnly)
+	if len(c.algos) > 1 {
+		total.work += fmt.Sprintf(" of %d algorithms", len(c.algos))
+		total.cut = slices.Insert(total.cut, slices.Index(total.cut, "ranks (-g)"), "algorithms (--algos)")
+	}
+	return total.judge(stderr, "comparison")
 }
 
 // crossovers lists the adjacent sizes between which the fastest changes.

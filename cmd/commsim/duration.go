@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -50,28 +51,33 @@ func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return est.judge(stderr, "sweep", s.timingOnly)
+	return est.judge(stderr, "sweep")
 }
 
-// sweepEstimate is a sweep's estimated host time and the figures that
-// make it, to say to a user.
-type sweepEstimate struct {
-	seconds      float64
-	sizes, algos int // algos: how many ran each size, for compare
-	steps, ranks int // the largest plan's
-	hops         float64
+// hostEstimate is a simulation's estimated host time and the figures
+// that make it, to say to a user.
+type hostEstimate struct {
+	seconds float64
+	work    string // what runs: "24 sizes", "163 collectives"
+	steps   int    // the largest plan's
+	ranks   int
+	hops    float64 // the largest plan's links crossed a step
+	// cut is what the user can have fewer of, for a refusal: "sizes (-b,
+	// -e, -f)"; instead, a flag that would make it cheaper.
+	cut     []string
+	instead string
 }
 
 // estimate is the sweep's host time, each size run runs times. A plan's
 // steps grow with its size no faster than in proportion (chunks): each
 // size is counted at the largest's steps scaled to its bytes, and never
 // below the smallest's.
-func (s *sweep) estimate(w *openedWorld, runs float64) (sweepEstimate, error) {
+func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 	top := s.sizes[len(s.sizes)-1]
 	spec, moved := s.spec(top)
 	plan, err := s.plan(spec)
 	if err != nil {
-		return sweepEstimate{}, err
+		return hostEstimate{}, err
 	}
 	s.kept[0] = keptPlan{spec, plan}
 	topSteps, floorSteps := float64(plan.NumSteps()), float64(plan.NumSteps())
@@ -79,7 +85,7 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (sweepEstimate, error) {
 		bottom, _ := s.spec(s.sizes[0])
 		small, err := s.plan(bottom)
 		if err != nil {
-			return sweepEstimate{}, err
+			return hostEstimate{}, err
 		}
 		s.kept[1] = keptPlan{bottom, small}
 		floorSteps = float64(small.NumSteps())
@@ -89,52 +95,50 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (sweepEstimate, error) {
 		block = w.mirrorBlock(plan)
 	}
 	hops := hopsPerStep(s.topo, plan)
-	simulated := secondsPerStep + secondsPerHop*hops
 	est := sweepSeconds(s.sizes, floorSteps, topSteps, runs, func(bytes int64) float64 {
 		// Sizes whose count does not split evenly over the ranks make
 		// chunked plans (ring, rhd) unsymmetric: count them in full.
 		if spec, _ := s.spec(bytes); block > 0 && spec.Count%spec.Ranks == 0 {
-			return secondsPerCheckedStep + simulated*float64(block)/float64(plan.Ranks)
+			return stepSeconds(hops, block, plan.Ranks)
 		}
-		return simulated
+		return stepSeconds(hops, plan.Ranks, plan.Ranks)
 	})
+	var cut []string
+	if len(s.sizes) > 1 {
+		cut = append(cut, "sizes (-b, -e, -f)")
+	}
+	cut = append(cut, "ranks (-g)")
 	if !s.timingOnly {
 		est += runs * float64(len(s.sizes)) * float64(moved) * float64(plan.Ranks) / dataBytesPerSec
 	}
-	return sweepEstimate{seconds: est, sizes: len(s.sizes), algos: 1, steps: plan.NumSteps(), ranks: plan.Ranks, hops: hops}, nil
+	e := hostEstimate{seconds: est, steps: plan.NumSteps(), ranks: plan.Ranks, hops: hops, cut: cut}
+	e.work = fmt.Sprintf("%d %s", len(s.sizes), plural(len(s.sizes), "size", "sizes"))
+	if !s.timingOnly {
+		e.instead = "--timing-only"
+	}
+	return e, nil
 }
 
-// add sums two estimates of the same sizes (compare's algorithms),
-// keeping the figures of the plan with more steps.
-func (e sweepEstimate) add(o sweepEstimate) sweepEstimate {
-	seconds, algos := e.seconds+o.seconds, e.algos+o.algos
-	if o.steps > e.steps {
-		e = o
+// stepSeconds is the host time of a plan step whose flows cross hops
+// links, simulated on ranks of all of them (fewer on a mirror, which
+// checks every step and simulates those of the ranks that stand for all).
+func stepSeconds(hops float64, ranks, all int) float64 {
+	simulated := secondsPerStep + secondsPerHop*hops
+	if ranks < all {
+		return secondsPerCheckedStep + simulated*float64(ranks)/float64(all)
 	}
-	e.seconds, e.algos = seconds, algos
-	return e
+	return simulated
 }
 
-// judge refuses a run (what: "sweep", "comparison", "what-if")
-// estimated past an hour, and says on stderr, when not nil, one past two
-// minutes.
-func (e sweepEstimate) judge(stderr io.Writer, what string, timingOnly bool) error {
-	sizes := fmt.Sprintf("%d %s", e.sizes, plural(e.sizes, "size", "sizes"))
-	if e.algos > 1 {
-		sizes += fmt.Sprintf(" of %d algorithms", e.algos)
-	}
-	figures := fmt.Sprintf("%s, up to %d plan steps on %s, its flows crossing %.1f links a step", sizes, e.steps, rankCount(e.ranks), e.hops)
+// judge refuses a run (what: "sweep", "comparison", "what-if", "training
+// step") estimated past an hour, and says on stderr, when not nil, one
+// past two minutes.
+func (e hostEstimate) judge(stderr io.Writer, what string) error {
+	figures := fmt.Sprintf("%s, up to %d plan steps on %s, its flows crossing %.1f links a step", e.work, e.steps, rankCount(e.ranks), e.hops)
 	if e.seconds > maxSweepSeconds {
-		var fewer []string
-		if e.sizes > 1 {
-			fewer = append(fewer, "sizes (-b, -e, -f)")
-		}
-		if e.algos > 1 {
-			fewer = append(fewer, "algorithms (--algos)")
-		}
-		hint := "use fewer " + strings.Join(append(fewer, "ranks (-g)"), ", fewer ")
-		if !timingOnly {
-			hint += ", or --timing-only"
+		hint := "use fewer " + strings.Join(e.cut, ", fewer ")
+		if e.instead != "" {
+			hint += ", or " + e.instead
 		}
 		return usagef("the %s would take about %.1f hours (%s); the limit is %d hour; %s",
 			what, e.seconds/3600, figures, maxSweepSeconds/3600, hint)
@@ -192,4 +196,36 @@ func sweepSeconds(sizes []int64, floorSteps, topSteps, runs float64, perStep fun
 		est += runs * steps * perStep(bytes)
 	}
 	return est
+}
+
+// stepEstimate is a training step's host time on ranks of all of them
+// (fewer on a mirror): each parameter's collective once, and a sharded
+// one's two gathers, each counted at its reduce-scatter's steps (a ring's
+// all-gather makes as many). plan gives a parameter's collective.
+func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id string) (*ops.Plan, error), ranks, all int) (hostEstimate, error) {
+	e := hostEstimate{ranks: all, cut: []string{"ranks (a smaller --topo)"}}
+	hops := map[*ops.Plan]float64{}
+	calls := 0
+	for _, p := range params {
+		pl, err := plan(p.ID)
+		if err != nil {
+			return e, err
+		}
+		h, ok := hops[pl]
+		if !ok {
+			h = hopsPerStep(t, pl)
+			hops[pl] = h
+		}
+		n := 1
+		if p.Sharded {
+			n = 3
+		}
+		calls += n
+		e.seconds += float64(n*pl.NumSteps()) * stepSeconds(h, ranks, all)
+		if pl.NumSteps() > e.steps {
+			e.steps, e.hops = pl.NumSteps(), h
+		}
+	}
+	e.work = fmt.Sprintf("%d %s", calls, plural(calls, "collective", "collectives"))
+	return e, nil
 }

@@ -28,6 +28,7 @@ type trainFlags struct {
 	model, topo, bucket, algo, format, trace string
 	traceMax                                 traceMaxFlag
 	sharded, symmetry                        bool
+	stderr                                   io.Writer
 	ncclFlags
 }
 
@@ -54,7 +55,10 @@ plan. Timing-only: no data.`,
   commsim train --model llama-7b --topo dgx-h100x4 --bucket-bytes 100MiB --format json
   commsim train --model llama-70b --topo dgx-h100x8 --sharded --trace step.json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.stderr = cmd.ErrOrStderr()
+			return f.run(cmd.OutOrStdout())
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.model, "model", "gpt2-small", "model profile: gpt2-small|llama-7b|llama-70b or a YAML file")
@@ -135,11 +139,15 @@ type step struct {
 	algo     string
 	tuner    *nccl.Tuner // algo nccl: plans each collective
 	sharded  bool
-	symmetry bool   // time the step on the fabric's mirror where it can
-	traceMax int64  // with a trace: sim.Config.TraceMaxBytes
-	paced    bool   // enqueue the step a window at a time (see run)
-	window   int    // when paced: units per rank per window; 0: trainWindowUnits/(ranks x world)
-	enqueued func() // tests: called when the whole step is enqueued
+	symmetry bool      // time the step on the fabric's mirror where it can
+	traceMax int64     // with a trace: sim.Config.TraceMaxBytes
+	paced    bool      // enqueue the step a window at a time (see run)
+	window   int       // when paced: units per rank per window; 0: trainWindowUnits/(ranks x world)
+	enqueued func()    // tests: called when the whole step is enqueued
+	stderr   io.Writer // where a long step is said so before it starts, if not nil
+	// unmirrored: a mirror was tried and could not time the step, which
+	// then runs in full.
+	unmirrored bool
 }
 
 // trainWindowUnits bounds the units of a step (a layer's forward or
@@ -207,7 +215,7 @@ func (f *trainFlags) run(w io.Writer) error {
 	if err := st.useNCCL(f.ncclFlags); err != nil {
 		return err
 	}
-	st.symmetry = f.symmetry
+	st.symmetry, st.stderr = f.symmetry, f.stderr
 	st.traceMax = f.traceMax.bytes
 	rep, c, err := st.simulate(nil, f.trace != "")
 	if err != nil {
@@ -261,6 +269,7 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 		}
 	}
 	driver := simexec.NewDriver(c)
+	tried := false
 	for _, g := range []ops.Symmetry{ops.Rotation, ops.Xor} {
 		if !mirror {
 			break
@@ -279,7 +288,9 @@ func (st *step) simulate(faults []sim.Fault, trace bool) (stepReport, *sim.Clust
 			rep.standingRanks = block
 			return rep, c, nil
 		}
+		tried = true
 	}
+	st.unmirrored = tried
 	rep, err = st.run(driver, c.World().Size())
 	return rep, c, err
 }
@@ -452,6 +463,11 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 				if err := srv.Register(r, params); err != nil {
 					return rep, usageError{err}
 				}
+				if r == 0 {
+					if err := st.checkDuration(srv, params, ranks, p); err != nil {
+						return rep, err
+					}
+				}
 				stream, err := d.NewStream()
 				if err != nil {
 					return rep, err
@@ -568,6 +584,24 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		rep.OverlapPct = max(0, 100*(rep.CommUS-rep.ExposedCommUS)/rep.CommUS)
 	}
 	return rep, nil
+}
+
+// checkDuration refuses a step whose simulation on ranks of all would
+// take over an hour, and says one of over two minutes on st.stderr,
+// before it starts (stepEstimate, from the plans srv makes for params).
+func (st *step) checkDuration(srv *paramsync.Server, params []paramsync.Param, ranks, all int) error {
+	est, err := stepEstimate(st.topo, params, srv.Plan, ranks, all)
+	if err != nil {
+		return usageError{err}
+	}
+	if st.tuner != nil {
+		est.instead = "--algo auto"
+	}
+	what := "training step"
+	if st.unmirrored {
+		what += " (in full: its mirror could not time it)"
+	}
+	return est.judge(st.stderr, what)
 }
 
 // anySharded reports whether the step has sharded parameters to gather.

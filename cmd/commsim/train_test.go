@@ -230,3 +230,20 @@ func TestTrainWithNCCLsTuner(t *testing.T) {
 		t.Errorf("what-if: status %d, stderr %q:\n%s", status, errOut, out)
 	}
 }
+
+// TestTrainRefusesStepsThatWouldTakeHours: gpt2-small's 14 direct
+// all-reduces on a ring of 2048 GPUs, every rank simulated, are 21M plan
+// steps each whose flows cross 205 links: hours of the flow solver's
+// work, refused before the step starts, naming the figures. The same step
+// on a ring of 64 says nothing and runs.
+func TestTrainRefusesStepsThatWouldTakeHours(t *testing.T) {
+	status, _, errOut := commsim("train", "--model", "gpt2-small", "--topo", "ring:2048", "--algo", "direct", "--symmetry=false")
+	want := "commsim: the training step would take about 4.3 hours (14 collectives, up to 20965377 plan steps on 2048 ranks, its flows crossing 204.8 links a step); the limit is 1 hour; use fewer ranks (a smaller --topo)\n"
+	if status != 2 || errOut != want {
+		t.Fatalf("status %d, stderr %q, want %q", status, errOut, want)
+	}
+	status, out, errOut := commsim("train", "--model", "gpt2-small", "--topo", "ring:64", "--algo", "direct", "--symmetry=false")
+	if status != 0 || errOut != "" || !strings.Contains(out, "direct") {
+		t.Fatalf("ring:64: status %d, stderr %q", status, errOut)
+	}
+}

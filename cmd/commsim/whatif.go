@@ -132,7 +132,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := est.judge(f.stderr, "what-if", s.timingOnly); err != nil {
+	if err := est.judge(f.stderr, "what-if"); err != nil {
 		return err
 	}
 	spec, moved := s.spec(s.sizes[0])
@@ -276,7 +276,7 @@ func (f *whatIfFlags) runStep(w io.Writer, faults []sim.Fault) error {
 	if err := st.useNCCL(f.ncclFlags); err != nil {
 		return err
 	}
-	st.symmetry = f.symmetry
+	st.symmetry, st.stderr = f.symmetry, f.stderr
 	st.traceMax = f.traceMax.bytes
 	base, c0, err := st.simulate(nil, false)
 	if c0 != nil {
