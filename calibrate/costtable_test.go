@@ -208,3 +208,13 @@ h:1:1 [0] NCCL INFO Send: 64 Bytes -> Algo 1 proto 2 time 1.000000
 		t.Errorf("named: %+v", got.Calls)
 	}
 }
+
+// A log of several communicators states the first one's size: a later
+// communicator's init line (another group's, smaller) does not change it.
+func TestParseCostTableTakesTheFirstCommunicator(t *testing.T) {
+	second := "0: host:1:2 [0] NCCL INFO comm 0x66e0 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n"
+	got, err := ParseCostTable("tuning.txt", []byte(costTable229+second))
+	if err != nil || got.Ranks != 16 || got.Nodes != 2 {
+		t.Errorf("%+v, %v; want the first communicator's 16 ranks on 2 nodes", got, err)
+	}
+}

@@ -125,3 +125,35 @@ func TestFitRefusesBadProblems(t *testing.T) {
 		}
 	}
 }
+
+// Fit's start, the α-β-γ least squares, lands on the scales where the
+// times are that model: a ring's latency and bandwidth terms on a fabric
+// whose GPUs reduce for free.
+func TestFitStartsAtTheLinearFit(t *testing.T) {
+	p := problem(t, "switch:8,bw=100GB/s,lat=1us", "switch:8,bw=50GB/s,lat=2us", "ring")
+	f := &fitter{Problem: p}
+	x, tooSlow, err := f.start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa, sb := math.Exp(x[0]), math.Exp(x[1]); !near(sa, 2, 0.02) || !near(sb, 0.5, 0.02) || tooSlow {
+		t.Errorf("start at latency ×%.4f, bandwidth ×%.4f (reduce too slow %v); want ×2 and ×0.5", sa, sb, tooSlow)
+	}
+}
+
+// Measured times shorter than the GPUs' reductions alone take are
+// reported (Result.ReduceTooSlow): no link scale explains them.
+func TestFitReportsReductionsTooSlow(t *testing.T) {
+	const fabric = "switch:8,bw=100GB/s,lat=1us,reduce=5GB/s"
+	p := problem(t, fabric, fabric, "ring")
+	for i := range p.MeasuredUS {
+		p.MeasuredUS[i] /= 10
+	}
+	fit, err := Fit(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fit.ReduceTooSlow {
+		t.Errorf("times a tenth of the simulated ones with slow reductions: ReduceTooSlow false")
+	}
+}

@@ -255,3 +255,42 @@ func checkRefusal(t *testing.T, data []byte, err error) {
 		t.Fatalf("refused with %v (line %v) for a log of %d lines", err, le, lines)
 	}
 }
+
+// A log collector's level is a tag only after a stamp or another tag: a
+// line that starts with one is a line of its own, and "ERROR" alone in
+// the middle of a table (a wrapper's word on a crashed run) is refused,
+// not read as a blank line.
+func TestParseLogKeepsALevelThatStartsALine(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		line       int
+		want       string
+	}{
+		{"ERROR alone", clusterLog + "ERROR\n", 25, "want a result row"},
+		{"WARN before a banner", plainLog + "WARN =====\n", 13, "want a result row"},
+	} {
+		_, err := ParseLog("log", []byte(c.text))
+		var le *LogError
+		if !errors.As(err, &le) || le.Line != c.line || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want line %d and %q", c.name, err, c.line, c.want)
+		}
+	}
+	// After a stamp, the level is the collector's.
+	if lg, err := ParseLog("log", []byte(plainLog+"2024-05-01 10:00:00,123 ERROR\n")); err != nil || len(lg.Samples) != 7 {
+		t.Errorf("a stamped level alone: %v", err)
+	}
+}
+
+// A tag glued to a comment's '#' ("[0]#", "gpu01:#") is still a tag:
+// the comment is read (its collective, its ranks).
+func TestParseLogTagGluedToAComment(t *testing.T) {
+	row := "  1024  256  float  none  -1  10.00  0.10  0.05  0  10.50  0.10  0.05  0\n"
+	for _, tag := range []string{"[0]", "gpu01:"} {
+		text := tag + "# Collective test starting: all_gather_perf\n" +
+			tag + "#  Rank  1 Group  0 Pid 1 on h device  1 [0x1b] H100\n" + tag + row
+		lg, err := ParseLog("x", []byte(text))
+		if err != nil || lg.Op != "allgather" || lg.Ranks != 2 || len(lg.Samples) != 1 {
+			t.Errorf("%q: %+v, %v; want an all-gather on 2 ranks", tag, lg, err)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package calibrate
 
 import (
 	"errors"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -224,6 +226,99 @@ func TestParseLogReadsGPUsPerThread(t *testing.T) {
 		}
 		if lg.GPUsPerThread != tc.want {
 			t.Errorf("%s: %d GPUs a thread, want %d", tc.name, lg.GPUsPerThread, tc.want)
+		}
+	}
+}
+
+// The times a row may state run from 1 ps to the simulator's horizon,
+// both ends included: a row at either bound is read, one just past it
+// refused.
+func TestParseLogTakesTimesAtTheBounds(t *testing.T) {
+	hdr := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+	row := func(us float64) string {
+		s := strconv.FormatFloat(us, 'g', -1, 64)
+		return "  8  2  float  sum  -1  " + s + "  0  0  0  " + s + "  0  0  0\n"
+	}
+	for _, c := range []struct {
+		name string
+		us   float64
+		ok   bool
+	}{
+		{"1 ps", minTimeUS, true},
+		{"the horizon", maxTimeUS, true},
+		{"under 1 ps", math.Nextafter(minTimeUS, 0), false},
+		{"past the horizon", math.Nextafter(maxTimeUS, math.Inf(1)), false},
+	} {
+		lg, err := ParseLog("x", []byte(hdr+row(c.us)))
+		if c.ok && (err != nil || len(lg.Samples) != 1 || lg.Samples[0].TimeUS != c.us) {
+			t.Errorf("%s (%g µs): %+v, %v; want the row read", c.name, c.us, lg, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "want a size >= 0 and a time from 1e-6 µs")) {
+			t.Errorf("%s (%g µs): %v; want the row refused", c.name, c.us, err)
+		}
+	}
+}
+
+// A row's time stamp (nccl-tests' timestamp column, a date and a time)
+// is no part of its halves: the in-place #wrong before it still counts.
+func TestParseLogCountsWrongRowsBeforeAStamp(t *testing.T) {
+	hdr := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong  timestamp\n"
+	for _, c := range []struct {
+		name, row string
+		wrong     int
+	}{
+		{"in place wrong", "  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  3  2025-01-02 03:04:05\n", 1},
+		{"out of place wrong", "  1024  256  float  sum  -1  10.00  0.10  0.18  2  10.50  0.10  0.17  0  2025-01-02 03:04:05\n", 1},
+		{"none wrong", "  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0  2025-01-02 03:04:05\n", 0},
+	} {
+		lg, err := ParseLog("x", []byte(hdr+c.row))
+		if err != nil || lg.WrongRows != c.wrong || len(lg.Samples) != 1 || lg.Samples[0].TimeUS != 10 {
+			t.Errorf("%s: %+v, %v; want %d rows with wrong elements, 1024 B at 10 µs", c.name, lg, err, c.wrong)
+		}
+	}
+}
+
+// A CSV header that names a column twice (time_us and cputime both
+// stand for the time) is read by the first of them.
+func TestParseLogCSVTakesTheFirstOfAColumn(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		times      []float64
+	}{
+		{"time_us, then cputime", "size,time_us,cputime\n8,20,99\n16,21,98\n", []float64{20, 21}},
+		{"cputime, then time", "size,cputime,time\n8,20,99\n16,21,98\n", []float64{20, 21}},
+		{"bytes, then size", "bytes,size,time\n8,16,20\n", []float64{20}},
+	} {
+		lg, err := ParseLog("x", []byte(c.text))
+		if err != nil || len(lg.Samples) != len(c.times) {
+			t.Errorf("%s: %+v, %v", c.name, lg, err)
+			continue
+		}
+		for i, s := range lg.Samples {
+			if s.TimeUS != c.times[i] || (c.name == "bytes, then size" && s.Bytes != 8) {
+				t.Errorf("%s: row %d = %d B %g µs, want %g µs from the first column", c.name, i, s.Bytes, s.TimeUS, c.times[i])
+			}
+		}
+	}
+}
+
+// nccl-tests prints every size too small to give each rank an element
+// as 0: several rows of size 0 are no rerun, and Repeated (which
+// calibrate warns of) leaves them out.
+func TestParseLogCountsNoRepeatsOfSizeZero(t *testing.T) {
+	hdr := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+	zero := "  0  0  float  none  -1  0.00  0.00  0.00  0  0.00  0.00  0.00  0\n"
+	row := "  1024  32  float  none  -1  10.00  0.10  0.09  0  10.50  0.10  0.09  0\n"
+	for _, c := range []struct {
+		name, text string
+		repeated   int
+	}{
+		{"zeros", hdr + zero + zero + zero + row, 0},
+		{"zeros and a rerun", hdr + zero + zero + row + row, 1},
+	} {
+		lg, err := ParseLog("x", []byte(c.text))
+		if err != nil || lg.Repeated != c.repeated || len(lg.Samples) != 2 {
+			t.Errorf("%s: %+v, %v; want 2 sizes, %d repeated", c.name, lg, err, c.repeated)
 		}
 	}
 }

@@ -182,3 +182,51 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		}
 	}
 }
+
+// A JSON timing with both time and cpu_time is read at its time (the
+// GPU's), not the host's.
+func TestParseLogJSONPrefersTimeToCPUTime(t *testing.T) {
+	both := strings.Replace(jsonRecord1K, `"time": 11.000000,`, `"time": 11.000000, "cpu_time": 30.000000,`, 1)
+	cpuOnly := strings.Replace(jsonRecord1K, `"time": 11.000000,`, `"cpu_time": 30.000000,`, 1)
+	for _, c := range []struct {
+		name, record string
+		want         float64
+	}{
+		{"both", both, 11},
+		{"cpu_time only", cpuOnly, 30},
+	} {
+		lg, err := ParseLog("ag.json", []byte(ncclTestsJSON(c.record)))
+		if err != nil || len(lg.Samples) != 1 || lg.Samples[0].TimeUS != c.want {
+			t.Errorf("%s: %+v, %v; want %g µs", c.name, lg, err, c.want)
+		}
+	}
+}
+
+// The ranks of a JSON report are its processes (devices) × GPUs per
+// thread × threads per process; nthreads 0 (absent) counts as one.
+func TestParseLogJSONCountsThreads(t *testing.T) {
+	for _, c := range []struct {
+		threads string
+		ranks   int
+	}{
+		{`"nthreads": 1`, 8},
+		{`"nthreads": 2`, 16},
+		{`"nthreads": 0`, 8},
+	} {
+		doc := strings.Replace(ncclTestsJSON(jsonRecord1K), `"nthreads": 1`, c.threads, 1)
+		lg, err := ParseLog("ag.json", []byte(doc))
+		if err != nil || lg.Ranks != c.ranks {
+			t.Errorf("%s: %+v, %v; want %d ranks", c.threads, lg, err, c.ranks)
+		}
+	}
+}
+
+// A record whose in-place result alone was checked wrong is counted as
+// one whose out-of-place result was.
+func TestParseLogCountsInPlaceWrongJSONRecords(t *testing.T) {
+	wrong := strings.Replace(jsonRecord2K, `"bus_bw": 0.150000, "nwrong": null`, `"bus_bw": 0.150000, "nwrong": 5`, 1)
+	lg, err := ParseLog("ag.json", []byte(ncclTestsJSON(jsonRecord1K, wrong)))
+	if err != nil || lg.WrongRows != 1 || lg.FirstWrong != 19 {
+		t.Errorf("%+v, %v: want one record with wrong elements, on line 19", lg, err)
+	}
+}

@@ -155,3 +155,14 @@ func TestParseLogReadsWhatNCCLRan(t *testing.T) {
 		}
 	}
 }
+
+// Every rank says what NCCL read from its environment; where they
+// disagree, the first word stands.
+func TestParseLogKeepsTheFirstWordOnAVariable(t *testing.T) {
+	info := "node1:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n" +
+		"node1:2:2 [1] NCCL INFO NCCL_PROTO set by environment to LL\n"
+	lg, err := ParseLog("info", []byte(info+plainLog))
+	if err != nil || lg.NCCLEnv["NCCL_PROTO"] != "Simple" {
+		t.Errorf("%v, env %v; want NCCL_PROTO=Simple, the first rank's", err, lg.NCCLEnv)
+	}
+}

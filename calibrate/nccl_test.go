@@ -578,3 +578,80 @@ func TestFitBoxIsTwentyFold(t *testing.T) {
 		}
 	}
 }
+
+// summarize's median is the middle of the absolute errors, the mean of
+// the two middle ones for an even count; Max and MaxIndex the largest.
+func TestSummarizeTakesTheMiddle(t *testing.T) {
+	errs := []float64{0.1, -0.3, 0.2, -0.4, 0.05}
+	for _, c := range []struct {
+		name   string
+		idx    []int
+		median float64
+		max    float64
+		maxIdx int
+	}{
+		{"none", nil, 0, 0, -1},
+		{"one", []int{1}, 0.3, 0.3, 1},
+		{"even", []int{0, 1, 2, 3}, 0.25, 0.4, 3},
+		{"odd", []int{0, 1, 2, 3, 4}, 0.2, 0.4, 3},
+		{"two", []int{0, 4}, 0.075, 0.1, 0},
+	} {
+		s := summarize(errs, c.idx)
+		if s.Sizes != len(c.idx) || math.Abs(s.Median-c.median) > 1e-12 || s.Max != c.max || s.MaxIndex != c.maxIdx {
+			t.Errorf("%s: %+v, want median %g, max %g at %d", c.name, s, c.median, c.max, c.maxIdx)
+		}
+	}
+}
+
+// A size measured at the floor's bound itself (hostBoundBy × FloorUS) is
+// the host's ("within 15%"), and not fitted; one just above it is.
+func TestFitNCCLTakesTheFloorsBoundAsTheHosts(t *testing.T) {
+	topo, err := topology.Parse("switch:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NCCLProblem{Topology: topo, Options: simpleOnly, FloorUS: 40}
+	for _, b := range sizesBy(1<<10, 1<<20, 4) {
+		spec, _ := verify.SpecForSize(ops.Spec{Op: ops.AllReduce, Ranks: 4, DType: hw.F32, Redop: hw.Sum}, b)
+		p.Specs, p.MeasuredUS = append(p.Specs, spec), append(p.MeasuredUS, 100)
+	}
+	bound := hostBoundBy * p.FloorUS
+	p.MeasuredUS[0], p.MeasuredUS[1] = bound, math.Nextafter(bound, math.Inf(1))
+	f, err := newNCCLFitter(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.atFloor != 1 || slices.Contains(f.fit, 0) || !slices.Contains(f.fit, 1) {
+		t.Errorf("at the floor %d, fitted %v; want size 0 (at the bound) held, size 1 (past it) fitted", f.atFloor, f.fit)
+	}
+}
+
+// Sizes measured at the host's floor that the problem gives the fit are
+// in sample (they just move no factor), held out or not as
+// NCCLProblem.Fit says: with every other size held out, the even ones,
+// those at the floor among them, are Fitted and count in InSample.
+func TestFitNCCLCountsFloorSizesInSample(t *testing.T) {
+	truth := nccl.Machine{Launch: 1.5, Hop: 1, Bandwidth: [3]float64{1, 1, 0.8}}
+	p := machineLog(t, "switch:4", ops.AllReduce, sizesBy(1<<10, 1<<30, 2), simpleOnly, truth, 1)
+	p.FloorUS = 40
+	held := 0
+	for i, us := range p.MeasuredUS {
+		if us < p.FloorUS {
+			p.MeasuredUS[i] = p.FloorUS
+			held += 1 - i%2 // the fitted ones
+		}
+	}
+	fit, err := FitNCCL(p.HoldOut())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(p.Specs)
+	for i, fitted := range fit.Fitted {
+		if fitted != (i%2 == 0) {
+			t.Errorf("size %d (host-bound %v): fitted %v", i, fit.HostBound[i], fitted)
+		}
+	}
+	if held == 0 || fit.InSample.Sizes != (n+1)/2 || fit.HeldOut.Sizes != n/2 {
+		t.Errorf("%d fitted sizes at the floor; in sample %+v, held out %+v of %d sizes", held, fit.InSample, fit.HeldOut, n)
+	}
+}
