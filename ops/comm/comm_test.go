@@ -159,3 +159,137 @@ func TestNewRefusesUnknownAlgorithms(t *testing.T) {
 		}
 	}
 }
+
+// TestMismatchInAnyField: ranks that differ in any one field of the call
+// (op, count, dtype, reduce op, root, algorithm) all get a MismatchError,
+// whichever rank is the odd one out, before any data moves.
+func TestMismatchInAnyField(t *testing.T) {
+	base := comm.Call{Op: ops.AllReduce, Count: 8, DType: hw.F32, Redop: hw.Sum, Algo: "ring"}
+	for name, change := range map[string]func(*comm.Call){
+		"op":    func(c *comm.Call) { c.Op = ops.Broadcast },
+		"count": func(c *comm.Call) { c.Count = 4 },
+		"dtype": func(c *comm.Call) { c.DType = hw.I32 },
+		"redop": func(c *comm.Call) { c.Redop = hw.Max },
+		"root":  func(c *comm.Call) { c.Root = 2 },
+		"algo":  func(c *comm.Call) { c.Algo = "rhd" },
+	} {
+		for _, odd := range []int{1, 3} {
+			cm, devs := newComm(t, "switch:4", comm.Config{})
+			errs := make([]error, len(devs))
+			var wg sync.WaitGroup
+			for r, d := range devs {
+				call := base
+				if r == odd {
+					change(&call)
+				}
+				buf, _ := d.Alloc(hw.F32, 8)
+				wg.Go(func() { _, errs[r] = cm.Do(r, call, hw.Whole(buf), hw.Whole(buf)) })
+			}
+			wg.Wait()
+			for r, err := range errs {
+				var m *comm.MismatchError
+				if !errors.As(err, &m) {
+					t.Errorf("%s differs on rank %d: rank %d got %v, want a MismatchError", name, odd, r, err)
+				}
+			}
+			cm.Close()
+		}
+	}
+}
+
+// TestTimeoutNamesTheRanksThatCame: when the missing rank is not the last
+// one, the ranks that did call are still named by their own numbers.
+func TestTimeoutNamesTheRanksThatCame(t *testing.T) {
+	cm, devs := newComm(t, "switch:3", comm.Config{Timeout: 50 * time.Millisecond})
+	errs := make([]error, len(devs))
+	var wg sync.WaitGroup
+	for r := 1; r < 3; r++ { // rank 0 never calls
+		buf, _ := devs[r].Alloc(hw.F32, 4)
+		wg.Go(func() {
+			_, errs[r] = cm.Do(r, comm.Call{Op: ops.AllReduce, Count: 4, DType: hw.F32, Redop: hw.Sum}, hw.Whole(buf), hw.Whole(buf))
+		})
+	}
+	wg.Wait()
+	for r := 1; r < 3; r++ {
+		var to *comm.TimeoutError
+		if !errors.As(errs[r], &to) || !strings.Contains(errs[r].Error(), "rank 0 never called") || !strings.Contains(errs[r].Error(), "ranks 1, 2 asked for allreduce") {
+			t.Errorf("rank %d: %v", r, errs[r])
+		}
+	}
+}
+
+// TestCloseReleasesWaitingRanks: a rank waiting in a slot for ranks that
+// never come gets ErrClosed when the communicator is closed, not a hang
+// (its timeout here is an hour).
+func TestCloseReleasesWaitingRanks(t *testing.T) {
+	cm, devs := newComm(t, "switch:2", comm.Config{Timeout: time.Hour})
+	buf, _ := devs[0].Alloc(hw.F32, 4)
+	done := make(chan error)
+	go func() {
+		_, err := cm.Do(0, comm.Call{Op: ops.AllReduce, Count: 4, DType: hw.F32, Redop: hw.Sum}, hw.Whole(buf), hw.Whole(buf))
+		done <- err
+	}()
+	// Give rank 0 time to join its slot. Nothing is asserted on time: if
+	// it has not joined, it finds the communicator closed, as it should.
+	time.Sleep(10 * time.Millisecond)
+	if err := cm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, comm.ErrClosed) {
+		t.Fatalf("waiting rank after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestDoRefusesRanksOutsideTheWorld: rank -1 and rank p (one past the
+// last) are errors, not index panics.
+func TestDoRefusesRanksOutsideTheWorld(t *testing.T) {
+	cm, devs := newComm(t, "switch:2", comm.Config{})
+	buf, _ := devs[0].Alloc(hw.F32, 1)
+	for _, rank := range []int{-1, 2} {
+		if _, err := cm.Do(rank, comm.Call{Op: ops.AllReduce, Count: 1, DType: hw.F32, Redop: hw.Sum}, hw.Whole(buf), hw.Whole(buf)); err == nil || !strings.Contains(err.Error(), "not in 0..1") {
+			t.Errorf("Do(rank %d) = %v", rank, err)
+		}
+	}
+}
+
+// TestDoTimeIsTheSlowestRanks: every rank gets the collective's time, the
+// longest of its ranks' parts, as ops.Executor.Run gives it, also when the
+// ranks' parts take different times (a broadcast from the last rank,
+// whose part is only its sends).
+func TestDoTimeIsTheSlowestRanks(t *testing.T) {
+	const spec = "switch:4,bw=100GB/s,lat=1us"
+	call := comm.Call{Op: ops.Broadcast, Count: 1024, DType: hw.F32, Root: 3, Algo: "ring"}
+	topo, _ := topology.Parse(spec)
+	ref, _ := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+	plan, err := ops.Compile(ops.Spec{Op: call.Op, Algo: call.Algo, Ranks: 4, Count: call.Count, DType: call.DType, Root: call.Root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := make([]hw.Slice, 4), make([]hw.Slice, 4)
+	for r, d := range ref.Devices() {
+		b, _ := d.Alloc(hw.F32, call.Count)
+		in[r], out[r] = hw.Whole(b), hw.Whole(b)
+	}
+	want, err := ops.NewExecutor(ref.World()).Run(plan, in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, devs := newComm(t, spec, comm.Config{})
+	got := make([]float64, 4)
+	var wg sync.WaitGroup
+	for r, d := range devs {
+		buf, _ := d.Alloc(hw.F32, call.Count)
+		wg.Go(func() {
+			var err error
+			if got[r], err = cm.Do(r, call, hw.Whole(buf), hw.Whole(buf)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for r, secs := range got {
+		if secs != want {
+			t.Errorf("rank %d: Do took %g s, Run %g s", r, secs, want)
+		}
+	}
+}

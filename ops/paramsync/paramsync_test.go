@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -580,5 +581,360 @@ func TestPlanNamesEachParametersCollective(t *testing.T) {
 	srv.Close()
 	if _, err := srv.Plan("w"); !errors.Is(err, paramsync.ErrClosed) {
 		t.Errorf("after Close: %v", err)
+	}
+}
+
+// TestRegisterRefusesWhatIsNotOneList: every field of every parameter is
+// compared between ranks (a rank whose lengths or sharding differ would
+// run a different collective and hang or corrupt the others), a rank
+// registers once, and the first list itself is checked: unique IDs, and
+// sharded lengths that divide by the ranks, with no padding.
+func TestRegisterRefusesWhatIsNotOneList(t *testing.T) {
+	ref := []paramsync.Param{{ID: "w", Len: 4, DType: hw.F32}, {ID: "e", Len: 6, DType: hw.F32, Sharded: true}}
+	changed := func(f func(ps []paramsync.Param) []paramsync.Param) []paramsync.Param {
+		return f([]paramsync.Param{ref[0], ref[1]})
+	}
+	for name, tc := range map[string]struct {
+		first, second []paramsync.Param // second nil: rank 0 registers first twice
+		want          string
+	}{
+		"length":      {ref, changed(func(ps []paramsync.Param) []paramsync.Param { ps[0].Len = 5; return ps }), "rank 1's parameters differ"},
+		"dtype":       {ref, changed(func(ps []paramsync.Param) []paramsync.Param { ps[0].DType = hw.BF16; return ps }), "rank 1's parameters differ"},
+		"sharding":    {ref, changed(func(ps []paramsync.Param) []paramsync.Param { ps[1].Sharded = false; return ps }), "rank 1's parameters differ"},
+		"order":       {ref, []paramsync.Param{ref[1], ref[0]}, "rank 1's parameters differ"},
+		"twice":       {ref, nil, "rank 0 registered twice"},
+		"same ID":     {[]paramsync.Param{{ID: "w", Len: 4, DType: hw.F32}, {ID: "w", Len: 2, DType: hw.F32}}, nil, `are both "w"`},
+		"no division": {[]paramsync.Param{{ID: "e", Len: 5, DType: hw.F32, Sharded: true}}, nil, "does not divide by 2 ranks"},
+	} {
+		c := cluster(t, 2, sim.Config{TimingOnly: true})
+		srv, _ := paramsync.Start(c.World(), paramsync.Config{})
+		err := srv.Register(0, tc.first)
+		if err == nil {
+			if tc.second == nil {
+				err = srv.Register(0, tc.first)
+			} else {
+				err = srv.Register(1, tc.second)
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", name, err, tc.want)
+		}
+		if tc.second != nil && !errors.Is(err, paramsync.ErrMismatch) {
+			t.Errorf("%s: %v is not ErrMismatch", name, err)
+		}
+		srv.Close()
+	}
+}
+
+// TestRanksOutsideTheWorldAreRefused: rank -1 and rank p (one past the
+// last) get an error from every per-rank call, not an index panic.
+func TestRanksOutsideTheWorldAreRefused(t *testing.T) {
+	c := cluster(t, 2, sim.Config{TimingOnly: true})
+	srv, _ := paramsync.Start(c.World(), paramsync.Config{})
+	params := []paramsync.Param{{ID: "e", Len: 2, DType: hw.F32, Sharded: true}}
+	if err := srv.Register(0, params); err != nil {
+		t.Fatal(err)
+	}
+	buf, _ := c.Devices()[0].Alloc(hw.F32, 2)
+	for _, rank := range []int{-1, 2} {
+		for name, call := range map[string]func() error{
+			"Register":       func() error { return srv.Register(rank, params) },
+			"SubmitGradient": func() error { return srv.SubmitGradient(rank, "e", buf, nil) },
+			"Sync":           func() error { return srv.Sync(rank) },
+			"GatherParams":   func() error { return srv.GatherParams(rank, "e", buf) },
+			"Wait":           func() error { return srv.Wait(rank) },
+		} {
+			if err := call(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("rank %d not in 0..1", rank)) {
+				t.Errorf("%s(rank %d) = %v", name, rank, err)
+			}
+		}
+	}
+}
+
+// TestGatherParamsRefusesWhatItCannotGather: only a registered sharded
+// parameter, into a buffer of its length and dtype, is gathered; a
+// replicated one has no shards to gather.
+func TestGatherParamsRefusesWhatItCannotGather(t *testing.T) {
+	c := cluster(t, 2, sim.Config{TimingOnly: true})
+	srv, _ := paramsync.Start(c.World(), paramsync.Config{})
+	defer srv.Close()
+	params := []paramsync.Param{{ID: "w", Len: 4, DType: hw.F32}, {ID: "e", Len: 4, DType: hw.F32, Sharded: true}}
+	for r := range 2 {
+		if err := srv.Register(r, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := c.Devices()[0]
+	buf := func(dt hw.DType, n int) hw.Buffer { b, _ := d.Alloc(dt, n); return b }
+	for _, tc := range []struct {
+		id   string
+		buf  hw.Buffer
+		want string
+	}{
+		{"w", buf(hw.F32, 4), `"w" is not sharded`},
+		{"nope", buf(hw.F32, 4), "unregistered parameter"},
+		{"e", buf(hw.F32, 2), "parameter buffer does not match"},
+		{"e", buf(hw.BF16, 4), "parameter buffer does not match"},
+		{"e", nil, "parameter buffer does not match"},
+	} {
+		if err := srv.GatherParams(0, tc.id, tc.buf); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("GatherParams(%q) = %v, want an error containing %q", tc.id, err, tc.want)
+		}
+	}
+}
+
+// TestSyncTimeoutNamesUnregisteredRanks: a rank that never registered is
+// named as such, not as one missing an empty list of gradients.
+func TestSyncTimeoutNamesUnregisteredRanks(t *testing.T) {
+	c := cluster(t, 2, sim.Config{TimingOnly: true})
+	srv, _ := paramsync.Start(c.World(), paramsync.Config{Timeout: 20 * time.Millisecond})
+	defer srv.Close()
+	params := []paramsync.Param{{ID: "w", Len: 4, DType: hw.F32}}
+	if err := srv.Register(0, params); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := c.Devices()[0].Alloc(hw.F32, 4)
+	if err := srv.SubmitGradient(0, "w", g, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := srv.Sync(0)
+	if !errors.Is(err, paramsync.ErrTimeout) || !strings.Contains(err.Error(), "rank 1 has not registered") || strings.Contains(err.Error(), "rank 0 is missing") {
+		t.Errorf("Sync = %v, want a timeout naming only rank 1 as unregistered", err)
+	}
+}
+
+// TestStepsFromConcurrentRanks is the DDP pattern: one goroutine per rank,
+// several steps, each rank submitting and syncing on its own. Every step
+// averages that step's gradients (rank r, step k: all (r+1)(k+1), so the
+// average is 2.5(k+1)), which needs each Sync to start the rank's next
+// round, and a Sync waiting on slower ranks to wake when they submit: the
+// timeout is an hour, so a lost wake-up hangs the test rather than
+// passing late. Run under -race, it also checks the server's locking.
+func TestStepsFromConcurrentRanks(t *testing.T) {
+	const p, steps = 4, 5
+	c := cluster(t, p, sim.Config{})
+	srv, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: 16, Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	params := []paramsync.Param{
+		{ID: "emb", Len: 8, DType: hw.F32, Sharded: true},
+		{ID: "l0.w", Len: 6, DType: hw.F32},
+		{ID: "l1.w", Len: 5, DType: hw.F32},
+	}
+	var wg sync.WaitGroup
+	for r, d := range c.Devices() {
+		wg.Go(func() {
+			fail := func(format string, args ...any) {
+				t.Errorf("rank %d: "+format, append([]any{r}, args...)...)
+				srv.Close() // release the other ranks
+			}
+			if err := srv.Register(r, params); err != nil {
+				fail("%v", err)
+				return
+			}
+			grads := make([]hw.Buffer, len(params))
+			for i, pr := range params {
+				grads[i], _ = d.Alloc(pr.DType, pr.Len)
+			}
+			for k := range steps {
+				for i := len(params) - 1; i >= 0; i-- { // backward order
+					vals := make([]float32, params[i].Len)
+					for j := range vals {
+						vals[j] = float32((r + 1) * (k + 1))
+					}
+					grads[i].Write(hw.Encode(vals))
+					if err := srv.SubmitGradient(r, params[i].ID, grads[i], nil); err != nil {
+						fail("step %d: %v", k, err)
+						return
+					}
+				}
+				if err := srv.Sync(r); err != nil {
+					fail("step %d: %v", k, err)
+					return
+				}
+				want := 2.5 * float64(k+1)
+				for i, pr := range params {
+					raw := make([]byte, 4*pr.Len)
+					grads[i].Read(raw)
+					vals, _ := hw.ToFloat64s(pr.DType, raw)
+					if pr.Sharded { // rank r keeps shard r
+						n := pr.Len / p
+						vals = vals[r*n : (r+1)*n]
+					}
+					for _, v := range vals {
+						if v != want {
+							fail("step %d: %s = %v, want all %v", k, pr.ID, vals, want)
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestSyncWakesOnClose: a Sync waiting for a rank that never submits
+// returns ErrClosed when the server is closed, not when its (hour-long)
+// timeout expires.
+func TestSyncWakesOnClose(t *testing.T) {
+	c := cluster(t, 2, sim.Config{TimingOnly: true})
+	srv, _ := paramsync.Start(c.World(), paramsync.Config{Timeout: time.Hour})
+	params := []paramsync.Param{{ID: "w", Len: 4, DType: hw.F32}}
+	for r := range 2 {
+		if err := srv.Register(r, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error)
+	go func() { done <- srv.Sync(0) }()
+	// Give Sync time to start waiting. Nothing is asserted on time: if it
+	// has not started, it sees the closed server at once, as it should.
+	time.Sleep(10 * time.Millisecond)
+	srv.Close()
+	if err := <-done; !errors.Is(err, paramsync.ErrClosed) {
+		t.Fatalf("Sync after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestBucketWaitsForEveryGradient: a bucket's collectives start only
+// after every one of its gradients is ready, whichever of them is ready
+// last. Here "b" (handled first in the bucket, which fills in reverse)
+// is computed for 100 µs and "a" is ready at once; the bucket must end
+// after b's gradient, in simulated time.
+func TestBucketWaitsForEveryGradient(t *testing.T) {
+	c := cluster(t, 2, sim.Config{TimingOnly: true})
+	srv, _ := paramsync.Start(c.World(), paramsync.Config{})
+	defer srv.Close()
+	params := []paramsync.Param{{ID: "a", Len: 256, DType: hw.F32}, {ID: "b", Len: 256, DType: hw.F32}}
+	slow := make([]hw.Event, 2)
+	for r, d := range c.Devices() {
+		if err := srv.Register(r, params); err != nil {
+			t.Fatal(err)
+		}
+		compute, _ := d.NewStream()
+		compute.(*sim.Stream).Compute(100e-6, "backward b")
+		slow[r], _ = d.NewEvent()
+		compute.Record(slow[r])
+		quick, _ := d.NewEvent()
+		other, _ := d.NewStream()
+		other.Record(quick)
+		for i, ready := range []hw.Event{quick, slow[r]} {
+			g, _ := d.Alloc(hw.F32, params[i].Len)
+			if err := srv.SubmitGradient(r, params[i].ID, g, ready); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := len(srv.Buckets()); n != 1 {
+		t.Fatalf("%d buckets, want 1", n)
+	}
+	for r := range 2 {
+		if err := srv.Sync(r); err != nil {
+			t.Fatal(err)
+		}
+		after, err := srv.BucketDone(r, 0).ElapsedSince(slow[r])
+		if err != nil || after <= 0 {
+			t.Errorf("rank %d: bucket done %v s after b's gradient was ready (%v), want after it", r, after, err)
+		}
+	}
+}
+
+// TestGatherParamsFromConcurrentRanks: FSDP ranks gather from their own
+// goroutines; once every rank has enqueued its gathers (the documented
+// rule before any Wait), each ends with the whole parameter. Under -race
+// this checks that gathers compile and enqueue under the server's lock.
+func TestGatherParamsFromConcurrentRanks(t *testing.T) {
+	const p = 4
+	c := cluster(t, p, sim.Config{})
+	srv, _ := paramsync.Start(c.World(), paramsync.Config{})
+	defer srv.Close()
+	params := []paramsync.Param{{ID: "a", Len: 8, DType: hw.I32, Sharded: true}, {ID: "b", Len: 4, DType: hw.I32, Sharded: true}}
+	bufs := make([][]hw.Buffer, p)
+	for r, d := range c.Devices() {
+		for i, pr := range params {
+			n := pr.Len / p
+			vals := make([]int32, pr.Len)
+			for j := range n {
+				vals[r*n+j] = int32(100*i + r*n + j) // rank r holds shard r
+			}
+			b, _ := d.Alloc(pr.DType, pr.Len)
+			b.Write(hw.Encode(vals))
+			bufs[r] = append(bufs[r], b)
+		}
+	}
+	var enqueued sync.WaitGroup
+	for r := range p {
+		enqueued.Go(func() {
+			if err := srv.Register(r, params); err != nil {
+				t.Error(err)
+				return
+			}
+			for i, pr := range params {
+				if err := srv.GatherParams(r, pr.ID, bufs[r][i]); err != nil {
+					t.Errorf("rank %d, %s: %v", r, pr.ID, err)
+					return
+				}
+			}
+		})
+	}
+	enqueued.Wait()
+	if t.Failed() {
+		return
+	}
+	for r := range p {
+		if err := srv.Wait(r); err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+		for i, pr := range params {
+			raw := make([]byte, 4*pr.Len)
+			bufs[r][i].Read(raw)
+			got, _ := hw.Decode[int32](raw)
+			for j, v := range got {
+				if v != int32(100*i+j) {
+					t.Errorf("rank %d, %s = %v", r, pr.ID, got)
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestTimeoutReportWhileAnotherRankFinishesAStep: rank 0, a step ahead,
+// times out waiting for rank 1 while rank 1 is still finishing the
+// previous step; the report reads rank 1's state, which rank 1's Sync
+// resets, so both must hold the server's lock (checked under -race). The
+// report's content depends on where rank 1 is, so only the error's kind
+// is checked.
+func TestTimeoutReportWhileAnotherRankFinishesAStep(t *testing.T) {
+	c := cluster(t, 2, sim.Config{TimingOnly: true})
+	srv, _ := paramsync.Start(c.World(), paramsync.Config{Timeout: 50 * time.Millisecond})
+	defer srv.Close()
+	params := []paramsync.Param{{ID: "w", Len: 4, DType: hw.F32}}
+	grads := make([]hw.Buffer, 2)
+	for r, d := range c.Devices() {
+		if err := srv.Register(r, params); err != nil {
+			t.Fatal(err)
+		}
+		grads[r], _ = d.Alloc(hw.F32, 4)
+		if err := srv.SubmitGradient(r, "w", grads[r], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.Sync(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SubmitGradient(0, "w", grads[0], nil); err != nil { // rank 0's next step
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- srv.Sync(1) }() // rank 1 finishes the first step
+	if err := srv.Sync(0); !errors.Is(err, paramsync.ErrTimeout) {
+		t.Errorf("rank 0's second Sync = %v, want ErrTimeout", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("rank 1's first Sync: %v", err)
 	}
 }
