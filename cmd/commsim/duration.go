@@ -13,7 +13,8 @@ import (
 	"github.com/commsim/commsim/topology"
 )
 
-// Host-time model for refusing sweeps that would run for hours: about a
+// Host-time model for refusing simulations (a sweep, a comparison, a
+// what-if, a training step) that would run for hours: about a
 // microsecond per plan step (measured: 0.5–1.8 M steps/s on a 2-core
 // machine), a quarter of one more for each link a step's flow crosses
 // (the flow solver's share: 13.9 µs a step for a direct all-reduce on
@@ -21,8 +22,8 @@ import (
 // and in data mode a reduction throughput of about 200 MB/s per byte of
 // input on every rank. A mirrored run makes and checks every step (about
 // 20 ns each, measured) and simulates those of the ranks that stand for
-// all. A sweep estimated past warnSweepSeconds is said so on stderr
-// before it starts; past maxSweepSeconds it is refused. The estimate is
+// all. A run estimated past warnHostSeconds is said so on stderr before
+// it starts; past maxHostSeconds it is refused. The estimate is
 // rough, within a few times either way: small sizes cost the solver less
 // (the 24-size sweep on ring:512, estimated at 7 minutes, took 2 min 43
 // s), and NCCL's plans more (the 1024-GPU all-reduce sweep with
@@ -32,8 +33,8 @@ const (
 	secondsPerHop         = 2.5e-7
 	secondsPerCheckedStep = 5e-8
 	dataBytesPerSec       = 200e6
-	warnSweepSeconds      = 120
-	maxSweepSeconds       = 3600
+	warnHostSeconds       = 120
+	maxHostSeconds        = 3600
 )
 
 // checkDuration estimates the sweep's host time and refuses it, with the
@@ -135,15 +136,15 @@ func stepSeconds(hops float64, ranks, all int) float64 {
 // past two minutes.
 func (e hostEstimate) judge(stderr io.Writer, what string) error {
 	figures := fmt.Sprintf("%s, up to %d plan steps on %s, its flows crossing %.1f links a step", e.work, e.steps, rankCount(e.ranks), e.hops)
-	if e.seconds > maxSweepSeconds {
+	if e.seconds > maxHostSeconds {
 		hint := "use fewer " + strings.Join(e.cut, ", fewer ")
 		if e.instead != "" {
 			hint += ", or " + e.instead
 		}
 		return usagef("the %s would take about %.1f hours (%s); the limit is %d hour; %s",
-			what, e.seconds/3600, figures, maxSweepSeconds/3600, hint)
+			what, e.seconds/3600, figures, maxHostSeconds/3600, hint)
 	}
-	if e.seconds > warnSweepSeconds && stderr != nil {
+	if e.seconds > warnHostSeconds && stderr != nil {
 		fmt.Fprintf(stderr, "commsim: this %s may take about %.0f minutes (%s)\n", what, e.seconds/60, figures)
 	}
 	return nil
