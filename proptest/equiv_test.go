@@ -285,3 +285,18 @@ func TestEquivalentRefusesBrokenBackends(t *testing.T) {
 		}
 	}
 }
+
+// TestMismatchOnRankZero: a backend wrong on rank 0 alone (the root of
+// most rooted cases) is caught: compareResults looks at every rank.
+func TestMismatchOnRankZero(t *testing.T) {
+	c := proptest.Case{
+		Spec:   ops.Spec{Op: ops.Broadcast, Algo: "tree", Ranks: 2, Count: 1, DType: hw.U8},
+		Topo:   "switch:2",
+		Inputs: [][]byte{{7}, {9}},
+	}
+	err := proptest.Equivalent(proptest.SimBackend(sim.Config{}), faultyBackend("rank0", fault{rank: 0, flip: 1}), c)
+	var m *proptest.Mismatch
+	if !errors.As(err, &m) || m.Rank != 0 {
+		t.Errorf("Equivalent = %v, want a *Mismatch on rank 0", err)
+	}
+}

@@ -252,3 +252,132 @@ func TestSpecials(t *testing.T) {
 		}
 	}
 }
+
+// TestGenCaseRoots: rooted collectives get every root, not only 0 (an
+// algorithm that ignores the root is right whenever it is 0), and GenRoot
+// draws all of [0, ranks).
+func TestGenCaseRoots(t *testing.T) {
+	g := proptest.GenCase(proptest.GenOptions{Ops: []ops.Op{ops.Broadcast, ops.Reduce, ops.Gather}, MinRanks: 4, MaxRanks: 4})
+	gp := gopter.DefaultGenParameters().CloneWithSeed(1)
+	seen, roots := map[int]bool{}, map[int]bool{}
+	for range 300 {
+		seen[g(gp).Result.(proptest.Case).Spec.Root] = true
+		roots[proptest.GenRoot(4)(gp).Result.(int)] = true
+	}
+	for r := range 4 {
+		if !seen[r] || !roots[r] {
+			t.Errorf("root %d: GenCase %v, GenRoot %v", r, seen[r], roots[r])
+		}
+	}
+}
+
+// TestGenCaseKeepsRanks: MinRanks = MaxRanks = p generates p ranks only
+// (the CUDA harness draws a case per world size this way).
+func TestGenCaseKeepsRanks(t *testing.T) {
+	g := proptest.GenCase(proptest.GenOptions{MinRanks: 5, MaxRanks: 5})
+	gp := gopter.DefaultGenParameters().CloneWithSeed(1)
+	for range 200 {
+		if c := g(gp).Result.(proptest.Case); c.Spec.Ranks != 5 {
+			t.Fatalf("%v: want 5 ranks", c)
+		}
+	}
+}
+
+// TestGenCaseProductsNearOne: product inputs are mostly near ±1, so that a
+// product of 17 of them is neither Inf nor 0 (which would hide a wrong
+// reduction order or a missing term).
+func TestGenCaseProductsNearOne(t *testing.T) {
+	g := proptest.GenCase(proptest.GenOptions{Ops: []ops.Op{ops.AllReduce}, DTypes: []hw.DType{hw.F64}, Redops: []hw.ReduceOp{hw.Prod}})
+	gp := gopter.DefaultGenParameters().CloneWithSeed(1)
+	near, all := 0, 0
+	for range 200 {
+		c := g(gp).Result.(proptest.Case)
+		for _, b := range c.Inputs {
+			vals, _ := hw.ToFloat64s(hw.F64, b)
+			for _, v := range vals {
+				all++
+				if math.Abs(math.Abs(v)-1) <= 0.125 {
+					near++
+				}
+			}
+		}
+	}
+	if near*2 < all {
+		t.Errorf("%d of %d product inputs within 1/8 of ±1", near, all)
+	}
+}
+
+// TestSpecialsHaveSignallingNaN: Specials promises a signalling NaN (all
+// exponent bits, quiet bit clear, mantissa not 0) for every float dtype: a
+// copy that quiets NaNs would otherwise go unseen.
+func TestSpecialsHaveSignallingNaN(t *testing.T) {
+	for dt, f := range map[hw.DType]struct{ ebits, mbits uint }{hw.F16: {5, 10}, hw.BF16: {8, 7}, hw.F32: {8, 23}, hw.F64: {11, 52}} {
+		b, size, found := proptest.Specials(dt), dt.Size(), false
+		for i := 0; i+size <= len(b); i += size {
+			var v uint64
+			for j := range size {
+				v |= uint64(b[i+j]) << (8 * j)
+			}
+			exp, mant := v>>f.mbits&(1<<f.ebits-1), v&(1<<f.mbits-1)
+			found = found || exp == 1<<f.ebits-1 && mant != 0 && mant>>(f.mbits-1) == 0
+		}
+		if !found {
+			t.Errorf("%s: no signalling NaN in Specials", dt)
+		}
+	}
+}
+
+// TestGenElementsShrinksToZeros: GenElements shrinks toward zeros, as it
+// says; a shrinker that never shrinks leaves failures unreduced.
+func TestGenElementsShrinksToZeros(t *testing.T) {
+	r := proptest.GenElements(hw.F32, 4)(gopter.DefaultGenParameters().CloneWithSeed(1))
+	v, ok := r.Shrinker([]byte{1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})()
+	if !ok || !reflect.DeepEqual(v, make([]byte, 16)) {
+		t.Errorf("first shrink %v, %v; want 16 zero bytes", v, ok)
+	}
+}
+
+// TestShrinkSteps: GenSpec's shrinker offers root 0 at the same size and
+// stays within MinRanks and Redops; ShrinkCase offers a shorter count from
+// the end of each block; GenCount offers one less.
+func TestShrinkSteps(t *testing.T) {
+	gp := gopter.DefaultGenParameters().CloneWithSeed(1)
+	o := proptest.GenOptions{MinRanks: 3, Redops: []hw.ReduceOp{hw.Max}}
+	r := proptest.GenSpec(o)(gp)
+	var root0 bool
+	for _, s := range []ops.Spec{
+		{Op: ops.Broadcast, Algo: "tree", Ranks: 4, Count: 6, Root: 3, DType: hw.U8},
+		{Op: ops.AllReduce, Algo: "ring", Ranks: 6, Count: 6, DType: hw.U8, Redop: hw.Max},
+	} {
+		shrink := r.Shrinker(s)
+		for v, ok := shrink(); ok; v, ok = shrink() {
+			sp := v.(ops.Spec)
+			root0 = root0 || sp.Op == ops.Broadcast && sp.Ranks == 4 && sp.Root == 0
+			if sp.Ranks < 3 || sp.Op.Reduces() && sp.Redop != hw.Max {
+				t.Fatalf("GenSpec(%+v) shrank %v to %v", o, s, sp)
+			}
+		}
+	}
+	if !root0 {
+		t.Error("GenSpec never shrank a broadcast's root to 0 at the same size")
+	}
+	c := proptest.Case{Spec: ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 1, Count: 4, DType: hw.U8, Redop: hw.Sum},
+		Topo: "switch:1", Inputs: [][]byte{{1, 2, 3, 4}}}
+	var tail bool
+	shrink := proptest.ShrinkCase(c)
+	for v, ok := shrink(); ok; v, ok = shrink() {
+		d := v.(proptest.Case)
+		tail = tail || d.Spec.Count == 3 && reflect.DeepEqual(d.Inputs, [][]byte{{2, 3, 4}})
+	}
+	if !tail {
+		t.Error("ShrinkCase never offered count 3 from the end of the block")
+	}
+	var less bool
+	shrinkN := proptest.GenCount(ops.AllReduce, 2, 100)(gp).Shrinker(10)
+	for v, ok := shrinkN(); ok; v, ok = shrinkN() {
+		less = less || v.(int) == 9
+	}
+	if !less {
+		t.Error("GenCount never shrank 10 to 9")
+	}
+}

@@ -3,12 +3,14 @@ package proptest
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
+	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
@@ -117,4 +119,241 @@ func TestMutantsMostlyCaught(t *testing.T) {
 		}
 	}
 	t.Logf("mutants made %v, caught by Check %v", made, caught)
+}
+
+// skewDevice decorates a simulated device: on rank skewRank (of a world
+// made by skewWorld) every Read of a buffer adds 1 to each byte, and with
+// inPlaceOnly only on buffers the host wrote (in place, the output buffer
+// holds the input; out of place it never does). It is the smallest backend
+// that is wrong, so every property must fail on it.
+type skewDevice struct {
+	hw.Device
+	skew, inPlaceOnly bool
+}
+
+type skewBuffer struct {
+	hw.Buffer
+	dev     *skewDevice
+	written bool
+}
+
+type skewStream struct {
+	hw.Stream
+	dev *skewDevice
+}
+
+func (d *skewDevice) Unwrap() hw.Device { return d.Device }
+func (d *skewDevice) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
+	b, err := d.Device.Alloc(dt, n)
+	if err != nil {
+		return nil, err
+	}
+	return &skewBuffer{Buffer: b, dev: d}, nil
+}
+func (d *skewDevice) NewStream() (hw.Stream, error) {
+	s, err := d.Device.NewStream()
+	if err != nil {
+		return nil, err
+	}
+	return &skewStream{Stream: s, dev: d}, nil
+}
+
+func (b *skewBuffer) Device() hw.Device { return b.dev }
+func (b *skewBuffer) Write(src []byte) error {
+	b.written = true
+	return b.Buffer.Write(src)
+}
+func (b *skewBuffer) Read(dst []byte) error {
+	if err := b.Buffer.Read(dst); err != nil {
+		return err
+	}
+	if b.dev.skew && (b.written || !b.dev.inPlaceOnly) {
+		for i := range dst {
+			dst[i]++
+		}
+	}
+	return nil
+}
+
+func skewSlice(s hw.Slice) hw.Slice {
+	if b, ok := s.Buf.(*skewBuffer); ok {
+		s.Buf = b.Buffer
+	}
+	return s
+}
+
+func skewPeer(d hw.Device) hw.Device {
+	if sd, ok := d.(*skewDevice); ok {
+		return sd.Device
+	}
+	return d
+}
+
+func (s *skewStream) Device() hw.Device { return s.dev }
+func (s *skewStream) Copy(dst, src hw.Slice) error {
+	return s.Stream.Copy(skewSlice(dst), skewSlice(src))
+}
+func (s *skewStream) Reduce(op hw.ReduceOp, dst, src hw.Slice) error {
+	return s.Stream.Reduce(op, skewSlice(dst), skewSlice(src))
+}
+func (s *skewStream) Divide(dst hw.Slice, n int) error { return s.Stream.Divide(skewSlice(dst), n) }
+func (s *skewStream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
+	return s.Stream.Send(skewSlice(src), skewPeer(peer), tag)
+}
+func (s *skewStream) Recv(dst hw.Slice, peer hw.Device, tag uint64) error {
+	return s.Stream.Recv(skewSlice(dst), skewPeer(peer), tag)
+}
+
+// skewWorld is propsSimWorld with rank skewRank's reads skewed (see
+// skewDevice).
+func skewWorld(skewRank int, inPlaceOnly bool) func(Case) (*hw.World, func(), error) {
+	return func(c Case) (*hw.World, func(), error) {
+		w, release, err := propsSimWorld(c)
+		if err != nil {
+			return nil, release, err
+		}
+		var devs []hw.Device
+		for r, d := range w.Devices() {
+			devs = append(devs, &skewDevice{Device: d, skew: r == skewRank, inPlaceOnly: inPlaceOnly})
+		}
+		sw, err := hw.NewWorld(devs)
+		return sw, release, err
+	}
+}
+
+// TestPropertiesFailOnAWrongBackend: a property that cannot fail is a
+// defect, so each one, given a backend that is wrong in one way and a case
+// the way shows in, must fail. In-place-only skew catches a property that
+// never runs in place or never checks the in-place outputs; skew on rank 1
+// catches one that compares a rank with itself, or a law that never runs
+// the collective (sendrecv applied zero times) or compares its result with
+// itself (alltoall twice).
+func TestPropertiesFailOnAWrongBackend(t *testing.T) {
+	u8 := func(op ops.Op, algo string, p, count int) Case {
+		s := ops.Spec{Op: op, Algo: algo, Ranks: p, Count: count, DType: hw.U8}
+		if op.Reduces() {
+			s.Redop = hw.Sum
+		}
+		in, _ := s.BufferLens()
+		c := Case{Spec: s, Topo: fmt.Sprintf("switch:%d", p)}
+		for r := range p {
+			b := make([]byte, in)
+			for i := range b {
+				b[i] = byte(10*r + i + 1)
+			}
+			c.Inputs = append(c.Inputs, b)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		p    gopter.Prop
+	}{
+		{"reference, in place wrong", ReferenceProperty(skewWorld(0, true), gen.Const(u8(ops.AllReduce, "ring", 2, 2)))},
+		{"consistency, rank 1 wrong", ConsistencyProperty(skewWorld(1, false), gen.Const(u8(ops.AllGather, "ring", 2, 2)))},
+		{"algebra alltoall, rank 1 wrong", AlgebraProperty(skewWorld(1, false), gen.Const(u8(ops.AllToAll, "pairwise", 2, 1)))},
+		{"algebra sendrecv, rank 1 wrong", AlgebraProperty(skewWorld(1, false), gen.Const(u8(ops.SendRecv, "direct", 2, 2)))},
+	} {
+		params := gopter.DefaultTestParametersWithSeed(1)
+		params.MinSuccessfulTests = 1
+		if res := tc.p.Check(params); res.Passed() {
+			t.Errorf("%s: the property passed", tc.name)
+		}
+	}
+}
+
+// TestSameResultsSeesADifference keeps CheckerProperty's second line of
+// defence from being vacuous: a shifted range that still runs computes
+// something else, and sameResults must say so.
+func TestSameResultsSeesADifference(t *testing.T) {
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllGather, Algo: "ring", Ranks: 3, Count: 4, DType: hw.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := range 40 {
+		bad, what, ok := mutate(plan, 2, pos, true)
+		if !ok {
+			t.Fatal("no step to shift")
+		}
+		if err := sameResults(plan, bad); err != nil && strings.Contains(err.Error(), "output differs") {
+			return
+		}
+		_ = what
+	}
+	t.Error("no shifted plan's outputs differed from the original's")
+}
+
+// TestCountWrongRankJudgesThatRank: each rank of a reducescatter has its
+// own expected block, so a rank's correct output is right for it and wrong
+// for another.
+func TestCountWrongRankJudgesThatRank(t *testing.T) {
+	c := Case{Spec: ops.Spec{Op: ops.ReduceScatter, Algo: "ring", Ranks: 2, Count: 1, DType: hw.U8, Redop: hw.Sum},
+		Topo: "switch:2", Inputs: [][]byte{{1, 2}, {10, 20}}}
+	if n, first, err := CountWrongRank(c, 1, []byte{22}); err != nil || n != 0 {
+		t.Errorf("rank 1 with 2+20: %d wrong (%s), %v", n, first, err)
+	}
+	if n, _, err := CountWrongRank(c, 0, []byte{22}); err != nil || n != 1 {
+		t.Errorf("rank 0 with 2+20: %d wrong, %v; want 1", n, err)
+	}
+}
+
+// recordTB is a testing.TB that records failures instead of failing.
+type recordTB struct {
+	testing.TB
+	failed bool
+}
+
+func (r *recordTB) Helper()               {}
+func (r *recordTB) Errorf(string, ...any) { r.failed = true }
+func (r *recordTB) Fatalf(string, ...any) { r.failed = true }
+func (r *recordTB) Logf(string, ...any)   {}
+
+// TestEqCheckFails: every property test of the kit goes through eqCheck,
+// so if eqCheck did not fail on a falsified property none of them could.
+func TestEqCheckFails(t *testing.T) {
+	rec := &recordTB{TB: t}
+	eqCheck(rec, "false", prop.ForAll(func(int) bool { return false }, gen.Int()), 5)
+	if !rec.failed {
+		t.Error("eqCheck passed a property that is always false")
+	}
+}
+
+// TestEqParametersReadTheEnvironment: the seed a failure prints must
+// replay it, and COMMSIM_PROPTEST_N must set the number of tests.
+func TestEqParametersReadTheEnvironment(t *testing.T) {
+	t.Setenv(EnvSeed, "12345")
+	t.Setenv(EnvTests, "3")
+	p := eqParameters(t, 7)
+	if p.Seed() != 12345 || p.MinSuccessfulTests != 3 {
+		t.Errorf("seed %d, %d tests; want 12345 and 3", p.Seed(), p.MinSuccessfulTests)
+	}
+}
+
+// TestLowerBoundHasAlpha: for p > 1 no collective beats one message's
+// latency, α = 2 link latencies on a switch, even with no data.
+func TestLowerBoundHasAlpha(t *testing.T) {
+	topo, err := topology.Parse("switch:2,bw=1GB/s,lat=1us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ops.Spec{Op: ops.Broadcast, Algo: "tree", Ranks: 2, Count: 0, DType: hw.F32}
+	if got := moreLowerBound(s, topo); got < 2e-6*(1-1e-9) {
+		t.Errorf("lower bound %g s, want at least α = 2 µs", got)
+	}
+}
+
+// TestMutateShiftsBothWays: CheckerProperty's shifts move a range down as
+// well as up (when up is false and the offset allows), so Check is tried
+// against both off-by-one directions.
+func TestMutateShiftsBothWays(t *testing.T) {
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllGather, Algo: "ring", Ranks: 3, Count: 4, DType: hw.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := range 40 {
+		if _, what, ok := mutate(plan, 2, pos, false); ok && strings.Contains(what, "shifted by -1") {
+			return
+		}
+	}
+	t.Error("no range was shifted down")
 }
