@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
@@ -59,6 +60,9 @@ type fault struct {
 	flip  uint64
 	// maxForSum makes the rank's Sum reductions compute Max.
 	maxForSum bool
+	// inPlaceOnly keeps flip to buffers the host wrote: in place, the
+	// output buffer holds the input; out of place it never does.
+	inPlaceOnly bool
 }
 
 func faultyBackend(name string, f fault) proptest.Backend {
@@ -113,15 +117,20 @@ func (d *faultDevice) NewStream() (hw.Stream, error) {
 
 type faultBuffer struct {
 	hw.Buffer
-	dev *faultDevice
+	dev     *faultDevice
+	written bool // by the host
 }
 
 func (b *faultBuffer) Device() hw.Device { return b.dev }
+func (b *faultBuffer) Write(src []byte) error {
+	b.written = true
+	return b.Buffer.Write(src)
+}
 func (b *faultBuffer) Read(dst []byte) error {
 	if err := b.Buffer.Read(dst); err != nil {
 		return err
 	}
-	if f := b.dev.fault; f != nil && f.flip != 0 && f.index < b.Len() {
+	if f := b.dev.fault; f != nil && f.flip != 0 && f.index < b.Len() && (b.written || !f.inPlaceOnly) {
 		size := b.DType().Size()
 		for i := range size {
 			dst[f.index*size+i] ^= byte(f.flip >> (8 * i))
@@ -298,5 +307,48 @@ func TestMismatchOnRankZero(t *testing.T) {
 	var m *proptest.Mismatch
 	if !errors.As(err, &m) || m.Rank != 0 {
 		t.Errorf("Equivalent = %v, want a *Mismatch on rank 0", err)
+	}
+}
+
+// TestPropertiesFailOnAWrongBackend: a property that cannot fail is a
+// defect, so each one, given a backend that is wrong in one way and a case
+// the way shows in, must fail. A fault in place only catches a property
+// that never runs in place or never checks the in-place outputs; one on
+// rank 1 catches a property that compares a rank with itself, or a law
+// that never runs the collective (sendrecv applied zero times) or compares
+// its result with itself (alltoall twice).
+func TestPropertiesFailOnAWrongBackend(t *testing.T) {
+	u8 := func(op ops.Op, algo string, p, count int) proptest.Case {
+		s := ops.Spec{Op: op, Algo: algo, Ranks: p, Count: count, DType: hw.U8}
+		if op.Reduces() {
+			s.Redop = hw.Sum
+		}
+		in, _ := s.BufferLens()
+		c := proptest.Case{Spec: s, Topo: fmt.Sprintf("switch:%d", p)}
+		for r := range p {
+			b := make([]byte, in)
+			for i := range b {
+				b[i] = byte(10*r + i + 1)
+			}
+			c.Inputs = append(c.Inputs, b)
+		}
+		return c
+	}
+	inPlace := faultyBackend("in place", fault{rank: 0, flip: 1, inPlaceOnly: true}).NewWorld
+	rank1 := faultyBackend("rank 1", fault{rank: 1, flip: 1}).NewWorld
+	for _, tc := range []struct {
+		name string
+		p    gopter.Prop
+	}{
+		{"reference, in place wrong", proptest.ReferenceProperty(inPlace, gen.Const(u8(ops.AllReduce, "ring", 2, 2)))},
+		{"consistency, rank 1 wrong", proptest.ConsistencyProperty(rank1, gen.Const(u8(ops.AllGather, "ring", 2, 2)))},
+		{"algebra alltoall, rank 1 wrong", proptest.AlgebraProperty(rank1, gen.Const(u8(ops.AllToAll, "pairwise", 2, 1)))},
+		{"algebra sendrecv, rank 1 wrong", proptest.AlgebraProperty(rank1, gen.Const(u8(ops.SendRecv, "direct", 2, 2)))},
+	} {
+		params := gopter.DefaultTestParametersWithSeed(1)
+		params.MinSuccessfulTests = 1
+		if res := tc.p.Check(params); res.Passed() {
+			t.Errorf("%s: the property passed", tc.name)
+		}
 	}
 }
