@@ -62,6 +62,9 @@ type Problem struct {
 	// The fit needs at least two sizes.
 	Plans      []*ops.Plan
 	MeasuredUS []float64
+	// Runs is how many runs of each size the log timed back to back, as
+	// the simulation is to time them (Log.TimedRuns); 0 or 1 for one.
+	Runs int
 }
 
 // Result is a fitted model.
@@ -158,7 +161,7 @@ func (f *fitter) times(sa, sb float64) ([]float64, *topology.Topology, error) {
 		return nil, nil, err
 	}
 	f.evals++
-	out, err := Simulate(t, sim.Config{TimingOnly: true}, len(f.Plans), func(i int) (*ops.Plan, error) { return f.Plans[i], nil }, nil)
+	out, err := Simulate(t, sim.Config{TimingOnly: true}, f.Runs, len(f.Plans), func(i int) (*ops.Plan, error) { return f.Plans[i], nil }, nil)
 	if err != nil {
 		return nil, nil, err
 	}

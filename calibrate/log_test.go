@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
 )
 
 func TestParseLogLayouts(t *testing.T) {
@@ -207,25 +208,45 @@ func TestParseLogKeepsDigitsGluedToNCCLsLine(t *testing.T) {
 	}
 }
 
-// A log says how many GPUs each thread drove (nccl-tests' -g): the
-// header's nGpus, or the JSON report's ngpus.
-func TestParseLogReadsGPUsPerThread(t *testing.T) {
+// A log says how many GPUs each thread drove (nccl-tests' -g) and how
+// many runs it timed back to back (-n): the header's nGpus and iters, or
+// the JSON report's ngpus and iterations.
+func TestParseLogReadsGPUsPerThreadAndIters(t *testing.T) {
 	row := "  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n"
 	for _, tc := range []struct {
-		name, text string
-		want       int
+		name, text  string
+		gpus, iters int
 	}{
-		{"one thread, 8 GPUs", "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" + row, 8},
-		{"a GPU a process, tagged", "0: # nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor)\n" + row, 1},
-		{"no header", row, 0},
-		{"json", ncclTestsJSON(jsonRecord1K), 4},
+		{"one thread, 8 GPUs", "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n" + row, 8, 20},
+		{"-n 100, older header", "# nThread 1 nGpus 1 minBytes 4 maxBytes 2147483648 step: 2(factor) warmup iters: 50 iters: 100 validation: 0\n" + row, 1, 100},
+		{"a GPU a process, tagged", "0: # nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor)\n" + row, 1, 0},
+		{"no header", row, 0, 0},
+		{"json", ncclTestsJSON(jsonRecord1K), 4, 20},
 	} {
 		lg, err := ParseLog("x", []byte(tc.text))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if lg.GPUsPerThread != tc.want {
-			t.Errorf("%s: %d GPUs a thread, want %d", tc.name, lg.GPUsPerThread, tc.want)
+		if lg.GPUsPerThread != tc.gpus || lg.Iters != tc.iters {
+			t.Errorf("%s: %d GPUs a thread, %d runs; want %d, %d", tc.name, lg.GPUsPerThread, lg.Iters, tc.gpus, tc.iters)
+		}
+	}
+}
+
+// A rooted collective is simulated as many runs back to back as the log
+// timed (nccl-tests' default 20 where it does not say), since its runs
+// overlap; the others once.
+func TestTimedRunsOverlapOnlyRootedCollectives(t *testing.T) {
+	for _, tc := range []struct {
+		iters int
+		op    ops.Op
+		want  int
+	}{
+		{100, ops.Broadcast, 100}, {100, ops.Reduce, 100}, {7, ops.Gather, 7}, {0, ops.Broadcast, 20},
+		{100, ops.AllReduce, 1}, {0, ops.AllGather, 1}, {20, ops.SendRecv, 1}, {20, ops.AllToAll, 1},
+	} {
+		if got := (&Log{Iters: tc.iters}).TimedRuns(tc.op); got != tc.want {
+			t.Errorf("%s, -n %d: %d runs, want %d", tc.op, tc.iters, got, tc.want)
 		}
 	}
 }

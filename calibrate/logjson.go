@@ -70,6 +70,7 @@ func parseJSONLog(name string, data []byte, lg *Log) error {
 	if r.code > 0 {
 		lg.NCCLVersion = versionOfCode(r.code)
 	}
+	lg.Iters = max(c.Iters, 0)
 	// Each process's threads drive its GPUs.
 	if len(c.Devices) == 0 {
 		return nil
@@ -100,6 +101,7 @@ type jsonReader struct {
 	config  struct {
 		GPUs    int               `json:"ngpus"`
 		Threads int               `json:"nthreads"`
+		Iters   int               `json:"iterations"`
 		Devices []json.RawMessage `json:"devices"` // a line per process
 	}
 }

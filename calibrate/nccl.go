@@ -32,6 +32,9 @@ type NCCLProblem struct {
 	// out-of-place time in µs.
 	Specs      []ops.Spec
 	MeasuredUS []float64
+	// Runs is how many runs of each size the log timed back to back, as
+	// the simulation is to time them (Log.TimedRuns); 0 or 1 for one.
+	Runs int
 	// Fit, when not nil, marks the sizes the fit uses; the others are only
 	// predicted (held out). nil fits every size.
 	Fit []bool
@@ -458,7 +461,7 @@ func (f *ncclFitter) times(m nccl.Machine, nic float64, idx []int, round bool) (
 	tuner := &nccl.Tuner{System: f.tuner.System, Options: o}
 	n := len(f.Specs)
 	out := &run{topo: topo, secs: make([]float64, n), launch: make([]float64, n), labels: make([]string, n)}
-	secs, err := Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, len(idx), func(k int) (*ops.Plan, error) {
+	secs, err := Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, f.Runs, len(idx), func(k int) (*ops.Plan, error) {
 		i := idx[k]
 		t, err := f.tunerAt(tuner, i)
 		if err != nil {

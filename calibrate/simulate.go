@@ -28,7 +28,9 @@ func (e *SizeError) Error() string { return fmt.Sprintf("calibrate: size %d: %v"
 func (e *SizeError) Unwrap() error { return e.Err }
 
 // Simulate times the plans of sizes 0..n-1 in seconds, each out of place on an idle
-// cluster of topo made with cfg, sharing them among one cluster per core,
+// cluster of topo made with cfg, runs times back to back as nccl-tests
+// times its -n (verify.Runner.Iters; 0 or 1 for one run), the mean of a
+// run, sharing them among one cluster per core,
 // the last size first (a log's sizes grow, and so, mostly, does the time
 // a size takes to simulate: the largest first keep the cores busy to the
 // end); plan(i) makes the i-th (it runs on any worker, and may record what it
@@ -39,7 +41,7 @@ func (e *SizeError) Unwrap() error { return e.Err }
 // met it (every size is tried), so the report is the same on every run.
 // done, when not nil, is called after each size, failed or not, on the
 // worker that ran it: a progress bar's step.
-func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (*ops.Plan, error), done func()) ([]float64, error) {
+func Simulate(topo *topology.Topology, cfg sim.Config, runs, n int, plan func(i int) (*ops.Plan, error), done func()) ([]float64, error) {
 	switch {
 	case n < 0:
 		return nil, fmt.Errorf("calibrate: simulate %d sizes: want 0 or more", n)
@@ -56,7 +58,7 @@ func Simulate(topo *topology.Topology, cfg sim.Config, n int, plan func(i int) (
 		wg.Go(func() {
 			var c *sim.Cluster
 			var exec *ops.Executor
-			var runner verify.Runner
+			runner := verify.Runner{Iters: runs}
 			defer runner.Free()
 			defer func() {
 				if c != nil {

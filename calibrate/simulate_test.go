@@ -24,7 +24,7 @@ func TestSimulateGivesEverySizeTheWholeHorizon(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := []int{512 << 10, 1 << 20}
-	secs, err := Simulate(topo, sim.Config{TimingOnly: true}, len(counts), func(i int) (*ops.Plan, error) {
+	secs, err := Simulate(topo, sim.Config{TimingOnly: true}, 1, len(counts), func(i int) (*ops.Plan, error) {
 		return ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 8, Count: counts[i], DType: hw.F32, Redop: hw.Sum})
 	}, nil)
 	if err != nil {
@@ -50,7 +50,7 @@ func TestSimulateReportsTheSmallestFailingSize(t *testing.T) {
 	counts := []int{1024, 4 << 20, 1024, -1}
 	var ran []int
 	done := 0
-	_, err = Simulate(topo, sim.Config{TimingOnly: true}, len(counts), func(i int) (*ops.Plan, error) {
+	_, err = Simulate(topo, sim.Config{TimingOnly: true}, 1, len(counts), func(i int) (*ops.Plan, error) {
 		ran = append(ran, i)
 		return ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 8, Count: counts[i], DType: hw.F32, Redop: hw.Sum})
 	}, func() { done++ })
@@ -74,13 +74,13 @@ func TestSimulateRefusesWhatItCannotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Simulate(topo, sim.Config{TimingOnly: true}, -1, func(int) (*ops.Plan, error) { return nil, nil }, nil); err == nil {
+	if _, err := Simulate(topo, sim.Config{TimingOnly: true}, 1, -1, func(int) (*ops.Plan, error) { return nil, nil }, nil); err == nil {
 		t.Error("-1 sizes: no error")
 	}
-	if _, err := Simulate(topo, sim.Config{TimingOnly: true}, 2, nil, nil); err == nil {
+	if _, err := Simulate(topo, sim.Config{TimingOnly: true}, 1, 2, nil, nil); err == nil {
 		t.Error("no plan function: no error")
 	}
-	_, err = Simulate(topo, sim.Config{TimingOnly: true}, 2, func(int) (*ops.Plan, error) { return nil, nil }, nil)
+	_, err = Simulate(topo, sim.Config{TimingOnly: true}, 1, 2, func(int) (*ops.Plan, error) { return nil, nil }, nil)
 	var se *SizeError
 	if !errors.As(err, &se) || se.Index != 0 || !se.Planning {
 		t.Errorf("a nil plan: %v, want size 0's planning error", err)

@@ -118,6 +118,10 @@ type Report struct {
 	// GPUsPerThread: nccl-tests -g N launches every collective on them in
 	// turn); 0 for one GPU a thread. No prediction is below it.
 	ThreadFloorUS float64
+	// Runs is how many runs of each size were simulated back to back, as
+	// nccl-tests timed them (calibrate.Log.TimedRuns): the log's -n for a
+	// rooted collective, whose runs overlap; 1 for the others.
+	Runs int
 	Summary
 	// Model sums up the rows' ModelError over those with a ModelUS: the
 	// baseline the simulation is to beat. Its Sizes is 0 when none has.
@@ -285,7 +289,8 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		rep.Rows = append(rep.Rows, row)
 	}
 	rep.Choices.AsLogged = cfg.AsLogged
-	secs, algos, err := predict(topo, len(specs), func(i int) (*ops.Plan, error) {
+	rep.Runs = lg.TimedRuns(op)
+	secs, algos, err := predict(topo, rep.Runs, len(specs), func(i int) (*ops.Plan, error) {
 		ran, ok := lg.NCCLRan[rep.Rows[i].Bytes]
 		if !cfg.AsLogged || !ok || ran.Varies {
 			return plan(specs[i])
@@ -399,12 +404,13 @@ func defaultPlanner(topo *topology.Topology, algo string, tuner *nccl.Tuner) fun
 	return ops.Compile
 }
 
-// predict times the n sizes' plans, out of place, on a timing-only cluster
-// of topo that mirrors symmetric plans, sharing the sizes among one
-// cluster per core (calibrate.Simulate), and names each plan.
-func predict(topo *topology.Topology, n int, plan func(i int) (*ops.Plan, error), progress func()) ([]float64, []string, error) {
+// predict times the n sizes' plans, out of place, runs times back to
+// back, on a timing-only cluster of topo that mirrors symmetric plans,
+// sharing the sizes among one cluster per core (calibrate.Simulate), and
+// names each plan.
+func predict(topo *topology.Topology, runs, n int, plan func(i int) (*ops.Plan, error), progress func()) ([]float64, []string, error) {
 	algos := make([]string, n)
-	secs, err := calibrate.Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, n, func(i int) (*ops.Plan, error) {
+	secs, err := calibrate.Simulate(topo, sim.Config{TimingOnly: true, Symmetry: true}, runs, n, func(i int) (*ops.Plan, error) {
 		pl, err := plan(i)
 		if err == nil {
 			algos[i] = nccl.Label(pl)

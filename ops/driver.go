@@ -26,12 +26,13 @@ type Driver interface {
 // Shortcut is an optional interface of a Driver that can time a whole run
 // without running every rank. Without it, Run runs every rank.
 type Shortcut interface {
-	// TimeRun returns the seconds that Run of plan on w would return, and
-	// true, when the driver can promise them without running every rank;
-	// false otherwise, or when its own attempt failed (Run then runs
-	// every rank and reports what happens). It is only asked after Run
-	// has checked the plan and its buffers.
-	TimeRun(w *hw.World, plan *Plan) (seconds float64, ok bool)
+	// TimeRun returns the seconds that RunBackToBack of plan on w, runs
+	// times, would return, and true, when the driver can promise them
+	// without running every rank; false otherwise, or when its own
+	// attempt failed (RunBackToBack then runs every rank and reports what
+	// happens). It is only asked after the plan and its buffers were
+	// checked.
+	TimeRun(w *hw.World, plan *Plan, runs int) (seconds float64, ok bool)
 }
 
 // RankJob is one rank's part of a run, as an Executor hands it to a

@@ -68,8 +68,28 @@ func (e *Executor) Driver() Driver { return e.driver }
 // A plan made or edited by hand is checked first (see ErrBadPlan): a
 // malformed one is refused before anything runs.
 func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
+	return e.RunBackToBack(plan, in, out, 1)
+}
+
+// RunBackToBack is Run repeated runs times in a row, as nccl-tests times
+// its -n iterations: each rank starts its next run when its own last one
+// ends, without waiting for the other ranks', and the mean time of a run
+// comes back: the longest any rank took from its first run's start to its
+// last run's end, over runs. Where every rank works until the collective
+// ends (a ring, a tree of all-reduce), runs follow one another and the
+// mean is Run's time. A rooted chain (broadcast, reduce) overlaps them:
+// its root starts the next run while the last one still flows down the
+// chain. A plan with switch steps waits for every rank's last run, as
+// NCCL's NVLS kernels do at the switch barrier (see UsesSwitch).
+//
+// Every run uses the same buffers, so an in-place run reduces what the run
+// before left. runs must be 1 or more.
+func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
 	if err := e.checkArgs(plan, in, out); err != nil {
 		return 0, err
+	}
+	if runs < 1 {
+		return 0, fmt.Errorf("ops: run %v: %w: %d runs, want 1 or more", plan.Spec, hw.ErrBadArgument, runs)
 	}
 	if err := plan.validate(); err != nil {
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
@@ -78,15 +98,15 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		return 0, err
 	}
 	if sc, ok := e.driver.(Shortcut); ok && !plan.native {
-		if t, ok := sc.TimeRun(e.w, plan); ok {
+		if t, ok := sc.TimeRun(e.w, plan, runs); ok {
 			return t, nil
 		}
 	}
-	return e.run(plan, in, out)
+	return e.run(plan, in, out, runs)
 }
 
-// run is Run after the checks.
-func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
+// run is RunBackToBack after the checks.
+func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
 	p := plan.Ranks
 	starts, ends := e.starts, e.ends
 	for r := range p {
@@ -95,16 +115,11 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		}
 	}
 	if plan.native {
-		if err := e.runNative(plan, in, out); err != nil {
+		if err := e.runNative(plan, in, out, runs); err != nil {
 			return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 		}
-	} else {
-		run := &runBuffers{plan: plan, in: in, out: out}
-		for r := range p {
-			if err := e.enqueue(plan, r, in[r], out[r], run, starts[r], ends[r], nil); err != nil {
-				return 0, fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
-			}
-		}
+	} else if err := e.enqueueRuns(plan, in, out, runs); err != nil {
+		return 0, err
 	}
 	var failed []rankError
 	var followers []int // ranks that failed only because a peer had
@@ -167,7 +182,40 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice) (float64, error) {
 		}
 		longest = max(longest, t)
 	}
-	return longest, nil
+	return longest / float64(runs), nil
+}
+
+// enqueueRuns enqueues runs of plan on every rank, one after another on
+// each rank's streams, the first run's start on starts[r] and the last
+// one's end on ends[r]. A plan with switch steps starts each run after
+// every rank's last one.
+func (e *Executor) enqueueRuns(plan *Plan, in, out []hw.Slice, runs int) error {
+	var after []hw.Event
+	for k := range runs {
+		run := &runBuffers{plan: plan, in: in, out: out}
+		ends := make([]hw.Event, plan.Ranks)
+		for r := range plan.Ranks {
+			start, end := e.starts[r], e.ends[r]
+			var err error
+			if k > 0 {
+				start, err = e.devs[r].NewEvent()
+			}
+			if k < runs-1 && err == nil {
+				end, err = e.devs[r].NewEvent()
+			}
+			if err == nil {
+				err = e.enqueue(plan, r, in[r], out[r], run, start, end, after)
+			}
+			if err != nil {
+				return fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
+			}
+			ends[r] = end
+		}
+		if plan.UsesSwitch() {
+			after = ends
+		}
+	}
+	return nil
 }
 
 func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {

@@ -51,23 +51,27 @@ func (e *Executor) nativeComm() (hw.NativeComm, error) {
 	return comm, nil
 }
 
-// runNative launches the native collective on every rank's first lane, as
-// one group, between the ranks' start and end events.
-func (e *Executor) runNative(plan *Plan, in, out []hw.Slice) error {
+// runNative launches the native collective runs times on every rank's
+// first lane, each time as one group, as nccl-tests does, between the
+// ranks' start and end events.
+func (e *Executor) runNative(plan *Plan, in, out []hw.Slice, runs int) error {
 	comm, err := e.nativeComm()
 	if err != nil {
 		return err
 	}
-	var calls []hw.NativeCall
 	for r := range plan.Ranks {
-		s := e.lanes[r][0]
-		if err := s.Record(e.starts[r]); err != nil {
+		if err := e.lanes[r][0].Record(e.starts[r]); err != nil {
 			return err
 		}
-		calls = appendNativeCalls(calls, plan, r, s, in[r], out[r])
 	}
-	if err := comm.Launch(calls); err != nil {
-		return err
+	for range runs {
+		var calls []hw.NativeCall
+		for r := range plan.Ranks {
+			calls = appendNativeCalls(calls, plan, r, e.lanes[r][0], in[r], out[r])
+		}
+		if err := comm.Launch(calls); err != nil {
+			return err
+		}
 	}
 	for r := range plan.Ranks {
 		if err := e.lanes[r][0].Record(e.ends[r]); err != nil {
@@ -106,6 +110,13 @@ func appendNativeCalls(calls []hw.NativeCall, plan *Plan, r int, s hw.Stream, in
 // a receive from rank−1), waits for s, and returns the seconds between the
 // events: this rank's time, which the caller may combine across ranks.
 func RunNativeRank(comm hw.NativeComm, s hw.Stream, plan *Plan, rank int, in, out hw.Slice) (seconds float64, err error) {
+	return RunNativeRankBackToBack(comm, s, plan, rank, in, out, 1)
+}
+
+// RunNativeRankBackToBack is RunNativeRank launching the rank's call runs
+// times in a row before it waits, as nccl-tests' -n does (see
+// Executor.RunBackToBack), and returns the mean seconds of a run.
+func RunNativeRankBackToBack(comm hw.NativeComm, s hw.Stream, plan *Plan, rank int, in, out hw.Slice, runs int) (seconds float64, err error) {
 	if plan == nil {
 		return 0, fmt.Errorf("ops: run native rank: nil plan")
 	}
@@ -121,6 +132,8 @@ func RunNativeRank(comm hw.NativeComm, s hw.Stream, plan *Plan, rank int, in, ou
 		return fail(fmt.Errorf("%w: plan is for %d ranks, the communicator has %d", hw.ErrBadArgument, plan.Ranks, comm.Ranks()))
 	case rank < 0 || rank >= plan.Ranks:
 		return fail(fmt.Errorf("%w: rank %d is out of range [0, %d)", hw.ErrBadArgument, rank, plan.Ranks))
+	case runs < 1:
+		return fail(fmt.Errorf("%w: %d runs, want 1 or more", hw.ErrBadArgument, runs))
 	}
 	dev := s.Device()
 	if err := checkSlices(plan, rank, dev, in, out); err != nil {
@@ -137,8 +150,10 @@ func RunNativeRank(comm hw.NativeComm, s hw.Stream, plan *Plan, rank int, in, ou
 	if err := s.Record(start); err != nil {
 		return fail(err)
 	}
-	if err := comm.Launch(appendNativeCalls(nil, plan, rank, s, in, out)); err != nil {
-		return fail(err)
+	for range runs {
+		if err := comm.Launch(appendNativeCalls(nil, plan, rank, s, in, out)); err != nil {
+			return fail(err)
+		}
 	}
 	if err := s.Record(end); err != nil {
 		return fail(err)
@@ -149,7 +164,7 @@ func RunNativeRank(comm hw.NativeComm, s hw.Stream, plan *Plan, rank int, in, ou
 	if seconds, err = end.ElapsedSince(start); err != nil {
 		return fail(fmt.Errorf("timing: %w", err))
 	}
-	return seconds, nil
+	return seconds / float64(runs), nil
 }
 
 // Close releases what the executor holds beyond its streams: the native

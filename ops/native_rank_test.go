@@ -115,7 +115,7 @@ func TestRunNativeRankAcrossProcesses(t *testing.T) {
 				var wg sync.WaitGroup
 				for r := range p {
 					wg.Go(func() {
-						outs[r], secs[r], errs[r] = runRank(comm, plan, r, inputs[r], inPlace)
+						outs[r], secs[r], errs[r] = runRank(comm, plan, r, inputs[r], inPlace, 1)
 					})
 				}
 				wg.Wait()
@@ -152,8 +152,8 @@ func TestRunNativeRankAcrossProcesses(t *testing.T) {
 }
 
 // runRank is one process: its own world, buffers and stream, and one
-// RunNativeRank.
-func runRank(comm hw.NativeComm, plan *ops.Plan, r int, input []int32, inPlace bool) ([]int32, float64, error) {
+// RunNativeRankBackToBack of runs.
+func runRank(comm hw.NativeComm, plan *ops.Plan, r int, input []int32, inPlace bool, runs int) ([]int32, float64, error) {
 	c, dev, err := oneDevice()
 	if err != nil {
 		return nil, 0, err
@@ -184,12 +184,42 @@ func runRank(comm hw.NativeComm, plan *ops.Plan, r int, input []int32, inPlace b
 	if err := writeSlice(in, input); err != nil {
 		return nil, 0, err
 	}
-	secs, err := ops.RunNativeRank(comm, s, plan, r, in, out)
+	secs, err := ops.RunNativeRankBackToBack(comm, s, plan, r, in, out, runs)
 	if err != nil {
 		return nil, 0, err
 	}
 	got, err := readSlice(out)
 	return got, secs, err
+}
+
+// RunNativeRankBackToBack launches the rank's call runs times before it
+// waits, each a round of the communicator, and returns the mean time of a
+// run: here each rank's own delay, which every run takes again.
+func TestRunNativeRankBackToBack(t *testing.T) {
+	const p, runs = 3, 4
+	plan, err := ops.Compile(ops.Spec{Op: ops.Broadcast, Algo: ops.Native, Ranks: p, Count: 4, Root: 2, DType: hw.I32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm := newProcComm(p)
+	inputs := [][]int32{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}}
+	outs, secs, errs := make([][]int32, p), make([]float64, p), make([]error, p)
+	var wg sync.WaitGroup
+	for r := range p {
+		wg.Go(func() { outs[r], secs[r], errs[r] = runRank(comm, plan, r, inputs[r], false, runs) })
+	}
+	wg.Wait()
+	for r := range p {
+		if errs[r] != nil {
+			t.Fatalf("rank %d: %v", r, errs[r])
+		}
+		if fmt.Sprint(outs[r]) != fmt.Sprint(inputs[2]) || math.Abs(secs[r]-delay(r)) > 1e-12 {
+			t.Errorf("rank %d: %v in %g s a run, want %v in %g s", r, outs[r], secs[r], inputs[2], delay(r))
+		}
+	}
+	if len(comm.rounds) != runs {
+		t.Errorf("%d rounds, want %d", len(comm.rounds), runs)
+	}
 }
 
 // Everything RunNativeRank refuses is refused before the launch.
@@ -252,6 +282,9 @@ func TestRunNativeRankRefusals(t *testing.T) {
 	}
 	if _, err := ops.RunNativeRank(comm, nil, native, 0, in, out); !errors.Is(err, hw.ErrBadArgument) {
 		t.Errorf("nil stream: %v", err)
+	}
+	if _, err := ops.RunNativeRankBackToBack(comm, s, native, 0, in, out, 0); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "0 runs") || comm.arrived != 0 {
+		t.Errorf("0 runs: %v", err)
 	}
 	boom := errors.New("library says no")
 	if _, err := ops.RunNativeRank(&procComm{ranks: 2, fail: boom}, s, native, 1, in, out); !errors.Is(err, boom) || !strings.Contains(err.Error(), "rank 1") {

@@ -134,8 +134,8 @@ func writeInts(s hw.Slice, vals []int32) error {
 }
 
 // TestNativePlansReachTheLibrary: algorithm native hands each op to the
-// backend's library once per rank, in one launch, with NCCL's slices and
-// peers, and the results are what the collective means.
+// backend's library once per rank and run, in one launch a run, with
+// NCCL's slices and peers, and the results are what the collective means.
 func TestNativePlansReachTheLibrary(t *testing.T) {
 	const p, n = 3, 4
 	for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.ReduceScatter, ops.Broadcast, ops.SendRecv} {
@@ -171,16 +171,21 @@ func TestNativePlansReachTheLibrary(t *testing.T) {
 			}
 		}
 		exec := ops.NewExecutor(w)
-		if _, err := exec.Run(plan, in, out); err != nil {
-			t.Fatalf("%v: %v", op, err)
-		}
-		if want := p * map[bool]int{true: 2, false: 1}[op == ops.SendRecv]; len(launched) != want {
-			t.Fatalf("%v: %d calls reached the library, want %d: %+v", op, len(launched), want, launched)
-		}
-		for r := range p {
-			got, _ := readSlice(out[r])
-			if want := expected(plan, inputs, r); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("%v rank %d: got %v, want %v", op, r, got, want)
+		// One run, then three back to back: each a launch of every
+		// rank's calls.
+		for _, runs := range []int{1, 3} {
+			launched = nil
+			if _, err := exec.RunBackToBack(plan, in, out, runs); err != nil {
+				t.Fatalf("%v: %v", op, err)
+			}
+			if want := runs * p * map[bool]int{true: 2, false: 1}[op == ops.SendRecv]; len(launched) != want {
+				t.Fatalf("%v, %d runs: %d calls reached the library, want %d: %+v", op, runs, len(launched), want, launched)
+			}
+			for r := range p {
+				got, _ := readSlice(out[r])
+				if want := expected(plan, inputs, r); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("%v rank %d: got %v, want %v", op, r, got, want)
+				}
 			}
 		}
 		if err := exec.Close(); err != nil {

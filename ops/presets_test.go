@@ -82,3 +82,33 @@ func ExampleExecutor_Run() {
 	fmt.Printf("%.1f us, busbw %.0f GB/s\n", secs*1e6, float64(64<<20)/secs/1e9*2*7/8)
 	// Output: 332.8 us, busbw 353 GB/s
 }
+
+// A chain broadcast of 16 MiB from rank 0 on a simulated DGX H100, timed
+// as nccl-tests' -n 20 times it: twenty runs back to back, each rank
+// starting its next as soon as its own last one ends. The root is done
+// long before the chain's far end, so the runs overlap and the mean run
+// is a fraction of one alone.
+func ExampleExecutor_RunBackToBack() {
+	topo, _ := topology.Parse("dgx-h100")
+	c, _ := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+	plan, _ := ops.Compile(ops.Spec{Op: ops.Broadcast, Algo: "ring", Ranks: 8, Count: 4 << 20, DType: hw.F32})
+	in, out := make([]hw.Slice, 8), make([]hw.Slice, 8)
+	for r, d := range c.Devices() {
+		ib, _ := d.Alloc(hw.F32, plan.InLen)
+		ob, _ := d.Alloc(hw.F32, plan.OutLen)
+		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
+	}
+	exec := ops.NewExecutor(c.World())
+	alone, err := exec.Run(plan, in, out)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	each, err := exec.RunBackToBack(plan, in, out, 20)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("alone %.1f us, %.1f us a run of twenty back to back\n", alone*1e6, each*1e6)
+	// Output: alone 267.5 us, 49.7 us a run of twenty back to back
+}

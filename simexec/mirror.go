@@ -3,6 +3,7 @@ package simexec
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
@@ -13,15 +14,15 @@ import (
 // that stand for all on the cluster's mirror, or the channels that stand
 // for all on a folded cluster, when the package doc's conditions hold. A
 // run that fails there reports false, and the executor runs every rank.
-func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
+func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan, runs int) (seconds float64, ok bool) {
 	mc, block, ok := d.mirrorFor(w, plan)
 	if !ok {
-		if seconds, ok = d.timeFolded(w, plan); ok {
+		if seconds, ok = d.timeFolded(w, plan, runs); ok {
 			return seconds, true
 		}
-		return d.timeRefined(w, plan)
+		return d.timeRefined(w, plan, runs)
 	}
-	if seconds, ok = d.mirror.time(mc, plan, block); ok {
+	if seconds, ok = d.mirror.time(mc, plan, block, runs); ok {
 		d.mirroredRuns++
 	}
 	return seconds, ok
@@ -43,7 +44,7 @@ func (d *Driver) mayShortcut(w *hw.World, plan *ops.Plan) bool {
 // another's, the ranks that stand for all (ops.Plan.FoldRanks), under the
 // conditions a mirror has. Kept channels are made at NCCL's pieces where
 // the whole plan's were coarsened (ops.Plan.Refine).
-func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bool) {
+func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds float64, ok bool) {
 	if !d.mayShortcut(w, plan) {
 		return 0, false
 	}
@@ -53,21 +54,28 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 	}
 	// timeOn times kept on c, made at NCCL's pieces where the whole
 	// plan's were coarsened to fit in memory (ops.Plan.Refine), and
-	// counts the run in runs.
-	timeOn := func(c *sim.Cluster, kept *ops.Plan, runs *int) bool {
+	// counts the run in count.
+	timeOn := func(c *sim.Cluster, kept *ops.Plan, count *int) bool {
 		fine, refined := plan.Refine(kept)
 		if refined {
 			kept = fine
 		}
-		if seconds, ok = d.folded.time(c, kept, plan.Ranks); ok {
-			*runs++
+		if seconds, ok = d.folded.time(c, kept, plan.Ranks, runs); ok {
+			*count++
 			if refined {
 				d.refinedRuns++
 			}
 		}
 		return ok
 	}
+	// A rotated fold keeps some of each rank's channels, so a rank there
+	// ends its run when those do, not when all of its own do: back-to-back
+	// runs would start early, unless a switch barrier holds every rank
+	// between them.
 	rotated := func(kept *ops.Plan, perm []int, order int) bool {
+		if runs > 1 && !plan.UsesSwitch() {
+			return false
+		}
 		rc, ok, err := d.c.Rotated(perm, order, k)
 		return err == nil && ok && timeOn(rc, kept, &d.rotatedRuns)
 	}
@@ -103,7 +111,7 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan) (seconds float64, ok bo
 // whole plan), on a copy of the cluster (sim.Cluster.Thinned by 1) under
 // the conditions a mirror has, so a failed run leaves the cluster as it
 // was for the executor's run of the coarse plan.
-func (d *Driver) timeRefined(w *hw.World, plan *ops.Plan) (float64, bool) {
+func (d *Driver) timeRefined(w *hw.World, plan *ops.Plan, runs int) (float64, bool) {
 	if !d.mayShortcut(w, plan) {
 		return 0, false
 	}
@@ -115,7 +123,7 @@ func (d *Driver) timeRefined(w *hw.World, plan *ops.Plan) (float64, bool) {
 	if err != nil || !ok {
 		return 0, false
 	}
-	seconds, ok := d.folded.time(c, fine, plan.Ranks)
+	seconds, ok := d.folded.time(c, fine, plan.Ranks, runs)
 	if ok {
 		d.refinedRuns++
 	}
@@ -129,13 +137,13 @@ type standIns struct {
 	of   *sim.Cluster
 }
 
-// time times ranks 0..ranks-1 of plan on c; false if the run fails,
-// which drops the executor.
-func (s *standIns) time(c *sim.Cluster, plan *ops.Plan, ranks int) (float64, bool) {
+// time times runs of ranks 0..ranks-1 of plan on c; false if a run
+// fails, which drops the executor.
+func (s *standIns) time(c *sim.Cluster, plan *ops.Plan, ranks, runs int) (float64, bool) {
 	if s.of != c {
 		s.exec, s.of = NewExecutor(c), c
 	}
-	seconds, err := timeRanks(s.exec, plan, ranks)
+	seconds, err := timeRanks(s.exec, plan, ranks, runs)
 	if err != nil {
 		*s = standIns{}
 		return 0, false
@@ -144,8 +152,9 @@ func (s *standIns) time(c *sim.Cluster, plan *ops.Plan, ranks int) (float64, boo
 }
 
 // timeRanks runs ranks 0..ranks-1 of plan on exec's world, on phantom
-// buffers, all starting at once, and returns the longest any took.
-func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks int) (seconds float64, err error) {
+// buffers, all starting at once, runs times back to back as
+// ops.Executor.RunBackToBack does, and returns the mean time of a run.
+func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks, runs int) (seconds float64, err error) {
 	var bufs []hw.Buffer
 	defer func() {
 		for _, b := range bufs {
@@ -153,23 +162,36 @@ func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks int) (seconds float64, 
 		}
 	}()
 	w := exec.World()
-	starts, ends := make([]hw.Event, ranks), make([]hw.Event, ranks)
+	pairs := make([][2]hw.Slice, ranks)
 	for r := range ranks {
 		dev, err := w.Device(r)
 		if err != nil {
 			return 0, err
 		}
-		var slices [2]hw.Slice
 		for i, n := range [2]int{plan.InLen, plan.OutLen} {
 			b, err := dev.Alloc(plan.DType, n)
 			if err != nil {
 				return 0, err
 			}
 			bufs = append(bufs, b)
-			slices[i] = hw.Whole(b)
+			pairs[r][i] = hw.Whole(b)
 		}
-		if starts[r], ends[r], err = exec.EnqueueTimed(plan, r, slices[0], slices[1]); err != nil {
-			return 0, err
+	}
+	starts, ends := make([]hw.Event, ranks), make([]hw.Event, ranks)
+	for k := range runs {
+		var after []hw.Event
+		if plan.UsesSwitch() && k > 0 {
+			after = slices.Clone(ends)
+		}
+		for r := range ranks {
+			start, end, err := exec.EnqueueTimed(plan, r, pairs[r][0], pairs[r][1], after...)
+			if err != nil {
+				return 0, err
+			}
+			if k == 0 {
+				starts[r] = start
+			}
+			ends[r] = end
 		}
 	}
 	for r := range ranks {
@@ -184,7 +206,7 @@ func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks int) (seconds float64, 
 		}
 		seconds = max(seconds, t)
 	}
-	return seconds, nil
+	return seconds / float64(runs), nil
 }
 
 // mirrorFor finds the cluster's mirror for plan and the block of ranks

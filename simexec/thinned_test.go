@@ -103,6 +103,12 @@ func TestFoldsKeepEachDevicesWork(t *testing.T) {
 // driver.
 func runOn(t *testing.T, topo *topology.Topology, plan *ops.Plan, symmetry bool) (float64, *simexec.Driver) {
 	t.Helper()
+	return runsOn(t, topo, plan, symmetry, 1)
+}
+
+// runsOn is runOn timing runs back to back (ops.Executor.RunBackToBack).
+func runsOn(t *testing.T, topo *topology.Topology, plan *ops.Plan, symmetry bool, runs int) (float64, *simexec.Driver) {
+	t.Helper()
 	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +116,7 @@ func runOn(t *testing.T, topo *topology.Topology, plan *ops.Plan, symmetry bool)
 	t.Cleanup(func() { c.Close() })
 	exec := simexec.NewExecutor(c)
 	in, out := buffers(t, c, plan, false)
-	secs, err := exec.Run(plan, in, out)
+	secs, err := exec.RunBackToBack(plan, in, out, runs)
 	if err != nil {
 		t.Fatalf("%v: %v", plan.Spec, err)
 	}

@@ -21,11 +21,14 @@ import (
 // only, on whatever the buffers hold, which is all a timing-only world's
 // phantom buffers allow.
 //
-// Warmup and Iters are nccl-tests' -w and -n for devices whose times vary
-// from run to run: Warmup untimed launches, then Iters timed ones whose
-// mean is the Result's time (0 counts as 1). A run with inputs then writes
-// them again and launches once more for the outputs, since the timed
-// launches of an in-place run reduce what the previous one left.
+// Warmup and Iters are nccl-tests' -w and -n: Warmup untimed launches,
+// then Iters timed ones back to back, each rank starting its next as soon
+// as its own last one ends (ops.Executor.RunBackToBack), whose mean is the
+// Result's time (0 counts as 1). On real devices they smooth times that
+// vary from run to run; on every device, a rooted chain's back-to-back
+// runs overlap, so its mean is less than one run's time. A run with inputs
+// then writes them again and launches once more for the outputs, since
+// the timed launches of an in-place run reduce what the previous one left.
 type Runner struct {
 	Warmup, Iters int
 	bufs          map[hw.Device]*[2]hw.Buffer
@@ -36,9 +39,10 @@ type Runner struct {
 type Rank struct {
 	Index  int
 	Device hw.Device
-	// Launch runs this rank's share of plan on in and out and returns its
-	// seconds, as ops.RunNativeRank does with a communicator and a stream.
-	Launch func(plan *ops.Plan, in, out hw.Slice) (seconds float64, err error)
+	// Launch runs this rank's share of plan on in and out, runs times back
+	// to back, and returns the mean seconds of a run, as
+	// ops.RunNativeRankBackToBack does with a communicator and a stream.
+	Launch func(plan *ops.Plan, in, out hw.Slice, runs int) (seconds float64, err error)
 }
 
 // Run runs plan on every rank of w through exec, with rank r reading
@@ -61,8 +65,8 @@ func (r *Runner) Run(exec *ops.Executor, w *hw.World, plan *ops.Plan, inputs [][
 		}
 		ranks[q], devs[q] = q, d
 	}
-	return r.run(plan, ranks, devs, inputs, inPlace, func(in, out []hw.Slice) (float64, error) {
-		return exec.Run(plan, in, out)
+	return r.run(plan, ranks, devs, inputs, inPlace, func(in, out []hw.Slice, runs int) (float64, error) {
+		return exec.RunBackToBack(plan, in, out, runs)
 	})
 }
 
@@ -79,8 +83,8 @@ func (r *Runner) RunRank(rank Rank, plan *ops.Plan, inputs [][]byte, inPlace boo
 	case rank.Device == nil || rank.Launch == nil:
 		return Result{}, fmt.Errorf("verify: rank %d has no device or no Launch", rank.Index)
 	}
-	return r.run(plan, []int{rank.Index}, []hw.Device{rank.Device}, inputs, inPlace, func(in, out []hw.Slice) (float64, error) {
-		return rank.Launch(plan, in[rank.Index], out[rank.Index])
+	return r.run(plan, []int{rank.Index}, []hw.Device{rank.Device}, inputs, inPlace, func(in, out []hw.Slice, runs int) (float64, error) {
+		return rank.Launch(plan, in[rank.Index], out[rank.Index], runs)
 	})
 }
 
@@ -88,7 +92,7 @@ func (r *Runner) RunRank(rank Rank, plan *ops.Plan, inputs [][]byte, inPlace boo
 // their inputs, launches the plan over slices indexed by rank and reads
 // the ranks' outputs.
 func (r *Runner) run(plan *ops.Plan, ranks []int, devs []hw.Device, inputs [][]byte, inPlace bool,
-	launch func(in, out []hw.Slice) (float64, error)) (Result, error) {
+	launch func(in, out []hw.Slice, runs int) (float64, error)) (Result, error) {
 	size := plan.DType.Size()
 	if inputs != nil {
 		if len(inputs) != plan.Ranks {
@@ -112,7 +116,7 @@ func (r *Runner) run(plan *ops.Plan, ranks []int, devs []hw.Device, inputs [][]b
 			}
 		}
 	}
-	secs, err := r.time(func() (float64, error) { return launch(in, out) })
+	secs, err := r.time(func(runs int) (float64, error) { return launch(in, out, runs) })
 	if err != nil {
 		return Result{}, err
 	}
@@ -123,7 +127,7 @@ func (r *Runner) run(plan *ops.Plan, ranks []int, devs []hw.Device, inputs [][]b
 				return Result{}, err
 			}
 		}
-		if _, err := launch(in, out); err != nil {
+		if _, err := launch(in, out, 1); err != nil {
 			return Result{}, err
 		}
 	}
@@ -139,23 +143,15 @@ func (r *Runner) run(plan *ops.Plan, ranks []int, devs []hw.Device, inputs [][]b
 	return res, nil
 }
 
-// time launches Warmup times untimed, then Iters times, and returns the
-// mean time of the timed launches.
-func (r *Runner) time(launch func() (float64, error)) (float64, error) {
-	for range r.Warmup {
-		if _, err := launch(); err != nil {
+// time launches Warmup runs untimed, then Iters runs back to back, and
+// returns their mean time.
+func (r *Runner) time(launch func(runs int) (float64, error)) (float64, error) {
+	if r.Warmup > 0 {
+		if _, err := launch(r.Warmup); err != nil {
 			return 0, err
 		}
 	}
-	n, total := max(r.Iters, 1), 0.0
-	for range n {
-		secs, err := launch()
-		if err != nil {
-			return 0, err
-		}
-		total += secs
-	}
-	return total / float64(n), nil
+	return launch(max(r.Iters, 1))
 }
 
 // layout returns rank's input and output slices of plan on dev: the

@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -156,7 +157,7 @@ func TestRunRankHoldsOneRank(t *testing.T) {
 	var r Runner
 	defer r.Free()
 	for _, inPlace := range []bool{false, true} {
-		rank := Rank{Index: 1, Device: dev, Launch: func(plan *ops.Plan, in, out hw.Slice) (float64, error) {
+		rank := Rank{Index: 1, Device: dev, Launch: func(plan *ops.Plan, in, out hw.Slice, _ int) (float64, error) {
 			got, err := readOutput(in)
 			if err != nil {
 				return 0, err
@@ -180,7 +181,7 @@ func TestRunRankHoldsOneRank(t *testing.T) {
 			t.Errorf("in place %v: %d wrong (%s), %v", inPlace, n, first, err)
 		}
 	}
-	if _, err := r.RunRank(Rank{Index: 3, Device: dev, Launch: func(*ops.Plan, hw.Slice, hw.Slice) (float64, error) { return 0, nil }}, plan, inputs, false); err == nil {
+	if _, err := r.RunRank(Rank{Index: 3, Device: dev, Launch: func(*ops.Plan, hw.Slice, hw.Slice, int) (float64, error) { return 0, nil }}, plan, inputs, false); err == nil {
 		t.Error("rank 3 of 3 accepted")
 	}
 	if _, err := r.RunRank(Rank{Index: 0, Device: dev}, plan, inputs, false); err == nil {
@@ -188,10 +189,10 @@ func TestRunRankHoldsOneRank(t *testing.T) {
 	}
 }
 
-// TestRunnerIterations: Warmup launches are not timed, the Iters timed ones
-// are averaged, and a run with inputs launches once more on fresh inputs
-// for the outputs (an in-place run's timed launches reduce their own
-// results).
+// TestRunnerIterations: the Warmup runs go in one untimed launch, the
+// Iters timed ones in one launch back to back whose mean is the time, and
+// a run with inputs launches once more, one run on fresh inputs, for the
+// outputs (an in-place run's timed launches reduce their own results).
 func TestRunnerIterations(t *testing.T) {
 	s := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 2, Count: 4, DType: hw.F32, Redop: hw.Sum}
 	plan, err := ops.Compile(s)
@@ -210,41 +211,41 @@ func TestRunnerIterations(t *testing.T) {
 	for _, c := range []struct {
 		warmup, iters int
 		inputs        [][]byte
-		launches      int
+		launches      []int // the runs of each launch
 		secs          float64
 	}{
-		{0, 0, nil, 1, 1},
-		{2, 3, nil, 5, 4},    // timed: the 3rd, 4th and 5th launches
-		{2, 3, inputs, 6, 4}, // and one more for the outputs
-		{0, 1, inputs, 1, 1}, // one launch serves both
-		{1, 1, inputs, 3, 2},
+		{0, 0, nil, []int{1}, 11},
+		{2, 3, nil, []int{2, 3}, 23},
+		{2, 3, inputs, []int{2, 3, 1}, 23},
+		{0, 1, inputs, []int{1}, 11}, // one launch serves both
+		{1, 1, inputs, []int{1, 1, 1}, 21},
 	} {
-		launches := 0
+		var launches []int
 		var firstIn []byte
-		rank := Rank{Index: 0, Device: dev, Launch: func(_ *ops.Plan, in, _ hw.Slice) (float64, error) {
-			launches++
+		rank := Rank{Index: 0, Device: dev, Launch: func(_ *ops.Plan, in, _ hw.Slice, runs int) (float64, error) {
+			launches = append(launches, runs)
 			raw, err := readOutput(in)
 			if err != nil {
 				return 0, err
 			}
-			if launches == 1 {
+			if len(launches) == 1 {
 				firstIn = raw
-			} else if c.inputs != nil && launches == c.launches && string(raw) != string(firstIn) {
+			} else if c.inputs != nil && len(launches) == len(c.launches) && string(raw) != string(firstIn) {
 				t.Errorf("warmup %d iters %d: the last launch did not start from the inputs", c.warmup, c.iters)
 			}
 			// What a launch in place would do: change its input.
 			if err := in.Buf.Write(make([]byte, in.Buf.Len()*4)); err != nil {
 				return 0, err
 			}
-			return float64(launches), nil
+			return float64(10*len(launches) + runs), nil
 		}}
 		r := Runner{Warmup: c.warmup, Iters: c.iters}
 		res, err := r.RunRank(rank, plan, c.inputs, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if launches != c.launches || res.Seconds != c.secs {
-			t.Errorf("warmup %d iters %d inputs %v: %d launches, %v s; want %d, %v", c.warmup, c.iters, c.inputs != nil, launches, res.Seconds, c.launches, c.secs)
+		if !slices.Equal(launches, c.launches) || res.Seconds != c.secs {
+			t.Errorf("warmup %d iters %d inputs %v: launches of %v runs, %v s; want %v, %v", c.warmup, c.iters, c.inputs != nil, launches, res.Seconds, c.launches, c.secs)
 		}
 		if err := r.Free(); err != nil {
 			t.Fatal(err)

@@ -92,8 +92,6 @@ type sweep struct {
 	factor      float64 // -f
 	stepBytes   int64   // -i: the step of a linear sweep, 0 for a geometric one
 	maxBytes    int64   // -e, which the last size may fall short of
-	iters       int     // timed runs per size on real backends (-n)
-	warmup      int     // untimed runs before them (-w)
 	trace       string
 	traceMax    int64 // --trace-max
 	// threadGPUs and threadFloor: on sim, -g N > 1 has one thread launch
@@ -104,6 +102,7 @@ type sweep struct {
 	// part is not NCCL's.
 	threadGPUs  int
 	threadFloor float64
+	itersGiven  bool           // -n was given: see noteLoneRuns
 	plot        string         // bench --plot
 	jsonOut     string         // bench -J: nccl-tests' JSON report (nccljson.go)
 	backend     *backendPlan   // where the ranks live
@@ -126,7 +125,7 @@ type keptPlan struct {
 // parse validates every flag; each failure is a usage error.
 func (f *benchFlags) parse() (*sweep, error) {
 	s := &sweep{check: bool(f.check), timingOnly: f.timingOnly, symmetry: f.symmetry, format: f.format, topoName: f.topo, trace: f.trace, traceMax: f.traceMax.bytes,
-		factor: f.factor, iters: f.iters, warmup: f.warmup, pattern: &patternCache{}, runner: &verify.Runner{}}
+		factor: f.factor, pattern: &patternCache{}, runner: &verify.Runner{}}
 	var err error
 	if s.op, err = parseOp(f.op); err != nil {
 		return nil, err
@@ -170,6 +169,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if err := f.ncclTestFlags.validate(f.backend); err != nil {
 		return nil, err
 	}
+	s.itersGiven = f.given("iters")
 	// On sim a time does not depend on the data: data moves only when
 	// --check judges it or --data asks for it.
 	s.timingOnly = f.backend == "sim" && !s.check && !f.data
@@ -228,8 +228,9 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if g := max(f.ngpus, f.threadGPUs); s.backend.name == "sim" && g > 1 {
 		s.threadGPUs, s.threadFloor = g, nccl.ThreadFloorUS(g)*1e-6
 	}
+	s.runner.Iters = f.iters
 	if s.backend.name != "sim" {
-		s.runner.Warmup, s.runner.Iters = f.warmup, f.iters
+		s.runner.Warmup = f.warmup // a simulation has nothing to warm
 	}
 	p := s.topo.NumGPUs()
 	if p > ops.MaxRanks {
@@ -367,8 +368,9 @@ type row struct {
 	// pieces than its plan held (ops.Plan.Refine).
 	refined bool
 	// gpusPerThread is the run's GPUs a thread (sweep.gpusPerThread), so
-	// that a reader of the CSV holds the times to the same floor.
-	gpusPerThread int
+	// that a reader of the CSV holds the times to the same floor; iters
+	// the runs timed back to back (-n), so that it times as many.
+	gpusPerThread, iters int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -614,7 +616,7 @@ func (s *sweep) measureBoth(w *openedWorld, exec *ops.Executor, bytes int64) (ro
 func (s *sweep) newRow(plan *ops.Plan, moved int64) row {
 	r := row{op: s.op.String(), algo: nccl.Label(plan), topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
 		ranks: plan.Ranks, root: s.root, bytes: moved, count: plan.Count, // a rank's elements, as nccl-tests counts them
-		gpusPerThread: s.gpusPerThread()}
+		gpusPerThread: s.gpusPerThread(), iters: max(s.runner.Iters, 1)}
 	if s.algo == algoNCCL {
 		if c, err := s.tuner.Choose(plan.Spec); err == nil && c.NCCL != c.Estimate {
 			r.ncclChoice = c.NCCL.String()

@@ -386,7 +386,7 @@ func TestBenchNamesRefinedSizes(t *testing.T) {
 		}
 		status, out, errOut = commsim(cmd, "--topo", "dgx-h100x16,rail=true", algo, "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only", "--format", "csv")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if status != 0 || len(lines) != 3 || !strings.HasSuffix(lines[0], ",refined,gpus_per_thread") || !strings.HasSuffix(lines[1], ",false,1") || !strings.HasSuffix(lines[2], ",true,1") {
+		if status != 0 || len(lines) != 3 || !strings.HasSuffix(lines[0], ",refined,gpus_per_thread,iters") || !strings.HasSuffix(lines[1], ",false,1,1") || !strings.HasSuffix(lines[2], ",true,1,1") {
 			t.Errorf("%s csv: status %d, stderr %q, want 32 MiB alone refined:\n%s", cmd, status, errOut, out)
 		}
 	}

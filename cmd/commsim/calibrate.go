@@ -361,7 +361,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if n := lg.GPUsPerThread; n > 1 {
 		warnings = append(warnings, fmt.Sprintf("each thread of the run drove %d GPUs (nccl-tests -g %d), launching every collective on them in turn: host time that the fit of link scales does not model (--algo nccl does: nccl.ThreadFloorUS), so its small sizes measure slower than any scaling of the fabric", n, n))
 	}
-	prob := calibrate.Problem{Topology: s.topo}
+	prob := calibrate.Problem{Topology: s.topo, Runs: lg.TimedRuns(s.op)}
 	for i, spec := range specs {
 		plan, err := ops.Compile(spec)
 		if err != nil {

@@ -334,11 +334,12 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 // size run once (out of place); the figures are those of the plan with
 // the most steps.
 func (c *comparison) checkDuration(w *openedWorld, stderr io.Writer) error {
+	c.s.noteLoneRuns(stderr)
 	var total hostEstimate
 	for i, algo := range c.algos {
 		s := *c.s
 		s.algo, s.nodeRanks = algo, c.nodeRanks[i]
-		est, err := s.estimate(w, 1)
+		est, err := s.estimate(w, float64(max(s.runner.Iters, 1)))
 		if err != nil {
 			return err
 		}
@@ -442,8 +443,10 @@ type cmpRecord struct {
 	// Refined: the run was made at finer pieces than its plan held, where
 	// --symmetry=false runs the plan as made (see writeRefined).
 	Refined bool `json:"refined,omitempty"`
-	// GPUsPerThread is -g N's N where more than 1 (see jsonRow).
+	// GPUsPerThread and Iters are -g N's N and -n's where more than 1
+	// (see jsonRow).
 	GPUsPerThread int `json:"gpus_per_thread,omitempty"`
+	Iters         int `json:"iters,omitempty"`
 }
 
 // records flattens the rows into one record per size and algorithm.
@@ -457,7 +460,7 @@ func (c *comparison) records(rows []cmpRow) []cmpRecord {
 	for _, r := range rows {
 		for i, res := range r.res {
 			out = append(out, cmpRecord{jsonRecord{s.op.String(), c.algos[i], s.topoName, s.topo.NumGPUs(), s.dtype.String(), redop,
-				s.root, r.bytes, r.count, tidy(res.timeUS), tidy(res.algbw), tidy(res.busbw), wrongPtr(res.wrong)}, i == r.best, r.refined[i], gpusIfMore(s.gpusPerThread())})
+				s.root, r.bytes, r.count, tidy(res.timeUS), tidy(res.algbw), tidy(res.busbw), wrongPtr(res.wrong)}, i == r.best, r.refined[i], overOne(s.gpusPerThread()), overOne(s.runner.Iters)})
 		}
 	}
 	return out
@@ -474,8 +477,8 @@ func (c *comparison) writeJSON(w io.Writer, rows []cmpRow) error {
 }
 
 // cmpCSVColumns are compare's CSV columns: bench's, out of place, best,
-// refined and gpus_per_thread.
-var cmpCSVColumns = append(append([]string{}, csvColumns[:13]...), "best", "refined", "gpus_per_thread")
+// refined, gpus_per_thread and iters.
+var cmpCSVColumns = append(append([]string{}, csvColumns[:13]...), "best", "refined", "gpus_per_thread", "iters")
 
 // writeCSV writes rows of the CSV, without its header.
 func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
@@ -487,7 +490,7 @@ func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
 		}
 		out = append(out, []string{r.Op, r.Algo, r.Topology, strconv.Itoa(r.Ranks), r.DType, r.Redop,
 			strconv.Itoa(r.Root), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Count),
-			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best), strconv.FormatBool(r.Refined), strconv.Itoa(c.s.gpusPerThread())})
+			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best), strconv.FormatBool(r.Refined), strconv.Itoa(c.s.gpusPerThread()), strconv.Itoa(max(c.s.runner.Iters, 1))})
 	}
 	return writeCSVRows(w, out)
 }

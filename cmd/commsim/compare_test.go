@@ -226,7 +226,7 @@ func TestCompareJSONAndCSV(t *testing.T) {
 
 	status, out, errOut = commsim("compare", "--topo", "switch:8", "--algos", "ring,rd", "-b", "1KiB", "-e", "8MiB", "--timing-only", "--format", "csv")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if status != 0 || len(lines) != 1+28 || !strings.HasSuffix(lines[0], ",best,refined,gpus_per_thread") || !strings.Contains(errOut, "crossover") {
+	if status != 0 || len(lines) != 1+28 || !strings.HasSuffix(lines[0], ",best,refined,gpus_per_thread,iters") || !strings.Contains(errOut, "crossover") {
 		t.Errorf("csv: status %d, %d lines, stderr %q:\n%s", status, len(lines), errOut, out)
 	}
 }

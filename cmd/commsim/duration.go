@@ -39,20 +39,31 @@ const (
 
 // checkDuration estimates the sweep's host time and refuses it, with the
 // figures, if it would take over an hour, or says it on stderr (when not
-// nil) if it would take over two minutes. A size runs once where the
-// in-place run is the out-of-place one (the simulator, timing only,
+// nil) if it would take over two minutes. A size runs -n times once where
+// the in-place run is the out-of-place one (the simulator, timing only,
 // untraced), else twice. w, when not nil, tells which plans it would time
 // on a mirror.
 func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
+	s.noteLoneRuns(stderr)
 	runs := 2.0
 	if s.runsOnce(w) {
 		runs = 1
 	}
+	runs *= float64(max(s.runner.Iters, 1))
 	est, err := s.estimate(w, runs)
 	if err != nil {
 		return err
 	}
 	return est.judge(stderr, "sweep")
+}
+
+// noteLoneRuns says on stderr, when not nil, that a rooted collective's
+// sweep times each size as one run alone unless -n says otherwise, where
+// nccl-tests' figures, twenty runs back to back by default, overlap.
+func (s *sweep) noteLoneRuns(stderr io.Writer) {
+	if stderr != nil && s.op.Rooted() && !s.itersGiven {
+		fmt.Fprintf(stderr, "commsim: note: %s: each size is timed as one run alone; nccl-tests times -n runs back to back (20 by default), which overlap down a rooted chain: give -n 20 to time them so\n", s.op)
+	}
 }
 
 // hostEstimate is a simulation's estimated host time and the figures
@@ -109,6 +120,9 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 		cut = append(cut, "sizes (-b, -e, -f)")
 	}
 	cut = append(cut, "ranks (-g)")
+	if s.runner.Iters > 1 {
+		cut = append(cut, "runs (-n)")
+	}
 	if !s.timingOnly {
 		est += runs * float64(len(s.sizes)) * float64(moved) * float64(plan.Ranks) / dataBytesPerSec
 	}

@@ -120,11 +120,15 @@ type fidReport struct {
 	GPUsPerThread int `json:"gpus_per_thread,omitempty"`
 	// ThreadFloorUS is the least time a size of such a run takes: the
 	// thread's launches on its GPUs, one after another (nccl.ThreadFloorUS).
-	ThreadFloorUS float64   `json:"thread_floor_us,omitempty"`
-	Sizes         []fidSize `json:"sizes"`
-	Median        float64   `json:"median_abs_error"`
-	Max           float64   `json:"max_abs_error"`
-	Bands         []fidBand `json:"bands"`
+	ThreadFloorUS float64 `json:"thread_floor_us,omitempty"`
+	// Runs is how many runs of each size were simulated back to back, as
+	// the log timed them, where more than one: a rooted collective's
+	// overlap (calibrate.Log.TimedRuns).
+	Runs   int       `json:"runs,omitempty"`
+	Sizes  []fidSize `json:"sizes"`
+	Median float64   `json:"median_abs_error"`
+	Max    float64   `json:"max_abs_error"`
+	Bands  []fidBand `json:"bands"`
 	// Model is NCCL's own cost model's errors, with --algo nccl: the
 	// baseline (sizes it prices carry nccl_model_us).
 	Model *fidModel `json:"nccl_model,omitempty"`
@@ -402,6 +406,9 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 	if lg.GPUsPerThread > 1 {
 		out.GPUsPerThread, out.ThreadFloorUS = lg.GPUsPerThread, rep.ThreadFloorUS
 	}
+	if rep.Runs > 1 {
+		out.Runs = rep.Runs
+	}
 	if pub != nil {
 		out.Shipped, out.Excluded = pub.File, pub.Exclude
 	}
@@ -528,6 +535,13 @@ func (r *fidReport) writeTable(w io.Writer) error {
 	}
 	if r.GPUsPerThread > 1 {
 		fmt.Fprintf(w, "# %s; a size held there is host-bound\n", threadFloorNote(r.GPUsPerThread, r.ThreadFloorUS))
+	}
+	if r.Runs > 1 {
+		said := "as the log's -n says"
+		if r.parsed.Iters == 0 {
+			said = "nccl-tests' default -n, the log stating none"
+		}
+		fmt.Fprintf(w, "# each size simulated as %d runs back to back (%s), whose mean nccl-tests reports: a rooted collective's runs overlap\n", r.Runs, said)
 	}
 	if c := r.CostTable; c != nil && c.Cells > 0 {
 		fmt.Fprintf(w, "# NCCL's cost table in the log: %d of the %d latencies both sides price agree with commsim's model of it, %d of the %d bandwidths either side's tuner may pick (commsim tuning --log shows each cell)\n",

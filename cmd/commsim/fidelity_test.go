@@ -287,6 +287,28 @@ func TestFidelityReadsBenchGPUsPerThreadBack(t *testing.T) {
 	}
 }
 
+// What bench -n 5 writes of a broadcast, as its table or its CSV,
+// fidelity reads back to an error of 0: both time five runs back to back,
+// and say so.
+func TestFidelityReadsBenchItersBack(t *testing.T) {
+	for _, format := range []string{"text", "csv"} {
+		path := filepath.Join(t.TempDir(), "n5."+format)
+		status, out, errOut := commsim("bench", "--topo", "ring:8", "--op", "broadcast", "-n", "5", "--algo", "ring", "-b", "64KiB", "-e", "4MiB", "-f", "8", "--format", format)
+		if status != 0 || os.WriteFile(path, []byte(out), 0o644) != nil {
+			t.Fatalf("bench %s: status %d: %s", format, status, errOut)
+		}
+		status, out, errOut = commsim("fidelity", "--log", path, "--topo", "ring:8", "--algo", "ring", "--format", "json")
+		var rep fidReport
+		if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Max > 1e-3 || rep.Runs != 5 {
+			t.Errorf("%s: status %d, %v, max error %v, %d runs: %s%s", format, status, err, rep.Max, rep.Runs, out, errOut)
+		}
+		_, table, _ := commsim("fidelity", "--log", path, "--topo", "ring:8", "--algo", "ring")
+		if !strings.Contains(table, "# each size simulated as 5 runs back to back (as the log's -n says)") {
+			t.Errorf("%s: the table does not say the runs:\n%s", format, table)
+		}
+	}
+}
+
 // An excluded shipped log says why; the JSON and CSV reports carry every
 // size.
 func TestFidelityFormats(t *testing.T) {

@@ -334,8 +334,8 @@ func (rr *rankRun) runOnce(plan *ops.Plan, inPlace bool) (secs float64, wrong in
 			return 0, 0, err
 		}
 	}
-	rank := verify.Rank{Index: rr.rank, Device: rr.dev, Launch: func(plan *ops.Plan, in, out hw.Slice) (float64, error) {
-		return ops.RunNativeRank(rr.comm, rr.stream, plan, rr.rank, in, out)
+	rank := verify.Rank{Index: rr.rank, Device: rr.dev, Launch: func(plan *ops.Plan, in, out hw.Slice, runs int) (float64, error) {
+		return ops.RunNativeRankBackToBack(rr.comm, rr.stream, plan, rr.rank, in, out, runs)
 	}}
 	run, err := s.runner.RunRank(rank, plan, c.Inputs, inPlace)
 	if err != nil || !s.check {

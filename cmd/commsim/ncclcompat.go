@@ -51,7 +51,7 @@ func (c *checkFlag) Type() string { return "0|1" }
 type ncclTestFlags struct {
 	ngpus         int // -g: GPUs (on sim, the first of the topology's)
 	threadGPUs    int // --thread-gpus: on sim, each thread's GPUs in a job of several processes
-	iters, warmup int // -n, -w: timed and warm-up runs on real backends
+	iters, warmup int // -n, -w: timed runs (back to back) and warm-up runs
 	threads       int // -t: commsim runs 1
 	// ignored are the values of ignoredNCCLFlags, by long name.
 	ignored map[string]*int
@@ -90,14 +90,14 @@ var ignoredNCCLFlags = []ignoredNCCLFlag{
 	{"device_cta_count", "V", 16, 16, "commsim runs NCCL's host API, not a device implementation"},
 	{"memory", "M", 0, 0, "commsim prints no memory report"},
 	{"unalign", "u", 0, 0, "commsim's buffers start aligned"},
-	{"per_iter_timing", "I", 0, 0, "commsim reports the mean of the timed runs (on sim, the one exact run), not per-run statistics"},
-	{"per_iter_skip", "K", 0, 0, "commsim reports the mean of the timed runs (on sim, the one exact run), not per-run statistics"},
+	{"per_iter_timing", "I", 0, 0, "commsim reports the mean of the timed runs, not per-run statistics"},
+	{"per_iter_skip", "K", 0, 0, "commsim reports the mean of the timed runs, not per-run statistics"},
 }
 
 func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
 	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "GPUs, as nccl-tests' -g: on sim the first N GPUs of --topo (default all), driven by one thread, whose launches set a floor under every size from 2 GPUs on (nccl.ThreadFloorUS); on cuda and metal the ranks of this process (as --ranks)")
 	fl.IntVar(&f.threadGPUs, "thread-gpus", 0, "on sim, the GPUs each thread drives in a job of several processes, as nccl-tests' -g under mpirun -np 2 on dgx-h100x2 (8): every rank of --topo runs, and each size takes at least N launches of host time (nccl.ThreadFloorUS)")
-	fl.IntVarP(&f.iters, "iters", "n", 1, "timed runs per size on real backends, averaged (nccl-tests' -n); on sim one run is exact, since every run of a plan takes the same simulated time")
+	fl.IntVarP(&f.iters, "iters", "n", 1, "timed runs per size, launched back to back and averaged, as nccl-tests' -n (its default is 20): a rooted collective's runs (broadcast, reduce, gather) overlap, so their mean is less than one run's time; on sim every run is simulated")
 	fl.IntVarP(&f.warmup, "warmup_iters", "w", 0, "untimed runs before the timed ones on real backends (nccl-tests' -w); on sim there is nothing to warm up")
 	fl.IntVarP(&f.threads, "nthreads", "t", 1, "nccl-tests' threads per process: commsim runs 1 (ask for GPUs with -g, processes with --nranks)")
 	f.ignored = map[string]*int{}
@@ -135,8 +135,8 @@ func (f *ncclTestFlags) validate(backend string) error {
 	case f.given("nthreads") && f.threads != 1:
 		return usagef("-t %d: commsim runs one thread per process; ask for GPUs with -g (or processes with --nranks)", f.threads)
 	}
-	if backend == "sim" && (f.given("iters") || f.given("warmup_iters")) {
-		f.note("-n and -w: on sim every run of a plan takes the same simulated time, so one run is timed and it is exact")
+	if backend == "sim" && f.given("warmup_iters") {
+		f.note("-w: on sim there is nothing to warm up, so no run is")
 	}
 	for _, g := range ignoredNCCLFlags {
 		if f.given(g.long) && *f.ignored[g.long] != g.same {

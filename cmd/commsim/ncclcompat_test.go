@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/csv"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,8 +27,9 @@ func benchRecords(t *testing.T, args ...string) ([]jsonRow, string) {
 // TestNcclTestsFlagsMeanWhatCommsimsDo: nccl-tests' command line gives the
 // sweep commsim's own flags give: -g 4 of switch:8 is switch:4 driven by
 // one thread, -d float is f32, -o max is --redop max, -c 1 is --check,
-// --op all_reduce is allreduce; -n and -w are noted on sim, where one run
-// is exact.
+// --op all_reduce is allreduce; -n 20 times twenty runs back to back,
+// which a ring all-reduce under the thread's floor takes each as long as
+// one; -w is noted on sim, which has nothing to warm up.
 func TestNcclTestsFlagsMeanWhatCommsimsDo(t *testing.T) {
 	want, _ := benchRecords(t, "--topo", "switch:4", "-g", "4", "--op", "allreduce", "--dtype", "f32", "--redop", "max", "--check", "-b", "1KiB", "-e", "64KiB", "-f", "8")
 	for _, args := range [][]string{
@@ -47,7 +49,7 @@ func TestNcclTestsFlagsMeanWhatCommsimsDo(t *testing.T) {
 				t.Errorf("%q: row %d %+v, want %+v", args, i, g, w)
 			}
 		}
-		if changed := strings.Contains(strings.Join(args, " "), "20"); changed != strings.Contains(errOut, "note: -n and -w: on sim") {
+		if warm := strings.Contains(strings.Join(args, " "), "5"); warm != strings.Contains(errOut, "note: -w: on sim there is nothing to warm up") {
 			t.Errorf("%q: stderr %q", args, errOut)
 		}
 	}
@@ -313,7 +315,7 @@ func TestDefaultOutputReadsBack(t *testing.T) {
 
 // TestCSVColumnsMatchAcrossCommands: bench's and compare's CSV name the
 // same quantities alike (compare has out-of-place runs and best), and
-// both end with refined and gpus_per_thread.
+// both end with refined, gpus_per_thread and iters.
 func TestCSVColumnsMatchAcrossCommands(t *testing.T) {
 	header := func(args ...string) []string {
 		status, out, errOut := commsim(append(args, "--topo", "ring:4", "-b", "1K", "-e", "1K", "--format", "csv")...)
@@ -328,8 +330,8 @@ func TestCSVColumnsMatchAcrossCommands(t *testing.T) {
 	}
 	bench, cmp := header("bench"), header("compare", "--algos", "ring")
 	shared := []string{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count", "time_us", "algbw_gbps", "busbw_gbps", "wrong"}
-	if strings.Join(bench[:len(shared)], ",") != strings.Join(shared, ",") || strings.Join(cmp[:len(shared)], ",") != strings.Join(shared, ",") || cmp[len(cmp)-3] != "best" ||
-		strings.Join(cmp[len(cmp)-2:], ",") != "refined,gpus_per_thread" || strings.Join(bench[len(bench)-2:], ",") != "refined,gpus_per_thread" {
+	if strings.Join(bench[:len(shared)], ",") != strings.Join(shared, ",") || strings.Join(cmp[:len(shared)], ",") != strings.Join(shared, ",") || cmp[len(cmp)-4] != "best" ||
+		strings.Join(cmp[len(cmp)-3:], ",") != "refined,gpus_per_thread,iters" || strings.Join(bench[len(bench)-3:], ",") != "refined,gpus_per_thread,iters" {
 		t.Errorf("bench %q\ncompare %q\nwant both to start %q", bench, cmp, shared)
 	}
 }
@@ -384,5 +386,39 @@ func TestBenchNotesIgnoredRootAndRedop(t *testing.T) {
 		if got := strings.Contains(errOut, "reduces nothing; ignored"); got != c.redo {
 			t.Errorf("%v: redop note %v, want %v: %s", c.args, got, c.redo, errOut)
 		}
+	}
+}
+
+// TestBenchTimesRunsBackToBack: -n N times N runs launched back to back,
+// as nccl-tests does. A broadcast's root starts its next run while the
+// last one still flows down the chain, so at 16 MiB on dgx-h100 twenty
+// runs take well under twenty times one; an all-reduce ring keeps every
+// rank busy to its end, so its mean is one run's time. Without -n a
+// rooted collective's sweep says that it times one run alone. The header
+// states the runs.
+func TestBenchTimesRunsBackToBack(t *testing.T) {
+	sweep := []string{"--topo", "dgx-h100", "--algo", "nccl", "-b", "16M", "-e", "16M"}
+	for _, c := range []struct {
+		op      string
+		overlap bool
+	}{{"broadcast", true}, {"reduce", true}, {"allreduce", false}} {
+		args := append(slices.Clone(sweep), "--op", c.op)
+		one, errOne := benchRecords(t, args...)
+		twenty, errTwenty := benchRecords(t, append(args, "-n", "20")...)
+		if len(one) != 1 || len(twenty) != 1 {
+			t.Fatalf("%s: %d and %d rows", c.op, len(one), len(twenty))
+		}
+		a, b := one[0].TimeUS, twenty[0].TimeUS
+		if c.overlap && !(b < a/2) || !c.overlap && math.Abs(b-a) > 1e-3*a {
+			t.Errorf("%s: %v µs alone, %v µs a run of twenty back to back (overlap %v)", c.op, a, b, c.overlap)
+		}
+		note := "timed as one run alone"
+		if strings.Contains(errOne, note) != c.overlap || strings.Contains(errTwenty, note) {
+			t.Errorf("%s: stderr %q without -n, %q with", c.op, errOne, errTwenty)
+		}
+	}
+	_, out, _ := commsim(append([]string{"bench", "--op", "broadcast", "-n", "20"}, sweep...)...)
+	if !strings.Contains(out, " iters: 20 ") {
+		t.Errorf("the header does not say twenty runs:\n%s", out)
 	}
 }

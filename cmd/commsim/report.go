@@ -210,12 +210,8 @@ func ncclTime(us float64) string {
 }
 
 // runsPerSize are the timed and the warm-up runs of each size, as
-// nccl-tests' header and report state them: one and none on sim, where
-// one run is exact.
+// nccl-tests' header and report state them (none warm up on sim).
 func (s *sweep) runsPerSize() (iters, warmup int) {
-	if s.backend.name == "sim" {
-		return 1, 0
-	}
 	return max(s.runner.Iters, 1), s.runner.Warmup
 }
 
@@ -399,14 +395,14 @@ func writeTable(w io.Writer, s *sweep, rows []row) error {
 // csvColumns are bench's CSV columns: the JSON Lines fields, in the same
 // names as compare's CSV.
 var csvColumns = []string{"op", "algo", "topology", "ranks", "dtype", "redop", "root", "bytes", "count",
-	"time_us", "algbw_gbps", "busbw_gbps", "wrong", "inplace_time_us", "inplace_algbw_gbps", "inplace_busbw_gbps", "inplace_wrong", "nccl_choice", "refined", "gpus_per_thread"}
+	"time_us", "algbw_gbps", "busbw_gbps", "wrong", "inplace_time_us", "inplace_algbw_gbps", "inplace_busbw_gbps", "inplace_wrong", "nccl_choice", "refined", "gpus_per_thread", "iters"}
 
 func csvCells(r row) []string {
 	c := []string{r.op, r.algo, r.topology, strconv.Itoa(r.ranks), r.dtype, r.redop, strconv.Itoa(r.root), strconv.FormatInt(r.bytes, 10), strconv.Itoa(r.count)}
 	for _, res := range []result{r.outOfPlace, r.inPlace} {
 		c = append(c, exact(res.timeUS), exact(res.algbw), exact(res.busbw), fmtWrong(res.wrong))
 	}
-	return append(c, r.ncclChoice, strconv.FormatBool(r.refined), strconv.Itoa(r.gpusPerThread))
+	return append(c, r.ncclChoice, strconv.FormatBool(r.refined), strconv.Itoa(r.gpusPerThread), strconv.Itoa(r.iters))
 }
 
 // jsonRecord holds the DESIGN contract's JSON fields of one measured run;
@@ -444,6 +440,8 @@ type jsonRow struct {
 	// GPUsPerThread is -g N's N where more than 1: the times are held to
 	// its thread's launches (nccl.ThreadFloorUS).
 	GPUsPerThread int `json:"gpus_per_thread,omitempty"`
+	// Iters is -n where more than 1: each size's runs, timed back to back.
+	Iters int `json:"iters,omitempty"`
 	simJSON
 }
 
@@ -458,11 +456,12 @@ func jsonOf(r row) jsonRow {
 	o, i := r.outOfPlace, r.inPlace
 	return jsonRow{jsonRecord{r.op, r.algo, r.topology, r.ranks, r.dtype, r.redop, r.root, r.bytes, r.count,
 		tidy(o.timeUS), tidy(o.algbw), tidy(o.busbw), wrongPtr(o.wrong)},
-		tidy(i.timeUS), tidy(i.algbw), tidy(i.busbw), wrongPtr(i.wrong), r.ncclChoice, r.refined, gpusIfMore(r.gpusPerThread), simFields(r)}
+		tidy(i.timeUS), tidy(i.algbw), tidy(i.busbw), wrongPtr(i.wrong), r.ncclChoice, r.refined, overOne(r.gpusPerThread), overOne(r.iters), simFields(r)}
 }
 
-// gpusIfMore is n where more than one GPU a thread, else 0 (left out).
-func gpusIfMore(n int) int {
+// overOne is n where more than one (GPUs a thread, runs), else 0 (left
+// out).
+func overOne(n int) int {
 	if n > 1 {
 		return n
 	}

@@ -63,7 +63,7 @@ func (s *sweep) predict(rows []row) (err error) {
 		return err
 	}
 	exec := w.newExecutor()
-	var runner verify.Runner
+	runner := verify.Runner{Iters: s.runner.Iters} // back to back, as the real runs
 	defer func() { err = errors.Join(err, runner.Free(), exec.Close(), w.close()) }()
 	for i := range rows {
 		spec, moved := s.spec(s.sizes[i])

@@ -126,9 +126,9 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	// A fault acts on the fabric's time: -g's host floor would hide what it
 	// does (a stall under it reads as nothing) and time what never fired.
 	s.threadGPUs, s.threadFloor = 0, 0
-	// Two runs, every rank simulated (faults keep a cluster off the
-	// mirror, and the baseline is not given one).
-	est, err := s.estimate(nil, 2)
+	// Two runs of -n each, every rank simulated (faults keep a cluster
+	// off the mirror, and the baseline is not given one).
+	est, err := s.estimate(nil, 2*float64(max(s.runner.Iters, 1)))
 	if err != nil {
 		return err
 	}

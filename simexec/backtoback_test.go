@@ -1,0 +1,130 @@
+package simexec_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/nccl"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
+	"github.com/commsim/commsim/topology"
+)
+
+// TestBackToBackRunsOverlapOnlyWhereRanksIdle: nccl-tests times -n runs
+// launched back to back, each rank starting its next as soon as its own
+// last one ends. A rooted chain's root (broadcast) or leaf (reduce) is done
+// long before the chain's far end, so its next run overlaps: the mean of
+// five runs is well under one run's time. A ring all-reduce keeps every
+// rank busy to the end, so its runs follow one another and the mean is
+// one run's time. Every shortcut (a mirror, folded channels) times the
+// runs as the full simulation does, to the picosecond. A plan with switch
+// steps (NVLS, NVLSTree, CollNet) waits for every rank between runs, as
+// NCCL's barrier at the switch does, so its runs do not overlap either:
+// without the wait, CollNet's next run would start on the ranks done
+// first and contend with the last one's tail.
+func TestBackToBackRunsOverlapOnlyWhereRanksIdle(t *testing.T) {
+	for _, tc := range []struct {
+		topo    string
+		op      ops.Op
+		bytes   int
+		algo    nccl.Algo
+		overlap bool  // the mean of five runs is under one run's time
+		folded  *bool // timed on a mirror or folded cluster; nil: either
+	}{
+		{"dgx-h100x2", ops.Broadcast, 16 << 20, nccl.Ring, true, yes},
+		{"dgx-h100x2", ops.Reduce, 16 << 20, nccl.Ring, true, yes},
+		{"dgx-h100", ops.Broadcast, 2 << 20, nccl.Ring, true, yes},
+		{"dgx-h100", ops.Broadcast, 8, nccl.Ring, true, nil},
+		{"dgx-h100x2", ops.AllReduce, 16 << 20, nccl.Ring, false, yes},
+		{"dgx-h100", ops.AllReduce, 64 << 20, nccl.NVLS, false, yes},
+		{"dgx-h100x2", ops.AllReduce, 64 << 20, nccl.NVLSTree, false, nil},
+		{"dgx-h100x2", ops.AllReduce, 1 << 20, nccl.NVLSTree, false, nil},
+		{"dgx-h100", ops.ReduceScatter, 1 << 20, nccl.NVLS, false, nil},
+		{"dgx-h100", ops.AllGather, 1 << 20, nccl.NVLS, false, nil},
+		{"dgx-h100x2,rail=true,sharp=100GB/s", ops.AllReduce, 64 << 20, nccl.CollNetDirect, false, nil},
+	} {
+		topo, err := topology.Resolve(tc.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{tc.algo}, Channels: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := topo.NumGPUs()
+		plan, _, err := tuner.Plan(ops.Spec{Op: tc.op, Ranks: p, Count: tc.bytes / 4, Root: 1, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := tc.topo + " " + tc.op.String() + " " + nccl.Label(plan)
+		one, _ := runOn(t, topo, plan, false)
+		five, _ := runsOn(t, topo, plan, false, 5)
+		fast, d := runsOn(t, topo, plan, true, 5)
+		shortcut := d.MirroredRuns()+d.ThinnedRuns()+d.RotatedRuns()+d.RefinedRuns() > 0
+		if tc.folded != nil && shortcut != *tc.folded {
+			t.Errorf("%s: timed by a shortcut %v, want %v", name, shortcut, *tc.folded)
+		}
+		if fast != five {
+			t.Errorf("%s: five runs back to back %.15g s a run with shortcuts, %.15g s in full", name, fast, five)
+		}
+		switch {
+		case tc.overlap && !(five < 0.9*one):
+			t.Errorf("%s: five runs back to back %.6g µs a run, one alone %.6g µs: want them to overlap", name, five*1e6, one*1e6)
+		case !tc.overlap && math.Abs(five-one) > 1e-6*one:
+			t.Errorf("%s: five runs back to back %.6g µs a run, one alone %.6g µs: want one run's time", name, five*1e6, one*1e6)
+		}
+	}
+}
+
+var yes = func() *bool { b := true; return &b }()
+
+// TestBackToBackRunsMirrorExactly: a symmetric plan's back-to-back runs
+// timed on the cluster's mirror, by the ranks that stand for all, take the
+// full simulation's time to the picosecond, as one run does.
+func TestBackToBackRunsMirrorExactly(t *testing.T) {
+	for _, tc := range []struct {
+		topo string
+		spec ops.Spec
+	}{
+		{"switch:8", ops.Spec{Op: ops.AllReduce, Algo: "ring", Count: 1 << 16}},
+		{"cluster:2x4", ops.Spec{Op: ops.AllReduce, Algo: "rhd", Count: 1 << 16}},
+		{"dgx-h100x2", ops.Spec{Op: ops.AllGather, Algo: "ring", Count: 1 << 14}},
+		{"cluster:4x2,rail=true", ops.Spec{Op: ops.AllToAll, Algo: "pairwise", Count: 1 << 10}},
+	} {
+		topo, err := topology.Resolve(tc.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := tc.spec
+		spec.Ranks, spec.DType, spec.Redop = topo.NumGPUs(), hw.F32, hw.Sum
+		plan, err := ops.Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, _ := runsOn(t, topo, plan, false, 3)
+		fast, d := runsOn(t, topo, plan, true, 3)
+		if d.MirroredRuns() != 1 {
+			t.Errorf("%s on %s: %d mirrored runs, want 1", spec, tc.topo, d.MirroredRuns())
+		}
+		if fast != full {
+			t.Errorf("%s on %s: three runs back to back %.15g s a run on the mirror, %.15g s in full", spec, tc.topo, fast, full)
+		}
+	}
+}
+
+// TestBackToBackRefusesNoRuns: zero runs is a caller's mistake, named.
+func TestBackToBackRefusesNoRuns(t *testing.T) {
+	plan, err := ops.Compile(ops.Spec{Op: ops.Broadcast, Algo: "ring", Ranks: 8, Count: 64, DType: hw.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := world(t, "dgx-h100", sim.Config{TimingOnly: true})
+	in, out := buffers(t, c, plan, false)
+	if _, err := simexec.NewExecutor(c).RunBackToBack(plan, in, out, 0); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "0 runs") {
+		t.Errorf("0 runs: %v", err)
+	}
+}
