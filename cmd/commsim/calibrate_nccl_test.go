@@ -446,3 +446,26 @@ func predictsFittedTimes(t *testing.T, out string, extra ...string) string {
 	}
 	return cmd
 }
+
+// A broadcast timed as bench -n 5 times it (five runs back to back, which
+// overlap) fits back to its own fabric: calibrate times each size as the
+// log's -n runs, as it does with NCCL's machine and with link scales.
+func TestCalibrateTimesARootedLogsRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bcast.csv")
+	for _, algo := range []string{"nccl", "ring"} {
+		status, out, errOut := commsim("bench", "--topo", "ring:8", "--op", "broadcast", "-n", "5", "--algo", algo, "-b", "64KiB", "-e", "16MiB", "-f", "4", "--format", "csv")
+		if status != 0 || os.WriteFile(path, []byte(out), 0o644) != nil {
+			t.Fatalf("bench --algo %s: status %d: %s", algo, status, errOut)
+		}
+		status, out, errOut = commsim("calibrate", "--log", path, "--topo", "ring:8", "--algo", algo, "--format", "json")
+		var rep calReport
+		if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.MaxRelError > 1e-6 {
+			t.Errorf("--algo %s: status %d, %v, max error %v: %s%s", algo, status, err, rep.MaxRelError, out, errOut)
+		}
+		// Two scales fit one run's times to five's within 0.01% (3.18 ×
+		// the bandwidth): the fabric's own are 1.
+		if algo == "ring" && (math.Abs(rep.LatencyScale-1) > 1e-6 || math.Abs(rep.BWScale-1) > 1e-6) {
+			t.Errorf("--algo ring: fitted latency ×%v, bandwidth ×%v, want 1", rep.LatencyScale, rep.BWScale)
+		}
+	}
+}
