@@ -126,7 +126,7 @@ var (
 	rankRE    = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s`)
 	startRE   = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
 	threadsRE = regexp.MustCompile(`\bnThread\s+\d+\s+nGpus\s+(\d+)\b`)
-	itersRE   = regexp.MustCompile(`\bwarmup iters:\s*\d+\s+iters:\s*(\d+)\b`)
+	itersRE   = regexp.MustCompile(`\bwarmup iters:\s*\d+\s+iters:\s*(\d+)\b(?:\s+agg iters:\s*(\d+)\b)?`)
 	perfRE    = regexp.MustCompile(`^(\w+)_perf`) // a test's program name
 	// NCCL's own lines: its debug output, and the version line
 	// NCCL_DEBUG=VERSION prints.
@@ -166,17 +166,47 @@ func (l *Log) DType() (hw.DType, bool) { return dtypeOf(l.Type) }
 // defaultIters is nccl-tests' -n where a log does not state its own.
 const defaultIters = 20
 
+// itersTimes is the runs nccl-tests timed back to back for each size: -n
+// (iters) times -m (agg iters: that many collectives a run, in a group),
+// 0 where they do not read as counts above 0.
+func itersTimes(iters, agg string) int {
+	n, err := strconv.Atoi(iters)
+	m, errAgg := strconv.Atoi(cmp.Or(agg, "1"))
+	if err != nil || errAgg != nil || n < 1 || m < 1 || n > math.MaxInt32/m {
+		return 0
+	}
+	return n * m
+}
+
+// RunsOverlap reports whether nccl-tests' back-to-back runs of op overlap
+// on real machines, so that a prediction of their mean must simulate them.
+// A rooted collective's do (broadcast, reduce, gather): the root starts
+// its next run while the last still flows down the chain. A published
+// H800 broadcast (8 GPUs, -n 100) measures 43-45 µs at 1-4 MiB, where a
+// hundred runs back to back on dgx-h100 with the H800's NVLink predict
+// 35-46 and one alone 93-277.
+//
+// The others' runs follow one another in the simulator, three of NCCL's
+// plans back to back taking three times one within 3.4% (ring, tree, PAT,
+// NVLS, NVLSTree, CollNet and all-to-all; 431 plans on 15 fabrics, 8 B to
+// 16 MiB, most exactly), but for sendrecv across nodes, whose ranks fed
+// over NVLink run ahead of those fed over the network: 15-32% faster back
+// to back on dgx-h100x2 from 4 KiB to 1 MiB. The one published multi-node
+// sendrecv with such sizes (2 × 8 B200, held out) does not show it: one
+// run alone predicts its 32-512 KiB within 20%, twenty back to back
+// 29-43% fast. Something each run pays across the network, which the
+// model lacks, holds the runs apart there; a sendrecv log is predicted as
+// one run alone. (commsim's own algorithms on uneven fabrics depart
+// further: direct all-reduce on 2 × 8 GPUs 34% slower back to back,
+// dbtree 5% faster.)
+func RunsOverlap(op ops.Op) bool { return op.Rooted() }
+
 // TimedRuns is how many runs of op a simulation times back to back
-// (verify.Runner.Iters) to predict the log's times. For a rooted
-// collective (broadcast, reduce, gather) it is the log's -n (nccl-tests'
-// default, 20, where the log does not say): the root starts its next run
-// while the last still flows down the chain, so on dgx-h100 a 16 MiB
-// broadcast takes 67 µs a run of twenty, 289 µs alone. For the others it
-// is one: every rank works to a run's end, so each run follows the last,
-// and back to back they agree with one run within 2% (NVLSTree at 16 MiB
-// on dgx-h100x4, the most measured) at a twentieth of the cost.
+// (verify.Runner.Iters) to predict the log's times: the log's (its -n
+// times -m; nccl-tests' default, 20, where the log does not say) where
+// the runs overlap (RunsOverlap), else one, at a twentieth of the cost.
 func (l *Log) TimedRuns(op ops.Op) int {
-	if !op.Rooted() {
+	if !RunsOverlap(op) {
 		return 1
 	}
 	return cmp.Or(l.Iters, defaultIters)
@@ -409,6 +439,9 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (r row, msg string) {
 		l.Ranks = n
 	}
 	if n, err := strconv.Atoi(get("iters")); err == nil && n > 0 {
+		if l.Iters != 0 && n != l.Iters {
+			return r, fmt.Sprintf("%d runs a size after %d: give one run per log", n, l.Iters)
+		}
 		l.Iters = n // commsim bench's CSV: its -n
 	}
 	if n, err := strconv.Atoi(get("gpus")); err == nil && n > 0 {
@@ -539,9 +572,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				}
 			}
 			if m := itersRE.FindStringSubmatch(t); m != nil {
-				if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
-					lg.Iters = n
-				}
+				lg.Iters = itersTimes(m[1], m[2])
 			}
 			if m := rankRE.FindStringSubmatch(t); m != nil {
 				// The highest rank counts them: a log may quote only
@@ -574,6 +605,10 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				msg = fmt.Sprintf("not CSV (%v)", err)
 			case cols == nil:
 				cols, width = csvColumns(rec), len(rec)
+				_, commsims := cols["gpus"]
+				if _, iters := cols["iters"]; commsims && !iters {
+					lg.Iters = 1 // commsim's CSV before it had the column: one run a size
+				}
 				if _, ok := cols["time"]; !ok {
 					msg = "CSV header has no time column (time(us), time or time_us)"
 				} else {

@@ -233,21 +233,54 @@ func TestParseLogReadsGPUsPerThreadAndIters(t *testing.T) {
 	}
 }
 
-// A rooted collective is simulated as many runs back to back as the log
-// timed (nccl-tests' default 20 where it does not say), since its runs
-// overlap; the others once.
-func TestTimedRunsOverlapOnlyRootedCollectives(t *testing.T) {
+// A collective whose back-to-back runs overlap (the rooted ones) is
+// simulated as many runs back to back as the log timed (-n times -m;
+// nccl-tests' default 20 where it does not say); the others once.
+func TestTimedRunsWhereRunsOverlap(t *testing.T) {
 	for _, tc := range []struct {
 		iters int
 		op    ops.Op
 		want  int
 	}{
-		{100, ops.Broadcast, 100}, {100, ops.Reduce, 100}, {7, ops.Gather, 7}, {0, ops.Broadcast, 20},
-		{100, ops.AllReduce, 1}, {0, ops.AllGather, 1}, {20, ops.SendRecv, 1}, {20, ops.AllToAll, 1},
+		{100, ops.Broadcast, 100}, {100, ops.Reduce, 100}, {7, ops.Gather, 7}, {0, ops.Broadcast, 20}, {20, ops.SendRecv, 1},
+		{100, ops.AllReduce, 1}, {0, ops.AllGather, 1}, {20, ops.AllToAll, 1}, {20, ops.ReduceScatter, 1},
 	} {
 		if got := (&Log{Iters: tc.iters}).TimedRuns(tc.op); got != tc.want {
 			t.Errorf("%s, -n %d: %d runs, want %d", tc.op, tc.iters, got, tc.want)
 		}
+	}
+}
+
+// The runs a log timed: the header's iters times its agg iters (or the
+// JSON config's iterations times aggregated_iterations); a commsim CSV
+// says them in its iters column, and one written before it had the
+// column timed one run a size. A CSV whose rows disagree is refused.
+func TestParseLogReadsItersTimesAggIters(t *testing.T) {
+	row := "  1024  256  float  none  0  10.00  0.10  0.10  N/A  10.50  0.10  0.10  N/A\n"
+	csvHead := "op,algo,topology,ranks,dtype,redop,root,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong,inplace_time_us,inplace_algbw_gbps,inplace_busbw_gbps,inplace_wrong,nccl_choice,refined,gpus_per_thread"
+	csvRow := "broadcast,ring,ring:8,8,f32,none,0,65536,16384,11.58752,5.65574,5.65574,N/A,11.58752,5.65574,5.65574,N/A,,false,1"
+	for _, tc := range []struct {
+		name, text string
+		iters      int
+	}{
+		{"-n 5 -m 4", "# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 5 agg iters: 4 validation: 1 graph: 0\n" + row, 20},
+		{"-n 100, no agg", "# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 100 validation: 1\n" + row, 100},
+		{"json -m 3", strings.Replace(ncclTestsJSON(jsonRecord1K), `"aggregated_iterations": 1`, `"aggregated_iterations": 3`, 1), 60},
+		{"commsim csv before iters", csvHead + "\n" + csvRow + "\n", 1},
+		{"commsim csv -n 5", csvHead + ",iters\n" + csvRow + ",5\n", 5},
+		{"other csv", "size,time\n65536,11.5\n", 0},
+	} {
+		lg, err := ParseLog("x", []byte(tc.text))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if lg.Iters != tc.iters {
+			t.Errorf("%s: %d runs, want %d", tc.name, lg.Iters, tc.iters)
+		}
+	}
+	mixed := csvHead + ",iters\n" + csvRow + ",5\n" + strings.Replace(csvRow, "65536,16384", "131072,32768", 1) + ",20\n"
+	if _, err := ParseLog("mixed.csv", []byte(mixed)); err == nil || !strings.Contains(err.Error(), "20 runs a size after 5") {
+		t.Errorf("rows of 5 and 20 runs: %v", err)
 	}
 }
 

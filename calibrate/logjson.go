@@ -70,7 +70,7 @@ func parseJSONLog(name string, data []byte, lg *Log) error {
 	if r.code > 0 {
 		lg.NCCLVersion = versionOfCode(r.code)
 	}
-	lg.Iters = max(c.Iters, 0)
+	lg.Iters = itersTimes(strconv.Itoa(c.Iters), strconv.Itoa(max(c.Agg, 1)))
 	// Each process's threads drive its GPUs.
 	if len(c.Devices) == 0 {
 		return nil
@@ -102,6 +102,7 @@ type jsonReader struct {
 		GPUs    int               `json:"ngpus"`
 		Threads int               `json:"nthreads"`
 		Iters   int               `json:"iterations"`
+		Agg     int               `json:"aggregated_iterations"`
 		Devices []json.RawMessage `json:"devices"` // a line per process
 	}
 }

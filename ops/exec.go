@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -118,8 +119,11 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 		if err := e.runNative(plan, in, out, runs); err != nil {
 			return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 		}
-	} else if err := e.enqueueRuns(plan, in, out, runs); err != nil {
-		return 0, err
+	} else {
+		var err error
+		if starts, ends, err = e.EnqueueBackToBack(plan, in, out, runs); err != nil {
+			return 0, err
+		}
 	}
 	var failed []rankError
 	var followers []int // ranks that failed only because a peer had
@@ -185,37 +189,35 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 	return longest / float64(runs), nil
 }
 
-// enqueueRuns enqueues runs of plan on every rank, one after another on
-// each rank's streams, the first run's start on starts[r] and the last
-// one's end on ends[r]. A plan with switch steps starts each run after
-// every rank's last one.
-func (e *Executor) enqueueRuns(plan *Plan, in, out []hw.Slice, runs int) error {
-	var after []hw.Event
+// EnqueueBackToBack puts runs of plan on ranks 0..len(in)-1 (all of the
+// plan's, or the first few where a driver times a plan on the ranks that
+// stand for all), rank r reading in[r] and writing out[r], one run after
+// another on each rank's streams as RunBackToBack times them, and returns
+// each rank's events recorded at its first run's start and its last run's
+// end. A plan with switch steps starts each run after every one of those
+// ranks' last. Wait (Synchronize) before reading the events.
+func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (starts, ends []hw.Event, err error) {
+	if len(in) != len(out) || runs < 1 {
+		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d runs", hw.ErrBadArgument, len(in), len(out), runs)
+	}
+	starts, ends = make([]hw.Event, len(in)), make([]hw.Event, len(in))
 	for k := range runs {
-		run := &runBuffers{plan: plan, in: in, out: out}
-		ends := make([]hw.Event, plan.Ranks)
-		for r := range plan.Ranks {
-			start, end := e.starts[r], e.ends[r]
-			var err error
-			if k > 0 {
-				start, err = e.devs[r].NewEvent()
-			}
-			if k < runs-1 && err == nil {
-				end, err = e.devs[r].NewEvent()
-			}
-			if err == nil {
-				err = e.enqueue(plan, r, in[r], out[r], run, start, end, after)
-			}
+		var after []hw.Event
+		if k > 0 && plan.UsesSwitch() {
+			after = slices.Clone(ends)
+		}
+		for r := range in {
+			start, end, err := e.EnqueueTimed(plan, r, in[r], out[r], after...)
 			if err != nil {
-				return fmt.Errorf("ops: run %v: rank %d: %w", plan.Spec, r, err)
+				return nil, nil, err
+			}
+			if k == 0 {
+				starts[r] = start
 			}
 			ends[r] = end
 		}
-		if plan.UsesSwitch() {
-			after = ends
-		}
 	}
-	return nil
+	return starts, ends, nil
 }
 
 func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {

@@ -18,7 +18,9 @@ import (
 // launched back to back, each rank starting its next as soon as its own
 // last one ends. A rooted chain's root (broadcast) or leaf (reduce) is done
 // long before the chain's far end, so its next run overlaps: the mean of
-// five runs is well under one run's time. A ring all-reduce keeps every
+// five runs is well under one run's time. So do sendrecv's across two
+// nodes: the ranks fed over NVLink run ahead of those fed over the
+// network. A ring all-reduce keeps every
 // rank busy to the end, so its runs follow one another and the mean is
 // one run's time. Every shortcut (a mirror, folded channels) times the
 // runs as the full simulation does, to the picosecond. A plan with switch
@@ -39,6 +41,7 @@ func TestBackToBackRunsOverlapOnlyWhereRanksIdle(t *testing.T) {
 		{"dgx-h100x2", ops.Reduce, 16 << 20, nccl.Ring, true, yes},
 		{"dgx-h100", ops.Broadcast, 2 << 20, nccl.Ring, true, yes},
 		{"dgx-h100", ops.Broadcast, 8, nccl.Ring, true, nil},
+		{"dgx-h100x2", ops.SendRecv, 64 << 10, nccl.P2P, true, nil},
 		{"dgx-h100x2", ops.AllReduce, 16 << 20, nccl.Ring, false, yes},
 		{"dgx-h100", ops.AllReduce, 64 << 20, nccl.NVLS, false, yes},
 		{"dgx-h100x2", ops.AllReduce, 64 << 20, nccl.NVLSTree, false, nil},
@@ -51,7 +54,11 @@ func TestBackToBackRunsOverlapOnlyWhereRanksIdle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{tc.algo}, Channels: 16})
+		opts := nccl.Options{Algos: []nccl.Algo{tc.algo}, Channels: 16}
+		if tc.algo == nccl.P2P {
+			opts = nccl.Options{} // point-to-point, which NCCL_ALGO does not name
+		}
+		tuner, err := nccl.NewTuner(topo, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package simexec
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
@@ -162,7 +161,7 @@ func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks, runs int) (seconds flo
 		}
 	}()
 	w := exec.World()
-	pairs := make([][2]hw.Slice, ranks)
+	in, out := make([]hw.Slice, ranks), make([]hw.Slice, ranks)
 	for r := range ranks {
 		dev, err := w.Device(r)
 		if err != nil {
@@ -174,25 +173,12 @@ func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks, runs int) (seconds flo
 				return 0, err
 			}
 			bufs = append(bufs, b)
-			pairs[r][i] = hw.Whole(b)
+			[2][]hw.Slice{in, out}[i][r] = hw.Whole(b)
 		}
 	}
-	starts, ends := make([]hw.Event, ranks), make([]hw.Event, ranks)
-	for k := range runs {
-		var after []hw.Event
-		if plan.UsesSwitch() && k > 0 {
-			after = slices.Clone(ends)
-		}
-		for r := range ranks {
-			start, end, err := exec.EnqueueTimed(plan, r, pairs[r][0], pairs[r][1], after...)
-			if err != nil {
-				return 0, err
-			}
-			if k == 0 {
-				starts[r] = start
-			}
-			ends[r] = end
-		}
+	starts, ends, err := exec.EnqueueBackToBack(plan, in, out, runs)
+	if err != nil {
+		return 0, err
 	}
 	for r := range ranks {
 		if err := exec.Synchronize(r); err != nil {

@@ -151,8 +151,11 @@ func (r *Runner) time(launch func(runs int) (float64, error)) (float64, error) {
 			return 0, err
 		}
 	}
-	return launch(max(r.Iters, 1))
+	return launch(r.Runs())
 }
+
+// Runs is how many runs back to back a launch times: Iters, at least one.
+func (r *Runner) Runs() int { return max(r.Iters, 1) }
 
 // layout returns rank's input and output slices of plan on dev: the
 // device's two buffers out of place, or its first one in place, split as

@@ -102,7 +102,8 @@ type sweep struct {
 	// part is not NCCL's.
 	threadGPUs  int
 	threadFloor float64
-	itersGiven  bool           // -n was given: see noteLoneRuns
+	itersGiven  bool           // -n or -m was given: see noteLoneRuns
+	aggIters    int            // -m: runner.Iters is -n times it
 	plot        string         // bench --plot
 	jsonOut     string         // bench -J: nccl-tests' JSON report (nccljson.go)
 	backend     *backendPlan   // where the ranks live
@@ -169,7 +170,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if err := f.ncclTestFlags.validate(f.backend); err != nil {
 		return nil, err
 	}
-	s.itersGiven = f.given("iters")
+	s.itersGiven = f.given("iters") || f.given("agg_iters")
 	// On sim a time does not depend on the data: data moves only when
 	// --check judges it or --data asks for it.
 	s.timingOnly = f.backend == "sim" && !s.check && !f.data
@@ -228,7 +229,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	if g := max(f.ngpus, f.threadGPUs); s.backend.name == "sim" && g > 1 {
 		s.threadGPUs, s.threadFloor = g, nccl.ThreadFloorUS(g)*1e-6
 	}
-	s.runner.Iters = f.iters
+	s.runner.Iters, s.aggIters = f.iters*f.aggIters, f.aggIters
 	if s.backend.name != "sim" {
 		s.runner.Warmup = f.warmup // a simulation has nothing to warm
 	}
@@ -616,7 +617,7 @@ func (s *sweep) measureBoth(w *openedWorld, exec *ops.Executor, bytes int64) (ro
 func (s *sweep) newRow(plan *ops.Plan, moved int64) row {
 	r := row{op: s.op.String(), algo: nccl.Label(plan), topology: s.topoName, dtype: s.dtype.String(), redop: s.redop.String(),
 		ranks: plan.Ranks, root: s.root, bytes: moved, count: plan.Count, // a rank's elements, as nccl-tests counts them
-		gpusPerThread: s.gpusPerThread(), iters: max(s.runner.Iters, 1)}
+		gpusPerThread: s.gpusPerThread(), iters: s.runner.Runs()}
 	if s.algo == algoNCCL {
 		if c, err := s.tuner.Choose(plan.Spec); err == nil && c.NCCL != c.Estimate {
 			r.ncclChoice = c.NCCL.String()

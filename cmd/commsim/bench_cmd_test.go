@@ -42,6 +42,8 @@ func TestBenchBadInputExits2(t *testing.T) {
 		"-g 0":              {"-g", "0"},
 		"-g past the topo":  {"-g", "5"},
 		"-n 0":              {"-n", "0"},
+		"-m 0":              {"-m", "0"},
+		"-n × -m too many":  {"-n", "100000", "-m", "100000"},
 		"-w -1":             {"-w", "-1"},
 		"-t 2":              {"-t", "2"},
 		"-c 2":              {"-c", "2"},

@@ -339,7 +339,7 @@ func (c *comparison) checkDuration(w *openedWorld, stderr io.Writer) error {
 	for i, algo := range c.algos {
 		s := *c.s
 		s.algo, s.nodeRanks = algo, c.nodeRanks[i]
-		est, err := s.estimate(w, float64(max(s.runner.Iters, 1)))
+		est, err := s.estimate(w, float64(s.runner.Runs()))
 		if err != nil {
 			return err
 		}
@@ -490,7 +490,7 @@ func (c *comparison) writeCSV(w io.Writer, rows []cmpRow) error {
 		}
 		out = append(out, []string{r.Op, r.Algo, r.Topology, strconv.Itoa(r.Ranks), r.DType, r.Redop,
 			strconv.Itoa(r.Root), strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.Count),
-			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best), strconv.FormatBool(r.Refined), strconv.Itoa(c.s.gpusPerThread()), strconv.Itoa(max(c.s.runner.Iters, 1))})
+			exact(r.TimeUS), exact(r.AlgBW), exact(r.BusBW), wrong, strconv.FormatBool(r.Best), strconv.FormatBool(r.Refined), strconv.Itoa(c.s.gpusPerThread()), strconv.Itoa(c.s.runner.Runs())})
 	}
 	return writeCSVRows(w, out)
 }

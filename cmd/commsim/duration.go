@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/topology"
@@ -39,9 +40,9 @@ const (
 
 // checkDuration estimates the sweep's host time and refuses it, with the
 // figures, if it would take over an hour, or says it on stderr (when not
-// nil) if it would take over two minutes. A size runs -n times once where
-// the in-place run is the out-of-place one (the simulator, timing only,
-// untraced), else twice. w, when not nil, tells which plans it would time
+// nil) if it would take over two minutes. A size's runs (-n × -m, back to
+// back) run once where the in-place run is the out-of-place one (the
+// simulator, timing only, untraced), else twice. w, when not nil, tells which plans it would time
 // on a mirror.
 func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
 	s.noteLoneRuns(stderr)
@@ -49,7 +50,13 @@ func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
 	if s.runsOnce(w) {
 		runs = 1
 	}
-	runs *= float64(max(s.runner.Iters, 1))
+	// -n × -m runs back to back, and with data one more on fresh inputs
+	// for the outputs (verify.Runner).
+	timed := s.runner.Runs()
+	if !s.timingOnly && timed > 1 {
+		timed++
+	}
+	runs *= float64(timed)
 	est, err := s.estimate(w, runs)
 	if err != nil {
 		return err
@@ -57,12 +64,13 @@ func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
 	return est.judge(stderr, "sweep")
 }
 
-// noteLoneRuns says on stderr, when not nil, that a rooted collective's
-// sweep times each size as one run alone unless -n says otherwise, where
-// nccl-tests' figures, twenty runs back to back by default, overlap.
+// noteLoneRuns says on stderr, when not nil, that a sweep of a collective
+// whose back-to-back runs overlap (calibrate.RunsOverlap) times each size
+// as one run alone unless -n says otherwise, where nccl-tests' figures,
+// twenty runs back to back by default, overlap.
 func (s *sweep) noteLoneRuns(stderr io.Writer) {
-	if stderr != nil && s.op.Rooted() && !s.itersGiven {
-		fmt.Fprintf(stderr, "commsim: note: %s: each size is timed as one run alone; nccl-tests times -n runs back to back (20 by default), which overlap down a rooted chain: give -n 20 to time them so\n", s.op)
+	if stderr != nil && calibrate.RunsOverlap(s.op) && !s.itersGiven {
+		fmt.Fprintf(stderr, "commsim: note: %s: each size is timed as one run alone; nccl-tests times -n runs back to back (20 by default), which overlap for %s: give -n 20 to time them so\n", s.op, s.op)
 	}
 }
 
@@ -121,7 +129,7 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 	}
 	cut = append(cut, "ranks (-g)")
 	if s.runner.Iters > 1 {
-		cut = append(cut, "runs (-n)")
+		cut = append(cut, "runs (-n, -m)")
 	}
 	if !s.timingOnly {
 		est += runs * float64(len(s.sizes)) * float64(moved) * float64(plan.Ranks) / dataBytesPerSec

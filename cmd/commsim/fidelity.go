@@ -537,11 +537,11 @@ func (r *fidReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(w, "# %s; a size held there is host-bound\n", threadFloorNote(r.GPUsPerThread, r.ThreadFloorUS))
 	}
 	if r.Runs > 1 {
-		said := "as the log's -n says"
+		said := "the log's -n × -m"
 		if r.parsed.Iters == 0 {
 			said = "nccl-tests' default -n, the log stating none"
 		}
-		fmt.Fprintf(w, "# each size simulated as %d runs back to back (%s), whose mean nccl-tests reports: a rooted collective's runs overlap\n", r.Runs, said)
+		fmt.Fprintf(w, "# each size simulated as %d runs back to back (%s), whose mean nccl-tests reports: a %s's runs overlap\n", r.Runs, said, r.Op)
 	}
 	if c := r.CostTable; c != nil && c.Cells > 0 {
 		fmt.Fprintf(w, "# NCCL's cost table in the log: %d of the %d latencies both sides price agree with commsim's model of it, %d of the %d bandwidths either side's tuner may pick (commsim tuning --log shows each cell)\n",

@@ -287,24 +287,36 @@ func TestFidelityReadsBenchGPUsPerThreadBack(t *testing.T) {
 	}
 }
 
-// What bench -n 5 writes of a broadcast, as its table or its CSV,
-// fidelity reads back to an error of 0: both time five runs back to back,
-// and say so.
+// What bench -n 5 writes of a broadcast, and -n 5 -m 4 of a reduce, as
+// its table or its CSV, fidelity reads back to an error of 0: both time
+// the same runs back to back, and say so.
 func TestFidelityReadsBenchItersBack(t *testing.T) {
-	for _, format := range []string{"text", "csv"} {
-		path := filepath.Join(t.TempDir(), "n5."+format)
-		status, out, errOut := commsim("bench", "--topo", "ring:8", "--op", "broadcast", "-n", "5", "--algo", "ring", "-b", "64KiB", "-e", "4MiB", "-f", "8", "--format", format)
-		if status != 0 || os.WriteFile(path, []byte(out), 0o644) != nil {
-			t.Fatalf("bench %s: status %d: %s", format, status, errOut)
-		}
-		status, out, errOut = commsim("fidelity", "--log", path, "--topo", "ring:8", "--algo", "ring", "--format", "json")
-		var rep fidReport
-		if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Max > 1e-3 || rep.Runs != 5 {
-			t.Errorf("%s: status %d, %v, max error %v, %d runs: %s%s", format, status, err, rep.Max, rep.Runs, out, errOut)
-		}
-		_, table, _ := commsim("fidelity", "--log", path, "--topo", "ring:8", "--algo", "ring")
-		if !strings.Contains(table, "# each size simulated as 5 runs back to back (as the log's -n says)") {
-			t.Errorf("%s: the table does not say the runs:\n%s", format, table)
+	for _, tc := range []struct {
+		topo, op string
+		runs     []string
+		want     int
+	}{
+		{"ring:8", "broadcast", []string{"-n", "5", "--algo", "ring"}, 5},
+		{"dgx-h100x2", "reduce", []string{"-n", "5", "-m", "4", "--algo", "nccl"}, 20},
+	} {
+		for _, format := range []string{"text", "csv"} {
+			name := tc.op + "." + format
+			path := filepath.Join(t.TempDir(), name)
+			args := append([]string{"bench", "--topo", tc.topo, "--op", tc.op, "-b", "64KiB", "-e", "4MiB", "-f", "8", "--format", format}, tc.runs...)
+			status, out, errOut := commsim(args...)
+			if status != 0 || os.WriteFile(path, []byte(out), 0o644) != nil {
+				t.Fatalf("bench %s: status %d: %s", name, status, errOut)
+			}
+			algo := tc.runs[len(tc.runs)-1]
+			status, out, errOut = commsim("fidelity", "--log", path, "--topo", tc.topo, "--algo", algo, "--format", "json")
+			var rep fidReport
+			if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Max > 1e-3 || rep.Runs != tc.want {
+				t.Errorf("%s: status %d, %v, max error %v, %d runs: %s%s", name, status, err, rep.Max, rep.Runs, out, errOut)
+			}
+			_, table, _ := commsim("fidelity", "--log", path, "--topo", tc.topo, "--algo", algo)
+			if !strings.Contains(table, fmt.Sprintf("# each size simulated as %d runs back to back (the log's -n × -m)", tc.want)) {
+				t.Errorf("%s: the table does not say the runs:\n%s", name, table)
+			}
 		}
 	}
 }

@@ -52,6 +52,7 @@ type ncclTestFlags struct {
 	ngpus         int // -g: GPUs (on sim, the first of the topology's)
 	threadGPUs    int // --thread-gpus: on sim, each thread's GPUs in a job of several processes
 	iters, warmup int // -n, -w: timed runs (back to back) and warm-up runs
+	aggIters      int // -m: collectives a timed run launches, back to back too
 	threads       int // -t: commsim runs 1
 	// ignored are the values of ignoredNCCLFlags, by long name.
 	ignored map[string]*int
@@ -74,8 +75,7 @@ type ignoredNCCLFlag struct {
 const never = math.MinInt
 
 var ignoredNCCLFlags = []ignoredNCCLFlag{
-	{"cudagraph", "G", 0, 0, "commsim does not capture CUDA graphs: each run is launched directly"},
-	{"agg_iters", "m", 1, 1, "commsim launches one collective per timed run"},
+	{"cudagraph", "G", 0, 0, "commsim does not capture CUDA graphs: each run is launched directly, -n × -m of them back to back (nccl-tests' -G N launches its graph of them N times: give -n N times as many for as many runs)"},
 	{"average", "a", 1, 3, "commsim reports the slowest rank's time (nccl-tests' -a 3), the only one a simulated or multi-process run has"},
 	{"blocking", "z", 0, never, "commsim's runs always wait for the collective to finish"},
 	{"parallel_init", "p", 0, 0, "commsim sets its ranks up in one process (or one per rank with --nranks)"},
@@ -98,6 +98,7 @@ func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
 	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "GPUs, as nccl-tests' -g: on sim the first N GPUs of --topo (default all), driven by one thread, whose launches set a floor under every size from 2 GPUs on (nccl.ThreadFloorUS); on cuda and metal the ranks of this process (as --ranks)")
 	fl.IntVar(&f.threadGPUs, "thread-gpus", 0, "on sim, the GPUs each thread drives in a job of several processes, as nccl-tests' -g under mpirun -np 2 on dgx-h100x2 (8): every rank of --topo runs, and each size takes at least N launches of host time (nccl.ThreadFloorUS)")
 	fl.IntVarP(&f.iters, "iters", "n", 1, "timed runs per size, launched back to back and averaged, as nccl-tests' -n (its default is 20): a rooted collective's runs (broadcast, reduce, gather) overlap, so their mean is less than one run's time; on sim every run is simulated")
+	fl.IntVarP(&f.aggIters, "agg_iters", "m", 1, "collectives each timed run launches in a group, as nccl-tests' -m: each size is timed as -n × -m collectives back to back, their mean the time")
 	fl.IntVarP(&f.warmup, "warmup_iters", "w", 0, "untimed runs before the timed ones on real backends (nccl-tests' -w); on sim there is nothing to warm up")
 	fl.IntVarP(&f.threads, "nthreads", "t", 1, "nccl-tests' threads per process: commsim runs 1 (ask for GPUs with -g, processes with --nranks)")
 	f.ignored = map[string]*int{}
@@ -130,6 +131,10 @@ func (f *ncclTestFlags) validate(backend string) error {
 		return usagef("--thread-gpus is for the simulator; on %s the run's threads are its own (-g, --ranks)", backend)
 	case f.given("iters") && f.iters < 1:
 		return usagef("-n %d: want 1 or more timed runs", f.iters)
+	case f.given("agg_iters") && f.aggIters < 1:
+		return usagef("-m %d: want 1 or more collectives a run", f.aggIters)
+	case f.iters > math.MaxInt32/max(f.aggIters, 1):
+		return usagef("-n %d × -m %d: over %d collectives a size", f.iters, f.aggIters, math.MaxInt32)
 	case f.warmup < 0:
 		return usagef("-w %d: want 0 or more warm-up runs", f.warmup)
 	case f.given("nthreads") && f.threads != 1:

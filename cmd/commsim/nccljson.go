@@ -99,13 +99,13 @@ type ncclTiming struct {
 func (s *sweep) ncclReportOf(rows []row) ncclReport {
 	r := ncclReport{Version: 3, Args: os.Args, Env: s.ncclEnv()}
 	r.NCCLVersion = s.ncclVersionCode()
-	iters, warmup := s.runsPerSize()
+	iters, agg, warmup := s.runsPerSize()
 	factor := s.factor
 	if s.stepBytes > 0 {
 		factor = 0 // a linear sweep's config has step_bytes instead
 	}
 	r.Config = ncclConfig{Threads: 1, GPUs: s.gpusPerThread(), MinBytes: s.minBytes(), MaxBytes: s.maxBytes, StepFactor: factor, StepBytes: s.stepBytes,
-		Warmup: warmup, Iters: iters, AggIters: 1, Validation: map[bool]int{true: 1}[s.check]}
+		Warmup: warmup, Iters: iters, AggIters: agg, Validation: map[bool]int{true: 1}[s.check]}
 	backend, _ := s.backend.describe(s.timingOnly)
 	if m := s.backend.multi; m != nil {
 		// One line per process, of one GPU each; only this one's is known.

@@ -209,10 +209,12 @@ func ncclTime(us float64) string {
 	return fmt.Sprintf("%7.2f", us)
 }
 
-// runsPerSize are the timed and the warm-up runs of each size, as
-// nccl-tests' header and report state them (none warm up on sim).
-func (s *sweep) runsPerSize() (iters, warmup int) {
-	return max(s.runner.Iters, 1), s.runner.Warmup
+// runsPerSize are the timed runs of each size, the collectives each
+// launches and the warm-up runs, as nccl-tests' header and report state
+// them (-n, -m, -w; none warm up on sim).
+func (s *sweep) runsPerSize() (iters, agg, warmup int) {
+	agg = max(s.aggIters, 1)
+	return max(s.runner.Iters/agg, 1), agg, s.runner.Warmup
 }
 
 // minBytes is the sweep's first size (0 for none).
@@ -227,7 +229,7 @@ func (s *sweep) minBytes() int64 {
 // description of the run, and the column heads, with the algorithm last.
 func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 	backend, _ := s.backend.describe(s.timingOnly)
-	iters, warmup := s.runsPerSize()
+	iters, agg, warmup := s.runsPerSize()
 	lo, hi := s.minBytes(), s.maxBytes
 	if test, ok := ncclTestNames[s.op.String()]; ok {
 		// What nccl-tests' readers (calibrate, fidelity) learn the op from.
@@ -237,8 +239,8 @@ func writeTextHeader(w io.Writer, s *sweep, rows []row) error {
 	if s.stepBytes > 0 {
 		step = fmt.Sprintf("%d(bytes)", s.stepBytes)
 	}
-	fmt.Fprintf(w, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n",
-		s.gpusPerThread(), lo, hi, step, warmup, iters, map[bool]int{true: 1, false: 0}[s.check])
+	fmt.Fprintf(w, "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: %d validation: %d graph: 0\n",
+		s.gpusPerThread(), lo, hi, step, warmup, iters, agg, map[bool]int{true: 1, false: 0}[s.check])
 	fmt.Fprintln(w, "#")
 	fmt.Fprintf(w, "# commsim bench: %s on %s (%s), backend %s, algorithm %s\n", s.op, s.topoName, rankCount(s.topo.NumGPUs()), backend, s.algo)
 	writeAlgoNote(w, s)

@@ -128,7 +128,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	s.threadGPUs, s.threadFloor = 0, 0
 	// Two runs of -n each, every rank simulated (faults keep a cluster
 	// off the mirror, and the baseline is not given one).
-	est, err := s.estimate(nil, 2*float64(max(s.runner.Iters, 1)))
+	est, err := s.estimate(nil, 2*float64(s.runner.Runs()))
 	if err != nil {
 		return err
 	}
