@@ -80,7 +80,8 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 // ends (a ring, a tree of all-reduce), runs follow one another and the
 // mean is Run's time. A rooted chain (broadcast, reduce) overlaps them:
 // its root starts the next run while the last one still flows down the
-// chain. A plan with switch steps waits for every rank's last run, as
+// chain; so, across nodes, do sendrecv's, whose ranks fed over NVLink run
+// ahead of those fed over the network. A plan with switch steps waits for every rank's last run, as
 // NCCL's NVLS kernels do at the switch barrier (see UsesSwitch).
 //
 // Every run uses the same buffers, so an in-place run reduces what the run

@@ -161,19 +161,25 @@ func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks, runs int) (seconds flo
 		}
 	}()
 	w := exec.World()
+	alloc := func(dev hw.Device, n int) (hw.Slice, error) {
+		b, err := dev.Alloc(plan.DType, n)
+		if err != nil {
+			return hw.Slice{}, err
+		}
+		bufs = append(bufs, b)
+		return hw.Whole(b), nil
+	}
 	in, out := make([]hw.Slice, ranks), make([]hw.Slice, ranks)
 	for r := range ranks {
 		dev, err := w.Device(r)
 		if err != nil {
 			return 0, err
 		}
-		for i, n := range [2]int{plan.InLen, plan.OutLen} {
-			b, err := dev.Alloc(plan.DType, n)
-			if err != nil {
-				return 0, err
-			}
-			bufs = append(bufs, b)
-			[2][]hw.Slice{in, out}[i][r] = hw.Whole(b)
+		if in[r], err = alloc(dev, plan.InLen); err != nil {
+			return 0, err
+		}
+		if out[r], err = alloc(dev, plan.OutLen); err != nil {
+			return 0, err
 		}
 	}
 	starts, ends, err := exec.EnqueueBackToBack(plan, in, out, runs)

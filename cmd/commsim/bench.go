@@ -370,7 +370,7 @@ type row struct {
 	refined bool
 	// gpusPerThread is the run's GPUs a thread (sweep.gpusPerThread), so
 	// that a reader of the CSV holds the times to the same floor; iters
-	// the runs timed back to back (-n), so that it times as many.
+	// the runs timed back to back (-n × -m), so that it times as many.
 	gpusPerThread, iters int
 }
 

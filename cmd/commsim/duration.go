@@ -42,8 +42,8 @@ const (
 // figures, if it would take over an hour, or says it on stderr (when not
 // nil) if it would take over two minutes. A size's runs (-n × -m, back to
 // back) run once where the in-place run is the out-of-place one (the
-// simulator, timing only, untraced), else twice. w, when not nil, tells which plans it would time
-// on a mirror.
+// simulator, timing only, untraced), else twice. w, when not nil, tells
+// which plans it would time on a mirror.
 func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
 	s.noteLoneRuns(stderr)
 	runs := 2.0

@@ -442,7 +442,8 @@ type jsonRow struct {
 	// GPUsPerThread is -g N's N where more than 1: the times are held to
 	// its thread's launches (nccl.ThreadFloorUS).
 	GPUsPerThread int `json:"gpus_per_thread,omitempty"`
-	// Iters is -n where more than 1: each size's runs, timed back to back.
+	// Iters is -n × -m where more than 1: each size's runs, timed back to
+	// back.
 	Iters int `json:"iters,omitempty"`
 	simJSON
 }
