@@ -1,9 +1,11 @@
 package fidelity
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/hw"
@@ -289,5 +291,38 @@ func TestCheckCostTableCalls(t *testing.T) {
 	}
 	if r := rep.Calls[0].Ran; r.Algo != nccl.Ring || r.Protocol != ops.ProtoSimple || r.Off != "" || !(r.TimeUS > 0) || math.IsInf(r.TimeUS, 0) {
 		t.Errorf("priced %+v; want the model's ring/Simple", r)
+	}
+}
+
+// The mapping file is refused, naming why, where an entry lacks ranks,
+// where a log is named twice, where a log file is named nowhere, and where
+// an entry names a file that is not there.
+func TestReadCatalogRefusesABadMapping(t *testing.T) {
+	entry := func(file string, ranks int) string {
+		return fmt.Sprintf("  - file: %s\n    op: allreduce\n    ranks: %d\n    topo: dgx-h100\n    hardware: x\n    nccl_version: 2.29.2\n    nccl_settings: x\n", file, ranks)
+	}
+	log := &fstest.MapFile{Data: []byte("# a log\n")}
+	for _, tc := range []struct {
+		name    string
+		mapping string
+		files   []string
+		want    string
+	}{
+		{"ranks 0", entry("a.txt", 0), []string{"a.txt"}, `log "a.txt": want an op, a topo and ranks`},
+		{"named twice", entry("a.txt", 8) + entry("a.txt", 8), []string{"a.txt"}, `log "a.txt" named twice`},
+		{"not named", entry("a.txt", 8), []string{"a.txt", "b.txt"}, "log b.txt is not in the mapping file"},
+		{"no such file", entry("a.txt", 8) + entry("c.txt", 8), []string{"a.txt"}, "c.txt"},
+	} {
+		fsys := fstest.MapFS{logsDir + "/" + mappingFile: {Data: []byte("logs:\n" + tc.mapping)}}
+		for _, f := range tc.files {
+			fsys[logsDir+"/"+f] = log
+		}
+		if _, err := readCatalog(fsys); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+	good := fstest.MapFS{logsDir + "/" + mappingFile: {Data: []byte("logs:\n" + entry("a.txt", 8))}, logsDir + "/a.txt": log}
+	if c, err := readCatalog(good); err != nil || len(c.Logs) != 1 || string(c.Logs[0].Data) != "# a log\n" {
+		t.Errorf("a good mapping: %v, %+v", err, c)
 	}
 }

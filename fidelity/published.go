@@ -130,8 +130,11 @@ type Catalog struct {
 // Published reads the mapping file and the logs it names. Every log file
 // must be named there once, and every entry must name a log, an op and a
 // fabric.
-func Published() (*Catalog, error) {
-	data, err := logsFS.ReadFile(path.Join(logsDir, mappingFile))
+func Published() (*Catalog, error) { return readCatalog(logsFS) }
+
+// readCatalog is Published on the files of fsys, under logsDir.
+func readCatalog(fsys fs.FS) (*Catalog, error) {
+	data, err := fs.ReadFile(fsys, path.Join(logsDir, mappingFile))
 	if err != nil {
 		return nil, err
 	}
@@ -162,11 +165,11 @@ func Published() (*Catalog, error) {
 			return nil, fmt.Errorf("fidelity: %s: log %q named twice", mappingFile, l.File)
 		}
 		named[l.File] = true
-		if l.Data, err = logsFS.ReadFile(path.Join(logsDir, l.File)); err != nil {
+		if l.Data, err = fs.ReadFile(fsys, path.Join(logsDir, l.File)); err != nil {
 			return nil, fmt.Errorf("fidelity: %s: %w", mappingFile, err)
 		}
 	}
-	files, err := fs.Glob(logsFS, logsDir+"/*.txt")
+	files, err := fs.Glob(fsys, logsDir+"/*.txt")
 	if err != nil {
 		return nil, err
 	}
