@@ -119,8 +119,9 @@ type Report struct {
 	// turn); 0 for one GPU a thread. No prediction is below it.
 	ThreadFloorUS float64
 	// Runs is how many runs of each size were simulated back to back, as
-	// nccl-tests timed them (calibrate.Log.TimedRuns): the log's -n for a
-	// rooted collective, whose runs overlap; 1 for the others.
+	// nccl-tests timed them (calibrate.Log.TimedRuns): the log's -n × -m
+	// for a collective whose runs overlap (calibrate.RunsOverlap), 1 for
+	// the others.
 	Runs int
 	Summary
 	// Model sums up the rows' ModelError over those with a ModelUS: the

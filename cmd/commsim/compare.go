@@ -443,7 +443,7 @@ type cmpRecord struct {
 	// Refined: the run was made at finer pieces than its plan held, where
 	// --symmetry=false runs the plan as made (see writeRefined).
 	Refined bool `json:"refined,omitempty"`
-	// GPUsPerThread and Iters are -g N's N and -n's where more than 1
+	// GPUsPerThread and Iters are -g N's N and -n × -m where more than 1
 	// (see jsonRow).
 	GPUsPerThread int `json:"gpus_per_thread,omitempty"`
 	Iters         int `json:"iters,omitempty"`

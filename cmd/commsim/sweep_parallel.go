@@ -117,7 +117,7 @@ func (s *sweep) measureParallel(workers int, emit func(row) error, bar *progress
 			return nil, err
 		}
 		wg.Go(func() {
-			runner := verify.Runner{Iters: s.runner.Iters} // -n back to back; nothing to warm up
+			runner := verify.Runner{Iters: s.runner.Iters} // -n × -m runs back to back; nothing to warm up
 			defer runner.Free()
 			for i := take(); i >= 0; i = take() {
 				if i > stopAt() {
