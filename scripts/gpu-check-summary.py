@@ -44,7 +44,7 @@ def read_jsonl(path):
 def bench_rows(path):
     """The per-size records of a commsim bench --format json log."""
     keep = ("bytes", "ranks", "algo", "time_us", "busbw_gbps", "inplace_time_us", "inplace_busbw_gbps",
-            "wrong", "inplace_wrong", "sim_time_us", "sim_busbw_gbps", "sim_topology")
+            "wrong", "inplace_wrong", "sim_time_us", "sim_busbw_gbps", "sim_topology", "iters")
     return [{k: r[k] for k in keep if k in r} for r in read_jsonl(path) if "bytes" in r]
 
 
@@ -62,6 +62,7 @@ def figures(res):
         "latency": by_kind.get("latency", []),
         "cli": bench_rows(os.path.join(res, "logs", "cli.log")),
         "launcher": bench_rows(os.path.join(res, "logs", "launcher.log")),
+        "backtoback": bench_rows(os.path.join(res, "logs", "backtoback.log")),
     }
     known = {"copy", "kernel", "reduce_vs_copy", "busbw", "equivalence", "latency"}
     other = [f for f in figs if f.get("kind") not in known]
@@ -112,6 +113,14 @@ def main():
         if "sim_time_us" in r:
             sim = ", sim %.1f us (measured/sim %.2f)" % (r["sim_time_us"], r["time_us"] / r["sim_time_us"] if r["sim_time_us"] else 0)
         print("cli %d bytes: %.1f us, busbw %.2f GB/s%s" % (r["bytes"], r["time_us"], r["busbw_gbps"], sim))
+    runs = {}
+    for r in figs["backtoback"]:
+        runs.setdefault(r["bytes"], {})[r.get("iters", 1)] = r
+    for size, by in sorted(runs.items()):
+        if 1 in by and 20 in by:
+            one, twenty = by[1], by[20]
+            print("backtoback broadcast %d bytes: one run %.1f us (sim %.1f), twenty %.1f us a run (sim %.1f)"
+                  % (size, one["time_us"], one.get("sim_time_us", 0), twenty["time_us"], twenty.get("sim_time_us", 0)))
     print("summary.json: %d parts, status %s" % (len(parts), status))
 
 

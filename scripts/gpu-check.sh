@@ -23,7 +23,7 @@
 # measurement, equivalence cases) to $OUT when that is set, else to
 # gpu-check/. Each part is its own process with its own time limit, so a
 # sticky GPU fault or a hang in one part does not take the next ones down;
-# the limits add up to 450 s.
+# the limits add up to 475 s.
 #
 # Parts:
 #   devices      commsim devices: the driver and NCCL load, the GPUs are listed
@@ -38,6 +38,9 @@
 #                message's latency between virtual ranks
 #   cli          commsim bench --backend cuda, 4 virtual ranks, ring, --check,
 #                with --sim-topo h200-virtual:4's prediction per size
+#   backtoback   the same ranks' ring broadcast (a chain) timed as one run and
+#                as twenty back to back (-n 20), each beside its prediction:
+#                whether the GPU overlaps a chain's runs as the simulator does
 #   nccl         NCCL: one rank per GPU in one process, ncclCommInitRank over
 #                the TCP rendezvous, algorithm native through ops
 #   launcher     commsim bench --backend cuda --algo native started once per
@@ -241,6 +244,8 @@ run() {
     TestReduceBandwidth TestRingAllReduceBusBW TestVirtualMessageLatency
   cmdpart cli 40 "$bin/commsim" bench --backend cuda --ranks 4 --placement virtual --op allreduce --algo ring \
     -b 1KiB -e 16MiB -f 8 --check --sim-topo h200-virtual:4 --format json
+  cmdpart backtoback 25 sh -c "for n in 1 20; do \"$bin/commsim\" bench --backend cuda --ranks 4 --placement virtual --op broadcast --algo ring \
+    -b 64KiB -e 16MiB -f 16 -n \$n --sim-topo h200-virtual:4 --format json || exit; done"
   gotest nccl 45 '^(TestNCCLSanity|TestNCCLInitRankRendezvous|TestNCCLUniqueID|TestNCCLNativeOps|TestNCCLNativeRefusesVirtualRanks|TestNCCLJoinNative)$' \
     TestNCCLSanity TestNCCLInitRankRendezvous TestNCCLUniqueID TestNCCLNativeOps TestNCCLNativeRefusesVirtualRanks TestNCCLJoinNative
   cmdpart launcher 40 "$self" _launch "$gpus" "$res"

@@ -63,7 +63,14 @@ devices)
     echo "  0: NVIDIA H200, 143771 MiB, sm_90"
   fi ;;
 bench)
-  echo '{"op":"allreduce","ranks":4,"bytes":1024,"time_us":10,"busbw_gbps":0.15,"wrong":0,"sim_time_us":8,"sim_busbw_gbps":0.19,"sim_topology":"h200-virtual:4"}' ;;
+  case " $* " in
+  *" --op broadcast "*" -n 20 "*)
+    echo '{"op":"broadcast","ranks":4,"bytes":65536,"time_us":12,"busbw_gbps":5.5,"wrong":null,"sim_time_us":11,"sim_busbw_gbps":6,"sim_topology":"h200-virtual:4","iters":20}' ;;
+  *" --op broadcast "*)
+    echo '{"op":"broadcast","ranks":4,"bytes":65536,"time_us":40,"busbw_gbps":1.6,"wrong":null,"sim_time_us":38,"sim_busbw_gbps":1.7,"sim_topology":"h200-virtual:4"}' ;;
+  *)
+    echo '{"op":"allreduce","ranks":4,"bytes":1024,"time_us":10,"busbw_gbps":0.15,"wrong":0,"sim_time_us":8,"sim_busbw_gbps":0.19,"sim_topology":"h200-virtual:4"}' ;;
+  esac ;;
 esac
 `
 
@@ -77,6 +84,7 @@ type checkRun struct {
 		Figure struct {
 			ReduceVsCopy []map[string]any `json:"reduce_vs_copy"`
 			CLI          []map[string]any `json:"cli"`
+			BackToBack   []map[string]any `json:"backtoback"`
 		} `json:"figures"`
 		NotPassed map[string][]string `json:"logs_of_parts_not_passed"`
 	}
@@ -135,7 +143,7 @@ func runCheck(t *testing.T, env []string, args ...string) checkRun {
 	return r
 }
 
-var checkParts = []string{"devices", "driver", "streams", "equivalence", "bandwidth", "cli", "nccl", "launcher"}
+var checkParts = []string{"devices", "driver", "streams", "equivalence", "bandwidth", "cli", "backtoback", "nccl", "launcher"}
 
 func TestGPUCheckPassesOnlyByPassing(t *testing.T) {
 	r := runCheck(t, nil)
@@ -152,6 +160,12 @@ func TestGPUCheckPassesOnlyByPassing(t *testing.T) {
 	}
 	if len(r.summary.Figure.CLI) != 1 || r.summary.Figure.CLI[0]["sim_time_us"] != 8.0 {
 		t.Errorf("cli figures: %v", r.summary.Figure.CLI)
+	}
+	// The broadcast is timed as one run and as twenty back to back, each
+	// beside its prediction, and the summary sets them side by side.
+	if b := r.summary.Figure.BackToBack; len(b) != 2 || b[0]["iters"] != nil || b[1]["iters"] != 20.0 ||
+		!strings.Contains(r.out, "backtoback broadcast 65536 bytes: one run 40.0 us (sim 38.0), twenty 12.0 us a run (sim 11.0)") {
+		t.Errorf("back-to-back figures: %v\n%s", b, r.out)
 	}
 	// Every part is its own process; the launcher starts commsim as
 	// torchrun would.
