@@ -111,16 +111,16 @@ func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (floa
 func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
 	p := plan.Ranks
 	starts, ends := e.starts, e.ends
-	for r := range p {
-		if err := e.prepare(plan, r); err != nil {
-			return 0, err
-		}
-	}
 	if plan.native {
+		for r := range p {
+			if err := e.prepare(plan, r); err != nil {
+				return 0, err
+			}
+		}
 		if err := e.runNative(plan, in, out, runs); err != nil {
 			return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 		}
-	} else {
+	} else { // EnqueueTimed prepares each rank
 		var err error
 		if starts, ends, err = e.EnqueueBackToBack(plan, in, out, runs); err != nil {
 			return 0, err
