@@ -160,11 +160,11 @@ func bindDriver(lookup func(name string) (uintptr, error), register func(fn any,
 // A driver that loads but fails cuInit (no GPU, a driver/kernel mismatch)
 // stops the search: another copy of libcuda would not do better.
 func openDriver(file string) (*driver, error) {
-	h, err := purego.Dlopen(file, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopen(file)
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := bindDriver(func(name string) (uintptr, error) { return purego.Dlsym(h, name) }, purego.RegisterFunc)
+	d, _, err := bindDriver(func(name string) (uintptr, error) { return dlsym(h, name) }, purego.RegisterFunc)
 	if err != nil {
 		purego.Dlclose(h)
 		return nil, err

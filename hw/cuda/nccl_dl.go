@@ -18,7 +18,7 @@ import (
 // uses, looking each up with Dlsym first so that a missing one is an error
 // naming it rather than a panic in RegisterFunc.
 func openNCCL(path string) (*ncclLib, error) {
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopen(path)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func openNCCL(path string) (*ncclLib, error) {
 		{"ncclGetErrorString", &l.getErrorString, false},
 		{"ncclGetLastError", &l.getLastError, true},
 	} {
-		addr, err := purego.Dlsym(h, sym.name)
+		addr, err := dlsym(h, sym.name)
 		if err != nil {
 			if sym.optional {
 				continue

@@ -77,20 +77,20 @@ var (
 // class is an error wrapping ErrNoMetal, never a panic.
 func Load() error {
 	loadOnce.Do(func() {
-		if _, err := purego.Dlopen(coreGraphicsPath, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+		if _, err := dlopen(coreGraphicsPath); err != nil {
 			loadErr = fmt.Errorf("%w: dlopen %s: %v", ErrNoMetal, coreGraphicsPath, err)
 			return
 		}
-		h, err := purego.Dlopen(FrameworkPath, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(FrameworkPath)
 		if err != nil {
 			loadErr = fmt.Errorf("%w: dlopen %s: %v", ErrNoMetal, FrameworkPath, err)
 			return
 		}
-		if mtlCreateSystemDefaultDevice, err = purego.Dlsym(h, "MTLCreateSystemDefaultDevice"); err != nil {
+		if mtlCreateSystemDefaultDevice, err = dlsym(h, "MTLCreateSystemDefaultDevice"); err != nil {
 			loadErr = fmt.Errorf("%w: %s has no symbol MTLCreateSystemDefaultDevice: %v", ErrNoMetal, FrameworkPath, err)
 			return
 		}
-		mtlCopyAllDevices, _ = purego.Dlsym(h, "MTLCopyAllDevices") // a fallback only
+		mtlCopyAllDevices, _ = dlsym(h, "MTLCopyAllDevices") // a fallback only
 		// Metal links Foundation, so its classes exist once Metal is loaded.
 		for _, c := range []struct {
 			name string
