@@ -2,10 +2,13 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,9 +111,17 @@ is given.`,
 
 // readLog reads and parses the log at path (--log), with a warning on
 // stderr where it is a JSON report that ends early, or where a thread
-// drove several GPUs.
+// drove several GPUs. A bare file name that is not here but names a log
+// commsim ships reads the shipped copy, so that the help's examples run
+// from anywhere.
 func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	data, err := readFileAtMost(path, maxLogBytes, path)
+	if errors.Is(err, fs.ErrNotExist) && filepath.Base(path) == path {
+		if shipped := shippedLogNamed(path); shipped != nil {
+			fmt.Fprintf(stderr, "commsim: %s is not in this directory: reading the copy commsim ships (fidelity/nccl-logs/%s)\n", path, path)
+			data, err = shipped, nil
+		}
+	}
 	if err != nil {
 		return nil, nil, usagef("--log: %v", err)
 	}
@@ -500,4 +511,19 @@ func writeCalTable(w io.Writer, r *calReport) error {
 	}
 	_, err := fmt.Fprintf(w, "# add --out FILE to write the calibrated topology\n")
 	return err
+}
+
+// shippedLogNamed is the log commsim ships under the file name name, or
+// nil.
+func shippedLogNamed(name string) []byte {
+	cat, err := fidelity.Published()
+	if err != nil {
+		return nil
+	}
+	for _, l := range cat.Logs {
+		if l.File == name {
+			return l.Data
+		}
+	}
+	return nil
 }

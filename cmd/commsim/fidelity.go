@@ -54,7 +54,8 @@ on stderr counts the sizes simulated (a large fabric's log can take
 minutes).
 
 commsim ships published runs (package fidelity, nccl-logs/): given one of them
-(known by its content, whatever its name), --topo and --op default to the
+(known by its content, whatever its name; a bare file name of one that is not
+in the current directory reads the copy commsim ships), --topo and --op default to the
 fabric and collective its mapping file names, and NCCL's tuner runs in the
 NCCL environment its run had (the mapping file's nccl_env: NCCL_PROTO=Simple
 for p4de, set by AWS's network plugin) and with its release's constants (the

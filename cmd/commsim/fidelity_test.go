@@ -617,3 +617,25 @@ func writeTemp(t *testing.T, dir, name, text string) string {
 	}
 	return path
 }
+
+// The help's example names a shipped log by its bare file name: where no
+// such file is here, fidelity and calibrate read the copy commsim ships,
+// and say so; a path, or a name commsim does not ship, is still an error.
+func TestBareShippedLogNameReadsTheShippedCopy(t *testing.T) {
+	const name = "vultr-b200-allreduce-8xB200.txt"
+	if _, err := os.Stat(name); err == nil {
+		t.Fatalf("%s is in the test's directory; the test wants it absent", name)
+	}
+	for _, args := range [][]string{{"fidelity"}, {"calibrate", "-e", "256"}} {
+		status, out, errOut := commsim(append(args, "--log", name)...)
+		if status != 0 || !strings.Contains(errOut, name+" is not in this directory: reading the copy commsim ships") ||
+			!strings.Contains(out, "on hgx-b200 (8 ranks)") {
+			t.Errorf("%s --log %s: status %d\nstderr: %s\nstdout: %.300s", args, name, status, errOut, out)
+		}
+	}
+	for _, log := range []string{"./" + name, "not-shipped.txt"} {
+		if status, _, errOut := commsim("fidelity", "--log", log); status != 2 || !strings.Contains(errOut, "no such file") {
+			t.Errorf("fidelity --log %s: status %d, %q; want 2 and no such file", log, status, errOut)
+		}
+	}
+}
