@@ -43,7 +43,7 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl.StringVar(&f.algo, "algo", algoDefault, algoUsage(true))
 	fl.StringVarP(&f.dtype, "dtype", "d", "f32", "element type: f32|f64|f16|bf16|i32|i64|u8 (or nccl-tests' float, double, half, bfloat16, int32, int64, uint8)")
 	fl.StringVarP(&f.redop, "redop", "o", "sum", "reduce op: sum|prod|min|max|avg (-o as in nccl-tests)")
-	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "smallest size (8, 1KiB, 1MiB, 1GB; K/M/G, or k/m/g, mean KiB/MiB/GiB)")
+	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "smallest size (8, 1KiB, 1MiB, 1GB; units to EiB and EB; K/M/G/T/P/E, or k/m/g, mean KiB/MiB/GiB/…)")
 	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "64MiB", "largest size")
 	fl.Float64VarP(&f.factor, "factor", "f", 2, "size multiplier between steps (> 1), or 1 for steps of --stepbytes")
 	fl.StringVarP(&f.stepBytes, "stepbytes", "i", "1MiB", "bytes added between steps where --factor is 1 (nccl-tests' -i; given alone, it makes the steps linear, as in nccl-tests)")

@@ -10,16 +10,17 @@ import (
 	"github.com/commsim/commsim/hw"
 )
 
-// byteUnits are the suffixes parseBytes accepts. KiB/MiB/GiB are powers of
-// two and KB/MB/GB powers of ten; bare K, M and G are powers of two, as in
+// byteUnits are the suffixes parseBytes accepts, up to the exbibyte that
+// the int64 sizes reach. KiB/MiB/GiB are powers of two and KB/MB/GB powers
+// of ten; bare K, M and G are powers of two, as in
 // nccl-tests' -b/-e flags, which take them in either case (8k, 64m, 1g).
 var byteUnits = []struct {
 	suffix string
 	mult   uint64
 }{
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40},
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"PiB", 1 << 50}, {"EiB", 1 << 60},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"PB", 1e15}, {"EB", 1e18},
+	{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}, {"P", 1 << 50}, {"E", 1 << 60},
 	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30},
 	{"B", 1},
 }
@@ -138,7 +139,7 @@ func parseBytes(s string) (int64, error) {
 		// than rounded.
 		r, ok := new(big.Rat).SetString(t)
 		if !ok || r.Sign() < 0 || strings.ContainsAny(t, "/") {
-			return 0, fmt.Errorf("byte size %q is not a non-negative number with an optional unit (8, 1KiB, 1MiB, 1GB, 32M, 8k)", s)
+			return 0, fmt.Errorf("byte size %q is not a non-negative number with an optional unit (8, 1KiB, 1MiB, 1GB, 32M, 8k; B to EiB or EB)", s)
 		}
 		r.Mul(r, new(big.Rat).SetUint64(mult))
 		if !r.IsInt() {

@@ -12,13 +12,14 @@ func TestParseBytes(t *testing.T) {
 		"16G": 16 << 30, "32G": 32 << 30, "8388607TiB": 8388607 << 40, "9223372036854775807": 1<<63 - 1,
 		"2e9": 2e9, "8k": 8192, "64m": 64 << 20, "1g": 1 << 30, // nccl-tests' lowercase units
 		"9007199254740993.0": 9007199254740993, // exact, where float64 would round to …992
+		"1PiB": 1 << 50, "7EiB": 7 << 60, "2PB": 2e15, "9EB": 9e18, "4P": 4 << 50, "7E": 7 << 60, // up to what an int64 holds
 	}
 	for in, want := range good {
 		if got, err := parseBytes(in); err != nil || got != want {
 			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "KiB", "-1", "1.3B", "abc", "1XB", "8E", "1kb", "1t", "8388608TiB", "9223372036854775808", "9.3e18", "NaN", "1e400",
+	for _, bad := range []string{"", "KiB", "-1", "1.3B", "abc", "1XB", "8E", "8EiB", "10EB", "1kb", "1t", "8388608TiB", "9223372036854775808", "9.3e18", "NaN", "1e400",
 		"4611686018427387903.5", "1.0000000000000001K", "3/4", "inf"} { // not whole bytes, though float64 would make them so
 		if got, err := parseBytes(bad); err == nil {
 			t.Errorf("parseBytes(%q) = %d, want an error", bad, got)
