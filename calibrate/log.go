@@ -117,6 +117,11 @@ func (e *LogError) Error() string {
 	if e.Line == 0 {
 		return fmt.Sprintf("%s: %s", e.Name, e.Reason)
 	}
+	if strings.Contains(e.Text, `"`) {
+		// A JSON record reads better in backquotes than with every quote
+		// escaped (%#q falls back to %q where backquotes cannot hold it).
+		return fmt.Sprintf("%s:%d: %s: %#q", e.Name, e.Line, e.Reason, e.Text)
+	}
 	return fmt.Sprintf("%s:%d: %s: %q", e.Name, e.Line, e.Reason, e.Text)
 }
 

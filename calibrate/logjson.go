@@ -122,10 +122,10 @@ func (r *jsonReader) typeFail(off int64, prefix, fallback string, typ *json.Unma
 }
 
 // next is the offset of the decoder's next value (past blanks and a
-// comma).
+// comma, or the colon after a key).
 func (r *jsonReader) next() int64 {
 	off := r.dec.InputOffset()
-	return off + int64(len(r.data[off:])-len(bytes.TrimLeft(r.data[off:], " \t\r\n,")))
+	return off + int64(len(r.data[off:])-len(bytes.TrimLeft(r.data[off:], " \t\r\n,:")))
 }
 
 // readReport reads the report's keys. A report that ends early after at
@@ -255,10 +255,11 @@ func (r *jsonReader) broken(key string, err error) error {
 // error names the record (nccl-tests writes its report on one line) and
 // a truncated list keeps the records before it.
 func (r *jsonReader) readRecords() error {
+	at := r.next()
 	if tok, err := r.dec.Token(); err != nil {
 		return err
 	} else if tok != json.Delim('[') {
-		return r.fail(r.dec.InputOffset(), "not nccl-tests JSON: results is not a list")
+		return r.fail(at, "not nccl-tests JSON: results is not a list")
 	}
 	for i := 0; r.dec.More(); i++ {
 		start := r.next()
@@ -278,7 +279,14 @@ func (r *jsonReader) readRecords() error {
 			msg = r.lg.add(row, bytes.Count(r.data[:start], []byte("\n"))+1)
 		}
 		if msg != "" {
-			return r.fail(start, fmt.Sprintf("results[%d]: %s", i, msg))
+			err := r.fail(start, fmt.Sprintf("results[%d]: %s", i, msg)).(*LogError)
+			// The record, on one line: a report written with one key a
+			// line would otherwise show its opening brace alone.
+			var one bytes.Buffer
+			if json.Compact(&one, r.data[start:r.dec.InputOffset()]) == nil {
+				err.Text = shortLine(one.String())
+			}
+			return err
 		}
 	}
 	_, err := r.dec.Token() // the list's end

@@ -131,7 +131,7 @@ func TestParseLogCountsWrongJSONRecords(t *testing.T) {
 func TestParseLogJSONOnOneLine(t *testing.T) {
 	doc := compact(t, ncclTestsJSON(jsonRecord1K, strings.Replace(jsonRecord2K, `"time": 12.500000`, `"time": -1`, 1)))
 	_, err := ParseLog("ag.json", []byte(doc))
-	if err == nil || !strings.HasPrefix(err.Error(), `ag.json:1: results[1]: want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0): "{\"size\":2048,`) {
+	if err == nil || !strings.HasPrefix(err.Error(), `ag.json:1: results[1]: want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0): `+"`"+`{"size":2048,"count":64,`) {
 		t.Errorf("%v", err)
 	}
 	lg, err := ParseLog("ag.json", []byte(compact(t, ncclTestsJSON(jsonRecord2K, jsonRecord1K))))
@@ -148,7 +148,7 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		line       int
 		want       string
 	}{
-		{"nan time", ncclTestsJSON(jsonRecord1K, nan), 19, `ag.json:19: results[1]: want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0): "{\"size\": 2048`},
+		{"nan time", ncclTestsJSON(jsonRecord1K, nan), 19, `ag.json:19: results[1]: want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0): ` + "`" + `{"size":2048,"count":64,"type":"float"`},
 		{"no time", ncclTestsJSON(strings.NewReplacer(`"out_of_place": {`, `"out_of_place": null, "x": {`, `"in_place": {`, `"in_place": null, "y": {`).Replace(jsonRecord1K)),
 			15, `ag.json:15: results[0]: a result without a time`},
 		{"negative size", ncclTestsJSON(strings.Replace(jsonRecord1K, "1024", "-1024", 1)), 15, `ag.json:15: results[0]: want a size >= 0`},
@@ -163,7 +163,7 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		{"config a list", strings.Replace(ncclTestsJSON(jsonRecord1K), `"config": {`, `"config": [], "x": {`, 1), 7, `not nccl-tests JSON: config is a JSON array, want an object`},
 		{"record not an object", strings.Replace(ncclTestsJSON(jsonRecord1K), `"results": [`, `"results": [7, `, 1), 14, `not nccl-tests JSON: results[0]: the record is a JSON number, want an object`},
 		{"size a word", ncclTestsJSON(strings.Replace(jsonRecord1K, `"size": 1024`, `"size": "big"`, 1)), 15, `ag.json:15: results[0]: size "big" is not a byte count`},
-		{"results not a list", strings.Replace(ncclTestsJSON(jsonRecord1K), `"results": [`, `"results": {"a": [`, 1), 14, `ag.json:14: not nccl-tests JSON: results is not a list`},
+		{"results not a list", strings.Replace(ncclTestsJSON(jsonRecord1K), `"results": [`, `"results": {"a": [`, 1), 14, `ag.json:14: not nccl-tests JSON: results is not a list: ` + "`" + `{"a": [` + "`"},
 		{"more after the end", ncclTestsJSON(jsonRecord1K) + "{}\n", 24, `ag.json:24: not nccl-tests JSON: more after the report's end: "{}"`},
 		{"ranks past counting", strings.Replace(ncclTestsJSON(jsonRecord1K), `"ngpus": 4`, `"ngpus": 4611686018427387904`, 1), 0, `config's 2 devices of 4611686018427387904 GPUs and 1 threads are not a number of ranks`},
 		{"cut before a record", ncclTestsJSON()[:200], 0, `not nccl-tests JSON: unexpected EOF`},
