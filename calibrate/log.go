@@ -33,6 +33,10 @@ type row struct {
 	typ   string // the element type as written
 	redop string // nccl-tests' redop column, lower case
 	wrong int64  // the #wrong columns' sum (nccl-tests' count of wrong elements)
+	// root is nccl-tests' root column (-1 for a collective without one)
+	// where hasRoot says the row has one.
+	root    int
+	hasRoot bool
 }
 
 // Log is what an nccl-tests log says.
@@ -79,6 +83,11 @@ type Log struct {
 	// sum, …, or none for a collective that does not reduce), "" where
 	// they name none.
 	Redop string
+	// Root is the rows' root column where HasRoot says they have one: a
+	// rank for a rooted collective (broadcast, reduce, gather), -1 for
+	// the others, as nccl-tests prints it.
+	Root    int
+	HasRoot bool
 	// Repeated counts the sizes above 0 that several rows give (a rerun,
 	// or nccl-tests' -o all): each such size's times are averaged.
 	Repeated int
@@ -279,7 +288,7 @@ func tableRow(f []string, hasRoot int) (r row, root int, msg string) {
 		if err != nil || n < -1 {
 			return r, root, fmt.Sprintf("root %q is no rank (nccl-tests prints -1 where there is none)", f[k-1])
 		}
-		root = n
+		root, r.root, r.hasRoot = n, n, true
 	}
 	r.Sample, msg = sizeTime(f[0], f[k])
 	r.Count, _ = strconv.ParseInt(f[1], 10, 64)
@@ -369,6 +378,9 @@ func (lg *Log) add(r row, line int) string {
 		return msg
 	}
 	r.Line, lg.Type, lg.Redop = line, cmp.Or(lg.Type, r.typ), cmp.Or(lg.Redop, r.redop)
+	if r.hasRoot && !lg.HasRoot {
+		lg.Root, lg.HasRoot = r.root, true
+	}
 	if r.Count > 0 && r.Bytes > 0 && lg.counted.Count == 0 {
 		lg.counted = r
 	}
@@ -386,7 +398,8 @@ func (lg *Log) add(r row, line int) string {
 // all have as many bytes per counted element; and a collective either
 // reduces or prints none in every row. A log that joins two runs
 // without their headers (an all-reduce's and an all-gather's, say)
-// would otherwise average their times size by size.
+// would otherwise average their times size by size. Likewise a rooted
+// collective prints a rank as its root in every row, the others -1.
 func (lg *Log) sameRun(r row) string {
 	first := lg.counted
 	switch {
@@ -397,6 +410,8 @@ func (lg *Log) sameRun(r row) string {
 			r.Bytes/r.Count, first.Line, first.Bytes/first.Count)
 	case r.redop != "" && lg.Redop != "" && (r.redop == "none") != (lg.Redop == "none"):
 		return fmt.Sprintf("redop %s after rows of redop %s: a row of another collective (give one run per log)", r.redop, lg.Redop)
+	case r.hasRoot && lg.HasRoot && (r.root >= 0) != (lg.Root >= 0):
+		return fmt.Sprintf("root %d after rows of root %d: a row of another collective (give one run per log)", r.root, lg.Root)
 	}
 	return ""
 }

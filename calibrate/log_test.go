@@ -153,6 +153,8 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 			"log:3: size 1048576 bytes is not a whole number of its count's 999999 elements"},
 		{"a collective that does not reduce after one that does", hdr + row + "     2097152   524288  float  none  -1   20.00  104.86  104.86  0   20.00  104.86  104.86  0\n", 4,
 			"log:4: redop none after rows of redop sum: a row of another collective"},
+		{"a rooted collective after one without a root", hdr + row + "     2097152   524288  float  sum  0   20.00  104.86  104.86  0   20.00  104.86  104.86  0\n", 4,
+			"log:4: root 0 after rows of root -1: a row of another collective"},
 		{"a line with a comma, then a table", "Running all_reduce_perf on 8 GPUs, 1 node\n" + hdr + row, 1,
 			"log:1: want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line; a CSV's header names its size"},
 		{"rows only on stderr", "[1,0]<stderr>:" + hdr + "[1,0]<stderr>:" + row, 0, "log: no result rows (want nccl-tests output, its JSON report or a CSV with size and time columns); left out as a rank's stderr ([1,0]<stderr>:), where nccl-tests prints its table on stdout: 2 lines"},

@@ -29,6 +29,7 @@ type jsonRecord struct {
 	Count      json.RawMessage `json:"count"`
 	Type       string          `json:"type"`
 	Redop      string          `json:"redop"`
+	Root       json.RawMessage `json:"root"`
 	OutOfPlace *jsonTiming     `json:"out_of_place"`
 	InPlace    *jsonTiming     `json:"in_place"`
 }
@@ -314,6 +315,9 @@ func (r jsonRecord) row() (row row, inPlace bool, msg string) {
 	row.Sample, msg = sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
 	row.Count, _ = strconv.ParseInt(strings.Trim(string(r.Count), `" `), 10, 64)
 	row.typ, row.redop = r.Type, strings.ToLower(strings.TrimSpace(r.Redop))
+	if n, err := strconv.Atoi(strings.Trim(string(r.Root), `" `)); err == nil && n >= -1 {
+		row.root, row.hasRoot = n, true // nccl-tests writes it as a padded string, "    -1"
+	}
 	for _, half := range []*jsonTiming{r.OutOfPlace, r.InPlace} {
 		if half != nil {
 			if n, err := strconv.ParseInt(string(half.NWrong), 10, 64); err == nil && n > 0 {

@@ -55,8 +55,13 @@ func TestParseLogReadsNCCLTestsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lg.Format != "nccl-tests json" || lg.Op != "allgather" || lg.Ranks != 8 || lg.Type != "float" || lg.NCCLVersion != "2.27.3" {
-		t.Errorf("%+v: want nccl-tests json, allgather on 8 ranks of float, NCCL 2.27.3", lg)
+	if lg.Format != "nccl-tests json" || lg.Op != "allgather" || lg.Ranks != 8 || lg.Type != "float" || lg.NCCLVersion != "2.27.3" ||
+		!lg.HasRoot || lg.Root != -1 {
+		t.Errorf("%+v: want nccl-tests json, allgather on 8 ranks of float, NCCL 2.27.3, root -1", lg)
+	}
+	rooted, err := ParseLog("bc.json", []byte(ncclTestsJSON(strings.Replace(jsonRecord1K, `"root": "    -1"`, `"root": "     2"`, 1))))
+	if err != nil || !rooted.HasRoot || rooted.Root != 2 {
+		t.Errorf("%+v, %v: want root 2, as the record's padded string says", rooted, err)
 	}
 	// Sorted by size, the out-of-place time, each with its record's line.
 	if len(lg.Samples) != 2 || lg.Samples[0] != (Sample{1024, 11, 19, 32}) || lg.Samples[1] != (Sample{2048, 12.5, 15, 64}) {

@@ -193,13 +193,19 @@ func logSweep(log string, lg *calibrate.Log, topo, op, opFlag, algo string, nf n
 
 // countsFit refuses a log whose rows are not s's collective on s's
 // ranks as nccl-tests counts it: a redop of none for a collective that
-// reduces, or a count column other than bench's for its size (a rank's
+// reduces, a root column of -1 for a rooted one or a rank for another,
+// or a count column other than bench's for its size (a rank's
 // elements for all-gather, reduce-scatter, all-to-all and gather, the
 // buffer's for the others), in the log's element type. ParseLog has
 // checked that every row with a count agrees with the first.
 func countsFit(log string, lg *calibrate.Log, s *sweep) error {
 	if lg.Redop == "none" && s.op.Reduces() {
 		return usagef("%s: its rows' redop is none: it measured a collective that does not reduce, where %s does", log, s.op)
+	}
+	if lg.HasRoot && (lg.Root >= 0) != s.op.Rooted() {
+		has := map[bool]string{true: "has one", false: "has none"}[s.op.Rooted()]
+		return usagef("%s: its rows' root is %d: it measured a collective %s a root, where %s %s", log, lg.Root,
+			map[bool]string{true: "with", false: "without"}[lg.Root >= 0], s.op, has)
 	}
 	d, ok := lg.DType()
 	if !ok {

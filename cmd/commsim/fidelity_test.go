@@ -488,7 +488,8 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 	}
 	empty, small, typed := filepath.Join(t.TempDir(), "empty.log"), filepath.Join(t.TempDir(), "small.log"), filepath.Join(t.TempDir(), "typed.log")
 	gathered, shared := filepath.Join(t.TempDir(), "gathered.log"), filepath.Join(t.TempDir(), "shared.log")
-	for path, row := range map[string]string{empty: "  0  0  float  sum  -1  0.16  0  0  0  0.15  0  0  0\n",
+	rooted := filepath.Join(t.TempDir(), "rooted.log")
+	for path, row := range map[string]string{rooted: "  1024  256  float  none  3  10.00  0.10  0.10  0  10.50  0.10  0.10  0\n", empty: "  0  0  float  sum  -1  0.16  0  0  0  0.15  0  0  0\n",
 		small: "  8  0  float  none  -1  10.00  0  0  0  10.50  0  0  0\n", typed: "  1024  256  quux  sum  -1  10.00  0  0  0  10.50  0  0  0\n",
 		gathered: "  1024  32  float  none  -1  10.00  0.10  0.09  0  10.50  0.10  0.09  0\n", shared: "  1024  32  float  sum  -1  10.00  0.10  0.09  0  10.50  0.10  0.09  0\n"} {
 		if err := os.WriteFile(path, []byte(row), 0o644); err != nil {
@@ -516,6 +517,8 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		"no element":   {[]string{"--log", small, "--topo", "dgx-h100", "--op", "allgather"}, "8 bytes of f32 hold no element per rank"},
 		"bad type":     {[]string{"--log", typed, "--topo", "dgx-h100", "--op", "allreduce"}, `element type "quux"`},
 		"no reduction": {[]string{"--log", gathered, "--topo", "dgx-h100", "--op", "allreduce"}, "its rows' redop is none: it measured a collective that does not reduce, where allreduce does"},
+		"no root":      {[]string{"--log", shared, "--topo", "dgx-h100", "--op", "broadcast"}, "its rows' root is -1: it measured a collective without a root, where broadcast has one"},
+		"a root":       {[]string{"--log", rooted, "--topo", "dgx-h100", "--op", "allgather"}, "its rows' root is 3: it measured a collective with a root, where allgather has none"},
 		"count":        {[]string{"--log", shared, "--topo", "dgx-h100", "--op", "allreduce"}, "shared.log:1: count 32, where allreduce of 1024 bytes of float on 8 ranks counts 256 (as nccl-tests does)"},
 		"count ranks":  {[]string{"--log", gathered, "--topo", "switch:4", "--op", "allgather"}, "gathered.log:1: count 32, where allgather of 1024 bytes of float on 4 ranks counts 64"},
 		"as logged":    {[]string{"--log", shipped, "--algo", "ring", "--as-logged"}, "--as-logged simulates what NCCL ran, with --algo nccl"},

@@ -11,8 +11,8 @@ func TestParseBytes(t *testing.T) {
 		"4K": 4096, "2KB": 2000, "100B": 100, "1.5KiB": 1536, " 16 MiB ": 16 << 20,
 		"16G": 16 << 30, "32G": 32 << 30, "8388607TiB": 8388607 << 40, "9223372036854775807": 1<<63 - 1,
 		"2e9": 2e9, "8k": 8192, "64m": 64 << 20, "1g": 1 << 30, // nccl-tests' lowercase units
-		"9007199254740993.0": 9007199254740993, // exact, where float64 would round to …992
-		"1PiB": 1 << 50, "7EiB": 7 << 60, "2PB": 2e15, "9EB": 9e18, "4P": 4 << 50, "7E": 7 << 60, // up to what an int64 holds
+		"9007199254740993.0": 9007199254740993,                                                                 // exact, where float64 would round to …992
+		"1PiB":               1 << 50, "7EiB": 7 << 60, "2PB": 2e15, "9EB": 9e18, "4P": 4 << 50, "7E": 7 << 60, // up to what an int64 holds
 	}
 	for in, want := range good {
 		if got, err := parseBytes(in); err != nil || got != want {
