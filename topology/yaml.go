@@ -38,14 +38,20 @@ func Load(path string) (*Topology, error) {
 }
 
 // Resolve loads specOrFile as a YAML file when it ends in .yaml or .yml
-// (any case) or names an existing regular file, and parses it as a spec
-// string otherwise.
+// (any case), starts as a path does (/, ./, ../: no spec does) or names
+// an existing file, a pipe or a device as well as a regular one
+// (/dev/stdin, a shell's <(…)), and parses it as a spec string
+// otherwise. A directory is an error.
 func Resolve(specOrFile string) (*Topology, error) {
 	low := strings.ToLower(specOrFile)
-	if strings.HasSuffix(low, ".yaml") || strings.HasSuffix(low, ".yml") {
+	if strings.HasSuffix(low, ".yaml") || strings.HasSuffix(low, ".yml") ||
+		strings.HasPrefix(specOrFile, "/") || strings.HasPrefix(specOrFile, "./") || strings.HasPrefix(specOrFile, "../") {
 		return Load(specOrFile)
 	}
-	if fi, err := os.Stat(specOrFile); err == nil && fi.Mode().IsRegular() {
+	if fi, err := os.Stat(specOrFile); err == nil {
+		if fi.IsDir() {
+			return nil, newErr(ErrYAML, "load %s: a directory, not a topology file", specOrFile)
+		}
 		return Load(specOrFile)
 	}
 	return Parse(specOrFile)

@@ -3,6 +3,7 @@ package topology
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -333,9 +334,41 @@ func TestResolve(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "missing.YAML") || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Resolve(missing yaml): %v", err)
 	}
-	_, err = Resolve(dir) // a directory is not a file: parsed as a spec, and fails
-	if err == nil || !errors.Is(err, ErrSpec) {
+	_, err = Resolve(dir) // a directory is not a topology file
+	if err == nil || !strings.Contains(err.Error(), "is a directory") || errors.Is(err, ErrSpec) {
 		t.Fatalf("Resolve(dir): %v", err)
+	}
+	t.Chdir(dir)
+	if _, err = Resolve("."); err == nil || !strings.Contains(err.Error(), "a directory, not a topology file") {
+		t.Fatalf("Resolve(.): %v", err)
+	}
+	// A path, as no spec starts, is a file, there or not.
+	for _, missing := range []string{"./sw2", "../sw2", filepath.Join(dir, "sw2")} {
+		if _, err = Resolve(missing); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+			t.Errorf("Resolve(%s): %v, want no such file", missing, err)
+		}
+	}
+}
+
+// A pipe is read as the file it names (/dev/stdin, a shell's <(…)), not
+// parsed as a spec.
+func TestResolveReadsAPipe(t *testing.T) {
+	if _, err := os.Stat("/dev/fd/0"); err != nil {
+		t.Skip("no /dev/fd here:", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ring := mustParse(t, "ring:4")
+	go func() {
+		ring.WriteYAML(w)
+		w.Close()
+	}()
+	tp, err := Resolve(fmt.Sprintf("/dev/fd/%d", r.Fd()))
+	if err != nil || tp.NumGPUs() != 4 {
+		t.Fatalf("Resolve(pipe): %v", err)
 	}
 }
 
