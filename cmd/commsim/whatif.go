@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -175,6 +176,7 @@ func (f *whatIfFlags) run(w io.Writer) error {
 			return err // the collective fails even without faults
 		}
 	}
+	runs[1].Log = append(runs[1].Log, idleFaults(s, faults)...)
 	if f.trace != "" {
 		if err := writeTraceFile(clusters[1], f.trace); err != nil {
 			return err
@@ -184,6 +186,26 @@ func (f *whatIfFlags) run(w io.Writer) error {
 		return err
 	}
 	return faultedRunError(runs[1].Error)
+}
+
+// idleFaults says, of each slowed reduction that cannot slow this
+// collective, why: it does not reduce, or the rank's GPU reduces for
+// free, and a fraction of free is free. The fault log says it fired.
+func idleFaults(s *sweep, faults []sim.Fault) []string {
+	var notes []string
+	for _, ft := range faults {
+		if ft.Kind != sim.SlowReduce {
+			continue
+		}
+		switch gpu := s.topo.Nodes[s.topo.GPUs()[ft.Rank]]; {
+		case !s.op.Reduces():
+			notes = append(notes, fmt.Sprintf("changes nothing: %v: %s does not reduce", ft, s.op))
+		case math.IsInf(gpu.ReduceBW, 1):
+			notes = append(notes, fmt.Sprintf("changes nothing: %v: %s reduces for free on %s (reduce: inf); give the GPUs a reduction bandwidth (a spec's reduce=, a YAML node's reduce:)",
+				ft, gpu.Name, s.topoName))
+		}
+	}
+	return notes
 }
 
 // faultedRunError makes the faulted run's failure the command's, once the

@@ -159,3 +159,38 @@ func TestWhatIfSaysWhichFaultsNeverFired(t *testing.T) {
 		}
 	}
 }
+
+// A slowed reduction that cannot slow the run says why: the collective
+// does not reduce, or the rank's GPU reduces for free (ring:N's do, and a
+// fraction of free is free); one that can, on a GPU with a reduction
+// bandwidth, slows it and says nothing of the kind.
+func TestWhatIfSaysWhenASlowReductionChangesNothing(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		note string
+	}{
+		{[]string{"--topo", "ring:4", "--op", "allreduce", "--algo", "ring"}, "changes nothing: rank 0 slow 1% at 0: gpu0 reduces for free on ring:4 (reduce: inf)"},
+		{[]string{"--topo", "ring:4,reduce=100GB/s", "--op", "allgather", "--algo", "ring"}, "changes nothing: rank 0 slow 1% at 0: allgather does not reduce"},
+		{[]string{"--topo", "ring:4,reduce=100GB/s", "--op", "allreduce", "--algo", "ring"}, ""},
+	} {
+		status, out, errOut := commsim(append(append([]string{"what-if", "-e", "1MiB", "--fault", "rank 0 slow 1%"}, c.args...), "--format", "json")...)
+		if status != 0 {
+			t.Fatalf("%v: status %d: %s", c.args, status, errOut)
+		}
+		runs := jsonLines[struct {
+			TimeUS float64  `json:"time_us"`
+			Log    []string `json:"log"`
+		}](t, out)
+		if len(runs) != 2 {
+			t.Fatalf("%v: %d scenarios, want 2:\n%s", c.args, len(runs), out)
+		}
+		slowed, log := runs[1].TimeUS > runs[0].TimeUS, strings.Join(runs[1].Log, "\n")
+		if c.note == "" {
+			if strings.Contains(log, "changes nothing") || !slowed {
+				t.Errorf("%v: want the run slowed and no note:\n%s", c.args, out)
+			}
+		} else if !strings.Contains(log, c.note) || slowed {
+			t.Errorf("%v: want the same time and %q:\n%s", c.args, c.note, out)
+		}
+	}
+}
