@@ -47,6 +47,9 @@ type routeCache struct {
 	// treeBytes their size (maxTreeBytes).
 	trees     map[int]*routeTree
 	treeBytes int
+	// scratch lends single-destination searches their arrays
+	// (*searchScratch).
+	scratch sync.Pool
 }
 
 // Route returns the route from node src to node dst (indices into Nodes).
@@ -235,7 +238,9 @@ func (t *Topology) RouteAvoiding(src, dst int, down func(link int) bool) (Path, 
 // shortestRoute is the route from src to dst around the links down
 // reports (nil: none).
 func (t *Topology) shortestRoute(src, dst int, down func(link int) bool) (Path, error) {
-	p, ok := t.searchRoutes(src, dst, down, false).path(dst)
+	s := t.searchRoutes(src, dst, down, false)
+	p, ok := s.path(dst)
+	s.release()
 	if !ok {
 		return Path{}, t.noRoute(src, dst)
 	}

@@ -683,3 +683,20 @@ func TestRouteSwitchHopsAfterNetworkAreNotNVLinkHops(t *testing.T) {
 		t.Errorf("route gpu0→gpu3: edges %v, want %v (over the spine)", p.Edges, want)
 	}
 }
+
+// A route search to one destination on a long ring (Route's cache miss):
+// it settles only the states nearer than the destination, and borrows its
+// arrays (searchScratch) rather than making the ring's every time.
+func BenchmarkShortestRouteOnALongRing(b *testing.B) {
+	t, err := Parse("ring:8000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, dst := t.GPUs()[0], t.GPUs()[64]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := t.shortestRoute(src, dst, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
