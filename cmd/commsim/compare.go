@@ -344,8 +344,8 @@ func (c *comparison) checkDuration(w *openedWorld, stderr io.Writer) error {
 			return err
 		}
 		seconds := total.seconds + est.seconds
-		if est.steps > total.steps {
-			total = est
+		if i == 0 || est.steps > total.steps {
+			total = est // the first's figures even where no plan has a step (size 0)
 		}
 		total.seconds = seconds
 	}

@@ -360,3 +360,13 @@ func TestCompareKeepsTheRowsItHas(t *testing.T) {
 		t.Errorf("bench: status %d, stderr %q:\n%s", status, errOut, out)
 	}
 }
+
+// A sweep of size 0 alone, whose plans have no step, is compared as any
+// other (the duration check once indexed past its figures and panicked;
+// found by a mutation review).
+func TestCompareSizeZeroAlone(t *testing.T) {
+	status, out, errOut := commsim("compare", "--topo", "ring:4", "--algos", "rd,rhd", "-b", "0", "-e", "0")
+	if status != 0 || !strings.Contains(out, "           0             0     0.00     0.00     0.00     0.00") {
+		t.Errorf("status %d, stderr %q:\n%s", status, errOut, out)
+	}
+}
