@@ -76,6 +76,10 @@ type Log struct {
 	// Partial says the log is a JSON report that ends early, as a run
 	// that died mid-sweep leaves it: its finished records are read.
 	Partial bool
+	// ShortLastRow is the line of a text table's last row where it has
+	// fewer columns than the row before and nothing follows it: a log cut
+	// short there. 0 where none is.
+	ShortLastRow int
 	// InPlaceOnly counts the sizes of a JSON report that has no
 	// out-of-place result for them, whose in-place time is taken.
 	InPlaceOnly int
@@ -535,7 +539,8 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	// A row that NCCL's lines cut into pieces: its text so far and its
 	// first line.
 	piece, pieceLine := "", 0
-	runRanks := 0 // the ranks of the log's first run, once a second starts
+	var widths []rowWidth // the table rows' widths, in order (ShortLastRow)
+	runRanks := 0         // the ranks of the log's first run, once a second starts
 	for i, l := range lines {
 		u, stderr := untagged(l)
 		if stderr {
@@ -641,10 +646,12 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			}
 		} else {
 			var root int
-			r, root, msg = tableRow(strings.Fields(t), hasRoot)
+			fields := strings.Fields(t)
+			r, root, msg = tableRow(fields, hasRoot)
 			if msg == "" && lg.Ranks > 0 && root >= lg.Ranks {
 				msg = fmt.Sprintf("root %d is no rank of the log's %d", root, lg.Ranks)
 			}
+			widths = append(widths, rowWidth{rowLine + 1, len(fields)})
 		}
 		if msg == "" {
 			msg = lg.add(r, rowLine+1)
@@ -658,6 +665,12 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	}
 	if piece != "" {
 		return &LogError{Name: name, Line: pieceLine + 1, Text: shortLine(lines[pieceLine]), Reason: "a row cut off by the end of the log"}
+	}
+	// A table whose last row is narrower than the one before it, and
+	// ends the log, was cut short (a run that died, a copy cut): its
+	// out-of-place time may stand, but the user should hear of it.
+	if n := len(widths); n > 1 && widths[n-1].fields < widths[n-2].fields && lastRow(lines, widths[n-1].line) {
+		lg.ShortLastRow = widths[n-1].line
 	}
 	lg.Ranks = cmp.Or(lg.Ranks, runRanks) // a later run that quotes no rank lines ran on the first's
 	lg.resolveRan()
@@ -717,4 +730,17 @@ func (lg *Log) averageRepeats() {
 		rows, i = append(rows, r), j
 	}
 	lg.Samples = rows
+}
+
+// rowWidth is a table row's line (from 1) and its number of fields.
+type rowWidth struct{ line, fields int }
+
+// lastRow reports whether nothing but blank lines follows line (from 1).
+func lastRow(lines []string, line int) bool {
+	for _, l := range lines[line:] {
+		if strings.TrimSpace(l) != "" {
+			return false
+		}
+	}
+	return true
 }

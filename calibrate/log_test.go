@@ -378,3 +378,28 @@ func TestParseLogCountsNoRepeatsOfSizeZero(t *testing.T) {
 		}
 	}
 }
+
+// A table that ends on a row narrower than the one before was cut short
+// there (its in-place half lost): the row is read, and ShortLastRow says
+// where; a narrow row with rows after it, or a table of narrow rows, is
+// not a cut.
+func TestParseLogFindsACutLastRow(t *testing.T) {
+	hdr := "# Collective test starting: all_reduce_perf\n#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+	full := "     1048576   262144  float  sum  -1   20.00  52.43  91.75  0   20.00  52.43  91.75  0\n"
+	half := "     2097152   524288  float  sum  -1   30.00  69.91  122.3  0\n"
+	next := "     4194304  1048576  float  sum  -1   50.00  83.89  146.8  0   50.00  83.89  146.8  0\n"
+	for _, c := range []struct {
+		name, text string
+		want       int
+	}{
+		{"cut", hdr + full + half + "\n", 4},
+		{"narrow, then more", hdr + full + half + next, 0},
+		{"all narrow", hdr + half, 0},
+		{"whole", hdr + full + next, 0},
+	} {
+		lg, err := ParseLog("log", []byte(c.text))
+		if err != nil || lg.ShortLastRow != c.want {
+			t.Errorf("%s: ShortLastRow %d, %v; want %d", c.name, lg.ShortLastRow, err, c.want)
+		}
+	}
+}

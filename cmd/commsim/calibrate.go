@@ -129,6 +129,9 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
+	if lg.ShortLastRow > 0 {
+		fmt.Fprintf(stderr, "commsim: warning: %s:%d: the log ends on a row with fewer columns than the one before, as a cut copy or a run that died mid-row leaves it; its out-of-place time is read\n", path, lg.ShortLastRow)
+	}
 	if lg.Partial {
 		fmt.Fprintf(stderr, "commsim: warning: %s: the JSON report ends early, as a run that died mid-sweep leaves it; its %d finished sizes are read\n", path, len(lg.Samples))
 	}

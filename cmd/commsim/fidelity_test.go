@@ -642,3 +642,18 @@ func TestBareShippedLogNameReadsTheShippedCopy(t *testing.T) {
 		}
 	}
 }
+
+// A log cut inside its last row is read with a warning that names the row.
+func TestFidelityWarnsOfALogCutInItsLastRow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cut.log")
+	text := "# Collective test starting: all_reduce_perf\n#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n" +
+		"     1048576   262144  float  sum  -1   20.00  52.43  91.75  0   20.00  52.43  91.75  0\n" +
+		"     2097152   524288  float  sum  -1   30.00  69.91  122.3  0   30.0"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, _, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100")
+	if status != 0 || !strings.Contains(errOut, "cut.log:4: the log ends on a row with fewer columns than the one before") {
+		t.Errorf("status %d, stderr %q", status, errOut)
+	}
+}
