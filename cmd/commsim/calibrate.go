@@ -378,6 +378,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err != nil {
 		return err
 	}
+	noteLongFit(stderr, f.log, len(specs))
 	if n := lg.GPUsPerThread; n > 1 {
 		warnings = append(warnings, fmt.Sprintf("each thread of the run drove %d GPUs (nccl-tests -g %d), launching every collective on them in turn: host time that the fit of link scales does not model (--algo nccl does: nccl.ThreadFloorUS), so its small sizes measure slower than any scaling of the fabric", n, n))
 	}
@@ -535,4 +536,17 @@ func shippedLogNamed(name string) []byte {
 		}
 	}
 	return nil
+}
+
+// longFitSizes is where a fit's sizes make it slow enough to say so: the
+// fit and its held-out half simulate every size some fifty times (2,000
+// sizes of dgx-h100 took half a minute, 20,000 over five).
+const longFitSizes = 2000
+
+// noteLongFit says on stderr, before a fit of sizes sizes from log that
+// will take minutes, that it will and how to shorten it.
+func noteLongFit(stderr io.Writer, log string, sizes int) {
+	if sizes > longFitSizes {
+		fmt.Fprintf(stderr, "commsim: note: %s: fitting %d sizes, each simulated some fifty times, may take minutes (--min-bytes and --max-bytes fit fewer)\n", log, sizes)
+	}
 }

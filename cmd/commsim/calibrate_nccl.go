@@ -117,6 +117,7 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 	if err != nil {
 		return err
 	}
+	noteLongFit(stderr, f.log, len(specs))
 	prob := calibrate.NCCLProblem{Topology: s.topo, Options: s.tuner.Options, Specs: specs, FloorUS: nccl.ThreadFloorUS(lg.GPUsPerThread), Runs: lg.TimedRuns(s.op)}
 	for _, r := range rows {
 		prob.MeasuredUS = append(prob.MeasuredUS, r.TimeUS)

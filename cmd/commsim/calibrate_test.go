@@ -465,3 +465,19 @@ func TestCalibrateShippedLogKeepsItsCollectiveWithTopo(t *testing.T) {
 		}
 	}
 }
+
+// A fit of more sizes than longFitSizes says before it starts that it may
+// take minutes, and how to fit fewer; one of that many or fewer says
+// nothing.
+func TestCalibrateNotesALongFit(t *testing.T) {
+	for _, c := range []struct {
+		sizes int
+		note  bool
+	}{{longFitSizes, false}, {longFitSizes + 1, true}} {
+		var b strings.Builder
+		noteLongFit(&b, "many.log", c.sizes)
+		if got := strings.Contains(b.String(), fmt.Sprintf("many.log: fitting %d sizes", c.sizes)) && strings.Contains(b.String(), "--max-bytes"); got != c.note || (!c.note && b.Len() > 0) {
+			t.Errorf("%d sizes: %q, want a note: %v", c.sizes, b.String(), c.note)
+		}
+	}
+}
