@@ -177,7 +177,7 @@ func parseCount(spec, what, s string) (int, error) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < '0' || c > '9' {
-			return 0, newErr(ErrSpec, "spec %q: %s %q is not a whole number", spec, what, s)
+			return 0, newErr(ErrSpec, "spec %q: %s %q is not a whole number of 1 or more", spec, what, s)
 		}
 		if n <= MaxNodes {
 			n = n*10 + int(c-'0')

@@ -289,7 +289,7 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 			return nil, at(newErr(ErrInvalid, "link %d (%s): bandwidth must be > 0 and finite, got %v", i, t.linkLabel(i), l.BW), true, i)
 		}
 		if !(l.Latency >= 0) || l.Latency > MaxLatency {
-			return nil, at(newErr(ErrInvalid, "link %d (%s): latency must be between 0 and %gs, got %v", i, t.linkLabel(i), MaxLatency, l.Latency), true, i)
+			return nil, at(newErr(ErrInvalid, "link %d (%s): latency must be between 0 and %gs, got %vs", i, t.linkLabel(i), MaxLatency, l.Latency), true, i)
 		}
 	}
 	if err := t.buildAdjacency(); err != nil {

@@ -154,7 +154,7 @@ func (f *calFlags) fitSizes(s *sweep, lg *calibrate.Log, lo, hi int64) ([]ops.Sp
 	var specs []ops.Spec
 	var rows []calibrate.Sample
 	var warnings []string
-	skipped := 0
+	skipped, outside := 0, 0
 	for _, r := range lg.Samples {
 		spec, _ := s.spec(r.Bytes)
 		if spec.Count == 0 || s.op == ops.Barrier {
@@ -163,13 +163,26 @@ func (f *calFlags) fitSizes(s *sweep, lg *calibrate.Log, lo, hi int64) ([]ops.Sp
 		}
 		if r.Bytes >= lo && r.Bytes <= hi {
 			specs, rows = append(specs, spec), append(rows, r)
+		} else {
+			outside++
 		}
 	}
 	if skipped > 0 {
-		warnings = append(warnings, fmt.Sprintf("skipped %d sizes that hold no element per rank", skipped))
+		warnings = append(warnings, fmt.Sprintf("skipped %d %s that hold no element per rank", skipped, plural(skipped, "size", "sizes")))
 	}
 	if len(rows) < 2 {
-		return nil, nil, nil, usagef("%s: %d usable sizes; the fit needs at least 2", f.log, len(rows))
+		var why []string
+		if outside > 0 {
+			why = append(why, fmt.Sprintf("%d outside --min-bytes %s to --max-bytes %s", outside, f.minBytes, f.maxBytes))
+		}
+		if skipped > 0 {
+			why = append(why, fmt.Sprintf("%d holding no element per rank", skipped))
+		}
+		reason := ""
+		if len(why) > 0 {
+			reason = fmt.Sprintf(" (of its %d: %s)", len(lg.Samples), strings.Join(why, ", "))
+		}
+		return nil, nil, nil, usagef("%s: %d usable %s%s; the fit needs at least 2", f.log, len(rows), plural(len(rows), "size", "sizes"), reason)
 	}
 	return specs, rows, warnings, nil
 }

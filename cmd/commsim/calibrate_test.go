@@ -389,7 +389,9 @@ func TestCalibrateBadLogsExit2NamingTheLine(t *testing.T) {
 		{"csv no time", "size(B),count\n8,2\n", `:1: CSV header has no time column`},
 		{"csv fields", "size(B),time(us)\n8,20.5\n16,20.5,7\n", `:3: 3 fields, the header has 2`},
 		{"csv bad time", "# comment\nsize,time\n8,fast\n", `:3: time "fast" is not a number: "8,fast"`},
-		{"one size", hdr + row, "1 usable sizes; the fit needs at least 2"},
+		{"one size", hdr + row, "1 usable size; the fit needs at least 2"},
+		{"sizes out of range", hdr + row + "  1152921504606846976  288230376151711744  float  sum  -1  2e9  1  1  0  2e9  1  1  0\n",
+			"1 usable size (of its 2: 1 outside --min-bytes 0 to --max-bytes 1TiB); the fit needs at least 2"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

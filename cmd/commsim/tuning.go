@@ -221,6 +221,9 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	name := f.topo
+	if f.changed("ngpus") && f.ngpus == 0 {
+		return usagef("-g 0: want 2 to %d, the GPUs of %s (leave -g out for all)", topo.NumGPUs(), f.topo)
+	}
 	if f.ngpus != 0 && f.ngpus != topo.NumGPUs() {
 		if f.ngpus < 2 || f.ngpus > topo.NumGPUs() {
 			return usagef("-g %d: want 2 to %d, the GPUs of %s", f.ngpus, topo.NumGPUs(), f.topo)

@@ -128,6 +128,7 @@ func TestTuningRefusesBadInput(t *testing.T) {
 	}{
 		{[]string{"--nccl-machine", "launch=2"}, "the cost table is the model itself"},
 		{[]string{"-g", "1"}, "-g 1: want 2 to 8"},
+		{[]string{"-g", "0"}, "-g 0: want 2 to 8, the GPUs of dgx-h100 (leave -g out for all)"},
 		{[]string{"--format", "xml"}, `unknown format "xml" (want text, csv or json)`},
 		{[]string{"--topo", "ring:"}, "ring"},
 		{[]string{"--log", filepath.Join(dir, "absent.txt")}, "--log:"},
