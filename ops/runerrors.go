@@ -37,7 +37,7 @@ func foldAlike(failed []rankError) []error {
 			errs = append(errs, f.err)
 			continue
 		}
-		errs = append(errs, fmt.Errorf("%w (and alike on rank(s) %s)", f.err, joinRanks(alike)))
+		errs = append(errs, fmt.Errorf("%w (rank(s) %s failed with the same error)", f.err, joinRanks(alike)))
 	}
 	return errs
 }

@@ -37,7 +37,7 @@ func TestParallelSweepsAreSequentialOnes(t *testing.T) {
 		t.Errorf("the failing sweep: status %d, stdout %q, stderr %q: want its first rows and exit 1", status, out, errOut)
 	}
 	// Every rank passes the horizon: one line says so, not one per rank.
-	if strings.Count(strings.TrimSuffix(errOut, "\n"), "\n") != 0 || !strings.Contains(errOut, "horizon") || !strings.Contains(errOut, "alike on rank(s)") {
+	if strings.Count(strings.TrimSuffix(errOut, "\n"), "\n") != 0 || !strings.Contains(errOut, "horizon") || !strings.Contains(errOut, "failed with the same error") {
 		t.Errorf("the failing sweep's error: %q, want one line naming the horizon and the ranks that failed alike", errOut)
 	}
 }
