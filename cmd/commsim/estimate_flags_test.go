@@ -137,15 +137,7 @@ func TestStepSecondsChargesTheCheckOnlyOnAMirror(t *testing.T) {
 // chunked plan) at every rank's, as without a mirror.
 func TestEstimateMirrorsOnlySizesThatSplitEvenly(t *testing.T) {
 	s := parsedSweep(t, "switch:8", "allreduce", "ring", nil)
-	w, err := s.backend.open(s.topo, s.simConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := w.newExecutor()
-	defer func() {
-		exec.Close()
-		w.close()
-	}()
+	w := openSimWorld(t, s)
 	for _, c := range []struct {
 		bytes    int64
 		mirrored bool
@@ -325,4 +317,20 @@ func TestEstimateCountsTheSmallestPlansSteps(t *testing.T) {
 	if want := one.seconds * (small + top) / top; math.Abs(two.seconds-want) > 1e-9*want {
 		t.Errorf("8 B and 64 MiB: %g s, want %g (64 MiB alone %g)", two.seconds, want, one.seconds)
 	}
+}
+
+// openSimWorld opens s's simulator world with an executor on it, both
+// closed when the test ends, as a sweep runs on them.
+func openSimWorld(t *testing.T, s *sweep) *openedWorld {
+	t.Helper()
+	w, err := s.backend.open(s.topo, s.simConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := w.newExecutor()
+	t.Cleanup(func() {
+		exec.Close()
+		w.close()
+	})
+	return w
 }

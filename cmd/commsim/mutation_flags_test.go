@@ -212,15 +212,7 @@ func TestBadMaxBytesNamesItsFlag(t *testing.T) {
 // saves on the even size alone.
 func TestEstimateCountsUnevenSizesInFullBesideMirroredOnes(t *testing.T) {
 	s := parsedSweep(t, "switch:8", "allreduce", "ring", nil)
-	w, err := s.backend.open(s.topo, s.simConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := w.newExecutor()
-	defer func() {
-		exec.Close()
-		w.close()
-	}()
+	w := openSimWorld(t, s)
 	uneven, even := int64(4*(8*1024+1)), int64(4*8*1024*2)
 	seconds := func(w *openedWorld, sizes ...int64) float64 {
 		t.Helper()

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/commsim/commsim/internal/dlfcn"
 )
 
 // ErrNoDriver is wrapped by every error that comes from the driver library
@@ -160,11 +162,11 @@ func bindDriver(lookup func(name string) (uintptr, error), register func(fn any,
 // A driver that loads but fails cuInit (no GPU, a driver/kernel mismatch)
 // stops the search: another copy of libcuda would not do better.
 func openDriver(file string) (*driver, error) {
-	h, err := dlopen(file)
+	h, err := dlfcn.Open(file)
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := bindDriver(func(name string) (uintptr, error) { return dlsym(h, name) }, purego.RegisterFunc)
+	d, _, err := bindDriver(func(name string) (uintptr, error) { return dlfcn.Sym(h, name) }, purego.RegisterFunc)
 	if err != nil {
 		purego.Dlclose(h)
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"runtime"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/commsim/commsim/internal/dlfcn"
 )
 
 // The build line names the architectures as well as the systems because
@@ -18,7 +20,7 @@ import (
 // uses, looking each up with Dlsym first so that a missing one is an error
 // naming it rather than a panic in RegisterFunc.
 func openNCCL(path string) (*ncclLib, error) {
-	h, err := dlopen(path)
+	h, err := dlfcn.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +49,7 @@ func openNCCL(path string) (*ncclLib, error) {
 		{"ncclGetErrorString", &l.getErrorString, false},
 		{"ncclGetLastError", &l.getLastError, true},
 	} {
-		addr, err := dlsym(h, sym.name)
+		addr, err := dlfcn.Sym(h, sym.name)
 		if err != nil {
 			if sym.optional {
 				continue

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/commsim/commsim/internal/dlfcn"
 	"github.com/ebitengine/purego/objc"
 )
 
@@ -77,20 +79,20 @@ var (
 // class is an error wrapping ErrNoMetal, never a panic.
 func Load() error {
 	loadOnce.Do(func() {
-		if _, err := dlopen(coreGraphicsPath); err != nil {
+		if _, err := dlfcn.Open(coreGraphicsPath); err != nil {
 			loadErr = fmt.Errorf("%w: dlopen %s: %v", ErrNoMetal, coreGraphicsPath, err)
 			return
 		}
-		h, err := dlopen(FrameworkPath)
+		h, err := dlfcn.Open(FrameworkPath)
 		if err != nil {
 			loadErr = fmt.Errorf("%w: dlopen %s: %v", ErrNoMetal, FrameworkPath, err)
 			return
 		}
-		if mtlCreateSystemDefaultDevice, err = dlsym(h, "MTLCreateSystemDefaultDevice"); err != nil {
+		if mtlCreateSystemDefaultDevice, err = dlfcn.Sym(h, "MTLCreateSystemDefaultDevice"); err != nil {
 			loadErr = fmt.Errorf("%w: %s has no symbol MTLCreateSystemDefaultDevice: %v", ErrNoMetal, FrameworkPath, err)
 			return
 		}
-		mtlCopyAllDevices, _ = dlsym(h, "MTLCopyAllDevices") // a fallback only
+		mtlCopyAllDevices, _ = dlfcn.Sym(h, "MTLCopyAllDevices") // a fallback only
 		// Metal links Foundation, so its classes exist once Metal is loaded.
 		for _, c := range []struct {
 			name string

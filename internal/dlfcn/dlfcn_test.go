@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package cuda
+package dlfcn
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ import (
 // any goroutine: dlerror's message is the failing thread's, so a goroutine
 // that changed threads between dlopen and dlerror once gave an empty reason
 // (a few calls in a thousand; this makes sixteen thousand).
-func TestDlopenErrorNamesTheLibraryEveryTime(t *testing.T) {
+func TestOpenErrorNamesTheLibraryEveryTime(t *testing.T) {
 	const name = "libcommsim-no-such-library.so.1"
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -22,7 +22,7 @@ func TestDlopenErrorNamesTheLibraryEveryTime(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 2000; i++ {
-				_, err := dlopen(name)
+				_, err := Open(name)
 				if err == nil || !strings.Contains(err.Error(), name) {
 					mu.Lock()
 					bad = append(bad, fmtErr(err))
