@@ -25,6 +25,15 @@ const (
 	maxCachedEdges  = 1 << 24
 )
 
+// KeepsRoutes reports whether t's route cache keeps the routes a run
+// asks for from sources sources, routes routes of edges edges in all, at
+// once: as routes, or as the sources' trees. A run whose routes it does
+// not keep finds them again as it goes (a host-time estimate counts them
+// so).
+func (t *Topology) KeepsRoutes(sources, routes, edges int) bool {
+	return routes < maxCachedRoutes && edges <= maxCachedEdges || sources*treeBytes(len(t.Nodes)) <= maxTreeBytes
+}
+
 // maxTreeBytes bounds the sources' route trees (routeTree) kept at once;
 // when the next would pass it they are all dropped and found again as
 // asked for. 64 MiB holds every source's tree on fabrics of up to about

@@ -305,6 +305,10 @@ func (s *routeSearch) tree() *routeTree {
 // bytes is the tree's size.
 func (r *routeTree) bytes() int { return 4 * (len(r.end) + len(r.pred) + len(r.edge)) }
 
+// treeBytes is the bytes of a routeTree on a fabric of nodes nodes: an
+// end a node, a predecessor and an edge a state (two a node).
+func treeBytes(nodes int) int { return 4 * (nodes + 2*nodes + 2*nodes) }
+
 // path is the route to node v, or false when v is out of reach.
 func (r *routeTree) path(t *Topology, v int) (Path, bool) {
 	return walkBack(t, int(r.end[v]), r.pred, r.edge)

@@ -499,7 +499,7 @@ func TestCheckDurationWarnsOfLongSweeps(t *testing.T) {
 		topo string
 		want string
 	}{
-		{"ring:512", "commsim: this sweep may take about 14 minutes (24 sizes, up to 1308673 plan steps on 512 ranks, its flows crossing 51.3 links a step)\n"},
+		{"ring:512", "commsim: this sweep may take about 15 minutes (24 sizes, up to 1308673 plan steps on 512 ranks, its flows crossing 51.3 links a step)\n"},
 		{"ring:64", ""},
 	} {
 		var bf benchFlags

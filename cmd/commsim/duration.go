@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/commsim/commsim/calibrate"
@@ -123,6 +124,15 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 		}
 		return stepSeconds(hops, plan.Ranks, plan.Ranks)
 	})
+	simulated := plan.Ranks
+	if block > 0 {
+		simulated = block
+	}
+	routes, again := routeSeconds(s.topo, plan, simulated)
+	if again {
+		routes *= runs * float64(len(s.sizes))
+	}
+	est += routes
 	var cut []string
 	if len(s.sizes) > 1 {
 		cut = append(cut, "sizes (-b, -e, -f)")
@@ -172,32 +182,86 @@ func (e hostEstimate) judge(stderr io.Writer, what string) error {
 	return nil
 }
 
-// hopsPerStep is the links a step of plan's rank 0 sends across, on
-// average over its steps: the flow solver's work grows with the links its
-// flows cross (each re-solve visits every link of every flow it touches),
-// which plan steps alone do not count. Rank 0 stands for all, as in
-// ops.Select's estimate; a route that cannot be found counts none.
+// hopsPerStep is the links a step sends across, on average over a rank's
+// steps, for the rank of plan's sampled ones (sampleRanks) that sends
+// across the most: the flow solver's work grows with the links its flows
+// cross (each re-solve visits every link of every flow it touches), which
+// plan steps alone do not count. A route that cannot be found counts
+// none.
 func hopsPerStep(t *topology.Topology, plan *ops.Plan) float64 {
-	hops, steps := 0, 0
+	most := 0.0
+	for _, r := range sampleRanks(plan.Ranks) {
+		f := rankRoutes(t, plan, r)
+		if f.steps > 0 {
+			most = max(most, float64(f.hops)/float64(f.steps))
+		}
+	}
+	return most
+}
+
+// secondsPerRouteLink is a route search's host time for each link of the
+// route it finds: the search settles the nodes nearer than its
+// destination, which on a ring or a chain are about two a link (0.4 µs a
+// link, measured: ring:4000's 1 MiB recursive-doubling all-reduce makes
+// some 52,000 searches of 333 links on average, in 7 s). On a switch or a
+// cluster a route is a few links, and its search costs next to nothing.
+const secondsPerRouteLink = 4e-7
+
+// routeSeconds is the host time of the route searches of plan's ranks
+// ranks: each rank's routes to its distinct peers, as many and as long as
+// the sampled rank's with the most links, leaving out the routes of two
+// links (between two GPUs of one switch), which are found without a
+// search. again says the route cache cannot hold them all, as on a ring
+// of thousands of GPUs, so every run finds them again; else they are
+// found once.
+func routeSeconds(t *topology.Topology, plan *ops.Plan, ranks int) (seconds float64, again bool) {
+	var most routeFigures
+	for _, r := range sampleRanks(plan.Ranks) {
+		if f := rankRoutes(t, plan, r); f.searchedLinks > most.searchedLinks {
+			most = f
+		}
+	}
+	again = !t.KeepsRoutes(ranks, ranks*most.peers, ranks*most.searchedLinks)
+	return float64(ranks) * float64(most.searchedLinks) * secondsPerRouteLink, again
+}
+
+// sampleRanks are the ranks whose routes stand for a plan's: the first,
+// the middle and the last. One alone misleads: recursive doubling on a
+// number of ranks that is no power of two folds its first ranks into
+// their neighbours, whose one send crosses one link where the others'
+// cross thousands on a ring.
+func sampleRanks(p int) []int {
+	return slices.Compact([]int{0, p / 2, p - 1})
+}
+
+// routeFigures are a rank's routes in a plan: its steps, the links its
+// sends cross over them all, its distinct peers, and the links of its
+// routes to them that a search finds (those of more than two links).
+type routeFigures struct{ steps, hops, peers, searchedLinks int }
+
+// rankRoutes is rank's routeFigures in plan on t.
+func rankRoutes(t *topology.Topology, plan *ops.Plan, rank int) routeFigures {
+	var f routeFigures
 	byPeer := map[int]int{}
-	for st := range plan.RankSteps(0) {
-		steps++
+	for st := range plan.RankSteps(rank) {
+		f.steps++
 		if st.Kind != ops.StepSend {
 			continue
 		}
 		n, ok := byPeer[st.Peer]
 		if !ok {
-			if path, err := t.RouteRanks(0, st.Peer); err == nil {
+			if path, err := t.RouteRanks(rank, st.Peer); err == nil {
 				n = len(path.Edges)
 			}
 			byPeer[st.Peer] = n
+			f.peers++
+			if n > 2 {
+				f.searchedLinks += n
+			}
 		}
-		hops += n
+		f.hops += n
 	}
-	if steps == 0 {
-		return 0
-	}
-	return float64(hops) / float64(steps)
+	return f
 }
 
 // runsOnce reports whether each size runs once on w: on the simulator,

@@ -334,3 +334,47 @@ func openSimWorld(t *testing.T, s *sweep) *openedWorld {
 	})
 	return w
 }
+
+// The links a step crosses, and the route searches, are those of the
+// sampled rank that crosses the most: recursive doubling on 1,000 ranks
+// (no power of two) folds rank 0 into rank 1, one link away, where the
+// others' partners are up to 500 links away on ring:1000. Rank 0 alone
+// put the 154 s that ring:8000's took at a fifth of a second.
+func TestEstimateSamplesMoreRanksThanTheFirst(t *testing.T) {
+	s := parsedSweep(t, "ring:1000", "allreduce", "rd", nil)
+	spec, _ := s.spec(1 << 20)
+	plan, err := s.plan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := rankRoutes(s.topo, plan, 0)
+	if first.peers != 1 || first.searchedLinks != 0 {
+		t.Fatalf("rank 0's routes: %+v; the test wants rank 0 folded into its neighbour", first)
+	}
+	if got := hopsPerStep(s.topo, plan); got < 10 {
+		t.Errorf("%v links a step, want the partners' tens", got)
+	}
+	last := rankRoutes(s.topo, plan, 999)
+	got, again := routeSeconds(s.topo, plan, 1000)
+	if want := 1000 * float64(last.searchedLinks) * secondsPerRouteLink; last.searchedLinks < 500 || got < want || again {
+		t.Errorf("route searches %v s (again: %v), want at least rank 999's %d links a rank, %v s, once", got, again, last.searchedLinks, want)
+	}
+	// ring:8000's are too many and too long to keep: found again each run.
+	s = parsedSweep(t, "ring:8000", "allreduce", "rd", nil)
+	spec, _ = s.spec(1 << 20)
+	if plan, err = s.plan(spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, again := routeSeconds(s.topo, plan, 8000); !again {
+		t.Errorf("ring:8000: its rd routes found once, want again each run")
+	}
+	// Between two GPUs of a switch a route is found without a search.
+	s = parsedSweep(t, "switch:64", "allreduce", "direct", nil)
+	spec, _ = s.spec(1 << 20)
+	if plan, err = s.plan(spec); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := routeSeconds(s.topo, plan, 64); got != 0 {
+		t.Errorf("switch:64: route searches %v s, want none", got)
+	}
+}

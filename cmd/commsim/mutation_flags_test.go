@@ -261,7 +261,7 @@ func TestRefusalOffersTimingOnlyOnlyWithData(t *testing.T) {
 // The links a plan's step crosses are those of what rank 0 sends: the
 // root of a ring broadcast on ring:8 sends to its neighbour, one link
 // away, and receives nothing: its steps cross some links, never over one.
-func TestHopsCountWhatRankZeroSends(t *testing.T) {
+func TestHopsCountWhatRanksSend(t *testing.T) {
 	s := parsedSweep(t, "ring:8", "broadcast", "ring", nil)
 	spec, _ := s.spec(1 << 20)
 	plan, err := s.plan(spec)

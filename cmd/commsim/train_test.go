@@ -238,7 +238,7 @@ func TestTrainWithNCCLsTuner(t *testing.T) {
 // on a ring of 64 says nothing and runs.
 func TestTrainRefusesStepsThatWouldTakeHours(t *testing.T) {
 	status, _, errOut := commsim("train", "--model", "gpt2-small", "--topo", "ring:2048", "--algo", "direct", "--symmetry=false")
-	want := "commsim: the training step would take about 4.3 hours (14 collectives, up to 20965377 plan steps on 2048 ranks, its flows crossing 204.8 links a step); the limit is 1 hour; use fewer ranks (a smaller --topo)\n"
+	want := "commsim: the training step would take about 4.3 hours (14 collectives, up to 20965377 plan steps on 2048 ranks, its flows crossing 204.9 links a step); the limit is 1 hour; use fewer ranks (a smaller --topo)\n"
 	if status != 2 || errOut != want {
 		t.Fatalf("status %d, stderr %q, want %q", status, errOut, want)
 	}
