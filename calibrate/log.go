@@ -540,6 +540,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	// first line.
 	piece, pieceLine := "", 0
 	var widths []rowWidth // the table rows' widths, in order (ShortLastRow)
+	lastText := -1        // the last line with text, rank tags and stderr left out
 	runRanks := 0         // the ranks of the log's first run, once a second starts
 	for i, l := range lines {
 		u, stderr := untagged(l)
@@ -547,6 +548,9 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			lg.stderrLines++
 		}
 		t, rowLine := commented(u), i
+		if !stderr && strings.TrimSpace(t) != "" {
+			lastText = i
+		}
 		if at := gluedNCCLRE.FindStringIndex(t); at != nil && at[0] > 0 {
 			if head := strings.TrimSpace(t[:at[0]]); head != "" && head[0] >= '0' && head[0] <= '9' {
 				if piece == "" {
@@ -669,7 +673,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	// A table whose last row is narrower than the one before it, and
 	// ends the log, was cut short (a run that died, a copy cut): its
 	// out-of-place time may stand, but the user should hear of it.
-	if n := len(widths); n > 1 && widths[n-1].fields < widths[n-2].fields && lastRow(lines, widths[n-1].line) {
+	if n := len(widths); n > 1 && widths[n-1].fields < widths[n-2].fields && widths[n-1].line == lastText+1 {
 		lg.ShortLastRow = widths[n-1].line
 	}
 	lg.Ranks = cmp.Or(lg.Ranks, runRanks) // a later run that quotes no rank lines ran on the first's
@@ -734,13 +738,3 @@ func (lg *Log) averageRepeats() {
 
 // rowWidth is a table row's line (from 1) and its number of fields.
 type rowWidth struct{ line, fields int }
-
-// lastRow reports whether nothing but blank lines follows line (from 1).
-func lastRow(lines []string, line int) bool {
-	for _, l := range lines[line:] {
-		if strings.TrimSpace(l) != "" {
-			return false
-		}
-	}
-	return true
-}

@@ -485,7 +485,7 @@ func TestBenchCountsTheLinksFlowsCross(t *testing.T) {
 		t.Fatalf("compare: status %d, stderr %q", status, errOut)
 	}
 	status, _, errOut = commsim("what-if", "--topo", "ring:4096", "--op", "allreduce", "--algo", "direct", "--fault", "link gpu3-gpu4 down at 10us")
-	if status != 2 || !strings.Contains(errOut, "what-if would take about 4.8 hours (1 size, up to 83869697 plan steps on 4096 ranks, its flows crossing 409.7 links a step)") || !strings.Contains(errOut, "; use fewer ranks (-g)") {
+	if status != 2 || !strings.Contains(errOut, "what-if would take about 8.6 hours (1 size, up to 83869697 plan steps on 4096 ranks, its flows crossing 409.7 links a step)") || !strings.Contains(errOut, "; use fewer ranks (-g)") {
 		t.Fatalf("what-if: status %d, stderr %q", status, errOut)
 	}
 }
