@@ -190,10 +190,14 @@ func (f *whatIfFlags) run(w io.Writer) error {
 
 // idleFaults says, of each slowed reduction that cannot slow this
 // collective, why: it does not reduce, or the rank's GPU reduces for
-// free, and a fraction of free is free. The fault log says it fired.
+// free, and a fraction of free is free; and of a link degraded to 100%
+// that it keeps its bandwidth. The fault log says each fired.
 func idleFaults(s *sweep, faults []sim.Fault) []string {
 	var notes []string
 	for _, ft := range faults {
+		if ft.Kind == sim.LinkDegrade && ft.Factor == 1 {
+			notes = append(notes, fmt.Sprintf("changes nothing: %v: the link keeps all of its bandwidth", ft))
+		}
 		if ft.Kind != sim.SlowReduce {
 			continue
 		}

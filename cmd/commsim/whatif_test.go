@@ -160,11 +160,12 @@ func TestWhatIfSaysWhichFaultsNeverFired(t *testing.T) {
 	}
 }
 
-// A slowed reduction that cannot slow the run says why: the collective
-// does not reduce, or the rank's GPU reduces for free (ring:N's do, and a
-// fraction of free is free); one that can, on a GPU with a reduction
-// bandwidth, slows it and says nothing of the kind.
-func TestWhatIfSaysWhenASlowReductionChangesNothing(t *testing.T) {
+// A fault that cannot slow the run says why: a link degraded to 100%, or
+// a slowed reduction where the collective does not reduce or the rank's
+// GPU reduces for free (ring:N's do, and a fraction of free is free); one
+// that can, on a GPU with a reduction bandwidth, slows it and says
+// nothing of the kind.
+func TestWhatIfSaysWhenAFaultChangesNothing(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		note string
@@ -172,6 +173,8 @@ func TestWhatIfSaysWhenASlowReductionChangesNothing(t *testing.T) {
 		{[]string{"--topo", "ring:4", "--op", "allreduce", "--algo", "ring"}, "changes nothing: rank 0 slow 1% at 0: gpu0 reduces for free on ring:4 (reduce: inf)"},
 		{[]string{"--topo", "ring:4,reduce=100GB/s", "--op", "allgather", "--algo", "ring"}, "changes nothing: rank 0 slow 1% at 0: allgather does not reduce"},
 		{[]string{"--topo", "ring:4,reduce=100GB/s", "--op", "allreduce", "--algo", "ring"}, ""},
+		{[]string{"--topo", "ring:4,reduce=100GB/s", "--op", "allgather", "--algo", "ring", "--fault", "link gpu0-gpu1 degrade 100%"},
+			"changes nothing: link gpu0-gpu1 degrade 100% at 0: the link keeps all of its bandwidth"},
 	} {
 		status, out, errOut := commsim(append(append([]string{"what-if", "-e", "1MiB", "--fault", "rank 0 slow 1%"}, c.args...), "--format", "json")...)
 		if status != 0 {
