@@ -207,8 +207,9 @@ func hopsPerStep(t *topology.Topology, plan *ops.Plan) float64 {
 // cluster a route is a few links, and its search costs next to nothing.
 const secondsPerRouteLink = 4e-7
 
-// routeSeconds is the host time of the route searches of plan's ranks
-// ranks: each rank's routes to its distinct peers, as many and as long as
+// routeSeconds is the host time of the route searches that ranks of
+// plan's ranks make (fewer than all on a mirror): each rank's routes to
+// its distinct peers, as many and as long as
 // the sampled rank's with the most links, leaving out the routes of two
 // links (between two GPUs of one switch), which are found without a
 // search. again says the route cache cannot hold them all, as on a ring
