@@ -184,6 +184,14 @@ func (s *partialFileSet) commit(name, path string) error {
 		return errInterrupted
 	}
 	delete(s.names, name)
+	// Never rename over a device, a pipe or a socket: writeFileAtomic
+	// writes those in place (isStream), and were that check ever to miss
+	// one, a rename would put a file where /dev/full was (as root, as the
+	// tests run). A link left dangling is still replaced, as before.
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+		os.Remove(name)
+		return fmt.Errorf("%s is no regular file (%v): not replaced", path, fi.Mode().Type())
+	}
 	if err := os.Rename(name, path); err != nil {
 		os.Remove(name)
 		return err

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -93,5 +94,32 @@ func TestSignalRemovesThePartialFile(t *testing.T) {
 		if data, _ := os.ReadFile(filepath.Join(dir, "trace.json")); string(data) != "old\n" {
 			t.Errorf("%v: trace.json = %.40q", sig, data)
 		}
+	}
+}
+
+// A finished temporary file is never renamed over what is no regular
+// file, even where writeFileAtomic's stream check (isStream) is passed
+// by: a pipe stays a pipe, and the temporary file is gone. A mutation of
+// that check once renamed a file over /dev/full.
+func TestCommitNeverReplacesAPipe(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	tmp, err := partialFiles.create(dir, ".pipe.*.tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	err = partialFiles.commit(tmp.Name(), fifo)
+	if err == nil || !strings.Contains(err.Error(), "is no regular file") {
+		t.Errorf("commit over a pipe: %v, want a refusal", err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the pipe after: %v, %v", fi, err)
+	}
+	if _, err := os.Stat(tmp.Name()); !os.IsNotExist(err) {
+		t.Errorf("the temporary file is left: %v", err)
 	}
 }
