@@ -250,21 +250,20 @@ func isInt(s string) bool { _, err := strconv.ParseInt(s, 10, 64); return err ==
 
 // tableRow parses size count type [redop] [root] time algbw busbw … [date
 // time]; hasRoot is 1 or 0 from the header, -1 without one (then the
-// column count decides: nccl-tests prints 4 or 8 columns per half). root
-// is the root column's rank, -1 where the row has none.
-func tableRow(f []string, hasRoot int) (r row, root int, msg string) {
-	root = -1
+// column count decides: nccl-tests prints 4 or 8 columns per half); the
+// root column, where the row has one, is r's root.
+func tableRow(f []string, hasRoot int) (r row, msg string) {
 	if len(f) >= 2 && dateRE.MatchString(f[len(f)-2]) {
 		f = f[:len(f)-2]
 	}
 	if len(f) < 6 || f[0][0] < '0' || f[0][0] > '9' || !isInt(f[1]) || isNum(f[2]) {
-		return r, root, "want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line"
+		return r, "want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line"
 	}
 	k := afterRedop(f)
 	if k == 4 {
 		r.redop = strings.ToLower(f[3])
 		if !slices.Contains(redopNames, r.redop) {
-			return r, root, fmt.Sprintf("redop %q is none of nccl-tests' (%s)", f[3], strings.Join(redopNames, ", "))
+			return r, fmt.Sprintf("redop %q is none of nccl-tests' (%s)", f[3], strings.Join(redopNames, ", "))
 		}
 	}
 	rooted := hasRoot == 1 || (hasRoot == -1 && (len(f)-k)%2 == 1)
@@ -272,7 +271,7 @@ func tableRow(f []string, hasRoot int) (r row, root int, msg string) {
 		k++
 	}
 	if len(f) < k+3 || !isNum(f[k+1]) || !isNum(f[k+2]) {
-		return r, root, "want time, algbw and busbw after the size, count, type, redop and root columns"
+		return r, "want time, algbw and busbw after the size, count, type, redop and root columns"
 	}
 	// nccl-tests' algbw is bytes/time: where the columns taken do not
 	// give it and those with the root column the other way do, the row
@@ -283,16 +282,16 @@ func tableRow(f []string, hasRoot int) (r row, root int, msg string) {
 	}
 	if !algbwFits(f, k, false) && algbwFits(f, alt, true) {
 		if hasRoot != -1 {
-			return r, root, fmt.Sprintf("the header's columns do not fit this row: its time and algbw are columns %d and %d (algbw = bytes/time), where the header puts them at %d and %d", alt+1, alt+2, k+1, k+2)
+			return r, fmt.Sprintf("the header's columns do not fit this row: its time and algbw are columns %d and %d (algbw = bytes/time), where the header puts them at %d and %d", alt+1, alt+2, k+1, k+2)
 		}
 		k, rooted = alt, !rooted
 	}
 	if rooted {
 		n, err := strconv.Atoi(f[k-1])
 		if err != nil || n < -1 {
-			return r, root, fmt.Sprintf("root %q is no rank (nccl-tests prints -1 where there is none)", f[k-1])
+			return r, fmt.Sprintf("root %q is no rank (nccl-tests prints -1 where there is none)", f[k-1])
 		}
-		root, r.root, r.hasRoot = n, n, true
+		r.root, r.hasRoot = n, true
 	}
 	r.Sample, msg = sizeTime(f[0], f[k])
 	r.Count, _ = strconv.ParseInt(f[1], 10, 64)
@@ -308,7 +307,7 @@ func tableRow(f []string, hasRoot int) (r row, root int, msg string) {
 			}
 		}
 	}
-	return r, root, msg
+	return r, msg
 }
 
 // knownTests are the nccl-tests programs of testOps, sorted.
@@ -649,11 +648,10 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				r, msg = lg.csvRow(rec, cols)
 			}
 		} else {
-			var root int
 			fields := strings.Fields(t)
-			r, root, msg = tableRow(fields, hasRoot)
-			if msg == "" && lg.Ranks > 0 && root >= lg.Ranks {
-				msg = fmt.Sprintf("root %d is no rank of the log's %d", root, lg.Ranks)
+			r, msg = tableRow(fields, hasRoot)
+			if msg == "" && lg.Ranks > 0 && r.hasRoot && r.root >= lg.Ranks {
+				msg = fmt.Sprintf("root %d is no rank of the log's %d", r.root, lg.Ranks)
 			}
 			widths = append(widths, rowWidth{rowLine + 1, len(fields)})
 		}
