@@ -219,9 +219,10 @@ func countsFit(log string, lg *calibrate.Log, s *sweep) error {
 		return usagef("%s: its rows' redop is none: it measured a collective that does not reduce, where %s does", log, s.op)
 	}
 	if lg.HasRoot && (lg.Root >= 0) != s.op.Rooted() {
-		has := map[bool]string{true: "has one", false: "has none"}[s.op.Rooted()]
-		return usagef("%s: its rows' root is %d: it measured a collective %s a root, where %s %s", log, lg.Root,
-			map[bool]string{true: "with", false: "without"}[lg.Root >= 0], s.op, has)
+		if s.op.Rooted() {
+			return usagef("%s: its rows' root is %d: it measured a collective without a root, where %s has one", log, lg.Root, s.op)
+		}
+		return usagef("%s: its rows' root is %d: it measured a collective with a root, where %s has none", log, lg.Root, s.op)
 	}
 	d, ok := lg.DType()
 	if !ok {
