@@ -228,7 +228,7 @@ type adjItem struct {
 // parallel links into one with the summed bandwidth); and a connected graph.
 func New(name string, nodes []Node, links []Link) (*Topology, error) {
 	if err := checkName(name); err != nil {
-		return nil, wrapErr(ErrInvalid, err, "topology name %q", name)
+		return nil, wrapErr(ErrInvalid, err, "topology name %q", clipName(name))
 	}
 	if len(nodes) > MaxNodes {
 		return nil, newErr(ErrInvalid, "%d nodes is more than the limit of %d", len(nodes), MaxNodes)
@@ -240,7 +240,7 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 	ngpu := 0
 	for i, n := range nodes {
 		if err := checkName(n.Name); err != nil {
-			return nil, at(wrapErr(ErrInvalid, err, "node %d (%q)", i, n.Name), false, i)
+			return nil, at(wrapErr(ErrInvalid, err, "node %d (%q)", i, clipName(n.Name)), false, i)
 		}
 		switch n.Kind {
 		case GPU:
@@ -347,6 +347,21 @@ func checkName(s string) error {
 		}
 	}
 	return nil
+}
+
+// clipName keeps only a name's first 64 bytes (whole characters), and an
+// ellipsis, where it is longer: a one-line error that echoed a name of a
+// thousand characters would bury its reason.
+func clipName(s string) string {
+	const keep = 64
+	if len(s) <= keep {
+		return s
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // checkUniqueNames reports empty names and the first duplicate (by the

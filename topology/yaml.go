@@ -315,7 +315,7 @@ func readNodes(n *yaml.Node) ([]Node, error) {
 // nodeWhat names node i in messages.
 func nodeWhat(i int, f *[4]field) string {
 	if f[0].set && f[0].val != "" {
-		return fmt.Sprintf("node %d (%s)", i, f[0].val)
+		return fmt.Sprintf("node %d (%s)", i, clipName(f[0].val))
 	}
 	return fmt.Sprintf("node %d", i)
 }
@@ -404,7 +404,7 @@ func linkWhat(i int, f *[4]field) string {
 	if f[1].set {
 		b = f[1].val
 	}
-	return fmt.Sprintf("link %d (%s-%s)", i, a, b)
+	return fmt.Sprintf("link %d (%s-%s)", i, clipName(a), clipName(b))
 }
 
 // linkFromFields makes link i from its fields (a, b, bw, lat), read from
@@ -424,7 +424,7 @@ func linkFromFields(i int, f *[4]field, itemLine int, index map[string]int) (Lin
 	for k := 0; k < 2; k++ {
 		v, ok := index[f[k].val]
 		if !ok {
-			return Link{}, newErr(ErrYAML, "yaml: line %d: %s: %s names the unknown node %q", f[k].line, what(), linkKeys[k], f[k].val)
+			return Link{}, newErr(ErrYAML, "yaml: line %d: %s: %s names the unknown node %q", f[k].line, what(), linkKeys[k], clipName(f[k].val))
 		}
 		ends[k] = v
 	}

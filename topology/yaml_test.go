@@ -394,3 +394,25 @@ func TestFormatDocExample(t *testing.T) {
 	}
 	roundTrip(t, tp)
 }
+
+// A name thousands of characters long is clipped in the one-line error, so
+// that the reason after it can be read; its first characters still say
+// which node it is.
+func TestErrorsClipLongNames(t *testing.T) {
+	long := strings.Repeat("b", 3000)
+	tests := []struct{ in, frag string }{
+		{"nodes: [{name: " + long + ", kind: gpu}]\n", `node 0 ("` + long[:64] + `…"): name is 3000 bytes, more than the limit of 1024`},
+		{"nodes: [{name: g, kind: gpu}, {name: " + long[:1000] + ", kind: gpux}]\n", "node 1 (" + long[:64] + "…): unknown node kind"},
+		{"nodes: [{name: g, kind: gpu}]\nlinks: [{a: g, b: " + long + ", bw: 1GB/s, lat: 0}]\n", `link 0 (g-` + long[:64] + `…): b names the unknown node "` + long[:64] + `…"`},
+		{"nodes: [{name: " + strings.Repeat("é", 600) + ", kind: gpu}]\n", `node 0 ("` + strings.Repeat("é", 32) + `…")`},
+	}
+	for _, tc := range tests {
+		_, err := ReadYAML([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.frag) || len(err.Error()) > 300 {
+			t.Errorf("ReadYAML(%.40q…): %v, want %q in under 300 bytes", tc.in, err, tc.frag)
+		}
+	}
+	if _, err := New(long, []Node{{Name: "g", Kind: GPU, ReduceBW: 1}}, nil); err == nil || len(err.Error()) > 300 {
+		t.Errorf("New with a long topology name: %v, want an error under 300 bytes", err)
+	}
+}
