@@ -80,6 +80,9 @@ type Log struct {
 	// fewer columns than the row before and nothing follows it: a log cut
 	// short there. 0 where none is.
 	ShortLastRow int
+	// JSONLayout is a JSON report's layout version (its "version" key:
+	// 1 to LatestJSONLayout are nccl-tests' to date), 0 where it has none.
+	JSONLayout int
 	// InPlaceOnly counts the sizes of a JSON report that has no
 	// out-of-place result for them, whose in-place time is taken.
 	InPlaceOnly int

@@ -14,6 +14,10 @@ import (
 	"strings"
 )
 
+// LatestJSONLayout is the newest layout version of nccl-tests' JSON
+// report that commsim knows; a newer one is read for the same keys.
+const LatestJSONLayout = 3
+
 // nccl-tests' JSON report (-J FILE, nccl-tests 2.17 on; versions 1 to 3
 // of its layout): one object whose "results" list holds a record per
 // size (size, count, type, redop, root, and out_of_place and in_place
@@ -160,6 +164,8 @@ func (r *jsonReader) readReport() error {
 			v = &r.args
 		case "env":
 			v = &r.env
+		case "version":
+			v = &r.lg.JSONLayout
 		case "nccl_version":
 			v = &r.code
 		case "config":
@@ -174,10 +180,14 @@ func (r *jsonReader) readReport() error {
 			}
 			return r.broken(key, err)
 		}
+		if key == "version" && r.lg.JSONLayout < 1 {
+			return r.fail(start, fmt.Sprintf("not nccl-tests JSON: layout version %d, want 1 or more", r.lg.JSONLayout))
+		}
 	}
 	if _, err := r.dec.Token(); err != nil { // the report's end
 		return r.broken("", err)
 	}
+
 	if off := r.next(); off < int64(len(r.data)) {
 		return r.fail(off, "not nccl-tests JSON: more after the report's end")
 	}

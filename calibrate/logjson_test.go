@@ -56,8 +56,8 @@ func TestParseLogReadsNCCLTestsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if lg.Format != "nccl-tests json" || lg.Op != "allgather" || lg.Ranks != 8 || lg.Type != "float" || lg.NCCLVersion != "2.27.3" ||
-		!lg.HasRoot || lg.Root != -1 {
-		t.Errorf("%+v: want nccl-tests json, allgather on 8 ranks of float, NCCL 2.27.3, root -1", lg)
+		!lg.HasRoot || lg.Root != -1 || lg.JSONLayout != 3 {
+		t.Errorf("%+v: want nccl-tests json (layout 3), allgather on 8 ranks of float, NCCL 2.27.3, root -1", lg)
 	}
 	rooted, err := ParseLog("bc.json", []byte(ncclTestsJSON(strings.Replace(jsonRecord1K, `"root": "    -1"`, `"root": "     2"`, 1))))
 	if err != nil || !rooted.HasRoot || rooted.Root != 2 {
@@ -178,6 +178,8 @@ func TestParseLogJSONErrorsNameTheLine(t *testing.T) {
 		{"second args", strings.Replace(ncclTestsJSON(jsonRecord1K), `  "env"`, `  "args": [], "env"`, 1), 5, `ag.json:5: not nccl-tests JSON: an object has "args" twice`},
 		{"second time", ncclTestsJSON(strings.Replace(jsonRecord1K, `"time": 11.000000,`, `"time": 11.000000, "time": 1,`, 1)), 16,
 			`ag.json:16: not nccl-tests JSON: an object has "time" twice`},
+		{"layout version 0", strings.Replace(ncclTestsJSON(jsonRecord1K), `"version": 3`, `"version": 0`, 1), 2, `ag.json:2: not nccl-tests JSON: layout version 0, want 1 or more`},
+		{"layout version a word", strings.Replace(ncclTestsJSON(jsonRecord1K), `"version": 3`, `"version": "3"`, 1), 2, `ag.json:2: not nccl-tests JSON: version is a JSON string, want a whole number`},
 		{"second ngpus", strings.Replace(ncclTestsJSON(jsonRecord1K), `"ngpus": 4,`, `"ngpus": 4, "ngpus": 1,`, 1), 7, `not nccl-tests JSON: an object has "ngpus" twice`},
 	} {
 		_, err := ParseLog("ag.json", []byte(c.text))

@@ -132,6 +132,9 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	if lg.ShortLastRow > 0 {
 		fmt.Fprintf(stderr, "commsim: warning: %s:%d: the log ends on a row with fewer columns than the one before, as a cut copy or a run that died mid-row leaves it; its out-of-place time is read\n", path, lg.ShortLastRow)
 	}
+	if lg.JSONLayout > calibrate.LatestJSONLayout {
+		fmt.Fprintf(stderr, "commsim: warning: %s: the JSON report's layout version %d is newer than the %d commsim knows; the keys it reads are read as version %d has them\n", path, lg.JSONLayout, calibrate.LatestJSONLayout, calibrate.LatestJSONLayout)
+	}
 	if lg.Partial {
 		fmt.Fprintf(stderr, "commsim: warning: %s: the JSON report ends early, as a run that died mid-sweep leaves it; its %d finished sizes are read\n", path, len(lg.Samples))
 	}

@@ -394,6 +394,34 @@ func TestFidelityWarnsOfAPartialReport(t *testing.T) {
 	}
 }
 
+// A JSON report of a layout newer than nccl-tests' latest is read for the
+// keys commsim knows, with a warning; its own -J output has no warning.
+func TestFidelityWarnsOfANewerJSONLayout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ar.json")
+	if status, _, errOut := commsim("bench", "--topo", "dgx-h100", "-b", "1K", "-e", "4K", "--timing-only", "-J", path); status != 0 {
+		t.Fatalf("bench: status %d: %s", status, errOut)
+	}
+	status, _, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce")
+	if status != 0 || errOut != "" {
+		t.Errorf("commsim's own report: status %d, stderr %q, want no warning", status, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := bytes.Replace(data, []byte(`"version": 3,`), []byte(`"version": 4,`), 1)
+	if bytes.Equal(newer, data) {
+		t.Fatalf("no layout version 3 in the report: %.80s", data)
+	}
+	if err := os.WriteFile(path, newer, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce")
+	if status != 0 || !strings.Contains(out, "over 3 sizes") || !strings.Contains(errOut, "layout version 4 is newer than the 3 commsim knows") {
+		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
+	}
+}
+
 // A log with NCCL's own lines (NCCL_DEBUG=INFO) runs NCCL's tuner in the
 // release and environment they state, saying so, unless a --nccl-* flag
 // but --nccl-machine (how the machine runs what NCCL chooses) is given;

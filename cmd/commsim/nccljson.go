@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/commsim/commsim/calibrate"
 	"github.com/commsim/commsim/hw/cuda"
 )
 
@@ -97,7 +98,7 @@ type ncclTiming struct {
 
 // ncclReportOf is the report of rows, measured by s.
 func (s *sweep) ncclReportOf(rows []row) ncclReport {
-	r := ncclReport{Version: 3, Args: os.Args, Env: s.ncclEnv()}
+	r := ncclReport{Version: calibrate.LatestJSONLayout, Args: os.Args, Env: s.ncclEnv()}
 	r.NCCLVersion = s.ncclVersionCode()
 	iters, agg, warmup := s.runsPerSize()
 	factor := s.factor
