@@ -23,14 +23,20 @@ import (
 // pipe or a device such as /dev/zero fails fast in bounded memory.
 
 // checkOutputPath refuses, as a usage error, a file that flag asks to
-// write in a folder that does not exist, or over a folder: found before
-// a long run, not after it.
+// write in a folder that does not exist, over a folder, or through a
+// descriptor that is not open: found before a long run, not after it.
 func checkOutputPath(flag, path string) error {
 	if path == "" {
 		return nil
 	}
 	if isDir(path) {
 		return usagef("%s %s: is a folder, not a file to write", flag, path)
+	}
+	if f, isDescriptor, err := openDescriptor(path); isDescriptor {
+		if err != nil {
+			return usagef("%s %s: %v", flag, path, errors.Unwrap(err))
+		}
+		return f.Close()
 	}
 	if isStream(path) {
 		return nil
@@ -112,9 +118,15 @@ func isStream(path string) bool {
 	return err == nil && (strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/"))
 }
 
-// writeStream writes an existing pipe or device in place.
+// writeStream writes an existing pipe or device in place. A path that
+// names one of the process's descriptors (/dev/stdout, /dev/fd/3) writes
+// through that descriptor, not a new opening of its file: reopened,
+// `2>>log` would be written over from its start.
 func writeStream(path string, write func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, isDescriptor, err := openDescriptor(path)
+	if !isDescriptor {
+		f, err = os.OpenFile(path, os.O_WRONLY, 0)
+	}
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,5 +122,51 @@ func TestCommitNeverReplacesAPipe(t *testing.T) {
 	}
 	if _, err := os.Stat(tmp.Name()); !os.IsNotExist(err) {
 		t.Errorf("the temporary file is left: %v", err)
+	}
+}
+
+// A path that names one of the process's descriptors is written through
+// that descriptor, where the shell left it: `--trace /dev/stderr 2>>log`
+// appends to log and `-J /dev/fd/N` continues at N's offset, where opening
+// the path anew would write over the file from its start. A descriptor
+// that is not open is a usage error before the run.
+func TestDescriptorPathsWriteWhereTheShellPointedThem(t *testing.T) {
+	if _, err := os.Stat("/dev/fd"); err != nil {
+		t.Skip("no /dev/fd here")
+	}
+	path := filepath.Join(t.TempDir(), "log.txt")
+	if err := os.WriteFile(path, []byte("earlier lines\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appending, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer appending.Close()
+	for _, p := range []string{"/dev/fd/", "/proc/self/fd/"} {
+		fdPath := p + strconv.Itoa(int(appending.Fd()))
+		if _, err := os.Stat(fdPath); err != nil {
+			continue
+		}
+		if err := writeFileAtomic(fdPath, func(w io.Writer) error { _, err := io.WriteString(w, "from "+p+"\n"); return err }); err != nil {
+			t.Fatalf("%s: %v", fdPath, err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || !strings.HasPrefix(string(data), "earlier lines\nfrom /dev/fd/\n") {
+		t.Errorf("the appended file holds %q (%v), want its earlier lines, then the writes", data, err)
+	}
+	if _, isDescriptor := descriptorOf("/dev/fd/3x"); isDescriptor {
+		t.Error("/dev/fd/3x read as a descriptor")
+	}
+
+	var limit syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
+		t.Fatal(err)
+	}
+	unopened := min(limit.Cur-1, 1<<20) // the highest descriptor this process may open: none of its files holds it
+	status, _, errOut := commsim("bench", "--topo", "ring:4", "-b", "64", "-e", "64", "--trace", "/dev/fd/"+strconv.FormatUint(unopened, 10))
+	if status != 2 || !strings.Contains(errOut, "is not open") {
+		t.Errorf("--trace to a closed descriptor: status %d, stderr %q, want 2 and a reason", status, errOut)
 	}
 }
