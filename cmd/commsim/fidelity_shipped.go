@@ -144,34 +144,47 @@ func (f *fidFlags) runShipped(stdout, stderr io.Writer) error {
 	case "json":
 		return writeJSON(stdout, out)
 	case "csv":
-		rows := [][]string{{"file", "group", "op", "ranks", "sizes", "median_abs_error", "small", "medium", "large", "sizes_over_bound", "nccl_model_median_abs_error"}}
-		for _, l := range out.Logs {
-			row := []string{l.File, l.Group, l.Op, strconv.Itoa(l.Ranks), strconv.Itoa(l.Sizes), fmtFloat(l.Median)}
-			for _, b := range l.Bands {
-				row = append(row, bandCell(b, fmtFloat))
-			}
-			row = append(row, strconv.Itoa(l.Over), modelCell(l.Model, fmtFloat))
-			rows = append(rows, row)
-		}
-		return writeCSVRows(stdout, rows)
+		return out.writeCSV(stdout)
 	}
 	return out.writeTable(stdout)
 }
 
 func percent(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 
-func bandCell(b fidBand, format func(float64) string) string {
-	if b.Sizes == 0 {
-		return ""
+// cells are e's figures as a row's cells, from its size count on: the
+// median and largest error, each band's median (empty where the band has
+// no size), the sizes off by more than the bound, and NCCL's model's
+// median (empty where it prices none).
+func (e shippedErrors) cells(format func(float64) string) []string {
+	row := []string{strconv.Itoa(e.Sizes), format(e.Median), format(e.Max)}
+	for _, b := range e.Bands {
+		cell := ""
+		if b.Sizes > 0 {
+			cell = format(b.Median)
+		}
+		row = append(row, cell)
 	}
-	return format(b.Median)
+	model := ""
+	if e.Model != nil {
+		model = format(e.Model.Median)
+	}
+	return append(row, strconv.Itoa(e.Over), model)
 }
 
-func modelCell(m *fidModel, format func(float64) string) string {
-	if m == nil {
-		return ""
+// writeCSV writes a row per log, then a row per group that pools its
+// logs' sizes (scope "pooled", its count of logs where a log's ranks are).
+func (r *shippedReport) writeCSV(w io.Writer) error {
+	rows := [][]string{{"scope", "file", "group", "op", "topology", "ranks", "logs", "sizes", "median_abs_error", "max_abs_error",
+		"small", "medium", "large", "sizes_over_bound", "nccl_model_median_abs_error"}}
+	for _, l := range r.Logs {
+		rows = append(rows, append([]string{"log", l.File, l.Group, l.Op, l.Topology, strconv.Itoa(l.Ranks), ""}, l.cells(fmtFloat)...))
 	}
-	return format(m.Median)
+	for _, p := range r.Pooled {
+		if p.Logs > 0 {
+			rows = append(rows, append([]string{"pooled", "", p.Group, "", "", "", strconv.Itoa(p.Logs)}, p.cells(fmtFloat)...))
+		}
+	}
+	return writeCSVRows(w, rows)
 }
 
 func (r *shippedReport) writeTable(w io.Writer) error {
@@ -182,13 +195,9 @@ func (r *shippedReport) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "# commsim fidelity --shipped: every published run commsim ships, each on the fabric, collective and NCCL environment its mapping file names; algorithm %s; %s\n", r.Algo, machine)
 	fmt.Fprintf(w, "# median |error| of the out-of-place time, over all sizes and by size band; sizes off by more than %.0f%%; NCCL's own cost model's median where it prices sizes\n", 100*fidelity.MissBound)
 	tw := newTableWriter(w)
-	tw.Header([]string{"log", "group", "op", "ranks", "sizes", "median", "< 64 KiB", "64 KiB–16 MiB", "≥ 16 MiB", "> 30%", "nccl model"})
+	tw.Header([]string{"log", "group", "op", "topology", "ranks", "sizes", "median", "max", "< 64 KiB", "64 KiB–16 MiB", "≥ 16 MiB", "> 30%", "nccl model"})
 	for _, l := range r.Logs {
-		row := []string{l.File, l.Group, l.Op, strconv.Itoa(l.Ranks), strconv.Itoa(l.Sizes), percent(l.Median)}
-		for _, b := range l.Bands {
-			row = append(row, bandCell(b, percent))
-		}
-		row = append(row, strconv.Itoa(l.Over), modelCell(l.Model, percent))
+		row := append([]string{l.File, l.Group, l.Op, l.Topology, strconv.Itoa(l.Ranks)}, l.cells(percent)...)
 		if err := tw.Append(row); err != nil {
 			return err
 		}

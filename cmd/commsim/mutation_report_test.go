@@ -299,26 +299,28 @@ func TestLauncherVariablesAsEnvironmentsHoldThem(t *testing.T) {
 type shippedSuite struct {
 	Machine string `json:"nccl_machine"`
 	Logs    []struct {
-		File   string    `json:"file"`
-		Group  string    `json:"group"`
-		Op     string    `json:"op"`
-		Ranks  int       `json:"ranks"`
-		Sizes  int       `json:"sizes"`
-		Median float64   `json:"median_abs_error"`
-		Bands  []fidBand `json:"bands"`
-		Over   int       `json:"sizes_over_bound"`
-		Model  *fidModel `json:"nccl_model"`
+		File     string `json:"file"`
+		Group    string `json:"group"`
+		Op       string `json:"op"`
+		Topology string `json:"topology"`
+		Ranks    int    `json:"ranks"`
+		shippedFigures
 	} `json:"logs"`
 	Pooled []struct {
-		Group     string    `json:"group"`
-		Logs      int       `json:"logs"`
-		Sizes     int       `json:"sizes"`
-		Median    float64   `json:"median_abs_error"`
-		Bands     []fidBand `json:"bands"`
-		Over      int       `json:"sizes_over_bound"`
-		Model     *fidModel `json:"nccl_model"`
+		Group string `json:"group"`
+		Logs  int    `json:"logs"`
+		shippedFigures
 		Simulated *fidModel `json:"simulated_where_priced"`
 	} `json:"pooled"`
+}
+
+type shippedFigures struct {
+	Sizes  int       `json:"sizes"`
+	Median float64   `json:"median_abs_error"`
+	Max    float64   `json:"max_abs_error"`
+	Bands  []fidBand `json:"bands"`
+	Over   int       `json:"sizes_over_bound"`
+	Model  *fidModel `json:"nccl_model"`
 }
 
 func shippedJSON(t *testing.T, args ...string) shippedSuite {
@@ -383,12 +385,18 @@ func TestShippedCSVAndTableCarryTheJSONsFigures(t *testing.T) {
 		suite := shippedJSON(t, "--only", only)
 		status, out, errOut := commsim("fidelity", "--shipped", "--only", only, "--format", "csv")
 		recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-		if status != 0 || err != nil || len(recs) != len(suite.Logs)+1 {
+		pooled := 0
+		for _, p := range suite.Pooled {
+			if p.Logs > 0 {
+				pooled++
+			}
+		}
+		if status != 0 || err != nil || len(recs) != 1+len(suite.Logs)+pooled {
 			t.Fatalf("%s csv: status %d, %v, %s:\n%s", only, status, err, errOut, out)
 		}
-		for i, l := range suite.Logs {
-			want := []string{l.File, l.Group, l.Op, strconv.Itoa(l.Ranks), strconv.Itoa(l.Sizes), fmtFloat(l.Median)}
-			for _, b := range l.Bands {
+		cells := func(e shippedFigures) []string {
+			want := []string{strconv.Itoa(e.Sizes), fmtFloat(e.Median), fmtFloat(e.Max)}
+			for _, b := range e.Bands {
 				cell := ""
 				if b.Sizes > 0 {
 					cell = fmtFloat(b.Median)
@@ -396,12 +404,23 @@ func TestShippedCSVAndTableCarryTheJSONsFigures(t *testing.T) {
 				want = append(want, cell)
 			}
 			model := ""
-			if l.Model != nil {
-				model = fmtFloat(l.Model.Median)
+			if e.Model != nil {
+				model = fmtFloat(e.Model.Median)
 			}
-			want = append(want, strconv.Itoa(l.Over), model)
-			if strings.Join(recs[i+1], ",") != strings.Join(want, ",") {
-				t.Errorf("%s csv row %q, want %q", only, recs[i+1], want)
+			return append(want, strconv.Itoa(e.Over), model)
+		}
+		var want [][]string
+		for _, l := range suite.Logs {
+			want = append(want, append([]string{"log", l.File, l.Group, l.Op, l.Topology, strconv.Itoa(l.Ranks), ""}, cells(l.shippedFigures)...))
+		}
+		for _, p := range suite.Pooled {
+			if p.Logs > 0 {
+				want = append(want, append([]string{"pooled", "", p.Group, "", "", "", strconv.Itoa(p.Logs)}, cells(p.shippedFigures)...))
+			}
+		}
+		for i, w := range want {
+			if strings.Join(recs[i+1], ",") != strings.Join(w, ",") {
+				t.Errorf("%s csv row %q, want %q", only, recs[i+1], w)
 			}
 		}
 		status, table, errOut := commsim("fidelity", "--shipped", "--only", only)
@@ -409,9 +428,9 @@ func TestShippedCSVAndTableCarryTheJSONsFigures(t *testing.T) {
 			t.Fatalf("%s table: status %d, %s:\n%s", only, status, errOut, table)
 		}
 		for _, l := range suite.Logs {
-			row := regexp.MustCompile(`(?m)^│ +` + regexp.QuoteMeta(l.File) + ` +│[^│]+│[^│]+│ +(\d+) │ +(\d+) │`).FindStringSubmatch(table)
-			if row == nil || row[1] != strconv.Itoa(l.Ranks) || row[2] != strconv.Itoa(l.Sizes) {
-				t.Errorf("%s: table row %q, want %d ranks and %d sizes", l.File, row, l.Ranks, l.Sizes)
+			row := regexp.MustCompile(`(?m)^│ +` + regexp.QuoteMeta(l.File) + ` +│[^│]+│[^│]+│ +([^│ ]+) │ +(\d+) │ +(\d+) │`).FindStringSubmatch(table)
+			if row == nil || row[1] != l.Topology || row[2] != strconv.Itoa(l.Ranks) || row[3] != strconv.Itoa(l.Sizes) {
+				t.Errorf("%s: table row %q, want %s, %d ranks and %d sizes", l.File, row, l.Topology, l.Ranks, l.Sizes)
 			}
 		}
 		for _, p := range suite.Pooled {
