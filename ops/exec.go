@@ -30,7 +30,11 @@ type Executor struct {
 }
 
 // NewExecutor prepares to run plans on w with the generic driver, which
-// enqueues every operation of a rank at once through hw.
+// enqueues every operation of a rank at once through hw. On the simulator,
+// use package simexec's executor instead: it runs plans of millions of
+// steps in bounded memory, times symmetric ones from a few ranks, and
+// applies how NCCL's plans move (their Wire and Launch), which this one
+// refuses there.
 func NewExecutor(w *hw.World) *Executor { return NewExecutorWith(w, nil) }
 
 // NewExecutorWith prepares to run plans on w through d (nil: the generic
@@ -96,7 +100,7 @@ func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (floa
 	if err := plan.validate(); err != nil {
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 	}
-	if err := e.refuseSwitch(plan); err != nil {
+	if err := e.refuseUnsupported(plan); err != nil {
 		return 0, err
 	}
 	if sc, ok := e.driver.(Shortcut); ok && !plan.native {
@@ -303,7 +307,7 @@ func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ..
 	if err := e.checkRank(plan, rank, in, out); err != nil {
 		return nil, nil, err
 	}
-	if err := e.refuseSwitch(plan); err != nil {
+	if err := e.refuseUnsupported(plan); err != nil {
 		return nil, nil, err
 	}
 	if err := e.prepare(plan, rank); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -63,7 +64,9 @@ func TestPresetsMatchPublishedNumbers(t *testing.T) {
 }
 
 // A ring all-reduce of 64 MiB per rank on a simulated DGX H100, timing
-// only: the one executor runs the plan on simulated devices.
+// only: the one executor runs the plan on simulated devices, through the
+// simulator's driver (package simexec), which also applies how NCCL's
+// plans move; ops.NewExecutor's generic driver is for real devices.
 func ExampleExecutor_Run() {
 	topo, _ := topology.Parse("dgx-h100")
 	c, _ := sim.NewCluster(topo, sim.Config{TimingOnly: true})
@@ -74,7 +77,7 @@ func ExampleExecutor_Run() {
 		ob, _ := d.Alloc(hw.F32, plan.OutLen)
 		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
 	}
-	secs, err := ops.NewExecutor(c.World()).Run(plan, in, out)
+	secs, err := simexec.NewExecutor(c).Run(plan, in, out)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -98,7 +101,7 @@ func ExampleExecutor_RunBackToBack() {
 		ob, _ := d.Alloc(hw.F32, plan.OutLen)
 		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
 	}
-	exec := ops.NewExecutor(c.World())
+	exec := simexec.NewExecutor(c)
 	alone, err := exec.Run(plan, in, out)
 	if err != nil {
 		fmt.Println(err)

@@ -189,11 +189,25 @@ func (j *RankJob) MemberSlice(q int, ref Ref) (hw.Slice, error) {
 	return hw.Slice{}, fmt.Errorf("%w: %v names another rank's %s", ErrBadPlan, ref, ref.Buf)
 }
 
-// refuseSwitch refuses, before anything is enqueued, a plan with switch
-// steps on a driver that cannot run them: the generic one.
-func (e *Executor) refuseSwitch(plan *Plan) error {
-	if _, generic := e.driver.(genericDriver); generic && plan.UsesSwitch() {
+// refuseUnsupported refuses, before anything is enqueued, what the
+// generic driver cannot do: a plan with switch steps, on any backend; and
+// on a simulated device, a plan that moves as NCCL's protocols (a Wire or
+// a Launch), which real devices ignore (theirs are their own) but which a
+// simulator would time wrongly without them.
+func (e *Executor) refuseUnsupported(plan *Plan) error {
+	if _, generic := e.driver.(genericDriver); !generic {
+		return nil
+	}
+	if plan.UsesSwitch() {
 		return fmt.Errorf("ops: run %v: %w: %w", plan.Spec, ErrUnsupported, errSwitchOnly)
+	}
+	if (plan.Wire != nil || plan.Launch > 0) && len(e.devs) > 0 && e.devs[0].Kind() == "sim" {
+		return fmt.Errorf("ops: run %v: %w: %w", plan.Spec, ErrUnsupported, errWireOnSim)
 	}
 	return nil
 }
+
+// errWireOnSim says why the generic driver does not time an NCCL plan on
+// the simulator.
+var errWireOnSim = errors.New("the plan moves as NCCL's protocols (its Wire and Launch, from package nccl), which the generic driver (NewExecutor's) " +
+	"cannot give a simulated device, so its times would be wrong: run it with package simexec's driver (simexec.NewExecutor(cluster), or simexec.NewDriver(cluster) as a Driver)")

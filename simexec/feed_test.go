@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,6 +266,36 @@ func TestWireAndLaunchTimeAsCosted(t *testing.T) {
 			if base, _ := ops.Cost(plain, topo); !tc.slowNet && !(want > base+8.4e-6) {
 				t.Errorf("%v on %s: with wire and launch %v s, without %v s: want slower by more than the launch", spec, tc.topo, want, base)
 			}
+		}
+	}
+}
+
+// A plan that moves as NCCL's protocols (a Wire, a Launch) is timed by the
+// simulator's driver, which applies them; the generic driver cannot, so on
+// a simulated device it refuses the plan, naming the driver to use, rather
+// than return a time without them.
+func TestGenericDriverRefusesNCCLTimingOnTheSimulator(t *testing.T) {
+	base, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 64, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := runWith(t, base, 1, simexec.NewExecutor)
+	launched, wired := *base, *base
+	launched.Launch = 5e-6
+	wired.Wire = &ops.Wire{Latency: [ops.NumPathClasses]float64{2e-6, 2e-6, 2e-6}, Efficiency: [ops.NumPathClasses]float64{0.5, 0.5, 0.5}}
+	for name, plan := range map[string]*ops.Plan{"launch": &launched, "wire": &wired} {
+		got := runWith(t, plan, 1, simexec.NewExecutor)
+		if got.seconds <= plain.seconds || !reflect.DeepEqual(got.outs, plain.outs) {
+			t.Errorf("%s: simexec took %v s (the plain plan %v) or changed the results; want longer, the same results", name, got.seconds, plain.seconds)
+		}
+		c, _ := world(t, "switch:4", sim.Config{})
+		in, out := buffers(t, c, plan, false)
+		_, err := generic(c).Run(plan, in, out)
+		if !errors.Is(err, ops.ErrUnsupported) || !strings.Contains(err.Error(), "simexec.NewExecutor") {
+			t.Errorf("%s: the generic driver on the simulator: %v, want ErrUnsupported naming simexec", name, err)
+		}
+		if _, _, err := generic(c).EnqueueTimed(plan, 0, in[0], out[0]); !errors.Is(err, ops.ErrUnsupported) {
+			t.Errorf("%s: EnqueueTimed through the generic driver on the simulator: %v, want ErrUnsupported", name, err)
 		}
 	}
 }

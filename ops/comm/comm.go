@@ -55,7 +55,8 @@ type Config struct {
 	Cost ops.CostModel
 	// Driver puts the collectives on the world's streams; nil is ops'
 	// generic driver. On the simulator, simexec.NewDriver feeds plans as
-	// the streams drain.
+	// the streams drain, and times the plans of package nccl as they move
+	// (the generic driver refuses those on the simulator).
 	Driver ops.Driver
 }
 

@@ -79,7 +79,9 @@ type Config struct {
 	Timeout     time.Duration // how long Sync waits for missing gradients; default 30 s
 	// Driver puts the collectives on the world's streams; nil is ops'
 	// generic driver. On the simulator, simexec.NewDriver feeds plans as
-	// the streams drain, so worlds of thousands of ranks fit in memory.
+	// the streams drain, so worlds of thousands of ranks fit in memory,
+	// and times the plans of package nccl as they move (the generic
+	// driver refuses those on the simulator).
 	Driver ops.Driver
 	// Callers is how many ranks use the server, ranks 0..Callers-1; 0
 	// means every rank of the world. Fewer is for a simulator's mirror,
