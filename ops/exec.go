@@ -181,6 +181,9 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 		}
 	}
 	if len(errs) > 0 {
+		for r := range p {
+			e.dropStreams(r)
+		}
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, joinErrors(errs))
 	}
 	longest := 0.0
@@ -337,12 +340,25 @@ func (e *Executor) Synchronize(rank int) error {
 	if rank < 0 || rank >= len(e.lanes) {
 		return fmt.Errorf("ops: synchronize: rank %d not in 0..%d", rank, len(e.lanes)-1)
 	}
+	var first error
 	for _, s := range e.lanes[rank] {
-		if err := s.Synchronize(); err != nil {
-			return err
+		if err := s.Synchronize(); err != nil && first == nil {
+			first = err
 		}
 	}
+	if first != nil {
+		e.dropStreams(rank)
+		return first
+	}
 	return e.releaseRetired(rank)
+}
+
+// dropStreams forgets rank's streams and the events recorded on them, so
+// that its next plan runs on new ones: a stream that failed skips all its
+// later work (hw.Stream), and would fail every later run with the first
+// one's error.
+func (e *Executor) dropStreams(rank int) {
+	e.lanes[rank], e.laneEvents[rank], e.starts[rank], e.ends[rank] = nil, nil, nil, nil
 }
 
 // InPlace lays out rank's input and output inside one buffer slice of

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -296,6 +297,63 @@ func TestGenericDriverRefusesNCCLTimingOnTheSimulator(t *testing.T) {
 		}
 		if _, _, err := generic(c).EnqueueTimed(plan, 0, in[0], out[0]); !errors.Is(err, ops.ErrUnsupported) {
 			t.Errorf("%s: EnqueueTimed through the generic driver on the simulator: %v, want ErrUnsupported", name, err)
+		}
+	}
+}
+
+// A run that fails (a switch step on a switch that does not reduce) leaves
+// its streams failed for good (hw.Stream): the executor runs its next plan
+// on new ones, so a correct plan after it succeeds, on either driver, and
+// no later error names the failed run's operation.
+func TestAFailedRunDoesNotFailTheNext(t *testing.T) {
+	good, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 2, Count: 4, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "nccl-nvls", Ranks: 2, Count: 4, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadlock, err := ops.Compile(ops.Spec{Op: ops.SendRecv, Algo: "direct", Ranks: 2, Count: 4, DType: hw.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadlock.Steps[0] = slices.DeleteFunc(slices.Clone(deadlock.Steps[0]), func(s ops.Step) bool { return s.Kind == ops.StepSend }) // rank 1 waits for what rank 0 never sends
+	c, _ := world(t, "switch:2", sim.Config{})
+	in, out := buffers(t, c, good, false)
+	exec := simexec.NewExecutor(c)
+	want, err := exec.Run(good, in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, failing := range []*ops.Plan{bad, deadlock} {
+		if _, err := exec.Run(failing, in, out); err == nil {
+			t.Fatalf("%v ran, want a failure", failing.Spec)
+		}
+		if got, err := exec.Run(good, in, out); err != nil || got != want {
+			t.Errorf("after %v failed: %v, %v s; want the first run's %v s", failing.Spec, err, got, want)
+		}
+	}
+	// Enqueued rank by rank, as ops/comm and paramsync do: Synchronize
+	// reports the failure, then the rank's next work runs.
+	for r := range 2 {
+		if _, _, err := exec.EnqueueTimed(bad, r, in[r], out[r]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range 2 {
+		if err := exec.Synchronize(r); err == nil {
+			t.Errorf("rank %d: the failed run synchronized", r)
+		}
+	}
+	for r := range 2 {
+		if _, _, err := exec.EnqueueTimed(good, r, in[r], out[r]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range 2 {
+		if err := exec.Synchronize(r); err != nil {
+			t.Errorf("rank %d, after a failed run: %v", r, err)
 		}
 	}
 }
