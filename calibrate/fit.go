@@ -38,6 +38,7 @@ package calibrate
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -98,6 +99,10 @@ type fitter struct {
 // closest to the measured ones (least squared relative error).
 func Fit(p Problem) (*Result, error) {
 	switch {
+	case p.Topology == nil:
+		return nil, errors.New("calibrate: no topology")
+	case p.Runs < 0:
+		return nil, fmt.Errorf("calibrate: %d runs a size, want 0 or 1 for one, or more", p.Runs)
 	case len(p.Plans) != len(p.MeasuredUS):
 		return nil, fmt.Errorf("calibrate: %d plans and %d measured times", len(p.Plans), len(p.MeasuredUS))
 	case len(p.Plans) < 2:

@@ -119,6 +119,8 @@ func TestFitRefusesBadProblems(t *testing.T) {
 		"uneven":        {Topology: p.Topology, Plans: p.Plans, MeasuredUS: p.MeasuredUS[1:]},
 		"time 0":        {Topology: p.Topology, Plans: p.Plans[:2], MeasuredUS: []float64{1, 0}},
 		"infinite time": {Topology: p.Topology, Plans: p.Plans[:2], MeasuredUS: []float64{math.Inf(1), 1}},
+		"no topology":   {Plans: p.Plans, MeasuredUS: p.MeasuredUS},
+		"runs -1":       {Topology: p.Topology, Plans: p.Plans, MeasuredUS: p.MeasuredUS, Runs: -1},
 	} {
 		if _, err := Fit(bad); err == nil {
 			t.Errorf("%s: no error", name)

@@ -314,6 +314,8 @@ func newNCCLFitter(p NCCLProblem) (*ncclFitter, error) {
 		return nil, fmt.Errorf("calibrate: %d sizes, and Ran has %d", len(p.Specs), len(p.Ran))
 	case !(p.FloorUS >= 0) || math.IsInf(p.FloorUS, 0):
 		return nil, fmt.Errorf("calibrate: floor %g µs, want a time >= 0", p.FloorUS)
+	case p.Runs < 0:
+		return nil, fmt.Errorf("calibrate: %d runs a size, want 0 or 1 for one, or more", p.Runs)
 	}
 	for i, t := range p.MeasuredUS {
 		if !(t > 0) || math.IsInf(t, 0) {

@@ -443,6 +443,7 @@ func TestFitNCCLRefusesBadProblems(t *testing.T) {
 		"half of four":             {NCCLProblem{Topology: p.Topology, Specs: p.Specs[:4], MeasuredUS: p.MeasuredUS[:4]}.HoldOut(), ErrTooFewSizes},
 		"negative floor":           {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS, FloorUS: -1}, nil},
 		"NaN floor":                {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS, FloorUS: math.NaN()}, nil},
+		"runs -1":                  {NCCLProblem{Topology: p.Topology, Specs: p.Specs, MeasuredUS: p.MeasuredUS, Runs: -1}, nil},
 		"barrier":                  {barrier, &SizeError{}},
 		"ranks":                    {wrongRanks, &SizeError{}},
 	} {

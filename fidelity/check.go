@@ -225,6 +225,9 @@ var ErrMismatch = errors.New("the log does not fit")
 // (lg.GPUsPerThread), no prediction is below their launches
 // (nccl.ThreadFloorUS; Row.HostBound).
 func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, error) {
+	if lg == nil || topo == nil {
+		return nil, errors.New("fidelity: check: no log or no topology")
+	}
 	op := cfg.Op
 	if lg.Op != "" {
 		logOp, err := ops.ParseOp(lg.Op)
@@ -378,6 +381,9 @@ func simulated(bytes int64, op ops.Op) bool { return bytes > 0 && op != ops.Barr
 // SimulatedSizes is how many of lg's sizes Check simulates for op, and so
 // calls Config.Progress for.
 func SimulatedSizes(lg *calibrate.Log, op ops.Op) int {
+	if lg == nil {
+		return 0
+	}
 	n := 0
 	for _, s := range lg.Samples {
 		if simulated(s.Bytes, op) {

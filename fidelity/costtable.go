@@ -1,6 +1,7 @@
 package fidelity
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -110,6 +111,9 @@ type ChannelRow struct {
 // model. A call's element type is taken as the widest of 4, 2 and 1
 // bytes its size allows.
 func CheckCostTable(logged *calibrate.CostTableLog, t *nccl.Tuner) (*CostReport, error) {
+	if logged == nil || t == nil {
+		return nil, errors.New("fidelity: cost table: no log or no tuner")
+	}
 	s, o := t.System, t.Options
 	table, err := nccl.CostTable(s, o)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/topology"
 	"github.com/commsim/commsim/verify"
 )
 
@@ -324,5 +325,33 @@ func TestReadCatalogRefusesABadMapping(t *testing.T) {
 	good := fstest.MapFS{logsDir + "/" + mappingFile: {Data: []byte("logs:\n" + entry("a.txt", 8))}, logsDir + "/a.txt": log}
 	if c, err := readCatalog(good); err != nil || len(c.Logs) != 1 || string(c.Logs[0].Data) != "# a log\n" {
 		t.Errorf("a good mapping: %v, %+v", err, c)
+	}
+}
+
+// The entry points take a nil log, topology or tuner as an error, not a
+// panic.
+func TestChecksRefuseNothingToCheck(t *testing.T) {
+	topo, err := topology.Parse("switch:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg := &calibrate.Log{Op: "allreduce", Ranks: 4, Samples: []calibrate.Sample{{Bytes: 1024, TimeUS: 10}}}
+	if _, err := Check(nil, topo, Config{}); err == nil {
+		t.Error("Check of no log: no error")
+	}
+	if _, err := Check(lg, nil, Config{}); err == nil {
+		t.Error("Check on no topology: no error")
+	}
+	if _, err := CheckCostTable(nil, nil); err == nil {
+		t.Error("CheckCostTable of nothing: no error")
+	}
+	if _, err := CheckCostTable(&calibrate.CostTableLog{}, nil); err == nil {
+		t.Error("CheckCostTable with no tuner: no error")
+	}
+	if n := SimulatedSizes(nil, ops.AllReduce); n != 0 {
+		t.Errorf("SimulatedSizes of no log: %d", n)
+	}
+	if n := SimulatedSizes(lg, ops.AllReduce); n != 1 {
+		t.Errorf("SimulatedSizes: %d, want 1", n)
 	}
 }

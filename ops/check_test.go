@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -494,5 +495,33 @@ func TestHugeChunksSaturate(t *testing.T) {
 				t.Errorf("%s chunk %d: %v", alg, chunk, err)
 			}
 		}
+	}
+}
+
+// A rank the plan does not have has no steps, whether the plan holds its
+// steps or streams them; a rank it has yields the same steps either way.
+func TestRankStepsOfARankThePlanHasNot(t *testing.T) {
+	spec := Spec{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
+	held, err := Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, err := CompileStreamed(spec)
+	if err != nil || !streamed.Streamed() {
+		t.Fatalf("%v, streamed %v", err, streamed != nil && streamed.Streamed())
+	}
+	for _, p := range []*Plan{held, streamed, {}} {
+		for _, r := range []int{-1, 4, 99} {
+			n := 0
+			for range p.RankSteps(r) {
+				n++
+			}
+			if n != 0 || p.Rank(r) != nil {
+				t.Errorf("streamed %v, rank %d: %d steps, Rank %v; want none", p.Streamed(), r, n, p.Rank(r))
+			}
+		}
+	}
+	if got, want := slices.Collect(streamed.RankSteps(2)), held.Rank(2); len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("rank 2: streamed %d steps, held %d; want the same", len(got), len(want))
 	}
 }

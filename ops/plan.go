@@ -312,8 +312,12 @@ type Plan struct {
 // ranks.
 func (p *Plan) Streamed() bool { return p.Steps == nil && p.gen != nil }
 
-// RankSteps yields rank r's steps in order.
+// RankSteps yields rank r's steps in order; none for a rank the plan does
+// not have.
 func (p *Plan) RankSteps(r int) iter.Seq[Step] {
+	if r < 0 || r >= p.Ranks || !p.Streamed() && r >= len(p.Steps) {
+		return func(func(Step) bool) {}
+	}
 	if !p.Streamed() {
 		return slices.Values(p.Steps[r])
 	}
@@ -350,10 +354,10 @@ func (p *Plan) rankBatches(r, lane, n int) iter.Seq[[]Step] {
 // Rank returns rank r's steps, generating them for a streamed plan; none
 // for a rank the plan does not have.
 func (p *Plan) Rank(r int) []Step {
-	if r < 0 || r >= p.Ranks || !p.Streamed() && r >= len(p.Steps) {
-		return nil
-	}
 	if !p.Streamed() {
+		if r < 0 || r >= p.Ranks || r >= len(p.Steps) {
+			return nil
+		}
 		return p.Steps[r]
 	}
 	return slices.Collect(p.RankSteps(r))

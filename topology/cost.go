@@ -197,8 +197,12 @@ const (
 )
 
 // EdgeClass is the class of a path through directed edge e: the network
-// when either end is a NIC, PCIe when either is a CPU, else NVLink.
+// when either end is a NIC, PCIe when either is a CPU, else NVLink; -1
+// for an edge id out of range.
 func (t *Topology) EdgeClass(e int) int {
+	if t == nil || e < 0 || e/2 >= len(t.Links) {
+		return -1
+	}
 	l := t.Links[e/2]
 	class := ClassNVLink
 	for _, n := range [2]int{l.A, l.B} {

@@ -700,3 +700,26 @@ func BenchmarkShortestRouteOnALongRing(b *testing.B) {
 		}
 	}
 }
+
+// Every accessor of a directed edge answers an id out of range, or a nil
+// topology, with its "none" value rather than a panic.
+func TestEdgeAccessorsTakeAnyID(t *testing.T) {
+	tp, err := Parse("dgx-h100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []*Topology{tp, nil} {
+		for _, e := range []int{-1, -2, 2 * len(tp.Links), math.MaxInt} {
+			if tt.EdgeBW(e) != 0 || tt.EdgeLatency(e) != 0 || tt.EdgeClass(e) != -1 || tt.EdgeName(e) != fmt.Sprintf("edge#%d", e) {
+				t.Errorf("edge %d of %v: bw %v, latency %v, class %d, name %q; want 0, 0, -1, edge#%d",
+					e, tt != nil, tt.EdgeBW(e), tt.EdgeLatency(e), tt.EdgeClass(e), tt.EdgeName(e), e)
+			}
+			if from, to := tt.EdgeEnds(e); from != -1 || to != -1 {
+				t.Errorf("edge %d: ends %d, %d; want -1, -1", e, from, to)
+			}
+		}
+	}
+	if c := tp.EdgeClass(0); c != ClassNVLink && c != ClassPCI && c != ClassNet {
+		t.Errorf("edge 0: class %d", c)
+	}
+}
