@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -257,6 +258,12 @@ func TestAllocBeyondDataLimitSuggestsTimingOnly(t *testing.T) {
 	_, err := c.Devices()[0].Alloc(hw.F64, 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "timing-only") || !strings.Contains(err.Error(), "8388608") {
 		t.Fatalf("err = %v, want a refusal naming the size and suggesting timing-only", err)
+	}
+	// A size near the largest int is refused with the numbers as they
+	// are: no sum of them overflows into a negative count of bytes.
+	_, err = c.Devices()[0].Alloc(hw.U8, math.MaxInt)
+	if err == nil || strings.Contains(err.Error(), " -") || !strings.Contains(err.Error(), "holds 0 bytes of data already, and its limit is 1048576") {
+		t.Errorf("alloc of MaxInt bytes: %v", err)
 	}
 }
 

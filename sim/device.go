@@ -63,8 +63,8 @@ func (d *Device) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
 	}
 	size := int64(n) * int64(dt.Size())
 	if size > c.cfg.MaxDataBytes-c.data {
-		return nil, fmt.Errorf("sim: %s: alloc %d x %s = %d bytes: cluster would hold %d bytes of data, over the limit of %d; use timing-only mode for experiments this large",
-			d.name, n, dt, size, c.data+size, c.cfg.MaxDataBytes)
+		return nil, fmt.Errorf("sim: %s: alloc %d x %s = %d bytes: the cluster holds %d bytes of data already, and its limit is %d; use timing-only mode for experiments this large",
+			d.name, n, dt, size, c.data, c.cfg.MaxDataBytes)
 	}
 	b.data = make([]byte, size)
 	c.data += size
