@@ -31,7 +31,16 @@ func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
 			_, err := Tune(System{Ranks: -8, Nodes: 1, PerNode: -8}, ops.AllReduce, 1024, Options{})
 			return err
 		},
-		"zero system":    func() error { _, err := Tune(System{}, ops.AllReduce, 1024, Options{}); return err },
+		"zero system": func() error { _, err := Tune(System{}, ops.AllReduce, 1024, Options{}); return err },
+		"negative channels in a choice": func() error {
+			c, err := good.Choose(spec)
+			if err != nil {
+				return nil
+			}
+			c.Channels = -1
+			_, err = Plan(good.System, spec, c, good.Options)
+			return err
+		},
 		"negative bytes": func() error { _, err := Tune(good.System, ops.AllReduce, -1, Options{}); return err },
 		"NaN bandwidth": func() error {
 			s := good.System

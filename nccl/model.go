@@ -115,7 +115,14 @@ func ParseRelease(s string) (Version, error) {
 	return Version(200 + minor), nil
 }
 
-func (v Version) String() string { return fmt.Sprintf("2.%d", int(v)-200) }
+// String is the release as NCCL writes it ("2.30"), or Version(N) for a
+// value that is no 2.x release (Options' 0, say).
+func (v Version) String() string {
+	if v <= 200 {
+		return fmt.Sprintf("Version(%d)", int(v))
+	}
+	return fmt.Sprintf("2.%d", int(v)-200)
+}
 
 // Base latency in µs, per algorithm and protocol, once per operation
 // (tuning.cc:150-155, NCCL 2.30).

@@ -321,6 +321,15 @@ func TestVersionsKeepTheirConstants(t *testing.T) {
 			t.Errorf("ParseRelease(%q): no error", bad)
 		}
 	}
+	// A value that is no release prints as a value, in errors too.
+	for v, want := range map[nccl.Version]string{0: "Version(0)", 99: "Version(99)", -1: "Version(-1)", nccl.V2_18: "2.18", 231: "2.31"} {
+		if v.String() != want {
+			t.Errorf("Version(%d).String() = %q, want %q", int(v), v.String(), want)
+		}
+	}
+	if _, err := nccl.NewTuner(try(topology.Resolve("switch:4"))(t), nccl.Options{Version: 99}); err == nil || !strings.Contains(err.Error(), "version Version(99): the model has 2.18 to 2.30") {
+		t.Errorf("NewTuner of version 99: %v", err)
+	}
 	// ParseRelease reads the release as written, a newer one included.
 	for in, want := range map[string]nccl.Version{"2.31": 231, "2.99.1-1": 299, "2.30+cuda12.9": nccl.V2_30, "2.26-1": 226} {
 		if v, err := nccl.ParseRelease(in); err != nil || v != want {

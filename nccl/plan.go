@@ -153,6 +153,9 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if err := cmp.Or(s.check(), o.check()); err != nil {
 		return nil, err
 	}
+	if c.Channels < 0 {
+		return nil, fmt.Errorf("nccl: %d channels: want 1 or more (0 for one)", c.Channels)
+	}
 	p, ok := protoIndex(c.Protocol)
 	if !ok || !Simulable(s, c.Algo) {
 		return nil, fmt.Errorf("nccl: commsim cannot simulate %v on %s yet", c.Estimate, s)

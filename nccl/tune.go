@@ -29,7 +29,9 @@ type Options struct {
 	// on, as NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS do, and Channels
 	// sets both; 0 leaves a bound to NCCL. NCCL applies them after its
 	// search: its model, and so its choice, does not see them, but each
-	// channel runs at most one of the search's channels' speed.
+	// channel runs at most one of the search's channels' speed. A least
+	// above the most wins, as in NCCL (connect.cc clamps to the most
+	// first, then raises to the least).
 	Channels, MinChannels, MaxChannels int
 	// Machine corrects what the simulator runs where measurements say
 	// the machine departs from NCCL's model (package calibrate fits it);
