@@ -525,3 +525,15 @@ func TestRankStepsOfARankThePlanHasNot(t *testing.T) {
 		t.Errorf("rank 2: streamed %d steps, held %d; want the same", len(got), len(want))
 	}
 }
+
+// A plan with no element type is malformed, for Check as for Run.
+func TestCheckRefusesAPlanWithoutADType(t *testing.T) {
+	p, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.DType = 0
+	if err := Check(p); !errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), "invalid dtype") {
+		t.Errorf("Check: %v, want ErrBadPlan naming the dtype", err)
+	}
+}

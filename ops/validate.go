@@ -63,6 +63,8 @@ func checkPlanShape(p *Plan) error {
 		return fmt.Errorf("%w: nil plan", ErrBadPlan)
 	case p.Lanes < 1:
 		return fmt.Errorf("%w: plan has %d lanes", ErrBadPlan, p.Lanes)
+	case !p.DType.Valid():
+		return fmt.Errorf("%w: plan has the invalid dtype %v", ErrBadPlan, p.DType)
 	case !p.Streamed() && len(p.Steps) != p.Ranks:
 		return fmt.Errorf("%w: plan has programs for %d ranks, want %d", ErrBadPlan, len(p.Steps), p.Ranks)
 	case !(p.Launch >= 0) || math.IsInf(p.Launch, 0):
