@@ -198,6 +198,14 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
 		return 0, s.err
 	}
 	s.calls[rank], s.in[rank], s.out[rank] = &call, in, out
+	if err := c.checkCall(call); err != nil {
+		// Found at once, not when the others come: the slot fails for
+		// every rank, those waiting and those still to come.
+		s.err = fmt.Errorf("comm: slot %d: rank %d asked for %v: %w", id, rank, call, err)
+		close(s.done)
+		c.mu.Unlock()
+		return 0, s.err
+	}
 	s.arrived++
 	last := s.arrived == c.w.Size()
 	if last {
@@ -234,6 +242,14 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
 	close(s.done)
 	c.mu.Unlock()
 	return 0, s.err
+}
+
+// checkCall checks what a call says alone: the collective, its count,
+// element type, reduction and root on the communicator's ranks. Whether
+// the ranks agree, and their buffers, are checked when all have called.
+func (c *Comm) checkCall(call Call) error {
+	spec := ops.Spec{Op: call.Op, Ranks: c.w.Size(), Count: call.Count, Root: call.Root, DType: call.DType, Redop: call.Redop}
+	return spec.Validate()
 }
 
 // run checks a full slot and executes it.

@@ -197,6 +197,50 @@ func TestMismatchInAnyField(t *testing.T) {
 	}
 }
 
+// TestACallWrongAloneFailsTheSlotAtOnce: a rank whose call is wrong
+// whatever the others ask (a negative count, a root outside the world)
+// fails the slot for every rank at once, naming itself and why, where it
+// used to leave them all to the timeout; the communicator goes on.
+func TestACallWrongAloneFailsTheSlotAtOnce(t *testing.T) {
+	base := comm.Call{Op: ops.Broadcast, Count: 8, DType: hw.F32, Algo: "ring"}
+	for name, change := range map[string]func(*comm.Call){
+		"count -1": func(c *comm.Call) { c.Count = -1 },
+		"root 9":   func(c *comm.Call) { c.Root = 9 },
+	} {
+		cm, devs := newComm(t, "switch:4", comm.Config{Timeout: 10 * time.Second})
+		bufs := make([]hw.Slice, len(devs))
+		for r, d := range devs {
+			buf, _ := d.Alloc(hw.F32, 8)
+			bufs[r] = hw.Whole(buf)
+		}
+		errs := make([]error, len(devs))
+		var wg sync.WaitGroup
+		for r := range devs {
+			call := base
+			if r == 2 {
+				change(&call)
+			}
+			wg.Go(func() { _, errs[r] = cm.Do(r, call, bufs[r], bufs[r]) })
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if err == nil || !strings.Contains(err.Error(), "comm: slot 0: rank 2 asked for broadcast") {
+				t.Errorf("%s on rank 2: rank %d got %v, want the slot's failure naming rank 2", name, r, err)
+			}
+		}
+		for r := range devs {
+			wg.Go(func() { _, errs[r] = cm.Do(r, base, bufs[r], bufs[r]) })
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if err != nil {
+				t.Errorf("%s: the next slot on rank %d: %v", name, r, err)
+			}
+		}
+		cm.Close()
+	}
+}
+
 // TestTimeoutNamesTheRanksThatCame: when the missing rank is not the last
 // one, the ranks that did call are still named by their own numbers.
 func TestTimeoutNamesTheRanksThatCame(t *testing.T) {
