@@ -128,11 +128,24 @@ func ParseFault(s string) (Fault, error) {
 	return f, nil
 }
 
+// parseTime reads a fault's time: a latency (ps to s), or minutes or
+// hours, since a run may be simulated for days.
 func parseTime(s string) (Time, error) {
-	sec, err := topology.ParseLatency(s)
-	if err != nil {
-		return 0, fmt.Errorf("time %q is not a duration of 0 or more, with a unit (e.g. 0, 10us, 1.5ms)", s)
+	num, scale := s, 1.0
+	for _, u := range []struct {
+		suffix string
+		secs   float64
+	}{{"min", 60}, {"h", 3600}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, scale = n+"s", u.secs
+			break
+		}
 	}
+	sec, err := topology.ParseLatency(num)
+	if err != nil || !(sec*scale >= 0) {
+		return 0, fmt.Errorf("time %q is not a duration of 0 or more with a unit (ps, ns, us, µs, ms, s, min or h; e.g. 0, 10us, 1.5ms)", s)
+	}
+	sec *= scale
 	t := FromSeconds(sec)
 	if t == Never {
 		return 0, fmt.Errorf("time %q is too large", s)
@@ -207,9 +220,6 @@ func (c *Cluster) Inject(f Fault) error {
 	if f.At < 0 {
 		return fmt.Errorf("sim: inject %v: a negative time; faults count from time 0", f)
 	}
-	if f.At < c.eng.now {
-		return fmt.Errorf("sim: inject %v: simulated time is already %v", f, c.eng.now)
-	}
 	if f.At == Never {
 		return fmt.Errorf("sim: inject %v: %w", f, ErrHorizon)
 	}
@@ -233,6 +243,11 @@ func (c *Cluster) Inject(f Fault) error {
 	}
 	if f.Kind == RankStall && f.For < 0 {
 		return fmt.Errorf("sim: inject %v: negative stall", f)
+	}
+	// What the fault is comes first: a fault that could never be
+	// injected should say why, whatever the clock.
+	if f.At < c.eng.now {
+		return fmt.Errorf("sim: inject %v: simulated time is already %v", f, c.eng.now)
 	}
 	for _, earlier := range c.injected {
 		if why := conflict(earlier, at); why != "" {

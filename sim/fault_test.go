@@ -28,10 +28,19 @@ func TestParseFaultRoundTrip(t *testing.T) {
 	}
 	for _, s := range []string{"", "link", "link a-b", "link a-b up at 1us", "link a-b degrade 0% at 1us",
 		"link a-b degrade 150% at 1us", "rank x crash at 1us", "rank -1 crash", "rank 1 stall",
-		"rank 1 crash at", "rank 1 crash in 5us", "disk 3 full", "rank 1 slow 50", "rank 1 crash at 1parsec"} {
+		"rank 1 crash at", "rank 1 crash in 5us", "disk 3 full", "rank 1 slow 50", "rank 1 crash at 1parsec",
+		"rank 1 crash at -1h", "rank 1 crash at 30000h", "rank 1 crash at 1hmin"} {
 		if _, err := sim.ParseFault(s); err == nil {
 			t.Errorf("ParseFault(%q) succeeded", s)
 		}
+	}
+	// A run simulated for days takes its faults in minutes and hours.
+	f, err := sim.ParseFault("rank 2 stall 2000h at 1.5min")
+	if err != nil || f.For != sim.FromSeconds(2000*3600) || f.At != sim.FromSeconds(90) {
+		t.Errorf("stall 2000h at 1.5min: %+v, %v", f, err)
+	}
+	if _, err := sim.ParseFault("rank 1 crash at 1parsec"); err == nil || !strings.Contains(err.Error(), "min or h") {
+		t.Errorf("an unknown unit: %v, want the units listed", err)
 	}
 }
 
@@ -192,6 +201,22 @@ func TestInjectRefusesBadFaults(t *testing.T) {
 	for _, f := range []sim.Fault{{Kind: sim.RankStall, At: -5, For: 100}, {Kind: sim.RankStall, At: 5, For: -100}} {
 		if err := c.Inject(f); err == nil || !strings.Contains(err.Error(), "negative") {
 			t.Errorf("Inject(%+v): %v, want an error saying what is negative", f, err)
+		}
+	}
+	// On a cluster whose clock has moved, a fault that could never be
+	// injected says why, not that its time has passed.
+	devs := c.Devices()
+	buf0, buf1 := try(devs[0].Alloc(hw.F32, 4))(t), try(devs[1].Alloc(hw.F32, 4))(t)
+	s0, s1 := try(devs[0].NewStream())(t), try(devs[1].NewStream())(t)
+	ok(t, s0.Send(hw.Whole(buf0), devs[1], 1))
+	ok(t, s1.Recv(hw.Whole(buf1), devs[0], 1))
+	ok(t, s1.Synchronize())
+	if c.Now() == 0 {
+		t.Fatal("the send took no time")
+	}
+	for f, want := range map[string]string{"rank 77 crash at 0": "rank 77 not in 0..1", "link gpu0-gpu9 down at 0": "gpu9", "rank 0 crash at 0": "simulated time is already"} {
+		if err := c.Inject(try(sim.ParseFault(f))(t)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Inject(%q) after a run: %v, want %q", f, err, want)
 		}
 	}
 }
