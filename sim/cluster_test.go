@@ -234,6 +234,11 @@ func TestBadCallsReturnErrors(t *testing.T) {
 		{"recv from other cluster", func() error { return s.Recv(hw.Whole(f32), other.Devices()[1], 0) }, hw.ErrUnknownPeer},
 		{"record foreign event", func() error { return s.Record(foreignEv) }, hw.ErrBadArgument},
 		{"wait nil event", func() error { return s.Wait(nil) }, hw.ErrBadArgument},
+		{"record a nil *Event", func() error { return s.Record((*sim.Event)(nil)) }, hw.ErrBadArgument},
+		{"elapsed since a nil *Event", func() error {
+			_, err := try(d[0].NewEvent())(t).ElapsedSince((*sim.Event)(nil))
+			return err
+		}, hw.ErrBadArgument},
 		{"alloc negative", func() error { _, err := d[0].Alloc(hw.F32, -1); return err }, hw.ErrBadArgument},
 		{"alloc bad dtype", func() error { _, err := d[0].Alloc(hw.DType(0), 1); return err }, hw.ErrBadArgument},
 		{"write short", func() error { return f32.Write(make([]byte, 3)) }, hw.ErrSizeMismatch},

@@ -191,7 +191,7 @@ func (e *Event) ElapsedSince(start hw.Event) (float64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := start.(*Event)
-	if !ok || s.dev.c != c {
+	if !ok || s == nil || s.dev.c != c {
 		return 0, fmt.Errorf("sim: elapsed: %w: start event is not from this cluster", hw.ErrBadArgument)
 	}
 	for _, ev := range []*Event{s, e} {

@@ -131,7 +131,10 @@ func (s *Stream) prepare(q *op, o *Op) error {
 			what = "wait"
 		}
 		e := o.Event
-		if e == nil || e.dev.c != s.dev.c {
+		if e == nil {
+			return fmt.Errorf("sim: %s: %s: %w: nil event (or not the simulator's)", s.dev.name, what, hw.ErrBadArgument)
+		}
+		if e.dev.c != s.dev.c {
 			return fmt.Errorf("sim: %s: %s: %w: event is not from this cluster", s.dev.name, what, hw.ErrBadArgument)
 		}
 		if o.Kind == OpRecord {

@@ -135,8 +135,11 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 	if w == nil {
 		return nil, fmt.Errorf("paramsync: nil world")
 	}
-	if cfg.BucketBytes < 0 || cfg.Timeout < 0 {
-		return nil, fmt.Errorf("paramsync: negative bucket size %d or timeout %v", cfg.BucketBytes, cfg.Timeout)
+	if cfg.BucketBytes < 0 {
+		return nil, fmt.Errorf("paramsync: bucket size %d bytes, want 0 (the default) or more", cfg.BucketBytes)
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("paramsync: timeout %v, want 0 (the default) or more", cfg.Timeout)
 	}
 	if cfg.BucketBytes == 0 {
 		cfg.BucketBytes = DefaultBucketBytes

@@ -372,6 +372,17 @@ func TestGatherParamsCompletesShards(t *testing.T) {
 // do, not at the first bucket's launch.
 func TestStartRefusesAlgorithmsThatCannotAllReduce(t *testing.T) {
 	c := cluster(t, 4, sim.Config{})
+	for _, tc := range []struct {
+		cfg  paramsync.Config
+		want string
+	}{
+		{paramsync.Config{BucketBytes: -1}, "paramsync: bucket size -1 bytes, want 0 (the default) or more"},
+		{paramsync.Config{Timeout: -1}, "paramsync: timeout -1ns, want 0 (the default) or more"},
+	} {
+		if _, err := paramsync.Start(c.World(), tc.cfg); err == nil || err.Error() != tc.want {
+			t.Errorf("Start: %v, want %q", err, tc.want)
+		}
+	}
 	for algo, want := range map[string]string{
 		"rign":     `paramsync: unknown algorithm "rign" (want auto, native or one of ring, rd, rhd, tree, dbtree, direct`,
 		"pairwise": `paramsync: algorithm "pairwise" has no all-reduce (want auto, native or one of ring,`,
