@@ -256,6 +256,16 @@ func TestLayout(t *testing.T) {
 	if _, err := Layout(0, Virtual, 1); !errors.Is(err, hw.ErrBadArgument) {
 		t.Errorf("no ranks: %v", err)
 	}
+	// NewWorld refuses what no machine could lay out before it looks for
+	// a driver, so the error says what is wrong on a machine without one.
+	for _, c := range []struct {
+		p  int
+		pl Placement
+	}{{-1, Virtual}, {0, OnePerGPU}, {2, Placement(99)}, {2, 0}} {
+		if w, _, err := NewWorld(c.p, c.pl); w != nil || !errors.Is(err, hw.ErrBadArgument) {
+			t.Errorf("NewWorld(%d, %v): %v, want ErrBadArgument whether or not there is a driver", c.p, c.pl, err)
+		}
+	}
 	for _, s := range []string{"gpu", "Virtual", " spread "} {
 		if p, err := ParsePlacement(s); err != nil || !strings.EqualFold(p.String(), strings.TrimSpace(s)) {
 			t.Errorf("ParsePlacement(%q) = %v, %v", s, p, err)

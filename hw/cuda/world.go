@@ -46,8 +46,8 @@ func ParsePlacement(s string) (Placement, error) {
 // Layout returns the GPU ordinal of each of p ranks under placement on a
 // machine with gpus GPUs: the argument NewWorldOn takes.
 func Layout(p int, placement Placement, gpus int) ([]int, error) {
-	if p < 1 {
-		return nil, fmt.Errorf("cuda: %w: %d ranks (want at least 1)", hw.ErrBadArgument, p)
+	if err := checkLayout(p, placement); err != nil {
+		return nil, err
 	}
 	if gpus < 1 {
 		return nil, fmt.Errorf("cuda: no GPU to place %d ranks on", p)
@@ -68,10 +68,20 @@ func Layout(p int, placement Placement, gpus int) ([]int, error) {
 		for r := range out {
 			out[r] = r % gpus
 		}
-	default:
-		return nil, fmt.Errorf("cuda: %w: invalid placement %v", hw.ErrBadArgument, placement)
 	}
 	return out, nil
+}
+
+// checkLayout refuses what no machine could lay out: fewer than one rank,
+// or a placement that is none of the three.
+func checkLayout(p int, placement Placement) error {
+	if p < 1 {
+		return fmt.Errorf("cuda: %w: %d ranks (want at least 1)", hw.ErrBadArgument, p)
+	}
+	if placement < OnePerGPU || placement > VirtualSpread {
+		return fmt.Errorf("cuda: %w: invalid placement %v", hw.ErrBadArgument, placement)
+	}
+	return nil
 }
 
 // NewWorld opens a world of p ranks placed on this machine's GPUs. close
@@ -80,6 +90,9 @@ func Layout(p int, placement Placement, gpus int) ([]int, error) {
 // loaded kernels stay for the next world. Without a usable driver the
 // error wraps ErrNoDriver.
 func NewWorld(p int, placement Placement) (w *hw.World, close func() error, err error) {
+	if err := checkLayout(p, placement); err != nil {
+		return nil, nil, err // bad whatever the machine: before looking for a driver
+	}
 	devs, err := Devices()
 	if err != nil {
 		return nil, nil, err
