@@ -55,6 +55,8 @@ func (r *Runner) Run(exec *ops.Executor, w *hw.World, plan *ops.Plan, inputs [][
 		return Result{}, fmt.Errorf("verify: run: %w: nil plan", ops.ErrBadPlan)
 	case exec == nil || w == nil:
 		return Result{}, fmt.Errorf("verify: run %v: no executor or no world", plan.Spec)
+	case plan.Ranks != w.Size():
+		return Result{}, fmt.Errorf("verify: run %v: %w: the plan is for %d ranks, the world has %d", plan.Spec, hw.ErrBadArgument, plan.Ranks, w.Size())
 	}
 	ranks := make([]int, plan.Ranks)
 	devs := make([]hw.Device, plan.Ranks)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -130,6 +131,14 @@ func TestRunnerRefusesBadInputs(t *testing.T) {
 		if _, err := RunPlan(ops.NewExecutor(w), w, plan, in, false); err == nil {
 			t.Errorf("%s accepted", name)
 		}
+	}
+	// A world of another size is named as that, for a bigger plan too.
+	big, err := ops.Compile(ops.Spec{Op: ops.Broadcast, Algo: "tree", Ranks: 8, Count: 5, DType: hw.I32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunPlan(ops.NewExecutor(w), w, big, nil, false); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "the plan is for 8 ranks, the world has 3") {
+		t.Errorf("a plan for 8 ranks on 3: %v", err)
 	}
 }
 
