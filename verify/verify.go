@@ -16,6 +16,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/commsim/commsim/ops"
 )
@@ -39,9 +40,13 @@ func (c Case) String() string {
 // Reproducer is a command that runs the same collective shape with
 // commsim's own input pattern (PatternInputs) and checks it. bench has no
 // flags for an NCCL-style plan's channels, chunk and nodes, so for a spec
-// that sets them the command says which it had.
+// that sets them the command says which it had. A plan made by hand,
+// whose algorithm commsim does not have, has no such command.
 func (c Case) Reproducer() string {
 	s := c.Spec
+	if !slices.Contains(ops.Algorithms(), s.Algo) {
+		return fmt.Sprintf("none: algorithm %q is not one of commsim's (a plan made by hand); rerun its test with the case above", s.Algo)
+	}
 	in, out := s.BufferLens()
 	bytes := int64(max(in, out)) * int64(s.DType.Size())
 	switch s.Op {

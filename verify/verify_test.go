@@ -22,6 +22,11 @@ func TestReproducerSaysWhatBenchCannotSet(t *testing.T) {
 	if got := c.Reproducer(); !strings.HasPrefix(got, want+" ") || !strings.Contains(got, "channels=3 chunk=16 node=2") {
 		t.Errorf("Reproducer() = %q, want %q and the case's channels, chunk and nodes", got, want)
 	}
+	// A plan made by hand has no command: bench would refuse its name.
+	c.Spec.Algo = "star"
+	if got := c.Reproducer(); strings.Contains(got, "commsim bench") || !strings.Contains(got, `algorithm "star" is not one of commsim's`) {
+		t.Errorf("Reproducer() of a hand-made plan = %q", got)
+	}
 }
 
 // TestSpecForSizeReadsSizesAsNCCLTests: the size of an all-gather,
