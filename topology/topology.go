@@ -136,7 +136,8 @@ type Node struct {
 	// ReduceBW is the bytes per second of reduction the node can do.
 	//
 	// On a GPU it is elementwise reduction: a reduce of s bytes takes
-	// s/ReduceBW; math.Inf(1) means reduction is free. It must be > 0.
+	// s/ReduceBW; math.Inf(1) means reduction is free. It must be > 0:
+	// a GPU made in Go sets it (YAML leaves it +Inf where a GPU omits it).
 	//
 	// On a switch it is in-network reduction (NVLS on an NVSwitch, SHARP
 	// on an InfiniBand switch): the switch combines the contributions of
