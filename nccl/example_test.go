@@ -6,6 +6,8 @@ import (
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/nccl"
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/simexec"
 	"github.com/commsim/commsim/topology"
 )
 
@@ -26,6 +28,34 @@ func ExampleTuner() {
 	// Output:
 	// 8 B: simulate ring/LL/1ch, 15.0 µs by NCCL's model; NCCL itself would run ring/LL/1ch, 15.0 µs
 	// 1073741824 B: simulate nvls/Simple/16ch, 3972.6 µs by NCCL's model; NCCL itself would run nvls/Simple/16ch, 3972.6 µs
+}
+
+// Timing NCCL's choice on the simulator: the plan runs through the
+// simulator's executor (package simexec), which applies how NCCL's
+// protocols move it (plan.Wire) and its launch (plan.Launch); ops'
+// generic executor, for real devices, refuses such a plan there.
+func ExampleTuner_Plan() {
+	topo, _ := topology.Resolve("dgx-h100")
+	tuner, _ := nccl.NewTuner(topo, nccl.Options{})
+	plan, choice, err := tuner.Plan(ops.Spec{Op: ops.AllReduce, Ranks: 8, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, _ := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+	in, out := make([]hw.Slice, 8), make([]hw.Slice, 8)
+	for r, d := range c.Devices() {
+		ib, _ := d.Alloc(hw.F32, plan.InLen)
+		ob, _ := d.Alloc(hw.F32, plan.OutLen)
+		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
+	}
+	secs, err := simexec.NewExecutor(c).Run(plan, in, out)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("1 MiB: %s, simulated %.1f µs; NCCL's model says %.1f µs\n", nccl.Label(plan), secs*1e6, choice.TimeUS)
+	// Output: 1 MiB: ring/LL/24ch, simulated 28.0 µs; NCCL's model says 28.0 µs
 }
 
 // FromEnv reads the environment an NCCL run had, as NCCL reads it, into
