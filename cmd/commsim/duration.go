@@ -289,10 +289,20 @@ func sweepSeconds(sizes []int64, floorSteps, topSteps, runs float64, perStep fun
 // stepEstimate is a training step's host time on ranks of all of them
 // (fewer on a mirror): each parameter's collective once, and a sharded
 // one's two gathers, each counted at its reduce-scatter's steps (a ring's
-// all-gather makes as many). plan gives a parameter's collective.
+// all-gather makes as many); and the route searches of its plans
+// (routeSeconds): once for the plan whose routes take longest to find,
+// which the others' share, where the cache keeps them, else for every
+// collective of each plan. plan gives a parameter's collective.
 func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id string) (*ops.Plan, error), ranks, all int) (hostEstimate, error) {
 	e := hostEstimate{ranks: all, cut: []string{"ranks (a smaller --topo)"}}
 	hops := map[*ops.Plan]float64{}
+	type planRoutes struct {
+		seconds float64
+		again   bool
+		calls   int
+	}
+	routes := map[*ops.Plan]*planRoutes{}
+	var order []*ops.Plan // the plans in the order first met: the sum below is deterministic
 	calls := 0
 	for _, p := range params {
 		pl, err := plan(p.ID)
@@ -313,7 +323,24 @@ func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id s
 		if pl.NumSteps() > e.steps {
 			e.steps, e.hops = pl.NumSteps(), h
 		}
+		r := routes[pl]
+		if r == nil {
+			secs, again := routeSeconds(t, pl, ranks)
+			r = &planRoutes{seconds: secs, again: again}
+			routes[pl] = r
+			order = append(order, pl)
+		}
+		r.calls += n
 	}
+	kept := 0.0
+	for _, pl := range order {
+		if r := routes[pl]; r.again {
+			e.seconds += r.seconds * float64(r.calls)
+		} else {
+			kept = max(kept, r.seconds)
+		}
+	}
+	e.seconds += kept
 	e.work = fmt.Sprintf("%d %s", calls, plural(calls, "collective", "collectives"))
 	return e, nil
 }

@@ -233,12 +233,14 @@ func TestTrainWithNCCLsTuner(t *testing.T) {
 
 // TestTrainRefusesStepsThatWouldTakeHours: gpt2-small's 14 direct
 // all-reduces on a ring of 2048 GPUs, every rank simulated, are 21M plan
-// steps each whose flows cross 205 links: hours of the flow solver's
-// work, refused before the step starts, naming the figures. The same step
-// on a ring of 64 says nothing and runs.
+// steps each whose flows cross 205 links, and each collective finds its
+// ranks' routes to all others again (more than the route cache holds):
+// hours of the flow solver's and the route search's work, refused before
+// the step starts, naming the figures. The same step on a ring of 64
+// says nothing and runs.
 func TestTrainRefusesStepsThatWouldTakeHours(t *testing.T) {
 	status, _, errOut := commsim("train", "--model", "gpt2-small", "--topo", "ring:2048", "--algo", "direct", "--symmetry=false")
-	want := "commsim: the training step would take about 4.3 hours (14 collectives, up to 20965377 plan steps on 2048 ranks, its flows crossing 204.9 links a step); the limit is 1 hour; use fewer ranks (a smaller --topo)\n"
+	want := "commsim: the training step would take about 7.6 hours (14 collectives, up to 20965377 plan steps on 2048 ranks, its flows crossing 204.9 links a step); the limit is 1 hour; use fewer ranks (a smaller --topo)\n"
 	if status != 2 || errOut != want {
 		t.Fatalf("status %d, stderr %q, want %q", status, errOut, want)
 	}
