@@ -299,10 +299,9 @@ func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id s
 	type planRoutes struct {
 		seconds float64
 		again   bool
-		calls   int
 	}
-	routes := map[*ops.Plan]*planRoutes{}
-	var order []*ops.Plan // the plans in the order first met: the sum below is deterministic
+	routes := map[*ops.Plan]planRoutes{}
+	kept := 0.0 // the searches of routes the cache keeps, shared by the plans
 	calls := 0
 	for _, p := range params {
 		pl, err := plan(p.ID)
@@ -323,19 +322,13 @@ func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id s
 		if pl.NumSteps() > e.steps {
 			e.steps, e.hops = pl.NumSteps(), h
 		}
-		r := routes[pl]
-		if r == nil {
-			secs, again := routeSeconds(t, pl, ranks)
-			r = &planRoutes{seconds: secs, again: again}
+		r, ok := routes[pl]
+		if !ok {
+			r.seconds, r.again = routeSeconds(t, pl, ranks)
 			routes[pl] = r
-			order = append(order, pl)
 		}
-		r.calls += n
-	}
-	kept := 0.0
-	for _, pl := range order {
-		if r := routes[pl]; r.again {
-			e.seconds += r.seconds * float64(r.calls)
+		if r.again {
+			e.seconds += float64(n) * r.seconds
 		} else {
 			kept = max(kept, r.seconds)
 		}
