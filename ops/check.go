@@ -77,6 +77,12 @@ func Check(p *Plan) error {
 			if inPlace {
 				mode = "in place"
 			}
+			if p.validate() != nil {
+				// A plan Run refuses as malformed (sends and receives
+				// that do not pair up) is refused as that here too, with
+				// the symbolic run's account of it.
+				return fmt.Errorf("ops: check %v, %s: %w: %w", p.Spec, mode, ErrBadPlan, err)
+			}
 			return fmt.Errorf("ops: check %v, %s: %w", p.Spec, mode, err)
 		}
 	}

@@ -537,3 +537,33 @@ func TestCheckRefusesAPlanWithoutADType(t *testing.T) {
 		t.Errorf("Check: %v, want ErrBadPlan naming the dtype", err)
 	}
 }
+
+// A plan whose sends and receives do not pair up is malformed to Check as
+// to Run (ErrBadPlan), whichever finds it; one that pairs them but
+// computes the wrong thing is wrong, not malformed.
+func TestCheckCallsUnpairedPlansMalformedAsRunDoes(t *testing.T) {
+	spec := Spec{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
+	unpaired, err := Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unpaired.Steps[2][1].Src.Len = 1 // a send one element short of its receive
+	if err := unpaired.validate(); !errors.Is(err, ErrBadPlan) {
+		t.Fatalf("Run's check: %v, want ErrBadPlan", err)
+	}
+	if err := Check(unpaired); !errors.Is(err, ErrBadPlan) {
+		t.Errorf("Check: %v, want ErrBadPlan", err)
+	}
+	wrong, err := Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(wrong.Steps[0], func(s Step) bool { return s.Kind == StepReduce })
+	wrong.Steps[0] = slices.Delete(wrong.Steps[0], i, i+1) // rank 0 skips a reduction
+	for r := range wrong.Steps[0] {
+		wrong.Steps[0][r].After = nil
+	}
+	if err := Check(wrong); err == nil || errors.Is(err, ErrBadPlan) {
+		t.Errorf("Check of a plan that skips a reduction: %v, want an error that is not ErrBadPlan", err)
+	}
+}
