@@ -16,7 +16,9 @@
 // instant it has run the ones before, which gives the same times, to the
 // picosecond, as enqueueing everything up front, while the simulation
 // holds a few operations per lane. So a plan of a billion steps runs in
-// memory that grows with the ranks and lanes, not the steps. A streamed
+// memory that grows with the ranks and lanes, not the steps. It also moves
+// a plan of package nccl as NCCL's protocols do (ops.Plan.Wire, Launch),
+// which the generic driver cannot, and so refuses on the simulator. A streamed
 // plan's lanes are made on goroutines of their own, a couple of batches
 // ahead, so a spare core makes steps while the simulation runs; only the
 // order of each lane's steps reaches the simulation, and that is fixed, so
