@@ -187,7 +187,6 @@ func (r *jsonReader) readReport() error {
 	if _, err := r.dec.Token(); err != nil { // the report's end
 		return r.broken("", err)
 	}
-
 	if off := r.next(); off < int64(len(r.data)) {
 		return r.fail(off, "not nccl-tests JSON: more after the report's end")
 	}
