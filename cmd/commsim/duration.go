@@ -115,7 +115,8 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 	if w != nil {
 		block = w.mirrorBlock(plan)
 	}
-	hops := hopsPerStep(s.topo, plan)
+	sampled := sampledRoutes(s.topo, plan)
+	hops := mostHops(sampled)
 	est := sweepSeconds(s.sizes, floorSteps, topSteps, runs, func(bytes int64) float64 {
 		// Sizes whose count does not split evenly over the ranks make
 		// chunked plans (ring, rhd) unsymmetric: count them in full.
@@ -128,7 +129,7 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 	if block > 0 {
 		simulated = block
 	}
-	routes, again := routeSeconds(s.topo, plan, simulated)
+	routes, again := routeSeconds(s.topo, sampled, simulated)
 	if again {
 		routes *= runs * float64(len(s.sizes))
 	}
@@ -182,16 +183,15 @@ func (e hostEstimate) judge(stderr io.Writer, what string) error {
 	return nil
 }
 
-// hopsPerStep is the links a step sends across, on average over a rank's
-// steps, for the rank of plan's sampled ones (sampleRanks) that sends
+// mostHops is the links a step sends across, on average over a rank's
+// steps, for the rank of the sampled ones (sampledRoutes) that sends
 // across the most: the flow solver's work grows with the links its flows
 // cross (each re-solve visits every link of every flow it touches), which
 // plan steps alone do not count. A route that cannot be found counts
 // none.
-func hopsPerStep(t *topology.Topology, plan *ops.Plan) float64 {
+func mostHops(sampled []routeFigures) float64 {
 	most := 0.0
-	for _, r := range sampleRanks(plan.Ranks) {
-		f := rankRoutes(t, plan, r)
+	for _, f := range sampled {
 		if f.steps > 0 {
 			most = max(most, float64(f.hops)/float64(f.steps))
 		}
@@ -207,23 +207,33 @@ func hopsPerStep(t *topology.Topology, plan *ops.Plan) float64 {
 // cluster a route is a few links, and its search costs next to nothing.
 const secondsPerRouteLink = 4e-7
 
-// routeSeconds is the host time of the route searches that ranks of
-// plan's ranks make (fewer than all on a mirror): each rank's routes to
-// its distinct peers, as many and as long as
-// the sampled rank's with the most links, leaving out the routes of two
+// routeSeconds is the host time of the route searches that ranks of a
+// plan's ranks make on t (fewer than all on a mirror): each rank's routes
+// to its distinct peers, as many and as long as the sampled rank's
+// (sampledRoutes) with the most links, leaving out the routes of two
 // links (between two GPUs of one switch), which are found without a
 // search. again says the route cache cannot hold them all, as on a ring
 // of thousands of GPUs, so every run finds them again; else they are
 // found once.
-func routeSeconds(t *topology.Topology, plan *ops.Plan, ranks int) (seconds float64, again bool) {
+func routeSeconds(t *topology.Topology, sampled []routeFigures, ranks int) (seconds float64, again bool) {
 	var most routeFigures
-	for _, r := range sampleRanks(plan.Ranks) {
-		if f := rankRoutes(t, plan, r); f.searchedLinks > most.searchedLinks {
+	for _, f := range sampled {
+		if f.searchedLinks > most.searchedLinks {
 			most = f
 		}
 	}
 	again = !t.KeepsRoutes(ranks, ranks*most.peers, ranks*most.searchedLinks)
 	return float64(ranks) * float64(most.searchedLinks) * secondsPerRouteLink, again
+}
+
+// sampledRoutes is the routeFigures of plan's sampled ranks (sampleRanks)
+// on t, found once for what an estimate reads of them.
+func sampledRoutes(t *topology.Topology, plan *ops.Plan) []routeFigures {
+	var out []routeFigures
+	for _, r := range sampleRanks(plan.Ranks) {
+		out = append(out, rankRoutes(t, plan, r))
+	}
+	return out
 }
 
 // sampleRanks are the ranks whose routes stand for a plan's: the first,
@@ -295,12 +305,12 @@ func sweepSeconds(sizes []int64, floorSteps, topSteps, runs float64, perStep fun
 // collective of each plan. plan gives a parameter's collective.
 func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id string) (*ops.Plan, error), ranks, all int) (hostEstimate, error) {
 	e := hostEstimate{ranks: all, cut: []string{"ranks (a smaller --topo)"}}
-	hops := map[*ops.Plan]float64{}
-	type planRoutes struct {
-		seconds float64
-		again   bool
+	// A plan's figures, found once however many parameters it serves.
+	type planFigures struct {
+		hops, routeSeconds float64
+		again              bool
 	}
-	routes := map[*ops.Plan]planRoutes{}
+	figures := map[*ops.Plan]planFigures{}
 	kept := 0.0 // the searches of routes the cache keeps, shared by the plans
 	calls := 0
 	for _, p := range params {
@@ -308,11 +318,14 @@ func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id s
 		if err != nil {
 			return e, err
 		}
-		h, ok := hops[pl]
+		f, ok := figures[pl]
 		if !ok {
-			h = hopsPerStep(t, pl)
-			hops[pl] = h
+			sampled := sampledRoutes(t, pl)
+			f.hops = mostHops(sampled)
+			f.routeSeconds, f.again = routeSeconds(t, sampled, ranks)
+			figures[pl] = f
 		}
+		h := f.hops
 		n := 1
 		if p.Sharded {
 			n = 3
@@ -322,15 +335,10 @@ func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id s
 		if pl.NumSteps() > e.steps {
 			e.steps, e.hops = pl.NumSteps(), h
 		}
-		r, ok := routes[pl]
-		if !ok {
-			r.seconds, r.again = routeSeconds(t, pl, ranks)
-			routes[pl] = r
-		}
-		if r.again {
-			e.seconds += float64(n) * r.seconds
+		if f.again {
+			e.seconds += float64(n) * f.routeSeconds
 		} else {
-			kept = max(kept, r.seconds)
+			kept = max(kept, f.routeSeconds)
 		}
 	}
 	e.seconds += kept

@@ -172,7 +172,7 @@ func TestStepEstimateCountsAShardedParameterThrice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 4 * float64(plan.NumSteps()) * stepSeconds(hopsPerStep(s.topo, plan), 8, 8); e.work != "4 collectives" || e.seconds != want {
+	if want := 4 * float64(plan.NumSteps()) * stepSeconds(mostHops(sampledRoutes(s.topo, plan)), 8, 8); e.work != "4 collectives" || e.seconds != want {
 		t.Errorf("%q, %g s; want 4 collectives, %g s", e.work, e.seconds, want)
 	}
 }
@@ -351,11 +351,11 @@ func TestEstimateSamplesMoreRanksThanTheFirst(t *testing.T) {
 	if first.peers != 1 || first.searchedLinks != 0 {
 		t.Fatalf("rank 0's routes: %+v; the test wants rank 0 folded into its neighbour", first)
 	}
-	if got := hopsPerStep(s.topo, plan); got < 10 {
+	if got := mostHops(sampledRoutes(s.topo, plan)); got < 10 {
 		t.Errorf("%v links a step, want the partners' tens", got)
 	}
 	last := rankRoutes(s.topo, plan, 999)
-	got, again := routeSeconds(s.topo, plan, 1000)
+	got, again := routeSeconds(s.topo, sampledRoutes(s.topo, plan), 1000)
 	if want := 1000 * float64(last.searchedLinks) * secondsPerRouteLink; last.searchedLinks < 500 || got < want || again {
 		t.Errorf("route searches %v s (again: %v), want at least rank 999's %d links a rank, %v s, once", got, again, last.searchedLinks, want)
 	}
@@ -365,7 +365,7 @@ func TestEstimateSamplesMoreRanksThanTheFirst(t *testing.T) {
 	if plan, err = s.plan(spec); err != nil {
 		t.Fatal(err)
 	}
-	if _, again := routeSeconds(s.topo, plan, 8000); !again {
+	if _, again := routeSeconds(s.topo, sampledRoutes(s.topo, plan), 8000); !again {
 		t.Errorf("ring:8000: its rd routes found once, want again each run")
 	}
 	// Between two GPUs of a switch a route is found without a search.
@@ -374,7 +374,7 @@ func TestEstimateSamplesMoreRanksThanTheFirst(t *testing.T) {
 	if plan, err = s.plan(spec); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := routeSeconds(s.topo, plan, 64); got != 0 {
+	if got, _ := routeSeconds(s.topo, sampledRoutes(s.topo, plan), 64); got != 0 {
 		t.Errorf("switch:64: route searches %v s, want none", got)
 	}
 }
