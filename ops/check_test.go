@@ -155,6 +155,21 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 	}
 }
 
+// TestSpecStringNamesOnlyFieldsItsOpUses: a root that an all-reduce
+// ignores does not show, as if it were used; a reduce shows both.
+func TestSpecStringNamesOnlyFieldsItsOpUses(t *testing.T) {
+	for s, want := range map[Spec]string{
+		{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 8, Root: 7, DType: hw.F32, Redop: hw.Sum}: "allreduce/ring p=4 count=8 f32 sum",
+		{Op: Broadcast, Algo: "tree", Ranks: 4, Count: 8, Root: 2, DType: hw.F16, Redop: hw.Max}: "broadcast/tree p=4 count=8 root=2 f16",
+		{Op: Reduce, Algo: "ring", Ranks: 4, Count: 8, Root: 3, DType: hw.F64, Redop: hw.Max}:    "reduce/ring p=4 count=8 root=3 f64 max",
+		{Op: Gather, Algo: "direct", Ranks: 2, Count: 1, DType: hw.U8}:                           "gather/direct p=2 count=1 root=0 u8",
+	} {
+		if got := s.String(); got != want {
+			t.Errorf("String() = %q, want %q", got, want)
+		}
+	}
+}
+
 func ExamplePlan_Describe() {
 	p, err := Compile(Spec{Op: AllGather, Algo: "ring", Ranks: 3, Count: 1, DType: hw.F32})
 	if err != nil {
@@ -163,7 +178,7 @@ func ExamplePlan_Describe() {
 	}
 	fmt.Print(p.Describe())
 	// Output:
-	// plan allgather/ring p=3 count=1 root=0 f32 reduceop(0): in 1, out 3, tmp 0 elements, 1 lane(s)
+	// plan allgather/ring p=3 count=1 f32: in 1, out 3, tmp 0 elements, 1 lane(s)
 	// rank 0:
 	//   0: copy out[0:1] = in[0:1]
 	//   1: send out[0:1] to 1 tag 0

@@ -261,8 +261,18 @@ func (s Spec) NetGroup(r int) (first, stride, n int) {
 	return r % s.NodeRanks, s.NodeRanks, s.Ranks / s.NodeRanks
 }
 
+// String names the spec's fields that bear on its op: a root only for a
+// rooted collective, a reduce op only for one that reduces, so that a
+// field the op ignores (an all-reduce's Root: 7) does not read as used.
 func (s Spec) String() string {
-	str := fmt.Sprintf("%s/%s p=%d count=%d root=%d %s %s", s.Op, s.Algo, s.Ranks, s.Count, s.Root, s.DType, s.Redop)
+	str := fmt.Sprintf("%s/%s p=%d count=%d", s.Op, s.Algo, s.Ranks, s.Count)
+	if s.Op.Rooted() {
+		str += fmt.Sprintf(" root=%d", s.Root)
+	}
+	str += " " + s.DType.String()
+	if s.Op.Reduces() {
+		str += " " + s.Redop.String()
+	}
 	if s.Channels > 0 || s.Chunk > 0 || s.NodeRanks > 0 {
 		str += fmt.Sprintf(" channels=%d chunk=%d node=%d", s.Channels, s.Chunk, s.NodeRanks)
 	}

@@ -37,7 +37,7 @@ func ExampleEquivalent() {
 	}
 	fmt.Printf("%s and %s agree on %v\n", ref.Name, shuffled.Name, c)
 	// Output:
-	// sim and sim(seed=42) agree on allreduce/ring p=3 count=4 root=0 f32 sum on switch:3
+	// sim and sim(seed=42) agree on allreduce/ring p=3 count=4 f32 sum on switch:3
 }
 
 // TestSimInterleavingsEquivalent runs generated cases on the simulator with
@@ -204,7 +204,7 @@ func TestMismatchNamesTheElement(t *testing.T) {
 		m.GotBits != 0xc1800000 || m.WantBits != 0x41800000 || m.Got != "flaky out of place" || m.Want != "sim out of place" {
 		t.Errorf("mismatch %+v", *m)
 	}
-	want := "proptest: rank 2 element 3 (f32): flaky out of place = -16 (0xc1800000), sim out of place = 16 (0x41800000) in allreduce/rhd p=4 count=6 root=0 f32 sum on switch:4\n" +
+	want := "proptest: rank 2 element 3 (f32): flaky out of place = -16 (0xc1800000), sim out of place = 16 (0x41800000) in allreduce/rhd p=4 count=6 f32 sum on switch:4\n" +
 		"reproduce: commsim bench --topo switch:4 --op allreduce --algo rhd --dtype f32 -b 24 -e 24 --check --redop sum"
 	if err.Error() != want {
 		t.Errorf("Error() =\n%s\nwant\n%s", err, want)

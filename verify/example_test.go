@@ -38,6 +38,6 @@ func Example() {
 	res.Outputs[2][1] ^= 0x40 // an exponent bit of rank 2's first element
 	fmt.Println(verify.CheckReference(c, res.Outputs) != nil)
 	// Output:
-	// reducescatter/ring p=4 count=1000 root=0 f16 sum on switch:4: 0 wrong, <nil>
+	// reducescatter/ring p=4 count=1000 f16 sum on switch:4: 0 wrong, <nil>
 	// true
 }
