@@ -28,6 +28,75 @@ type PathClasser interface {
 	PathClass(src, dst int) (int, error)
 }
 
+// EdgeRouter is an optional interface of a CostModel: the directed links
+// (edges) a message from rank src to rank dst crosses, and each one's
+// bandwidth in bytes per second. A *topology.Topology satisfies it. With
+// it Select also prices each plan by its busiest link (LinkBound), which
+// Cost, blind to contention, does not see.
+type EdgeRouter interface {
+	RouteEdges(src, dst int) ([]int, error)
+	EdgeBW(edge int) float64
+}
+
+// LinkBound is a lower bound of the time plan takes on a fabric whose
+// routes r gives, whatever the order its messages go in: the bytes its
+// sends put on its busiest link over that link's bandwidth. Where flows
+// share links (the uplinks of an oversubscribed fat-tree, a ring of GPUs
+// under rhd) it exceeds Cost, which prices each message as if its path
+// were its own. Only sends count, each with the bytes it carries (a
+// Wire's efficiency, which would add to them, is left out): switch and
+// network steps add nothing, so the bound stays a bound.
+func LinkBound(plan *Plan, r EdgeRouter) (float64, error) {
+	switch {
+	case plan == nil:
+		return 0, fmt.Errorf("ops: link bound: %w: nil plan", ErrBadPlan)
+	case r == nil:
+		return 0, fmt.Errorf("ops: link bound %v: no routes", plan.Spec)
+	}
+	if err := plan.validate(); err != nil {
+		return 0, fmt.Errorf("ops: link bound %v: %w", plan.Spec, err)
+	}
+	size := float64(plan.DType.Size())
+	var bytes []float64 // by edge
+	type route struct {
+		peer  int
+		edges []int
+	}
+	var recent []route // a sender's last few peers: most plans send to few, many times
+	for rank := range plan.Ranks {
+		recent = recent[:0]
+		for st := range plan.RankSteps(rank) {
+			if st.Kind != StepSend || st.Src.Len == 0 {
+				continue
+			}
+			i := slices.IndexFunc(recent, func(rt route) bool { return rt.peer == st.Peer })
+			if i < 0 {
+				edges, err := r.RouteEdges(rank, st.Peer)
+				if err != nil {
+					return 0, fmt.Errorf("ops: link bound %v: rank %d to %d: %w", plan.Spec, rank, st.Peer, err)
+				}
+				if len(recent) == pathSlots {
+					recent = recent[1:]
+				}
+				recent, i = append(recent, route{st.Peer, edges}), len(recent)
+			}
+			for _, e := range recent[i].edges {
+				if e >= len(bytes) {
+					bytes = append(bytes, make([]float64, e+1-len(bytes))...)
+				}
+				bytes[e] += float64(st.Src.Len) * size
+			}
+		}
+	}
+	most := 0.0
+	for e, b := range bytes {
+		if b > 0 {
+			most = max(most, b/r.EdgeBW(e))
+		}
+	}
+	return most, nil
+}
+
 // Cost returns the time of plan on a fabric with no contention: a send
 // costs α + bytes·β of its path, a reduce or divide bytes·γ, a copy
 // nothing, and a receive waits for its message. A switch step costs
@@ -347,7 +416,10 @@ const tieTolerance = 1e-9
 // reason it was not possible.
 type Candidate struct {
 	Algo string
-	Cost float64 // seconds; meaningful when Err is nil
+	// Cost is in seconds, meaningful when Err is nil: Cost's, or where
+	// the model names its routes (EdgeRouter) the larger of that and the
+	// plan's LinkBound.
+	Cost float64
 	// Bound says that Cost is only a lower bound of the plan's cost: its
 	// bound already exceeded the cheapest plan's cost, so it was not
 	// costed in full.
@@ -357,12 +429,14 @@ type Candidate struct {
 
 // Select compiles every algorithm of commsim's own that implements s.Op
 // (not those that run like NCCL's: see IsNCCL), costs each on m, and
-// returns the cheapest plan with every candidate considered. Costs within
-// a relative tieTolerance of the cheapest are ties, and ties go to the
-// earliest algorithm in Algorithms order: the same α-β terms summed in
-// another order differ in the last bits. (On a ring of GPUs, ring and rhd
-// cost the same under α-β, which sees no contention; rhd's exchanges
-// share links and simulate far slower, and ring, earlier, wins the tie.)
+// returns the cheapest plan with every candidate considered. Where m
+// names its routes (EdgeRouter), a plan costs the larger of Cost, which
+// sees no contention, and its busiest link's LinkBound: on an
+// oversubscribed fat-tree or a ring of GPUs, rhd's exchanges share links
+// that ring's messages have each to themselves, and α-β alone prices
+// them alike. Costs within a relative tieTolerance of the cheapest are
+// ties, and ties go to the earliest algorithm in Algorithms order: the
+// same α-β terms summed in another order differ in the last bits.
 //
 // Each candidate is bounded from below in one pass over its steps
 // (costBound), and costed in full only while its bound could still be
@@ -424,12 +498,65 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 			least = min(least, cands[i].Cost)
 		}
 	}
+	if er, ok := m.(EdgeRouter); ok {
+		least = boundLinks(s, m, er, cands, plans)
+	}
 	for i, c := range cands {
 		if c.Err == nil && !c.Bound && c.Cost <= least*(1+tieTolerance) {
 			return plans[i], cands, nil
 		}
 	}
 	return nil, cands, noneRuns(s, cands)
+}
+
+// boundLinks raises the candidates' costs to their busiest link's
+// LinkBound, cheapest first, until the next one's cost without it is past
+// the least cost with it, and returns that least. Every cost so far is a
+// lower bound of the cost with links, so the plans it leaves are beaten
+// whatever their links: on a fabric where no flows share a link it bounds
+// the α-β winner alone. A candidate pruned before that could now win is
+// made whole and costed. Those it does not reach keep the cost they had,
+// marked as a Bound.
+func boundLinks(s Spec, m CostModel, er EdgeRouter, cands []Candidate, plans []*Plan) float64 {
+	least := math.Inf(1)
+	done := make([]bool, len(cands))
+	for {
+		next := -1
+		for i, c := range cands {
+			if c.Err == nil && !done[i] && (next < 0 || c.Cost < cands[next].Cost) {
+				next = i
+			}
+		}
+		if next < 0 || cands[next].Cost > least*(1+tieTolerance) {
+			break
+		}
+		c := &cands[next]
+		done[next] = true
+		if c.Bound {
+			if plans[next] == nil {
+				s.Algo = c.Algo
+				if plans[next], c.Err = Compile(s); c.Err != nil {
+					continue
+				}
+			}
+			if c.Cost, c.Err = Cost(plans[next], m); c.Err != nil || c.Cost > least*(1+tieTolerance) {
+				continue
+			}
+		}
+		links, err := LinkBound(plans[next], er)
+		if err != nil {
+			c.Err = err
+			continue
+		}
+		c.Cost, c.Bound = max(c.Cost, links), false
+		least = min(least, c.Cost)
+	}
+	for i := range cands {
+		if !done[i] {
+			cands[i].Bound = true
+		}
+	}
+	return least
 }
 
 // ErrCostNotFinite is wrapped by the error of a plan whose cost on the

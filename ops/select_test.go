@@ -2,12 +2,16 @@ package ops_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/internal/simtest"
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
 )
 
 // TestSelectCostsStreamedPlans: auto prices every candidate, streamed or
@@ -33,8 +37,9 @@ func TestSelectCostsStreamedPlans(t *testing.T) {
 
 // TestSelectPrunesOnlyWhatCannotWin: Select costs in full only the
 // candidates whose lower bound could still tie the cheapest, and picks
-// what costing every one would: the earliest algorithm within the ties of
-// the least cost. A pruned candidate's bound is at most its cost and more
+// what costing every one would (Cost, or the busiest link's LinkBound
+// where that is more): the earliest algorithm within the ties of the
+// least cost. A pruned candidate's bound is at most its cost and more
 // than the winner's.
 func TestSelectPrunesOnlyWhatCannotWin(t *testing.T) {
 	pruned := 0
@@ -62,6 +67,11 @@ func TestSelectPrunesOnlyWhatCannotWin(t *testing.T) {
 					if full[i], err = ops.Cost(p, topo); err != nil {
 						t.Fatal(err)
 					}
+					links, err := ops.LinkBound(p, topo)
+					if err != nil {
+						t.Fatal(err)
+					}
+					full[i] = max(full[i], links)
 					least = min(least, full[i])
 					if c.Bound {
 						pruned++
@@ -140,5 +150,119 @@ func TestSelectSaysWhyNothingRuns(t *testing.T) {
 	_, cands, err := ops.Select(spec, brokenModel{})
 	if err == nil || errors.Is(err, ops.ErrCostNotFinite) || strings.Count(err.Error(), "no route, as planted") != len(cands) || !strings.Contains(err.Error(), "; rd: ") {
 		t.Errorf("no routes: %v, want every candidate's reason", err)
+	}
+}
+
+// fatTree is a YAML fabric of leaves switches of perLeaf GPUs each (100
+// GB/s, 1 us links), every leaf joined to one spine by an uplink of
+// uplink: 400GB/s is 1:1, 100GB/s 4:1 oversubscribed.
+func fatTree(t *testing.T, leaves, perLeaf int, uplink string) *topology.Topology {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: fat-tree\nnodes:\n")
+	for g := range leaves * perLeaf {
+		fmt.Fprintf(&b, "  - {name: gpu%d, kind: gpu}\n", g)
+	}
+	for l := range leaves {
+		fmt.Fprintf(&b, "  - {name: leaf%d, kind: switch}\n", l)
+	}
+	fmt.Fprintf(&b, "  - {name: spine, kind: switch}\nlinks:\n")
+	for g := range leaves * perLeaf {
+		fmt.Fprintf(&b, "  - {a: gpu%d, b: leaf%d, bw: 100GB/s, lat: 1us}\n", g, g/perLeaf)
+	}
+	for l := range leaves {
+		fmt.Fprintf(&b, "  - {a: leaf%d, b: spine, bw: %s, lat: 1us}\n", l, uplink)
+	}
+	topo, err := topology.ReadYAML([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+// TestLinkBoundNeverExceedsTheSimulatedTime: the bytes a plan puts on its
+// busiest link take that link's bandwidth whatever else happens, so the
+// simulator never beats LinkBound; and on fabrics whose links flows share
+// (rings and tori of GPUs, an oversubscribed fat-tree) the bound is more
+// than Cost, which is why Select asks for it.
+func TestLinkBoundNeverExceedsTheSimulatedTime(t *testing.T) {
+	fabrics := map[string]*topology.Topology{
+		"ring:12": mustTopo(t, "ring:12"), "torus:4x4": mustTopo(t, "torus:4x4"),
+		"dgx-h100x2": mustTopo(t, "dgx-h100x2"), "fat-tree 4:1": fatTree(t, 4, 4, "100GB/s"),
+	}
+	above := 0
+	for _, name := range []string{"ring:12", "torus:4x4", "dgx-h100x2", "fat-tree 4:1"} {
+		topo := fabrics[name]
+		c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []ops.Op{ops.AllReduce, ops.AllGather, ops.AllToAll, ops.Broadcast} {
+			for _, algo := range ops.AlgorithmsFor(op) {
+				if ops.IsNCCL(algo) {
+					continue
+				}
+				plan, err := ops.Compile(ops.Spec{Op: op, Algo: algo, Ranks: topo.NumGPUs(), Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+				if err != nil {
+					t.Fatal(err)
+				}
+				bound, err := ops.LinkBound(plan, topo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cost, err := ops.Cost(plan, topo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if simulated := simtest.Time(t, c, plan); bound > simulated*(1+1e-9) {
+					t.Errorf("%s %v/%s: link bound %.2f us, over the simulated %.2f us", name, op, algo, bound*1e6, simulated*1e6)
+				}
+				if bound > cost*(1+1e-9) {
+					above++
+				}
+			}
+		}
+		c.Close()
+	}
+	if above == 0 {
+		t.Error("no plan's link bound was ever above its α-β cost")
+	}
+}
+
+// TestAutoSeesAnOversubscribedFatTree: on a fat-tree whose uplinks carry
+// a quarter of what its GPUs can send, rhd's exchanges across leaves
+// share each uplink four ways where ring's messages have one each. α-β
+// prices them alike; Select, with the link bound, picks ring, and ring
+// simulates over twice as fast. On the same tree at 1:1 rhd still wins.
+func TestAutoSeesAnOversubscribedFatTree(t *testing.T) {
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 16, Count: 16 << 20, DType: hw.F32, Redop: hw.Sum}
+	for _, f := range []struct {
+		uplink, want string
+	}{{"100GB/s", "ring"}, {"400GB/s", "rhd"}} {
+		topo := fatTree(t, 4, 4, f.uplink)
+		plan, _, err := ops.Select(spec, topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Algo != f.want {
+			t.Errorf("uplinks of %s: auto picked %s, want %s", f.uplink, plan.Algo, f.want)
+		}
+		c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		picked := simtest.Time(t, c, plan)
+		for _, other := range []string{"ring", "rhd"} {
+			s := spec
+			s.Algo = other
+			p, err := ops.Compile(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if secs := simtest.Time(t, c, p); secs < picked*(1-1e-9) {
+				t.Errorf("uplinks of %s: auto's %s simulates %.1f us, %s %.1f us", f.uplink, plan.Algo, picked*1e6, other, secs*1e6)
+			}
+		}
+		c.Close()
 	}
 }

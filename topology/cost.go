@@ -141,8 +141,16 @@ func (t *Topology) rankShift() int {
 			for r := range perm {
 				perm[r] = (r + block) % p
 			}
-			if _, ok := t.Automorphism(perm); ok {
-				t.shift = block
+			if edges, ok := t.Automorphism(perm); ok {
+				t.shift, t.shiftPow = block, [][]int{edges}
+				for turns := 2; turns < p/block; turns *= 2 {
+					last := t.shiftPow[len(t.shiftPow)-1]
+					twice := make([]int, len(last))
+					for e, f := range last {
+						twice[e] = last[f]
+					}
+					t.shiftPow = append(t.shiftPow, twice)
+				}
 				return
 			}
 		}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -131,4 +132,45 @@ func TestPathCostConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestRouteEdgesAreRouteRanksEdges: RouteEdges, which renames a stand-in's
+// route by the fabric's rotation where the route is the only shortest
+// one, gives RouteRanks' edges for every pair of GPUs, on fabrics that
+// rotate (rings and tori with ties, clusters, rail-optimised ones with a
+// spine, DGX nodes) and one that does not; and every rank past the first
+// block took the renamed route on at least one of them.
+func TestRouteEdgesAreRouteRanksEdges(t *testing.T) {
+	renamed := 0
+	for _, spec := range []string{"ring:9", "ring:12", "torus:4x4", "cluster:3x4", "cluster:4x2,rail=true", "dgx-h100x4", "dgx-h100x4,rail=true", "mesh:5"} {
+		topo, err := Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, block := topo.NumGPUs(), topo.rankShift()
+		for src := range p {
+			for dst := range p {
+				want, err := topo.RouteRanks(src, dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := topo.RouteEdges(src, dst)
+				if err != nil || !slices.Equal(got, want.Edges) {
+					t.Errorf("%s: %d -> %d: RouteEdges %v (%v), RouteRanks %v", spec, src, dst, got, err, want.Edges)
+				}
+				if block > 0 && src >= block && src != dst && topo.ShortestRoutes(topo.gpus[src%block])[topo.gpus[(dst-src/block*block+p)%p]] == 1 {
+					renamed++
+				}
+			}
+		}
+	}
+	if renamed == 0 {
+		t.Error("no route was renamed from a stand-in's")
+	}
+	topo, _ := Parse("dgx-h100x2")
+	for _, bad := range [][2]int{{-1, 0}, {0, 16}, {9, 99}} {
+		if _, err := topo.RouteEdges(bad[0], bad[1]); err == nil {
+			t.Errorf("RouteEdges(%d, %d) on 16 ranks: no error", bad[0], bad[1])
+		}
+	}
 }

@@ -195,6 +195,36 @@ func (t *Topology) RouteRanks(srcRank, dstRank int) (Path, error) {
 	return t.Route(t.gpus[srcRank], t.gpus[dstRank])
 }
 
+// RouteEdges is RouteRanks' directed edges, in travel order (shared: do
+// not modify), for callers that know ranks and edges but no Path (package
+// ops bounds a plan by its busiest link with them). Where rotating the
+// ranks by a block maps the fabric onto itself (rankShift), a route that
+// is the only shortest one is its stand-in's, from src mod block, renamed
+// by the rotation: a search for each rank of a block, not for every rank.
+func (t *Topology) RouteEdges(srcRank, dstRank int) ([]int, error) {
+	n := len(t.gpus)
+	if block := t.rankShift(); block > 0 && srcRank >= block && srcRank < n && dstRank >= 0 && dstRank < n && srcRank != dstRank {
+		turns := srcRank / block
+		from, to := srcRank%block, (dstRank-turns*block+n)%n
+		if counts := t.ShortestRoutes(t.gpus[from]); counts[t.gpus[to]] == 1 {
+			if stand, err := t.RouteRanks(from, to); err == nil {
+				edges := make([]int, len(stand.Edges))
+				for i, e := range stand.Edges {
+					for j, pow := range t.shiftPow {
+						if turns>>j&1 == 1 {
+							e = pow[e]
+						}
+					}
+					edges[i] = e
+				}
+				return edges, nil
+			}
+		}
+	}
+	p, err := t.RouteRanks(srcRank, dstRank)
+	return p.Edges, err
+}
+
 // Leaf is a node's only link, when it has exactly one (a GPU on a
 // switch): its neighbour, the directed edges out of the node and into it,
 // and the link's latency in whole picoseconds, rounded as Route rounds

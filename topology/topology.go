@@ -203,6 +203,9 @@ type Topology struct {
 	cachedCosts int                  // entries in costs' tables
 	shiftOnce   sync.Once
 	shift       int // see rankShift
+	// shiftPow[j] renames every directed edge as 2^j rotations by shift
+	// ranks do (Automorphism), for RouteEdges.
+	shiftPow [][]int
 
 	// Every node's place by its nearest GPUs, the node at each place and
 	// the links by their ends, for Automorphism; made once.

@@ -264,7 +264,7 @@ func writeAlgoNote(w io.Writer, s *sweep) {
 	writeThreadNote(w, s)
 	switch {
 	case s.algo == "auto":
-		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s; its choice is the algo column\n", cmp.Or(s.topo.Name, s.topoName))
+		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s and each plan's busiest link; its choice is the algo column\n", cmp.Or(s.topo.Name, s.topoName))
 	case s.algo == algoNCCL:
 		fmt.Fprintf(w, "# nccl: NCCL %s's tuner on what it sees of %s (%s) picks algorithm/protocol/channels per size, simulated; its choice is the algo column, and where NCCL would run what commsim cannot simulate yet, the algo column names it after what ran\n",
 			s.tuner.Options.Version, cmp.Or(s.topo.Name, s.topoName), s.tuner.System)
