@@ -22,6 +22,7 @@ type rankError struct {
 // as one line, not one per rank.
 func foldAlike(failed []rankError) []error {
 	var errs []error
+	var ranks [][]int // the ranks of each of errs
 	for i, f := range failed {
 		root := rootError(f.err)
 		if slices.ContainsFunc(failed[:i], func(g rankError) bool { return sameError(rootError(g.err), root) }) {
@@ -33,14 +34,43 @@ func foldAlike(failed []rankError) []error {
 				alike = append(alike, g.rank)
 			}
 		}
+		ranks = append(ranks, append([]int{f.rank}, alike...))
 		if len(alike) == 0 {
 			errs = append(errs, f.err)
 			continue
 		}
 		errs = append(errs, fmt.Errorf("%w (rank(s) %s failed with the same error)", f.err, joinRanks(alike)))
 	}
-	return errs
+	if len(errs) <= maxShownFailures {
+		return errs
+	}
+	var more []int
+	for _, rs := range ranks[maxShownFailures:] {
+		more = append(more, rs...)
+	}
+	slices.Sort(more)
+	return append(errs[:maxShownFailures:maxShownFailures], moreFailures{errs[maxShownFailures:], more})
 }
+
+// maxShownFailures is how many causes of a run's failure its error
+// spells out: past them the others are counted, with their ranks. A link
+// down that cuts a fabric in two fails every send across it, each with its
+// own error, and hundreds of them made a line of kilobytes.
+const maxShownFailures = 3
+
+// moreFailures stands for the causes of a run's failure past the first
+// maxShownFailures: its message counts them, and errors.Is and As still
+// find each.
+type moreFailures struct {
+	errs  []error
+	ranks []int
+}
+
+func (m moreFailures) Error() string {
+	return fmt.Sprintf("and %d other failure(s), on rank(s) %s", len(m.errs), joinRanks(m.ranks))
+}
+
+func (m moreFailures) Unwrap() []error { return m.errs }
 
 // joinedErrors is errors.Join's on one line: a run's failures read as
 // one line of an error message, each after a semicolon.

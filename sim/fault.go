@@ -307,6 +307,54 @@ var faultWords = map[FaultKind]string{
 	SlowCompute: "compute-slow",
 }
 
+// cut says, once links are down, into which parts they have cut the GPUs,
+// none reaching another ("" while every GPU reaches every other): every
+// send across the cut then fails with no route, and a run's error names
+// each; this line says why, once.
+func (c *Cluster) cut() string {
+	t := c.topo
+	adj := make([][]int, len(t.Nodes))
+	for i, l := range t.Links {
+		if !c.linkDown[i] {
+			adj[l.A], adj[l.B] = append(adj[l.A], l.B), append(adj[l.B], l.A)
+		}
+	}
+	part := make([]int, len(t.Nodes)) // 1 + the part's index; 0 until reached
+	var parts [][]int                 // each part's GPUs, by node
+	for _, g := range t.GPUs() {
+		if part[g] > 0 {
+			parts[part[g]-1] = append(parts[part[g]-1], g)
+			continue
+		}
+		parts = append(parts, []int{g})
+		part[g] = len(parts)
+		for queue := []int{g}; len(queue) > 0; queue = queue[1:] {
+			for _, v := range adj[queue[0]] {
+				if part[v] == 0 {
+					part[v] = len(parts)
+					queue = append(queue, v)
+				}
+			}
+		}
+	}
+	if len(parts) < 2 {
+		return ""
+	}
+	const named = 3
+	descs := make([]string, len(parts))
+	for i, gpus := range parts {
+		var names []string
+		for _, g := range gpus[:min(named, len(gpus))] {
+			names = append(names, t.Nodes[g].Name)
+		}
+		if len(gpus) > named {
+			names = append(names, "…")
+		}
+		descs[i] = fmt.Sprintf("%s (%d gpu%s)", strings.Join(names, " "), len(gpus), map[bool]string{true: "s"}[len(gpus) > 1])
+	}
+	return fmt.Sprintf("the links down cut the gpus into %d parts that reach none of each other: %s", len(parts), strings.Join(descs, " | "))
+}
+
 // linkNamed finds the topology link "A-B" (either order). Node names may
 // contain '-', so every split point is tried; a name two links answer to
 // (nodes gpu-0 and sw, gpu and 0-sw) is refused, naming both.
@@ -383,6 +431,9 @@ func (c *Cluster) apply(f Fault, now Time) {
 				c.linkDown = make([]bool, len(c.topo.Links))
 			}
 			c.linkDown[l] = true
+			if cut := c.cut(); cut != "" {
+				c.logf(now, "%s", cut)
+			}
 			c.forgetRoutes() // routes change around the hole
 			for _, e := range []int{2 * l, 2*l + 1} {
 				for _, fl := range append([]*flow(nil), c.edges[e].flows...) {

@@ -136,6 +136,26 @@ func TestLinkDownWithoutDetourFailsAndNamesTheLink(t *testing.T) {
 	}
 }
 
+// TestLinksDownThatCutTheFabricSaySoOnce: on a ring of 8, one link down
+// leaves a detour and the log says nothing of a cut; the second, opposite
+// it, cuts the GPUs into two arcs of four, and the log names both once.
+func TestLinksDownThatCutTheFabricSaySoOnce(t *testing.T) {
+	c := newCluster(t, "ring:8,bw=100GB/s,lat=1us", sim.Config{})
+	ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 down at 1us"))(t)))
+	ok(t, c.Inject(try(sim.ParseFault("link gpu4-gpu5 down at 2us"))(t)))
+	ok(t, firstErr(sendOnce(t, c, 2, 3, 1_000_000)))
+	want := "2.000000us: the links down cut the gpus into 2 parts that reach none of each other: gpu0 gpu5 gpu6 … (4 gpus) | gpu1 gpu2 gpu3 … (4 gpus)"
+	var cuts []string
+	for _, line := range c.FaultLog() {
+		if strings.Contains(line, "cut the gpus") {
+			cuts = append(cuts, line)
+		}
+	}
+	if len(cuts) != 1 || cuts[0] != want {
+		t.Errorf("cut lines %q, want only %q", cuts, want)
+	}
+}
+
 // TestDegradedLinkHalvesBandwidth: 1 MB over ring:2 at 100 GB/s, lat 1 us,
 // halved from the start takes 1 us + 20 us; halved from 6 us, mid-transfer,
 // the rest slows: 1 us + 5 us at 100 GB/s (500 kB) + 500 kB at 50 GB/s
