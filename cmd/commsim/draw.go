@@ -65,11 +65,13 @@ it with: neato -n2 -Tsvg, or plain dot for Graphviz's own layout).
 
 --op runs that collective once on the simulator in timing-only mode (with
 bench's --algo, --dtype, --redop, --root and -e for the size, which follows
-bench's conventions) and colours every link by the bytes it carried in its
-busier direction: width grows with the bytes, links within 90% of the
-busiest are red, the rest shade from blue to orange, idle links are light
-grey. DOT edges then carry penwidth, color and a label with the bytes each
-way.`,
+bench's conventions) and colours every link by how long the bytes it
+carried in its busier direction kept it busy (bytes over its bandwidth,
+so a slow link that carried what a fast one did is the hotter): width
+grows with that time, links busy within 90% as long as the busiest are
+red, the rest shade from blue to orange, idle links are light grey; the
+title names the busiest and its share of the run. DOT edges then carry
+penwidth, color and a label with the bytes each way.`,
 		Example: `  commsim topo draw dgx-h100 --out dgx.svg
   commsim topo draw torus:4x4 | neato -n2 -Tpng > torus.png
   commsim topo draw cluster:2x4,rail=true --op allreduce --algo ring -e 64MiB --out hot.png`,
@@ -164,11 +166,29 @@ type drawing struct {
 	topBW float64 // the fastest link's bandwidth, once styleOf needs it
 }
 
-// overlay is what one run of a collective put on every directed edge.
+// overlay is what one run of a collective put on every directed edge:
+// its bytes, and how long they kept the edge busy. Busy time, not bytes,
+// finds the bottleneck where links differ in speed: a 50GB/s rail that
+// carried what a 450GB/s NVLink did was busy nine times as long.
 type overlay struct {
 	caption string
 	bytes   []float64 // per directed edge: 2*link is A->B, 2*link+1 is B->A
-	max     float64   // the largest of bytes
+	busy    []float64 // per directed edge: seconds its bytes take at its bandwidth
+	most    float64   // the largest of busy
+	seconds float64   // the run's simulated time
+}
+
+// share says busy seconds as a share of the run ("busy 97% of the run").
+func (ov *overlay) share(busy float64) string {
+	if ov.seconds <= 0 {
+		return "busy " + topology.FormatLatency(busy)
+	}
+	return fmt.Sprintf("busy %.0f%% of the run", 100*busy/ov.seconds)
+}
+
+// hotLegend is the legend's line for the links drawn red.
+func (ov *overlay) hotLegend() string {
+	return fmt.Sprintf("hot: ≥%.0f%% of the busiest's time (%s)", 100*hotFraction, ov.share(ov.most))
 }
 
 // runOverlay runs the collective of the flags once, timing-only, and
@@ -207,7 +227,7 @@ func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error
 	for e := t.NumEdges() - 1; e >= 0; e-- { // the first edge wins a name clash
 		edge[t.EdgeName(e)] = e
 	}
-	ov := &overlay{bytes: make([]float64, t.NumEdges())}
+	ov := &overlay{bytes: make([]float64, t.NumEdges()), busy: make([]float64, t.NumEdges()), seconds: res.timeUS * 1e-6}
 	for _, u := range c.LinkUsage() {
 		if e, ok := edge[u.Name]; ok {
 			ov.bytes[e] += u.Bytes
@@ -215,13 +235,16 @@ func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error
 	}
 	busiest := -1
 	for e, b := range ov.bytes {
-		if b > ov.max {
-			ov.max, busiest = b, e
+		if b > 0 {
+			ov.busy[e] = b / t.EdgeBW(e)
+		}
+		if ov.busy[e] > ov.most {
+			ov.most, busiest = ov.busy[e], e
 		}
 	}
 	ov.caption = fmt.Sprintf("%s %s, %s (%s): %.2fus", s.op, plan.Algo, formatBytes(moved), s.dtype, res.timeUS)
 	if busiest >= 0 {
-		ov.caption += fmt.Sprintf("; busiest %s carried %s", t.EdgeName(busiest), humanBytes(ov.max))
+		ov.caption += fmt.Sprintf("; busiest %s: %s, %s", t.EdgeName(busiest), ov.share(ov.most), humanBytes(ov.bytes[busiest]))
 	}
 	return ov, nil
 }
@@ -238,16 +261,16 @@ func humanBytes(b float64) string {
 }
 
 // linkStyle is how link i is drawn: width in points, colour, and whether it
-// is hot (carried at least hotFraction of the busiest link's bytes).
+// is hot (busy at least hotFraction as long as the busiest link).
 func (d *drawing) linkStyle(i int) (width float64, col color.RGBA, hot bool) {
 	b := 0.0
 	if d.ov != nil {
-		b = max(d.ov.bytes[2*i], d.ov.bytes[2*i+1])
+		b = max(d.ov.busy[2*i], d.ov.busy[2*i+1])
 	}
 	return d.styleOf(d.t.Links[i].BW, b)
 }
 
-// styleOf is how a link of bandwidth bw that carried b bytes in its busier
+// styleOf is how a link of bandwidth bw busy for b seconds in its busier
 // direction is drawn: without an overlay, wider the faster; with one,
 // wider and warmer the busier.
 func (d *drawing) styleOf(bw, b float64) (width float64, col color.RGBA, hot bool) {
@@ -259,10 +282,10 @@ func (d *drawing) styleOf(bw, b float64) (width float64, col color.RGBA, hot boo
 		}
 		return 0.75 + 2.75*math.Sqrt(bw/d.topBW), color.RGBA{85, 85, 85, 255}, false
 	}
-	if b <= 0 || d.ov.max <= 0 {
+	if b <= 0 || d.ov.most <= 0 {
 		return 0.75, color.RGBA{204, 204, 204, 255}, false
 	}
-	heat := b / d.ov.max
+	heat := b / d.ov.most
 	if heat >= hotFraction {
 		return 1 + 4*heat, color.RGBA{215, 25, 28, 255}, true
 	}
@@ -383,7 +406,7 @@ func (d *drawing) writePicture(file, format string, stderr io.Writer) error {
 		}
 	}
 	if d.ov != nil {
-		p.Legend.Add(fmt.Sprintf("hot: ≥%.0f%% of %s", 100*hotFraction, humanBytes(d.ov.max)), lineThumb{Color: color.RGBA{215, 25, 28, 255}, Width: vg.Points(4.6)})
+		p.Legend.Add(d.ov.hotLegend(), lineThumb{Color: color.RGBA{215, 25, 28, 255}, Width: vg.Points(4.6)})
 		p.Legend.Add("less: blue to orange", rampThumb{})
 		p.Legend.Add("idle", lineThumb{Color: color.RGBA{204, 204, 204, 255}, Width: vg.Points(0.75)})
 	} else {

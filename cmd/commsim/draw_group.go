@@ -64,8 +64,8 @@ type drawItem struct {
 	names string
 	mixed bool   // a run of items that are not all alike
 	text  string // what is written on it
-	// inside is, with an overlay, the most bytes a link inside the item
-	// carried one way.
+	// inside is, with an overlay, the longest a link inside the item was
+	// busy one way (seconds).
 	inside float64
 	row    int
 	x, y   float64 // centre
@@ -77,7 +77,7 @@ type bundle struct {
 	a, b    int // items, a in the lower row (or left)
 	links   []int
 	bw      float64 // the fastest of its links, per direction
-	heat    float64 // the most bytes one of its links carried one way
+	heat    float64 // the longest one of its links was busy one way (seconds)
 	ax, bx  float64 // anchors, set by place
 	dashed  bool    // an end is a run
 	aTop    bool
@@ -316,7 +316,7 @@ func (g *groupedDrawing) bundle() {
 		a, b := g.itemOf[lk.A], g.itemOf[lk.B]
 		if a == b {
 			if g.d.ov != nil {
-				g.items[a].inside = max(g.items[a].inside, g.d.ov.bytes[2*i], g.d.ov.bytes[2*i+1])
+				g.items[a].inside = max(g.items[a].inside, g.d.ov.busy[2*i], g.d.ov.busy[2*i+1])
 			}
 			continue
 		}
@@ -334,7 +334,7 @@ func (g *groupedDrawing) bundle() {
 		bd.links = append(bd.links, i)
 		bd.bw = max(bd.bw, lk.BW)
 		if g.d.ov != nil {
-			bd.heat = max(bd.heat, g.d.ov.bytes[2*i], g.d.ov.bytes[2*i+1])
+			bd.heat = max(bd.heat, g.d.ov.busy[2*i], g.d.ov.busy[2*i+1])
 		}
 	}
 }
@@ -488,7 +488,7 @@ func (g *groupedDrawing) itemText(it drawItem) string {
 		head += fmt.Sprintf("\nranks %d–%d", g.gpuRank[it.gpus[0]], g.gpuRank[it.gpus[len(it.gpus)-1]])
 	}
 	if g.d.ov != nil {
-		head += "\nbusiest link inside: " + humanBytes(it.inside)
+		head += "\nbusiest link inside: " + g.d.ov.share(it.inside)
 	}
 	return head
 }
@@ -534,7 +534,7 @@ func (g *groupedDrawing) legend() *groupedLegend {
 		l.add("… alike, not drawn", boxThumb{dashed: true})
 	}
 	if g.d.ov != nil {
-		l.add(fmt.Sprintf("hot: ≥%.0f%% of %s", 100*hotFraction, humanBytes(g.d.ov.max)), lineThumb{Color: color.RGBA{215, 25, 28, 255}, Width: vg.Points(4.6)})
+		l.add(g.d.ov.hotLegend(), lineThumb{Color: color.RGBA{215, 25, 28, 255}, Width: vg.Points(4.6)})
 		l.add("less: blue to orange", rampThumb{})
 		l.add("idle", lineThumb{Color: color.RGBA{204, 204, 204, 255}, Width: vg.Points(0.75)})
 	} else {

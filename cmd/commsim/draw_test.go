@@ -180,7 +180,7 @@ func TestDrawOverlayBroadcastTreeHeatsTheRootUplink(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	svg, _ := os.ReadFile(path)
-	if !bytes.Contains(svg, []byte("busiest gpu0-&gt;sw0 carried 2MiB")) && !bytes.Contains(svg, []byte("busiest gpu0->sw0 carried 2MiB")) {
+	if !bytes.Contains(svg, []byte("busiest gpu0-&gt;sw0: busy 84% of the run, 2MiB")) && !bytes.Contains(svg, []byte("busiest gpu0->sw0: busy 84% of the run, 2MiB")) {
 		t.Errorf("SVG title lacks the busiest link")
 	}
 }
@@ -479,5 +479,26 @@ func TestDrawGroupedBoxOfManyGPUsGivesRanks(t *testing.T) {
 		if cells := len(g.items[0].cells()); (cells > 0) != (spec == "switch:144") {
 			t.Errorf("%s: %d cells", spec, cells)
 		}
+	}
+}
+
+// TestDrawHeatIsBusyTimeNotBytes: on two nodes of two GPUs, a ring
+// all-reduce puts the same 96MiB on every link it crosses, NVLink (100GB/s),
+// PCIe to the NIC (64GB/s) and the NIC's own link (50GB/s). The NIC links,
+// busy longest, are the bottleneck and the only ones hot; by bytes every
+// link would be red. The title names one of them and its share of the run.
+func TestDrawHeatIsBusyTimeNotBytes(t *testing.T) {
+	args := []string{"cluster:2x2", "--op", "allreduce", "--algo", "ring", "-e", "64MiB"}
+	hot, edges := hotEdges(t, args...)
+	for _, e := range edges {
+		if !strings.Contains(e.attrs, "96MiB") {
+			t.Errorf("%s--%s did not carry 96MiB: %s", e.a, e.b, e.attrs)
+		}
+	}
+	if want := []string{"nic0--netsw", "nic1--netsw", "nic2--netsw", "nic3--netsw"}; !slices.Equal(hot, want) {
+		t.Errorf("hot links %v, want the NICs' %v", hot, want)
+	}
+	if _, out, _ := commsim(append([]string{"topo", "draw"}, args...)...); !strings.Contains(out, "; busiest netsw->nic0: busy 99% of the run, 96MiB") {
+		t.Errorf("the title does not name the NIC link:\n%s", out)
 	}
 }

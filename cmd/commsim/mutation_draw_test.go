@@ -483,7 +483,7 @@ func TestDrawGroupedLayoutKeepsItemsApartAndLinesUncrossed(t *testing.T) {
 	x16 := mustParse(t, "dgx-h100x16")
 	railNodes, railLinks := railsFabric()
 	drawings := map[string]*groupedDrawing{
-		"dgx-h100x16 with an overlay": groupTopology(&drawing{t: x16, ov: &overlay{bytes: make([]float64, 2*len(x16.Links))}}),
+		"dgx-h100x16 with an overlay": groupTopology(&drawing{t: x16, ov: &overlay{bytes: make([]float64, 2*len(x16.Links)), busy: make([]float64, 2*len(x16.Links))}}),
 		"rails":                       groupedFabric(t, railNodes, railLinks),
 	}
 	for _, spec := range []string{"switch:49", "gb200-nvl72x16", "dgx-h100x128,rail=true"} {
@@ -496,7 +496,7 @@ func TestDrawGroupedLayoutKeepsItemsApartAndLinesUncrossed(t *testing.T) {
 }
 
 // An overlay colours a bundle, and names a box's busiest link inside, by
-// the busier direction of each link, B to A included; hot lines are drawn
+// the longer busy direction of each link, B to A included; hot lines are drawn
 // over the others.
 func TestDrawGroupedOverlayCountsBothDirectionsOfALink(t *testing.T) {
 	nodes, links := switchesOfGPUs(25, 25)
@@ -506,15 +506,15 @@ func TestDrawGroupedOverlayCountsBothDirectionsOfALink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ov := &overlay{bytes: make([]float64, 2*len(topo.Links)), max: 4096}
+	ov := &overlay{bytes: make([]float64, 2*len(topo.Links)), busy: make([]float64, 2*len(topo.Links)), most: 4096, seconds: 10240}
 	for i, lk := range topo.Links {
 		switch {
 		case topo.Nodes[lk.A].Name == "sw0": // the hot uplink
-			ov.bytes[2*i+1] = 4096
+			ov.busy[2*i+1] = 4096
 		case topo.Nodes[lk.A].Name == "sw1":
-			ov.bytes[2*i+1] = 1024
+			ov.busy[2*i+1] = 1024
 		default:
-			ov.bytes[2*i+1] = 1024
+			ov.busy[2*i+1] = 1024
 		}
 	}
 	g := groupTopology(&drawing{t: topo, ov: ov})
@@ -526,8 +526,8 @@ func TestDrawGroupedOverlayCountsBothDirectionsOfALink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := textCount(svg, "busiest link inside: 1KiB"); n != 2 || textCount(svg, "idle") != 1 || textCount(svg, "hot: ≥90% of 4KiB") != 1 {
-		t.Errorf("%d boxes say their busiest link inside carried 1KiB, want 2; the legend wants hot and idle", n)
+	if n := textCount(svg, "busiest link inside: busy 10% of the run"); n != 2 || textCount(svg, "idle") != 1 || textCount(svg, "hot: ≥90% of the busiest's time (busy 40% of the run)") != 1 {
+		t.Errorf("%d boxes say their busiest link inside was busy 10%% of the run, want 2; the legend wants hot and idle", n)
 	}
 	lines := bundleLines(svg)
 	if len(lines) != 2 || lines[0].stroke == "#D7191C" || lines[1].stroke != "#D7191C" {

@@ -96,7 +96,7 @@ func TestTopoShowOfTwoGPUsHasABisectionAndOneRoute(t *testing.T) {
 // gets its bisection.
 func TestTopoShowComputesTheBisectionAtItsSizeLimit(t *testing.T) {
 	_, out, _ := commsim("topo", "show", "ring:131072")
-	if !strings.Contains(out, "bisection bandwidth (min over 12 candidate cuts): 200GB/s per direction") {
+	if !strings.Contains(out, "bisection bandwidth (min over 13 candidate cuts): 200GB/s per direction") {
 		t.Errorf("ring:131072 (2^18 nodes and links): no bisection computed:\n%s", out)
 	}
 }
@@ -280,7 +280,7 @@ func TestDrawTakesExactlyMaxDrawNodes(t *testing.T) {
 // a link is coloured by its busier direction, B to A included.
 func TestDrawOverlayNamesTheFirstBusiestAndColoursEitherDirection(t *testing.T) {
 	status, out, errOut := commsim("topo", "draw", "ring:4", "--op", "allreduce", "--algo", "ring", "-e", "64MiB")
-	if status != 0 || !strings.Contains(out, "; busiest gpu0->gpu1 carried 96MiB\"") {
+	if status != 0 || !strings.Contains(out, "; busiest gpu0->gpu1: busy 99% of the run, 96MiB\"") {
 		t.Errorf("status %d, stderr %q:\n%s", status, errOut, out)
 	}
 	_, edges := hotEdges(t, "switch:4", "--op", "broadcast", "--algo", "tree", "-e", "1MiB")
@@ -312,7 +312,7 @@ func TestDrawLinkStyles(t *testing.T) {
 	if w, _, _ := d.styleOf(50e9, 0); math.Abs(w-(0.75+2.75/3)) > 1e-9 {
 		t.Errorf("a ninth of the fastest %.3f wide, want %.3f", w, 0.75+2.75/3)
 	}
-	d.ov = &overlay{max: 10}
+	d.ov = &overlay{most: 10}
 	if _, _, hot := d.styleOf(1, 9); !hot {
 		t.Errorf("a link of 90%% of the busiest is not hot")
 	}

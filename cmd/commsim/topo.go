@@ -43,7 +43,13 @@ to split the GPUs in two halves. The exact minimum is NP-hard, so show gives
 the smallest exact max-flow over a few fixed cuts: ranks r mod b < b/2
 against the rest for b = ranks, 2, then other even divisors of the ranks
 (first vs second half, even vs odd, torus dimensions, a cluster's
-node-aligned halves and the halves of each node); an upper bound.`,
+node-aligned halves and the halves of each node), and the first half of
+the GPUs met breadth-first and depth-first from rank 0's GPU (arcs of a
+ring numbered out of order); an upper bound.
+
+The simulator routes each pair of GPUs down one shortest route. Where
+pairs have several (parallel spines, a torus), show counts them: their
+traffic leaves the other routes idle unless a fault moves it there.`,
 		Example: `  commsim topo show dgx-h100
   commsim topo show torus:4x4,bw=50GB/s
   commsim topo show fabric.yaml`,
@@ -118,6 +124,7 @@ type topoSummary struct {
 	LinkNames []string      `json:"link_names"`
 	LinkCount int           `json:"link_count"`
 	Bisection *bisectionSum `json:"bisection,omitempty"`
+	Multipath *multipathSum `json:"multipath,omitempty"`
 	Routes    []routeSum    `json:"routes"`
 	Preset    string        `json:"preset,omitempty"`
 	Sources   []string      `json:"sources,omitempty"` // where a preset's numbers come from
@@ -144,6 +151,42 @@ type bisectionSum struct {
 	BW   float64 `json:"bw_bytes_per_s"` // one direction
 	Cut  string  `json:"cut"`
 	Cuts int     `json:"candidate_cuts"`
+}
+
+// multipathSum counts the GPU pairs that have more than one shortest
+// route. The simulator sends each pair's traffic down one of them
+// (Route's), so a second spine carries nothing until a fault moves a
+// route onto it, whatever the bisection's max-flow says.
+type multipathSum struct {
+	Pairs   int `json:"pairs"`   // with two or more equally short routes
+	Checked int `json:"checked"` // GPU pairs counted
+	Sources int `json:"sources"` // the GPUs they start from: all, or an even sample
+}
+
+// maxMultipathSources bounds the route searches multipath makes: one from
+// each of at most this many GPUs, spread evenly over the ranks.
+const maxMultipathSources = 64
+
+// multipath counts the GPU pairs, from every GPU or an even sample of
+// them, that have several shortest routes.
+func multipath(t *topology.Topology) *multipathSum {
+	gpus := t.GPUs()
+	step := max(1, (len(gpus)+maxMultipathSources-1)/maxMultipathSources)
+	m := &multipathSum{}
+	for r := 0; r < len(gpus); r += step {
+		counts := t.ShortestRoutes(gpus[r])
+		m.Sources++
+		for _, v := range gpus {
+			if v == gpus[r] {
+				continue
+			}
+			m.Checked++
+			if counts[v] > 1 {
+				m.Pairs++
+			}
+		}
+	}
+	return m
 }
 
 type routeSum struct {
@@ -200,6 +243,7 @@ func summarise(t *topology.Topology, allLinks bool) (topoSummary, error) {
 	if t.NumGPUs() >= 2 && len(t.Nodes)+len(t.Links) <= maxBisectionSize {
 		b := bisectionBW(t)
 		sum.Bisection = &bisectionSum{BW: b.bw, Cut: b.best, Cuts: b.cuts}
+		sum.Multipath = multipath(t)
 	}
 	gpus := t.GPUs()
 	if len(gpus) > 1 {
@@ -253,6 +297,9 @@ func showTopology(w io.Writer, t *topology.Topology, format string, allLinks boo
 		if b := sum.Bisection; b != nil {
 			rows = append(rows, []string{"bisection", b.Cut, strconv.Itoa(b.Cuts), fmtFloat(b.BW), "", "", ""})
 		}
+		if m := sum.Multipath; m != nil {
+			rows = append(rows, []string{"multipath", fmt.Sprintf("%d of %d gpu pairs from %d gpus", m.Pairs, m.Checked, m.Sources), strconv.Itoa(m.Pairs), "", "", "", ""})
+		}
 		for _, r := range sum.Routes {
 			rows = append(rows, []string{"route", fmt.Sprintf("rank %d -> %d", r.From, r.To), "", fmtFloat(r.Bottleneck),
 				fmtFloat(r.Latency), strconv.Itoa(r.Hops), strings.Join(r.Path, " > ")})
@@ -299,6 +346,9 @@ func showTopology(w io.Writer, t *topology.Topology, format string, allLinks boo
 	fmt.Fprintf(w, "link names (what-if --fault 'link NAME down at T'): %s\n", names)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, formatBisection(t, sum.Bisection))
+	if line := formatMultipath(sum.Multipath); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if len(sum.Routes) > 0 {
 		fmt.Fprintln(w)
 		rt := tablewriter.NewWriter(w)
@@ -404,10 +454,29 @@ func formatBisection(t *topology.Topology, b *bisectionSum) string {
 		head, b.Cuts, topology.FormatBandwidth(b.BW), b.Cut)
 }
 
+// formatMultipath is show's line on pairs with several shortest routes,
+// or "" when there are none to tell of.
+func formatMultipath(m *multipathSum) string {
+	if m == nil || m.Pairs == 0 {
+		return ""
+	}
+	from := "every gpu"
+	if gpus := m.Checked/m.Sources + 1; m.Sources < gpus {
+		from = fmt.Sprintf("%d of the %d gpus", m.Sources, gpus)
+	}
+	return fmt.Sprintf("one route a pair: %d of %d gpu pairs (from %s) have several equally short routes; a pair's traffic takes one, the others only around a fault, so it may not reach the bisection's max-flow",
+		m.Pairs, m.Checked, from)
+}
+
 // bisectionBW runs a max-flow for every candidate cut and keeps the first
 // smallest.
 func bisectionBW(t *topology.Topology) bisection {
 	cuts := candidateCuts(t.NumGPUs())
+	for _, c := range graphCuts(t) {
+		if !slices.ContainsFunc(cuts, func(o cut) bool { return sameCut(o.inA, c.inA) }) {
+			cuts = append(cuts, c)
+		}
+	}
 	res := bisection{bw: math.Inf(1), cuts: len(cuts)}
 	for _, c := range cuts {
 		if f := cutFlow(t, c.inA); f < res.bw {
@@ -444,6 +513,95 @@ func candidateCuts(p int) []cut {
 		}
 	}
 	return out
+}
+
+// graphCuts are the cuts that follow the fabric rather than the ranks'
+// numbers: the first half of the GPUs met breadth-first, then
+// depth-first, from rank 0's GPU, each node's links taken in the
+// fabric's order. Where a ring's or torus's GPUs are not numbered along
+// it, no cut by rank is an arc of it, and these are.
+func graphCuts(t *topology.Topology) []cut {
+	gpus := t.GPUs()
+	if len(gpus) < 2 {
+		return nil
+	}
+	adj := make([][]int, len(t.Nodes))
+	for _, l := range t.Links {
+		adj[l.A], adj[l.B] = append(adj[l.A], l.B), append(adj[l.B], l.A)
+	}
+	rank := make([]int, len(t.Nodes))
+	for v := range rank {
+		rank[v] = -1
+	}
+	for r, v := range gpus {
+		rank[v] = r
+	}
+	start, half := gpus[0], len(gpus)/2
+	var out []cut
+	for _, o := range []struct {
+		how   string
+		order []int
+	}{{"breadth-first", breadthFirst(adj, start)}, {"depth-first", depthFirst(adj, start)}} {
+		c := cut{fmt.Sprintf("the first %d gpus %s from %s | the rest", half, o.how, t.Nodes[start].Name), make([]bool, len(gpus))}
+		in := 0
+		for _, v := range o.order {
+			if r := rank[v]; r >= 0 && in < half {
+				c.inA[r] = true
+				in++
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// breadthFirst is the nodes reachable from start, in breadth-first order.
+func breadthFirst(adj [][]int, start int) []int {
+	seen := make([]bool, len(adj))
+	seen[start] = true
+	order := []int{start}
+	for i := 0; i < len(order); i++ {
+		for _, v := range adj[order[i]] {
+			if !seen[v] {
+				seen[v] = true
+				order = append(order, v)
+			}
+		}
+	}
+	return order
+}
+
+// depthFirst is the nodes reachable from start, in the order a recursive
+// depth-first walk first meets them.
+func depthFirst(adj [][]int, start int) []int {
+	seen := make([]bool, len(adj))
+	var order []int
+	for stack := []int{start}; len(stack) > 0; {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		order = append(order, u)
+		for i := len(adj[u]) - 1; i >= 0; i-- {
+			if !seen[adj[u][i]] {
+				stack = append(stack, adj[u][i])
+			}
+		}
+	}
+	return order
+}
+
+// sameCut reports whether two cuts split the ranks alike, either half
+// named first.
+func sameCut(a, b []bool) bool {
+	same, flipped := true, true
+	for r := range a {
+		same = same && a[r] == b[r]
+		flipped = flipped && a[r] != b[r]
+	}
+	return same || flipped
 }
 
 // cutFlow is the maximum flow, in one direction, from the GPUs of half A to
