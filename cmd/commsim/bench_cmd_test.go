@@ -262,6 +262,7 @@ func TestBenchIsDeterministic(t *testing.T) {
 // (the ring's steps do not grow with its size), at about a microsecond a
 // step, would take over two hours.
 func TestBenchRefusesSweepsThatWouldTakeHours(t *testing.T) {
+	skipInRaceRun(t, "an estimate of 102 sizes on 4096 ranks; TestBenchCountsTheLinksFlowsCross estimates under it")
 	status, _, errOut := commsim("bench", "--topo", "switch:4096", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "1GiB", "-f", "1.2", "--timing-only", "--symmetry=false")
 	if status != 2 || !strings.Contains(errOut, "hours") || !strings.Contains(errOut, "limit is 1 hour") {
 		t.Fatalf("status %d, stderr %q", status, errOut)

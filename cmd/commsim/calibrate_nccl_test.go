@@ -260,6 +260,7 @@ func TestCalibrateNCCLErrorsExit2(t *testing.T) {
 // leave out, or give two answers for, keep the tuner's choice, with a
 // warning.
 func TestCalibrateNCCLAsLogged(t *testing.T) {
+	skipInRaceRun(t, "a fit at eight sizes, three times; TestCalibrateNCCLTable fits under it")
 	var log strings.Builder
 	log.WriteString("#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n")
 	for i, b := range []int64{8, 1024, 65536, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20} {

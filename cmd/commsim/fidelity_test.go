@@ -106,6 +106,7 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 // test runs it: the log's fabric and NCCL environment. Elsewhere the
 // causes may not hold, and none is named.
 func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
+	skipInRaceRun(t, "a 16-rank log, checked four times; TestFidelityShippedChecksEveryShippedLog checks under it")
 	log := filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt")
 	for _, tc := range []struct {
 		args   []string
@@ -291,6 +292,7 @@ func TestFidelityReadsBenchGPUsPerThreadBack(t *testing.T) {
 // its table or its CSV, fidelity reads back to an error of 0: both time
 // the same runs back to back, and say so.
 func TestFidelityReadsBenchItersBack(t *testing.T) {
+	skipInRaceRun(t, "runs back to back, benched and checked; TestFidelityFormats reads logs under it")
 	for _, tc := range []struct {
 		topo, op string
 		runs     []string

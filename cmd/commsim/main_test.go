@@ -253,3 +253,15 @@ func TestSoftMemoryLimitLeavesGOMEMLIMITAlone(t *testing.T) {
 		t.Errorf("without GOMEMLIMIT: limit %d, want %d", got, int64(defaultMemoryLimit))
 	}
 }
+
+// skipInRaceRun skips, in .ci/run's race run (-short), a test whose work
+// is long and mostly on one goroutine: the plain run has already run it
+// in full, the race detector makes it about ten times slower and has no
+// race to find in it, and why names the test that takes the same path
+// under the detector.
+func skipInRaceRun(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+}

@@ -381,6 +381,7 @@ func TestShippedCountsMissesAndPricedSizesAsEachLogDoes(t *testing.T) {
 // JSON, column by column (an empty size band and an unpriced log's model
 // empty), and the table's pooled lines its pooled ones.
 func TestShippedCSVAndTableCarryTheJSONsFigures(t *testing.T) {
+	skipInRaceRun(t, "fidelity --shipped over nine logs, four times; TestFidelityShippedChecksEveryShippedLog checks under it")
 	for _, only := range []string{"-8xB200", "xxrjun-h100-allgather-8x"} {
 		suite := shippedJSON(t, "--only", only)
 		status, out, errOut := commsim("fidelity", "--shipped", "--only", only, "--format", "csv")
@@ -515,6 +516,7 @@ func TestCalibrateAsLoggedAtEverySizeWarnsOfNone(t *testing.T) {
 // columns are the JSON's fields, and the table's in-sample line its
 // median and max.
 func TestCalibrateNCCLFiguresAgreeAcrossFormats(t *testing.T) {
+	skipInRaceRun(t, "a fit, three times; TestCalibrateNCCLTable fits under it")
 	args := []string{"calibrate", "--log", "../../fidelity/nccl-logs/aws-p4de-allreduce-16xA100.txt", "-b", "8", "-e", "256"}
 	status, out, errOut := commsim(append(args, "--format", "json")...)
 	var rep calReport

@@ -191,6 +191,7 @@ func TestMirroredStepsTakeTheFullTime(t *testing.T) {
 // the protocol changes the communication, and sharded steps say NCCL
 // gathers and reduce-scatters. what-if --model takes the same.
 func TestTrainWithNCCLsTuner(t *testing.T) {
+	skipInRaceRun(t, "five steps of NCCL plans; the train tests left run steps under it")
 	comm := func(args ...string) (stepReport, string) {
 		t.Helper()
 		status, out, errOut := commsim(append([]string{"train", "--model", "gpt2-small", "--topo", "dgx-h100x2", "--algo", "nccl", "--format", "json"}, args...)...)
@@ -239,6 +240,7 @@ func TestTrainWithNCCLsTuner(t *testing.T) {
 // the step starts, naming the figures. The same step on a ring of 64
 // says nothing and runs.
 func TestTrainRefusesStepsThatWouldTakeHours(t *testing.T) {
+	skipInRaceRun(t, "estimates on ring:2048, then a step on ring:64 with every rank simulated; TestMirroredStepsTakeTheFullTime runs steps under it")
 	status, _, errOut := commsim("train", "--model", "gpt2-small", "--topo", "ring:2048", "--algo", "direct", "--symmetry=false")
 	want := "commsim: the training step would take about 7.6 hours (14 collectives, up to 20965377 plan steps on 2048 ranks, its flows crossing 204.9 links a step); the limit is 1 hour; use fewer ranks (a smaller --topo)\n"
 	if status != 2 || errOut != want {
