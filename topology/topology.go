@@ -290,11 +290,16 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 			return nil, at(newErr(ErrInvalid, "link %d (%s): self-loop on node %d", i, t.linkLabel(i), l.A), true, i)
 		}
 		if !(l.BW > 0) || math.IsInf(l.BW, 1) {
-			return nil, at(newErr(ErrInvalid, "link %d (%s): bandwidth must be > 0 and finite, got %v", i, t.linkLabel(i), l.BW), true, i)
+			why := ""
+			if math.IsInf(l.BW, 1) {
+				why = " (inf is for a GPU's reduction bandwidth: a link carries bytes at a rate)"
+			}
+			return nil, at(newErr(ErrInvalid, "link %d (%s): bandwidth must be > 0 and finite, got %v%s", i, t.linkLabel(i), l.BW, why), true, i)
 		}
 		if !(l.Latency >= 0) || l.Latency > MaxLatency {
 			return nil, at(newErr(ErrInvalid, "link %d (%s): latency must be between 0 and %gs, got %vs", i, t.linkLabel(i), MaxLatency, l.Latency), true, i)
 		}
+
 	}
 	if err := t.buildAdjacency(); err != nil {
 		return nil, err
