@@ -278,6 +278,7 @@ func TestFitNCCLFitsOnlyWhatRuns(t *testing.T) {
 // every factor (launch ×3.05 for 1.7), and a soft-L1 loss, growing
 // linearly past 5%, still half of it (×1.98).
 func TestFitNCCLShrugsOffAFewOutliers(t *testing.T) {
+	skipInRaceRun(t, "two whole fits; TestFitNCCLRecoversMachine fits under it")
 	truth := nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 1, 0.8}}
 	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 4), simpleOnly, truth, 0.5)
 	outliers := []int{3, 8}
@@ -304,6 +305,7 @@ func TestFitNCCLShrugsOffAFewOutliers(t *testing.T) {
 // to be had: Newton's method alone stops there, at launch ×9.6, and the
 // damped steps that follow it carry the fit on).
 func TestFitNCCLFollowsTheManyFromAfar(t *testing.T) {
+	skipInRaceRun(t, "whole fits from far starts; TestFitNCCLRecoversMachine fits under it")
 	p := machineLog(t, twoNodes, ops.AllReduce, sizesBy(1<<10, 1<<30, 4), simpleOnly, nccl.Machine{}, 1)
 	for i := range 5 {
 		p.MeasuredUS[i] *= 1.5
@@ -529,6 +531,7 @@ func TestFitNCCLClimbsOverTheFloor(t *testing.T) {
 // the tuner's choice: a log of rings, on a fabric where NCCL's tuner
 // picks trees for some sizes, gives back its machine exactly only so.
 func TestFitNCCLRunsWhatNCCLRan(t *testing.T) {
+	skipInRaceRun(t, "whole fits as logged and not; TestFitNCCLRecoversMachine fits under it")
 	truth := nccl.Machine{Launch: 1.7, Hop: 0.6, Bandwidth: [3]float64{1, 1, 0.8}}
 	rings := simpleOnly
 	rings.Algos = []nccl.Algo{nccl.Ring}
@@ -654,5 +657,17 @@ func TestFitNCCLCountsFloorSizesInSample(t *testing.T) {
 	}
 	if held == 0 || fit.InSample.Sizes != (n+1)/2 || fit.HeldOut.Sizes != n/2 {
 		t.Errorf("%d fitted sizes at the floor; in sample %+v, held out %+v of %d sizes", held, fit.InSample, fit.HeldOut, n)
+	}
+}
+
+// skipInRaceRun skips, in .ci/run's race run (-short), a test whose work
+// is long and mostly on one goroutine: the plain run has already run it
+// in full, the race detector makes it about ten times slower and has no
+// race to find in it, and why names the test that takes the same path
+// under the detector.
+func skipInRaceRun(t *testing.T, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
 	}
 }
