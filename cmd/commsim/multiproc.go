@@ -231,22 +231,32 @@ func (e rankError) Unwrap() error { return e.err }
 
 // runMulti runs this process's rank of the sweep. Rank 0 writes the
 // report; the other ranks write nothing unless they fail.
+//
+// A sweep measured whole whose communicator then fails to close is still
+// reported, in full, before the close's error: the sizes were measured.
 func (s *sweep) runMulti(stdout, stderr io.Writer) error {
 	rdv := s.backend.multi.rdv
-	rows, err := s.measureMulti(stderr)
+	rows, closeErr, err := s.measureMulti(stderr)
 	if err != nil {
+		err = errors.Join(err, closeErr)
 		if rdv.Rank == 0 {
 			err = s.keepPartial(stderr, rows, err)
 		}
 		return rankError{rdv.Rank, rdv.Size, err}
 	}
-	if rdv.Rank == 0 {
-		return s.report(stdout, stderr, rows)
+	switch wrong, _ := totalWrong(rows); {
+	case rdv.Rank == 0:
+		err = s.report(stdout, stderr, rows)
+	case wrong > 0:
+		err = fmt.Errorf("--check found %d wrong elements over all ranks (rank 0 reports them)", wrong)
 	}
-	if wrong, _ := totalWrong(rows); wrong > 0 {
-		return rankError{rdv.Rank, rdv.Size, fmt.Errorf("--check found %d wrong elements over all ranks (rank 0 reports them)", wrong)}
+	if closeErr != nil {
+		err = errors.Join(err, fmt.Errorf("every size was measured, but closing the communicator failed: %w", closeErr))
 	}
-	return nil
+	if err == nil || rdv.Rank == 0 && closeErr == nil {
+		return err // rank 0's report says its own failures
+	}
+	return rankError{rdv.Rank, rdv.Size, err}
 }
 
 // rankRun is one process's share of a multi-process sweep.
@@ -262,18 +272,19 @@ type rankRun struct {
 
 // measureMulti joins the communicator, checks that every rank runs the same
 // sweep, and measures each size on this rank, combined over all ranks. On
-// an error it returns the rows measured before.
-func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
+// an error it returns the rows measured before. Closing the communicator
+// at the end has an error of its own.
+func (s *sweep) measureMulti(stderr io.Writer) (rows []row, closeErr, err error) {
 	m := s.backend.multi
 	w, comm, closeFn, err := joinNative(context.Background(), m.rdv, m.gpu)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer func() { err = errors.Join(err, closeFn()) }()
+	defer func() { closeErr = closeFn() }()
 	dev := w.Devices()[0]
 	rr := &rankRun{s: s, comm: comm, dev: dev, rank: m.rdv.Rank, size: m.rdv.Size}
 	if rr.stream, err = dev.NewStream(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, b := range []struct {
 		s  *hw.Slice
@@ -281,12 +292,12 @@ func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 	}{{&rr.times, hw.F64}, {&rr.wrongs, hw.I64}} {
 		buf, err := dev.Alloc(b.dt, 2)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		*b.s = hw.Whole(buf)
 	}
 	if err := rr.agree(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var bar *progress
 	if rr.rank == 0 {
@@ -297,17 +308,17 @@ func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 		spec, moved := s.spec(bytes)
 		plan, err := s.plan(spec)
 		if err != nil {
-			return rows, err
+			return rows, nil, err
 		}
 		var secs [2]float64
 		var wrong [2]int64
 		for i, inPlace := range []bool{false, true} {
 			if secs[i], wrong[i], err = rr.runOnce(plan, inPlace); err != nil {
-				return rows, fmt.Errorf("%v (%d bytes, %s): %w", s.op, moved, map[bool]string{false: "out of place", true: "in place"}[inPlace], err)
+				return rows, nil, fmt.Errorf("%v (%d bytes, %s): %w", s.op, moved, map[bool]string{false: "out of place", true: "in place"}[inPlace], err)
 			}
 		}
 		if err := rr.combine(&secs, &wrong); err != nil {
-			return rows, err
+			return rows, nil, err
 		}
 		r := s.newRow(plan, moved)
 		r.outOfPlace, r.inPlace = timed(secs[0], moved, s.op, rr.size), timed(secs[1], moved, s.op, rr.size)
@@ -318,7 +329,7 @@ func (s *sweep) measureMulti(stderr io.Writer) (rows []row, err error) {
 		bar.step()
 	}
 	bar.done()
-	return rows, nil
+	return rows, nil, nil
 }
 
 // runOnce runs one size on this rank and checks its output: this rank's

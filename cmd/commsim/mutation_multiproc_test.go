@@ -333,11 +333,15 @@ func TestMultiProcessCloseFailureIsReportedOnOneLine(t *testing.T) {
 	clearRendezvousEnv(t)
 	closeErr := errors.New("ncclCommDestroy: unhandled cuda error")
 	job := &skewedJob{fakeJob: newFakeJob(2), closeErr: closeErr}
-	status, _, stderr := ranksWithin(t, 2, job.join, func(int) []string { return []string{"-e", "64"} })
+	status, stdout, stderr := ranksWithin(t, 2, job.join, func(int) []string { return []string{"-e", "64"} })
 	for r := range 2 {
-		if status[r] != 1 || stderr[r] != fmt.Sprintf("commsim: rank %d of 2: %v\n", r, closeErr) {
+		if status[r] != 1 || stderr[r] != fmt.Sprintf("commsim: rank %d of 2: every size was measured, but closing the communicator failed: %v\n", r, closeErr) {
 			t.Errorf("a sweep that closes badly, rank %d: status %d, stderr %q", r, status[r], stderr[r])
 		}
+	}
+	// The sizes were measured: rank 0 reports them all, the others nothing.
+	if rows := strings.Count(stdout[0], "float     sum"); rows != 4 || stdout[1] != "" {
+		t.Errorf("a sweep of 4 sizes that closes badly reports %d rows on rank 0 (want 4), and rank 1 wrote %q:\n%s", rows, stdout[1], stdout[0])
 	}
 	job = &skewedJob{fakeJob: newFakeJob(2), closeErr: closeErr}
 	status, _, stderr = ranksWithin(t, 2, job.join, func(r int) []string { return []string{"-e", fmt.Sprint(8 << r)} })
