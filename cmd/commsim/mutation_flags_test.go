@@ -191,7 +191,7 @@ func TestParseBytesNamesAMissingNumber(t *testing.T) {
 // in bytes where none does: 0 is 0B.
 func TestFormatBytes(t *testing.T) {
 	for n, want := range map[int64]string{0: "0B", 1: "1B", 1023: "1023B", 1024: "1KiB", 1536: "1536B", 3 << 20: "3MiB",
-		1<<20 + 1024: "1025KiB", 1 << 30: "1GiB", 5 << 40: "5120GiB"} {
+		1<<20 + 1024: "1025KiB", 1 << 30: "1GiB", 5 << 40: "5TiB", 5<<40 + 1<<30: "5121GiB", 3 << 50: "3PiB", 7 << 60: "7EiB"} {
 		if got := formatBytes(n); got != want {
 			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
 		}

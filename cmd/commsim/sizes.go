@@ -161,7 +161,7 @@ func formatBytes(n int64) string {
 	for _, u := range []struct {
 		s string
 		m int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+	}{{"EiB", 1 << 60}, {"PiB", 1 << 50}, {"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
 		if n >= u.m && n%u.m == 0 {
 			return fmt.Sprintf("%d%s", n/u.m, u.s)
 		}
