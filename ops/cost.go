@@ -94,6 +94,9 @@ func LinkBound(plan *Plan, r EdgeRouter) (float64, error) {
 			most = max(most, b/r.EdgeBW(e))
 		}
 	}
+	if math.IsInf(most, 0) || math.IsNaN(most) {
+		return 0, fmt.Errorf("ops: link bound %v: %w: a link too slow for its bytes", plan.Spec, ErrCostNotFinite)
+	}
 	return most, nil
 }
 
@@ -420,9 +423,9 @@ type Candidate struct {
 	// the model names its routes (EdgeRouter) the larger of that and the
 	// plan's LinkBound.
 	Cost float64
-	// Bound says that Cost is only a lower bound of the plan's cost: its
-	// bound already exceeded the cheapest plan's cost, so it was not
-	// costed in full.
+	// Bound says that Cost is only a lower bound of the plan's cost: it
+	// already exceeded the cheapest plan's cost, so the plan was not
+	// costed in full (its α-β cost, or that and its LinkBound).
 	Bound bool
 	Err   error
 }

@@ -266,3 +266,15 @@ func TestAutoSeesAnOversubscribedFatTree(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestSelectRefusesALinkBoundThatIsNotFinite: links so slow that the
+// bytes on the busiest take forever make every plan's bound infinite, the
+// fabric's fault (ErrCostNotFinite) as an infinite α-β cost is, not a
+// plan picked at +Inf.
+func TestSelectRefusesALinkBoundThatIsNotFinite(t *testing.T) {
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 16, Count: 1, DType: hw.F32, Redop: hw.Sum}
+	plan, cands, err := ops.Select(spec, mustTopo(t, "ring:16,bw=1e-307B/s"))
+	if !errors.Is(err, ops.ErrCostNotFinite) {
+		t.Errorf("Select on links of 1e-307B/s: plan %v, %v; want ErrCostNotFinite (candidates %+v)", plan, err, cands)
+	}
+}

@@ -310,7 +310,7 @@ var faultWords = map[FaultKind]string{
 // cut says, once links are down, into which parts they have cut the GPUs,
 // none reaching another ("" while every GPU reaches every other): every
 // send across the cut then fails with no route, and a run's error names
-// each; this line says why, once.
+// a few; this line, logged when the parts change, says why.
 func (c *Cluster) cut() string {
 	t := c.topo
 	adj := make([][]int, len(t.Nodes))
@@ -352,7 +352,7 @@ func (c *Cluster) cut() string {
 		}
 		descs[i] = fmt.Sprintf("%s (%d gpu%s)", strings.Join(names, " "), len(gpus), map[bool]string{true: "s"}[len(gpus) > 1])
 	}
-	return fmt.Sprintf("the links down cut the gpus into %d parts that reach none of each other: %s", len(parts), strings.Join(descs, " | "))
+	return fmt.Sprintf("the links down cut the gpus into %d parts that cannot reach one another: %s", len(parts), strings.Join(descs, " | "))
 }
 
 // linkNamed finds the topology link "A-B" (either order). Node names may
@@ -431,8 +431,9 @@ func (c *Cluster) apply(f Fault, now Time) {
 				c.linkDown = make([]bool, len(c.topo.Links))
 			}
 			c.linkDown[l] = true
-			if cut := c.cut(); cut != "" {
+			if cut := c.cut(); cut != "" && cut != c.lastCut {
 				c.logf(now, "%s", cut)
+				c.lastCut = cut
 			}
 			c.forgetRoutes() // routes change around the hole
 			for _, e := range []int{2 * l, 2*l + 1} {

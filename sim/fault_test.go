@@ -144,7 +144,7 @@ func TestLinksDownThatCutTheFabricSaySoOnce(t *testing.T) {
 	ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 down at 1us"))(t)))
 	ok(t, c.Inject(try(sim.ParseFault("link gpu4-gpu5 down at 2us"))(t)))
 	ok(t, firstErr(sendOnce(t, c, 2, 3, 1_000_000)))
-	want := "2.000000us: the links down cut the gpus into 2 parts that reach none of each other: gpu0 gpu5 gpu6 … (4 gpus) | gpu1 gpu2 gpu3 … (4 gpus)"
+	want := "2.000000us: the links down cut the gpus into 2 parts that cannot reach one another: gpu0 gpu5 gpu6 … (4 gpus) | gpu1 gpu2 gpu3 … (4 gpus)"
 	var cuts []string
 	for _, line := range c.FaultLog() {
 		if strings.Contains(line, "cut the gpus") {

@@ -292,7 +292,7 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 		if !(l.BW > 0) || math.IsInf(l.BW, 1) {
 			why := ""
 			if math.IsInf(l.BW, 1) {
-				why = " (inf is for a GPU's reduction bandwidth: a link carries bytes at a rate)"
+				why = " (inf is for a node's reduction bandwidth, reduce:, not a link's rate)"
 			}
 			return nil, at(newErr(ErrInvalid, "link %d (%s): bandwidth must be > 0 and finite, got %v%s", i, t.linkLabel(i), l.BW, why), true, i)
 		}

@@ -79,7 +79,7 @@ func TestNewErrors(t *testing.T) {
 		{"self loop", ok, []Link{{1, 1, 1, 0}}, "link 0 (sw0-sw0): self-loop on node 1"},
 		{"bw -5", ok, []Link{{0, 1, -5, 0}}, "link 0 (gpu0-sw0): bandwidth must be > 0 and finite, got -5"},
 		{"bw 0", ok, []Link{{0, 1, 0, 0}}, "got 0"},
-		{"bw inf", ok, []Link{{0, 1, math.Inf(1), 0}}, "got +Inf (inf is for a GPU's reduction bandwidth"},
+		{"bw inf", ok, []Link{{0, 1, math.Inf(1), 0}}, "got +Inf (inf is for a node's reduction bandwidth, reduce:, not a link's rate)"},
 		{"bw nan", ok, []Link{{0, 1, math.NaN(), 0}}, "got NaN"},
 		{"lat -1", ok, []Link{{0, 1, 1, -1}}, "link 0 (gpu0-sw0): latency must be between 0 and 1s, got -1"},
 		{"lat nan", ok, []Link{{0, 1, 1, math.NaN()}}, "got NaN"},
