@@ -340,9 +340,9 @@ func (c *Cluster) cut() string {
 	if len(parts) < 2 {
 		return ""
 	}
-	const named = 3
-	descs := make([]string, len(parts))
-	for i, gpus := range parts {
+	const named, listed = 3, 4 // gpus named a part, parts listed
+	descs := make([]string, min(len(parts), listed))
+	for i, gpus := range parts[:len(descs)] {
 		var names []string
 		for _, g := range gpus[:min(named, len(gpus))] {
 			names = append(names, t.Nodes[g].Name)
@@ -351,6 +351,13 @@ func (c *Cluster) cut() string {
 			names = append(names, "…")
 		}
 		descs[i] = fmt.Sprintf("%s (%d gpu%s)", strings.Join(names, " "), len(gpus), map[bool]string{true: "s"}[len(gpus) > 1])
+	}
+	if rest := parts[len(descs):]; len(rest) > 0 {
+		gpus := 0
+		for _, p := range rest {
+			gpus += len(p)
+		}
+		descs = append(descs, fmt.Sprintf("%d more parts (%d gpus)", len(rest), gpus))
 	}
 	return fmt.Sprintf("the links down cut the gpus into %d parts that cannot reach one another: %s", len(parts), strings.Join(descs, " | "))
 }

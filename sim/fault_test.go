@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"errors"
+	"fmt"
 	"github.com/commsim/commsim/topology"
 	"strings"
 	"testing"
@@ -153,6 +154,18 @@ func TestLinksDownThatCutTheFabricSaySoOnce(t *testing.T) {
 	}
 	if len(cuts) != 1 || cuts[0] != want {
 		t.Errorf("cut lines %q, want only %q", cuts, want)
+	}
+	// Cut into eight, a part a GPU: four are named, the rest counted.
+	c = newCluster(t, "ring:8,bw=100GB/s,lat=1us", sim.Config{})
+	for g := range 8 {
+		ok(t, c.Inject(try(sim.ParseFault(fmt.Sprintf("link gpu%d-gpu%d down", g, (g+1)%8)))(t)))
+	}
+	if firstErr(sendOnce(t, c, 0, 1, 1)) == nil {
+		t.Error("a send between GPUs cut apart succeeded")
+	}
+	log := strings.Join(c.FaultLog(), "\n")
+	if want := "cut the gpus into 8 parts that cannot reach one another: gpu0 (1 gpu) | gpu1 (1 gpu) | gpu2 (1 gpu) | gpu3 (1 gpu) | 4 more parts (4 gpus)"; !strings.Contains(log, want) {
+		t.Errorf("log %s\nwants %q", log, want)
 	}
 }
 

@@ -299,7 +299,6 @@ func New(name string, nodes []Node, links []Link) (*Topology, error) {
 		if !(l.Latency >= 0) || l.Latency > MaxLatency {
 			return nil, at(newErr(ErrInvalid, "link %d (%s): latency must be between 0 and %gs, got %vs", i, t.linkLabel(i), MaxLatency, l.Latency), true, i)
 		}
-
 	}
 	if err := t.buildAdjacency(); err != nil {
 		return nil, err
