@@ -3,12 +3,12 @@ package sim_test
 import (
 	"errors"
 	"fmt"
-	"github.com/commsim/commsim/topology"
 	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
 )
 
 func TestParseFaultRoundTrip(t *testing.T) {
@@ -140,6 +140,7 @@ func TestLinkDownWithoutDetourFailsAndNamesTheLink(t *testing.T) {
 // TestLinksDownThatCutTheFabricSaySoOnce: on a ring of 8, one link down
 // leaves a detour and the log says nothing of a cut; the second, opposite
 // it, cuts the GPUs into two arcs of four, and the log names both once.
+// Cut at every link, four of the eight parts are named.
 func TestLinksDownThatCutTheFabricSaySoOnce(t *testing.T) {
 	c := newCluster(t, "ring:8,bw=100GB/s,lat=1us", sim.Config{})
 	ok(t, c.Inject(try(sim.ParseFault("link gpu0-gpu1 down at 1us"))(t)))
