@@ -16,24 +16,51 @@ import (
 	"github.com/commsim/commsim/ops"
 )
 
-// compareFlags are bench's flags with --algo replaced by --algos, plus --plot.
+// compareFlags are bench's flags with --algo replaced by --algos, plus
+// --plot and --vs.
 type compareFlags struct {
 	benchFlags
 	algos, plot string
+	vs          []string // more fabrics, each run as --topo is
 }
 
-// comparison is a validated compare request: one sweep, several algorithms.
+// comparison is a validated compare request: one sweep, several algorithms
+// on its fabric, or with --vs one algorithm on several fabrics.
 type comparison struct {
-	s     *sweep
-	algos []string
-	// nodeRanks is, for each of algos, the GPUs of a node its plans are made for (fabricRuns).
+	s *sweep
+	// names are the series compared, one column each: the algorithms, or
+	// with --vs the fabrics.
+	names []string
+	// nodeRanks is, for each algorithm, the GPUs of a node its plans are made for (fabricRuns).
 	nodeRanks []int
-	plot      string
-	begun     bool // the header is written
+	// fabrics, with --vs, is each fabric's sweep, in the order of names
+	// (the first is s); nil otherwise.
+	fabrics []*sweep
+	plot    string
+	begun   bool // the header is written
+}
+
+// sweepOf is the sweep of series i: the comparison's with the series'
+// algorithm, or with --vs the series' fabric's.
+func (c *comparison) sweepOf(i int) sweep {
+	if c.fabrics != nil {
+		return *c.fabrics[i]
+	}
+	s := *c.s
+	s.algo, s.nodeRanks = c.names[i], c.nodeRanks[i]
+	return s
+}
+
+// what says what the series are, for headers and notes.
+func (c *comparison) what() string {
+	if c.fabrics != nil {
+		return "fabric"
+	}
+	return "algorithm"
 }
 
 // cmpRow is one size of a comparison: the out-of-place result of every
-// algorithm, in the order of comparison.algos, and the index of the fastest.
+// series, in the order of comparison.names, and the index of the fastest.
 type cmpRow struct {
 	bytes int64
 	count int
@@ -62,8 +89,14 @@ func newCompareCmd() *cobra.Command {
 (bench's flags and size conventions) and prints, per size, each algorithm's
 busbw and time, the fastest algorithm, and the crossover points where the
 fastest changes. Only out-of-place runs are timed (bench also times in place).
---plot draws busbw and time against size as a PNG or SVG chart.`,
+--plot draws busbw and time against size as a PNG or SVG chart.
+
+--vs SPEC|FILE (repeatable) compares fabrics instead: one algorithm (--algos
+names at most one; auto by default, each fabric's own choice) on --topo and
+on each --vs fabric, all with the same number of GPUs, on the simulator. The
+columns, the fastest and the crossovers are then the fabrics'.`,
 		Example: `  commsim compare --topo switch:8 --op allreduce --algos ring,rd,rhd -b 8 -e 4MiB
+  commsim compare --topo tree-1to1.yaml --vs tree-4to1.yaml --op alltoall --algos pairwise
   commsim compare --topo dgx-h100 --op allgather --timing-only --plot allgather.svg
   commsim compare --topo ring:8 --op broadcast --check --format json`,
 		Args: noArgs,
@@ -88,11 +121,18 @@ fastest changes. Only out-of-place runs are timed (bench also times in place).
 	cmd.Flags().StringVar(&f.algos, "algos", "", "comma-separated algorithms to compare (default: every one that implements --op): "+
 		strings.Join(ops.Algorithms(), ","))
 	cmd.Flags().StringVar(&f.plot, "plot", "", "also draw busbw and time against size into FILE.png or FILE.svg")
+	cmd.Flags().StringArrayVar(&f.vs, "vs", nil, "another fabric (spec or YAML file) to run as --topo is, one algorithm on each; repeat for more")
 	return cmd
 }
 
 // parse validates the flags; each failure is a usage error.
 func (f *compareFlags) parse() (*comparison, error) {
+	switch {
+	case len(f.vs) > 0 && !f.topoSet:
+		return nil, usagef("--vs compares fabrics against --topo's: give --topo too")
+	case len(f.vs) > 0 && f.backend != "sim":
+		return nil, usagef("--vs compares fabrics on the simulator, not on --backend %s", f.backend)
+	}
 	f.algo = "auto" // validated per algorithm below
 	nf := f.ncclFlags
 	f.ncclFlags = ncclFlags{} // they go with nccl among --algos
@@ -101,13 +141,19 @@ func (f *compareFlags) parse() (*comparison, error) {
 		return nil, err
 	}
 	c := &comparison{s: s, plot: f.plot}
+	if len(f.vs) > 0 {
+		if err := f.parseFabrics(c, nf); err != nil {
+			return nil, err
+		}
+		return c, checkPlotFile(c.plot, s)
+	}
 	supported := ops.AlgorithmsFor(s.op)
 	if strings.TrimSpace(f.algos) == "" {
 		// commsim's own: the nccl-* plans are NCCL's shapes, which --algos
 		// nccl runs with NCCL's channels, chunks and protocols.
 		for _, a := range supported {
 			if !ops.IsNCCL(a) {
-				c.algos, c.nodeRanks = append(c.algos, a), append(c.nodeRanks, 0)
+				c.names, c.nodeRanks = append(c.names, a), append(c.nodeRanks, 0)
 			}
 		}
 	} else {
@@ -116,7 +162,7 @@ func (f *compareFlags) parse() (*comparison, error) {
 			switch {
 			case a == "":
 				return nil, usagef("--algos %q has an empty name", f.algos)
-			case slices.Contains(c.algos, a):
+			case slices.Contains(c.names, a):
 				return nil, usagef("--algos: algorithm %s is listed twice", a)
 			case a == algoNCCL:
 				if err := s.useNCCL(nf); err != nil {
@@ -131,10 +177,10 @@ func (f *compareFlags) parse() (*comparison, error) {
 			if err != nil {
 				return nil, err
 			}
-			c.algos, c.nodeRanks = append(c.algos, a), append(c.nodeRanks, nodeRanks)
+			c.names, c.nodeRanks = append(c.names, a), append(c.nodeRanks, nodeRanks)
 		}
 	}
-	if len(c.algos) == 0 {
+	if len(c.names) == 0 {
 		return nil, usagef("no algorithm implements %s", s.op)
 	}
 	if nf.set() && s.tuner == nil {
@@ -144,6 +190,59 @@ func (f *compareFlags) parse() (*comparison, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// parseFabrics makes c a comparison of fabrics (--vs): one algorithm,
+// auto unless --algos names another, on --topo and on each --vs fabric,
+// each parsed as --topo is, with the same ranks and sizes.
+func (f *compareFlags) parseFabrics(c *comparison, nf ncclFlags) error {
+	first := c.s
+	algo := strings.TrimSpace(f.algos)
+	switch {
+	case algo == "":
+		algo = "auto"
+	case strings.Contains(algo, ","):
+		return usagef("--vs compares fabrics under one algorithm; --algos %q names several", f.algos)
+	case algo != "auto" && algo != algoNCCL && !slices.Contains(ops.Algorithms(), algo):
+		return usagef("--algos: unknown algorithm %q (want one of auto, %s, nccl)", algo, strings.Join(ops.Algorithms(), ", "))
+	case algo != "auto" && algo != algoNCCL && !slices.Contains(ops.AlgorithmsFor(first.op), algo) && !ops.NeedsSwitch(algo):
+		return usagef("--algos: algorithm %s has no %s (for %s use one of auto, %s)", algo, first.op, first.op, strings.Join(ops.AlgorithmsFor(first.op), ", "))
+	}
+	specs := append([]string{f.topo}, f.vs...)
+	ranks := func(s *sweep) int { spec, _ := s.spec(s.sizes[0]); return spec.Ranks }
+	for i, spec := range specs {
+		if slices.Contains(specs[:i], spec) {
+			return usagef("--vs %s: that fabric is compared already", spec)
+		}
+		s := first
+		if i > 0 {
+			g := f.benchFlags
+			g.topo, g.topoSet = spec, true
+			var err error
+			if s, err = g.parse(); err != nil {
+				return err
+			}
+			if r, want := ranks(s), ranks(first); r != want || !slices.Equal(s.sizes, first.sizes) {
+				return usagef("--vs %s: %s of %s where %s has %s: fabrics compare at the same ranks and sizes (-g N runs the first N GPUs of each)",
+					spec, rankCount(r), first.op, f.topo, rankCount(want))
+			}
+		}
+		s.algo = algo
+		if algo == algoNCCL {
+			if err := s.useNCCL(nf); err != nil {
+				return err
+			}
+		}
+		var err error
+		if s.nodeRanks, err = fabricRuns(algo, s.topo, spec); err != nil {
+			return err
+		}
+		c.names, c.fabrics = append(c.names, s.topoName), append(c.fabrics, s)
+	}
+	if nf.set() && algo != algoNCCL {
+		return nf.aloneError("--algos nccl")
+	}
+	return nil
 }
 
 // checkPlotFile validates a --plot file name for a sweep ("" is no plot).
@@ -183,7 +282,7 @@ func (c *comparison) run(stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	cross := crossovers(c.algos, rows)
+	cross := crossovers(c.names, rows)
 	notes := stdout
 	switch c.s.format {
 	case "table":
@@ -191,13 +290,13 @@ func (c *comparison) run(stdout, stderr io.Writer) error {
 			return err
 		}
 	case "text":
-		writeMirrored(stdout, c.s.mirrored, len(rows)*len(c.algos))
+		writeMirrored(stdout, c.s.mirrored, len(rows)*len(c.names))
 		writeRefined(stdout, refinedSizes(rows, cmpRowRefined))
 		c.writeVerdict(stdout, rows)
 	default:
 		notes = stderr
 	}
-	writeCrossovers(notes, c.algos, rows, cross)
+	writeCrossovers(notes, c.names, rows, cross)
 	if c.plot != "" {
 		if err := c.drawPlot(c.plot, rows, cross); err != nil {
 			return fmt.Errorf("--plot %s: %w", c.plot, err)
@@ -240,7 +339,7 @@ func (c *comparison) add(w io.Writer, r cmpRow) error {
 		for _, res := range r.res {
 			fmt.Fprintf(&b, "  %7.2f  %7s", res.busbw, ncclTime(res.timeUS))
 		}
-		_, err := fmt.Fprintf(w, "%s  %s\n", b.String(), c.algos[r.best])
+		_, err := fmt.Fprintf(w, "%s  %s\n", b.String(), c.names[r.best])
 		return err
 	}
 	return nil
@@ -251,9 +350,15 @@ func (c *comparison) add(w io.Writer, r cmpRow) error {
 func (c *comparison) writeTitle(w io.Writer) {
 	s := c.s
 	backend, times := s.backend.describe(s.timingOnly)
-	fmt.Fprintf(w, "# commsim compare: %s on %s (%s), %s, backend %s, algorithms %s\n",
-		s.op, s.topoName, rankCount(s.topo.NumGPUs()), s.dtype, backend, strings.Join(c.algos, ", "))
-	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest algorithm at each size\n", times, dataNote(s))
+	if c.fabrics != nil {
+		spec, _ := s.spec(s.sizes[0])
+		fmt.Fprintf(w, "# commsim compare: %s (%s), %s, backend %s, algorithm %s, on fabrics %s\n",
+			s.op, rankCount(spec.Ranks), s.dtype, backend, s.algo, strings.Join(c.names, ", "))
+	} else {
+		fmt.Fprintf(w, "# commsim compare: %s on %s (%s), %s, backend %s, algorithms %s\n",
+			s.op, s.topoName, rankCount(s.topo.NumGPUs()), s.dtype, backend, strings.Join(c.names, ", "))
+	}
+	fmt.Fprintf(w, "# %s%s; out of place only; best is the fastest %s at each size\n", times, dataNote(s), c.what())
 	writeThreadNote(w, s)
 }
 
@@ -265,7 +370,7 @@ func (c *comparison) writeTextHeader(w io.Writer) error {
 	groups := fmt.Sprintf("# %10s  %12s", "", "")
 	head := fmt.Sprintf("# %10s  %12s", "size", "count")
 	units := fmt.Sprintf("# %10s  %12s", "(B)", "(elements)")
-	for _, a := range c.algos {
+	for _, a := range c.names {
 		groups += fmt.Sprintf("  %16s", a)
 		head += fmt.Sprintf("  %7s  %7s", "busbw", "time")
 		units += fmt.Sprintf("  %7s  %7s", "(GB/s)", "(us)")
@@ -278,28 +383,41 @@ func (c *comparison) writeTextHeader(w io.Writer) error {
 // cluster, through bench's plan and runOnce, handing each size to emit as
 // it is measured. On an error it returns the sizes measured before.
 func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []cmpRow, err error) {
-	w, err := c.s.backend.open(c.s.topo, c.s.simConfig())
-	if err != nil {
-		return nil, err
-	}
-	exec := w.newExecutor()
+	// One world for the algorithms on one fabric; with --vs, one a fabric.
+	worlds := make([]*openedWorld, len(c.names))
+	execs := make([]*ops.Executor, len(c.names))
 	defer func() {
-		c.s.mirrored = w.mirroredRuns()
-		err = errors.Join(err, exec.Close(), w.close())
+		c.s.mirrored = 0
+		for i, w := range worlds {
+			if w != nil && (i == 0 || c.fabrics != nil) {
+				c.s.mirrored += w.mirroredRuns()
+				err = errors.Join(err, execs[i].Close(), w.close())
+			}
+		}
 	}()
-	if w.cluster != nil {
-		if err := c.checkDuration(w, stderr); err != nil {
+	for i := range worlds {
+		if i > 0 && c.fabrics == nil {
+			worlds[i], execs[i] = worlds[0], execs[0]
+			continue
+		}
+		s := c.sweepOf(i)
+		if worlds[i], err = s.backend.open(s.topo, s.simConfig()); err != nil {
+			return nil, err
+		}
+		execs[i] = worlds[i].newExecutor()
+	}
+	if worlds[0].cluster != nil {
+		if err := c.checkDuration(worlds, stderr); err != nil {
 			return nil, err
 		}
 	}
-	bar := newProgress(stderr, len(c.s.sizes)*len(c.algos))
+	bar := newProgress(stderr, len(c.s.sizes)*len(c.names))
 	defer bar.stop()
 	rows = make([]cmpRow, 0, len(c.s.sizes))
 	for _, bytes := range c.s.sizes {
 		var r cmpRow
-		for i, algo := range c.algos {
-			s := *c.s
-			s.algo, s.nodeRanks = algo, c.nodeRanks[i]
+		for i, name := range c.names {
+			s, w, exec := c.sweepOf(i), worlds[i], execs[i]
 			spec, moved := s.spec(bytes)
 			plan, err := s.plan(spec)
 			if err != nil {
@@ -311,7 +429,7 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 			refined := w.refinedRuns()
 			res, err := s.runOnce(w.World, exec, plan, false, moved)
 			if err != nil {
-				return rows, fmt.Errorf("%s at %s: %w", algo, formatBytes(bytes), err)
+				return rows, fmt.Errorf("%s at %s: %w", name, formatBytes(bytes), err)
 			}
 			r.bytes, r.count = moved, int(moved)/s.dtype.Size()
 			r.res = append(r.res, res)
@@ -333,13 +451,12 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 // checkDuration is bench's for every algorithm's sweep together, each
 // size run once (out of place); the figures are those of the plan with
 // the most steps.
-func (c *comparison) checkDuration(w *openedWorld, stderr io.Writer) error {
+func (c *comparison) checkDuration(worlds []*openedWorld, stderr io.Writer) error {
 	c.s.noteLoneRuns(stderr)
 	var total hostEstimate
-	for i, algo := range c.algos {
-		s := *c.s
-		s.algo, s.nodeRanks = algo, c.nodeRanks[i]
-		est, err := s.estimate(w, float64(s.runner.Runs()))
+	for i := range c.names {
+		s := c.sweepOf(i)
+		est, err := s.estimate(worlds[i], float64(s.runner.Runs()))
 		if err != nil {
 			return err
 		}
@@ -349,8 +466,12 @@ func (c *comparison) checkDuration(w *openedWorld, stderr io.Writer) error {
 		}
 		total.seconds = seconds
 	}
-	if len(c.algos) > 1 {
-		total.work += fmt.Sprintf(" of %d algorithms", len(c.algos))
+	switch {
+	case c.fabrics != nil:
+		total.work += fmt.Sprintf(" on %d fabrics", len(c.names))
+		total.cut = slices.Insert(total.cut, slices.Index(total.cut, "ranks (-g)"), "fabrics (--vs)")
+	case len(c.names) > 1:
+		total.work += fmt.Sprintf(" of %d algorithms", len(c.names))
 		total.cut = slices.Insert(total.cut, slices.Index(total.cut, "ranks (-g)"), "algorithms (--algos)")
 	}
 	return total.judge(stderr, "comparison")
@@ -388,10 +509,10 @@ func writeCrossovers(w io.Writer, algos []string, rows []cmpRow, cross []crossov
 func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 	s := c.s
 	c.writeTitle(w)
-	writeMirrored(w, s.mirrored, len(rows)*len(c.algos))
+	writeMirrored(w, s.mirrored, len(rows)*len(c.names))
 	writeRefined(w, refinedSizes(rows, cmpRowRefined))
 	header := []string{"size(B)", "count"}
-	for _, a := range c.algos {
+	for _, a := range c.names {
 		header = append(header, a+" busbw(GB/s)", a+" time(us)")
 	}
 	header = append(header, "best")
@@ -402,7 +523,7 @@ func (c *comparison) writeTable(w io.Writer, rows []cmpRow) error {
 		for _, res := range r.res {
 			cells = append(cells, f2(res.busbw), f2(res.timeUS))
 		}
-		if err := t.Append(append(cells, c.algos[r.best])); err != nil {
+		if err := t.Append(append(cells, c.names[r.best])); err != nil {
 			return err
 		}
 	}
@@ -419,7 +540,7 @@ func (c *comparison) writeVerdict(w io.Writer, rows []cmpRow) {
 		return
 	}
 	wrong, bad := 0, []string{}
-	for i, a := range c.algos {
+	for i, a := range c.names {
 		n := 0
 		for _, r := range rows {
 			n += max(r.res[i].wrong, 0)
@@ -459,7 +580,8 @@ func (c *comparison) records(rows []cmpRow) []cmpRecord {
 	var out []cmpRecord
 	for _, r := range rows {
 		for i, res := range r.res {
-			out = append(out, cmpRecord{jsonRecord{s.op.String(), c.algos[i], s.topoName, s.topo.NumGPUs(), s.dtype.String(), redop,
+			si := c.sweepOf(i)
+			out = append(out, cmpRecord{jsonRecord{s.op.String(), si.algo, si.topoName, si.topo.NumGPUs(), s.dtype.String(), redop,
 				s.root, r.bytes, r.count, tidy(res.timeUS), tidy(res.algbw), tidy(res.busbw), wrongPtr(res.wrong)}, i == r.best, r.refined[i], overOne(s.gpusPerThread()), overOne(s.runner.Iters)})
 		}
 	}

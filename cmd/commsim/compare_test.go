@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -368,5 +369,137 @@ func TestCompareSizeZeroAlone(t *testing.T) {
 	status, out, errOut := commsim("compare", "--topo", "ring:4", "--algos", "rd,rhd", "-b", "0", "-e", "0")
 	if status != 0 || !strings.Contains(out, "           0             0     0.00     0.00     0.00     0.00") {
 		t.Errorf("status %d, stderr %q:\n%s", status, errOut, out)
+	}
+}
+
+// TestCompareVsRunsOneAlgorithmOnEachFabric: with --vs the columns are
+// fabrics. A pairwise all-to-all on switch:8 and ring:8 takes, on each,
+// what bench times there; the switch is fastest at every size; JSON and
+// CSV carry each record's fabric and the algorithm; the plot names the
+// fabrics.
+func TestCompareVsRunsOneAlgorithmOnEachFabric(t *testing.T) {
+	sweep := []string{"--op", "alltoall", "-b", "64KiB", "-e", "4MiB", "-f", "8", "--timing-only"}
+	status, out, errOut := commsim(append([]string{"compare", "--topo", "switch:8", "--vs", "ring:8", "--algos", "pairwise"}, sweep...)...)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	if !strings.Contains(out, "# commsim compare: alltoall (8 ranks), f32, backend sim (timing-only), algorithm pairwise, on fabrics switch:8, ring:8") ||
+		!strings.Contains(out, "best is the fastest fabric at each size") || !strings.Contains(out, "# no crossover: switch:8 is fastest at every size") {
+		t.Errorf("header or verdict:\n%s", out)
+	}
+	var got [][2]string // per size, the two times
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 7 && !strings.HasPrefix(line, "#") {
+			got = append(got, [2]string{f[3], f[5]})
+			if f[6] != "switch:8" {
+				t.Errorf("best %s in %q, want switch:8", f[6], line)
+			}
+		}
+	}
+	for i, topo := range []string{"switch:8", "ring:8"} {
+		_, bench, _ := commsim(append([]string{"bench", "--topo", topo, "--algo", "pairwise"}, sweep...)...)
+		var want []string
+		for _, line := range strings.Split(bench, "\n") {
+			if f := strings.Fields(line); len(f) > 6 && !strings.HasPrefix(line, "#") {
+				want = append(want, f[5])
+			}
+		}
+		if len(got) != 3 || len(want) != 3 {
+			t.Fatalf("%d compared sizes and %d benched on %s, want 3:\n%s", len(got), len(want), topo, out)
+		}
+		for k := range want {
+			if got[k][i] != want[k] {
+				t.Errorf("%s, size %d: compare %s us, bench %s us", topo, k, got[k][i], want[k])
+			}
+		}
+	}
+	_, js, _ := commsim(append([]string{"compare", "--topo", "switch:8", "--vs", "ring:8", "--algos", "pairwise", "--format", "json"}, sweep...)...)
+	var topos []string
+	for _, line := range strings.Split(strings.TrimSpace(js), "\n") {
+		var r struct{ Algo, Topology string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Algo != "pairwise" {
+			t.Fatalf("record %q: %v", line, err)
+		}
+		topos = append(topos, r.Topology)
+	}
+	if want := []string{"switch:8", "ring:8", "switch:8", "ring:8", "switch:8", "ring:8"}; !slices.Equal(topos, want) {
+		t.Errorf("JSON records' fabrics %v, want %v", topos, want)
+	}
+	svg := filepath.Join(t.TempDir(), "vs.svg")
+	if status, _, errOut := commsim(append([]string{"compare", "--topo", "switch:8", "--vs", "ring:8", "--algos", "pairwise", "--plot", svg}, sweep...)...); status != 0 {
+		t.Fatal(errOut)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("ring:8")) || !bytes.Contains(b, []byte("switch:8")) {
+		t.Errorf("the plot does not name both fabrics (%v)", err)
+	}
+}
+
+// TestCompareVsOfAnOversubscribedTreeShowsOneRoutePerPair: a second
+// spine, which the simulator's single route per pair leaves idle, makes
+// no difference to auto's all-reduce: the two fabrics time alike, and
+// the 1:1 tree beats both.
+func TestCompareVsOfAnOversubscribedTreeShowsOneRoutePerPair(t *testing.T) {
+	tree := func(spines int, uplink string) string {
+		var b strings.Builder
+		b.WriteString("nodes:\n")
+		for g := range 8 {
+			fmt.Fprintf(&b, "  - {name: gpu%d, kind: gpu}\n", g)
+		}
+		b.WriteString("  - {name: leaf0, kind: switch}\n  - {name: leaf1, kind: switch}\n")
+		for s := range spines {
+			fmt.Fprintf(&b, "  - {name: spine%d, kind: switch}\n", s)
+		}
+		b.WriteString("links:\n")
+		for g := range 8 {
+			fmt.Fprintf(&b, "  - {a: gpu%d, b: leaf%d, bw: 100GB/s, lat: 1us}\n", g, g/4)
+		}
+		for s := range spines {
+			fmt.Fprintf(&b, "  - {a: leaf0, b: spine%d, bw: %s, lat: 1us}\n  - {a: leaf1, b: spine%d, bw: %s, lat: 1us}\n", s, uplink, s, uplink)
+		}
+		return writeTopoYAML(t, b.String())
+	}
+	full, two, one := tree(1, "400GB/s"), tree(2, "100GB/s"), tree(1, "100GB/s")
+	status, out, errOut := commsim("compare", "--topo", full, "--vs", two, "--vs", one, "--op", "alltoall", "--algos", "pairwise", "-b", "16MiB", "-e", "16MiB", "--format", "json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	var times []float64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			TimeUS float64 `json:"time_us"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		times = append(times, r.TimeUS)
+	}
+	if len(times) != 3 || times[1] != times[2] || !(times[0] < times[1]) {
+		t.Errorf("times %v: want the 1:1 tree fastest and the two spines of 100GB/s timed as one", times)
+	}
+}
+
+// TestCompareVsBadInputExits2WithOneLine: --vs compares fabrics of the
+// same ranks, each once, under one algorithm, on the simulator.
+func TestCompareVsBadInputExits2WithOneLine(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--vs", "ring:4"}, "--vs ring:4: 4 ranks of allreduce where switch:8 has 8 ranks"},
+		{[]string{"--vs", "ring:8", "--algos", "ring,rhd"}, "under one algorithm"},
+		{[]string{"--vs", "switch:8"}, "--vs switch:8: that fabric is compared already"},
+		{[]string{"--vs", "ring:8", "--algos", "nosuch"}, `unknown algorithm "nosuch"`},
+		{[]string{"--vs", "ring:8", "--algos", "pairwise"}, "algorithm pairwise has no allreduce"},
+		{[]string{"--vs", "ring:8", "--backend", "cuda"}, "on the simulator, not on --backend cuda"},
+		{[]string{"--vs", "ring:8", "--nccl-proto", "LL"}, "go with --algos nccl"},
+		{[]string{"--vs", "nosuch:8"}, "nosuch"},
+	} {
+		status, out, errOut := commsim(append([]string{"compare", "--topo", "switch:8", "-e", "1KiB"}, c.args...)...)
+		if status != 2 || out != "" || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: status %d, stdout %q, stderr %q; want 2 and one line naming %q", c.args, status, out, errOut, c.want)
+		}
+	}
+	if status, _, errOut := commsim("compare", "--vs", "ring:8", "-e", "1KiB"); status != 2 || !strings.Contains(errOut, "give --topo too") {
+		t.Errorf("--vs without --topo: status %d, stderr %q", status, errOut)
 	}
 }

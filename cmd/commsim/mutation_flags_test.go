@@ -511,7 +511,7 @@ func TestCompareRecordsNoRedopWhereNoneApplies(t *testing.T) {
 // --check's verdict names each algorithm with wrong values, and its own
 // count, not another's.
 func TestCompareVerdictNamesEachAlgorithmsWrongValues(t *testing.T) {
-	c := &comparison{s: &sweep{check: true}, algos: []string{"ring", "rd", "rhd"}}
+	c := &comparison{s: &sweep{check: true}, names: []string{"ring", "rd", "rhd"}}
 	rows := []cmpRow{
 		{res: []result{{wrong: 0}, {wrong: 2}, {wrong: -1}}},
 		{res: []result{{wrong: 0}, {wrong: 1}, {wrong: 4}}},

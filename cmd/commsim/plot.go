@@ -91,7 +91,12 @@ func busbwFormula(op ops.Op) string {
 // the fastest changes marked, into file (PNG or SVG by extension).
 func (c *comparison) drawPlot(file string, rows []cmpRow, cross []crossover) error {
 	ch := newSweepChart(c.s)
-	for i, algo := range c.algos {
+	if c.fabrics != nil {
+		spec, _ := c.s.spec(c.s.sizes[0])
+		mode, _ := c.s.backend.describe(c.s.timingOnly)
+		ch.title = fmt.Sprintf("%s %s on %d fabrics: %d ranks, %s, out of place, %s", c.s.op, c.s.algo, len(c.names), spec.Ranks, c.s.dtype, mode)
+	}
+	for i, algo := range c.names {
 		sr := chartSeries{name: algo}
 		for _, r := range rows {
 			sr.add(r.bytes, r.res[i])
