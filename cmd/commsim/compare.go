@@ -379,9 +379,10 @@ func (c *comparison) writeTextHeader(w io.Writer) error {
 	return err
 }
 
-// measure runs every size with every algorithm, out of place, on one
-// cluster, through bench's plan and runOnce, handing each size to emit as
-// it is measured. On an error it returns the sizes measured before.
+// measure runs every size with every series, out of place, on one
+// cluster (with --vs, one a fabric), through bench's plan and runOnce,
+// handing each size to emit as it is measured. On an error it returns the
+// sizes measured before.
 func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []cmpRow, err error) {
 	// One world for the algorithms on one fabric; with --vs, one a fabric.
 	worlds := make([]*openedWorld, len(c.names))
@@ -448,9 +449,9 @@ func (c *comparison) measure(stderr io.Writer, emit func(cmpRow) error) (rows []
 	return rows, nil
 }
 
-// checkDuration is bench's for every algorithm's sweep together, each
-// size run once (out of place); the figures are those of the plan with
-// the most steps.
+// checkDuration is bench's for every series' sweep together, each size
+// run once (out of place); the figures are those of the plan with the
+// most steps.
 func (c *comparison) checkDuration(worlds []*openedWorld, stderr io.Writer) error {
 	c.s.noteLoneRuns(stderr)
 	var total hostEstimate
