@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/sim"
 )
 
 // compareFlags are bench's flags with --algo replaced by --algos, plus
@@ -241,6 +242,12 @@ func (f *compareFlags) parseFabrics(c *comparison, nf ncclFlags) error {
 	}
 	if nf.set() && algo != algoNCCL {
 		return nf.aloneError("--algos nccl")
+	}
+	// Each fabric holds its own buffers, all at once: bench's limit on
+	// simulated device memory bounds their sum.
+	if need := float64(slices.Max(first.sizes)) * 3 * float64(ranks(first)) * float64(len(specs)); !first.timingOnly && need > sim.DefaultMaxDataBytes {
+		return usagef("--vs: %d fabrics with data (--check, --data) hold about %s of simulated device memory at once, over the %s limit; compare fewer fabrics or sizes, or time them only",
+			len(specs), formatBytes(int64(need)), formatBytes(sim.DefaultMaxDataBytes))
 	}
 	return nil
 }

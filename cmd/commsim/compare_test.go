@@ -493,6 +493,7 @@ func TestCompareVsBadInputExits2WithOneLine(t *testing.T) {
 		{[]string{"--vs", "ring:8", "--backend", "cuda"}, "on the simulator, not on --backend cuda"},
 		{[]string{"--vs", "ring:8", "--nccl-proto", "LL"}, "go with --algos nccl"},
 		{[]string{"--vs", "nosuch:8"}, "nosuch"},
+		{[]string{"--vs", "ring:8", "-b", "128MiB", "-e", "128MiB", "--check"}, "--vs: 2 fabrics with data (--check, --data) hold about 6GiB"},
 	} {
 		status, out, errOut := commsim(append([]string{"compare", "--topo", "switch:8", "-e", "1KiB"}, c.args...)...)
 		if status != 2 || out != "" || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 || !strings.Contains(errOut, c.want) {
