@@ -439,26 +439,7 @@ func TestCompareVsRunsOneAlgorithmOnEachFabric(t *testing.T) {
 // no difference to auto's all-reduce: the two fabrics time alike, and
 // the 1:1 tree beats both.
 func TestCompareVsOfAnOversubscribedTreeShowsOneRoutePerPair(t *testing.T) {
-	tree := func(spines int, uplink string) string {
-		var b strings.Builder
-		b.WriteString("nodes:\n")
-		for g := range 8 {
-			fmt.Fprintf(&b, "  - {name: gpu%d, kind: gpu}\n", g)
-		}
-		b.WriteString("  - {name: leaf0, kind: switch}\n  - {name: leaf1, kind: switch}\n")
-		for s := range spines {
-			fmt.Fprintf(&b, "  - {name: spine%d, kind: switch}\n", s)
-		}
-		b.WriteString("links:\n")
-		for g := range 8 {
-			fmt.Fprintf(&b, "  - {a: gpu%d, b: leaf%d, bw: 100GB/s, lat: 1us}\n", g, g/4)
-		}
-		for s := range spines {
-			fmt.Fprintf(&b, "  - {a: leaf0, b: spine%d, bw: %s, lat: 1us}\n  - {a: leaf1, b: spine%d, bw: %s, lat: 1us}\n", s, uplink, s, uplink)
-		}
-		return writeTopoYAML(t, b.String())
-	}
-	full, two, one := tree(1, "400GB/s"), tree(2, "100GB/s"), tree(1, "100GB/s")
+	full, two, one := twoLeafTree(t, 8, 1, "400GB/s"), twoLeafTree(t, 8, 2, "100GB/s"), twoLeafTree(t, 8, 1, "100GB/s")
 	status, out, errOut := commsim("compare", "--topo", full, "--vs", two, "--vs", one, "--op", "alltoall", "--algos", "pairwise", "-b", "16MiB", "-e", "16MiB", "--format", "json")
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)

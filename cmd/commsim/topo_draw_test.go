@@ -218,23 +218,7 @@ func TestTopoShowCountsPairsWithSeveralRoutes(t *testing.T) {
 		1: "",
 		2: "one route a pair: 8 of 12 gpu pairs (from every gpu) have several equally short routes",
 	} {
-		var b strings.Builder
-		b.WriteString("name: fat-tree\nnodes:\n")
-		for g := range 4 {
-			fmt.Fprintf(&b, "  - {name: gpu%d, kind: gpu}\n", g)
-		}
-		b.WriteString("  - {name: leaf0, kind: switch}\n  - {name: leaf1, kind: switch}\n")
-		for s := range spines {
-			fmt.Fprintf(&b, "  - {name: spine%d, kind: switch}\n", s)
-		}
-		b.WriteString("links:\n")
-		for g := range 4 {
-			fmt.Fprintf(&b, "  - {a: gpu%d, b: leaf%d, bw: 100GB/s, lat: 1us}\n", g, g/2)
-		}
-		for s := range spines {
-			fmt.Fprintf(&b, "  - {a: leaf0, b: spine%d, bw: 100GB/s, lat: 1us}\n  - {a: leaf1, b: spine%d, bw: 100GB/s, lat: 1us}\n", s, s)
-		}
-		path := writeTopoYAML(t, b.String())
+		path := twoLeafTree(t, 4, spines, "100GB/s")
 		_, out, _ := commsim("topo", "show", path)
 		if got := strings.Contains(out, "one route a pair"); want == "" && got || want != "" && !strings.Contains(out, want) {
 			t.Errorf("%d spines: want %q in:\n%s", spines, want, out)
@@ -243,4 +227,28 @@ func TestTopoShowCountsPairsWithSeveralRoutes(t *testing.T) {
 			t.Errorf("%d spines: JSON multipath %+v", spines, m)
 		}
 	}
+}
+
+// twoLeafTree writes a fat-tree fabric file: gpus GPUs on two leaf
+// switches (100GB/s, 1us links), each leaf joined to every one of spines
+// spines by an uplink of uplink.
+func twoLeafTree(t *testing.T, gpus, spines int, uplink string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("name: fat-tree\nnodes:\n")
+	for g := range gpus {
+		fmt.Fprintf(&b, "  - {name: gpu%d, kind: gpu}\n", g)
+	}
+	b.WriteString("  - {name: leaf0, kind: switch}\n  - {name: leaf1, kind: switch}\n")
+	for s := range spines {
+		fmt.Fprintf(&b, "  - {name: spine%d, kind: switch}\n", s)
+	}
+	b.WriteString("links:\n")
+	for g := range gpus {
+		fmt.Fprintf(&b, "  - {a: gpu%d, b: leaf%d, bw: 100GB/s, lat: 1us}\n", g, g/(gpus/2))
+	}
+	for s := range spines {
+		fmt.Fprintf(&b, "  - {a: leaf0, b: spine%d, bw: %s, lat: 1us}\n  - {a: leaf1, b: spine%d, bw: %s, lat: 1us}\n", s, uplink, s, uplink)
+	}
+	return writeTopoYAML(t, b.String())
 }
