@@ -553,6 +553,31 @@ func TestCheckRefusesAPlanWithoutADType(t *testing.T) {
 	}
 }
 
+// A barrier moves no element, so its spec may leave DType zero: it
+// compiles and checks as a barrier of U8, on every algorithm that has one.
+// Any other op without a dtype is still refused.
+func TestABarrierNeedsNoDType(t *testing.T) {
+	for _, algo := range AlgorithmsFor(Barrier) {
+		s := Spec{Op: Barrier, Algo: algo, Ranks: 5}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("%s: Validate: %v", algo, err)
+		}
+		p, err := Compile(s)
+		if err != nil {
+			t.Fatalf("%s: %v", algo, err)
+		}
+		if p.DType != hw.U8 {
+			t.Errorf("%s: plan's dtype %v, want u8", algo, p.DType)
+		}
+		if err := Check(p); err != nil {
+			t.Errorf("%s: Check: %v", algo, err)
+		}
+	}
+	if _, err := Compile(Spec{Op: AllGather, Algo: "ring", Ranks: 5}); err == nil || !strings.Contains(err.Error(), "invalid dtype") {
+		t.Errorf("an all-gather of no dtype: %v, want invalid dtype", err)
+	}
+}
+
 // A plan whose sends and receives do not pair up is malformed to Check as
 // to Run (ErrBadPlan), whichever finds it; one that pairs them but
 // computes the wrong thing is wrong, not malformed.

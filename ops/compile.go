@@ -140,6 +140,7 @@ func algorithmNamed(name string) (algorithm, bool) {
 
 // Validate checks a spec without compiling it.
 func (s Spec) Validate() error {
+	s = s.withBarrierDType()
 	switch {
 	case !s.Op.Valid():
 		return fmt.Errorf("ops: invalid op %v", s.Op)
@@ -169,6 +170,16 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("ops: %s: %d ranks do not make nodes of %d", s.Op, s.Ranks, s.NodeRanks)
 	}
 	return nil
+}
+
+// withBarrierDType is s with U8 for a barrier's zero DType: a barrier
+// moves no element, so asking its caller to name their type would only
+// turn a correct call into an error.
+func (s Spec) withBarrierDType() Spec {
+	if s.Op == Barrier && s.DType == 0 {
+		s.DType = hw.U8
+	}
+	return s
 }
 
 // BufferLens returns the input and output lengths, in elements, that a
@@ -203,6 +214,7 @@ func compileAbove(s Spec, above int) (*Plan, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	s = s.withBarrierDType()
 	if s.Algo == Native {
 		return compileNative(s)
 	}

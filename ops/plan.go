@@ -219,6 +219,8 @@ type Spec struct {
 	Ranks int
 	Count int // elements; see Op for its meaning per collective
 	Root  int // Gather, Broadcast, Reduce
+	// DType is the elements' type. A barrier, which moves none, may
+	// leave it zero; its plan then has U8.
 	DType hw.DType
 	Redop hw.ReduceOp // AllReduce, ReduceScatter, Reduce
 	// Channels and Chunk shape the algorithms that run like NCCL's

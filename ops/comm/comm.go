@@ -49,7 +49,9 @@ type Config struct {
 	// returns a *StuckError naming the ranks that had not finished.
 	RunTimeout time.Duration
 	// Algo is the algorithm for calls that leave Call.Algo empty; default
-	// "auto" when Cost is set, else "ring".
+	// "auto" when Cost is set, else "ring" for the collectives ring runs
+	// and, for the others, the first of ops.AlgorithmsFor (tree for
+	// gather, direct for all-to-all and send/recv, rd for barrier).
 	Algo string
 	// Cost prices plans for "auto".
 	Cost ops.CostModel
@@ -94,6 +96,10 @@ type Comm struct {
 	next   []int         // per rank: its next slot
 	slots  map[int]*slot // open slots
 	closed bool
+	// empty is each rank's buffer of no bytes, made at its first
+	// barrier called without buffers. It is never freed: it holds
+	// nothing, and a barrier may still use it after Close.
+	empty []hw.Buffer
 }
 
 // slot gathers the calls of one round.
@@ -124,16 +130,26 @@ func New(w *hw.World, cfg Config) (*Comm, error) {
 	if cfg.RunTimeout == 0 {
 		cfg.RunTimeout = DefaultRunTimeout
 	}
-	if cfg.Algo == "" {
-		cfg.Algo = "ring"
-		if cfg.Cost != nil {
-			cfg.Algo = "auto"
-		}
+	if cfg.Algo == "" && cfg.Cost != nil {
+		cfg.Algo = "auto"
 	}
 	if err := checkAlgo(cfg); err != nil {
 		return nil, err
 	}
-	return &Comm{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), next: make([]int, w.Size()), slots: map[int]*slot{}}, nil
+	n := w.Size()
+	return &Comm{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), next: make([]int, n), slots: map[int]*slot{}, empty: make([]hw.Buffer, n)}, nil
+}
+
+// defaultAlgo is the algorithm of a call of op that names none.
+func (cfg Config) defaultAlgo(op ops.Op) string {
+	if cfg.Algo != "" {
+		return cfg.Algo
+	}
+	algos := ops.AlgorithmsFor(op)
+	if i := slices.IndexFunc(algos, func(a string) bool { return !ops.IsNCCL(a) }); i >= 0 && !slices.Contains(algos, "ring") {
+		return algos[i]
+	}
+	return "ring" // where ring cannot run op either, Compile says why
 }
 
 // checkAlgo refuses a Config.Algo that no call could run, when the
@@ -144,7 +160,7 @@ func checkAlgo(cfg Config) error {
 	switch {
 	case cfg.Algo == "auto" && cfg.Cost == nil:
 		return fmt.Errorf("comm: algorithm auto needs Config.Cost")
-	case cfg.Algo == "auto" || cfg.Algo == ops.Native || slices.Contains(known, cfg.Algo):
+	case cfg.Algo == "" || cfg.Algo == "auto" || cfg.Algo == ops.Native || slices.Contains(known, cfg.Algo):
 		return nil
 	}
 	return fmt.Errorf("comm: unknown algorithm %q (want auto, %s or one of %s)", cfg.Algo, ops.Native, strings.Join(known, ", "))
@@ -173,7 +189,14 @@ func (c *Comm) Close() error {
 // overlap as NCCL's in-place calls do).
 func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
 	if call.Algo == "" {
-		call.Algo = c.cfg.Algo
+		call.Algo = c.cfg.defaultAlgo(call.Op)
+	}
+	if call.Op == ops.Barrier && in.Buf == nil && out.Buf == nil {
+		var err error
+		if in, err = c.emptyOn(rank); err != nil {
+			return 0, err
+		}
+		out, call.DType = in, in.DType()
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -242,6 +265,27 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
 	close(s.done)
 	c.mu.Unlock()
 	return 0, s.err
+}
+
+// emptyOn is rank's buffer of no bytes, for a barrier, which moves
+// nothing but whose executor, like every backend, wants its messages'
+// buffers named.
+func (c *Comm) emptyOn(rank int) (hw.Slice, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rank < 0 || rank >= len(c.empty) {
+		return hw.Slice{}, fmt.Errorf("comm: rank %d not in 0..%d", rank, len(c.empty)-1)
+	}
+	if c.empty[rank] == nil {
+		dev, err := c.w.Device(rank)
+		if err != nil {
+			return hw.Slice{}, fmt.Errorf("comm: barrier: %w", err)
+		}
+		if c.empty[rank], err = dev.Alloc(hw.U8, 0); err != nil {
+			return hw.Slice{}, fmt.Errorf("comm: barrier on rank %d: %w", rank, err)
+		}
+	}
+	return hw.Whole(c.empty[rank]), nil
 }
 
 // checkCall checks what a call says alone: the collective, its count,

@@ -12,6 +12,7 @@ import (
 	"github.com/commsim/commsim/ops/comm"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
+	"github.com/commsim/commsim/verify"
 )
 
 func newComm(t *testing.T, spec string, cfg comm.Config) (*comm.Comm, []*sim.Device) {
@@ -335,5 +336,97 @@ func TestDoTimeIsTheSlowestRanks(t *testing.T) {
 		if secs != want {
 			t.Errorf("rank %d: Do took %g s, Run %g s", r, secs, want)
 		}
+	}
+}
+
+// TestABarrierNeedsNoDType: a barrier moves no element, so a call that
+// names only the op and no buffers is a whole barrier, as ncclBarrier
+// would be: under the default algorithm, auto, and each that has one.
+func TestABarrierNeedsNoDType(t *testing.T) {
+	topo, err := topology.Parse("switch:3,lat=1us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := []comm.Config{{}, {Cost: topo}}
+	for _, algo := range ops.AlgorithmsFor(ops.Barrier) {
+		configs = append(configs, comm.Config{Algo: algo})
+	}
+	for _, cfg := range configs {
+		c, err := sim.NewCluster(topo, sim.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := comm.New(c.World(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seconds := make([]float64, 3)
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for r := range 3 {
+			wg.Go(func() { seconds[r], errs[r] = cm.Do(r, comm.Call{Op: ops.Barrier}, hw.Slice{}, hw.Slice{}) })
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("algo %q: rank %d: %v", cfg.Algo, r, err)
+			}
+			if seconds[r] < 1e-6 {
+				t.Errorf("algo %q: rank %d's barrier took %g s: it must wait for a message of 1 µs", cfg.Algo, r, seconds[r])
+			}
+		}
+		if err := cm.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTheDefaultAlgorithmRunsEveryCollective: a communicator made with
+// no Config runs each collective, ring where ring can and another where
+// it cannot (gather, all-to-all, send/recv, barrier), with right results.
+func TestTheDefaultAlgorithmRunsEveryCollective(t *testing.T) {
+	for op := ops.AllReduce; op <= ops.Barrier; op++ {
+		cm, devs := newComm(t, "switch:4", comm.Config{})
+		call := comm.Call{Op: op, Count: 6, DType: hw.I32, Redop: hw.Sum, Root: 2}
+		if op == ops.Barrier {
+			call.Count = 0
+		}
+		spec := ops.Spec{Op: op, Ranks: 4, Count: call.Count, Root: call.Root, DType: call.DType, Redop: call.Redop}
+		inputs, err := verify.PatternInputs(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inLen, outLen := spec.BufferLens()
+		outs := make([]hw.Buffer, 4)
+		errs := make([]error, 4)
+		var wg sync.WaitGroup
+		for r, d := range devs {
+			in, err := d.Alloc(hw.I32, inLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if outs[r], err = d.Alloc(hw.I32, outLen); err != nil {
+				t.Fatal(err)
+			}
+			if err := in.Write(inputs[r]); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() { _, errs[r] = cm.Do(r, call, hw.Whole(in), hw.Whole(outs[r])) })
+		}
+		wg.Wait()
+		outputs := make([][]byte, 4)
+		for r := range 4 {
+			if errs[r] != nil {
+				t.Fatalf("%s: rank %d: %v", op, r, errs[r])
+			}
+			outputs[r] = make([]byte, outLen*4)
+			if err := outs[r].Read(outputs[r]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := verify.CheckReference(verify.Case{Spec: spec, Inputs: inputs}, outputs); err != nil {
+			t.Errorf("%s: %v", op, err)
+		}
+		cm.Close()
 	}
 }
