@@ -838,3 +838,37 @@ func TestPlotBusbwPanelIsLeftOfTheTimePanel(t *testing.T) {
 		t.Errorf("busbw panel's title at x %g, time panel's at %g: want busbw left", bw, tm)
 	}
 }
+
+// A bundle of several links is as hot as its hottest link, wherever that
+// link is listed among them.
+func TestDrawGroupedBundleIsAsHotAsItsHottestLink(t *testing.T) {
+	nodes, links := switchesOfGPUs(25, 25)
+	nodes = append(nodes, "net switch")
+	links = append(links, "sw0 net 50GB/s", "n0g0 net 50GB/s", "sw1 net 50GB/s")
+	topo, err := resolveTopology(fabricFile(t, nodes, links))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov := &overlay{bytes: make([]float64, 2*len(topo.Links)), busy: make([]float64, 2*len(topo.Links)), most: 4096, seconds: 10240}
+	var uplinks []int
+	for i, lk := range topo.Links {
+		if a := topo.Nodes[lk.A].Name; (a == "sw0" || a == "n0g0") && topo.Nodes[lk.B].Name == "net" {
+			uplinks = append(uplinks, i)
+		}
+	}
+	if len(uplinks) != 2 {
+		t.Fatalf("sw0's box has %d links to net, want 2", len(uplinks))
+	}
+	ov.busy[2*uplinks[0]] = 4096 // the first of the two is the hot one
+	ov.busy[2*uplinks[1]+1] = 1024
+	g := groupTopology(&drawing{t: topo, ov: ov})
+	for _, bd := range g.bundles {
+		if slices.Contains(bd.links, uplinks[0]) {
+			if len(bd.links) != 2 || bd.heat != 4096 {
+				t.Errorf("sw0's box's bundle to net: links %v, heat %g; want both and the hot one's 4096", bd.links, bd.heat)
+			}
+			return
+		}
+	}
+	t.Fatal("no bundle holds sw0's box's links to net")
+}
