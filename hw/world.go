@@ -3,6 +3,7 @@ package hw
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 )
 
 // World is an ordered set of ranks, each bound to a device of one backend
@@ -17,9 +18,10 @@ type World struct {
 	family *worldFamily
 }
 
-// worldFamily hands out world ids to a root world and its sub-worlds, so ids
-// (and with them tags and traces) depend only on the order of Split calls.
-type worldFamily struct{ next uint32 }
+// worldFamily hands out world ids to a root world and its sub-worlds and
+// duplicates, so ids (and with them tags and traces) depend only on the
+// order of Split and Dup calls.
+type worldFamily struct{ next atomic.Uint32 }
 
 // NewWorld binds rank r to devs[r]. Devices must be distinct, non-nil and of
 // one Kind.
@@ -45,8 +47,7 @@ func newWorld(devs []Device, fam *worldFamily) (*World, error) {
 		}
 		w.ranks[d] = r
 	}
-	w.id = fam.next
-	fam.next++
+	w.id = fam.next.Add(1) - 1
 	return w, nil
 }
 
@@ -112,6 +113,12 @@ func (w *World) Split(color, key []int) ([]*World, error) {
 	}
 	return out, nil
 }
+
+// Dup is a world of the same devices in the same order under an id of its
+// own, as MPI_Comm_dup: the messages of two libraries that each hold a
+// duplicate (a communicator, a gradient server) never match each other's
+// receives, as they would on one world, whose tags they would share.
+func (w *World) Dup() (*World, error) { return newWorld(w.devs, w.family) }
 
 // Tag combines the world's id with a caller's tag into the tag a Stream sees.
 func (w *World) Tag(tag uint32) uint64 { return uint64(w.id)<<32 | uint64(tag) }

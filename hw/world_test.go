@@ -111,6 +111,28 @@ func TestTagsCarryTheWorld(t *testing.T) {
 	}
 }
 
+// A duplicate has the same devices in the same order and tags of its own,
+// and ids follow the order of Split and Dup calls, not their goroutines.
+func TestDupKeepsTheDevicesUnderItsOwnTags(t *testing.T) {
+	w, _ := hw.NewWorld(devices(3))
+	dup, err := w.Dup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dup.Size() != 3 || w.Tag(5) == dup.Tag(5) || dup.ID() != 1 {
+		t.Fatalf("dup: %d ranks, id %d, tag 5 %#x (the world's %#x); want 3 ranks, id 1 and another tag", dup.Size(), dup.ID(), dup.Tag(5), w.Tag(5))
+	}
+	for r, d := range w.Devices() {
+		if got, _ := dup.Device(r); got != d {
+			t.Errorf("rank %d: dup has %s, the world %s", r, got.Name(), d.Name())
+		}
+	}
+	subs, _ := dup.Split([]int{0, 0, 0}, []int{0, 0, 0})
+	if again, _ := w.Dup(); subs[0].ID() != 2 || again.ID() != 3 {
+		t.Errorf("ids %d then %d, want 2 then 3", subs[0].ID(), again.ID())
+	}
+}
+
 type special interface{ Special() string }
 
 type specialDevice struct{ stubDevice }

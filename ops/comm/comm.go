@@ -136,8 +136,14 @@ func New(w *hw.World, cfg Config) (*Comm, error) {
 	if err := checkAlgo(cfg); err != nil {
 		return nil, err
 	}
-	n := w.Size()
-	return &Comm{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), next: make([]int, n), slots: map[int]*slot{}, empty: make([]hw.Buffer, n)}, nil
+	// A world of its own keeps its messages from matching another
+	// communicator's, or a paramsync server's, on the same devices.
+	own, err := w.Dup()
+	if err != nil {
+		return nil, fmt.Errorf("comm: %w", err)
+	}
+	n := own.Size()
+	return &Comm{w: own, cfg: cfg, exec: ops.NewExecutorWith(own, cfg.Driver), next: make([]int, n), slots: map[int]*slot{}, empty: make([]hw.Buffer, n)}, nil
 }
 
 // defaultAlgo is the algorithm of a call of op that names none.

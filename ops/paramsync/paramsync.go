@@ -164,7 +164,13 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 	if cfg.Callers == 0 {
 		cfg.Callers = w.Size()
 	}
-	s := &Server{w: w, cfg: cfg, exec: ops.NewExecutorWith(w, cfg.Driver), plans: map[ops.Spec]*ops.Plan{}, ranks: make([]*rankState, cfg.Callers)}
+	// A world of its own keeps its messages from matching a
+	// communicator's, or another server's, on the same devices.
+	own, err := w.Dup()
+	if err != nil {
+		return nil, fmt.Errorf("paramsync: %w", err)
+	}
+	s := &Server{w: own, cfg: cfg, exec: ops.NewExecutorWith(own, cfg.Driver), plans: map[ops.Spec]*ops.Plan{}, ranks: make([]*rankState, cfg.Callers)}
 	s.changed = sync.NewCond(&s.mu)
 	for r := range s.ranks {
 		s.ranks[r] = &rankState{}

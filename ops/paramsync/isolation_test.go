@@ -1,0 +1,103 @@
+package paramsync_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/ops"
+	"github.com/commsim/commsim/ops/comm"
+	"github.com/commsim/commsim/ops/paramsync"
+	"github.com/commsim/commsim/sim"
+)
+
+// filled is a buffer of n f32 on each device, rank r's all r+1.
+func filled(t *testing.T, c *sim.Cluster, n int) []hw.Buffer {
+	t.Helper()
+	var out []hw.Buffer
+	for r, d := range c.Devices() {
+		b, err := d.Alloc(hw.F32, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := make([]float32, n)
+		for i := range vals {
+			vals[i] = float32(r + 1)
+		}
+		if err := b.Write(hw.Encode(vals)); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func firstF32(t *testing.T, b hw.Buffer) float32 {
+	t.Helper()
+	raw := make([]byte, b.Len()*4)
+	if err := b.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := hw.ToFloat64s(hw.F32, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float32(vals[0])
+}
+
+// TestAServerAndACommunicatorOnOneWorldKeepTheirMessagesApart: a DDP
+// bucket in flight while a loss all-reduce goes through a communicator on
+// the same world, as a training step does. Rank 0's bucket is launched
+// first, so its messages reach ranks 1-3 before the loss's; sharing the
+// world's tags, the loss's receives took them (a deadlock, or each
+// result holding the other's data).
+func TestAServerAndACommunicatorOnOneWorldKeepTheirMessagesApart(t *testing.T) {
+	c := cluster(t, 4, sim.Config{})
+	s, err := paramsync.Start(c.World(), paramsync.Config{Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cm, err := comm.New(c.World(), comm.Config{Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close()
+	grads, losses := filled(t, c, 64), filled(t, c, 64)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Go(func() {
+			errs[r] = func() error {
+				if err := s.Register(r, []paramsync.Param{{ID: "w", Len: 64, DType: hw.F32}}); err != nil {
+					return err
+				}
+				if r == 0 {
+					if err := s.SubmitGradient(r, "w", grads[r], nil); err != nil {
+						return err
+					}
+				}
+				call := comm.Call{Op: ops.AllReduce, Count: 64, DType: hw.F32, Redop: hw.Sum}
+				if _, err := cm.Do(r, call, hw.Whole(losses[r]), hw.Whole(losses[r])); err != nil {
+					return err
+				}
+				if r != 0 {
+					if err := s.SubmitGradient(r, "w", grads[r], nil); err != nil {
+						return err
+					}
+				}
+				return s.Sync(r)
+			}()
+		})
+	}
+	wg.Wait()
+	for r := range 4 {
+		if errs[r] != nil {
+			t.Fatalf("rank %d: %v", r, errs[r])
+		}
+		if g, l := firstF32(t, grads[r]), firstF32(t, losses[r]); g != 2.5 || l != 10 {
+			t.Errorf("rank %d: averaged gradient %g, want 2.5; summed loss %g, want 10", r, g, l)
+		}
+	}
+}
