@@ -172,6 +172,20 @@ func (s Spec) Validate() error {
 	return nil
 }
 
+// Made says whether plan, made by a planner of the caller's (NCCL's
+// tuner, say) for s, is a plan of s's collective: of its op, ranks, count
+// and dtype. A plan of another would run, on buffers it does not fit.
+func (s Spec) Made(plan *Plan) error {
+	switch {
+	case plan == nil:
+		return fmt.Errorf("ops: the planner gave no plan for %v", s.Op)
+	case plan.Op != s.Op || plan.Ranks != s.Ranks || plan.Count != s.Count || plan.DType != s.withBarrierDType().DType:
+		return fmt.Errorf("ops: the planner gave a plan for %d x %s %v on %d ranks, asked for %d x %s %v on %d",
+			plan.Count, plan.DType, plan.Op, plan.Ranks, s.Count, s.DType, s.Op, s.Ranks)
+	}
+	return nil
+}
+
 // withBarrierDType is s with U8 for a barrier's zero DType: a barrier
 // moves no element, so asking its caller to name their type would only
 // turn a correct call into an error.

@@ -91,17 +91,11 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 // Every run uses the same buffers, so an in-place run reduces what the run
 // before left. runs must be 1 or more.
 func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
-	if err := e.checkArgs(plan, in, out); err != nil {
+	if err := e.CheckRun(plan, in, out); err != nil {
 		return 0, err
 	}
 	if runs < 1 {
 		return 0, fmt.Errorf("ops: run %v: %w: %d runs, want 1 or more", plan.Spec, hw.ErrBadArgument, runs)
-	}
-	if err := plan.validate(); err != nil {
-		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
-	}
-	if err := e.refuseUnsupported(plan); err != nil {
-		return 0, err
 	}
 	if sc, ok := e.driver.(Shortcut); ok && !plan.native {
 		if t, ok := sc.TimeRun(e.w, plan, runs); ok {
@@ -130,50 +124,13 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 			return 0, err
 		}
 	}
-	var failed []rankError
-	var followers []int // ranks that failed only because a peer had
-	var followed error  // the first of their errors, which names the cause
-	deadlock := false
+	rankErrs := make([]error, p)
 	for r := range p {
-		// A rank's own failure, on any of its lanes, outranks a lane
-		// that failed for a peer's.
-		var own, peer error
-		for _, s := range e.lanes[r][:plan.Lanes] {
-			err := s.Synchronize()
-			switch {
-			case err == nil:
-			case errors.Is(err, hw.ErrPeerFailed):
-				peer = cmp.Or(peer, err)
-			default:
-				own = cmp.Or(own, err)
-			}
-		}
-		switch {
-		case own != nil && errors.Is(own, hw.ErrDeadlock):
-			// A deadlock report already lists every blocked stream:
-			// keep one.
-			if !deadlock {
-				failed = append(failed, rankError{r, own})
-			}
-			deadlock = true
-		case own != nil:
-			failed = append(failed, rankError{r, own})
-		case peer != nil:
-			followers = append(followers, r)
-			followed = cmp.Or(followed, peer)
-		}
+		rankErrs[r] = synchronizeLanes(e.lanes[r][:plan.Lanes])
 	}
-	errs := foldAlike(failed)
-	switch {
-	case len(followers) > 0 && len(errs) == 0:
-		// The failure they followed is on none of the ranks' lanes:
-		// the first follower's error names it.
-		errs = append(errs, fmt.Errorf("%w (rank(s) %s failed that way)", followed, joinRanks(followers)))
-	case len(followers) > 0:
-		// Each says which failure reached it first: name them once,
-		// after the failures themselves.
-		errs = append(errs, fmt.Errorf("%w: rank(s) %s, whose peers failed before sending to them",
-			hw.ErrPeerFailed, joinRanks(followers)))
+	var errs []error
+	if err := JoinRankErrors(rankErrs); err != nil {
+		errs = append(errs, err)
 	}
 	for r := range p {
 		if err := e.releaseRetired(r); err != nil {
@@ -226,6 +183,21 @@ func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (
 		}
 	}
 	return starts, ends, nil
+}
+
+// CheckRun returns the error Run would give plan, in and out before it
+// enqueued anything: a malformed plan, one the world's devices cannot run,
+// or a rank's buffers that do not fit it. A caller that enqueues the ranks
+// one by one (package comm) checks them all first, since a rank refused
+// after others were enqueued would leave those waiting for its messages.
+func (e *Executor) CheckRun(plan *Plan, in, out []hw.Slice) error {
+	if err := e.checkArgs(plan, in, out); err != nil {
+		return err
+	}
+	if err := plan.validate(); err != nil {
+		return fmt.Errorf("ops: run %v: %w", plan.Spec, err)
+	}
+	return e.refuseUnsupported(plan)
 }
 
 func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {
@@ -340,17 +312,29 @@ func (e *Executor) Synchronize(rank int) error {
 	if rank < 0 || rank >= len(e.lanes) {
 		return fmt.Errorf("ops: synchronize: rank %d not in 0..%d", rank, len(e.lanes)-1)
 	}
-	var first error
-	for _, s := range e.lanes[rank] {
-		if err := s.Synchronize(); err != nil && first == nil {
-			first = err
-		}
-	}
-	if first != nil {
+	if err := synchronizeLanes(e.lanes[rank]); err != nil {
 		e.dropStreams(rank)
-		return first
+		return err
 	}
 	return e.releaseRetired(rank)
+}
+
+// synchronizeLanes waits for every lane and returns the first of their
+// errors, a rank's own failure before a lane's that failed for a peer's
+// (hw.ErrPeerFailed): the own one names the cause.
+func synchronizeLanes(lanes []hw.Stream) error {
+	var own, peer error
+	for _, s := range lanes {
+		err := s.Synchronize()
+		switch {
+		case err == nil:
+		case errors.Is(err, hw.ErrPeerFailed):
+			peer = cmp.Or(peer, err)
+		default:
+			own = cmp.Or(own, err)
+		}
+	}
+	return cmp.Or(own, peer)
 }
 
 // dropStreams forgets rank's streams and the events recorded on them, so

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/internal/simtest"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 	"github.com/commsim/commsim/topology"
@@ -69,7 +70,7 @@ func (c *procComm) Launch(calls []hw.NativeCall) error {
 		}
 		return c.err
 	}
-	c.err = computeOnHost(c.ranks, c.calls)
+	c.err = simtest.ComputeOnHost(c.ranks, c.calls)
 	c.rounds = append(c.rounds, c.calls)
 	c.calls, c.arrived = nil, 0
 	c.round++

@@ -7,131 +7,10 @@ import (
 	"testing"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/internal/simtest"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/sim"
 )
-
-// libDevice decorates a simulated device with a fake collective library
-// (hostComm) that computes on the host, the way a tracing or NCCL-backed
-// device would decorate one: buffers and streams report the decorator as
-// their device, and capabilities are found through Unwrap.
-type libDevice struct {
-	hw.Device
-	launched *[]hw.NativeCall
-}
-
-func (d *libDevice) Unwrap() hw.Device { return d.Device }
-func (d *libDevice) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
-	b, err := d.Device.Alloc(dt, n)
-	return &libBuffer{Buffer: b, dev: d}, err
-}
-func (d *libDevice) NewStream() (hw.Stream, error) {
-	s, err := d.Device.NewStream()
-	return &libStream{Stream: s, dev: d}, err
-}
-func (d *libDevice) NewNativeComm(devs []hw.Device) (hw.NativeComm, error) {
-	return &hostComm{ranks: len(devs), launched: d.launched}, nil
-}
-
-type libBuffer struct {
-	hw.Buffer
-	dev *libDevice
-}
-
-func (b *libBuffer) Device() hw.Device { return b.dev }
-
-// libStream passes events and waits through; the native path enqueues
-// nothing else.
-type libStream struct {
-	hw.Stream
-	dev *libDevice
-}
-
-func (s *libStream) Device() hw.Device { return s.dev }
-
-// hostComm is a collective library that synchronizes the callers'
-// streams and computes the collective on the host in rank order.
-type hostComm struct {
-	ranks    int
-	launched *[]hw.NativeCall
-}
-
-func (c *hostComm) Ranks() int               { return c.ranks }
-func (c *hostComm) Close() error             { return nil }
-func (c *hostComm) Abort(reason error) error { return reason }
-func (c *hostComm) Launch(calls []hw.NativeCall) error {
-	*c.launched = append(*c.launched, calls...)
-	for _, call := range calls {
-		if err := call.Stream.Synchronize(); err != nil {
-			return err
-		}
-	}
-	return computeOnHost(c.ranks, calls)
-}
-
-// computeOnHost computes the i32 sum collectives of calls, every rank's
-// calls of one launch, reading every input before writing any output.
-func computeOnHost(ranks int, calls []hw.NativeCall) error {
-	sent := map[[2]int][]int32{} // {from, to}
-	inputs := map[int][]int32{}
-	for _, call := range calls {
-		switch call.Op {
-		case hw.NativeSend:
-			sent[[2]int{call.Rank, call.Peer}] = sliceInts(call.Send)
-		case hw.NativeRecv:
-		default:
-			inputs[call.Rank] = sliceInts(call.Send)
-		}
-	}
-	for _, call := range calls {
-		var out []int32
-		n := call.Recv.Len
-		switch call.Op {
-		case hw.NativeAllReduce, hw.NativeReduceScatter:
-			out = make([]int32, n)
-			off := 0
-			if call.Op == hw.NativeReduceScatter {
-				off = call.Rank * n
-			}
-			for q := range ranks {
-				for i := range out {
-					out[i] += inputs[q][off+i]
-				}
-			}
-		case hw.NativeAllGather:
-			for q := range ranks {
-				out = append(out, inputs[q]...)
-			}
-		case hw.NativeBroadcast:
-			out = inputs[call.Peer]
-		case hw.NativeRecv:
-			out = sent[[2]int{call.Peer, call.Rank}]
-		case hw.NativeSend:
-			continue
-		}
-		if err := writeInts(call.Recv, out); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func sliceInts(s hw.Slice) []int32 {
-	all, err := readSlice(hw.Whole(s.Buf))
-	if err != nil {
-		panic(err)
-	}
-	return all[s.Off : s.Off+s.Len]
-}
-
-func writeInts(s hw.Slice, vals []int32) error {
-	if len(vals) != s.Len {
-		return fmt.Errorf("%w: %d values for %d elements", hw.ErrSizeMismatch, len(vals), s.Len)
-	}
-	all := sliceInts(hw.Whole(s.Buf))
-	copy(all[s.Off:], vals)
-	return writeSlice(hw.Whole(s.Buf), all)
-}
 
 // TestNativePlansReachTheLibrary: algorithm native hands each op to the
 // backend's library once per rank and run, in one launch a run, with
@@ -143,7 +22,7 @@ func TestNativePlansReachTheLibrary(t *testing.T) {
 		var launched []hw.NativeCall
 		devs := make([]hw.Device, p)
 		for r, d := range c.Devices() {
-			devs[r] = &libDevice{Device: d, launched: &launched}
+			devs[r] = &simtest.LibDevice{Device: d, Launched: &launched}
 		}
 		w, err := hw.NewWorld(devs)
 		if err != nil {

@@ -1,14 +1,60 @@
 package ops
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/commsim/commsim/hw"
 )
 
 // How a run's failures on many ranks become one error, on one line.
+
+// JoinRankErrors is one error for a run whose rank r failed with errs[r]
+// (nil where it did not), as Run reports it: ranks in order, a deadlock
+// once (its report lists every blocked stream), a cause that several
+// ranks share once with their ranks, at most a few causes spelt out, and
+// the ranks that failed only because a peer had (hw.ErrPeerFailed) named
+// after the failures themselves. It is nil when no rank failed. A
+// communicator that waits for its ranks itself (package comm) reports
+// through it as the executor does.
+func JoinRankErrors(errs []error) error {
+	var failed []rankError
+	var followers []int // ranks that failed only because a peer had
+	var followed error  // the first of their errors, which names the cause
+	deadlock := false
+	for r, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, hw.ErrPeerFailed):
+			followers = append(followers, r)
+			followed = cmp.Or(followed, err)
+		case errors.Is(err, hw.ErrDeadlock):
+			if !deadlock {
+				failed = append(failed, rankError{r, err})
+			}
+			deadlock = true
+		default:
+			failed = append(failed, rankError{r, err})
+		}
+	}
+	folded := foldAlike(failed)
+	switch {
+	case len(followers) > 0 && len(folded) == 0:
+		// The failure they followed is on none of the ranks: the first
+		// follower's error names it.
+		folded = append(folded, fmt.Errorf("%w (rank(s) %s failed that way)", followed, joinRanks(followers)))
+	case len(followers) > 0:
+		// Each says which failure reached it first: name them once,
+		// after the failures themselves.
+		folded = append(folded, fmt.Errorf("%w: rank(s) %s, whose peers failed before sending to them",
+			hw.ErrPeerFailed, joinRanks(followers)))
+	}
+	return joinErrors(folded)
+}
 
 // rankError is how one rank failed.
 type rankError struct {

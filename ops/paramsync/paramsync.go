@@ -429,14 +429,8 @@ func (s *Server) compiled(p Param, spec ops.Spec) (*ops.Plan, error) {
 	var err error
 	switch {
 	case s.cfg.Planner != nil:
-		plan, err = s.cfg.Planner(spec)
-		switch {
-		case err != nil:
-		case plan == nil:
-			err = fmt.Errorf("planner gave no plan for %v", spec.Op)
-		case plan.Op != spec.Op || plan.Ranks != spec.Ranks || plan.Count != spec.Count || plan.DType != spec.DType:
-			err = fmt.Errorf("planner gave a plan for %d x %s %v on %d ranks, asked for %d x %s %v on %d",
-				plan.Count, plan.DType, plan.Op, plan.Ranks, spec.Count, spec.DType, spec.Op, spec.Ranks)
+		if plan, err = s.cfg.Planner(spec); err == nil {
+			err = spec.Made(plan)
 		}
 	case spec.Algo == "auto":
 		plan, _, err = ops.Select(spec, s.cfg.Cost)
