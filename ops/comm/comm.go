@@ -46,7 +46,8 @@ type Config struct {
 	Timeout time.Duration
 	// RunTimeout is the watchdog on a collective that every rank joined:
 	// past it, devices that implement hw.Aborter are aborted and the call
-	// returns a *StuckError naming the ranks that had not finished.
+	// returns a *StuckError naming the ranks that had not finished. It
+	// does not watch algorithm native, which the backend's library runs.
 	RunTimeout time.Duration
 	// Algo is the algorithm for calls that leave Call.Algo empty; default
 	// "auto" when Cost is set, else "ring" for the collectives ring runs
@@ -55,6 +56,11 @@ type Config struct {
 	Algo string
 	// Cost prices plans for "auto".
 	Cost ops.CostModel
+	// Planner, when set, makes every call's plan in place of its
+	// algorithm, which then only names it: nccl.Tuner's Plan, say, runs
+	// each call as NCCL's tuner would (algorithm, protocol and channels
+	// by size), which Algo "nccl-ring" alone does not.
+	Planner func(ops.Spec) (*ops.Plan, error)
 	// Driver puts the collectives on the world's streams; nil is ops'
 	// generic driver. On the simulator, simexec.NewDriver feeds plans as
 	// the streams drain, and times the plans of package nccl as they move
@@ -164,6 +170,8 @@ func (cfg Config) defaultAlgo(op ops.Op) string {
 func checkAlgo(cfg Config) error {
 	known := ops.Algorithms()
 	switch {
+	case cfg.Planner != nil:
+		return nil
 	case cfg.Algo == "auto" && cfg.Cost == nil:
 		return fmt.Errorf("comm: algorithm auto needs Config.Cost")
 	case cfg.Algo == "" || cfg.Algo == "auto" || cfg.Algo == ops.Native || slices.Contains(known, cfg.Algo):
@@ -197,6 +205,14 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
 	if call.Algo == "" {
 		call.Algo = c.cfg.defaultAlgo(call.Op)
 	}
+	// A root or reduction that the op does not read is no disagreement
+	// (NCCL ignores them too), and Call.String would not show it.
+	if !call.Op.Rooted() {
+		call.Root = 0
+	}
+	if !call.Op.Reduces() {
+		call.Redop = 0
+	}
 	if call.Op == ops.Barrier && in.Buf == nil && out.Buf == nil {
 		var err error
 		if in, err = c.emptyOn(rank); err != nil {
@@ -223,8 +239,12 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
 	}
 	if s.err != nil { // the slot already failed (timed out or closed)
 		s.calls[rank] = &call
+		err := s.err
 		c.mu.Unlock()
-		return 0, s.err
+		if timeout := (*TimeoutError)(nil); errors.As(err, &timeout) && slices.Contains(timeout.Missing, rank) {
+			return 0, fmt.Errorf("comm: rank %d came to slot %d after it had timed out: %w", rank, id, err)
+		}
+		return 0, err
 	}
 	s.calls[rank], s.in[rank], s.out[rank] = &call, in, out
 	if err := c.checkCall(call); err != nil {
@@ -311,16 +331,30 @@ func (c *Comm) run(s *slot) (float64, error) {
 	spec := ops.Spec{Op: call.Op, Algo: call.Algo, Ranks: c.w.Size(), Count: call.Count, Root: call.Root, DType: call.DType, Redop: call.Redop}
 	var plan *ops.Plan
 	var err error
-	if spec.Algo == "auto" {
+	switch {
+	case c.cfg.Planner != nil:
+		if plan, err = c.cfg.Planner(spec); err == nil {
+			err = spec.Made(plan)
+		}
+	case spec.Algo == "auto":
 		if c.cfg.Cost == nil {
 			return 0, fmt.Errorf("comm: slot %d: algorithm auto needs Config.Cost", s.id)
 		}
 		plan, _, err = ops.Select(spec, c.cfg.Cost)
-	} else {
+	default:
 		plan, err = ops.Compile(spec)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("comm: slot %d: %w", s.id, err)
+	}
+	if plan.Algo == ops.Native {
+		// The library launches every rank at once (Run), not rank by
+		// rank, and its communicator has no watchdog of this package's.
+		secs, err := c.exec.Run(plan, s.in, s.out)
+		if err != nil {
+			return 0, fmt.Errorf("comm: slot %d: %w", s.id, err)
+		}
+		return secs, nil
 	}
 	return c.watch(s.id, plan, s.in, s.out)
 }
@@ -330,12 +364,24 @@ func (c *Comm) run(s *slot) (float64, error) {
 // finished after Config.RunTimeout, the devices are aborted (hw.Aborter)
 // and a *StuckError names the ranks still running.
 func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice) (float64, error) {
+	if err := c.exec.CheckRun(plan, in, out); err != nil {
+		return 0, fmt.Errorf("comm: slot %d: %w", slot, err)
+	}
 	p := plan.Ranks
 	starts, ends := make([]hw.Event, p), make([]hw.Event, p)
 	for r := range p {
 		var err error
 		if starts[r], ends[r], err = c.exec.EnqueueTimed(plan, r, in[r], out[r]); err != nil {
-			return 0, fmt.Errorf("comm: slot %d: %w", slot, err)
+			err = fmt.Errorf("comm: slot %d: rank %d: %w", slot, r, err)
+			if r > 0 {
+				// The ranks enqueued wait for this one's messages: like a
+				// communicator that ran past its watchdog, this one is done.
+				c.abortAll(err)
+				c.mu.Lock()
+				c.closed = true
+				c.mu.Unlock()
+			}
+			return 0, err
 		}
 	}
 	type done struct {
@@ -349,14 +395,11 @@ func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice) (float64, err
 	timer := time.NewTimer(c.cfg.RunTimeout)
 	defer timer.Stop()
 	ok := make([]bool, p)
-	var errs []error
+	errs := make([]error, p)
 	for n := 0; n < p; n++ {
 		select {
 		case d := <-finished:
-			ok[d.rank] = true
-			if d.err != nil {
-				errs = append(errs, d.err)
-			}
+			ok[d.rank], errs[d.rank] = true, d.err
 		case <-timer.C:
 			stuck := &StuckError{Slot: slot, Op: plan.Spec, After: c.cfg.RunTimeout}
 			for r, fin := range ok {
@@ -373,8 +416,8 @@ func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice) (float64, err
 			return 0, stuck
 		}
 	}
-	if len(errs) > 0 {
-		return 0, fmt.Errorf("comm: slot %d: %w", slot, errors.Join(errs...))
+	if err := ops.JoinRankErrors(errs); err != nil {
+		return 0, fmt.Errorf("comm: slot %d: %w", slot, err)
 	}
 	longest := 0.0
 	for r := range p {
