@@ -38,7 +38,16 @@ func (s Slice) String() string {
 	if s.Buf == nil {
 		return "<nil buffer>"
 	}
-	return fmt.Sprintf("%s[%d:%d] %s", s.Buf.Device().Name(), s.Off, s.Off+s.Len, s.Buf.DType())
+	return fmt.Sprintf("%s[%d:%d] %s", deviceName(s.Buf.Device()), s.Off, s.Off+s.Len, s.Buf.DType())
+}
+
+// deviceName is d's name, or "<nil>": a buffer no device allocated (a
+// backend's zero Buffer) has no device to name.
+func deviceName(d Device) string {
+	if d == nil {
+		return "<nil>"
+	}
+	return d.Name()
 }
 
 // Check reports whether s lies inside its buffer.
@@ -58,7 +67,7 @@ func (s Slice) CheckOn(dev Device) error {
 		return err
 	}
 	if s.Buf.Device() != dev {
-		return fmt.Errorf("%w: buffer on %s used by a stream of %s", ErrBadArgument, s.Buf.Device().Name(), dev.Name())
+		return fmt.Errorf("%w: buffer on %s used by a stream of %s", ErrBadArgument, deviceName(s.Buf.Device()), deviceName(dev))
 	}
 	return nil
 }

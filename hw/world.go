@@ -1,6 +1,7 @@
 package hw
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -51,28 +52,70 @@ func newWorld(devs []Device, fam *worldFamily) (*World, error) {
 	return w, nil
 }
 
-// Size is the number of ranks.
-func (w *World) Size() int { return len(w.devs) }
+// errNotMade is wrapped by the error of a World method called on a World
+// that NewWorld (or a backend's) did not make, such as a nil one from a
+// NewWorld that failed: it has no ranks to act on, so the method refuses
+// rather than crash.
+var errNotMade = errors.New("was not made by its constructor")
 
-// Kind is the backend kind of every device in the world.
-func (w *World) Kind() string { return w.devs[0].Kind() }
+// made refuses a World that newWorld did not make; it always sets family.
+func (w *World) made() error {
+	if w == nil || w.family == nil {
+		return fmt.Errorf("hw: World %w (use hw.NewWorld or a backend's NewWorld)", errNotMade)
+	}
+	return nil
+}
 
-// ID is the world's number within its family (0 for a root world).
-func (w *World) ID() uint32 { return w.id }
+// Size is the number of ranks; 0 for a World not made.
+func (w *World) Size() int {
+	if w == nil {
+		return 0
+	}
+	return len(w.devs)
+}
+
+// Kind is the backend kind of every device in the world; "" for a World
+// not made.
+func (w *World) Kind() string {
+	if w.made() != nil {
+		return ""
+	}
+	return w.devs[0].Kind()
+}
+
+// ID is the world's number within its family (0 for a root world, and for
+// a World not made).
+func (w *World) ID() uint32 {
+	if w == nil {
+		return 0
+	}
+	return w.id
+}
 
 // Device returns the device bound to rank.
 func (w *World) Device(rank int) (Device, error) {
+	if err := w.made(); err != nil {
+		return nil, err
+	}
 	if rank < 0 || rank >= len(w.devs) {
 		return nil, fmt.Errorf("hw: %w: rank %d not in world of %d ranks", ErrBadArgument, rank, len(w.devs))
 	}
 	return w.devs[rank], nil
 }
 
-// Devices returns the devices in rank order.
-func (w *World) Devices() []Device { return slices.Clone(w.devs) }
+// Devices returns the devices in rank order; none for a World not made.
+func (w *World) Devices() []Device {
+	if w == nil {
+		return nil
+	}
+	return slices.Clone(w.devs)
+}
 
 // RankOf returns the rank bound to d.
 func (w *World) RankOf(d Device) (int, bool) {
+	if w == nil {
+		return 0, false
+	}
 	r, ok := w.ranks[d]
 	return r, ok
 }
@@ -81,6 +124,9 @@ func (w *World) RankOf(d Device) (int, bool) {
 // sub-world of color[r], ordered by (key[r], r). A negative color leaves the
 // rank out. Sub-worlds are returned in increasing color order.
 func (w *World) Split(color, key []int) ([]*World, error) {
+	if err := w.made(); err != nil {
+		return nil, err
+	}
 	if len(color) != len(w.devs) || len(key) != len(w.devs) {
 		return nil, fmt.Errorf("hw: split: %w: world has %d ranks, got %d colors and %d keys",
 			ErrSizeMismatch, len(w.devs), len(color), len(key))
@@ -118,10 +164,21 @@ func (w *World) Split(color, key []int) ([]*World, error) {
 // own, as MPI_Comm_dup: the messages of two libraries that each hold a
 // duplicate (a communicator, a gradient server) never match each other's
 // receives, as they would on one world, whose tags they would share.
-func (w *World) Dup() (*World, error) { return newWorld(w.devs, w.family) }
+func (w *World) Dup() (*World, error) {
+	if err := w.made(); err != nil {
+		return nil, err
+	}
+	return newWorld(w.devs, w.family)
+}
 
-// Tag combines the world's id with a caller's tag into the tag a Stream sees.
-func (w *World) Tag(tag uint32) uint64 { return uint64(w.id)<<32 | uint64(tag) }
+// Tag combines the world's id with a caller's tag into the tag a Stream
+// sees; 0 for a World not made.
+func (w *World) Tag(tag uint32) uint64 {
+	if w == nil {
+		return 0
+	}
+	return uint64(w.id)<<32 | uint64(tag)
+}
 
 // Send enqueues on s (a stream of one of the world's devices) a send of src
 // to rank peer.
@@ -144,11 +201,14 @@ func (w *World) Recv(s Stream, peer int, dst Slice, tag uint32) error {
 }
 
 func (w *World) peer(s Stream, peer int) (Device, error) {
+	if err := w.made(); err != nil {
+		return nil, err
+	}
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil stream", ErrBadArgument)
 	}
 	if _, ok := w.ranks[s.Device()]; !ok {
-		return nil, fmt.Errorf("%w: stream's device %s is not in this world", ErrUnknownPeer, s.Device().Name())
+		return nil, fmt.Errorf("%w: stream's device %s is not in this world", ErrUnknownPeer, deviceName(s.Device()))
 	}
 	if peer < 0 || peer >= len(w.devs) {
 		return nil, fmt.Errorf("%w: peer rank %d not in world of %d ranks", ErrUnknownPeer, peer, len(w.devs))
