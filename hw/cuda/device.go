@@ -71,14 +71,38 @@ var (
 func (d *Device) Kind() string { return "cuda" }
 
 // Name is "cuda:gpuG" for a rank that has GPU G to itself and
-// "cuda:gpuG/rR" for virtual rank R on GPU G.
-func (d *Device) Name() string { return d.name }
+// "cuda:gpuG/rR" for virtual rank R on GPU G; "" for a Device not opened.
+func (d *Device) Name() string {
+	if d == nil {
+		return ""
+	}
+	return d.name
+}
 
-// Rank is the device's rank in the world NewWorld made.
-func (d *Device) Rank() int { return d.rank }
+// Rank is the device's rank in the world NewWorld made; 0 for a Device
+// not opened.
+func (d *Device) Rank() int {
+	if d == nil {
+		return 0
+	}
+	return d.rank
+}
 
-// GPU is the ordinal of the device's GPU.
-func (d *Device) GPU() int { return d.g.ordinal }
+// GPU is the ordinal of the device's GPU; 0 for a Device not opened.
+func (d *Device) GPU() int {
+	if d.opened() != nil {
+		return 0
+	}
+	return d.g.ordinal
+}
+
+// opened refuses a Device that NewWorld did not make.
+func (d *Device) opened() error {
+	if d == nil || d.h == nil {
+		return notOpened("Device", "cuda.NewWorld")
+	}
+	return nil
+}
 
 func (d *Device) closedErr(what string) error {
 	if d.h.closed {
@@ -90,6 +114,9 @@ func (d *Device) closedErr(what string) error {
 // Alloc returns a zeroed buffer of n elements of dt in the device's GPU
 // memory. A buffer of 0 elements holds no memory.
 func (d *Device) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
+	if err := d.opened(); err != nil {
+		return nil, err
+	}
 	if err := checkAlloc(d.name, dt, n); err != nil {
 		return nil, err
 	}
@@ -147,6 +174,9 @@ func checkAlloc(name string, dt hw.DType, n int) error {
 // NewStream returns a new stream: a CUDA stream (non-blocking with respect
 // to the null stream) and the goroutine that feeds it.
 func (d *Device) NewStream() (hw.Stream, error) {
+	if err := d.opened(); err != nil {
+		return nil, err
+	}
 	h := d.h
 	h.mu.Lock()
 	err := d.closedErr("new stream")
@@ -180,6 +210,9 @@ func (d *Device) NewStream() (hw.Stream, error) {
 // record and wait on. It holds no CUDA event itself: each Record takes one
 // from a pool (see Event).
 func (d *Device) NewEvent() (hw.Event, error) {
+	if err := d.opened(); err != nil {
+		return nil, err
+	}
 	h := d.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -200,6 +233,9 @@ func (d *Device) NewEvent() (hw.Event, error) {
 // therefore also aborts every open native communicator that includes the
 // device (ncclCommAbort), which ends those kernels on every rank.
 func (d *Device) Abort(reason error) error {
+	if err := d.opened(); err != nil {
+		return err
+	}
 	if reason == nil {
 		reason = errors.New("aborted")
 	}
@@ -241,9 +277,37 @@ type Buffer struct {
 
 var _ hw.Buffer = (*Buffer)(nil)
 
-func (b *Buffer) Device() hw.Device { return b.dev }
-func (b *Buffer) DType() hw.DType   { return b.dt }
-func (b *Buffer) Len() int          { return b.n }
+// opened refuses a Buffer that Device.Alloc did not make.
+func (b *Buffer) opened() error {
+	if b == nil || b.dev == nil {
+		return notOpened("Buffer", "Device.Alloc")
+	}
+	return nil
+}
+
+// Device is the buffer's device; nil for a Buffer not opened.
+func (b *Buffer) Device() hw.Device {
+	if b.opened() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return b.dev
+}
+
+// DType is 0 for a Buffer not opened.
+func (b *Buffer) DType() hw.DType {
+	if b == nil {
+		return 0
+	}
+	return b.dt
+}
+
+// Len is 0 for a Buffer not opened.
+func (b *Buffer) Len() int {
+	if b == nil {
+		return 0
+	}
+	return b.n
+}
 
 // Phantom is false: CUDA buffers always hold data.
 func (b *Buffer) Phantom() bool { return false }
@@ -267,6 +331,9 @@ func (b *Buffer) Read(dst []byte) error {
 }
 
 func (b *Buffer) hostCopy(what string, host []byte, toDevice bool) error {
+	if err := b.opened(); err != nil {
+		return err
+	}
 	d := b.dev
 	h := d.h
 	h.mu.Lock()
@@ -315,6 +382,9 @@ func checkHostCopy(dev, what string, freed bool, n, elems int, dt hw.DType) erro
 // memory); queued work that reaches the buffer afterwards fails with
 // hw.ErrFreed.
 func (b *Buffer) Free() error {
+	if err := b.opened(); err != nil {
+		return err
+	}
 	d := b.dev
 	h := d.h
 	h.mu.Lock()

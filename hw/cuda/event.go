@@ -49,10 +49,29 @@ const (
 	genFailed                  // skipped because its stream failed
 )
 
-// Device is the device that created the event.
-func (e *Event) Device() hw.Device { return e.dev }
+// Device is the device that created the event; nil for an Event not
+// opened.
+func (e *Event) Device() hw.Device {
+	if e.opened() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return e.dev
+}
 
-func (e *Event) String() string { return fmt.Sprintf("event %d of %s", e.id, e.dev.name) }
+// opened refuses an Event that Device.NewEvent did not make.
+func (e *Event) opened() error {
+	if e == nil || e.dev == nil {
+		return notOpened("Event", "Device.NewEvent")
+	}
+	return nil
+}
+
+func (e *Event) String() string {
+	if e.opened() != nil {
+		return "event (not opened)"
+	}
+	return fmt.Sprintf("event %d of %s", e.id, e.dev.name)
+}
 
 // newGen starts a Record's generation; the caller holds the hub lock.
 func (e *Event) newGen() *gen {
@@ -119,9 +138,12 @@ func (g *gen) recycle() {
 // resolution). Either event not recorded, or its latest Record not yet
 // complete on the GPU, gives an error wrapping hw.ErrNotReady.
 func (e *Event) ElapsedSince(start hw.Event) (float64, error) {
+	if err := e.opened(); err != nil {
+		return 0, err
+	}
 	h := e.dev.h
 	s, ok := start.(*Event)
-	if !ok || s == nil || s.dev.h != h {
+	if !ok || s.opened() != nil || s.dev.h != h {
 		return 0, fmt.Errorf("cuda: elapsed: %w: start event is not from this world", hw.ErrBadArgument)
 	}
 	h.mu.Lock()

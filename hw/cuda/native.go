@@ -67,6 +67,9 @@ type NativeComm struct {
 // timeout comes from COMMSIM_NCCL_TIMEOUT (see EnvNCCLTimeout) and can be
 // changed with SetTimeout.
 func (d *Device) NewNativeComm(devs []hw.Device) (hw.NativeComm, error) {
+	if err := d.opened(); err != nil {
+		return nil, err
+	}
 	n, err := d.newNativeComm(devs)
 	if err != nil {
 		return nil, err
@@ -179,15 +182,39 @@ func parseNCCLTimeout(v string) (time.Duration, error) {
 	return 0, fmt.Errorf("%w: %s=%q is not a duration (e.g. 90s or 10m; 0 or off for no limit)", hw.ErrBadArgument, EnvNCCLTimeout, v)
 }
 
-// Ranks is the number of ranks of the communicator, in every process.
-func (n *NativeComm) Ranks() int { return n.comm.Ranks() }
+// opened refuses a NativeComm that NewNativeComm or JoinNative did not
+// make.
+func (n *NativeComm) opened() error {
+	if n == nil || n.h == nil {
+		return notOpened("NativeComm", "Device.NewNativeComm or cuda.JoinNative")
+	}
+	return nil
+}
+
+// Ranks is the number of ranks of the communicator, in every process; 0
+// for a NativeComm not opened.
+func (n *NativeComm) Ranks() int {
+	if n.opened() != nil {
+		return 0
+	}
+	return n.comm.Ranks()
+}
 
 // LocalRanks lists the ranks this process holds, ascending: all of them
-// for Device.NewNativeComm, one for JoinNative.
-func (n *NativeComm) LocalRanks() []int { return n.comm.LocalRanks() }
+// for Device.NewNativeComm, one for JoinNative; none for a NativeComm not
+// opened.
+func (n *NativeComm) LocalRanks() []int {
+	if n.opened() != nil {
+		return nil
+	}
+	return n.comm.LocalRanks()
+}
 
 // Timeout is how long the watchdog lets a collective run (0: no limit).
 func (n *NativeComm) Timeout() time.Duration {
+	if n.opened() != nil {
+		return 0
+	}
 	n.h.mu.Lock()
 	defer n.h.mu.Unlock()
 	return n.timeout
@@ -196,6 +223,9 @@ func (n *NativeComm) Timeout() time.Duration {
 // SetTimeout changes the watchdog's limit for collectives issued from now
 // on; d ≤ 0 means no limit.
 func (n *NativeComm) SetTimeout(d time.Duration) {
+	if n.opened() != nil {
+		return // no collective can be issued on it to time
+	}
 	n.h.mu.Lock()
 	defer n.h.mu.Unlock()
 	n.timeout = max(d, 0)
@@ -233,6 +263,9 @@ func (n *NativeComm) usable() error {
 // cannot be seen; their processes must launch matching calls. Errors wrap
 // the hw sentinels.
 func (n *NativeComm) Launch(calls []hw.NativeCall) error {
+	if err := n.opened(); err != nil {
+		return err
+	}
 	if len(calls) == 0 {
 		return nil
 	}
@@ -262,6 +295,9 @@ func (n *NativeComm) Launch(calls []hw.NativeCall) error {
 // (its streams are deadlocked) it is failed, and the error says so. Close
 // after Abort, or a second Close, returns nil.
 func (n *NativeComm) Close() error {
+	if err := n.opened(); err != nil {
+		return err
+	}
 	h := n.h
 	h.mu.Lock()
 	if n.closed {
@@ -302,6 +338,9 @@ func (n *NativeComm) Close() error {
 // devices calls it too. A second Abort, or one after Close, does nothing
 // more.
 func (n *NativeComm) Abort(reason error) error {
+	if err := n.opened(); err != nil {
+		return err
+	}
 	if reason == nil {
 		reason = errors.New("aborted")
 	}
@@ -410,8 +449,11 @@ func (n *NativeComm) mapCall(c hw.NativeCall) (NCCLCall, *Stream, []*Buffer, err
 		return k, nil, nil, fmt.Errorf("%w: rank %d is held by another process (this process holds %s)", hw.ErrBadArgument, c.Rank, n.comm.describeRanks())
 	}
 	s, ok := c.Stream.(*Stream)
-	if !ok || s == nil {
+	if !ok {
 		return k, nil, nil, fmt.Errorf("%w: stream %T is not a stream of the cuda backend", hw.ErrBadArgument, c.Stream)
+	}
+	if err := s.opened(); err != nil {
+		return k, nil, nil, fmt.Errorf("%w: %w", hw.ErrBadArgument, err)
 	}
 	if s.dev != dev {
 		return k, nil, nil, fmt.Errorf("%w: the stream belongs to %s, but rank %d is %s", hw.ErrBadArgument, s.dev.name, c.Rank, dev.name)

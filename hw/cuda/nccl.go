@@ -401,15 +401,28 @@ func (c *NCCLComm) sortRanks() {
 	}
 }
 
-// Ranks is the size of the communicator, local ranks or not.
-func (c *NCCLComm) Ranks() int { return c.nranks }
+// Ranks is the size of the communicator, local ranks or not (0 if not opened).
+func (c *NCCLComm) Ranks() int {
+	if c == nil {
+		return 0
+	}
+	return c.nranks
+}
 
-// LocalRanks lists the ranks this process holds, ascending.
-func (c *NCCLComm) LocalRanks() []int { return slices.Clone(c.ranks) }
+// LocalRanks lists the ranks this process holds, ascending (none if not opened).
+func (c *NCCLComm) LocalRanks() []int {
+	if c == nil {
+		return nil
+	}
+	return slices.Clone(c.ranks)
+}
 
 // Device is the CUDA ordinal of a local rank, or -1 when it was the
 // thread's current device at NCCLInitRank(s) and is not recorded.
 func (c *NCCLComm) Device(rank int) (int, error) {
+	if err := c.opened(); err != nil {
+		return 0, err
+	}
 	i, err := c.local(rank)
 	if err != nil {
 		return 0, err
@@ -424,7 +437,12 @@ func (c *NCCLComm) local(rank int) (int, error) {
 	return 0, fmt.Errorf("nccl: %w: rank %d is not held by this process (local ranks %v of %d)", hw.ErrBadArgument, rank, c.ranks, c.nranks)
 }
 
+// isClosed is also where the calls that issue work refuse an NCCLComm not
+// opened.
 func (c *NCCLComm) isClosed() error {
+	if err := c.opened(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed
@@ -694,6 +712,9 @@ func (c *NCCLComm) AsyncError() error {
 // pollAsync is AsyncError, and whether some local rank is still in
 // progress.
 func (c *NCCLComm) pollAsync() (inProgress bool, err error) {
+	if err := c.opened(); err != nil {
+		return false, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed != nil {
@@ -727,6 +748,9 @@ func (c *NCCLComm) pollAsync() (inProgress bool, err error) {
 // do not wait on each other). Later calls return ErrNCCLClosed; a second
 // Destroy or one after Abort returns nil.
 func (c *NCCLComm) Destroy() error {
+	if err := c.opened(); err != nil {
+		return err
+	}
 	return c.close("ncclCommDestroy", fmt.Errorf("nccl: %w (destroyed)", ErrNCCLClosed), c.lib.commDestroy)
 }
 
@@ -736,6 +760,9 @@ func (c *NCCLComm) Destroy() error {
 // may be called while another goroutine is blocked inside NCCL. A second
 // Abort or one after Destroy returns nil.
 func (c *NCCLComm) Abort() error {
+	if err := c.opened(); err != nil {
+		return err
+	}
 	return c.close("ncclCommAbort", fmt.Errorf("nccl: %w (aborted)", ErrNCCLClosed), c.lib.commAbort)
 }
 

@@ -93,6 +93,9 @@ type NCCLError struct {
 }
 
 func (e *NCCLError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	s := fmt.Sprintf("nccl: %s: ncclResult %d: %s", e.Call, e.Result, e.Text)
 	if e.Detail != "" {
 		s += ": " + e.Detail
@@ -102,7 +105,7 @@ func (e *NCCLError) Error() string {
 
 // Is makes an ncclTimeout result match ErrNCCLTimeout.
 func (e *NCCLError) Is(target error) bool {
-	return target == ErrNCCLTimeout && ncclResult(e.Result) == ncclTimeout
+	return e != nil && target == ErrNCCLTimeout && ncclResult(e.Result) == ncclTimeout
 }
 
 // ncclDataType_t values.

@@ -267,12 +267,20 @@ func (r Rendezvous) Listen(ctx context.Context) (*RendezvousServer, error) {
 }
 
 // Addr is the address the server listens on, with the real port when
-// Rendezvous.Addr asked for port 0.
-func (s *RendezvousServer) Addr() string { return s.ln.Addr().String() }
+// Rendezvous.Addr asked for port 0; "" for a server not opened.
+func (s *RendezvousServer) Addr() string {
+	if s.opened() != nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
 
 // Close stops listening and drops every open connection. It is safe to call
 // more than once and after Serve returned.
 func (s *RendezvousServer) Close() error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	err := s.ln.Close()
 	s.mu.Lock()
 	for c := range s.conns {
@@ -299,6 +307,9 @@ type rdvJoin struct {
 // first, the error names how many and which ranks joined, lists the refusals,
 // and wraps context.DeadlineExceeded (or ctx's error).
 func (s *RendezvousServer) Serve(ctx context.Context, payload []byte) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	if len(payload) < 1 || len(payload) > rdvMaxPayload {
 		s.Close()
 		return fmt.Errorf("rendezvous: %w: payload length %d outside [1, %d]", hw.ErrBadArgument, len(payload), rdvMaxPayload)

@@ -38,8 +38,21 @@ type Stream struct {
 
 var _ hw.Stream = (*Stream)(nil)
 
-// Device is the stream's device.
-func (s *Stream) Device() hw.Device { return s.dev }
+// Device is the stream's device; nil for a Stream not opened.
+func (s *Stream) Device() hw.Device {
+	if s.opened() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return s.dev
+}
+
+// opened refuses a Stream that Device.NewStream did not make.
+func (s *Stream) opened() error {
+	if s == nil || s.dev == nil {
+		return notOpened("Stream", "Device.NewStream")
+	}
+	return nil
+}
 
 type opKind uint8
 
@@ -115,6 +128,9 @@ func (s *Stream) lock() func() {
 
 // Copy enqueues dst = src (a device-to-device copy).
 func (s *Stream) Copy(dst, src hw.Slice) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	defer s.lock()()
 	if err := checkPair(s.dev, "copy", dst, src); err != nil {
 		return err
@@ -124,6 +140,9 @@ func (s *Stream) Copy(dst, src hw.Slice) error {
 
 // Reduce enqueues dst = op(dst, src) with the reduce kernel of the dtype.
 func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	defer s.lock()()
 	if err := checkReduceOp(s.dev.name, rop); err != nil {
 		return err
@@ -136,6 +155,9 @@ func (s *Stream) Reduce(rop hw.ReduceOp, dst, src hw.Slice) error {
 
 // Divide enqueues dst = dst / n with the divide kernel of the dtype.
 func (s *Stream) Divide(dst hw.Slice, n int) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	defer s.lock()()
 	if n < 1 {
 		return fmt.Errorf("cuda: %s: divide: %w: divisor %d < 1", s.dev.name, hw.ErrBadArgument, n)
@@ -150,6 +172,9 @@ func (s *Stream) Divide(dst hw.Slice, n int) error {
 // staging block and posted to peer's mailbox, whether or not peer has
 // enqueued its Recv.
 func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	defer s.lock()()
 	p, err := checkPeer(s.dev, "send", peer)
 	if err != nil {
@@ -163,6 +188,9 @@ func (s *Stream) Send(src hw.Slice, peer hw.Device, tag uint64) error {
 
 // Recv enqueues a receive into dst of the next message from peer with tag.
 func (s *Stream) Recv(dst hw.Slice, peer hw.Device, tag uint64) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	defer s.lock()()
 	p, err := checkPeer(s.dev, "recv", peer)
 	if err != nil {
@@ -176,6 +204,9 @@ func (s *Stream) Recv(dst hw.Slice, peer hw.Device, tag uint64) error {
 
 // Record enqueues a Record of ev: a new generation of it (see Event).
 func (s *Stream) Record(ev hw.Event) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	defer s.lock()()
 	e, err := checkEvent(s.dev, "record", ev)
 	if err != nil {
@@ -190,6 +221,9 @@ func (s *Stream) Record(ev hw.Event) error {
 // Wait enqueues a wait for the latest Record of ev enqueued so far; if ev
 // was never recorded, it does not wait.
 func (s *Stream) Wait(ev hw.Event) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	defer s.lock()()
 	e, err := checkEvent(s.dev, "wait", ev)
 	if err != nil {
@@ -233,6 +267,9 @@ func (s *Stream) enqueueHost(label string, fn func(stream uintptr) error) error 
 // watchdog, so a collective that fails or times out on the GPU fails the
 // stream rather than leaving garbage behind a success.
 func (s *Stream) Synchronize() error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	h := s.dev.h
 	h.mu.Lock()
 	target := s.enqueued
@@ -337,7 +374,7 @@ func checkPeer(dev *Device, what string, peer hw.Device) (*Device, error) {
 // checkEvent accepts an event of the same world.
 func checkEvent(dev *Device, what string, ev hw.Event) (*Event, error) {
 	e, ok := ev.(*Event)
-	if !ok || e == nil || e.dev.h != dev.h {
+	if !ok || e.opened() != nil || e.dev.h != dev.h {
 		return nil, fmt.Errorf("cuda: %s: %s: %w: event is not from this world", dev.name, what, hw.ErrBadArgument)
 	}
 	return e, nil

@@ -427,6 +427,9 @@ type DeadlockError struct {
 type BlockedStream = hw.BlockedStream
 
 func (e *DeadlockError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cuda: deadlock: %d stream(s) can never finish:", len(e.Blocked))
 	for _, s := range e.Blocked {
