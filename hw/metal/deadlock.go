@@ -22,6 +22,9 @@ type DeadlockError struct {
 type BlockedStream = hw.BlockedStream
 
 func (e *DeadlockError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "metal: deadlock: %d stream(s) wait for work no stream will do (unchanged for %v):", len(e.Blocked), e.After)
 	for _, s := range e.Blocked {

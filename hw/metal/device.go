@@ -160,11 +160,31 @@ var (
 // Kind is "metal".
 func (d *Device) Kind() string { return "metal" }
 
-// Name is "metal:gpu0/r" followed by the rank.
-func (d *Device) Name() string { return d.name }
+// Name is "metal:gpu0/r" followed by the rank; "" for a Device not
+// opened.
+func (d *Device) Name() string {
+	if d == nil {
+		return ""
+	}
+	return d.name
+}
 
-// Rank is the device's virtual rank in the world NewWorld made.
-func (d *Device) Rank() int { return d.rank }
+// Rank is the device's virtual rank in the world NewWorld made; 0 for a
+// Device not opened.
+func (d *Device) Rank() int {
+	if d == nil {
+		return 0
+	}
+	return d.rank
+}
+
+// opened refuses a Device that NewWorld did not make.
+func (d *Device) opened() error {
+	if d == nil || d.c == nil {
+		return notOpened("Device", "metal.NewWorld")
+	}
+	return nil
+}
 
 // usable reports why the device cannot take calls. Callers hold c.mu.
 func (d *Device) usable(what string) error {
@@ -179,6 +199,9 @@ func (d *Device) usable(what string) error {
 
 // Alloc returns a zeroed buffer in shared storage. f64 is refused (ErrF64).
 func (d *Device) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
+	if err := d.opened(); err != nil {
+		return nil, err
+	}
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -207,6 +230,9 @@ func (d *Device) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
 // NewStream returns a stream with its own command queue, shared event,
 // worker and completer.
 func (d *Device) NewStream() (hw.Stream, error) {
+	if err := d.opened(); err != nil {
+		return nil, err
+	}
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -233,6 +259,9 @@ func (d *Device) NewStream() (hw.Stream, error) {
 // NewEvent returns an event that any stream of the world can record and
 // wait on.
 func (d *Device) NewEvent() (hw.Event, error) {
+	if err := d.opened(); err != nil {
+		return nil, err
+	}
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -251,6 +280,9 @@ func (d *Device) NewEvent() (hw.Event, error) {
 // committed) and are released by the completers. The device takes no more
 // work; close the world to free it.
 func (d *Device) Abort(reason error) error {
+	if err := d.opened(); err != nil {
+		return err
+	}
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -286,9 +318,37 @@ type Buffer struct {
 
 var _ hw.Buffer = (*Buffer)(nil)
 
-func (b *Buffer) Device() hw.Device { return b.dev }
-func (b *Buffer) DType() hw.DType   { return b.dt }
-func (b *Buffer) Len() int          { return b.n }
+// opened refuses a Buffer that Device.Alloc did not make.
+func (b *Buffer) opened() error {
+	if b == nil || b.dev == nil {
+		return notOpened("Buffer", "Device.Alloc")
+	}
+	return nil
+}
+
+// Device is the buffer's device; nil for a Buffer not opened.
+func (b *Buffer) Device() hw.Device {
+	if b.opened() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return b.dev
+}
+
+// DType is 0 for a Buffer not opened.
+func (b *Buffer) DType() hw.DType {
+	if b == nil {
+		return 0
+	}
+	return b.dt
+}
+
+// Len is 0 for a Buffer not opened.
+func (b *Buffer) Len() int {
+	if b == nil {
+		return 0
+	}
+	return b.n
+}
 
 // Phantom is false: Metal buffers always hold data.
 func (b *Buffer) Phantom() bool { return false }
@@ -297,6 +357,9 @@ func (b *Buffer) Phantom() bool { return false }
 // sees only completed GPU work: synchronize the streams that use the
 // buffer first, or the GPU may overwrite what was written.
 func (b *Buffer) Write(src []byte) error {
+	if err := b.opened(); err != nil {
+		return err
+	}
 	c := b.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -310,6 +373,9 @@ func (b *Buffer) Write(src []byte) error {
 // Read copies the buffer into dst with the CPU. It sees only GPU work that
 // has completed: synchronize first.
 func (b *Buffer) Read(dst []byte) error {
+	if err := b.opened(); err != nil {
+		return err
+	}
 	c := b.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -337,6 +403,9 @@ func (b *Buffer) hostAccess(what string, n int) error {
 // alive until they finish (Metal retains what they use); operations still
 // queued that name it fail with hw.ErrFreed.
 func (b *Buffer) Free() error {
+	if err := b.opened(); err != nil {
+		return err
+	}
 	c := b.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -366,17 +435,35 @@ type Event struct {
 
 var _ hw.Event = (*Event)(nil)
 
-func (e *Event) Device() hw.Device { return e.dev }
+// opened refuses an Event that Device.NewEvent did not make.
+func (e *Event) opened() error {
+	if e == nil || e.dev == nil {
+		return notOpened("Event", "Device.NewEvent")
+	}
+	return nil
+}
+
+// Device is the device that created the event; nil for an Event not
+// opened.
+func (e *Event) Device() hw.Device {
+	if e.opened() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return e.dev
+}
 
 // ElapsedSince returns the seconds between the GPU end times of the
 // command buffers that completed start's and e's latest Records (see the
 // package doc for the clock and its resolution).
 func (e *Event) ElapsedSince(start hw.Event) (float64, error) {
+	if err := e.opened(); err != nil {
+		return 0, err
+	}
 	c := e.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := start.(*Event)
-	if !ok || s == nil || s.dev.c != c {
+	if !ok || s.opened() != nil || s.dev.c != c {
 		return 0, fmt.Errorf("metal: elapsed: %w: start event is not from this world", hw.ErrBadArgument)
 	}
 	for _, ev := range []*Event{s, e} {

@@ -107,11 +107,29 @@ type Stream struct {
 
 var _ hw.Stream = (*Stream)(nil)
 
-// Device is the stream's device.
-func (s *Stream) Device() hw.Device { return s.dev }
+// opened refuses a Stream that Device.NewStream did not make.
+func (s *Stream) opened() error {
+	if s == nil || s.dev == nil {
+		return notOpened("Stream", "Device.NewStream")
+	}
+	return nil
+}
 
-// ID numbers the stream within its world.
-func (s *Stream) ID() int { return s.id }
+// Device is the stream's device; nil for a Stream not opened.
+func (s *Stream) Device() hw.Device {
+	if s.opened() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return s.dev
+}
+
+// ID numbers the stream within its world; 0 for a Stream not opened.
+func (s *Stream) ID() int {
+	if s == nil {
+		return 0
+	}
+	return s.id
+}
 
 // enqueue appends o. Callers hold c.mu and have checked the arguments.
 func (s *Stream) enqueue(o *op) error {
@@ -170,7 +188,7 @@ func (s *Stream) checkPeer(what string, peer hw.Device) (*Device, error) {
 
 func (s *Stream) checkEvent(what string, ev hw.Event) (*Event, error) {
 	e, ok := ev.(*Event)
-	if !ok || e == nil || e.dev.c != s.dev.c {
+	if !ok || e.opened() != nil || e.dev.c != s.dev.c {
 		return nil, fmt.Errorf("metal: %s: %s: %w: event is not from this world", s.dev.name, what, hw.ErrBadArgument)
 	}
 	return e, nil
@@ -178,6 +196,9 @@ func (s *Stream) checkEvent(what string, ev hw.Event) (*Event, error) {
 
 // lock takes the world's lock and checks that the device takes work.
 func (s *Stream) lock(what string) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	s.dev.c.mu.Lock()
 	if err := s.dev.usable(what); err != nil {
 		s.dev.c.mu.Unlock()
@@ -302,6 +323,9 @@ func (s *Stream) Wait(ev hw.Event) error {
 // GPU and returns the stream's first failure. After Abort it returns the
 // abort error at once; if the world deadlocks it returns a *DeadlockError.
 func (s *Stream) Synchronize() error {
+	if err := s.opened(); err != nil {
+		return err
+	}
 	c := s.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
