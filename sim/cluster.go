@@ -108,6 +108,25 @@ type route struct {
 	latency Time
 }
 
+// errNotMade is wrapped by the error of every method called on a value
+// this package did not make, such as a nil *Stream or a zero Cluster: it
+// has no cluster, clock or lock behind it, so the method refuses rather
+// than crash.
+var errNotMade = errors.New("was not made by its constructor")
+
+// notMade is the error for a value of type typ that ctor did not make.
+func notMade(typ, ctor string) error {
+	return fmt.Errorf("sim: %s %w (use %s)", typ, errNotMade, ctor)
+}
+
+// made refuses a Cluster that NewCluster did not make.
+func (c *Cluster) made() error {
+	if c == nil || c.topo == nil {
+		return notMade("Cluster", "sim.NewCluster")
+	}
+	return nil
+}
+
 // NewCluster builds a simulated cluster over topo.
 func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
 	if topo == nil {
@@ -166,14 +185,28 @@ func (c *Cluster) World() *hw.World {
 	return c.world
 }
 
-// Devices returns the devices in rank order.
-func (c *Cluster) Devices() []*Device { return append([]*Device(nil), c.devices...) }
+// Devices returns the devices in rank order; none for a Cluster not made.
+func (c *Cluster) Devices() []*Device {
+	if c == nil {
+		return nil
+	}
+	return append([]*Device(nil), c.devices...)
+}
 
-// Topology is the fabric the cluster simulates.
-func (c *Cluster) Topology() *topology.Topology { return c.topo }
+// Topology is the fabric the cluster simulates; nil for a Cluster not
+// made.
+func (c *Cluster) Topology() *topology.Topology {
+	if c == nil {
+		return nil
+	}
+	return c.topo
+}
 
 // Now is the current simulated time.
 func (c *Cluster) Now() Time {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.eng.now
@@ -181,6 +214,9 @@ func (c *Cluster) Now() Time {
 
 // EventsFired counts the simulator events processed so far.
 func (c *Cluster) EventsFired() uint64 {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.eng.fired
@@ -191,6 +227,9 @@ func (c *Cluster) EventsFired() uint64 {
 // horizon, a deadlock error if streams still hold work that can never
 // start, and otherwise the first stream failure, if any.
 func (c *Cluster) Run() error {
+	if err := c.made(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -217,6 +256,9 @@ func (c *Cluster) Run() error {
 // last instants of finished flows) runs out first. A cluster whose
 // streams have work left, or have failed, is not rewound.
 func (c *Cluster) Rewind() error {
+	if err := c.made(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -245,13 +287,16 @@ func (c *Cluster) Rewind() error {
 // the outset. It returns the event's failure if its Record was skipped,
 // and the failure of the stuck work if none can complete.
 func (c *Cluster) RunUntilAny(events ...*Event) error {
+	if err := c.made(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return fmt.Errorf("sim: run: %w", hw.ErrClosed)
 	}
 	for _, e := range events {
-		if e == nil || e.dev.c != c {
+		if e.made() != nil || e.dev.c != c {
 			return fmt.Errorf("sim: run: %w: an event that is not from this cluster", hw.ErrBadArgument)
 		}
 		if e.enqueued == 0 {
@@ -279,6 +324,9 @@ func (c *Cluster) RunUntilAny(events ...*Event) error {
 // Close releases every buffer. Later calls on the cluster or its devices
 // return hw.ErrClosed.
 func (c *Cluster) Close() error {
+	if err := c.made(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -413,6 +461,9 @@ type LinkUse struct {
 // LinkUsage lists the bytes carried by every link direction that carried
 // any, in edge order.
 func (c *Cluster) LinkUsage() []LinkUse {
+	if c == nil {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []LinkUse

@@ -31,17 +31,46 @@ var _ hw.Device = (*Device)(nil)
 // Kind is "sim".
 func (d *Device) Kind() string { return "sim" }
 
-// Name is "sim:" followed by the topology node's name.
-func (d *Device) Name() string { return d.name }
+// Name is "sim:" followed by the topology node's name; "" for a Device
+// not made.
+func (d *Device) Name() string {
+	if d == nil {
+		return ""
+	}
+	return d.name
+}
 
-// Rank is the device's rank in the cluster's world.
-func (d *Device) Rank() int { return d.rank }
+// Rank is the device's rank in the cluster's world; 0 for a Device not
+// made.
+func (d *Device) Rank() int {
+	if d == nil {
+		return 0
+	}
+	return d.rank
+}
 
-// Node is the device's node index in the topology.
-func (d *Device) Node() int { return d.node }
+// Node is the device's node index in the topology; 0 for a Device not
+// made.
+func (d *Device) Node() int {
+	if d == nil {
+		return 0
+	}
+	return d.node
+}
+
+// made refuses a Device that NewCluster did not make.
+func (d *Device) made() error {
+	if d == nil || d.c == nil {
+		return notMade("Device", "sim.NewCluster")
+	}
+	return nil
+}
 
 // Alloc returns a zeroed buffer, or a phantom one in timing-only mode.
 func (d *Device) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
+	if err := d.made(); err != nil {
+		return nil, err
+	}
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -73,6 +102,9 @@ func (d *Device) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
 
 // NewStream returns a new stream on the device.
 func (d *Device) NewStream() (hw.Stream, error) {
+	if err := d.made(); err != nil {
+		return nil, err
+	}
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -89,6 +121,9 @@ func (d *Device) NewStream() (hw.Stream, error) {
 
 // NewEvent returns a new event.
 func (d *Device) NewEvent() (hw.Event, error) {
+	if err := d.made(); err != nil {
+		return nil, err
+	}
 	c := d.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -111,13 +146,46 @@ type Buffer struct {
 
 var _ hw.Buffer = (*Buffer)(nil)
 
-func (b *Buffer) Device() hw.Device { return b.dev }
-func (b *Buffer) DType() hw.DType   { return b.dt }
-func (b *Buffer) Len() int          { return b.n }
-func (b *Buffer) Phantom() bool     { return b.dev.c.cfg.TimingOnly }
+// made refuses a Buffer that Device.Alloc did not make.
+func (b *Buffer) made() error {
+	if b == nil || b.dev == nil {
+		return notMade("Buffer", "Device.Alloc")
+	}
+	return nil
+}
+
+// Device is the buffer's device; nil for a Buffer not made.
+func (b *Buffer) Device() hw.Device {
+	if b.made() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return b.dev
+}
+
+// DType is 0 for a Buffer not made.
+func (b *Buffer) DType() hw.DType {
+	if b == nil {
+		return 0
+	}
+	return b.dt
+}
+
+// Len is 0 for a Buffer not made.
+func (b *Buffer) Len() int {
+	if b == nil {
+		return 0
+	}
+	return b.n
+}
+
+// Phantom is false for a Buffer not made: it has no timing-only cluster.
+func (b *Buffer) Phantom() bool { return b.made() == nil && b.dev.c.cfg.TimingOnly }
 
 // Write copies host bytes into the buffer.
 func (b *Buffer) Write(src []byte) error {
+	if err := b.made(); err != nil {
+		return err
+	}
 	c := b.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -130,6 +198,9 @@ func (b *Buffer) Write(src []byte) error {
 
 // Read copies the buffer to host bytes.
 func (b *Buffer) Read(dst []byte) error {
+	if err := b.made(); err != nil {
+		return err
+	}
 	c := b.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -157,6 +228,9 @@ func (b *Buffer) hostAccess(what string, n int) error {
 
 // Free releases the buffer's memory.
 func (b *Buffer) Free() error {
+	if err := b.made(); err != nil {
+		return err
+	}
 	c := b.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -183,15 +257,33 @@ type Event struct {
 
 var _ hw.Event = (*Event)(nil)
 
-func (e *Event) Device() hw.Device { return e.dev }
+// made refuses an Event that Device.NewEvent did not make.
+func (e *Event) made() error {
+	if e == nil || e.dev == nil {
+		return notMade("Event", "Device.NewEvent")
+	}
+	return nil
+}
+
+// Device is the device that created the event; nil for an Event not
+// made.
+func (e *Event) Device() hw.Device {
+	if e.made() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return e.dev
+}
 
 // ElapsedSince returns the simulated seconds from start to e.
 func (e *Event) ElapsedSince(start hw.Event) (float64, error) {
+	if err := e.made(); err != nil {
+		return 0, err
+	}
 	c := e.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := start.(*Event)
-	if !ok || s == nil || s.dev.c != c {
+	if !ok || s.made() != nil || s.dev.c != c {
 		return 0, fmt.Errorf("sim: elapsed: %w: start event is not from this cluster", hw.ErrBadArgument)
 	}
 	for _, ev := range []*Event{s, e} {
@@ -204,6 +296,9 @@ func (e *Event) ElapsedSince(start hw.Event) (float64, error) {
 
 // Time is the simulated time of the event's latest completed Record.
 func (e *Event) Time() (Time, error) {
+	if err := e.made(); err != nil {
+		return 0, err
+	}
 	c := e.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -197,6 +197,9 @@ func (e *faultEvent) fire(now Time, _ uint64) {
 // simulation has not reached: a run that ended before a fault's time
 // never saw it.
 func (c *Cluster) Unfired() []Fault {
+	if c == nil {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Fault
@@ -212,6 +215,9 @@ func (c *Cluster) Unfired() []Fault {
 // a fault in the past is an error, and so is one that conflicts with a
 // fault injected before (see conflict).
 func (c *Cluster) Inject(f Fault) error {
+	if err := c.made(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -413,6 +419,9 @@ func (c *Cluster) logf(now Time, format string, args ...any) {
 // FaultLog lists, in order, every fault applied and what it caused
 // (reroutes, failed transfers).
 func (c *Cluster) FaultLog() []string {
+	if c == nil {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.faultLog...)

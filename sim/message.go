@@ -158,6 +158,9 @@ type DeadlockError struct {
 type BlockedStream = hw.BlockedStream
 
 func (e *DeadlockError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	msg := fmt.Sprintf("sim: deadlock at %v: %d stream(s) can never finish:", e.At, len(e.Blocked))
 	for _, b := range e.Blocked {
 		msg += fmt.Sprintf("\n  rank %d (%s) stream %d blocked at op #%d: %s (%d more queued)", b.Rank, b.Device, b.Stream, b.Op, b.Waiting, b.Pending)

@@ -68,6 +68,9 @@ const (
 // exists. A mirror left with work by a failed run is replaced. The
 // mirror's clock is set to the cluster's each time it is handed out.
 func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err error) {
+	if err := c.made(); err != nil {
+		return nil, 0, false, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -95,6 +98,9 @@ func (c *Cluster) Mirror(g Renaming) (mirror *Cluster, block int, ok bool, err e
 // of Mirror's block map onto itself (NCCL's rings, whose way through a
 // node alternates from node to node) mirrors there.
 func (c *Cluster) MirrorBy(block int) (mc *Cluster, ok bool, err error) {
+	if err := c.made(); err != nil {
+		return nil, false, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

@@ -42,11 +42,29 @@ var _ hw.Stream = (*Stream)(nil)
 // computeDone is the event generation that ends a Compute (kicks use 0).
 const computeDone = 1
 
-// Device is the stream's device.
-func (s *Stream) Device() hw.Device { return s.dev }
+// made refuses a Stream that Device.NewStream did not make.
+func (s *Stream) made() error {
+	if s == nil || s.dev == nil {
+		return notMade("Stream", "Device.NewStream")
+	}
+	return nil
+}
 
-// ID numbers the stream within its cluster.
-func (s *Stream) ID() int { return s.id }
+// Device is the stream's device; nil for a Stream not made.
+func (s *Stream) Device() hw.Device {
+	if s.made() != nil {
+		return nil // not a typed nil, which would compare != nil
+	}
+	return s.dev
+}
+
+// ID numbers the stream within its cluster; 0 for a Stream not made.
+func (s *Stream) ID() int {
+	if s == nil {
+		return 0
+	}
+	return s.id
+}
 
 // enqueue checks o as the Stream method of its kind does, and queues it.
 // The caller holds the cluster's lock.
@@ -134,7 +152,7 @@ func (s *Stream) prepare(q *op, o *Op) error {
 		if e == nil {
 			return fmt.Errorf("sim: %s: %s: %w: nil event (or not the simulator's)", s.dev.name, what, hw.ErrBadArgument)
 		}
-		if e.dev.c != s.dev.c {
+		if e.made() != nil || e.dev.c != s.dev.c {
 			return fmt.Errorf("sim: %s: %s: %w: event is not from this cluster", s.dev.name, what, hw.ErrBadArgument)
 		}
 		if o.Kind == OpRecord {
@@ -221,8 +239,12 @@ func (s *Stream) checkPair(what string, dst, src hw.Slice) error {
 	return nil
 }
 
-// locked runs f with the cluster's lock held.
+// locked runs f with the cluster's lock held; it is where the Stream
+// methods refuse a Stream not made.
 func (s *Stream) locked(f func() error) error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	c := s.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -312,6 +334,9 @@ func (s *Stream) Compute(seconds float64, label string) error {
 // returns its first failure, or a deadlock error if it can never empty, or
 // an error wrapping ErrHorizon if it would empty only past the horizon.
 func (s *Stream) Synchronize() error {
+	if err := s.made(); err != nil {
+		return err
+	}
 	c := s.dev.c
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -82,7 +82,7 @@ func (s *Stream) prepareSwitch(q *op, o *Op) error {
 		}
 		b, ok := m.Buf.(*Buffer)
 		switch {
-		case !ok || b.dev.c != s.dev.c:
+		case !ok || b.made() != nil || b.dev.c != s.dev.c:
 			return bad(fmt.Errorf("member %d: %w: its buffer is not on a device of this cluster", i, hw.ErrUnknownPeer))
 		case b.freed:
 			return bad(fmt.Errorf("member %d: %w", i, hw.ErrFreed))

@@ -20,6 +20,9 @@ import (
 // Config.Symmetry, timing-only, untraced, unseeded, free of faults and
 // idle).
 func (c *Cluster) Thinned(k int) (thinned *Cluster, ok bool, err error) {
+	if err := c.made(); err != nil {
+		return nil, false, err
+	}
 	if k < 1 {
 		return nil, false, fmt.Errorf("sim: thinned: %w: divisor %d", hw.ErrBadArgument, k)
 	}
@@ -42,6 +45,9 @@ func (c *Cluster) Thinned(k int) (thinned *Cluster, ok bool, err error) {
 // for each. ok is false where Thinned's would be, and where perm does
 // not fold the fabric so.
 func (c *Cluster) Rotated(perm []int, order, k int) (rotated *Cluster, ok bool, err error) {
+	if err := c.made(); err != nil {
+		return nil, false, err
+	}
 	if k < 1 || order < 2 || len(perm) != len(c.devices) {
 		return nil, false, fmt.Errorf("sim: rotated: %w: %d ranks renamed, order %d, divisor %d", hw.ErrBadArgument, len(perm), order, k)
 	}

@@ -36,6 +36,9 @@ type TraceTooLargeError struct {
 }
 
 func (e *TraceTooLargeError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	return fmt.Sprintf("sim: write trace: the trace would be %d bytes (estimated), more than the limit of %d", e.Estimate, e.Limit)
 }
 
@@ -244,6 +247,9 @@ func (t *tracer) rates(now Time, links []*link) {
 // only on the simulation, so a rerun writes the same bytes. Tracing must be
 // enabled with Config.Trace.
 func (c *Cluster) WriteTrace(w io.Writer) error {
+	if err := c.made(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.trace == nil {
@@ -316,6 +322,9 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 // bound, off by one at most); 0 when tracing is off. It
 // counts everything recorded, also past Config.TraceMaxBytes.
 func (c *Cluster) TraceBytes() int64 {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.traceBytes()
@@ -325,6 +334,9 @@ func (c *Cluster) TraceBytes() int64 {
 // is larger than Config.TraceMaxBytes, so WriteTrace would refuse it, and
 // nil otherwise.
 func (c *Cluster) CheckTrace() error {
+	if err := c.made(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.checkTrace()
