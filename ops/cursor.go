@@ -34,6 +34,9 @@ type Operation struct {
 }
 
 func (o *Operation) String() string {
+	if o == nil {
+		return "<nil>"
+	}
 	s := Step{Kind: o.Kind, Peer: o.Peer, Tag: o.Tag, Src: o.Src, Dst: o.Dst, Lane: o.Lane}.String()
 	if len(o.Awaits) > 0 {
 		s += fmt.Sprintf(" after marks %v", o.Awaits)
@@ -146,14 +149,30 @@ func awaited(steps []Step) []bool {
 	return marked
 }
 
-// Rank and Lane say which lane of which rank the cursor walks.
-func (c *Cursor) Rank() int { return c.rank }
-func (c *Cursor) Lane() int { return c.lane }
+// Rank and Lane say which lane of which rank the cursor walks; 0 for a
+// nil Cursor.
+func (c *Cursor) Rank() int {
+	if c == nil {
+		return 0
+	}
+	return c.rank
+}
+
+func (c *Cursor) Lane() int {
+	if c == nil {
+		return 0
+	}
+	return c.lane
+}
 
 // Next fills ops with the lane's next operations and returns how many it
 // wrote: 0 at the end. A streamed plan's generator runs as a coroutine
-// that Next switches to once per batch of steps.
+// that Next switches to once per batch of steps. A Cursor that Plan.Cursors
+// did not make walks no lane: it is at its end.
 func (c *Cursor) Next(ops []Operation) int {
+	if c == nil {
+		return 0
+	}
 	if c.plan.Streamed() && c.pull == nil && !c.done {
 		c.pull, c.stop = iter.Pull(c.plan.rankBatches(c.rank, c.lane, genBatch))
 	}
@@ -176,6 +195,9 @@ func (c *Cursor) Next(ops []Operation) int {
 // the loop itself, without the coroutine Next switches to: the way for a
 // driver that reads a lane on a goroutine of its own.
 func (c *Cursor) Batches(n int) iter.Seq[[]Operation] {
+	if c == nil {
+		return func(func([]Operation) bool) {}
+	}
 	return func(yield func([]Operation) bool) {
 		defer c.Close()
 		buf := make([]Operation, max(n, 1))
@@ -261,6 +283,9 @@ func (c *Cursor) crossLane(s *Step) []int {
 
 // Close releases a streamed lane's generator. Next then reports the end.
 func (c *Cursor) Close() {
+	if c == nil {
+		return
+	}
 	c.done = true
 	if c.stop != nil {
 		c.stop()

@@ -54,10 +54,19 @@ type RankJob struct {
 	run *runBuffers // every rank's buffers in this run, for switch steps
 }
 
+// made refuses a RankJob that no Executor handed to its Driver: it has no
+// world to resolve peers, tags or buffers in.
+func (j *RankJob) made() error {
+	if j == nil || j.exec == nil {
+		return notMade("RankJob", "an Executor, which hands them to its Driver")
+	}
+	return nil
+}
+
 // Marks lists the marks of the rank's operations that other lanes await
 // (see Operation), in order: those a driver must record.
 func (j *RankJob) Marks() []int {
-	if len(j.Cursors) == 0 {
+	if j == nil || len(j.Cursors) == 0 || j.Cursors[0] == nil {
 		return nil
 	}
 	var marks []int
@@ -69,12 +78,22 @@ func (j *RankJob) Marks() []int {
 	return marks
 }
 
-// Device is the rank's device.
-func (j *RankJob) Device() hw.Device { return j.exec.devs[j.Rank] }
+// Device is the rank's device; nil for a RankJob no Executor made.
+func (j *RankJob) Device() hw.Device {
+	if j == nil {
+		return nil
+	}
+	d, _ := j.Peer(j.Rank)
+	return d
+}
 
 // Slice resolves a reference to the rank's memory: its input, its output
-// or the executor's scratch.
+// or the executor's scratch; the empty slice, which no stream accepts,
+// for a RankJob no Executor made.
 func (j *RankJob) Slice(ref Ref) hw.Slice {
+	if j == nil {
+		return hw.Slice{}
+	}
 	switch ref.Buf {
 	case In:
 		return j.in.Sub(ref.Off, ref.Len)
@@ -86,19 +105,29 @@ func (j *RankJob) Slice(ref Ref) hw.Slice {
 
 // Peer is the device of rank q.
 func (j *RankJob) Peer(q int) (hw.Device, error) {
+	if err := j.made(); err != nil {
+		return nil, err
+	}
 	if q < 0 || q >= len(j.exec.devs) {
 		return nil, fmt.Errorf("%w: peer rank %d not in world of %d ranks", hw.ErrUnknownPeer, q, len(j.exec.devs))
 	}
 	return j.exec.devs[q], nil
 }
 
-// Tag is what streams see for a plan's tag: the world's namespace of it.
-func (j *RankJob) Tag(tag uint32) uint64 { return j.exec.w.Tag(tag) }
+// Tag is what streams see for a plan's tag: the world's namespace of it;
+// 0 for a RankJob no Executor made, which has no world.
+func (j *RankJob) Tag(tag uint32) uint64 {
+	if j.made() != nil {
+		return 0
+	}
+	return j.exec.w.Tag(tag)
+}
 
 // ReduceOp is the elementwise op of the plan's reduce steps: its reduce
-// op, or Sum for Avg (whose division is a step of its own).
+// op, or Sum for Avg (whose division is a step of its own) and for a job
+// without a plan.
 func (j *RankJob) ReduceOp() hw.ReduceOp {
-	if j.Plan.Redop == hw.Avg || !j.Plan.Op.Reduces() {
+	if j == nil || j.Plan == nil || j.Plan.Redop == hw.Avg || !j.Plan.Op.Reduces() {
 		return hw.Sum
 	}
 	return j.Plan.Redop
@@ -107,6 +136,17 @@ func (j *RankJob) ReduceOp() hw.ReduceOp {
 // Enqueue puts op (not its marks: see Operation) on s through the hw API,
 // as the generic driver does.
 func (j *RankJob) Enqueue(s hw.Stream, op *Operation) error {
+	if err := j.made(); err != nil {
+		return err
+	}
+	switch {
+	case s == nil:
+		return fmt.Errorf("ops: enqueue: %w: nil stream", hw.ErrBadArgument)
+	case op == nil:
+		return fmt.Errorf("ops: enqueue: %w: nil operation", hw.ErrBadArgument)
+	case j.Plan == nil:
+		return fmt.Errorf("ops: enqueue: %w: nil plan", ErrBadPlan)
+	}
 	var err error
 	switch op.Kind {
 	case StepSend, StepRecv:
@@ -139,7 +179,10 @@ func (j *RankJob) Enqueue(s hw.Stream, op *Operation) error {
 // Errorf wraps err with where op is: its step, and its lane when the plan
 // has several.
 func (j *RankJob) Errorf(op *Operation, err error) error {
-	if j.Plan.Lanes == 1 {
+	if op == nil {
+		return err
+	}
+	if j == nil || j.Plan == nil || j.Plan.Lanes == 1 {
 		return fmt.Errorf("step %d (%v): %w", op.Index, op, err)
 	}
 	return fmt.Errorf("lane %d step %d (%v): %w", op.Lane, op.Index, op, err)
@@ -148,6 +191,9 @@ func (j *RankJob) Errorf(op *Operation, err error) error {
 // CloseCursors closes every cursor of the job: what a driver that gives
 // up on a job does.
 func (j *RankJob) CloseCursors() {
+	if j == nil {
+		return
+	}
 	for _, c := range j.Cursors {
 		c.Close()
 	}

@@ -54,10 +54,52 @@ func NewExecutorWith(w *hw.World, d Driver) *Executor {
 }
 
 // World is the world the executor runs on.
-func (e *Executor) World() *hw.World { return e.w }
+func (e *Executor) World() *hw.World {
+	if e == nil {
+		return nil
+	}
+	return e.w
+}
 
 // Driver is the executor's driver.
-func (e *Executor) Driver() Driver { return e.driver }
+func (e *Executor) Driver() Driver {
+	if e == nil {
+		return nil
+	}
+	return e.driver
+}
+
+// errNotMade is wrapped by the error of every method called on an
+// Executor or a RankJob this package did not make (a nil pointer, a zero
+// struct): there is no world behind it to run on, so the method refuses
+// rather than crash.
+var errNotMade = errors.New("was not made by its constructor")
+
+// notMade is the error for a value of type typ that ctor did not make.
+func notMade(typ, ctor string) error {
+	return fmt.Errorf("ops: %s %w (use %s)", typ, errNotMade, ctor)
+}
+
+// made refuses an Executor that NewExecutor or NewExecutorWith did not
+// make; they always set a driver.
+func (e *Executor) made() error {
+	if e == nil || e.driver == nil {
+		return notMade("Executor", "ops.NewExecutor")
+	}
+	return nil
+}
+
+// hasWorld refuses an executor that cannot run anything: one not made, or
+// made over a nil world.
+func (e *Executor) hasWorld() error {
+	if err := e.made(); err != nil {
+		return err
+	}
+	if e.w == nil {
+		return errors.New("ops: the executor has no world (it was made with a nil one)")
+	}
+	return nil
+}
 
 // Run executes plan with rank r reading in[r] and writing out[r], and
 // returns the collective's time in seconds: the longest any rank took, from
@@ -162,6 +204,9 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 // end. A plan with switch steps starts each run after every one of those
 // ranks' last. Wait (Synchronize) before reading the events.
 func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (starts, ends []hw.Event, err error) {
+	if err := e.hasWorld(); err != nil {
+		return nil, nil, err
+	}
 	if len(in) != len(out) || runs < 1 {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d runs", hw.ErrBadArgument, len(in), len(out), runs)
 	}
@@ -201,11 +246,11 @@ func (e *Executor) CheckRun(plan *Plan, in, out []hw.Slice) error {
 }
 
 func (e *Executor) checkArgs(plan *Plan, in, out []hw.Slice) error {
+	if err := e.hasWorld(); err != nil {
+		return err
+	}
 	if plan == nil {
 		return fmt.Errorf("ops: run: %w: nil plan", ErrBadPlan)
-	}
-	if e.w == nil {
-		return fmt.Errorf("ops: run %v: the executor has no world", plan.Spec)
 	}
 	if plan.Ranks != e.w.Size() {
 		return fmt.Errorf("ops: run %v: plan is for %d ranks, world has %d", plan.Spec, plan.Ranks, e.w.Size())
@@ -273,6 +318,9 @@ func (e *Executor) Enqueue(plan *Plan, rank int, in, out hw.Slice, after ...hw.E
 // EnqueueTimed is Enqueue that also returns the event recorded when the
 // rank's part starts (after the events in after), for timing it.
 func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ...hw.Event) (start, end hw.Event, err error) {
+	if err := e.hasWorld(); err != nil {
+		return nil, nil, err
+	}
 	if plan == nil || plan.Ranks != e.w.Size() {
 		return nil, nil, fmt.Errorf("ops: enqueue: plan is nil or not for %d ranks", e.w.Size())
 	}
@@ -309,6 +357,9 @@ func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ..
 
 // Synchronize waits for everything enqueued on rank's streams.
 func (e *Executor) Synchronize(rank int) error {
+	if err := e.hasWorld(); err != nil {
+		return err
+	}
 	if rank < 0 || rank >= len(e.lanes) {
 		return fmt.Errorf("ops: synchronize: rank %d not in 0..%d", rank, len(e.lanes)-1)
 	}
@@ -349,6 +400,8 @@ func (e *Executor) dropStreams(rank int) {
 // max(InLen, OutLen) elements the way NCCL's in-place calls do (see Run).
 func (p *Plan) InPlace(rank int, whole hw.Slice) (in, out hw.Slice) {
 	switch {
+	case p == nil:
+		return hw.Slice{}, hw.Slice{}
 	case p.OutInIn():
 		return whole, whole.Sub(rank*p.Count, p.Count)
 	case p.InLen < p.OutLen:

@@ -17,6 +17,9 @@ package ops
 // dropped one, and every message a kept lane sends a kept lane receives.
 // ok is false for a streamed or native plan, or one with no duplicates.
 func (p *Plan) FoldChannels() (folded *Plan, k int, ok bool) {
+	if p == nil {
+		return nil, 1, false
+	}
 	c := p.Channels
 	if p.Steps == nil || p.native || c < 2 || p.Lanes < c {
 		return p, 1, false // no channel has a lane of its own to fold
@@ -246,6 +249,9 @@ func countMessage(s Step, r int, sends map[foldMessage]int) {
 // renaming (every link standing for its orbit of g/s links), take the
 // time the whole plan takes on the whole fabric.
 func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order int, ok bool) {
+	if p == nil {
+		return nil, nil, 0, false
+	}
 	g, c := p.NodeRanks, p.Channels
 	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c != g || p.Lanes < c ||
 		s < 1 || s >= g || g%s != 0 || (mirrored && (g/s)%2 != 0) {
@@ -332,6 +338,9 @@ func rotates(x []laneIndex, perm []int, shift, lanes int) bool {
 // The kept ranks, run on a fabric folded by the same rotation, take the
 // time the whole plan takes on the whole fabric.
 func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
+	if p == nil {
+		return nil, nil, 0, false
+	}
 	g := nodeSize(p.Spec)
 	if p.Steps == nil || p.native || g < 2 || s < 1 || s >= g || g%s != 0 || p.Ranks%g != 0 {
 		return nil, nil, 0, false
@@ -367,7 +376,7 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 // would not fit, wait on a lane not kept, or send a message no kept lane
 // receives.
 func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
-	if p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.Steps == nil || kept == nil || len(kept.Steps) != len(p.Steps) || kept.Lanes > p.Lanes {
+	if p == nil || p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.Steps == nil || kept == nil || len(kept.Steps) != len(p.Steps) || kept.Lanes > p.Lanes {
 		return nil, false
 	}
 	alg, ok := algorithmNamed(p.Algo)

@@ -24,7 +24,7 @@ var nativeOps = map[Op]hw.NativeOp{
 }
 
 // Native reports whether the plan is the backend's own collective.
-func (p *Plan) Native() bool { return p.native }
+func (p *Plan) Native() bool { return p != nil && p.native }
 
 func compileNative(s Spec) (*Plan, error) {
 	if _, ok := nativeOps[s.Op]; !ok {
@@ -170,6 +170,9 @@ func RunNativeRankBackToBack(comm hw.NativeComm, s hw.Stream, plan *Plan, rank i
 // Close releases what the executor holds beyond its streams: the native
 // communicator, if it made one.
 func (e *Executor) Close() error {
+	if err := e.made(); err != nil {
+		return err
+	}
 	if e.native == nil {
 		return nil
 	}

@@ -322,12 +322,12 @@ type Plan struct {
 // Materialized give their steps; the Executor pulls them as it runs, so a
 // streamed plan of a billion steps runs in memory that grows with the
 // ranks.
-func (p *Plan) Streamed() bool { return p.Steps == nil && p.gen != nil }
+func (p *Plan) Streamed() bool { return p != nil && p.Steps == nil && p.gen != nil }
 
 // RankSteps yields rank r's steps in order; none for a rank the plan does
 // not have.
 func (p *Plan) RankSteps(r int) iter.Seq[Step] {
-	if r < 0 || r >= p.Ranks || !p.Streamed() && r >= len(p.Steps) {
+	if p == nil || r < 0 || r >= p.Ranks || !p.Streamed() && r >= len(p.Steps) {
 		return func(func(Step) bool) {}
 	}
 	if !p.Streamed() {
@@ -367,7 +367,7 @@ func (p *Plan) rankBatches(r, lane, n int) iter.Seq[[]Step] {
 // for a rank the plan does not have.
 func (p *Plan) Rank(r int) []Step {
 	if !p.Streamed() {
-		if r < 0 || r >= p.Ranks || r >= len(p.Steps) {
+		if p == nil || r < 0 || r >= p.Ranks || r >= len(p.Steps) {
 			return nil
 		}
 		return p.Steps[r]
@@ -379,6 +379,9 @@ func (p *Plan) Rank(r int) []Step {
 // it is streamed. A streamed plan over MaxPlanSteps is refused with
 // ErrTooLarge.
 func (p *Plan) Materialized() (*Plan, error) {
+	if p == nil {
+		return nil, fmt.Errorf("ops: materialize: %w: nil plan", ErrBadPlan)
+	}
 	if !p.Streamed() {
 		return p, nil
 	}
@@ -395,6 +398,9 @@ func (p *Plan) Materialized() (*Plan, error) {
 
 // Len is the length of buffer b on every rank.
 func (p *Plan) Len(b Buf) int {
+	if p == nil {
+		return 0
+	}
 	switch b {
 	case In:
 		return p.InLen
@@ -411,6 +417,9 @@ func (p *Plan) Len(b Buf) int {
 // AllGather and Gather (each rank's block of the output), and for
 // ReduceScatter Out lies inside In at rank×Count instead (see OutInIn).
 func (p *Plan) InPlaceOffset(rank int) int {
+	if p == nil {
+		return 0
+	}
 	switch p.Op {
 	case AllGather, Gather:
 		return rank * p.Count
@@ -420,10 +429,13 @@ func (p *Plan) InPlaceOffset(rank int) int {
 
 // OutInIn reports whether, in place, Out is the part of In at
 // rank×Count (ReduceScatter) rather than In being part of Out.
-func (p *Plan) OutInIn() bool { return p.Op == ReduceScatter }
+func (p *Plan) OutInIn() bool { return p != nil && p.Op == ReduceScatter }
 
 // NumSteps counts every rank's steps.
 func (p *Plan) NumSteps() int {
+	if p == nil {
+		return 0
+	}
 	if p.Streamed() {
 		return p.numSteps
 	}
@@ -436,6 +448,9 @@ func (p *Plan) NumSteps() int {
 
 // Describe prints the plan, one rank per paragraph, deterministically.
 func (p *Plan) Describe() string {
+	if p == nil {
+		return "plan <nil>"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan %v: in %d, out %d, tmp %d elements, %d lane(s)\n", p.Spec, p.InLen, p.OutLen, p.TmpLen, p.Lanes)
 	for r := range p.Ranks {

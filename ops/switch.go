@@ -171,6 +171,9 @@ func (e *Executor) register(plan *Plan, rank int, in, out hw.Slice) (*runBuffers
 // memory a switch step of the job's rank reaches on member q. Ranks run
 // through Enqueue must all have been enqueued first, as before any wait.
 func (j *RankJob) MemberSlice(q int, ref Ref) (hw.Slice, error) {
+	if err := j.made(); err != nil {
+		return hw.Slice{}, err
+	}
 	run := j.run
 	switch {
 	case run == nil:

@@ -1,6 +1,9 @@
 package ops
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Symmetry is a group of rank renamings under which a plan may be
 // symmetric: every rank r runs rank 0's program with each peer q renamed
@@ -17,13 +20,20 @@ const (
 )
 
 func (g Symmetry) String() string {
+	if g > Xor {
+		return fmt.Sprintf("Symmetry(%d)", uint8(g))
+	}
 	return [...]string{NotSymmetric: "none", Rotation: "rotation", Xor: "xor"}[g]
 }
 
-// Rename is the peer that rank r's program names where rank 0's names q.
+// Rename is the peer that rank r's program names where rank 0's names q,
+// of p ranks; -1, which is no rank, when there are none.
 func (g Symmetry) Rename(r, q, p int) int {
 	if g == Xor {
 		return r ^ q
+	}
+	if p < 1 {
+		return -1
 	}
 	return (r + q) % p
 }
@@ -101,7 +111,7 @@ func (p *Plan) SymmetricUnder(g Symmetry) bool {
 // are found on each call: its steps are plain data that may have been
 // edited since.
 func (p *Plan) symmetries() uint8 {
-	if p.native || p.Ranks < 2 {
+	if p == nil || p.native || p.Ranks < 2 {
 		return 0
 	}
 	if p.Streamed() {
