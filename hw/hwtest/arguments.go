@@ -1,6 +1,8 @@
 package hwtest
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -111,4 +113,84 @@ func BadArgumentsAreRefused(t *testing.T, b Backend) {
 func elapsedErr(e, start hw.Event) error {
 	_, err := e.ElapsedSince(start)
 	return err
+}
+
+// UnmadeArgumentsAreRefused checks that values of the backend's own types
+// that its constructors did not make, a pointer to a zero Buffer, Device,
+// Event or Stream and a nil one of each, are refused as arguments like
+// any other bad argument, and never make a call panic: as a slice's
+// buffer, a peer, an event, and the stream of World.Send and Recv. Such a
+// value has no device, world or lock behind it, so a check that reaches
+// through it crashes instead of refusing.
+func UnmadeArgumentsAreRefused(t *testing.T, b Backend) {
+	w := openWorld(t, b.NewWorld, 2)
+	d := w.Devices()
+	s := newStream(t, d[0])
+	f := filled(t, d[0], 3, 8) // i32
+	ev := newEvent(t, d[0])
+	whole := hw.Whole
+	zb, nb := unmade(t, f)
+	zd, nd := unmade(t, d[0])
+	ze, ne := unmade(t, ev)
+	zs, ns := unmade(t, s)
+	for _, u := range []struct {
+		what string
+		buf  hw.Buffer
+		dev  hw.Device
+		ev   hw.Event
+		s    hw.Stream
+	}{{"zero", zb, zd, ze, zs}, {"nil", nb, nd, ne, ns}} {
+		sl := hw.Slice{Buf: u.buf}
+		for _, c := range []struct {
+			name string
+			call func() error
+			want error
+		}{
+			{"copy into a slice of a %s buffer", func() error { return s.Copy(sl, whole(f)) }, hw.ErrBadArgument},
+			{"copy from a slice of a %s buffer", func() error { return s.Copy(whole(f), sl) }, hw.ErrBadArgument},
+			{"reduce from a slice of a %s buffer", func() error { return s.Reduce(hw.Sum, whole(f), sl) }, hw.ErrBadArgument},
+			{"divide a slice of a %s buffer", func() error { return s.Divide(sl, 2) }, hw.ErrBadArgument},
+			{"send a slice of a %s buffer", func() error { return s.Send(sl, d[1], 1) }, hw.ErrBadArgument},
+			{"recv into a slice of a %s buffer", func() error { return s.Recv(sl, d[1], 1) }, hw.ErrBadArgument},
+			{"describe and check a slice of a %s buffer", func() error { _ = sl.String(); return sl.CheckOn(d[0]) }, hw.ErrBadArgument},
+			{"send to a %s device", func() error { return s.Send(whole(f), u.dev, 1) }, hw.ErrUnknownPeer},
+			{"recv from a %s device", func() error { return s.Recv(whole(f), u.dev, 1) }, hw.ErrUnknownPeer},
+			{"record a %s event", func() error { return s.Record(u.ev) }, hw.ErrBadArgument},
+			{"wait on a %s event", func() error { return s.Wait(u.ev) }, hw.ErrBadArgument},
+			{"elapsed since a %s event", func() error { return elapsedErr(ev, u.ev) }, hw.ErrBadArgument},
+			{"world send on a %s stream", func() error { return w.Send(u.s, 1, whole(f), 1) }, hw.ErrUnknownPeer},
+			{"world recv on a %s stream", func() error { return w.Recv(u.s, 1, whole(f), 1) }, hw.ErrUnknownPeer},
+		} {
+			wantErr(t, fmt.Sprintf(c.name, u.what), recovered(c.call), c.want)
+		}
+	}
+
+	// Nothing was enqueued: the stream is healthy and f is untouched.
+	must(t, s.Record(ev))
+	if err := synchronize(t, s); err != nil {
+		t.Errorf("Synchronize after the refused calls: %v", err)
+	}
+	wantAll(t, "the buffer the refused calls named", f, 3)
+}
+
+// unmade returns, for v of the backend's pointer type *T, a pointer to a
+// zero T and a nil *T: what a caller has who declared one instead of
+// asking the backend for it.
+func unmade[I any](t *testing.T, v I) (zero, nilPtr I) {
+	t.Helper()
+	typ := reflect.TypeOf(v)
+	if typ == nil || typ.Kind() != reflect.Pointer {
+		t.Fatalf("hwtest: %T is not a pointer type; this check needs one", v)
+	}
+	return reflect.New(typ.Elem()).Interface().(I), reflect.Zero(typ).Interface().(I)
+}
+
+// recovered is f's error, or an error saying that f panicked.
+func recovered(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return f()
 }

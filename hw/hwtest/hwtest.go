@@ -66,6 +66,7 @@ func Conformance(t *testing.T, b Backend) {
 		{"WaitsFollowRecords", WaitsFollowRecords, nil},
 		{"ElapsedNeedsCompletedRecords", ElapsedNeedsCompletedRecords, nil},
 		{"BadArgumentsAreRefused", BadArgumentsAreRefused, nil},
+		{"UnmadeArgumentsAreRefused", UnmadeArgumentsAreRefused, nil},
 		{"HostReadWrite", HostReadWrite, nil},
 		{"FreedWhileQueued", FreedWhileQueued, nil},
 		{"PhantomBuffers", PhantomBuffers, noTimingWorlds},
