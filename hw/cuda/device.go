@@ -88,10 +88,11 @@ func (d *Device) Rank() int {
 	return d.rank
 }
 
-// GPU is the ordinal of the device's GPU; 0 for a Device not opened.
+// GPU is the ordinal of the device's GPU; -1 for a Device not opened,
+// since 0 is a GPU.
 func (d *Device) GPU() int {
 	if d.opened() != nil {
-		return 0
+		return -1
 	}
 	return d.g.ordinal
 }

@@ -18,6 +18,10 @@ func TestZeroValues(t *testing.T) {
 	calls := zeroCalls(t)
 	zerotest.WantErr(t, calls, errNotOpened, []string{
 		"Buffer", "Device", "Event", "NCCLComm", "NativeComm", "RendezvousServer", "Stream"})
+	// 0 is a GPU: a device not opened must not claim it.
+	if g := new(Device).GPU(); g != -1 {
+		t.Errorf("a zero Device's GPU is %d, want -1", g)
+	}
 }
 
 func zeroCalls(t *testing.T) []zerotest.Call {
