@@ -83,7 +83,6 @@ type Cluster struct {
 	linkDown   []bool         // per topology link, once a link has gone down
 	lastCut    string         // the parts the links down last cut the GPUs into (cut)
 	faultLog   []string
-	events     int
 	data       int64
 	trace      *tracer
 	closed     bool

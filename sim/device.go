@@ -19,6 +19,8 @@ type Device struct {
 	inbox       inbox           // messages arrived from peers, by sender and tag
 	routes      *[8]cachedRoute // recent routes from here, by a hash of the peer; made on first use
 	leaf        leafLink        // the device's only link, if it has one
+	streams     int             // made on the device
+	events      int             // made on the device: an event's id
 
 	stalledUntil Time    // RankStall: no operation starts before this
 	computeSpeed float64 // SlowCompute: fraction of nominal speed left; 0 is nominal
@@ -111,10 +113,11 @@ func (d *Device) NewStream() (hw.Stream, error) {
 	if c.closed {
 		return nil, fmt.Errorf("sim: %s: new stream: %w", d.name, hw.ErrClosed)
 	}
-	s := &Stream{dev: d, id: len(c.streams)}
+	s := &Stream{dev: d, id: len(c.streams), onDevice: d.streams}
+	d.streams++
 	// The stream's channel limits its messages with a Wire Rate; its id
 	// follows the devices' reduction units' among the ids no link has.
-	s.channel = link{id: -1 - len(c.devices) - s.id, name: fmt.Sprintf("%s.stream%d", d.name, s.id), capacity: math.Inf(1)}
+	s.channel = link{id: -1 - len(c.devices) - s.id, name: fmt.Sprintf("%s.stream%d", d.name, s.onDevice), capacity: math.Inf(1)}
 	c.streams = append(c.streams, s)
 	return s, nil
 }
@@ -130,8 +133,8 @@ func (d *Device) NewEvent() (hw.Event, error) {
 	if c.closed {
 		return nil, fmt.Errorf("sim: %s: new event: %w", d.name, hw.ErrClosed)
 	}
-	c.events++
-	return &Event{dev: d, id: c.events}, nil
+	d.events++
+	return &Event{dev: d, id: d.events}, nil
 }
 
 // Buffer is simulated device memory. In timing-only mode it is a phantom
@@ -247,7 +250,7 @@ func (b *Buffer) Free() error {
 // a Wait knows which Record it waits for.
 type Event struct {
 	dev       *Device
-	id        int
+	id        int // among its device's events, so that no goroutine's turn shows
 	enqueued  int // Records enqueued so far
 	completed int // Records completed so far
 	at        Time

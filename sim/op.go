@@ -123,7 +123,7 @@ func (o *op) String() string {
 	case opRecv:
 		return hw.DescribeRecv(o.dst, o.peer.rank, o.peer, o.tag)
 	case opRecord:
-		return fmt.Sprintf("record event %d", o.ev.id)
+		return fmt.Sprintf("record event %d of %s", o.ev.id, o.ev.dev.name)
 	case opWait:
 		return fmt.Sprintf("wait for event %d of %s (record #%d; %d done)", o.ev.id, o.ev.dev.name, o.target, o.ev.completed)
 	case opCompute:

@@ -10,8 +10,12 @@ import (
 
 // Stream is a simulated FIFO of work on one device.
 type Stream struct {
-	dev         *Device
-	id          int
+	dev *Device
+	id  int
+	// onDevice numbers the stream among its device's, from 0: its trace
+	// track, which must not depend on how goroutines, one a rank, took
+	// turns making streams on different devices (id does).
+	onDevice    int
 	queue       []*op
 	head        int // first op of queue not yet finished
 	fed         []*op

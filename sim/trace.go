@@ -167,13 +167,13 @@ func (t *tracer) op(s *Stream, o *op, now Time) {
 	if now == o.start {
 		kind = instantSpan
 	}
-	t.addSpan(span{kind: kind, rank: s.dev.rank, tid: s.id, name: name, start: o.start, end: now,
+	t.addSpan(span{kind: kind, rank: s.dev.rank, tid: s.onDevice, name: name, start: o.start, end: now,
 		args: `"op":` + strconv.Quote(o.String()) + `,"index":` + strconv.Itoa(o.index)})
 }
 
 // failed records a stream's failure as an instant on its track.
 func (t *tracer) failed(s *Stream, now Time, err error) {
-	t.addSpan(span{kind: instantSpan, rank: s.dev.rank, tid: s.id, name: "failed", start: now, end: now,
+	t.addSpan(span{kind: instantSpan, rank: s.dev.rank, tid: s.onDevice, name: "failed", start: now, end: now,
 		args: `"error":` + strconv.Quote(err.Error())})
 }
 
@@ -240,8 +240,9 @@ func (t *tracer) rates(now Time, links []*link) {
 //     faults and what they caused (FaultLog's lines) are instants across
 //     the trace.
 //
-// Events are written in order of their start time (ties in the order
-// they were recorded), so every track reads in time order.
+// Events are written in order of their start time (ties by rank and
+// track, then in the order they were recorded), so every track reads in
+// time order.
 //
 // Times are microseconds with picosecond precision. The output depends
 // only on the simulation, so a rerun writes the same bytes. Tracing must be
@@ -274,20 +275,40 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 		emit(`{"ph":"M","name":"process_name","pid":%d,"args":{"name":%s}}`, d.rank, strconv.Quote(fmt.Sprintf("rank %d (%s)", d.rank, d.name)))
 		emit(`{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":"network"}}`, d.rank, networkTID)
 	}
-	for _, s := range c.streams {
+	streams := slices.Clone(c.streams)
+	slices.SortFunc(streams, func(a, b *Stream) int {
+		return cmp.Or(cmp.Compare(a.dev.rank, b.dev.rank), cmp.Compare(a.onDevice, b.onDevice))
+	})
+	for _, s := range streams {
 		kind := "comm"
 		if s.computes {
 			kind = "compute"
 		}
-		emit(`{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":"%s stream %d"}}`, s.dev.rank, s.id, kind, s.id)
+		emit(`{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":"%s stream %d"}}`, s.dev.rank, s.onDevice, kind, s.onDevice)
 	}
 	linksPID := len(c.devices)
 	if len(c.trace.counters) > 0 {
 		emit(`{"ph":"M","name":"process_name","pid":%d,"args":{"name":"links"}}`, linksPID)
 	}
 	// Spans are recorded when they end: a long transfer ends after a short
-	// one that began later.
-	slices.SortStableFunc(c.trace.spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	// one that began later. Those that start together are taken track by
+	// track, each track's in the order they were recorded: spans of
+	// different devices that tie were recorded in an order that goroutines
+	// enqueuing their work, one a rank, can change.
+	slices.SortStableFunc(c.trace.spans, func(a, b span) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.rank, b.rank), cmp.Compare(a.tid, b.tid))
+	})
+	// Flows are numbered as they are recorded: number them again as they
+	// are written, for the same reason.
+	flowIDs := make(map[int]int)
+	flowID := func(recorded int) int {
+		id, ok := flowIDs[recorded]
+		if !ok {
+			id = len(flowIDs) + 1
+			flowIDs[recorded] = id
+		}
+		return id
+	}
 	for _, sp := range c.trace.spans {
 		tid := sp.tid
 		if tid < 0 {
@@ -304,12 +325,17 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 		emit(`{"ph":"X","name":%s,"pid":%d,"tid":%d,"ts":%s,"dur":%s,"args":{%s}}`,
 			strconv.Quote(sp.name), sp.rank, tid, micros(sp.start), micros(sp.end-sp.start), sp.args)
 		if sp.flowOut > 0 {
-			emit(`{"ph":"s","name":"transfer","cat":"transfer","id":%d,"pid":%d,"tid":%d,"ts":%s}`, sp.flowOut, sp.rank, tid, micros(sp.start))
+			emit(`{"ph":"s","name":"transfer","cat":"transfer","id":%d,"pid":%d,"tid":%d,"ts":%s}`, flowID(sp.flowOut), sp.rank, tid, micros(sp.start))
 		}
 		if sp.flowIn > 0 {
-			emit(`{"ph":"f","bp":"e","name":"transfer","cat":"transfer","id":%d,"pid":%d,"tid":%d,"ts":%s}`, sp.flowIn, sp.rank, tid, micros(sp.start))
+			emit(`{"ph":"f","bp":"e","name":"transfer","cat":"transfer","id":%d,"pid":%d,"tid":%d,"ts":%s}`, flowID(sp.flowIn), sp.rank, tid, micros(sp.start))
 		}
 	}
+	// A link's rate at an instant is its last counter then, so each link's
+	// keep their order; links that change together are taken by id.
+	slices.SortStableFunc(c.trace.counters, func(a, b counter) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.link.id, b.link.id))
+	})
 	for _, ct := range c.trace.counters {
 		emit(`{"ph":"C","name":%s,"pid":%d,"ts":%s,"args":{"GB/s":%s}}`,
 			strconv.Quote("link "+ct.link.name), linksPID, micros(ct.at), strconv.FormatFloat(ct.rate*1e3, 'g', 12, 64))
@@ -372,7 +398,7 @@ func (c *Cluster) traceBytes() int64 {
 		if s.computes {
 			kind = len("compute")
 		}
-		n += int64(stream + intLen(s.dev.rank) + 2*intLen(s.id) + kind)
+		n += int64(stream + intLen(s.dev.rank) + 2*intLen(s.onDevice) + kind)
 	}
 	linksPID := len(c.devices)
 	if t.counted > 0 {

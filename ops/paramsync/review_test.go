@@ -1,6 +1,9 @@
 package paramsync_test
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +101,76 @@ func TestAServerAndACommunicatorOnOneWorldKeepTheirMessagesApart(t *testing.T) {
 		}
 		if g, l := firstF32(t, grads[r]), firstF32(t, losses[r]); g != 2.5 || l != 10 {
 			t.Errorf("rank %d: averaged gradient %g, want 2.5; summed loss %g, want 10", r, g, l)
+		}
+	}
+}
+
+// TestATraceOfOneGoroutineARankIsTheSameEveryRun: a DDP step whose ranks
+// each run on a goroutine of their own, making their compute streams as
+// they go, writes the same trace bytes every run. Streams had been
+// numbered in the order the goroutines made them, across devices, and so
+// were the trace's tracks.
+func TestATraceOfOneGoroutineARankIsTheSameEveryRun(t *testing.T) {
+	const layers, n = 4, 1 << 12
+	var first []byte
+	for run := range 6 {
+		c := cluster(t, 4, sim.Config{Trace: true})
+		s, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: 1 << 14, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var params []paramsync.Param
+		for l := range layers {
+			params = append(params, paramsync.Param{ID: fmt.Sprint("layer", l), Len: n, DType: hw.F32})
+		}
+		errs := make([]error, 4)
+		var wg sync.WaitGroup
+		for r, d := range c.Devices() {
+			wg.Go(func() {
+				errs[r] = func() error {
+					if err := s.Register(r, params); err != nil {
+						return err
+					}
+					st, err := d.NewStream()
+					if err != nil {
+						return err
+					}
+					for l := layers - 1; l >= 0; l-- {
+						if err := st.(*sim.Stream).Compute(float64(l+1)*10e-6, "backward"); err != nil {
+							return err
+						}
+						ready, err := d.NewEvent()
+						if err != nil {
+							return err
+						}
+						if err := st.Record(ready); err != nil {
+							return err
+						}
+						g, err := d.Alloc(hw.F32, n)
+						if err != nil {
+							return err
+						}
+						if err := s.SubmitGradient(r, params[l].ID, g, ready); err != nil {
+							return err
+						}
+					}
+					return s.Sync(r)
+				}()
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		var trace bytes.Buffer
+		if err := c.WriteTrace(&trace); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if run == 0 {
+			first = trace.Bytes()
+		} else if !bytes.Equal(trace.Bytes(), first) {
+			t.Fatalf("run %d wrote another trace (%d bytes, the first %d)", run, trace.Len(), len(first))
 		}
 	}
 }
