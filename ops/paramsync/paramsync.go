@@ -128,6 +128,9 @@ type rankState struct {
 	missing    []int      // per bucket: gradients not yet submitted this round
 	launched   int        // buckets launched this round (always a prefix)
 	done       []hw.Event // per bucket: recorded when its collectives finish
+	// failed is why a bucket of this round could not launch: the round
+	// cannot finish, and Sync says so rather than wait for it.
+	failed error
 }
 
 // Start makes a server over w.
@@ -188,13 +191,16 @@ func checkAlgo(algo string) error {
 			known = append(known, a)
 		}
 	}
-	if algo == "auto" || algo == ops.Native || slices.Contains(known, algo) {
+	switch {
+	case algo == "auto" || slices.Contains(known, algo):
 		return nil
+	case algo == ops.Native:
+		// The executor refuses to enqueue such a plan rank by rank.
+		return fmt.Errorf("paramsync: algorithm %s: the library's collectives launch every rank at once, and a bucket launches on each rank as its gradients come (want auto or one of %s)", ops.Native, strings.Join(known, ", "))
+	case slices.Contains(ops.Algorithms(), algo):
+		return fmt.Errorf("paramsync: algorithm %q has no all-reduce (want auto or one of %s)", algo, strings.Join(known, ", "))
 	}
-	if slices.Contains(ops.Algorithms(), algo) {
-		return fmt.Errorf("paramsync: algorithm %q has no all-reduce (want auto, %s or one of %s)", algo, ops.Native, strings.Join(known, ", "))
-	}
-	return fmt.Errorf("paramsync: unknown algorithm %q (want auto, %s or one of %s)", algo, ops.Native, strings.Join(known, ", "))
+	return fmt.Errorf("paramsync: unknown algorithm %q (want auto or one of %s)", algo, strings.Join(known, ", "))
 }
 
 // Close ends the server; later calls return ErrClosed.
@@ -339,6 +345,9 @@ func (s *Server) SubmitGradient(rank int, id string, grad hw.Buffer, ready hw.Ev
 	if !st.registered {
 		return fmt.Errorf("paramsync: rank %d submitted %q before registering", rank, id)
 	}
+	if st.failed != nil {
+		return st.failed
+	}
 	i, ok := s.index[id]
 	if !ok {
 		return fmt.Errorf("%w: rank %d submitted %q", ErrUnregistered, rank, id)
@@ -364,7 +373,9 @@ func (s *Server) SubmitGradient(rank int, id string, grad hw.Buffer, ready hw.Ev
 	// other forever.
 	for st.launched < len(s.buckets) && st.missing[st.launched] == 0 {
 		if err := s.launch(rank, st, st.launched); err != nil {
-			return err
+			st.failed = fmt.Errorf("paramsync: rank %d: bucket %d failed to launch, so this step cannot finish: %w", rank, st.launched, err)
+			s.changed.Broadcast()
+			return st.failed
 		}
 		st.launched++
 	}
@@ -497,6 +508,10 @@ func (s *Server) Sync(rank int) error {
 			s.mu.Unlock()
 			return ErrClosed
 		}
+		if err := s.failedLaunch(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
 		if !time.Now().Before(deadline) {
 			err := fmt.Errorf("%w: rank %d: after %v, %s", ErrTimeout, rank, s.cfg.Timeout, s.missingReport(st.round))
 			s.mu.Unlock()
@@ -516,6 +531,18 @@ func (s *Server) Sync(rank int) error {
 }
 
 // allSubmitted reports whether every rank submitted round's gradients.
+// failedLaunch is the first rank's bucket that failed to launch this
+// round, which every rank's Sync reports: the ranks that did launch wait
+// on its messages.
+func (s *Server) failedLaunch() error {
+	for _, st := range s.ranks {
+		if st.failed != nil {
+			return st.failed
+		}
+	}
+	return nil
+}
+
 func (s *Server) allSubmitted(round int) bool {
 	for _, st := range s.ranks {
 		if !st.registered || st.submitted <= round {

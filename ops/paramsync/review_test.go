@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/commsim/commsim/ops/comm"
 	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
 )
 
 // filled is a buffer of n f32 on each device, rank r's all r+1.
@@ -171,6 +173,50 @@ func TestATraceOfOneGoroutineARankIsTheSameEveryRun(t *testing.T) {
 			first = trace.Bytes()
 		} else if !bytes.Equal(trace.Bytes(), first) {
 			t.Fatalf("run %d wrote another trace (%d bytes, the first %d)", run, trace.Len(), len(first))
+		}
+	}
+}
+
+// TestABucketThatCannotLaunchFailsTheStepAtOnce: NVLS on a fabric with no
+// reducing switch cannot launch. Every later submission and every rank's
+// Sync say so at once, naming the bucket. Sync had timed out listing no
+// gradient as missing, and the next submission named another parameter
+// than the one submitted.
+func TestABucketThatCannotLaunchFailsTheStepAtOnce(t *testing.T) {
+	topo, err := topology.Parse("switch:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(topo, sim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := paramsync.Start(c.World(), paramsync.Config{Algo: "nccl-nvls", BucketBytes: 1, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	params := []paramsync.Param{{ID: "a", Len: 8, DType: hw.F32}, {ID: "b", Len: 8, DType: hw.F32}}
+	grads := map[string][]hw.Buffer{"a": filled(t, c, 8), "b": filled(t, c, 8)}
+	for r := range 2 {
+		if err := s.Register(r, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const why = "paramsync: rank 0: bucket 0 failed to launch, so this step cannot finish: "
+	if err := s.SubmitGradient(0, "b", grads["b"][0], nil); err == nil || !strings.HasPrefix(err.Error(), why) {
+		t.Fatalf("submitting b, whose bucket is first: %v", err)
+	}
+	if err := s.SubmitGradient(0, "a", grads["a"][0], nil); err == nil || !strings.HasPrefix(err.Error(), why) {
+		t.Errorf("submitting a after: %v", err)
+	}
+	done := make(chan error, 2)
+	for r := range 2 {
+		go func() { done <- s.Sync(r) }()
+	}
+	for range 2 {
+		if err := <-done; err == nil || !strings.HasPrefix(err.Error(), why) {
+			t.Errorf("Sync: %v", err)
 		}
 	}
 }
