@@ -53,7 +53,8 @@ var (
 	// ErrDuplicate is returned when a gradient is submitted twice in a step.
 	ErrDuplicate = errors.New("paramsync: gradient submitted twice in one step")
 	// ErrMismatch is returned for a gradient of the wrong length, dtype or
-	// device, and for ranks that registered different lists.
+	// device, for ranks that registered different lists, and for a rank
+	// that gathers another parameter than the others did at that point.
 	ErrMismatch = errors.New("paramsync: mismatch")
 	// ErrTimeout is returned by Sync when gradients are still missing
 	// after Config.Timeout.
@@ -116,6 +117,19 @@ type Server struct {
 	plans   map[ops.Spec]*ops.Plan // reductions' and gathers' plans, made once
 	ranks   []*rankState
 	closed  bool
+	// gathers is the parameter of each all-gather, in the order the ranks
+	// call them, from the first a rank has not yet called (gathered[0]):
+	// set by the first rank to reach one, held against the others.
+	gathers []gatherCall
+	// gathered is how many all-gathers lie before gathers[0].
+	gathered int
+}
+
+// gatherCall is the parameter of one all-gather, and the rank that
+// called it first.
+type gatherCall struct {
+	id   string
+	rank int
 }
 
 type rankState struct {
@@ -128,6 +142,7 @@ type rankState struct {
 	missing    []int      // per bucket: gradients not yet submitted this round
 	launched   int        // buckets launched this round (always a prefix)
 	done       []hw.Event // per bucket: recorded when its collectives finish
+	gathers    int        // all-gathers called
 	// failed is why a bucket of this round could not launch: the round
 	// cannot finish, and Sync says so rather than wait for it.
 	failed error
@@ -575,11 +590,46 @@ func (s *Server) missingReport(round int) string {
 
 // GatherParams enqueues the all-gather of a sharded parameter on rank: on
 // entry rank r holds its shard at [r·Len/p, (r+1)·Len/p) of param, on
-// completion all of it. Every rank must call it (in the same order) before
-// any rank waits on the result with Wait.
+// completion all of it. Every rank must call it, in the same order (a
+// rank that gathers another parameter than the others did at that point
+// is refused with ErrMismatch), before any rank waits on the result with
+// Wait.
 func (s *Server) GatherParams(rank int, id string, param hw.Buffer) error {
 	_, _, err := s.GatherParamsAfter(rank, id, param)
 	return err
+}
+
+// gatherInTurn holds rank's next all-gather, of id, to the one the ranks
+// before it called at that point: the k-th all-gathers of the ranks run
+// as one collective, so two parameters gathered in different orders would
+// swap their shards, with no error. The caller holds s.mu, as for
+// tookGatherTurn.
+func (s *Server) gatherInTurn(rank int, id string) error {
+	st := s.ranks[rank]
+	if k := st.gathers - s.gathered; k < len(s.gathers) && s.gathers[k].id != id {
+		first := s.gathers[k]
+		return fmt.Errorf("%w: rank %d's all-gather %d is of %q, rank %d's was of %q: ranks must gather parameters in the same order",
+			ErrMismatch, rank, st.gathers, id, first.rank, first.id)
+	}
+	return nil
+}
+
+// tookGatherTurn counts rank's all-gather of id, enqueued in its turn.
+func (s *Server) tookGatherTurn(rank int, id string) {
+	st := s.ranks[rank]
+	if st.gathers-s.gathered == len(s.gathers) {
+		s.gathers = append(s.gathers, gatherCall{id, rank})
+	}
+	st.gathers++
+	// Forget the gathers every rank has called.
+	least := st.gathers
+	for _, other := range s.ranks {
+		least = min(least, other.gathers)
+	}
+	if drop := least - s.gathered; drop > 0 {
+		s.gathers = slices.Delete(s.gathers, 0, drop)
+		s.gathered = least
+	}
 }
 
 // GatherParamsAfter is GatherParams behind the events in after (nil ones
@@ -608,9 +658,15 @@ func (s *Server) GatherParamsAfter(rank int, id string, param hw.Buffer, after .
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := s.gatherInTurn(rank, id); err != nil {
+		return nil, nil, err
+	}
 	in, out := plan.InPlace(rank, hw.Whole(param))
 	after = slices.DeleteFunc(slices.Clone(after), func(ev hw.Event) bool { return ev == nil }) // nil: nothing to wait for
-	return s.exec.EnqueueTimed(plan, rank, in, out, after...)
+	if start, end, err = s.exec.EnqueueTimed(plan, rank, in, out, after...); err == nil {
+		s.tookGatherTurn(rank, id)
+	}
+	return start, end, err
 }
 
 // gatherPlan is the all-gather of one sharded parameter, chosen by cost

@@ -220,3 +220,50 @@ func TestABucketThatCannotLaunchFailsTheStepAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRanksGatherParametersInOneOrder: a rank that gathers another
+// sharded parameter than the ranks before it did at that point is refused,
+// naming both: the gathers would run as one collective and swap the
+// parameters' shards, with no error. Ranks that keep to one order gather
+// right, step after step (the order is held while some rank still has to
+// make a gather, then forgotten).
+func TestRanksGatherParametersInOneOrder(t *testing.T) {
+	c := cluster(t, 2, sim.Config{})
+	s, err := paramsync.Start(c.World(), paramsync.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	params := []paramsync.Param{{ID: "a", Len: 4, DType: hw.F32, Sharded: true}, {ID: "b", Len: 4, DType: hw.F32, Sharded: true}}
+	bufs := map[string][]hw.Buffer{"a": filled(t, c, 4), "b": filled(t, c, 4)}
+	for r := range 2 {
+		if err := s.Register(r, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for step := range 3 {
+		for r := range 2 {
+			for _, id := range []string{"a", "b"} {
+				if err := s.GatherParams(r, id, bufs[id][r]); err != nil {
+					t.Fatalf("step %d, rank %d, %s: %v", step, r, id, err)
+				}
+			}
+		}
+		for r := range 2 {
+			if err := s.Wait(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := firstF32(t, bufs["b"][1]); got != 1 {
+		t.Errorf("rank 1's b starts with %g, want rank 0's shard, 1", got)
+	}
+	if err := s.GatherParams(0, "a", bufs["a"][0]); err != nil {
+		t.Fatal(err)
+	}
+	err = s.GatherParams(1, "b", bufs["b"][1])
+	const want = `rank 1's all-gather 6 is of "b", rank 0's was of "a": ranks must gather parameters in the same order`
+	if !errors.Is(err, paramsync.ErrMismatch) || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("rank 1 gathers b where rank 0 gathered a: %v", err)
+	}
+}
