@@ -113,6 +113,7 @@ type slot struct {
 	id      int
 	calls   []*Call // per rank; nil until the rank arrives
 	in, out []hw.Slice
+	after   [][]hw.Event // per rank: what its part waits for
 	arrived int
 	done    chan struct{}
 	err     error
@@ -200,8 +201,12 @@ func (c *Comm) Close() error {
 // Do is rank's next collective: it blocks until every rank has made its
 // matching call and the collective has run, and returns the collective's
 // time in seconds. in and out follow ops.Executor.Run (in place when they
-// overlap as NCCL's in-place calls do).
-func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
+// overlap as NCCL's in-place calls do). The rank's part starts once the
+// events in after are reached (nil ones are none), as NCCL's call follows
+// the work before it on its stream: a gradient's all-reduce after the
+// compute that makes it, enqueued but not waited for. Its time is from
+// that start. Native plans take no events.
+func (c *Comm) Do(rank int, call Call, in, out hw.Slice, after ...hw.Event) (float64, error) {
 	if call.Algo == "" {
 		call.Algo = c.cfg.defaultAlgo(call.Op)
 	}
@@ -234,7 +239,7 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
 	s := c.slots[id]
 	if s == nil {
 		n := c.w.Size()
-		s = &slot{id: id, calls: make([]*Call, n), in: make([]hw.Slice, n), out: make([]hw.Slice, n), done: make(chan struct{})}
+		s = &slot{id: id, calls: make([]*Call, n), in: make([]hw.Slice, n), out: make([]hw.Slice, n), after: make([][]hw.Event, n), done: make(chan struct{})}
 		c.slots[id] = s
 	}
 	if s.err != nil { // the slot already failed (timed out or closed)
@@ -247,6 +252,7 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice) (float64, error) {
 		return 0, err
 	}
 	s.calls[rank], s.in[rank], s.out[rank] = &call, in, out
+	s.after[rank] = slices.DeleteFunc(slices.Clone(after), func(ev hw.Event) bool { return ev == nil })
 	if err := c.checkCall(call); err != nil {
 		// Found at once, not when the others come: the slot fails for
 		// every rank, those waiting and those still to come.
@@ -350,20 +356,26 @@ func (c *Comm) run(s *slot) (float64, error) {
 	if plan.Algo == ops.Native {
 		// The library launches every rank at once (Run), not rank by
 		// rank, and its communicator has no watchdog of this package's.
+		for r, after := range s.after {
+			if len(after) > 0 {
+				return 0, fmt.Errorf("comm: slot %d: rank %d: %w: algorithm %s takes no events to wait for", s.id, r, ops.ErrUnsupported, ops.Native)
+			}
+		}
 		secs, err := c.exec.Run(plan, s.in, s.out)
 		if err != nil {
 			return 0, fmt.Errorf("comm: slot %d: %w", s.id, err)
 		}
 		return secs, nil
 	}
-	return c.watch(s.id, plan, s.in, s.out)
+	return c.watch(s.id, plan, s.in, s.out, s.after)
 }
 
 // watch runs plan on every rank under the watchdog: each rank's part is
-// enqueued, then waited for in its own goroutine; if some rank has not
+// enqueued behind the rank's events in after, then waited for in its own
+// goroutine; if some rank has not
 // finished after Config.RunTimeout, the devices are aborted (hw.Aborter)
 // and a *StuckError names the ranks still running.
-func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice) (float64, error) {
+func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice, after [][]hw.Event) (float64, error) {
 	if err := c.exec.CheckRun(plan, in, out); err != nil {
 		return 0, fmt.Errorf("comm: slot %d: %w", slot, err)
 	}
@@ -371,7 +383,7 @@ func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice) (float64, err
 	starts, ends := make([]hw.Event, p), make([]hw.Event, p)
 	for r := range p {
 		var err error
-		if starts[r], ends[r], err = c.exec.EnqueueTimed(plan, r, in[r], out[r]); err != nil {
+		if starts[r], ends[r], err = c.exec.EnqueueTimed(plan, r, in[r], out[r], after[r]...); err != nil {
 			err = fmt.Errorf("comm: slot %d: rank %d: %w", slot, r, err)
 			if r > 0 {
 				// The ranks enqueued wait for this one's messages: like a

@@ -3,6 +3,7 @@ package comm_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -257,5 +258,69 @@ func TestAPlannerMakesEveryCallsPlan(t *testing.T) {
 	bufs = i32s(t, asDevices(devs), func(r int) []int32 { return []int32{int32(r), 1} })
 	if _, errs = doAll(cm, call, bufs); !strings.Contains(fmt.Sprint(errs[2]), "the planner gave a plan for 4 x i32 allreduce on 4 ranks, asked for 2 x i32 allreduce on 4") {
 		t.Errorf("a plan of twice the count: %v", errs[2])
+	}
+}
+
+// TestACallFollowsTheComputeItWaitsFor: each rank computes for 100 µs on
+// a stream of its own, then all-reduces what it made, behind the
+// compute's event and without waiting for it on the host. The step takes
+// the compute and the all-reduce one after the other, the ranks side by
+// side, and the call's time is the all-reduce's. Do took no events: the
+// all-reduce ran during the compute, or, with the host waiting for each
+// rank's compute first, the ranks' compute ran one after another.
+func TestACallFollowsTheComputeItWaitsFor(t *testing.T) {
+	topo, err := topology.Parse("switch:4,bw=100GB/s,lat=1us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := comm.New(c.World(), comm.Config{Algo: "ring"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close()
+	const n = 1 << 20 // f32: 4 MiB
+	// Ring: 6 steps of 2 µs through the switch and a quarter of 4 MiB at
+	// 100 GB/s.
+	allReduce := 6 * (2e-6 + float64(n*4/4)/100e9)
+	secs := make([]float64, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for r, d := range c.Devices() {
+		wg.Go(func() {
+			errs[r] = func() error {
+				buf, err := d.Alloc(hw.F32, n)
+				if err != nil {
+					return err
+				}
+				st, err := d.NewStream()
+				if err != nil {
+					return err
+				}
+				if err := st.(*sim.Stream).Compute(100e-6, "backward"); err != nil {
+					return err
+				}
+				made, err := d.NewEvent()
+				if err != nil {
+					return err
+				}
+				if err := st.Record(made); err != nil {
+					return err
+				}
+				call := comm.Call{Op: ops.AllReduce, Count: n, DType: hw.F32, Redop: hw.Sum}
+				secs[r], err = cm.Do(r, call, hw.Whole(buf), hw.Whole(buf), made, nil)
+				return err
+			}()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if now := c.Now().Seconds(); math.Abs(now-(100e-6+allReduce)) > 1e-9 || math.Abs(secs[0]-allReduce) > 1e-9 {
+		t.Errorf("the step ended at %.3f µs and the call took %.3f µs; want %.3f µs of compute and then %.3f", now*1e6, secs[0]*1e6, 100.0, allReduce*1e6)
 	}
 }
