@@ -31,6 +31,7 @@
 package paramsync
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -108,6 +109,11 @@ type Server struct {
 	w    *hw.World
 	cfg  Config
 	exec *ops.Executor
+	// gatherExec runs the parameters' all-gathers on streams of their
+	// own, and a world of its own, as FSDP has an all-gather stream: a
+	// gather prefetched for the next layer does not queue behind a
+	// reduce-scatter that waits for this layer's gradients.
+	gatherExec *ops.Executor
 
 	mu      sync.Mutex
 	changed *sync.Cond
@@ -188,7 +194,12 @@ func Start(w *hw.World, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("paramsync: %w", err)
 	}
-	s := &Server{w: own, cfg: cfg, exec: ops.NewExecutorWith(own, cfg.Driver), plans: map[ops.Spec]*ops.Plan{}, ranks: make([]*rankState, cfg.Callers)}
+	gatherWorld, err := w.Dup()
+	if err != nil {
+		return nil, fmt.Errorf("paramsync: %w", err)
+	}
+	s := &Server{w: own, cfg: cfg, exec: ops.NewExecutorWith(own, cfg.Driver), gatherExec: ops.NewExecutorWith(gatherWorld, cfg.Driver),
+		plans: map[ops.Spec]*ops.Plan{}, ranks: make([]*rankState, cfg.Callers)}
 	s.changed = sync.NewCond(&s.mu)
 	for r := range s.ranks {
 		s.ranks[r] = &rankState{}
@@ -535,7 +546,7 @@ func (s *Server) Sync(rank int) error {
 		s.changed.Wait()
 	}
 	s.mu.Unlock()
-	if err := s.exec.Synchronize(rank); err != nil {
+	if err := s.synchronize(rank); err != nil {
 		return fmt.Errorf("paramsync: rank %d: %w", rank, err)
 	}
 	s.mu.Lock()
@@ -663,7 +674,7 @@ func (s *Server) GatherParamsAfter(rank int, id string, param hw.Buffer, after .
 	}
 	in, out := plan.InPlace(rank, hw.Whole(param))
 	after = slices.DeleteFunc(slices.Clone(after), func(ev hw.Event) bool { return ev == nil }) // nil: nothing to wait for
-	if start, end, err = s.exec.EnqueueTimed(plan, rank, in, out, after...); err == nil {
+	if start, end, err = s.gatherExec.EnqueueTimed(plan, rank, in, out, after...); err == nil {
 		s.tookGatherTurn(rank, id)
 	}
 	return start, end, err
@@ -702,5 +713,12 @@ func (s *Server) Wait(rank int) error {
 	if err != nil {
 		return err
 	}
-	return s.exec.Synchronize(rank)
+	return s.synchronize(rank)
+}
+
+// synchronize waits for rank's reductions and gathers, and returns the
+// first failure, the reductions' first.
+func (s *Server) synchronize(rank int) error {
+	reduced, gathered := s.exec.Synchronize(rank), s.gatherExec.Synchronize(rank)
+	return cmp.Or(reduced, gathered)
 }

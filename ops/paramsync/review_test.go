@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -265,5 +266,73 @@ func TestRanksGatherParametersInOneOrder(t *testing.T) {
 	const want = `rank 1's all-gather 6 is of "b", rank 0's was of "a": ranks must gather parameters in the same order`
 	if !errors.Is(err, paramsync.ErrMismatch) || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("rank 1 gathers b where rank 0 gathered a: %v", err)
+	}
+}
+
+// TestAGatherDoesNotQueueBehindAReduceScatter: FSDP's backward asks for
+// the gather of layer 0's parameters at once, while layer 1's backward
+// still runs for 100 µs; layer 1's reduce-scatter waits for it. The
+// gather runs at once, on streams of its own, as FSDP's all-gather
+// stream: it had queued behind the reduce-scatter, starting at 137.5 µs.
+func TestAGatherDoesNotQueueBehindAReduceScatter(t *testing.T) {
+	const n = 1 << 20
+	topo, err := topology.Parse("switch:4,bw=100GB/s,lat=1us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: 1, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	params := []paramsync.Param{{ID: "l0", Len: n, DType: hw.F32, Sharded: true}, {ID: "l1", Len: n, DType: hw.F32, Sharded: true}}
+	var gatherStart, gatherEnd hw.Event
+	for r, d := range c.Devices() {
+		if err := s.Register(r, params); err != nil {
+			t.Fatal(err)
+		}
+		st, err := d.NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.(*sim.Stream).Compute(100e-6, "layer 1 backward"); err != nil {
+			t.Fatal(err)
+		}
+		ready, _ := d.NewEvent()
+		if err := st.Record(ready); err != nil {
+			t.Fatal(err)
+		}
+		grad, _ := d.Alloc(hw.F32, n)
+		if err := s.SubmitGradient(r, "l1", grad, ready); err != nil {
+			t.Fatal(err)
+		}
+		param, _ := d.Alloc(hw.F32, n)
+		start, end, err := s.GatherParamsAfter(r, "l0", param)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == 0 {
+			gatherStart, gatherEnd = start, end
+		}
+	}
+	for r := range 4 {
+		if err := s.Wait(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from, err := gatherStart.(*sim.Event).Time()
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, _ := gatherEnd.(*sim.Event).Time()
+	// Ring all-gather: 3 steps of 2 µs through the switch and a quarter
+	// of 4 MiB at 100 GB/s.
+	want := 3 * (2e-6 + float64(n)/100e9)
+	if from != 0 || math.Abs(to.Seconds()-want) > 1e-9 {
+		t.Errorf("the gather ran from %v to %v; want from 0 to %.3f µs", from, to, want*1e6)
 	}
 }
