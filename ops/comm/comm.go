@@ -372,9 +372,9 @@ func (c *Comm) run(s *slot) (float64, error) {
 
 // watch runs plan on every rank under the watchdog: each rank's part is
 // enqueued behind the rank's events in after, then waited for in its own
-// goroutine; if some rank has not
-// finished after Config.RunTimeout, the devices are aborted (hw.Aborter)
-// and a *StuckError names the ranks still running.
+// goroutine; if some rank has not finished after Config.RunTimeout, the
+// devices are aborted (hw.Aborter) and a *StuckError names the ranks
+// still running.
 func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice, after [][]hw.Event) (float64, error) {
 	if err := c.exec.CheckRun(plan, in, out); err != nil {
 		return 0, fmt.Errorf("comm: slot %d: %w", slot, err)
@@ -386,12 +386,8 @@ func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice, after [][]hw.
 		if starts[r], ends[r], err = c.exec.EnqueueTimed(plan, r, in[r], out[r], after[r]...); err != nil {
 			err = fmt.Errorf("comm: slot %d: rank %d: %w", slot, r, err)
 			if r > 0 {
-				// The ranks enqueued wait for this one's messages: like a
-				// communicator that ran past its watchdog, this one is done.
+				// The ranks enqueued wait for this one's messages.
 				c.abortAll(err)
-				c.mu.Lock()
-				c.closed = true
-				c.mu.Unlock()
 			}
 			return 0, err
 		}
@@ -419,12 +415,8 @@ func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice, after [][]hw.
 					stuck.Ranks = append(stuck.Ranks, r)
 				}
 			}
+			// Its streams may still be draining in the goroutines above.
 			stuck.Aborted = c.abortAll(fmt.Errorf("comm: watchdog: slot %d (%v) ran past %v", slot, plan.Spec, c.cfg.RunTimeout))
-			// Like an aborted NCCL communicator, this one is finished: its
-			// streams may still be draining in the goroutines above.
-			c.mu.Lock()
-			c.closed = true
-			c.mu.Unlock()
 			return 0, stuck
 		}
 	}
@@ -442,8 +434,13 @@ func (c *Comm) watch(slot int, plan *ops.Plan, in, out []hw.Slice, after [][]hw.
 	return longest, nil
 }
 
-// abortAll aborts every device that can be aborted and counts them.
+// abortAll aborts every device that can be aborted, counts them, and
+// closes the communicator: like an aborted NCCL communicator, it is
+// finished, its ranks' parts of a collective left waiting or stuck.
 func (c *Comm) abortAll(reason error) int {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	n := 0
 	for _, d := range c.w.Devices() {
 		if a, ok := hw.As[hw.Aborter](d); ok && a.Abort(reason) == nil {
