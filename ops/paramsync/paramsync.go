@@ -123,11 +123,12 @@ type Server struct {
 	plans   map[ops.Spec]*ops.Plan // reductions' and gathers' plans, made once
 	ranks   []*rankState
 	closed  bool
-	// gathers is the parameter of each all-gather, in the order the ranks
-	// call them, from the first a rank has not yet called (gathered[0]):
-	// set by the first rank to reach one, held against the others.
+	// gathers is the parameter of each all-gather that some rank has
+	// still to call, in call order: set by the first rank to reach it,
+	// held against the others.
 	gathers []gatherCall
-	// gathered is how many all-gathers lie before gathers[0].
+	// gathered counts the all-gathers before gathers[0], which every
+	// rank has called.
 	gathered int
 }
 
