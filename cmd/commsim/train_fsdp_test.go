@@ -48,20 +48,27 @@ func TestShardedStepsGatherParameters(t *testing.T) {
 // TestShardedComputeWaitsForItsParameters: with layers that compute in a
 // microsecond and gather for far longer, the last layer's gradient cannot
 // be ready before the gathers ahead of its backward (every forward's, and
-// its own) have run, one after the other on the communication stream.
+// its own) have run, one after the other on the gather stream. A gather
+// alone takes what one of a one-layer model's takes: in a longer model,
+// the later gathers share the links with reduce-scatters.
 func TestShardedComputeWaitsForItsParameters(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("name: wide\nlayers:\n")
+	profile := func(layers int) string {
+		var b strings.Builder
+		b.WriteString("name: wide\nlayers:\n")
+		for i := range layers {
+			fmt.Fprintf(&b, "  - {name: l%d, params: 50000000, dtype: bf16, forward: 1us, backward: 1us}\n", i)
+		}
+		path := filepath.Join(t.TempDir(), fmt.Sprint("wide", layers, ".yaml"))
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	one := trainJSON(t, "train", "--model", profile(1), "--topo", "switch:8", "--algo", "ring", "--sharded", "--format", "json")
+	perGather := one.GatherUS / float64(one.Gathers)
 	const layers = 4
-	for i := range layers {
-		fmt.Fprintf(&b, "  - {name: l%d, params: 50000000, dtype: bf16, forward: 1us, backward: 1us}\n", i)
-	}
-	path := filepath.Join(t.TempDir(), "wide.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := profile(layers)
 	rep := trainJSON(t, "train", "--model", path, "--topo", "switch:8", "--algo", "ring", "--sharded", "--format", "json")
-	perGather := rep.GatherUS / float64(rep.Gathers)
 	if first := rep.Buckets[0]; first.ReadyUS < (layers+1)*perGather*0.99 {
 		t.Errorf("last layer's gradient ready at %.1f us, before the %d gathers ahead of it (%.1f us each) ran", first.ReadyUS, layers+1, perGather)
 	}
