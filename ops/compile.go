@@ -176,12 +176,12 @@ func (s Spec) Validate() error {
 // tuner, say) for s, is a plan of s's collective: of its op, ranks, count
 // and dtype. A plan of another would run, on buffers it does not fit.
 func (s Spec) Made(plan *Plan) error {
-	switch {
-	case plan == nil:
+	if plan == nil {
 		return fmt.Errorf("ops: the planner gave no plan for %v", s.Op)
-	case plan.Op != s.Op || plan.Ranks != s.Ranks || plan.Count != s.Count || plan.DType != s.withBarrierDType().DType:
+	}
+	if want := s.withBarrierDType(); plan.Op != want.Op || plan.Ranks != want.Ranks || plan.Count != want.Count || plan.DType != want.DType {
 		return fmt.Errorf("ops: the planner gave a plan for %d x %s %v on %d ranks, asked for %d x %s %v on %d",
-			plan.Count, plan.DType, plan.Op, plan.Ranks, s.Count, s.DType, s.Op, s.Ranks)
+			plan.Count, plan.DType, plan.Op, plan.Ranks, want.Count, want.DType, want.Op, want.Ranks)
 	}
 	return nil
 }

@@ -491,7 +491,7 @@ func (c *Cluster) apply(f Fault, now Time) {
 func (s *Stream) crash(err error) {
 	if s.err != nil || s.idleQueue() {
 		if s.err == nil {
-			s.err = fmt.Errorf("sim: rank %d (%s) stream %d: %w", s.dev.rank, s.dev.name, s.id, err)
+			s.err = fmt.Errorf("sim: rank %d (%s) stream %d: %w", s.dev.rank, s.dev.name, s.onDevice, err)
 		}
 		return
 	}

@@ -108,7 +108,7 @@ func (s *Stream) Feed(src Source) error {
 		case c.closed:
 			return fmt.Errorf("sim: %s: feed: %w", s.dev.name, hw.ErrClosed)
 		case src == nil:
-			return fmt.Errorf("sim: %s stream %d: feed: %w: nil source", s.dev.name, s.id, hw.ErrBadArgument)
+			return fmt.Errorf("sim: %s stream %d: feed: %w: nil source", s.dev.name, s.onDevice, hw.ErrBadArgument)
 		}
 		s.queue = append(s.queue, c.newOp(op{kind: opFeed, ext: &opExt{feed: &feed{src: src}}}))
 		c.kick(s)

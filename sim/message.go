@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/commsim/commsim/hw"
 )
@@ -170,10 +172,12 @@ func (e *DeadlockError) Error() string {
 
 func (e *DeadlockError) Unwrap() error { return hw.ErrDeadlock }
 
-// deadlock describes every stream with unfinished work, or returns nil.
-func (c *Cluster) deadlock() *DeadlockError {
+// deadlock describes every stream with unfinished work, rank by rank and
+// each rank's streams in the order it made them, or returns nil; stuck
+// are those streams, in that order.
+func (c *Cluster) deadlock() (dl *DeadlockError, stuck []*Stream) {
 	var blocked []BlockedStream
-	for _, s := range c.streams {
+	for _, s := range c.streamsByRank() {
 		if s.err != nil || s.idleQueue() {
 			continue
 		}
@@ -184,14 +188,26 @@ func (c *Cluster) deadlock() *DeadlockError {
 		}
 		waiting += s.bufferWait(o)
 		blocked = append(blocked, BlockedStream{
-			Rank: s.dev.rank, Device: s.dev.name, Stream: s.id, Op: o.index,
+			Rank: s.dev.rank, Device: s.dev.name, Stream: s.onDevice, Op: o.index,
 			Waiting: waiting, Pending: s.pending(),
 		})
+		stuck = append(stuck, s)
 	}
 	if len(blocked) == 0 {
-		return nil
+		return nil, nil
 	}
-	return &DeadlockError{At: c.eng.now, Blocked: blocked}
+	return &DeadlockError{At: c.eng.now, Blocked: blocked}, stuck
+}
+
+// streamsByRank is every stream, rank by rank, each rank's in the order
+// it made them: the order of reports that goroutines, one a rank, making
+// streams in turns of their own must not change.
+func (c *Cluster) streamsByRank() []*Stream {
+	streams := slices.Clone(c.streams)
+	slices.SortStableFunc(streams, func(a, b *Stream) int {
+		return cmp.Or(cmp.Compare(a.dev.rank, b.dev.rank), cmp.Compare(a.onDevice, b.onDevice))
+	})
+	return streams
 }
 
 // failStuck fails the work left when no event is pending before the
@@ -261,12 +277,12 @@ func (c *Cluster) failPastHorizon() error {
 // that lists them all, so each returns it from Synchronize and lets go of
 // its work (feeds included), or returns nil when none is stuck.
 func (c *Cluster) failDeadlocked() error {
-	dl := c.deadlock()
+	dl, stuck := c.deadlock()
 	if dl == nil {
 		return nil
 	}
-	for _, b := range dl.Blocked {
-		c.streams[b.Stream].abort(dl, dl)
+	for _, s := range stuck {
+		s.abort(dl, dl)
 	}
 	return dl
 }

@@ -660,7 +660,7 @@ func (s *Stream) complete(o *op, now Time) {
 // events it would have recorded fail their waiters, and messages it
 // would have sent fail their receivers.
 func (s *Stream) fail(o *op, cause error) {
-	s.abort(fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, o.index, o, cause), cause)
+	s.abort(fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.onDevice, o.index, o, cause), cause)
 }
 
 // abort stops the stream with err, as fail does; cause is what went

@@ -314,7 +314,7 @@ type switchLanding struct {
 func (l *switchLanding) fire(now Time, _ uint64) {
 	s := l.s
 	if err := s.applySwitch(&l.o); err != nil && s.err == nil {
-		s.abort(fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.id, l.o.index, &l.o, err), err)
+		s.abort(fmt.Errorf("sim: rank %d (%s) stream %d, op #%d %s: %w", s.dev.rank, s.dev.name, s.onDevice, l.o.index, &l.o, err), err)
 	}
 	if s.landing--; s.landing == 0 {
 		s.dev.c.kick(s)

@@ -275,11 +275,7 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 		emit(`{"ph":"M","name":"process_name","pid":%d,"args":{"name":%s}}`, d.rank, strconv.Quote(fmt.Sprintf("rank %d (%s)", d.rank, d.name)))
 		emit(`{"ph":"M","name":"thread_name","pid":%d,"tid":%d,"args":{"name":"network"}}`, d.rank, networkTID)
 	}
-	streams := slices.Clone(c.streams)
-	slices.SortFunc(streams, func(a, b *Stream) int {
-		return cmp.Or(cmp.Compare(a.dev.rank, b.dev.rank), cmp.Compare(a.onDevice, b.onDevice))
-	})
-	for _, s := range streams {
+	for _, s := range c.streamsByRank() {
 		kind := "comm"
 		if s.computes {
 			kind = "compute"

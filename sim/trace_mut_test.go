@@ -204,3 +204,25 @@ func TestAFailureIsOnItsStreamsTrack(t *testing.T) {
 		t.Error("no failure in the trace")
 	}
 }
+
+// TestAStuckStreamIsNamedAsItsTraceTrackIs: errors name a stream by its
+// number on its device, as its trace track does, whatever order the ranks
+// made their streams in. They named it by the cluster's count, which
+// goroutines, one a rank, made differ from run to run.
+func TestAStuckStreamIsNamedAsItsTraceTrackIs(t *testing.T) {
+	run := func(order []int) string {
+		c := newCluster(t, "switch:2", sim.Config{})
+		d := c.Devices()
+		streams := make([]hw.Stream, 2)
+		for _, r := range order {
+			streams[r] = try(d[r].NewStream())(t)
+		}
+		buf := try(d[1].Alloc(hw.F32, 4))(t)
+		ok(t, streams[1].Recv(hw.Whole(buf), d[0], 9)) // nothing sends it
+		return streams[1].Synchronize().Error()
+	}
+	a, b := run([]int{0, 1}), run([]int{1, 0})
+	if a != b || !strings.Contains(a, "rank 1 (sim:gpu1) stream 0 blocked at op #0") {
+		t.Errorf("one program, two errors, or not rank 1's stream 0:\n%s\n%s", a, b)
+	}
+}
