@@ -305,6 +305,9 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice, after ...hw.Event) (flo
 func (c *Comm) emptyOn(rank int) (hw.Slice, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return hw.Slice{}, ErrClosed
+	}
 	if rank < 0 || rank >= len(c.empty) {
 		return hw.Slice{}, fmt.Errorf("comm: rank %d not in 0..%d", rank, len(c.empty)-1)
 	}
