@@ -57,74 +57,45 @@ func LinkBound(plan *Plan, r EdgeRouter) (float64, error) {
 		return 0, fmt.Errorf("ops: link bound %v: %w", plan.Spec, err)
 	}
 	size := float64(plan.DType.Size())
-	load := newLinkLoad(r, plan.Ranks)
+	var bytes []float64 // by edge
+	type route struct {
+		peer  int
+		edges []int
+	}
+	var recent []route // a sender's last few peers: most plans send to few, many times
 	for rank := range plan.Ranks {
+		recent = recent[:0]
 		for st := range plan.RankSteps(rank) {
-			if st.Kind == StepSend {
-				if err := load.add(rank, st.Peer, float64(st.Src.Len)*size); err != nil {
-					return 0, fmt.Errorf("ops: link bound %v: %w", plan.Spec, err)
+			if st.Kind != StepSend || st.Src.Len == 0 {
+				continue
+			}
+			i := slices.IndexFunc(recent, func(rt route) bool { return rt.peer == st.Peer })
+			if i < 0 {
+				edges, err := r.RouteEdges(rank, st.Peer)
+				if err != nil {
+					return 0, fmt.Errorf("ops: link bound %v: rank %d to %d: %w", plan.Spec, rank, st.Peer, err)
 				}
+				if len(recent) == pathSlots {
+					recent = recent[1:]
+				}
+				recent, i = append(recent, route{st.Peer, edges}), len(recent)
+			}
+			for _, e := range recent[i].edges {
+				if e >= len(bytes) {
+					bytes = append(bytes, make([]float64, e+1-len(bytes))...)
+				}
+				bytes[e] += float64(st.Src.Len) * size
 			}
 		}
 	}
-	return load.bound(plan.Spec)
-}
-
-// linkLoad sums the bytes a plan's sends put on each directed link, for
-// LinkBound, or for Select as Cost runs the plan (costPlan): one pass
-// over its steps for both.
-type linkLoad struct {
-	r      EdgeRouter
-	bytes  []float64 // by edge
-	recent [][]route // per sender: its last few peers' routes; most plans send to few, many times
-}
-
-type route struct {
-	peer  int
-	edges []int
-}
-
-func newLinkLoad(r EdgeRouter, ranks int) *linkLoad {
-	return &linkLoad{r: r, recent: make([][]route, ranks)}
-}
-
-// add puts bytes sent from rank to peer on their route's links.
-func (l *linkLoad) add(rank, peer int, bytes float64) error {
-	if bytes == 0 {
-		return nil
-	}
-	recent := l.recent[rank]
-	i := slices.IndexFunc(recent, func(rt route) bool { return rt.peer == peer })
-	if i < 0 {
-		edges, err := l.r.RouteEdges(rank, peer)
-		if err != nil {
-			return fmt.Errorf("rank %d to %d: %w", rank, peer, err)
-		}
-		if len(recent) == pathSlots {
-			recent = recent[1:]
-		}
-		recent, i = append(recent, route{peer, edges}), len(recent)
-		l.recent[rank] = recent
-	}
-	for _, e := range recent[i].edges {
-		if e >= len(l.bytes) {
-			l.bytes = append(l.bytes, make([]float64, e+1-len(l.bytes))...)
-		}
-		l.bytes[e] += bytes
-	}
-	return nil
-}
-
-// bound is the busiest link's bytes over its bandwidth.
-func (l *linkLoad) bound(s Spec) (float64, error) {
 	most := 0.0
-	for e, b := range l.bytes {
+	for e, b := range bytes {
 		if b > 0 {
-			most = max(most, b/l.r.EdgeBW(e))
+			most = max(most, b/r.EdgeBW(e))
 		}
 	}
 	if math.IsInf(most, 0) || math.IsNaN(most) {
-		return 0, fmt.Errorf("ops: link bound %v: %w: a link too slow for its bytes", s, ErrCostNotFinite)
+		return 0, fmt.Errorf("ops: link bound %v: %w: a link too slow for its bytes", plan.Spec, ErrCostNotFinite)
 	}
 	return most, nil
 }
@@ -149,59 +120,19 @@ func (l *linkLoad) bound(s Spec) (float64, error) {
 // reads each lane through a Cursor, so a streamed plan is costed in
 // memory that grows with its ranks, as it runs.
 func Cost(plan *Plan, m CostModel) (float64, error) {
-	if err := costable(plan, m); err != nil {
-		return 0, err
-	}
-	return costPlan(plan, m, nil)
-}
-
-// costable says why Cost cannot cost plan on m, if it cannot.
-func costable(plan *Plan, m CostModel) error {
 	switch {
 	case plan == nil:
-		return fmt.Errorf("ops: cost: %w: nil plan", ErrBadPlan)
+		return 0, fmt.Errorf("ops: cost: %w: nil plan", ErrBadPlan)
 	case m == nil:
-		return fmt.Errorf("ops: cost %v: no cost model", plan.Spec)
-	case plan.native:
-		return fmt.Errorf("ops: cost %v: %w: %w", plan.Spec, ErrUnsupported, errNativePlan)
+		return 0, fmt.Errorf("ops: cost %v: no cost model", plan.Spec)
+	}
+	if plan.native {
+		return 0, fmt.Errorf("ops: cost %v: %w: %w", plan.Spec, ErrUnsupported, errNativePlan)
 	}
 	if err := plan.validate(); err != nil {
-		return fmt.Errorf("ops: cost %v: %w", plan.Spec, err)
+		return 0, fmt.Errorf("ops: cost %v: %w", plan.Spec, err)
 	}
-	return nil
-}
-
-// linkBound is a plan's LinkBound, or why it has none.
-type linkBound struct {
-	seconds float64
-	err     error
-}
-
-// costWithLinks is Cost, and where er is not nil the plan's LinkBound,
-// from one pass over the plan's steps: Select wants both of the plans it
-// costs in full, which at thousands of ranks are streamed, and made again
-// at every pass.
-func costWithLinks(plan *Plan, m CostModel, er EdgeRouter) (float64, linkBound, error) {
-	if er == nil {
-		cost, err := Cost(plan, m)
-		return cost, linkBound{}, err
-	}
-	if err := costable(plan, m); err != nil {
-		return 0, linkBound{}, err
-	}
-	load := newLinkLoad(er, plan.Ranks)
-	cost, err := costPlan(plan, m, load)
-	if err != nil {
-		return 0, linkBound{}, err
-	}
-	seconds, err := load.bound(plan.Spec)
-	return cost, linkBound{seconds, err}, nil
-}
-
-// costPlan is Cost after its checks, adding each send's bytes to load
-// as it goes when load is not nil.
-func costPlan(plan *Plan, m CostModel, load *linkLoad) (float64, error) {
-	c := &costRun{plan: plan, m: m, size: float64(plan.DType.Size()), load: load,
+	c := &costRun{plan: plan, m: m, size: float64(plan.DType.Size()),
 		paths: make([]*[pathSlots]pathSlot, plan.Ranks), mail: make([]map[uint64][]float64, plan.Ranks)}
 	defer c.close()
 	return c.run()
@@ -230,9 +161,6 @@ type costRun struct {
 	// pair their steps.
 	nets     map[int]pathSlot
 	meetings netMeetings[netMeeting]
-	// load, when not nil, sums the bytes each link carries (LinkBound),
-	// so that Select reads a plan once for both.
-	load *linkLoad
 }
 
 func (c *costRun) close() {
@@ -405,11 +333,6 @@ func (c *costRun) try(r int, at float64, op *Operation, wake func(int)) (done fl
 			return 0, false, nil
 		}
 	case StepSend:
-		if c.load != nil {
-			if err := c.load.add(r, op.Peer, float64(op.Src.Len)*c.size); err != nil {
-				return 0, false, err
-			}
-		}
 		lands := done
 		if c.plan.Wire != nil {
 			// It lands its latency after its bytes leave; the path is
@@ -544,9 +467,7 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 		cands = append(cands, Candidate{Algo: name, Bound: true})
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(estimate[a], estimate[b]) })
-	er, _ := m.(EdgeRouter)
 	plans := make([]*Plan, len(cands))
-	links := make([]linkBound, len(cands))
 	least := math.Inf(1)
 	for _, i := range order {
 		s.Algo = cands[i].Algo
@@ -574,14 +495,14 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 		if err != nil || bound > enough {
 			continue
 		}
-		cands[i].Cost, links[i], cands[i].Err = costWithLinks(plan, m, er)
+		cands[i].Cost, cands[i].Err = Cost(plan, m)
 		cands[i].Bound = false
 		if cands[i].Err == nil {
 			least = min(least, cands[i].Cost)
 		}
 	}
-	if er != nil {
-		least = boundLinks(s, m, er, cands, plans, links)
+	if er, ok := m.(EdgeRouter); ok {
+		least = boundLinks(s, m, er, cands, plans)
 	}
 	for i, c := range cands {
 		if c.Err == nil && !c.Bound && c.Cost <= least*(1+tieTolerance) {
@@ -598,9 +519,8 @@ func Select(s Spec, m CostModel) (*Plan, []Candidate, error) {
 // whatever their links: on a fabric where no flows share a link it bounds
 // the α-β winner alone. A candidate pruned before that could now win is
 // made whole and costed. Those it does not reach keep the cost they had,
-// marked as a Bound. links holds the bounds of the plans costed in full
-// already.
-func boundLinks(s Spec, m CostModel, er EdgeRouter, cands []Candidate, plans []*Plan, links []linkBound) float64 {
+// marked as a Bound.
+func boundLinks(s Spec, m CostModel, er EdgeRouter, cands []Candidate, plans []*Plan) float64 {
 	least := math.Inf(1)
 	done := make([]bool, len(cands))
 	for {
@@ -622,15 +542,16 @@ func boundLinks(s Spec, m CostModel, er EdgeRouter, cands []Candidate, plans []*
 					continue
 				}
 			}
-			if c.Cost, links[next], c.Err = costWithLinks(plans[next], m, er); c.Err != nil || c.Cost > least*(1+tieTolerance) {
+			if c.Cost, c.Err = Cost(plans[next], m); c.Err != nil || c.Cost > least*(1+tieTolerance) {
 				continue
 			}
 		}
-		if links[next].err != nil {
-			c.Err = links[next].err
+		links, err := LinkBound(plans[next], er)
+		if err != nil {
+			c.Err = err
 			continue
 		}
-		c.Cost, c.Bound = max(c.Cost, links[next].seconds), false
+		c.Cost, c.Bound = max(c.Cost, links), false
 		least = min(least, c.Cost)
 	}
 	for i := range cands {
