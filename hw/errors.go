@@ -43,7 +43,7 @@ var (
 type BlockedStream struct {
 	Rank    int
 	Device  string
-	Stream  int
+	Stream  int    // the stream's number, as the backend's errors name it (sim: on its device)
 	Op      int    // index of the blocked op in the stream
 	Waiting string // the op, with what it waits for
 	Pending int    // ops queued after it

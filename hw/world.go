@@ -21,7 +21,9 @@ type World struct {
 
 // worldFamily hands out world ids to a root world and its sub-worlds and
 // duplicates, so ids (and with them tags and traces) depend only on the
-// order of Split and Dup calls.
+// order of Split and Dup calls: made from goroutines (comm.New and
+// paramsync.Start duplicate their world), they take the goroutines'
+// order, and a reproducible trace wants them made in one.
 type worldFamily struct{ next atomic.Uint32 }
 
 // NewWorld binds rank r to devs[r]. Devices must be distinct, non-nil and of
@@ -174,7 +176,7 @@ func (w *World) Dup() (*World, error) {
 // Tag combines the world's id with a caller's tag into the tag a Stream
 // sees; 0 for a World not made.
 func (w *World) Tag(tag uint32) uint64 {
-	if w == nil {
+	if w.made() != nil {
 		return 0
 	}
 	return uint64(w.id)<<32 | uint64(tag)

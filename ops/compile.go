@@ -174,16 +174,38 @@ func (s Spec) Validate() error {
 
 // Made says whether plan, made by a planner of the caller's (NCCL's
 // tuner, say) for s, is a plan of s's collective: of its op, ranks, count
-// and dtype. A plan of another would run, on buffers it does not fit.
+// and dtype, and its root and reduction where the op has them. A plan of
+// another would run, on buffers it may well fit, and give another result.
 func (s Spec) Made(plan *Plan) error {
 	if plan == nil {
 		return fmt.Errorf("ops: the planner gave no plan for %v", s.Op)
 	}
-	if want := s.withBarrierDType(); plan.Op != want.Op || plan.Ranks != want.Ranks || plan.Count != want.Count || plan.DType != want.DType {
-		return fmt.Errorf("ops: the planner gave a plan for %d x %s %v on %d ranks, asked for %d x %s %v on %d",
-			plan.Count, plan.DType, plan.Op, plan.Ranks, want.Count, want.DType, want.Op, want.Ranks)
+	want := s.withBarrierDType()
+	got := plan.Spec
+	got.Algo, got.Channels, got.Chunk, got.NodeRanks = want.Algo, want.Channels, want.Chunk, want.NodeRanks // how it runs is the planner's
+	if !want.Op.Rooted() {
+		got.Root = want.Root
+	}
+	if !want.Op.Reduces() {
+		got.Redop = want.Redop
+	}
+	if got != want {
+		return fmt.Errorf("ops: the planner gave a plan for %s, asked for %s", got.collective(), want.collective())
 	}
 	return nil
+}
+
+// collective says what s computes, not how: its elements, op and ranks,
+// and its root and reduction where the op has them.
+func (s Spec) collective() string {
+	d := fmt.Sprintf("%d x %s %v on %d ranks", s.Count, s.DType, s.Op, s.Ranks)
+	if s.Op.Rooted() {
+		d += fmt.Sprintf(" to or from root %d", s.Root)
+	}
+	if s.Op.Reduces() {
+		d += " by " + s.Redop.String()
+	}
+	return d
 }
 
 // withBarrierDType is s with U8 for a barrier's zero DType: a barrier

@@ -300,7 +300,7 @@ func checkSlices(plan *Plan, r int, dev hw.Device, in, out hw.Slice) error {
 }
 
 // Enqueue puts rank's part of plan on the rank's streams, after the events
-// in after have been reached, and returns without waiting. The returned
+// in after have been reached (nil ones are none), and returns without waiting. The returned
 // event is recorded when the rank's part has finished; the other ranks
 // must enqueue their parts too (in the same order of plans) before anyone
 // waits. Use it when ranks start a collective at different times, as
@@ -513,6 +513,9 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, run *runBuffers,
 // begin orders a rank's lanes after the events in after and records start.
 func (e *Executor) begin(lanes []hw.Stream, start hw.Event, after []hw.Event) error {
 	for _, ev := range after {
+		if ev == nil {
+			continue // nothing to wait for, as a ready event the caller has none of
+		}
 		if err := lanes[0].Wait(ev); err != nil {
 			return err
 		}

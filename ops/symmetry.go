@@ -29,11 +29,11 @@ func (g Symmetry) String() string {
 // Rename is the peer that rank r's program names where rank 0's names q,
 // of p ranks; -1, which is no rank, when there are none.
 func (g Symmetry) Rename(r, q, p int) int {
-	if g == Xor {
-		return r ^ q
-	}
-	if p < 1 {
+	switch {
+	case p < 1:
 		return -1
+	case g == Xor:
+		return r ^ q
 	}
 	return (r + q) % p
 }

@@ -135,6 +135,12 @@ type span struct {
 	args       string // preformatted JSON object members
 	flowOut    int    // > 0: an arrow starts at this span
 	flowIn     int    // > 0: an arrow ends at this span
+	// peer, tag and index name a transfer on a network track (the other
+	// end, the message's tag, the send's place on its stream), so that
+	// transfers that start at one instant are written in the same order
+	// whatever order the engine ran them in.
+	peer, index int
+	tag         uint64
 }
 
 // spanKind is how a span is written: a slice, an instant on its track
@@ -203,8 +209,10 @@ func (c *Cluster) Mark(name string) {
 func (t *tracer) transfer(from *Device, o *op, now Time) {
 	t.flows++
 	t.addSpan(span{rank: from.rank, tid: -1, name: "flow to " + o.peer.name, start: o.start, end: now, flowOut: t.flows,
+		peer: o.peer.rank, tag: o.tag, index: o.index,
 		args: fmt.Sprintf(`"bytes":%d,"from":%d,"to":%d,"tag":%d`, o.src.Bytes(), from.rank, o.peer.rank, o.tag)})
 	t.addSpan(span{rank: o.peer.rank, tid: -1, name: "arrival from " + from.name, start: now, end: now, flowIn: t.flows,
+		peer: from.rank, tag: o.tag, index: o.index,
 		args: fmt.Sprintf(`"bytes":%d,"from":%d`, o.src.Bytes(), from.rank)})
 }
 
@@ -288,22 +296,23 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 	}
 	// Spans are recorded when they end: a long transfer ends after a short
 	// one that began later. Those that start together are taken track by
-	// track, each track's in the order they were recorded: spans of
-	// different devices that tie were recorded in an order that goroutines
-	// enqueuing their work, one a rank, can change.
+	// track, a stream's in the order they were recorded (its own), a
+	// network track's by the transfers' other end, tag and place on the
+	// sending stream: the engine ran spans that tie in an order that
+	// goroutines enqueuing their work, one a rank, can change.
 	slices.SortStableFunc(c.trace.spans, func(a, b span) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.rank, b.rank), cmp.Compare(a.tid, b.tid))
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.rank, b.rank), cmp.Compare(a.tid, b.tid),
+			cmp.Compare(a.peer, b.peer), cmp.Compare(a.tag, b.tag), cmp.Compare(a.index, b.index))
 	})
 	// Flows are numbered as they are recorded: number them again as they
 	// are written, for the same reason.
-	flowIDs := make(map[int]int)
+	flowIDs, written := make([]int, c.trace.flows+1), 0 // recorded ids are 1..flows
 	flowID := func(recorded int) int {
-		id, ok := flowIDs[recorded]
-		if !ok {
-			id = len(flowIDs) + 1
-			flowIDs[recorded] = id
+		if flowIDs[recorded] == 0 {
+			written++
+			flowIDs[recorded] = written
 		}
-		return id
+		return flowIDs[recorded]
 	}
 	for _, sp := range c.trace.spans {
 		tid := sp.tid

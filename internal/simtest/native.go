@@ -15,19 +15,26 @@ import (
 type LibDevice struct {
 	hw.Device
 	Launched *[]hw.NativeCall
+	Closed   *int // when not nil, counts the library communicators closed
 }
 
 func (d *LibDevice) Unwrap() hw.Device { return d.Device }
 func (d *LibDevice) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
 	b, err := d.Device.Alloc(dt, n)
-	return &libBuffer{Buffer: b, dev: d}, err
+	if err != nil {
+		return nil, err
+	}
+	return &libBuffer{Buffer: b, dev: d}, nil
 }
 func (d *LibDevice) NewStream() (hw.Stream, error) {
 	s, err := d.Device.NewStream()
-	return &libStream{Stream: s, dev: d}, err
+	if err != nil {
+		return nil, err
+	}
+	return &libStream{Stream: s, dev: d}, nil
 }
 func (d *LibDevice) NewNativeComm(devs []hw.Device) (hw.NativeComm, error) {
-	return &hostComm{ranks: len(devs), launched: d.Launched}, nil
+	return &hostComm{ranks: len(devs), launched: d.Launched, closed: d.Closed}, nil
 }
 
 type libBuffer struct {
@@ -51,10 +58,16 @@ func (s *libStream) Device() hw.Device { return s.dev }
 type hostComm struct {
 	ranks    int
 	launched *[]hw.NativeCall
+	closed   *int
 }
 
-func (c *hostComm) Ranks() int               { return c.ranks }
-func (c *hostComm) Close() error             { return nil }
+func (c *hostComm) Ranks() int { return c.ranks }
+func (c *hostComm) Close() error {
+	if c.closed != nil {
+		*c.closed++
+	}
+	return nil
+}
 func (c *hostComm) Abort(reason error) error { return reason }
 func (c *hostComm) Launch(calls []hw.NativeCall) error {
 	*c.launched = append(*c.launched, calls...)

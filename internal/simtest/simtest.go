@@ -1,6 +1,7 @@
 // Package simtest makes simulated clusters and collective buffers for the
-// tests of the packages that run plans on the simulator (ops, simexec,
-// nccl).
+// tests of the packages that run plans on the simulator (ops, ops/comm,
+// simexec, nccl), and a fake collective library (LibDevice) for native
+// plans.
 package simtest
 
 import (

@@ -102,9 +102,12 @@ type Comm struct {
 	next   []int         // per rank: its next slot
 	slots  map[int]*slot // open slots
 	closed bool
+	// running counts the collectives under way, whose last to end after
+	// Close lets go of the executor's library communicator.
+	running int
 	// empty is each rank's buffer of no bytes, made at its first
 	// barrier called without buffers. It is never freed: it holds
-	// nothing, and a barrier may still use it after Close.
+	// nothing, and a barrier's streams may still drain after Close.
 	empty []hw.Buffer
 }
 
@@ -158,11 +161,15 @@ func (cfg Config) defaultAlgo(op ops.Op) string {
 	if cfg.Algo != "" {
 		return cfg.Algo
 	}
-	algos := ops.AlgorithmsFor(op)
-	if i := slices.IndexFunc(algos, func(a string) bool { return !ops.IsNCCL(a) }); i >= 0 && !slices.Contains(algos, "ring") {
-		return algos[i]
+	if ops.Runs("ring", op) {
+		return "ring"
 	}
-	return "ring" // where ring cannot run op either, Compile says why
+	for _, a := range ops.AlgorithmsFor(op) {
+		if !ops.IsNCCL(a) {
+			return a
+		}
+	}
+	return "ring" // no algorithm runs op: Compile says why
 }
 
 // checkAlgo refuses a Config.Algo that no call could run, when the
@@ -181,11 +188,13 @@ func checkAlgo(cfg Config) error {
 	return fmt.Errorf("comm: unknown algorithm %q (want auto, %s or one of %s)", cfg.Algo, ops.Native, strings.Join(known, ", "))
 }
 
-// Close fails every open slot and later calls with ErrClosed.
+// Close fails every open slot and later calls with ErrClosed, and lets go
+// of the backend library's communicator (algorithm native): at once, or,
+// if a collective is running, when the last one ends.
 func (c *Comm) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return ErrClosed
 	}
 	c.closed = true
@@ -194,6 +203,11 @@ func (c *Comm) Close() error {
 			s.err = ErrClosed
 			close(s.done)
 		}
+	}
+	release := c.running == 0
+	c.mu.Unlock()
+	if release {
+		return c.exec.Close()
 	}
 	return nil
 }
@@ -218,13 +232,6 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice, after ...hw.Event) (flo
 	if !call.Op.Reduces() {
 		call.Redop = 0
 	}
-	if call.Op == ops.Barrier && in.Buf == nil && out.Buf == nil {
-		var err error
-		if in, err = c.emptyOn(rank); err != nil {
-			return 0, err
-		}
-		out, call.DType = in, in.DType()
-	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -233,6 +240,14 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice, after ...hw.Event) (flo
 	if rank < 0 || rank >= c.w.Size() {
 		c.mu.Unlock()
 		return 0, fmt.Errorf("comm: rank %d not in 0..%d", rank, c.w.Size()-1)
+	}
+	if call.Op == ops.Barrier && in.Buf == nil && out.Buf == nil {
+		var err error
+		if in, err = c.emptyOn(rank); err != nil {
+			c.mu.Unlock()
+			return 0, err
+		}
+		out, call.DType = in, in.DType()
 	}
 	id := c.next[rank]
 	c.next[rank]++
@@ -252,7 +267,7 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice, after ...hw.Event) (flo
 		return 0, err
 	}
 	s.calls[rank], s.in[rank], s.out[rank] = &call, in, out
-	s.after[rank] = slices.DeleteFunc(slices.Clone(after), func(ev hw.Event) bool { return ev == nil })
+	s.after[rank] = slices.Clone(after)
 	if err := c.checkCall(call); err != nil {
 		// Found at once, not when the others come: the slot fails for
 		// every rank, those waiting and those still to come.
@@ -265,6 +280,7 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice, after ...hw.Event) (flo
 	last := s.arrived == c.w.Size()
 	if last {
 		delete(c.slots, id)
+		c.running++
 	}
 	c.mu.Unlock()
 	// A slot that failed stays in c.slots, so ranks arriving late get its
@@ -275,7 +291,12 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice, after ...hw.Event) (flo
 		c.mu.Lock()
 		s.seconds, s.err = secs, err
 		close(s.done)
+		c.running--
+		release := c.closed && c.running == 0
 		c.mu.Unlock()
+		if release {
+			c.exec.Close() // the communicator is closed: no one to tell
+		}
 		return secs, err
 	}
 	timer := time.NewTimer(c.cfg.Timeout)
@@ -301,16 +322,8 @@ func (c *Comm) Do(rank int, call Call, in, out hw.Slice, after ...hw.Event) (flo
 
 // emptyOn is rank's buffer of no bytes, for a barrier, which moves
 // nothing but whose executor, like every backend, wants its messages'
-// buffers named.
+// buffers named. The caller holds c.mu.
 func (c *Comm) emptyOn(rank int) (hw.Slice, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return hw.Slice{}, ErrClosed
-	}
-	if rank < 0 || rank >= len(c.empty) {
-		return hw.Slice{}, fmt.Errorf("comm: rank %d not in 0..%d", rank, len(c.empty)-1)
-	}
 	if c.empty[rank] == nil {
 		dev, err := c.w.Device(rank)
 		if err != nil {
@@ -360,7 +373,7 @@ func (c *Comm) run(s *slot) (float64, error) {
 		// The library launches every rank at once (Run), not rank by
 		// rank, and its communicator has no watchdog of this package's.
 		for r, after := range s.after {
-			if len(after) > 0 {
+			if slices.ContainsFunc(after, func(ev hw.Event) bool { return ev != nil }) {
 				return 0, fmt.Errorf("comm: slot %d: rank %d: %w: algorithm %s takes no events to wait for", s.id, r, ops.ErrUnsupported, ops.Native)
 			}
 		}

@@ -110,9 +110,10 @@ func TestNativeRunsThroughTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	var launched []hw.NativeCall
+	closed := 0
 	devs := make([]hw.Device, 3)
 	for r, d := range c.Devices() {
-		devs[r] = &simtest.LibDevice{Device: d, Launched: &launched}
+		devs[r] = &simtest.LibDevice{Device: d, Launched: &launched, Closed: &closed}
 	}
 	w, err := hw.NewWorld(devs)
 	if err != nil {
@@ -135,6 +136,11 @@ func TestNativeRunsThroughTheLibrary(t *testing.T) {
 		if got := readI32s(t, bufs[r]); fmt.Sprint(got) != "[6 30]" {
 			t.Errorf("rank %d holds %v, want [6 30]", r, got)
 		}
+	}
+	// Closing the communicator lets go of the library's, which an NCCL
+	// communicator on CUDA would have held for ever.
+	if err := cm.Close(); err != nil || closed != 1 {
+		t.Errorf("Close: %v, and the library's communicator closed %d times, want once", err, closed)
 	}
 }
 
@@ -256,7 +262,7 @@ func TestAPlannerMakesEveryCallsPlan(t *testing.T) {
 	cm, devs = newComm(t, "switch:4", comm.Config{Planner: wrong})
 	defer cm.Close()
 	bufs = i32s(t, asDevices(devs), func(r int) []int32 { return []int32{int32(r), 1} })
-	if _, errs = doAll(cm, call, bufs); !strings.Contains(fmt.Sprint(errs[2]), "the planner gave a plan for 4 x i32 allreduce on 4 ranks, asked for 2 x i32 allreduce on 4") {
+	if _, errs = doAll(cm, call, bufs); !strings.Contains(fmt.Sprint(errs[2]), "the planner gave a plan for 4 x i32 allreduce on 4 ranks by sum, asked for 2 x i32 allreduce on 4 ranks by sum") {
 		t.Errorf("a plan of twice the count: %v", errs[2])
 	}
 }
@@ -322,5 +328,38 @@ func TestACallFollowsTheComputeItWaitsFor(t *testing.T) {
 	}
 	if now := c.Now().Seconds(); math.Abs(now-(100e-6+allReduce)) > 1e-9 || math.Abs(secs[0]-allReduce) > 1e-9 {
 		t.Errorf("the step ended at %.3f µs and the call took %.3f µs; want %.3f µs of compute and then %.3f", now*1e6, secs[0]*1e6, 100.0, allReduce*1e6)
+	}
+}
+
+// TestAPlanOfAnotherRootOrReductionIsRefused: a planner's broadcast from
+// root 0 for a call from root 2, or its sum for an average, fits the
+// buffers but computes another thing: refused, where every rank had
+// taken rank 0's value.
+func TestAPlanOfAnotherRootOrReductionIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		call  comm.Call
+		wrong func(*ops.Spec)
+		want  string
+	}{
+		{comm.Call{Op: ops.Broadcast, Count: 1, DType: hw.I32, Root: 2}, func(s *ops.Spec) { s.Root = 0 },
+			"the planner gave a plan for 1 x i32 broadcast on 4 ranks to or from root 0, asked for 1 x i32 broadcast on 4 ranks to or from root 2"},
+		{comm.Call{Op: ops.AllReduce, Count: 1, DType: hw.I32, Redop: hw.Avg}, func(s *ops.Spec) { s.Redop = hw.Sum },
+			"the planner gave a plan for 1 x i32 allreduce on 4 ranks by sum, asked for 1 x i32 allreduce on 4 ranks by avg"},
+	} {
+		planner := func(s ops.Spec) (*ops.Plan, error) {
+			tc.wrong(&s)
+			s.Algo = "tree"
+			if s.Op == ops.AllReduce {
+				s.Algo = "ring"
+			}
+			return ops.Compile(s)
+		}
+		cm, devs := newComm(t, "switch:4", comm.Config{Planner: planner})
+		bufs := i32s(t, asDevices(devs), func(r int) []int32 { return []int32{int32(r + 10)} })
+		_, errs := doAll(cm, tc.call, bufs)
+		if !strings.Contains(fmt.Sprint(errs[1]), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.call.Op, errs[1], tc.want)
+		}
+		cm.Close()
 	}
 }

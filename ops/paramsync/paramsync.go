@@ -150,8 +150,9 @@ type rankState struct {
 	launched   int        // buckets launched this round (always a prefix)
 	done       []hw.Event // per bucket: recorded when its collectives finish
 	gathers    int        // all-gathers called
-	// failed is why a bucket of this round could not launch: the round
-	// cannot finish, and Sync says so rather than wait for it.
+	// failed is why a bucket of the rank's could not launch: the step
+	// cannot finish, nor can the server (the ranks that launched wait on
+	// its messages), and every later call says so rather than wait.
 	failed error
 }
 
@@ -511,7 +512,9 @@ func (s *Server) BucketDone(rank, b int) hw.Event {
 
 // Sync waits until every rank has submitted every gradient of this step
 // (up to Config.Timeout, then an error naming what is missing), then until
-// rank's buckets have been reduced, and starts rank's next step.
+// rank's buckets have been reduced and its gathers (GatherParams) have
+// run, and starts rank's next step. A bucket that failed to launch on any
+// rank fails it at once: the server is then of no more use.
 func (s *Server) Sync(rank int) error {
 	s.mu.Lock()
 	st, err := s.rank(rank)
@@ -557,10 +560,9 @@ func (s *Server) Sync(rank int) error {
 	return nil
 }
 
-// allSubmitted reports whether every rank submitted round's gradients.
-// failedLaunch is the first rank's bucket that failed to launch this
-// round, which every rank's Sync reports: the ranks that did launch wait
-// on its messages.
+// failedLaunch is the first rank's bucket that failed to launch, which
+// every rank's Sync reports: the ranks that did launch wait on its
+// messages.
 func (s *Server) failedLaunch() error {
 	for _, st := range s.ranks {
 		if st.failed != nil {
@@ -570,6 +572,7 @@ func (s *Server) failedLaunch() error {
 	return nil
 }
 
+// allSubmitted reports whether every rank submitted round's gradients.
 func (s *Server) allSubmitted(round int) bool {
 	for _, st := range s.ranks {
 		if !st.registered || st.submitted <= round {
@@ -674,7 +677,6 @@ func (s *Server) GatherParamsAfter(rank int, id string, param hw.Buffer, after .
 		return nil, nil, err
 	}
 	in, out := plan.InPlace(rank, hw.Whole(param))
-	after = slices.DeleteFunc(slices.Clone(after), func(ev hw.Event) bool { return ev == nil }) // nil: nothing to wait for
 	if start, end, err = s.gatherExec.EnqueueTimed(plan, rank, in, out, after...); err == nil {
 		s.tookGatherTurn(rank, id)
 	}
