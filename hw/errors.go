@@ -36,6 +36,12 @@ var (
 	// ErrPeerFailed is wrapped, with the sender's cause, by the error of a
 	// receive whose sender's stream failed before sending the message.
 	ErrPeerFailed = errors.New("the sender failed before sending")
+	// ErrNotMade is wrapped by the error of a method called on a value
+	// that its package's constructor did not make (a nil pointer, a zero
+	// struct), here and in every backend and package above: such a value
+	// has nothing behind it to act on, so the method refuses, as os.File's
+	// do on a nil *File, rather than crash.
+	ErrNotMade = errors.New("was not made by its constructor")
 )
 
 // BlockedStream is one stream that can never finish, as the deadlock

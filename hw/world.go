@@ -1,7 +1,6 @@
 package hw
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -54,16 +53,11 @@ func newWorld(devs []Device, fam *worldFamily) (*World, error) {
 	return w, nil
 }
 
-// errNotMade is wrapped by the error of a World method called on a World
-// that NewWorld (or a backend's) did not make, such as a nil one from a
-// NewWorld that failed: it has no ranks to act on, so the method refuses
-// rather than crash.
-var errNotMade = errors.New("was not made by its constructor")
-
-// made refuses a World that newWorld did not make; it always sets family.
+// made refuses a World that newWorld did not make (a nil one from a
+// NewWorld that failed, say); it always sets family.
 func (w *World) made() error {
 	if w == nil || w.family == nil {
-		return fmt.Errorf("hw: World %w (use hw.NewWorld or a backend's NewWorld)", errNotMade)
+		return fmt.Errorf("hw: World %w (use hw.NewWorld or a backend's NewWorld)", ErrNotMade)
 	}
 	return nil
 }

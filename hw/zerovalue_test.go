@@ -13,5 +13,5 @@ func TestZeroValues(t *testing.T) {
 	calls := zerotest.Run(t, []any{
 		new(BFloat16), new(DType), new(Float16), new(NativeOp), new(ReduceOp), new(Slice), new(World),
 	}, zerotest.Options{})
-	zerotest.WantErr(t, calls, errNotMade, []string{"World"})
+	zerotest.WantErr(t, calls, ErrNotMade, []string{"World"})
 }

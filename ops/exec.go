@@ -69,15 +69,10 @@ func (e *Executor) Driver() Driver {
 	return e.driver
 }
 
-// errNotMade is wrapped by the error of every method called on an
-// Executor or a RankJob this package did not make (a nil pointer, a zero
-// struct): there is no world behind it to run on, so the method refuses
-// rather than crash.
-var errNotMade = errors.New("was not made by its constructor")
-
-// notMade is the error for a value of type typ that ctor did not make.
+// notMade is the error for a value of type typ that ctor did not make (an
+// Executor or a RankJob with no world behind it).
 func notMade(typ, ctor string) error {
-	return fmt.Errorf("ops: %s %w (use %s)", typ, errNotMade, ctor)
+	return fmt.Errorf("ops: %s %w (use %s)", typ, hw.ErrNotMade, ctor)
 }
 
 // made refuses an Executor that NewExecutor or NewExecutorWith did not

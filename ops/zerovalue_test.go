@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/internal/zerotest"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestZeroValues(t *testing.T) {
 	calls := zeroCalls(t)
 	// Errorf decorates the error it is given; it has nothing to refuse.
-	zerotest.WantErr(t, calls, errNotMade, []string{"Executor", "RankJob"}, "RankJob.Errorf")
+	zerotest.WantErr(t, calls, hw.ErrNotMade, []string{"Executor", "RankJob"}, "RankJob.Errorf")
 	for _, c := range calls {
 		if c.Type == "Plan" && c.Recv == zerotest.Nil && c.Panic == nil && c.ReturnsErr && !errors.Is(c.Err, ErrBadPlan) {
 			t.Errorf("%v: got error %v, want one wrapping ErrBadPlan", c, c.Err)

@@ -107,15 +107,10 @@ type route struct {
 	latency Time
 }
 
-// errNotMade is wrapped by the error of every method called on a value
-// this package did not make, such as a nil *Stream or a zero Cluster: it
-// has no cluster, clock or lock behind it, so the method refuses rather
-// than crash.
-var errNotMade = errors.New("was not made by its constructor")
-
-// notMade is the error for a value of type typ that ctor did not make.
+// notMade is the error for a value of type typ that ctor did not make
+// (a nil *Stream or a zero Cluster, with no clock or lock behind it).
 func notMade(typ, ctor string) error {
-	return fmt.Errorf("sim: %s %w (use %s)", typ, errNotMade, ctor)
+	return fmt.Errorf("sim: %s %w (use %s)", typ, hw.ErrNotMade, ctor)
 }
 
 // made refuses a Cluster that NewCluster did not make.

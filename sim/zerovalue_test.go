@@ -10,11 +10,11 @@ import (
 
 // TestZeroValues calls every exported method on a zero value and a nil
 // pointer of each type. None may panic, and the types that only a
-// constructor makes must refuse with errNotMade before they reach for a
+// constructor makes must refuse with hw.ErrNotMade before they reach for a
 // cluster or a lock that is not there.
 func TestZeroValues(t *testing.T) {
 	calls := zeroCalls(t)
-	zerotest.WantErr(t, calls, errNotMade, []string{"Buffer", "Cluster", "Device", "Event", "Stream"})
+	zerotest.WantErr(t, calls, hw.ErrNotMade, []string{"Buffer", "Cluster", "Device", "Event", "Stream"})
 }
 
 func zeroCalls(t *testing.T) []zerotest.Call {

@@ -1,20 +1,16 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/commsim/commsim/hw"
 )
 
-// errNotOpened is wrapped by the error of every method called on a value
-// this package did not make, such as a nil *Stream or a zero Device. Such a
-// value has no world, driver or lock behind it, so the method can only
-// refuse; like os.File's methods on a nil *File, it refuses with an error
-// rather than a crash.
-var errNotOpened = errors.New("was not opened")
-
-// notOpened is the error for a value of type typ that ctor did not make.
+// notOpened is the error for a value of type typ that ctor did not make
+// (a nil *Stream or a zero Device, with no world, driver or lock behind
+// it).
 func notOpened(typ, ctor string) error {
-	return fmt.Errorf("cuda: %s %w (use %s)", typ, errNotOpened, ctor)
+	return fmt.Errorf("cuda: %s %w (use %s)", typ, hw.ErrNotMade, ctor)
 }
 
 // The types below build on every system; those of the driver (Device,

@@ -12,11 +12,11 @@ import (
 
 // TestZeroValues calls every exported method on a zero value and a nil
 // pointer of each type. None may panic, and the types that only a
-// constructor makes must refuse with errNotOpened before they reach for a
+// constructor makes must refuse with hw.ErrNotMade before they reach for a
 // driver, NCCL or a lock that is not there.
 func TestZeroValues(t *testing.T) {
 	calls := zeroCalls(t)
-	zerotest.WantErr(t, calls, errNotOpened, []string{
+	zerotest.WantErr(t, calls, hw.ErrNotMade, []string{
 		"Buffer", "Device", "Event", "NCCLComm", "NativeComm", "RendezvousServer", "Stream"})
 	// 0 is a GPU: a device not opened must not claim it.
 	if g := new(Device).GPU(); g != -1 {

@@ -18,16 +18,10 @@ var ErrUnavailable = errors.New("metal backend: needs macOS with a Metal GPU")
 // wraps hw.ErrBadArgument.
 var ErrF64 = errors.New("metal backend: f64 is not supported: Metal has no 64-bit floats")
 
-// errNotOpened is wrapped by the error of every method called on a value
-// this package did not make, such as a nil *Stream or a zero Device. Such a
-// value has no world, GPU or lock behind it, so the method can only refuse;
-// like os.File's methods on a nil *File, it refuses with an error rather
-// than a crash.
-var errNotOpened = errors.New("was not opened")
-
-// notOpened is the error for a value of type typ that ctor did not make.
+// notOpened is the error for a value of type typ that ctor did not make
+// (a nil *Stream or a zero Device, with no world, GPU or lock behind it).
 func notOpened(typ, ctor string) error {
-	return fmt.Errorf("metal: %s %w (use %s)", typ, errNotOpened, ctor)
+	return fmt.Errorf("metal: %s %w (use %s)", typ, hw.ErrNotMade, ctor)
 }
 
 // checkDType refuses dtypes without kernels.
