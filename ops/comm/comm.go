@@ -46,8 +46,11 @@ type Config struct {
 	Timeout time.Duration
 	// RunTimeout is the watchdog on a collective that every rank joined:
 	// past it, devices that implement hw.Aborter are aborted and the call
-	// returns a *StuckError naming the ranks that had not finished. It
-	// does not watch algorithm native, which the backend's library runs.
+	// returns a *StuckError naming the ranks that had not finished. An
+	// abort is the device's: it ends the work of every communicator and
+	// gradient server on those devices, as ncclCommAbort ends its
+	// streams'. It does not watch algorithm native, which the backend's
+	// library runs.
 	RunTimeout time.Duration
 	// Algo is the algorithm for calls that leave Call.Algo empty; default
 	// "auto" when Cost is set, else "ring" for the collectives ring runs
