@@ -295,10 +295,10 @@ func checkSlices(plan *Plan, r int, dev hw.Device, in, out hw.Slice) error {
 }
 
 // Enqueue puts rank's part of plan on the rank's streams, after the events
-// in after have been reached (nil ones are none), and returns without waiting. The returned
-// event is recorded when the rank's part has finished; the other ranks
-// must enqueue their parts too (in the same order of plans) before anyone
-// waits. Use it when ranks start a collective at different times, as
+// in after have been reached (nil ones are none), and returns without
+// waiting. The returned event is recorded when the rank's part has
+// finished; the other ranks must enqueue their parts too (in the same
+// order of plans) before anyone waits. Use it when ranks start a collective at different times, as
 // gradient buckets do; Run is Enqueue on every rank plus the wait.
 //
 // A plan with switch steps (UsesSwitch) reads and writes the other
