@@ -17,7 +17,6 @@ import (
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/comm"
 	"github.com/commsim/commsim/sim"
-	"github.com/commsim/commsim/topology"
 )
 
 // mutDevice is a backend whose streams finish their work at once; it
@@ -229,35 +228,11 @@ func TestAPlannerMayNameItsOwnAlgorithm(t *testing.T) {
 	}
 }
 
-// libWorld is a world of switch:3's simulated devices behind the fake
-// collective library, and their buffers of {r+1, 10}.
-func libWorld(t *testing.T) (*hw.World, []hw.Slice) {
-	t.Helper()
-	topo, err := topology.Parse("switch:3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster(topo, sim.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var launched []hw.NativeCall
-	devs := make([]hw.Device, 3)
-	for r, d := range c.Devices() {
-		devs[r] = &simtest.LibDevice{Device: d, Launched: &launched}
-	}
-	w, err := hw.NewWorld(devs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w, i32s(t, devs, func(r int) []int32 { return []int32{int32(r + 1), 10} })
-}
-
 // TestAPlannersNativePlanRunsThroughTheLibrary: a planner that answers a
 // call (of the default algorithm) with a native plan has it run by the
 // library, as a native call is: the plan decides, not the call's name.
 func TestAPlannersNativePlanRunsThroughTheLibrary(t *testing.T) {
-	w, bufs := libWorld(t)
+	w, bufs, _, _ := libWorld(t)
 	native := func(s ops.Spec) (*ops.Plan, error) {
 		s.Algo = ops.Native
 		return ops.Compile(s)
@@ -279,7 +254,7 @@ func TestAPlannersNativePlanRunsThroughTheLibrary(t *testing.T) {
 // and waits for nothing of the caller's: a native call given an event to
 // start after, even one, is refused on every rank.
 func TestANativeCallTakesNoEvent(t *testing.T) {
-	w, bufs := libWorld(t)
+	w, bufs, _, _ := libWorld(t)
 	cm, err := comm.New(w, comm.Config{Algo: ops.Native})
 	if err != nil {
 		t.Fatal(err)
@@ -320,14 +295,7 @@ func TestANativeCallTakesNoEvent(t *testing.T) {
 // buffers. The communicator runs on a duplicate: on the world itself its
 // receives would take the other all-reduce's messages.
 func TestACommunicatorKeepsItsMessagesFromItsWorlds(t *testing.T) {
-	topo, err := topology.Parse("switch:4,bw=100GB/s,lat=1us")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster(topo, sim.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := simtest.World(t, "switch:4,bw=100GB/s,lat=1us", sim.Config{})
 	cm, err := comm.New(c.World(), comm.Config{Algo: "ring"})
 	if err != nil {
 		t.Fatal(err)

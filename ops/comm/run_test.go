@@ -13,7 +13,6 @@ import (
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/comm"
 	"github.com/commsim/commsim/sim"
-	"github.com/commsim/commsim/topology"
 )
 
 // doAll makes call on every rank of cm, each from its own goroutine, rank
@@ -96,41 +95,41 @@ func asDevices(devs []*sim.Device) []hw.Device {
 	return out
 }
 
-// TestNativeRunsThroughTheLibrary: algorithm native, NCCL's own
-// collectives, is launched by the backend's library for every rank at
-// once. The communicator enqueued it rank by rank, which the executor
-// refuses for every native plan, so that native never ran through it.
-func TestNativeRunsThroughTheLibrary(t *testing.T) {
-	topo, err := topology.Parse("switch:3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster(topo, sim.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var launched []hw.NativeCall
-	closed := 0
+// libWorld is a world of switch:3's simulated devices behind the fake
+// collective library, their buffers of {r+1, 10}, the calls that reach the
+// library and how many times its communicators were closed.
+func libWorld(t *testing.T) (w *hw.World, bufs []hw.Slice, launched *[]hw.NativeCall, closed *int) {
+	t.Helper()
+	c, _ := simtest.World(t, "switch:3", sim.Config{})
+	launched, closed = new([]hw.NativeCall), new(int)
 	devs := make([]hw.Device, 3)
 	for r, d := range c.Devices() {
-		devs[r] = &simtest.LibDevice{Device: d, Launched: &launched, Closed: &closed}
+		devs[r] = &simtest.LibDevice{Device: d, Launched: launched, Closed: closed}
 	}
 	w, err := hw.NewWorld(devs)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, i32s(t, devs, func(r int) []int32 { return []int32{int32(r + 1), 10} }), launched, closed
+}
+
+// TestNativeRunsThroughTheLibrary: algorithm native, NCCL's own
+// collectives, is launched by the backend's library for every rank at
+// once. The communicator enqueued it rank by rank, which the executor
+// refuses for every native plan, so that native never ran through it.
+func TestNativeRunsThroughTheLibrary(t *testing.T) {
+	w, bufs, launched, closed := libWorld(t)
 	cm, err := comm.New(w, comm.Config{Algo: ops.Native})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cm.Close()
-	bufs := i32s(t, devs, func(r int) []int32 { return []int32{int32(r + 1), 10} })
 	_, errs := doAll(cm, comm.Call{Op: ops.AllReduce, Count: 2, DType: hw.I32, Redop: hw.Sum}, bufs)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if len(launched) != 3 {
-		t.Errorf("%d calls reached the library, want one a rank", len(launched))
+	if len(*launched) != 3 {
+		t.Errorf("%d calls reached the library, want one a rank", len(*launched))
 	}
 	for r := range bufs {
 		if got := readI32s(t, bufs[r]); fmt.Sprint(got) != "[6 30]" {
@@ -139,8 +138,8 @@ func TestNativeRunsThroughTheLibrary(t *testing.T) {
 	}
 	// Closing the communicator lets go of the library's, which an NCCL
 	// communicator on CUDA would have held for ever.
-	if err := cm.Close(); err != nil || closed != 1 {
-		t.Errorf("Close: %v, and the library's communicator closed %d times, want once", err, closed)
+	if err := cm.Close(); err != nil || *closed != 1 {
+		t.Errorf("Close: %v, and the library's communicator closed %d times, want once", err, *closed)
 	}
 }
 
@@ -152,14 +151,7 @@ func TestNativeRunsThroughTheLibrary(t *testing.T) {
 func TestARunsFailureReadsAsTheExecutorsDoes(t *testing.T) {
 	var first string
 	for try := range 5 {
-		topo, err := topology.Parse("switch:8,bw=100GB/s,lat=1us")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, _ := simtest.World(t, "switch:8,bw=100GB/s,lat=1us", sim.Config{TimingOnly: true})
 		cm, err := comm.New(c.World(), comm.Config{Algo: "ring"})
 		if err != nil {
 			t.Fatal(err)
@@ -275,14 +267,7 @@ func TestAPlannerMakesEveryCallsPlan(t *testing.T) {
 // all-reduce ran during the compute, or, with the host waiting for each
 // rank's compute first, the ranks' compute ran one after another.
 func TestACallFollowsTheComputeItWaitsFor(t *testing.T) {
-	topo, err := topology.Parse("switch:4,bw=100GB/s,lat=1us")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := simtest.World(t, "switch:4,bw=100GB/s,lat=1us", sim.Config{TimingOnly: true})
 	cm, err := comm.New(c.World(), comm.Config{Algo: "ring"})
 	if err != nil {
 		t.Fatal(err)

@@ -166,19 +166,7 @@ func f32s(t *testing.T, b hw.Buffer) []float64 {
 // (its buffer is on another rank's device) is not one of the rank's
 // gathers: the ranks' next gathers, of one parameter, run together.
 func TestARefusedGatherTakesNoTurn(t *testing.T) {
-	c := cluster(t, 2, sim.Config{})
-	s, err := paramsync.Start(c.World(), paramsync.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	params := []paramsync.Param{{ID: "a", Len: 4, DType: hw.F32, Sharded: true}, {ID: "b", Len: 4, DType: hw.F32, Sharded: true}}
-	bufs := map[string][]hw.Buffer{"a": filled(t, c, 4), "b": filled(t, c, 4)}
-	for r := range 2 {
-		if err := s.Register(r, params); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, bufs := twoShardedParams(t)
 	if err := s.GatherParams(0, "a", bufs["a"][1]); err == nil {
 		t.Fatal("rank 0 gathered into rank 1's buffer")
 	}

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/internal/simtest"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/comm"
 	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/sim"
-	"github.com/commsim/commsim/topology"
 )
 
 // filled is a buffer of n f32 on each device, rank r's all r+1.
@@ -184,14 +184,7 @@ func TestATraceOfOneGoroutineARankIsTheSameEveryRun(t *testing.T) {
 // gradient as missing, and the next submission named another parameter
 // than the one submitted.
 func TestABucketThatCannotLaunchFailsTheStepAtOnce(t *testing.T) {
-	topo, err := topology.Parse("switch:2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster(topo, sim.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := simtest.World(t, "switch:2", sim.Config{})
 	s, err := paramsync.Start(c.World(), paramsync.Config{Algo: "nccl-nvls", BucketBytes: 1, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -222,19 +215,17 @@ func TestABucketThatCannotLaunchFailsTheStepAtOnce(t *testing.T) {
 	}
 }
 
-// TestRanksGatherParametersInOneOrder: a rank that gathers another
-// sharded parameter than the ranks before it did at that point is refused,
-// naming both: the gathers would run as one collective and swap the
-// parameters' shards, with no error. Ranks that keep to one order gather
-// right, step after step (the order is held while some rank still has to
-// make a gather, then forgotten).
-func TestRanksGatherParametersInOneOrder(t *testing.T) {
+// twoShardedParams is a server of two ranks that registered sharded
+// parameters a and b, of 4 f32 each, and a buffer of each on each rank,
+// rank r's all r+1. The server closes when the test ends.
+func twoShardedParams(t *testing.T) (*paramsync.Server, map[string][]hw.Buffer) {
+	t.Helper()
 	c := cluster(t, 2, sim.Config{})
 	s, err := paramsync.Start(c.World(), paramsync.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	params := []paramsync.Param{{ID: "a", Len: 4, DType: hw.F32, Sharded: true}, {ID: "b", Len: 4, DType: hw.F32, Sharded: true}}
 	bufs := map[string][]hw.Buffer{"a": filled(t, c, 4), "b": filled(t, c, 4)}
 	for r := range 2 {
@@ -242,6 +233,17 @@ func TestRanksGatherParametersInOneOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return s, bufs
+}
+
+// TestRanksGatherParametersInOneOrder: a rank that gathers another
+// sharded parameter than the ranks before it did at that point is refused,
+// naming both: the gathers would run as one collective and swap the
+// parameters' shards, with no error. Ranks that keep to one order gather
+// right, step after step (the order is held while some rank still has to
+// make a gather, then forgotten).
+func TestRanksGatherParametersInOneOrder(t *testing.T) {
+	s, bufs := twoShardedParams(t)
 	for step := range 3 {
 		for r := range 2 {
 			for _, id := range []string{"a", "b"} {
@@ -262,7 +264,7 @@ func TestRanksGatherParametersInOneOrder(t *testing.T) {
 	if err := s.GatherParams(0, "a", bufs["a"][0]); err != nil {
 		t.Fatal(err)
 	}
-	err = s.GatherParams(1, "b", bufs["b"][1])
+	err := s.GatherParams(1, "b", bufs["b"][1])
 	const want = `rank 1's all-gather 6 is of "b", rank 0's was of "a": ranks must gather parameters in the same order`
 	if !errors.Is(err, paramsync.ErrMismatch) || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("rank 1 gathers b where rank 0 gathered a: %v", err)
@@ -276,14 +278,7 @@ func TestRanksGatherParametersInOneOrder(t *testing.T) {
 // stream: it had queued behind the reduce-scatter, starting at 137.5 µs.
 func TestAGatherDoesNotQueueBehindAReduceScatter(t *testing.T) {
 	const n = 1 << 20
-	topo, err := topology.Parse("switch:4,bw=100GB/s,lat=1us")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := simtest.World(t, "switch:4,bw=100GB/s,lat=1us", sim.Config{TimingOnly: true})
 	s, err := paramsync.Start(c.World(), paramsync.Config{BucketBytes: 1, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
