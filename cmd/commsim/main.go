@@ -34,7 +34,7 @@ func main() {
 // live before it runs: two sizes of a sweep, each holding a plan of
 // millions of steps (128 GB200's unfolded trees), then peaked at 8.5 GB
 // where 6.0 GB does, in the same time, under the 8 GB that every
-// documented limit keeps to (README: Limits and their memory).
+// documented limit keeps to (docs/performance.md: Limits and their memory).
 const defaultMemoryLimit = 6 << 30
 
 // softMemoryLimit sets defaultMemoryLimit unless GOMEMLIMIT is set, which
