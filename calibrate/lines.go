@@ -39,6 +39,13 @@ var (
 	// them ("8 more processes have sent help message help-mtl-ofi.txt /
 	// OFI call fail"): a line that starts with a number but is no row.
 	mpiHelpRE = regexp.MustCompile(`^(?:\d+ more process(?:es)? ha(?:s|ve) sent help message |Set MCA parameter "orte_base_help_aggregate")`)
+	// What ssh and mpirun print on the job's terminal when a rank's
+	// stderr is not tagged: ssh's "Warning: Permanently added '10.0.0.2'
+	// (ED25519) to the list of known hosts." as mpirun reaches each node,
+	// and mpirun's "[node01:4242] Warning: could not find environment
+	// variable "LD_LIBRARY_PATH"" for an -x of a variable not set. Their
+	// "Warning:" and "[node01:4242]" read as tags, and go first.
+	launcherNoteRE = regexp.MustCompile(`^(?:Permanently added .* to the list of known hosts\.?|could not find environment variable "[^"]*")$`)
 	// nccl-tests' own comment lines without their '#', as a page that
 	// quotes a run may show them (Markdown reads a leading '#' as a
 	// heading, and authors drop it): the version and start lines, the
@@ -105,8 +112,8 @@ func endsTag(t string, n int) bool {
 	return unicode.IsSpace(r)
 }
 
-// decoration reports whether an untagged line is a date, a banner or
-// Open MPI's note on held-back help messages.
+// decoration reports whether an untagged line is a date, a banner,
+// Open MPI's note on held-back help messages or a launcher's note.
 func decoration(t string) bool {
-	return dateLineRE.MatchString(t) || bannerRE.MatchString(t) || mpiHelpRE.MatchString(t)
+	return dateLineRE.MatchString(t) || bannerRE.MatchString(t) || mpiHelpRE.MatchString(t) || launcherNoteRE.MatchString(t)
 }

@@ -49,7 +49,9 @@ const (
 		"[1,0]<stdout>:# Avg bus bandwidth    : 2.1\n" +
 		"Wed, 01 May 2024 12:00:04 +0000\n" +
 		"8 more processes have sent help message help-mtl-ofi.txt / OFI call fail\n" +
-		"Set MCA parameter \"orte_base_help_aggregate\" to 0 to see all help / error messages\n"
+		"Set MCA parameter \"orte_base_help_aggregate\" to 0 to see all help / error messages\n" +
+		"Warning: Permanently added '10.15.28.33' (ED25519) to the list of known hosts.\n" +
+		"[g138:341911] Warning: could not find environment variable \"LD_LIBRARY_PATH\"\n"
 )
 
 // Issue #17: a plain time-stamp line ended calibrate in "index out of
@@ -139,9 +141,10 @@ func TestParseLogTaggedErrorsNameTheLine(t *testing.T) {
 		line int
 		want string
 	}{
-		{clusterLog + "[1,0]<stdout>:  131072  32768  float  sum  -1  fast  0  0  0  1  0  0  0\n", 25, `time "fast" is not a number: "[1,0]<stdout>:  131072`},
-		{clusterLog + "0: 131072  32768  float  sum  -1  16.00\n", 25, "want time, algbw and busbw"},
-		{clusterLog + "mpirun noticed that process rank 1 exited on signal 9\n", 25, "want a result row"},
+		{clusterLog + "[1,0]<stdout>:  131072  32768  float  sum  -1  fast  0  0  0  1  0  0  0\n", 27, `time "fast" is not a number: "[1,0]<stdout>:  131072`},
+		{clusterLog + "0: 131072  32768  float  sum  -1  16.00\n", 27, "want time, algbw and busbw"},
+		{clusterLog + "mpirun noticed that process rank 1 exited on signal 9\n", 27, "want a result row"},
+		{clusterLog + "Warning: the GPU fell off the bus\n", 27, "want a result row"},
 		{"2024-05-01 12:00:00 [1,0]<stdout>: mpirun: forwarding signal\n", 1, "want a result row"},
 	} {
 		_, err := ParseLog("log", []byte(c.text))
@@ -266,7 +269,7 @@ func TestParseLogKeepsALevelThatStartsALine(t *testing.T) {
 		line       int
 		want       string
 	}{
-		{"ERROR alone", clusterLog + "ERROR\n", 25, "want a result row"},
+		{"ERROR alone", clusterLog + "ERROR\n", 27, "want a result row"},
 		{"WARN before a banner", plainLog + "WARN =====\n", 13, "want a result row"},
 	} {
 		_, err := ParseLog("log", []byte(c.text))
