@@ -47,19 +47,22 @@ func checkCostTable(t *testing.T, logged *calibrate.CostTableLog, spec string, o
 // printed them: 2.20-2.22 on 2 nodes of 8 H100s (NVIDIA/nccl#1519), and
 // 2.29 on 2 one-GPU nodes (a log that names its release, which is taken).
 // Their bandwidths are of machines no preset describes (one NIC in use of
-// eight; an unstated socket NIC), so only the latencies are held.
+// eight; an unstated socket NIC), so only the latencies are held. The
+// H100s' are dgx-h100x2's with the one NIC NCCL used a node, on which its
+// rings keep one pattern (a broadcast's latency is one hop).
 func TestCostTablesNCCLPrintedHaveCommsimsLatencies(t *testing.T) {
+	const oneNIC = "testdata/costtables/nccl-issue-1519-one-nic.yaml"
 	h100 := readCostTable(t, "nccl-issue-1519-2x8xH100.txt")
 	if len(h100.Cells) != 40 || h100.Tables != 1 || h100.Stated.NCCLVersion != "" {
 		t.Fatalf("#1519: %d cells in %d tables, NCCL %q; want the first block's 40 (its last row cut to 4) in one, no release", len(h100.Cells), h100.Tables, h100.Stated.NCCLVersion)
 	}
-	rep := checkCostTable(t, h100, "dgx-h100x2", nccl.Options{Version: nccl.V2_21})
+	rep := checkCostTable(t, h100, oneNIC, nccl.Options{Version: nccl.V2_21})
 	if rep.Latencies != 16 || rep.LatenciesAgree != 16 {
 		t.Errorf("#1519 at 2.21: %d of %d latencies agree, want 16 of 16", rep.LatenciesAgree, rep.Latencies)
 	}
 	// 2.23 moved two of them: the all-reduce ring's network steps and the
 	// tree's Simple hop.
-	rep = checkCostTable(t, h100, "dgx-h100x2", nccl.Options{Version: nccl.V2_30})
+	rep = checkCostTable(t, h100, oneNIC, nccl.Options{Version: nccl.V2_30})
 	var moved []string
 	for _, r := range rep.Rows {
 		if compared, agree := r.LatencyAgree(); compared && !agree {

@@ -121,7 +121,8 @@ func ExampleCheckCostTable() {
 	path := "testdata/costtables/nccl-issue-1519-2x8xH100.txt"
 	data, _ := os.ReadFile(path)
 	logged, _ := calibrate.ParseCostTable(path, data)
-	topo, _ := topology.Resolve("dgx-h100x2")
+	// The poster's two nodes of 8 H100s, with the one NIC a node NCCL used.
+	topo, _ := topology.Resolve("testdata/costtables/nccl-issue-1519-one-nic.yaml")
 	for _, v := range []nccl.Version{nccl.V2_21, nccl.V2_30} {
 		tuner, _ := nccl.NewTuner(topo, nccl.Options{Version: v})
 		rep, _ := fidelity.CheckCostTable(logged, tuner)

@@ -133,14 +133,22 @@ func latency(s System, op ops.Op, bytes int64, a Algo, p int, v Version, channel
 	case Ring:
 		if op == ops.Broadcast || op == ops.Reduce {
 			// One hop, as NCCL counts a ring that broadcasts or reduces
-			// when its channels all keep one pattern (sameChannels, which
-			// its search tries first and keeps once a pattern fills the
-			// fabric, as on every fabric commsim describes).
-			hop := intra
-			if s.Nodes > 1 {
-				hop = hwLatency(ops.PathNet, a, p, v)
+			// when its channels all keep one pattern (sameChannels); a
+			// hop a rank where they do not, Simple's at the tree's figure
+			// ("some chunk latency, waiting for proper chunk modeling").
+			if s.sameChannels() {
+				hop := intra
+				if s.Nodes > 1 {
+					hop = hwLatency(ops.PathNet, a, p, v)
+				}
+				lat = base + hop
+				break
 			}
-			lat = base + hop
+			hop := hwLatency(ops.PathNet, a, p, v)
+			if p == simple {
+				hop = hwLatency(ops.PathNet, Tree, p, v)
+			}
+			lat = base + float64(ringSteps(op, s.Ranks))*hop
 			break
 		}
 		steps, crossings := ringSteps(op, s.Ranks), 0

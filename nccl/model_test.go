@@ -96,6 +96,8 @@ func TestFixedLatenciesAreNCCLs(t *testing.T) {
 	pcie := nccl.System{Ranks: 8, Nodes: 1, PerNode: 8, Arch: topology.Hopper, CPU: topology.IntelCPU, IntraBW: 12}
 	twoAMD := describe(t, "dgx-h100x2,cpu=amd")
 	threeNodes, sixNodes := describe(t, "dgx-h100x3"), describe(t, "dgx-h100x6")
+	twoAMDOneNIC, twoOneGPU := twoAMD, describe(t, "dgx-h100x2,gpus=1")
+	twoAMDOneNIC.NICs = 1
 	for _, tc := range []struct {
 		sys   nccl.System
 		op    ops.Op
@@ -118,12 +120,20 @@ func TestFixedLatenciesAreNCCLs(t *testing.T) {
 		// names it (estimate below names it): its latency stays priced.
 		{pcie, ops.AllReduce, nccl.Ring, ops.ProtoLL128, 49.0},
 		{pcie, ops.AllReduce, nccl.Ring, ops.ProtoSimple, 88.2},
-		// A ring that broadcasts or reduces counts one hop.
+		// A ring that broadcasts or reduces counts one hop where its
+		// channels keep one pattern: on one node, or across nodes with a
+		// NIC, or a GPU, a node.
 		{nvlink, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 0.6},
 		{nvlink, ops.Reduce, nccl.Ring, ops.ProtoLL128, 14 + 1.9},
 		{nvlink, ops.Broadcast, nccl.Ring, ops.ProtoSimple, 8.4 + 3.4},
-		{twoAMD, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 2.7},
-		{twoAMD, ops.Reduce, nccl.Ring, ops.ProtoSimple, 8.4 + 14},
+		{twoAMDOneNIC, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 2.7},
+		{twoAMDOneNIC, ops.Reduce, nccl.Ring, ops.ProtoSimple, 8.4 + 14},
+		{twoOneGPU, ops.Broadcast, nccl.Ring, ops.ProtoLL128, 14 + 4.0},
+		// Where each GPU has a NIC they differ, and it counts a network
+		// hop a rank, Simple's at the tree's figure.
+		{twoAMD, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 16*2.7},
+		{twoAMD, ops.Reduce, nccl.Ring, ops.ProtoLL128, 14 + 16*4.0},
+		{twoAMD, ops.Broadcast, nccl.Ring, ops.ProtoSimple, 8.4 + 16*14},
 		// On two nodes a ring's steps within a node take at least the
 		// host's network overhead (2 µs on AMD, three times it with
 		// Simple); a tree's do not.

@@ -67,6 +67,23 @@ func (s System) nicPathBW() float64 {
 	return s.NICBW
 }
 
+// sameChannels reports whether NCCL's ring search keeps one pattern for
+// every channel (search.cc, graph->sameChannels). It tries that first,
+// each channel replaying the last one's GPUs, and keeps it where the
+// pattern fills the fabric: on one node, and across nodes where a node has
+// one NIC, or one GPU. Where a node's GPUs each reach the network through
+// NICs of their own, a replayed channel cannot start at another NIC's
+// GPU, the search falls short of the NICs' bandwidth and runs again with
+// channels of their own, each entering and leaving a node on its own
+// rail, as commsim's rings do. A published 4 × 8 H100 broadcast and reduce
+// (NCCL 2.24.3, held out) bear it out: LL128 to 256 MiB and Simple from
+// 512 MiB, where a ring whose channels differ makes Simple's latency
+// 32 × 14 µs and the two cross at 477 MiB, and one pattern would have
+// taken Simple from 8 MiB.
+func (s System) sameChannels() bool {
+	return s.Nodes == 1 || s.PerNode == 1 || s.NICs <= 1
+}
+
 // netHeads is how many GPUs of a node NCCL's NVLS and CollNet direct
 // searches can make heads across nodes: GPUs with a NIC of their own, one
 // head a GPU however many NICs it has (search.cc drops a duplicate head).
