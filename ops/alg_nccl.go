@@ -217,9 +217,54 @@ func ncclRingReduceScatter(b *builder) error {
 	return nil
 }
 
+// netGroup is the elements a chain's rank a gathers before it sends them
+// on to rank b: Spec.NetChunk where a and b are on two nodes and it is
+// above Chunk, taken up to a multiple of Chunk; 0 (send each piece as it
+// is done) elsewhere.
+func netGroup(s Spec, a, b int) int {
+	g := nodeSize(s)
+	if s.NetChunk <= s.Chunk || s.Chunk <= 0 || a/g == b/g {
+		return 0
+	}
+	return satMul((s.NetChunk-1)/s.Chunk+1, s.Chunk)
+}
+
+// relay walks a channel's n elements as a rank of a chain relays them, in
+// pieces of per elements (0: all n at once), calling for each piece
+// before, recv and after, each where set. It sends each piece (send, where
+// set) once it is done or, with group above per, the pieces of each group
+// of group elements (a multiple of per) together once the group's last is
+// done: NCCL's proxy sends a step across the network only once all of it
+// is written, while the peer's GPU takes its lines as they land.
+func relay(n, per, group int, before, recv, after, send func(o, m int)) {
+	sent := 0
+	passes(n, per, func(o, m int) {
+		for _, f := range [...]func(o, m int){before, recv, after} {
+			if f != nil {
+				f(o, m)
+			}
+		}
+		end := o + m
+		if send == nil || group > per && per > 0 && end%group != 0 && end != n {
+			return
+		}
+		for q := sent; ; {
+			k := end - q
+			if per > 0 {
+				k = min(per, k)
+			}
+			send(q, k)
+			if q += k; q >= end {
+				break
+			}
+		}
+		sent = end
+	})
+}
+
 // ncclRingBroadcast: channel c sends its share along its ring from the
 // root in chunks, which pipeline: a rank forwards chunk i while it
-// receives chunk i+1.
+// receives chunk i+1; to another node, NetChunk at a time.
 func ncclRingBroadcast(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	C := channels(b.p.Spec, n)
@@ -232,14 +277,15 @@ func ncclRingBroadcast(b *builder) error {
 			if v == 0 {
 				lb.copy(r, ref(Out, off, ln), ref(In, off, ln))
 			}
-			passes(ln, b.p.Chunk, func(o, m int) {
-				if v > 0 {
-					lb.recv(r, g.rank(pos-1, p), ref(Out, off+o, m), uint32(c))
-				}
-				if v < p-1 {
-					lb.send(r, g.rank(pos+1, p), ref(Out, off+o, m), uint32(c))
-				}
-			})
+			from, to := g.rank(pos-1, p), g.rank(pos+1, p)
+			var recv, send func(o, m int)
+			if v > 0 {
+				recv = func(o, m int) { lb.recv(r, from, ref(Out, off+o, m), uint32(c)) }
+			}
+			if v < p-1 {
+				send = func(o, m int) { lb.send(r, to, ref(Out, off+o, m), uint32(c)) }
+			}
+			relay(ln, b.p.Chunk, netGroup(b.p.Spec, r, to), nil, recv, nil, send)
 		}
 	}
 	return nil
@@ -248,6 +294,7 @@ func ncclRingBroadcast(b *builder) error {
 // ncclRingReduce: channel c reduces its share along its ring toward the
 // root in chunks, each rank folding a chunk into its own (own op
 // incoming, as ringReduce) and passing it on while the next arrives.
+// To another node it passes NetChunk at a time.
 func ncclRingReduce(b *builder) error {
 	p, n, root := b.p.Ranks, b.p.Count, b.p.Root
 	C := channels(b.p.Spec, n)
@@ -256,23 +303,30 @@ func ncclRingReduce(b *builder) error {
 		lb, g := laneBuilder{b, c}, channelRing(b.p.Spec, c)
 		off, ln := chunk(n, C, c)
 		accBase := 2 * off // the channel's accumulator and its incoming chunks
+		acc := func(o, m int) Ref { return ref(Tmp, accBase+o, m) }
+		inc := func(o, m int) Ref { return ref(Tmp, accBase+ln+o, m) }
 		for r := range b.ranks() {
 			pos := g.position(r)
 			v := mod(pos-g.position(root), p)
-			passes(ln, b.p.Chunk, func(o, m int) {
-				acc, inc := ref(Tmp, accBase+o, m), ref(Tmp, accBase+ln+o, m)
-				lb.copy(r, acc, ref(In, off+o, m))
+			from, to := g.rank(pos+1, p), g.rank(pos-1, p)
+			var recv, send func(o, m int)
+			if v != p-1 {
+				recv = func(o, m int) { lb.recv(r, from, inc(o, m), uint32(c)) }
+			}
+			if v != 0 {
+				send = func(o, m int) { lb.send(r, to, acc(o, m), uint32(c)) }
+			}
+			own := func(o, m int) { lb.copy(r, acc(o, m), ref(In, off+o, m)) }
+			fold := func(o, m int) {
 				if v != p-1 {
-					lb.recv(r, g.rank(pos+1, p), inc, uint32(c))
-					lb.reduce(r, acc, inc)
+					lb.reduce(r, acc(o, m), inc(o, m))
 				}
-				if v != 0 {
-					lb.send(r, g.rank(pos-1, p), acc, uint32(c))
-					return
+				if v == 0 {
+					lb.copy(r, ref(Out, off+o, m), acc(o, m))
+					lb.finishAvg(r, ref(Out, off+o, m))
 				}
-				lb.copy(r, ref(Out, off+o, m), acc)
-				lb.finishAvg(r, ref(Out, off+o, m))
-			})
+			}
+			relay(ln, b.p.Chunk, netGroup(b.p.Spec, r, to), own, recv, fold, send)
 		}
 	}
 	return nil

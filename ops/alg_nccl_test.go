@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/commsim/commsim/hw"
@@ -247,5 +248,53 @@ func TestNCCLPlansKeepTheirShape(t *testing.T) {
 	}
 	if len(slots) != netDepth {
 		t.Fatalf("nccl-collnet-direct allgather: %d passes through the network, want at least %d", len(slots), netDepth)
+	}
+}
+
+// A chain crossing to another node sends there NetChunk at a time: the
+// rank before the crossing receives a group's pieces, then sends them
+// all; within a node, and where NetChunk is not above Chunk, each piece
+// goes on as it comes. Broadcast and reduce alike, checked as plans.
+func TestChainGathersStepsAcrossNodes(t *testing.T) {
+	kinds := func(plan *Plan, r int) string {
+		var b strings.Builder
+		for _, s := range plan.Steps[r] {
+			switch s.Kind {
+			case StepSend:
+				fmt.Fprintf(&b, "s%d ", s.Src.Len)
+			case StepRecv:
+				fmt.Fprintf(&b, "r%d ", s.Dst.Len)
+			}
+		}
+		return strings.TrimSpace(b.String())
+	}
+	const gathered, relayed = "r2 r2 s2 s2 r2 r2 s2 s2 r2 s2", "r2 s2 r2 s2 r2 s2 r2 s2 r2 s2"
+	// One channel on 4 ranks in 2 nodes goes round 0 1 3 2: a broadcast
+	// from 0 crosses from 1 to 3 and goes on to 2 within the node; a
+	// reduce to 0 comes from 2 to 3, crosses from 3 to 1 and goes on to 0.
+	for _, tc := range []struct {
+		op             Op
+		netChunk       int
+		crossing, next int // the rank that sends across, and one that sends within a node
+		want           string
+	}{
+		{Broadcast, 4, 1, 3, gathered},
+		{Broadcast, 3, 1, 3, gathered}, // taken up to 4, a multiple of the chunk
+		{Broadcast, 2, 1, 3, relayed},
+		{Broadcast, 0, 1, 3, relayed},
+		{Reduce, 4, 3, 1, gathered},
+		{Reduce, 0, 3, 1, relayed},
+	} {
+		spec := Spec{Op: tc.op, Algo: "nccl-ring", Ranks: 4, Count: 10, DType: hw.F32, Redop: hw.Sum, Channels: 1, Chunk: 2, NodeRanks: 2, NetChunk: tc.netChunk}
+		plan := mustPlan(t, spec)
+		if err := Check(plan); err != nil {
+			t.Fatalf("%v: %v", spec, err)
+		}
+		if got := kinds(plan, tc.crossing); got != tc.want {
+			t.Errorf("%v: rank %d sends and receives %q, want %q", spec, tc.crossing, got, tc.want)
+		}
+		if got := kinds(plan, tc.next); got != relayed {
+			t.Errorf("%v: rank %d, within its node, sends and receives %q, want %q", spec, tc.next, got, relayed)
+		}
 	}
 }

@@ -230,6 +230,13 @@ type Spec struct {
 	// (ranks node·NodeRanks … are one node's), which they route around;
 	// 0 means every rank is on one node.
 	Channels, Chunk, NodeRanks int
+	// NetChunk, where it is above Chunk, is what a broadcast's or
+	// reduce's chain (nccl-ring) moves at a time between two nodes:
+	// NCCL's proxy sends an LL or LL128 step across the network only
+	// once all of it is written, while the GPUs relay lines within a
+	// node. It is taken as the multiple of Chunk at or above it, so that
+	// a rank relays whole pieces; 0 (or Chunk or less) is Chunk.
+	NetChunk int
 }
 
 // Group is the ranks a switch step of rank r acts on (StepSwitchReduce,
@@ -277,6 +284,9 @@ func (s Spec) String() string {
 	}
 	if s.Channels > 0 || s.Chunk > 0 || s.NodeRanks > 0 {
 		str += fmt.Sprintf(" channels=%d chunk=%d node=%d", s.Channels, s.Chunk, s.NodeRanks)
+	}
+	if s.NetChunk > 0 {
+		str += fmt.Sprintf(" netchunk=%d", s.NetChunk)
 	}
 	return str
 }

@@ -221,10 +221,11 @@ func randomSpec(rng *rand.Rand, o GenOptions) (ops.Spec, bool) {
 	return s, true
 }
 
-// withChannels draws channels, a chunk and nodes for an NCCL-style plan,
-// so that its results are checked with many lanes, many passes and
-// rings or trees that cross nodes, as NCCL runs them; s as it was where
-// Compile refuses the draw (PAT with several GPUs a node, say).
+// withChannels draws channels, a chunk, nodes and a chunk between nodes
+// for an NCCL-style plan, so that its results are checked with many
+// lanes, many passes and rings or trees that cross nodes, as NCCL runs
+// them; s as it was where Compile refuses the draw (PAT with several GPUs
+// a node, say).
 func withChannels(rng *rand.Rand, s ops.Spec) ops.Spec {
 	t := s
 	t.Channels = rng.Intn(6)
@@ -241,6 +242,9 @@ func withChannels(rng *rand.Rand, s ops.Spec) ops.Spec {
 	}
 	if len(nodes) > 0 && rng.Intn(2) == 0 {
 		t.NodeRanks = pick(rng, nodes)
+		// A chain's messages between nodes, gathered a few pieces at a
+		// time (or not, at or under the chunk).
+		t.NetChunk = pick(rng, []int{0, t.Chunk, 2 * max(1, t.Chunk), 3*max(1, t.Chunk) + 1})
 	}
 	if _, err := ops.Compile(t); err != nil {
 		return s
@@ -290,7 +294,8 @@ func smallerSpecs(s ops.Spec) []ops.Spec {
 		with(func(t *ops.Spec) { t.Count = n.(int) })
 	}
 	with(func(t *ops.Spec) { t.Root = 0 })
-	with(func(t *ops.Spec) { t.Channels, t.Chunk, t.NodeRanks = 0, 0, 0 })
+	with(func(t *ops.Spec) { t.Channels, t.Chunk, t.NodeRanks, t.NetChunk = 0, 0, 0, 0 })
+	with(func(t *ops.Spec) { t.NetChunk = 0 })
 	if s.Op.Reduces() {
 		with(func(t *ops.Spec) { t.Redop = hw.Sum })
 	}
