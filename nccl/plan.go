@@ -197,6 +197,13 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// trees over ranks whatever their nodes, as NCCL's does: its
 		// steps within a node take NVLink, the others the network.
 		spec.NodeRanks = s.PerNode
+		if (spec.Op == ops.Broadcast || spec.Op == ops.Reduce) && p != simple {
+			// NCCL's proxy sends an LL step across the network once
+			// every line of it has its flag, an LL128 step once the GPU
+			// has posted it whole (net.cc, sendProxyProgress): a chain
+			// crosses between nodes a step at a time.
+			spec.NetChunk = int(max(1, int64(chunkBytes(p, o))/size))
+		}
 	}
 	plan, err := ops.Compile(spec)
 	if err != nil {

@@ -421,3 +421,50 @@ func TestSimpleTreeChainCarriesMoreThanTheModel(t *testing.T) {
 		}
 	}
 }
+
+// TestChainCrossesNodesAStepAtATime: NCCL's proxy sends a chain's LL and
+// LL128 steps across the network whole, so a broadcast relayed through a
+// node pays a step's crossing there on top of the pieces' flow (net.cc):
+// three one-GPU nodes in a chain, one LL128 channel of 512 KiB (one
+// step), take that step's transfer more than a chain relaying pieces.
+// The root's own crossing costs nothing more (it holds all its data), and
+// Simple, already a step at a time, and one node make no groups.
+func TestChainCrossesNodesAStepAtATime(t *testing.T) {
+	c, tp := simtest.World(t, "cluster:3x1,bw=450GB/s,nicbw=50GB/s,arch=hopper", sim.Config{TimingOnly: true})
+	tu, err := nccl.NewTuner(tp, nccl.Options{Protos: []ops.Protocol{ops.ProtoLL128}, Channels: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ops.Spec{Op: ops.Broadcast, Ranks: 3, Count: 512 << 10 / 4, DType: hw.F32, Root: 0}
+	plan, _ := planOf(t, tu, spec)
+	if plan.Spec.NetChunk <= plan.Spec.Chunk || plan.Spec.NetChunk < spec.Count {
+		t.Fatalf("%v: net chunk %d, chunk %d: want a step of LL128 (all %d elements) between nodes", plan.Spec, plan.Spec.NetChunk, plan.Spec.Chunk, spec.Count)
+	}
+	relayed := plan.Spec
+	relayed.NetChunk = 0
+	flat, err := ops.Compile(relayed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat.Protocol, flat.Wire, flat.Launch = plan.Protocol, plan.Wire, plan.Launch
+	extra := simtest.Time(t, c, plan) - simtest.Time(t, c, flat)
+	step := float64(512<<10) / (plan.Wire.Rate * plan.Wire.Efficiency[ops.PathNet])
+	if !(extra > 0.8*step && extra < 1.2*step) {
+		t.Errorf("a step gathered before the second crossing adds %.2f µs, want about a step's %.2f µs", extra*1e6, step*1e6)
+	}
+
+	for _, tc := range []struct {
+		topo  string
+		proto ops.Protocol
+	}{{"cluster:3x1,bw=450GB/s,nicbw=50GB/s,arch=hopper", ops.ProtoSimple}, {"dgx-h100", ops.ProtoLL128}} {
+		_, tp := simtest.World(t, tc.topo, sim.Config{TimingOnly: true})
+		tu, err := nccl.NewTuner(tp, nccl.Options{Protos: []ops.Protocol{tc.proto}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := ops.Spec{Op: ops.Reduce, Ranks: tu.System.Ranks, Count: 1 << 20, DType: hw.F32, Redop: hw.Sum}
+		if plan, _ := planOf(t, tu, spec); plan.Spec.NetChunk != 0 {
+			t.Errorf("%s %v: net chunk %d, want none", tc.topo, plan.Spec, plan.Spec.NetChunk)
+		}
+	}
+}
