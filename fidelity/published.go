@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -181,10 +182,15 @@ func readCatalog(fsys fs.FS) (*Catalog, error) {
 	return &c, nil
 }
 
+// lineEnds is a line's end with the carriage returns before it.
+var lineEnds = regexp.MustCompile(`\r+\n`)
+
 // Find returns the published log whose bytes are data, or nil: a user's
-// copy of a shipped log is known by its content, whatever its name.
+// copy of a shipped log is known by its content, whatever its name and
+// its line ends (a log may end some lines in "\r\n" already, as ssh's
+// notes on a terminal do, which a copy saved with "\r\n" may double).
 func (c *Catalog) Find(data []byte) *PublishedLog {
-	norm := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")) }
+	norm := func(b []byte) []byte { return lineEnds.ReplaceAll(b, []byte("\n")) }
 	for i := range c.Logs {
 		if bytes.Equal(norm(c.Logs[i].Data), norm(data)) {
 			return &c.Logs[i]
