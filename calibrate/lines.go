@@ -45,7 +45,7 @@ var (
 	// and mpirun's "[node01:4242] Warning: could not find environment
 	// variable "LD_LIBRARY_PATH"" for an -x of a variable not set. Their
 	// "Warning:" and "[node01:4242]" read as tags, and go first.
-	launcherNoteRE = regexp.MustCompile(`^(?:Permanently added .* to the list of known hosts\.?|could not find environment variable "[^"]*")$`)
+	launcherNoteRE = regexp.MustCompile(`^(?:Permanently added '[^']*' \([\w-]+\) to the list of known hosts\.|could not find environment variable "[^"]*")$`)
 	// nccl-tests' own comment lines without their '#', as a page that
 	// quotes a run may show them (Markdown reads a leading '#' as a
 	// heading, and authors drop it): the version and start lines, the

@@ -145,6 +145,7 @@ func TestParseLogTaggedErrorsNameTheLine(t *testing.T) {
 		{clusterLog + "0: 131072  32768  float  sum  -1  16.00\n", 27, "want time, algbw and busbw"},
 		{clusterLog + "mpirun noticed that process rank 1 exited on signal 9\n", 27, "want a result row"},
 		{clusterLog + "Warning: the GPU fell off the bus\n", 27, "want a result row"},
+		{clusterLog + "Warning: Permanently added  131072  32768  float  sum  -1  16.00  8.19  14.3  0 to the list of known hosts.\n", 27, "want a result row"},
 		{"2024-05-01 12:00:00 [1,0]<stdout>: mpirun: forwarding signal\n", 1, "want a result row"},
 	} {
 		_, err := ParseLog("log", []byte(c.text))
