@@ -98,6 +98,10 @@ func TestFixedLatenciesAreNCCLs(t *testing.T) {
 	threeNodes, sixNodes := describe(t, "dgx-h100x3"), describe(t, "dgx-h100x6")
 	twoAMDOneNIC, twoOneGPU := twoAMD, describe(t, "dgx-h100x2,gpus=1")
 	twoAMDOneNIC.NICs = 1
+	twoAMDNICsOnCPU, twoAMDPCIe, twoAMDFourNICs := twoAMD, twoAMD, twoAMD
+	twoAMDNICsOnCPU.NICsOnCPU = true
+	twoAMDPCIe.NVLinks = 0
+	twoAMDFourNICs.NICs = 4
 	for _, tc := range []struct {
 		sys   nccl.System
 		op    ops.Op
@@ -129,11 +133,18 @@ func TestFixedLatenciesAreNCCLs(t *testing.T) {
 		{twoAMDOneNIC, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 2.7},
 		{twoAMDOneNIC, ops.Reduce, nccl.Ring, ops.ProtoSimple, 8.4 + 14},
 		{twoOneGPU, ops.Broadcast, nccl.Ring, ops.ProtoLL128, 14 + 4.0},
-		// Where each GPU has a NIC they differ, and it counts a network
-		// hop a rank, Simple's at the tree's figure.
+		// Taken to keep one too: NICs on the host CPU, which every GPU
+		// reaches alike, and GPUs joined through AMD hosts only, where
+		// NCCL's search never tries channels of their own.
+		{twoAMDNICsOnCPU, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 2.7},
+		{twoAMDPCIe, ops.Reduce, nccl.Ring, ops.ProtoLL, 6.6 + 2.7},
+		// Where a node's NICs hang off its GPUs, more than one, they
+		// differ, and it counts a network hop a rank, Simple's at the
+		// tree's figure.
 		{twoAMD, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 16*2.7},
 		{twoAMD, ops.Reduce, nccl.Ring, ops.ProtoLL128, 14 + 16*4.0},
 		{twoAMD, ops.Broadcast, nccl.Ring, ops.ProtoSimple, 8.4 + 16*14},
+		{twoAMDFourNICs, ops.Broadcast, nccl.Ring, ops.ProtoLL, 6.6 + 16*2.7},
 		// On two nodes a ring's steps within a node take at least the
 		// host's network overhead (2 µs on AMD, three times it with
 		// Simple); a tree's do not.

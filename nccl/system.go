@@ -71,17 +71,22 @@ func (s System) nicPathBW() float64 {
 // every channel (search.cc, graph->sameChannels). It tries that first,
 // each channel replaying the last one's GPUs, and keeps it where the
 // pattern fills the fabric: on one node, and across nodes where a node has
-// one NIC, or one GPU. Where a node's GPUs each reach the network through
-// NICs of their own, a replayed channel cannot start at another NIC's
-// GPU, the search falls short of the NICs' bandwidth and runs again with
-// channels of their own, each entering and leaving a node on its own
-// rail, as commsim's rings do. A published 4 × 8 H100 broadcast and reduce
-// (NCCL 2.24.3, held out) bear it out: LL128 to 256 MiB and Simple from
-// 512 MiB, where a ring whose channels differ makes Simple's latency
-// 32 × 14 µs and the two cross at 477 MiB, and one pattern would have
-// taken Simple from 8 MiB.
+// one NIC, or one GPU. Where a node's NICs hang off its GPUs' PCIe
+// switches, more than one a node, a replayed channel cannot start at
+// another NIC's GPU, the search falls short of the NICs' bandwidth and
+// runs again with channels of their own, each entering and leaving a node
+// on its own rail, as commsim's rings do. Taken to keep one pattern: NICs
+// on the host CPU, which every GPU reaches alike, so that a replay may
+// find another (a guess: no published run says), and GPUs joined through
+// AMD hosts only, where the search never tries channels of their own
+// ("except when going through AMD CPUs"). A published 4 × 8 H100
+// broadcast and reduce (NCCL 2.24.3, held out) bear the rule out: LL128
+// to 256 MiB and Simple from 512 MiB, where a ring whose channels differ
+// makes Simple's latency 32 × 14 µs and the two cross at 477 MiB, and one
+// pattern would have taken Simple from 8 MiB.
 func (s System) sameChannels() bool {
-	return s.Nodes == 1 || s.PerNode == 1 || s.NICs <= 1
+	amdPCIe := s.CPU == topology.AMDCPU && s.NVLinks == 0
+	return s.Nodes == 1 || s.PerNode == 1 || s.NICs <= 1 || s.NICsOnCPU || amdPCIe
 }
 
 // netHeads is how many GPUs of a node NCCL's NVLS and CollNet direct
