@@ -218,15 +218,23 @@ func ncclRingReduceScatter(b *builder) error {
 }
 
 // netGroup is the elements a chain's rank a gathers before it sends them
-// on to rank b: Spec.NetChunk where a and b are on two nodes and it is
-// above Chunk, taken up to a multiple of Chunk; 0 (send each piece as it
-// is done) elsewhere.
+// on to rank b: where a and b are on two nodes, Spec.NetChunk taken to
+// the nearest multiple of Chunk (a Chunk made coarse for a plan's size is
+// then off NCCL's step by half a piece at most, either way); 0 (send each
+// piece as it is done) elsewhere, or where that multiple is one piece.
 func netGroup(s Spec, a, b int) int {
 	g := nodeSize(s)
 	if s.NetChunk <= s.Chunk || s.Chunk <= 0 || a/g == b/g {
 		return 0
 	}
-	return satMul((s.NetChunk-1)/s.Chunk+1, s.Chunk)
+	pieces, rest := s.NetChunk/s.Chunk, s.NetChunk%s.Chunk
+	if rest >= s.Chunk-rest {
+		pieces++
+	}
+	if pieces <= 1 {
+		return 0
+	}
+	return satMul(pieces, s.Chunk)
 }
 
 // relay walks a channel's n elements as a rank of a chain relays them, in

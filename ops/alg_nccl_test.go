@@ -279,7 +279,8 @@ func TestChainGathersStepsAcrossNodes(t *testing.T) {
 		want           string
 	}{
 		{Broadcast, 4, 1, 3, gathered},
-		{Broadcast, 3, 1, 3, gathered}, // taken up to 4, a multiple of the chunk
+		{Broadcast, 3, 1, 3, gathered},                        // taken to 4, the nearest multiple of the chunk (half up)
+		{Broadcast, 5, 1, 3, "r2 r2 r2 s2 s2 s2 r2 r2 s2 s2"}, // 6: groups of three pieces
 		{Broadcast, 2, 1, 3, relayed},
 		{Broadcast, 0, 1, 3, relayed},
 		{Reduce, 4, 3, 1, gathered},

@@ -234,8 +234,8 @@ type Spec struct {
 	// reduce's chain (nccl-ring) moves at a time between two nodes:
 	// NCCL's proxy sends an LL or LL128 step across the network only
 	// once all of it is written, while the GPUs relay lines within a
-	// node. It is taken as the multiple of Chunk at or above it, so that
-	// a rank relays whole pieces; 0 (or Chunk or less) is Chunk.
+	// node. It is taken as the nearest multiple of Chunk, so that a rank
+	// relays whole pieces; 0 (or Chunk or less) is Chunk.
 	NetChunk int
 }
 
