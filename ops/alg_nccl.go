@@ -256,16 +256,7 @@ func relay(n, per, group int, before, recv, after, send func(o, m int)) {
 		if send == nil || group > per && per > 0 && end%group != 0 && end != n {
 			return
 		}
-		for q := sent; ; {
-			k := end - q
-			if per > 0 {
-				k = min(per, k)
-			}
-			send(q, k)
-			if q += k; q >= end {
-				break
-			}
-		}
+		passes(end-sent, per, func(o, m int) { send(sent+o, m) })
 		sent = end
 	})
 }

@@ -235,7 +235,7 @@ type Spec struct {
 	// NCCL's proxy sends an LL or LL128 step across the network only
 	// once all of it is written, while the GPUs relay lines within a
 	// node. It is taken as the nearest multiple of Chunk, so that a rank
-	// relays whole pieces; 0 (or Chunk or less) is Chunk.
+	// relays whole pieces; 0, or what comes to one piece, is Chunk.
 	NetChunk int
 }
 
