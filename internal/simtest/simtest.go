@@ -74,3 +74,24 @@ func Time(t testing.TB, c *sim.Cluster, plan *ops.Plan) float64 {
 	}
 	return secs
 }
+
+// BehindCompute is an event on d reached after us µs of compute on a
+// stream of its own: what a training step's collective waits for.
+func BehindCompute(t testing.TB, d *sim.Device, us float64) hw.Event {
+	t.Helper()
+	st, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.(*sim.Stream).Compute(us*1e-6, "compute"); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := d.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Record(ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}

@@ -312,15 +312,7 @@ func TestACommunicatorKeepsItsMessagesFromItsWorlds(t *testing.T) {
 	for r, d := range c.Devices() {
 		var after []hw.Event
 		if r == 0 {
-			st, _ := d.NewStream()
-			if err := st.(*sim.Stream).Compute(100e-6, "forward"); err != nil {
-				t.Fatal(err)
-			}
-			ev, _ := d.NewEvent()
-			if err := st.Record(ev); err != nil {
-				t.Fatal(err)
-			}
-			after = append(after, ev)
+			after = append(after, simtest.BehindCompute(t, d, 100))
 		}
 		if _, err := ex.Enqueue(plan, r, other[r], other[r], after...); err != nil {
 			t.Fatal(err)

@@ -10,31 +10,11 @@ import (
 	"time"
 
 	"github.com/commsim/commsim/hw"
+	"github.com/commsim/commsim/internal/simtest"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/sim"
 )
-
-// behindCompute is an event on d reached after us µs of compute on a
-// stream of its own.
-func behindCompute(t *testing.T, d *sim.Device, us float64) hw.Event {
-	t.Helper()
-	st, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.(*sim.Stream).Compute(us*1e-6, "compute"); err != nil {
-		t.Fatal(err)
-	}
-	ev, err := d.NewEvent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Record(ev); err != nil {
-		t.Fatal(err)
-	}
-	return ev
-}
 
 // TestAServerKeepsItsMessagesFromItsWorld: an all-reduce enqueued on the
 // world itself, rank 0's part behind 100 µs of compute, is in flight
@@ -57,7 +37,7 @@ func TestAServerKeepsItsMessagesFromItsWorld(t *testing.T) {
 	for r, d := range c.Devices() {
 		var after []hw.Event
 		if r == 0 {
-			after = append(after, behindCompute(t, d, 100))
+			after = append(after, simtest.BehindCompute(t, d, 100))
 		}
 		if _, err := ex.Enqueue(plan, r, hw.Whole(other[r]), hw.Whole(other[r]), after...); err != nil {
 			t.Fatal(err)
@@ -116,7 +96,7 @@ func TestAGatherKeepsItsMessagesFromTheReductions(t *testing.T) {
 		}
 		var ready hw.Event
 		if r > 0 {
-			ready = behindCompute(t, d, 100)
+			ready = simtest.BehindCompute(t, d, 100)
 		}
 		if err := s.SubmitGradient(r, "g", grads[r], ready); err != nil {
 			t.Fatal(err)
@@ -126,7 +106,7 @@ func TestAGatherKeepsItsMessagesFromTheReductions(t *testing.T) {
 		}
 		var after hw.Event
 		if r == 0 {
-			after = behindCompute(t, d, 50)
+			after = simtest.BehindCompute(t, d, 50)
 		}
 		if _, _, err := s.GatherParamsAfter(r, "p", ps[r], after); err != nil {
 			t.Fatal(err)
