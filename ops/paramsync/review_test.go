@@ -41,15 +41,7 @@ func filled(t *testing.T, c *sim.Cluster, n int) []hw.Buffer {
 
 func firstF32(t *testing.T, b hw.Buffer) float32 {
 	t.Helper()
-	raw := make([]byte, b.Len()*4)
-	if err := b.Read(raw); err != nil {
-		t.Fatal(err)
-	}
-	vals, err := hw.ToFloat64s(hw.F32, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return float32(vals[0])
+	return float32(f32s(t, b)[0])
 }
 
 // TestAServerAndACommunicatorOnOneWorldKeepTheirMessagesApart: a DDP
