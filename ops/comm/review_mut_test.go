@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,78 +18,14 @@ import (
 	"github.com/commsim/commsim/sim"
 )
 
-// mutDevice is a backend whose streams finish their work at once; it
-// counts its buffers and aborts, and, when noStreams, makes no stream.
-type mutDevice struct {
-	name      string
-	noStreams bool
-	allocs    atomic.Int32
-	aborts    atomic.Int32
-}
-
-var (
-	_ hw.Device  = (*mutDevice)(nil)
-	_ hw.Aborter = (*mutDevice)(nil)
-)
-
-var errNoStreams = errors.New("out of streams")
-
-func (d *mutDevice) Kind() string { return "mut" }
-func (d *mutDevice) Name() string { return d.name }
-func (d *mutDevice) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
-	d.allocs.Add(1)
-	return &mutBuffer{dev: d, dt: dt, n: n}, nil
-}
-func (d *mutDevice) NewStream() (hw.Stream, error) {
-	if d.noStreams {
-		return nil, fmt.Errorf("%s: %w", d.name, errNoStreams)
-	}
-	return &mutStream{dev: d}, nil
-}
-func (d *mutDevice) NewEvent() (hw.Event, error) { return &mutEvent{dev: d}, nil }
-func (d *mutDevice) Abort(error) error {
-	d.aborts.Add(1)
-	return nil
-}
-
-type mutBuffer struct {
-	dev *mutDevice
-	dt  hw.DType
-	n   int
-}
-
-func (b *mutBuffer) Device() hw.Device  { return b.dev }
-func (b *mutBuffer) DType() hw.DType    { return b.dt }
-func (b *mutBuffer) Len() int           { return b.n }
-func (b *mutBuffer) Phantom() bool      { return true }
-func (b *mutBuffer) Write([]byte) error { return hw.ErrPhantom }
-func (b *mutBuffer) Read([]byte) error  { return hw.ErrPhantom }
-func (b *mutBuffer) Free() error        { return nil }
-
-type mutStream struct{ dev *mutDevice }
-
-func (s *mutStream) Device() hw.Device                            { return s.dev }
-func (s *mutStream) Copy(_, _ hw.Slice) error                     { return nil }
-func (s *mutStream) Reduce(hw.ReduceOp, hw.Slice, hw.Slice) error { return nil }
-func (s *mutStream) Divide(hw.Slice, int) error                   { return nil }
-func (s *mutStream) Send(hw.Slice, hw.Device, uint64) error       { return nil }
-func (s *mutStream) Recv(hw.Slice, hw.Device, uint64) error       { return nil }
-func (s *mutStream) Record(hw.Event) error                        { return nil }
-func (s *mutStream) Wait(hw.Event) error                          { return nil }
-func (s *mutStream) Synchronize() error                           { return nil }
-
-type mutEvent struct{ dev *mutDevice }
-
-func (e *mutEvent) Device() hw.Device                      { return e.dev }
-func (e *mutEvent) ElapsedSince(hw.Event) (float64, error) { return 0, nil }
-
-// mutWorld is a world of n mutDevices.
-func mutWorld(t *testing.T, n int) (*hw.World, []*mutDevice) {
+// mutWorld is a world of n devices whose streams finish their work at
+// once (hangDevices that do not hang).
+func mutWorld(t *testing.T, n int) (*hw.World, []*hangDevice) {
 	t.Helper()
-	devs := make([]*mutDevice, n)
+	devs := make([]*hangDevice, n)
 	hws := make([]hw.Device, n)
 	for r := range devs {
-		devs[r] = &mutDevice{name: fmt.Sprintf("mut:%d", r)}
+		devs[r] = newHangDevice(fmt.Sprintf("mut:%d", r), false)
 		hws[r] = devs[r]
 	}
 	w, err := hw.NewWorld(hws)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,13 +16,18 @@ import (
 
 // hangDevice is a backend whose streams accept work and then never finish
 // it on the ranks told to hang, until the device is aborted: a stuck
-// kernel, as a dead NCCL peer leaves one.
+// kernel, as a dead NCCL peer leaves one. The others finish their work at
+// once. It counts its buffers and aborts, and, when noStreams, makes no
+// stream. Make one with newHangDevice.
 type hangDevice struct {
-	name    string
-	hang    bool
-	aborted chan struct{}
-	once    sync.Once
-	reason  error
+	name      string
+	hang      bool
+	noStreams bool
+	allocs    atomic.Int32
+	aborts    atomic.Int32
+	aborted   chan struct{}
+	once      sync.Once
+	reason    error
 }
 
 var (
@@ -29,14 +35,27 @@ var (
 	_ hw.Aborter = (*hangDevice)(nil)
 )
 
+var errNoStreams = errors.New("out of streams")
+
+func newHangDevice(name string, hang bool) *hangDevice {
+	return &hangDevice{name: name, hang: hang, aborted: make(chan struct{})}
+}
+
 func (d *hangDevice) Kind() string { return "hang" }
 func (d *hangDevice) Name() string { return d.name }
 func (d *hangDevice) Alloc(dt hw.DType, n int) (hw.Buffer, error) {
+	d.allocs.Add(1)
 	return &hangBuffer{dev: d, dt: dt, n: n}, nil
 }
-func (d *hangDevice) NewStream() (hw.Stream, error) { return &hangStream{dev: d}, nil }
-func (d *hangDevice) NewEvent() (hw.Event, error)   { return &hangEvent{dev: d}, nil }
+func (d *hangDevice) NewStream() (hw.Stream, error) {
+	if d.noStreams {
+		return nil, fmt.Errorf("%s: %w", d.name, errNoStreams)
+	}
+	return &hangStream{dev: d}, nil
+}
+func (d *hangDevice) NewEvent() (hw.Event, error) { return &hangEvent{dev: d}, nil }
 func (d *hangDevice) Abort(reason error) error {
+	d.aborts.Add(1)
 	d.once.Do(func() { d.reason = reason; close(d.aborted) })
 	return nil
 }
@@ -82,7 +101,7 @@ func TestWatchdogTurnsAStuckCollectiveIntoAnError(t *testing.T) {
 	devs := make([]hw.Device, 4)
 	hangs := make([]*hangDevice, 4)
 	for r := range devs {
-		hangs[r] = &hangDevice{name: fmt.Sprintf("hang:%d", r), hang: r == 2, aborted: make(chan struct{})}
+		hangs[r] = newHangDevice(fmt.Sprintf("hang:%d", r), r == 2)
 		devs[r] = hangs[r]
 	}
 	w, err := hw.NewWorld(devs)
