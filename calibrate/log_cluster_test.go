@@ -93,6 +93,41 @@ func TestParseLogAsClustersPrintIt(t *testing.T) {
 	}
 }
 
+// Open MPI's --tag-output tags each piece of a rank's output: nccl-tests
+// writes a row in three (its sizes, the out-of-place times, the in-place
+// ones), so a row carries the tag three times, as published p5 runs on
+// AWS show (KeitaW/p5-nccl-test-2024-07-19). The log reads as the plain one, line for line; a rank's stderr
+// glued into a row is still no part of it.
+func TestParseLogTagsOnEachPieceOfARow(t *testing.T) {
+	plain, err := ParseLog("plain", []byte(plainLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tag = "[1,0]<stdout>:"
+	lines := strings.Split(plainLog, "\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) == 13 && !strings.HasPrefix(l, "#") {
+			l = "  " + strings.Join(f[:5], "  ") + tag + "  " + strings.Join(f[5:9], "  ") + tag + "  " + strings.Join(f[9:], "  ")
+		}
+		lines[i] = tag + l
+	}
+	pieces := strings.Join(lines, "\n")
+	if !strings.Contains(pieces, "-1"+tag+"  10.00  0.10  0.18  0"+tag+"  10.50") {
+		t.Fatalf("no row cut in pieces: %q", pieces)
+	}
+	lg, err := ParseLog("pieces", []byte(pieces))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(lg.Samples, plain.Samples) || lg.Op != plain.Op || lg.Ranks != plain.Ranks {
+		t.Errorf("tagged in pieces %+v, plain %+v", lg, plain)
+	}
+	stderr := strings.Replace(pieces, "-1"+tag+"  10.00", "-1[1,1]<stderr>:  10.00", 1)
+	if _, err := ParseLog("stderr", []byte(stderr)); err == nil {
+		t.Errorf("a row with a rank's stderr glued in was read: %q", stderr)
+	}
+}
+
 // A page quoting a run may drop the '#' of nccl-tests' comment lines
 // (Markdown reads it as a heading): the log reads as the plain one,
 // its collective, ranks and columns included, and a line that only
