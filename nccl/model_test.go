@@ -655,44 +655,50 @@ func TestTreeCorrectionSwaysTheChoice(t *testing.T) {
 // opens the plan's run on top of its launch, so a tree all-reduce at a
 // size NCCL measured slow runs that much longer; a faster protocol
 // (Machine.Bandwidth) shrinks it with the term, and a size or an
-// algorithm without a correction adds nothing. NVLSTree's dip on
-// Blackwell with x86 hosts, which NCCL's model states from 2.29, runs
-// in every release's plan (treeDip), though 2.27's model chooses
-// without it; not with Arm hosts, nor on Hopper.
+// algorithm without a correction adds nothing. NVLSTree's dip runs in
+// every release's plan on every generation (treeDip), not with Arm
+// hosts; the model that chooses (the estimate's time) has it only where
+// NCCL's does: on Blackwell with x86 hosts from 2.29.
 func TestTreeDipRunsAsTheModelSays(t *testing.T) {
 	fast := nccl.Machine{Bandwidth: [3]float64{2, 2, 2}}
 	for _, tc := range []struct {
-		fabric string
-		bytes  int
-		algo   nccl.Algo
-		p      ops.Protocol
-		m      nccl.Machine
-		factor float64
-		v      nccl.Version
+		fabric         string
+		bytes          int
+		algo           nccl.Algo
+		p              ops.Protocol
+		m              nccl.Machine
+		factor, priced float64 // the dip's factor, and the estimate's
+		v              nccl.Version
 	}{
-		{"dgx-a100x2", 1 << 20, nccl.Tree, ops.ProtoLL128, nccl.Machine{}, 0.6, 0},
-		{"dgx-a100x2", 1 << 20, nccl.Tree, ops.ProtoLL128, fast, 0.6, 0},
-		{"dgx-a100x2", 256 << 10, nccl.Tree, ops.ProtoLL, nccl.Machine{}, 0.4, 0},
-		{"dgx-a100x2", 64 << 20, nccl.Tree, ops.ProtoSimple, nccl.Machine{}, 0.8, 0},
-		{"dgx-b200x2", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 0.8, 0},
-		{"dgx-b200x2", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 0.8, nccl.V2_27},
-		{"dgx-b200x2,cpu=arm", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 1, nccl.V2_27},
-		{"dgx-h100x2", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 1, nccl.V2_27},
-		{"dgx-a100x2", 64 << 20, nccl.Ring, ops.ProtoSimple, nccl.Machine{}, 1, 0},
+		{"dgx-a100x2", 1 << 20, nccl.Tree, ops.ProtoLL128, nccl.Machine{}, 0.6, 0.6, 0},
+		{"dgx-a100x2", 1 << 20, nccl.Tree, ops.ProtoLL128, fast, 0.6, 0.6, 0},
+		{"dgx-a100x2", 256 << 10, nccl.Tree, ops.ProtoLL, nccl.Machine{}, 0.4, 0.4, 0},
+		{"dgx-a100x2", 64 << 20, nccl.Tree, ops.ProtoSimple, nccl.Machine{}, 0.8, 0.8, 0},
+		{"dgx-b200x2", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 0.8, 0.8, 0},
+		{"dgx-b200x2", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 0.8, 1, nccl.V2_27},
+		{"dgx-b200x2,cpu=arm", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 1, 1, nccl.V2_27},
+		{"dgx-b200x2,cpu=arm", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 1, 1, 0},
+		{"dgx-h100x2", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 0.8, 1, 0},
+		{"dgx-h100x2", 64 << 20, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 0.8, 1, nccl.V2_27},
+		{"dgx-h100x2", 2 << 30, nccl.NVLSTree, ops.ProtoSimple, nccl.Machine{}, 1, 1, 0},
+		{"dgx-a100x2", 64 << 20, nccl.Ring, ops.ProtoSimple, nccl.Machine{}, 1, 1, 0},
 	} {
 		tu := try(nccl.NewTuner(try(topology.Resolve(tc.fabric))(t), nccl.Options{Algos: []nccl.Algo{tc.algo}, Protos: []ops.Protocol{tc.p}, Machine: tc.m, Version: tc.v}))(t)
 		spec := ops.Spec{Op: ops.AllReduce, Ranks: tu.System.Ranks, Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
 		plan, c := planOf(t, tu, spec)
-		// 1 GiB is past every correction: its launch is the launch alone.
+		// 4 GiB is past every correction: its launch is the launch alone.
 		big := spec
-		big.Count = 1 << 28
+		big.Count = 1 << 30
 		whole, _ := planOf(t, tu, big)
 		want := float64(tc.bytes) / (1e9 * c.AlgBW * orOne(tc.m.Bandwidth[0])) * (1/tc.factor - 1)
 		if got := plan.Launch - whole.Launch; math.Abs(got-want) > 1e-9*max(want, 1e-6) {
-			t.Errorf("%s %s at %d bytes (machine %+v): the correction adds %.4g s, want %.4g s (×%v on %.1f GB/s)", tc.fabric, nccl.Label(plan), tc.bytes, tc.m, got, want, tc.factor, c.AlgBW)
+			t.Errorf("%s %s at %d bytes (machine %+v, release %v): the correction adds %.4g s, want %.4g s (×%v on %.1f GB/s)", tc.fabric, nccl.Label(plan), tc.bytes, tc.m, tc.v, got, want, tc.factor, c.AlgBW)
 		}
 		if got := tu.TreeDip(spec, c); math.Abs(got-want) > 1e-9*max(want, 1e-6) {
 			t.Errorf("%s %s: TreeDip %.4g s, want %.4g s", tc.fabric, nccl.Label(plan), got, want)
+		}
+		if want := c.LatencyUS + float64(tc.bytes)/(1000*c.AlgBW*tc.priced); math.Abs(c.TimeUS-want) > 1e-9*want {
+			t.Errorf("%s %s at %d bytes, release %v: NCCL's estimate %.6g µs, want %.6g (×%v)", tc.fabric, c.Estimate, tc.bytes, tc.v, c.TimeUS, want, tc.priced)
 		}
 	}
 }

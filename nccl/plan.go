@@ -356,22 +356,26 @@ func chainShare(s System, op ops.Op, p int, g graph) float64 {
 }
 
 // treeDip is the time NCCL's model adds to a tree all-reduce at sizes
-// where its per-size correction (treeCorrection) is below 1: the model's
-// bandwidth term divided by the factor, less the term itself. NCCL
-// measured its trees slower there than its bandwidths say; the
+// where its per-size correction (machineCorrection) is below 1: the
+// model's bandwidth term divided by the factor, less the term itself.
+// NCCL measured its trees slower there than its bandwidths say; the
 // simulator's tree already pays its pipeline's fill, so the dip is added
 // as the model states it, once per collective, and not by slowing every
 // hop (which would multiply the fill as well).
 //
 // The dip is the machine's, not the release's: NCCL's model states
-// NVLSTree's on Blackwell from 2.29 on, and a run of an earlier release
-// shows it as well (a 2 × 8 B200 all-reduce with NCCL 2.26.2, held out
-// of issue #16's targets: 16–256 MiB ran 10–21% slower than NVLSTree's
-// links and switch without it). So every release's run takes the latest
-// model's dip, while the release's own model makes the choice.
+// NVLSTree's on Blackwell from 2.29 on, and runs its tuner does not
+// correct show it as well. A 2 × 8 B200 all-reduce with NCCL 2.26.2 ran
+// 16–256 MiB 10–21% slower than NVLSTree's links and switch without it.
+// On Hopper, eight published H100 and H200 runs of 2 to 8 nodes on four
+// clusters (held out of issue #16's targets) ran NVLSTree 10–19% slower
+// than that at 8–256 MiB, converging on the bandwidth from 1 GiB, the
+// factor's shape, and agree better with it; two ten-node runs agree
+// less well (docs/nccl.md). So every release's run on every generation
+// takes the dip, while the release's own model makes the choice.
 func treeDip(s System, spec ops.Spec, c Choice, p int, o Options) float64 {
 	bytes := bytesOf(spec)
-	corr := treeCorrection(s, spec.Op, c.Algo, p, bytes, V2_30)
+	corr := machineCorrection(s, spec.Op, c.Algo, p, bytes)
 	if corr >= 1 || !finite(c.AlgBW) {
 		return 0
 	}

@@ -409,20 +409,29 @@ var treeCorrectionFactor = [numProtos][24]float64{
 
 // treeCorrection is the factor NCCL's model puts on a tree all-reduce's
 // bandwidth when it estimates the time, by size (ncclTopoGetAlgoTime):
-// below 512 MiB for trees, below 1 GiB for NVLSTree on Blackwell with x86
-// hosts (2.29 on); 1 for every
-// other choice and for sizes under 64 bytes. It sways NCCL's choice, and
-// what it adds to the time opens the plan's run (treeDip, at 2.30's rule
-// for every release). A host CPU
-// commsim does not know is taken for x86.
+// machineCorrection's, where release v's tuner applies it: to trees in
+// every release, to NVLSTree on Blackwell from 2.29 on. It sways NCCL's
+// choice.
 func treeCorrection(s System, op ops.Op, a Algo, p int, bytes int64, v Version) float64 {
+	if a == NVLSTree && (v <= V2_28 || s.Arch.SM() < 100) {
+		return 1
+	}
+	return machineCorrection(s, op, a, p, bytes)
+}
+
+// machineCorrection is NCCL's per-size tree correction as machines show
+// it, whichever release's tuner made the choice: below 512 MiB for trees,
+// below 1 GiB for NVLSTree on x86 hosts; 1 for every other choice and
+// for sizes under 64 bytes. What it adds to the time opens the plan's run
+// (treeDip). A host CPU commsim does not know is taken for x86.
+func machineCorrection(s System, op ops.Op, a Algo, p int, bytes int64) float64 {
 	if op != ops.AllReduce || bytes>>6 == 0 {
 		return 1
 	}
 	log := bits.Len64(uint64(bytes>>6)) - 1
 	switch {
 	case a == Tree && log < 23:
-	case a == NVLSTree && log < 24 && v > V2_28 && s.Arch.SM() >= 100 && s.CPU != topology.ARMCPU:
+	case a == NVLSTree && log < 24 && s.CPU != topology.ARMCPU:
 	default:
 		return 1
 	}
