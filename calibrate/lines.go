@@ -21,12 +21,13 @@ var (
 	openMPITagRE = regexp.MustCompile(`^\[\d+(?:,\d+)*\]<\w+>:`)
 	// Open MPI tags each piece of a rank's output it forwards, and
 	// nccl-tests writes a row in three (its sizes, then each time's
-	// columns): "[1,0]<stdout>:  8  2  float  sum  -1[1,0]<stdout>:
-	// 85.70 …[1,0]<stdout>:  74.97 …". Within a line a tag of stdout
-	// marks where a piece began; it is not the rank's text.
-	openMPIStdoutRE = regexp.MustCompile(`\[\d+(?:,\d+)*\]<stdout>:`)
-	bracketTagRE    = regexp.MustCompile(`^\[[^\]\s]*\]:?`)
-	hostTagRE       = regexp.MustCompile(`^[\w.-]+:`)
+	// columns, which start with spaces): "[1,0]<stdout>:  8  2  float
+	// sum  -1[1,0]<stdout>:    85.70 …[1,0]<stdout>:    74.97 …". Within
+	// a line, a tag of stdout before a space marks where a piece began;
+	// one glued to a number is no such place, and the row is refused.
+	openMPIPieceRE = regexp.MustCompile(`\[\d+(?:,\d+)*\]<stdout>:(\s|$)`)
+	bracketTagRE   = regexp.MustCompile(`^\[[^\]\s]*\]:?`)
+	hostTagRE      = regexp.MustCompile(`^[\w.-]+:`)
 	// A time stamp: an ISO 8601 date with or without a time and zone
 	// ("2024-05-01 12:00:00", "2024-05-01T12:00:00.123456789Z", the
 	// Kubernetes and Docker style), or a time of day alone, bracketed or
@@ -79,7 +80,7 @@ func untag(line string) string {
 // untagged is untag's line, and whether it is "" because Open MPI tags
 // it as a rank's stderr.
 func untagged(line string) (t string, stderr bool) {
-	t = strings.TrimSpace(openMPIStdoutRE.ReplaceAllString(line, " "))
+	t = strings.TrimSpace(line)
 	start := t
 	for {
 		n := len(t)
@@ -102,7 +103,7 @@ func untagged(line string) (t string, stderr bool) {
 		}
 		t = strings.TrimLeftFunc(t, unicode.IsSpace)
 		if len(t) == n {
-			return strings.TrimSpace(t), false
+			return strings.TrimSpace(openMPIPieceRE.ReplaceAllString(t, " $1")), false
 		}
 	}
 }

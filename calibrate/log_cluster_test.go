@@ -96,8 +96,10 @@ func TestParseLogAsClustersPrintIt(t *testing.T) {
 // Open MPI's --tag-output tags each piece of a rank's output: nccl-tests
 // writes a row in three (its sizes, the out-of-place times, the in-place
 // ones), so a row carries the tag three times, as published p5 runs on
-// AWS show (KeitaW/p5-nccl-test-2024-07-19). The log reads as the plain one, line for line; a rank's stderr
-// glued into a row is still no part of it.
+// AWS show (KeitaW/p5-nccl-test-2024-07-19). The log reads as the plain
+// one, line for line. A rank's stderr glued into a row is still no part
+// of it, and a tag inside a number (no piece starts there: each starts
+// with spaces) leaves the row refused, not read as two numbers.
 func TestParseLogTagsOnEachPieceOfARow(t *testing.T) {
 	plain, err := ParseLog("plain", []byte(plainLog))
 	if err != nil {
@@ -122,9 +124,13 @@ func TestParseLogTagsOnEachPieceOfARow(t *testing.T) {
 	if !reflect.DeepEqual(lg.Samples, plain.Samples) || lg.Op != plain.Op || lg.Ranks != plain.Ranks {
 		t.Errorf("tagged in pieces %+v, plain %+v", lg, plain)
 	}
-	stderr := strings.Replace(pieces, "-1"+tag+"  10.00", "-1[1,1]<stderr>:  10.00", 1)
-	if _, err := ParseLog("stderr", []byte(stderr)); err == nil {
-		t.Errorf("a row with a rank's stderr glued in was read: %q", stderr)
+	for name, glued := range map[string]string{
+		"stderr": strings.Replace(pieces, "-1"+tag+"  10.00", "-1[1,1]<stderr>:  10.00", 1),
+		"number": strings.Replace(pieces, "-1"+tag+"  10.00", "-1  1"+tag+"0.00", 1),
+	} {
+		if _, err := ParseLog(name, []byte(glued)); err == nil {
+			t.Errorf("a row with a tag glued in (%s) was read: %q", name, glued)
+		}
 	}
 }
 
