@@ -368,11 +368,12 @@ func chainShare(s System, op ops.Op, p int, g graph) float64 {
 // correct show it as well. A 2 × 8 B200 all-reduce with NCCL 2.26.2 ran
 // 16–256 MiB 10–21% slower than NVLSTree's links and switch without it.
 // On Hopper, eight published H100 and H200 runs of 2 to 8 nodes on four
-// clusters (held out of issue #16's targets) ran NVLSTree 10–19% slower
-// than that at 8–256 MiB, converging on the bandwidth from 1 GiB, the
-// factor's shape, and agree better with it; two ten-node runs agree
-// less well (docs/nccl.md). So every release's run on every generation
-// takes the dip, while the release's own model makes the choice.
+// clusters (held out of issue #16's targets) ran NVLSTree 8–30% slower
+// than that at 8–256 MiB (10–19% at most sizes), converging on the
+// bandwidth from 1 GiB, the factor's shape, and agree better with it;
+// two ten-node runs agree less well (docs/nccl.md). So every release's
+// run on every generation takes the dip, while the release's own model
+// makes the choice.
 func treeDip(s System, spec ops.Spec, c Choice, p int, o Options) float64 {
 	bytes := bytesOf(spec)
 	corr := machineCorrection(s, spec.Op, c.Algo, p, bytes)
