@@ -15,9 +15,13 @@ type chainTree struct {
 	head  int   // local index of each node's head
 }
 
-// ncclChainTree is channel c's tree for s: NCCL's tree c%2 of its double
+// ncclChainTree is channel c's tree for s: tree c%2 of NCCL's double
 // binary tree over the nodes, with heads on local index c, so that each
-// channel crosses nodes on its own NIC rail.
+// channel crosses nodes on its own NIC rail. NCCL runs its search's
+// channels on tree 0 and their duplicates on tree 1 (connect.cc), which
+// gives each head a channel of each; alternating them keeps channels c
+// and c+g copies, which the simulator folds (docs/nccl.md says what it
+// costs where NICs bound a tree).
 func ncclChainTree(s Spec, c int) chainTree {
 	g := nodeSize(s)
 	return chainTree{nodes: dbtreeAllReduceTrees(s.Ranks / g)[c%2], g: g, head: c % g}
