@@ -167,6 +167,12 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		return collNetPlan(s, spec, c, o)
 	}
 	spec.Algo, spec.Channels = "nccl-"+c.Algo.String(), max(1, c.Channels)
+	if c.Algo == Tree {
+		// NCCL connects the channels its search found (init.cc: the
+		// fewer of the tree's and the ring's) to its first tree and
+		// their duplicates to its second (connect.cc, connectTrees).
+		spec.TreeChannels = min(bandwidths(s, Tree).channels, bandwidths(s, Ring).channels)
+	}
 	alone, each, ok := channelSpeeds(s, spec, c.Algo, p, o)
 	share := 1.0 // of a block's speed, that each channel moves at
 	if ok {

@@ -468,3 +468,34 @@ func TestChainCrossesNodesAStepAtATime(t *testing.T) {
 		}
 	}
 }
+
+// NCCL connects the channels its search found to its first tree and
+// their duplicates to its second (connect.cc, connectTrees), so each
+// head GPU's NIC carries a channel of each tree: on dgx-h100x4, whose
+// tree graph has 8 channels, channels 0-7 run tree 0 and 8-15 tree 1.
+// Where the NICs bound a tree (50 Gb/s a GPU), that runs a 64 MiB tree
+// all-reduce well under the same plan with its trees alternating by
+// channel, which gives every even GPU's NIC two channels of tree 0.
+func TestTreeChannelsRunNCCLsSplit(t *testing.T) {
+	c, tp := simtest.World(t, "dgx-h100x4,nicbw=50Gb/s", sim.Config{TimingOnly: true, Symmetry: true})
+	tu, err := nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.Tree}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ops.Spec{Op: ops.AllReduce, Ranks: 32, Count: 16 << 20, DType: hw.F32, Redop: hw.Sum}
+	plan, _ := planOf(t, tu, spec)
+	if plan.Spec.TreeChannels != 8 || plan.Channels != 16 {
+		t.Fatalf("%v: %d tree channels of %d, want NCCL's 8 of 16", plan.Spec, plan.Spec.TreeChannels, plan.Channels)
+	}
+	alternated := plan.Spec
+	alternated.TreeChannels = 0
+	alt, err := ops.Compile(alternated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alt.Protocol, alt.Wire, alt.Launch = plan.Protocol, plan.Wire, plan.Launch
+	split, alternate := simtest.Time(t, c, plan), simtest.Time(t, c, alt)
+	if !(split < 0.9*alternate) {
+		t.Errorf("%s: %.1f µs with NCCL's trees a head, %.1f alternated: want under 0.9 of it", nccl.Label(plan), split*1e6, alternate*1e6)
+	}
+}

@@ -15,16 +15,27 @@ type chainTree struct {
 	head  int   // local index of each node's head
 }
 
-// ncclChainTree is channel c's tree for s: tree c%2 of NCCL's double
-// binary tree over the nodes, with heads on local index c, so that each
-// channel crosses nodes on its own NIC rail. NCCL runs its search's
-// channels on tree 0 and their duplicates on tree 1 (connect.cc), which
-// gives each head a channel of each; alternating them keeps channels c
-// and c+g copies, which the simulator folds (docs/nccl.md says what it
-// costs where NICs bound a tree).
+// ncclChainTree is channel c's tree for s: tree t of NCCL's double binary
+// tree over the nodes, with its head on local index h mod the node's
+// GPUs, so that each channel crosses nodes on its own NIC rail. Without
+// TreeChannels, t is c%2 and h is c. With TreeChannels n, channel c is
+// NCCL's channel c mod 2n (its later copies repeat the first 2n), which
+// runs tree 0 below n and tree 1 from there, from the head of the search
+// channel it duplicates, mod n. Where the channels are whole sets of 2n,
+// which run alike whatever their order, a head's two come together
+// instead (NCCL's search channel c/2 on tree c%2), so that rotating a
+// node's GPUs by one maps channel c to c+2, which lets the simulator fold
+// them (Plan.FoldRotation).
 func ncclChainTree(s Spec, c int) chainTree {
-	g := nodeSize(s)
-	return chainTree{nodes: dbtreeAllReduceTrees(s.Ranks / g)[c%2], g: g, head: c % g}
+	g, t, h := nodeSize(s), c%2, c
+	if n := s.TreeChannels; n > 0 {
+		src := c % (2 * n)
+		t, h = src/n, src%n
+		if s.Channels%(2*n) == 0 {
+			t, h = src%2, src/2
+		}
+	}
+	return chainTree{nodes: dbtreeAllReduceTrees(s.Ranks / g)[t], g: g, head: h % g}
 }
 
 // pos is rank r's place in its node's chain, 0 at the head.

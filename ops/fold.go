@@ -229,17 +229,19 @@ func countMessage(s Step, r int, sends map[foldMessage]int) {
 	}
 }
 
-// FoldRotation returns the plan's first s channels alone when rotating
+// FoldRotation returns the plan's first s·m channels alone when rotating
 // every node's GPUs by s (rank n·g+i to n·g+(i+s) mod g, g = NodeRanks),
-// together with the channels (c to c+s mod C), maps the plan onto
-// itself: NCCL's trees, whose channel c has its head on GPU c mod g and
-// runs tree c mod 2, turn into each other under a rotation by 2. With
+// together with the channels (c to c+s·m mod C, m = C/g channels a GPU),
+// maps the plan onto itself: NCCL's trees alternated by channel, whose
+// channel c has its head on GPU c mod g and runs tree c mod 2, turn into
+// each other under a rotation by 2, and NCCL's split (Spec.TreeChannels),
+// whose channels 2h and 2h+1 run each tree from GPU h, under one by 1. With
 // mirrored, the nodes are mirrored too (node n to N−1−n of N): NCCL's
 // tree 1 is tree 0 mirrored on an even number of nodes, so channels c
 // and c+1 turn into each other under a rotation by 1 and the mirror. It
 // also returns the renaming (perm[r] is rank r's image) and its order
-// g/s (which must be even when mirrored). The plan must have as many
-// channels as a node has GPUs (fold duplicates first, FoldChannels), a
+// g/s (which must be even when mirrored). The plan must have a multiple
+// of a node's GPUs in channels (fold duplicates first, FoldChannels), a
 // Wire and no switch steps: a rank keeps only its part of the channels,
 // so what its device does for all of them at once (reductions, unless a
 // Wire fuses them into the transfers; a switch's) would be shared less
@@ -253,17 +255,17 @@ func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order
 		return nil, nil, 0, false
 	}
 	g, c := p.NodeRanks, p.Channels
-	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c != g || p.Lanes < c ||
+	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c < g || c%g != 0 || p.Lanes < c ||
 		s < 1 || s >= g || g%s != 0 || (mirrored && (g/s)%2 != 0) {
 		return nil, nil, 0, false
 	}
 	perm = nodeRotation(p.Ranks, g, s, mirrored)
-	per := (p.Lanes + c - 1) / c
+	per, m := (p.Lanes+c-1)/c, c/g // lanes a channel, channels a GPU
 	lanes, ok := p.indexRenamed(perm, per*c)
-	if !ok || !rotates(lanes, perm, s*per, per*c) {
+	if !ok || !rotates(lanes, perm, s*m*per, per*c) {
 		return nil, nil, 0, false
 	}
-	if kept, ok = p.keepLanes(s, s*per); !ok {
+	if kept, ok = p.keepLanes(s*m, s*m*per); !ok {
 		return nil, nil, 0, false
 	}
 	return kept, perm, g / s, true

@@ -237,6 +237,13 @@ type Spec struct {
 	// node. It is taken as the nearest multiple of Chunk, so that a rank
 	// relays whole pieces; 0, or what comes to one piece, is Chunk.
 	NetChunk int
+	// TreeChannels, for nccl-tree, is how many channels run the first of
+	// NCCL's two trees before as many run the second: NCCL's search's
+	// channels, which it connects to tree 0 and duplicates onto tree 1,
+	// and whose later copies keep their tree (connect.cc: connectTrees,
+	// copyChannels), so channel c runs tree (c/TreeChannels)%2. 0
+	// alternates them, channel c on tree c%2.
+	TreeChannels int
 }
 
 // Group is the ranks a switch step of rank r acts on (StepSwitchReduce,
@@ -287,6 +294,9 @@ func (s Spec) String() string {
 	}
 	if s.NetChunk > 0 {
 		str += fmt.Sprintf(" netchunk=%d", s.NetChunk)
+	}
+	if s.TreeChannels > 0 {
+		str += fmt.Sprintf(" treechannels=%d", s.TreeChannels)
 	}
 	return str
 }

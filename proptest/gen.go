@@ -234,6 +234,9 @@ func withChannels(rng *rand.Rand, s ops.Spec) ops.Spec {
 		chunks = []int{0, 0, s.Count / 64, s.Count / 16}
 	}
 	t.Chunk = pick(rng, chunks)
+	// Which of a tree's channels run its first tree and which its second
+	// (1 would be the alternation of 0).
+	t.TreeChannels = pick(rng, []int{0, 2, 3})
 	var nodes []int
 	for g := 1; g < s.Ranks; g++ {
 		if s.Ranks%g == 0 {
@@ -294,8 +297,9 @@ func smallerSpecs(s ops.Spec) []ops.Spec {
 		with(func(t *ops.Spec) { t.Count = n.(int) })
 	}
 	with(func(t *ops.Spec) { t.Root = 0 })
-	with(func(t *ops.Spec) { t.Channels, t.Chunk, t.NodeRanks, t.NetChunk = 0, 0, 0, 0 })
+	with(func(t *ops.Spec) { t.Channels, t.Chunk, t.NodeRanks, t.NetChunk, t.TreeChannels = 0, 0, 0, 0, 0 })
 	with(func(t *ops.Spec) { t.NetChunk = 0 })
+	with(func(t *ops.Spec) { t.TreeChannels = 0 })
 	if s.Op.Reduces() {
 		with(func(t *ops.Spec) { t.Redop = hw.Sum })
 	}
