@@ -262,13 +262,50 @@ func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order
 	perm = nodeRotation(p.Ranks, g, s, mirrored)
 	per, m := (p.Lanes+c-1)/c, c/g // lanes a channel, channels a GPU
 	lanes, ok := p.indexRenamed(perm, per*c)
-	if !ok || !rotates(lanes, perm, s*m*per, per*c) {
+	if !ok || !rotates(lanes, perm, shiftLanes(s*m*per, per*c), per*c) {
 		return nil, nil, 0, false
 	}
 	if kept, ok = p.keepLanes(s*m, s*m*per); !ok {
 		return nil, nil, 0, false
 	}
 	return kept, perm, g / s, true
+}
+
+// FoldRotationAndMirror returns the plan's first channel alone when two
+// renamings map the plan onto itself: rotating every node's GPUs by one
+// (rank n·g+i to n·g+(i+1) mod g, g = NodeRanks) together with the
+// channels (c to c+2 mod C), and mirroring the nodes (rank n·g+i to
+// (N−1−n)·g+i of N nodes) together with each pair of channels (2h to
+// 2h+1). NCCL's split trees (Spec.TreeChannels) are such a plan: GPU h
+// heads channel 2h on tree 0 and 2h+1 on tree 1, and tree 1 is tree 0
+// mirrored on an even number of nodes. The two renamings make a group of
+// order 2g that moves every channel, so one channel stands for all where
+// FoldRotation keeps two. It returns the renamings (perms[i][r] is rank
+// r's image) and the group's order. The plan must have 2g channels (fold
+// duplicates first, FoldChannels), an even number of nodes, and what
+// FoldRotation asks; ok is false otherwise, or when a renaming does not
+// map the plan onto itself.
+// The channel kept, run on every rank of a fabric folded by the same
+// group, takes the time the whole plan takes on the whole fabric.
+func (p *Plan) FoldRotationAndMirror() (kept *Plan, perms [][]int, order int, ok bool) {
+	if p == nil {
+		return nil, nil, 0, false
+	}
+	g, c := p.NodeRanks, p.Channels
+	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%(2*g) != 0 || c != 2*g || p.Lanes < c {
+		return nil, nil, 0, false
+	}
+	per := (p.Lanes + c - 1) / c // lanes a channel
+	rotation, mirror := nodeRotation(p.Ranks, g, 1, false), nodeRotation(p.Ranks, g, 0, true)
+	pairSwap := func(l int) int { return ((l/per)^1)*per + l%per }
+	lanes, ok := p.indexRenamed(rotation, per*c)
+	if !ok || !rotates(lanes, rotation, shiftLanes(2*per, per*c), per*c) || !rotates(lanes, mirror, pairSwap, per*c) {
+		return nil, nil, 0, false
+	}
+	if kept, ok = p.keepLanes(1, per); !ok {
+		return nil, nil, 0, false
+	}
+	return kept, [][]int{rotation, mirror}, 2 * g, true
 }
 
 // nodeRotation renames rank n·g+i (of ranks, g a node) to n'·g+(i+s) mod
@@ -305,15 +342,14 @@ func (p *Plan) indexRenamed(perm []int, n int) ([]laneIndex, bool) {
 }
 
 // rotates reports whether every rank r's lane l does what rank perm[r]'s
-// lane l+shift (mod lanes) does, with peers renamed by perm.
-func rotates(x []laneIndex, perm []int, shift, lanes int) bool {
+// lane lane(l) does, with peers renamed by perm.
+func rotates(x []laneIndex, perm []int, lane func(int) int, lanes int) bool {
 	peer := func(q int) int {
 		if q < 0 || q >= len(perm) {
 			return -1
 		}
 		return perm[q]
 	}
-	lane := func(l int) int { return (l + shift) % lanes }
 	for r := range x {
 		for l := range lanes {
 			if !x[r].same(l, x[perm[r]], lane(l), peer, lane) {
@@ -322,6 +358,11 @@ func rotates(x []laneIndex, perm []int, shift, lanes int) bool {
 		}
 	}
 	return true
+}
+
+// shiftLanes maps lane l to l+shift mod lanes.
+func shiftLanes(shift, lanes int) func(int) int {
+	return func(l int) int { return (l + shift) % lanes }
 }
 
 // FoldRanks returns the plan with only the ranks of local index below s
@@ -349,7 +390,7 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 	}
 	perm = nodeRotation(p.Ranks, g, s, false)
 	lanes, ok := p.indexRenamed(perm, p.Lanes)
-	if !ok || !rotates(lanes, perm, 0, p.Lanes) {
+	if !ok || !rotates(lanes, perm, shiftLanes(0, p.Lanes), p.Lanes) {
 		return nil, nil, 0, false
 	}
 	k := *p

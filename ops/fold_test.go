@@ -188,6 +188,84 @@ func TestFoldRotationKeepsTreeChannels(t *testing.T) {
 	}
 }
 
+// NCCL's split trees (Spec.TreeChannels) give GPU h channel 2h on tree 0
+// and 2h+1 on tree 1: rotating every node's GPUs by one maps channel c to
+// c+2, and on an even number of nodes mirroring the nodes maps 2h to
+// 2h+1, so the first channel stands for all 16 (the rotation alone keeps
+// two). Odd nodes (tree 1 is tree 0 shifted), the trees alternated by
+// channel, duplicates, no Wire, a step changed on one rank, or tree 1's
+// steps changed on every rank, fold no such way.
+func TestFoldRotationAndMirrorKeepsOneTreeChannel(t *testing.T) {
+	split := func(ranks, channels, count int) *Plan {
+		spec := foldSpec("nccl-tree", ranks, 8, channels, count)
+		spec.TreeChannels = 8
+		p, err := Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}}
+		return p
+	}
+	plan := split(32, 16, 1<<12)
+	kept, perms, order, ok := plan.FoldRotationAndMirror()
+	if !ok || order != 16 || kept.Channels != 1 || len(perms) != 2 {
+		t.Fatalf("fold %v, order %d, kept %v, %d renamings", ok, order, kept, len(perms))
+	}
+	if got := [4]int{perms[0][0], perms[0][7], perms[1][0], perms[1][15]}; got != [4]int{1, 0, 24, 23} {
+		t.Errorf("rank 0 and 7 rotated to %d and %d, rank 0 and 15 mirrored to %d and %d; want 1, 0, 24, 23", got[0], got[1], got[2], got[3])
+	}
+	if err := kept.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if kept.NumSteps()*order != plan.NumSteps() {
+		t.Errorf("%d steps kept of %d", kept.NumSteps(), plan.NumSteps())
+	}
+	if kept, _, order, ok := plan.FoldRotation(1, false); !ok || order != 8 || kept.Channels != 2 {
+		t.Errorf("rotated alone: fold %v, order %d, kept %v; want 2 channels of order 8", ok, order, kept)
+	}
+	alternated, err := Compile(foldSpec("nccl-tree", 32, 8, 16, 1<<12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alternated.Wire = plan.Wire
+	bare := *plan
+	bare.Wire = nil
+	changed := split(32, 16, 1<<12)
+	changed.Steps[5][3].Src.Len++
+	changed.Steps[5][3].Dst.Len++
+	// Tree 1's channels changed alike on every rank: they still rotate
+	// into each other, but are no longer tree 0's mirror.
+	unmirrored := split(32, 16, 1<<12)
+	per := unmirrored.Lanes / unmirrored.Channels
+	for _, steps := range unmirrored.Steps {
+		for i := range steps {
+			if steps[i].Lane/per%2 == 1 {
+				steps[i].Src.Len++
+				steps[i].Dst.Len++
+			}
+		}
+	}
+	if _, _, _, ok := unmirrored.FoldRotation(1, false); !ok {
+		t.Error("tree 1 changed on every rank: the rotation alone does not fold")
+	}
+	for name, p := range map[string]*Plan{
+		"three nodes":     split(24, 16, 1<<12),
+		"alternated":      alternated,
+		"duplicates":      split(32, 32, 1<<12),
+		"no wire":         &bare,
+		"a step changed":  changed,
+		"tree 1 changed":  unmirrored,
+		"unequal lengths": split(32, 16, 1<<12+3),
+	} {
+		if _, _, _, ok := p.FoldRotationAndMirror(); ok {
+			t.Errorf("%s: folds", name)
+		}
+	}
+	if _, _, _, ok := split(24, 16, 1<<12).FoldRotation(1, false); !ok {
+		t.Error("three nodes: the rotation alone does not fold")
+	}
+}
+
 // NCCL's NVLSTree gives local rank i part i of every pass, its switch
 // operations and its rail's tree: rotating every node's GPUs by one maps
 // each rank's work onto the next's, and the nodes' first GPUs stand for

@@ -30,35 +30,42 @@ func (c *Cluster) Thinned(k int) (thinned *Cluster, ok bool, err error) {
 }
 
 // Rotated is Thinned(k) (k = 1: not thinned) folded as a mirror folds
-// (see Mirror) by the renaming of ranks perm, of the given order, which
-// must map the fabric onto itself moving every link: a flow crosses, in
-// place of each link, the lowest of its orbit. Every rank stays (a
-// message to rank q goes to rank q). A plan whose lanes for ranks r and
-// perm[r] are images of each other (ops.Plan.FoldRotation) runs a part
-// that stands for the whole on it: each link of the fold carries, from
-// the flows of the part on its orbit's links, exactly the flows of the
-// whole on one link. A switch the renaming fixes (a node's NVSwitch
+// (see Mirror) by the group that the renamings of ranks perms generate,
+// of the given order, which must map the fabric onto itself: a flow
+// crosses, in place of each link, the lowest of its orbit, and a link
+// whose orbit is smaller than the group stands for the whole run's flows
+// on fewer links (its bandwidth divided by the order over its orbit's
+// size). Every rank stays (a message to rank q goes to rank q). A plan
+// whose lanes for ranks r and perm[r] are images of each other, for each
+// perm (ops.Plan.FoldRotation, ops.Plan.FoldRotationAndMirror), runs a
+// part that stands for the whole on it: each link of the fold carries,
+// from the flows of the part on its orbit's links, exactly the flows of
+// the whole on one link. A switch the group fixes (a node's NVSwitch
 // under a rotation of its GPUs) reduces in the fold for one orbit's
 // stand-in where the whole run has it reduce for all: its reduction
 // bandwidth is divided by the order over its orbit's size; and a switch
 // operation crosses its members' links folded, several onto one, once
-// for each. ok is false where Thinned's would be, and where perm does
-// not fold the fabric so.
-func (c *Cluster) Rotated(perm []int, order, k int) (rotated *Cluster, ok bool, err error) {
+// for each. ok is false where Thinned's would be, and where perms do not
+// fold the fabric so or their group's order is not order.
+func (c *Cluster) Rotated(perms [][]int, order, k int) (rotated *Cluster, ok bool, err error) {
 	if err := c.made(); err != nil {
 		return nil, false, err
 	}
-	if k < 1 || order < 2 || len(perm) != len(c.devices) {
-		return nil, false, fmt.Errorf("sim: rotated: %w: %d ranks renamed, order %d, divisor %d", hw.ErrBadArgument, len(perm), order, k)
+	bad := k < 1 || order < 2 || len(perms) == 0
+	for _, perm := range perms {
+		bad = bad || len(perm) != len(c.devices)
 	}
-	return c.folded(foldKey{k: k, order: order, rename: perm})
+	if bad {
+		return nil, false, fmt.Errorf("sim: rotated: %w: %d renamings of %d ranks, order %d, divisor %d", hw.ErrBadArgument, len(perms), len(c.devices), order, k)
+	}
+	return c.folded(foldKey{k: k, order: order, renames: perms})
 }
 
-// foldKey names a folded cluster: thinned by k, and rotated by rename,
-// of the given order, when given.
+// foldKey names a folded cluster: thinned by k, and folded by the group
+// renames generate, of the given order, when given.
 type foldKey struct {
 	k, order int
-	rename   []int
+	renames  [][]int
 }
 
 // folded makes, once per key, or hands out again the cluster key names.
@@ -74,7 +81,7 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	if c.foldedBy == nil {
 		c.foldedBy = map[string]*Cluster{}
 	}
-	id := fmt.Sprint(key.k, key.order, key.rename)
+	id := fmt.Sprint(key.k, key.order, key.renames)
 	f, seen := c.foldedBy[id]
 	if seen && f == nil {
 		return nil, false, nil // the renaming does not fold the fabric
@@ -86,14 +93,18 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	if f == nil {
 		var q *quotient
 		var share []float64
-		if key.rename != nil {
-			if permOrder(key.rename) != key.order {
+		if key.renames != nil {
+			if groupOrder(key.renames, key.order) != key.order {
 				// A link's share is the order over its orbit's size:
-				// the order must be the renaming's own.
+				// the order must be the group's own.
 				c.foldedBy[id] = nil
 				return nil, false, nil
 			}
-			gens, ok := c.renamings([]func(int) int{func(r int) int { return key.rename[r] }})
+			renames := make([]func(int) int, len(key.renames))
+			for i, perm := range key.renames {
+				renames[i] = func(r int) int { return perm[r] }
+			}
+			gens, ok := c.renamings(renames)
 			if !ok {
 				c.foldedBy[id] = nil
 				return nil, false, nil
@@ -123,32 +134,52 @@ func (c *Cluster) folded(key foldKey) (*Cluster, bool, error) {
 	return f, true, nil
 }
 
-// permOrder is the order of permutation perm: the least common multiple
-// of its cycles' lengths, 0 when perm is not a permutation.
-func permOrder(perm []int) int {
-	seen := make([]bool, len(perm))
-	order := 1
-	for r := range perm {
-		n := 0
-		for q := r; !seen[q]; q = perm[q] {
-			if perm[q] < 0 || perm[q] >= len(perm) {
-				return 0
-			}
-			seen[q] = true
-			n++
-		}
-		if n > 0 {
-			order = order / gcd(order, n) * n
+// groupOrder is the order of the group of permutations that perms
+// generate, found by composing them until nothing new comes; 0 when one
+// is not a permutation of as many ranks as the first, or the group has
+// more than limit elements.
+func groupOrder(perms [][]int, limit int) int {
+	n := len(perms[0])
+	for _, p := range perms {
+		if len(p) != n || !isPermutation(p) {
+			return 0
 		}
 	}
-	return order
+	identity := make([]int, n)
+	for r := range identity {
+		identity[r] = r
+	}
+	seen := map[string]bool{fmt.Sprint(identity): true}
+	for todo := [][]int{identity}; len(todo) > 0; {
+		x := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, p := range perms {
+			y := make([]int, n)
+			for r := range y {
+				y[r] = p[x[r]]
+			}
+			if id := fmt.Sprint(y); !seen[id] {
+				if len(seen) == limit {
+					return 0
+				}
+				seen[id] = true
+				todo = append(todo, y)
+			}
+		}
+	}
+	return len(seen)
 }
 
-func gcd(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
+// isPermutation reports whether p maps 0..len(p)-1 onto itself.
+func isPermutation(p []int) bool {
+	hit := make([]bool, len(p))
+	for _, q := range p {
+		if q < 0 || q >= len(p) || hit[q] {
+			return false
+		}
+		hit[q] = true
 	}
-	return a
+	return true
 }
 
 // reducerShares is, for each node, how many of the whole run's

@@ -65,9 +65,10 @@ func TestThinnedDividesEveryCapacity(t *testing.T) {
 }
 
 // TestRotatedFoldsByARenaming: rotating each node's GPUs folds a
-// cluster of nodes, every rank kept, and thinned too when asked; a
-// renaming that is not a symmetry of the fabric, or one that leaves a
-// link in place, folds nothing; bad arguments are refused.
+// cluster of nodes, every rank kept, and thinned too when asked, and so
+// does the group of that rotation and the nodes' swap; a renaming that
+// is not a symmetry of the fabric, or an order that is not the group's,
+// folds nothing; bad arguments are refused.
 func TestRotatedFoldsByARenaming(t *testing.T) {
 	c := newCluster(t, "cluster:2x4", sim.Config{TimingOnly: true, Symmetry: true})
 	within := func(s int) []int { // each node's 4 GPUs rotated by s
@@ -77,26 +78,39 @@ func TestRotatedFoldsByARenaming(t *testing.T) {
 		}
 		return perm
 	}
+	swap := []int{4, 5, 6, 7, 0, 1, 2, 3} // the two nodes
 	for _, k := range []int{1, 2} {
-		rc, okay, err := c.Rotated(within(1), 4, k)
+		rc, okay, err := c.Rotated([][]int{within(1)}, 4, k)
 		if err != nil || !okay || len(rc.Devices()) != 8 {
 			t.Fatalf("rotated by 1, thinned by %d: %v, %v", k, okay, err)
 		}
 	}
+	if rc, okay, err := c.Rotated([][]int{within(1), swap}, 8, 1); err != nil || !okay || len(rc.Devices()) != 8 {
+		t.Errorf("rotated by 1 and swapped, order 8: %v, %v", okay, err)
+	}
 	ring := newCluster(t, "ring:8", sim.Config{TimingOnly: true, Symmetry: true})
-	swap := []int{1, 0, 2, 3, 4, 5, 6, 7}
-	if _, okay, err := ring.Rotated(swap, 2, 1); okay || err != nil {
+	if _, okay, err := ring.Rotated([][]int{{1, 0, 2, 3, 4, 5, 6, 7}}, 2, 1); okay || err != nil {
 		t.Errorf("a swap on a ring: %v, %v; want no fold", okay, err)
 	}
-	if _, okay, err := c.Rotated(within(2), 4, 1); okay || err != nil {
-		t.Errorf("rotated by 2 given order 4 (it is 2): %v, %v; want no fold", okay, err)
+	for _, wrong := range []struct {
+		perms [][]int
+		order int
+	}{
+		{[][]int{within(2)}, 4},                // its order is 2
+		{[][]int{within(1), swap}, 4},          // 8
+		{[][]int{within(1), within(2)}, 2},     // 4
+		{[][]int{{0, 0, 2, 3, 4, 5, 6, 7}}, 2}, // no permutation
+	} {
+		if _, okay, err := c.Rotated(wrong.perms, wrong.order, 1); okay || err != nil {
+			t.Errorf("%v given order %d: %v, %v; want no fold", wrong.perms, wrong.order, okay, err)
+		}
 	}
 	for _, bad := range []struct {
-		perm     []int
+		perms    [][]int
 		order, k int
-	}{{within(1)[:4], 4, 1}, {within(1), 1, 1}, {within(1), 4, 0}} {
-		if _, _, err := c.Rotated(bad.perm, bad.order, bad.k); !errors.Is(err, hw.ErrBadArgument) {
-			t.Errorf("Rotated(%v, %d, %d): %v, want ErrBadArgument", bad.perm, bad.order, bad.k, err)
+	}{{[][]int{within(1)[:4]}, 4, 1}, {[][]int{within(1), swap[:4]}, 8, 1}, {nil, 4, 1}, {[][]int{within(1)}, 1, 1}, {[][]int{within(1)}, 4, 0}} {
+		if _, _, err := c.Rotated(bad.perms, bad.order, bad.k); !errors.Is(err, hw.ErrBadArgument) {
+			t.Errorf("Rotated(%v, %d, %d): %v, want ErrBadArgument", bad.perms, bad.order, bad.k, err)
 		}
 	}
 }

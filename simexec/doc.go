@@ -80,28 +80,31 @@
 // # Thinning
 //
 // NCCL's plans are not rank-symmetric across nodes (a tree gives nodes
-// different roles), but their channels repeat: 16 channels over nodes of
-// 8 GPUs are 8 pairs that take the same path, an NVLS node's channels are
-// alike. When a plan's channels come in k identical copies
+// different roles), but their channels repeat or turn into each other
+// (below): a ring's 16 channels over nodes of 8 GPUs are 8 pairs that take
+// the same path, an NVLS node's channels are alike. When a plan's channels come in k identical copies
 // (ops.Plan.FoldChannels), every link and reducing switch carries all k
 // or none, each getting the same share of it. So one copy, run on every
 // rank of a cluster whose every bandwidth is divided by k
 // (sim.Cluster.Thinned), takes exactly the time of them all, in 1/k of
 // the work.
 //
-// The copy's channels may in turn be images of each other: NCCL's
-// channel c has its head on GPU c of each node (trees also alternate
-// between two), so rotating every node's GPUs by s (by 2 for trees) maps
-// channel c onto c+s; on an even number of nodes tree 1 is tree 0
-// mirrored, so rotating by 1 and mirroring the nodes maps a tree channel
-// onto the next. Then the first s channels, on every rank of a fabric
-// folded by that renaming as a mirror is (each link standing for its
-// orbit, sim.Cluster.Rotated), carry on each folded link exactly what all
-// channels carry on one real link (ops.Plan.FoldRotation): 16 tree
-// channels on nodes of 8 run as 1. Only plans with a Wire and no switch
-// steps rotate so: a rank keeps only its part of the channels, so what
-// its device does for all of them at once (reductions, which a Wire fuses
-// into the transfers; a switch's) would be shared less.
+// The copy's channels may in turn be images of each other: NCCL's ring
+// channel c has its head on GPU c of each node, so rotating every node's
+// GPUs by s maps channel c onto c+s. Then the first s channels, on every
+// rank of a fabric folded by that renaming as a mirror is (each link
+// standing for its orbit, sim.Cluster.Rotated), carry on each folded link
+// exactly what all channels carry on one real link (ops.Plan.FoldRotation).
+// NCCL's trees have no copies, since each GPU heads a channel of each of
+// its two trees, but rotating by 1 maps channel c onto c+2, and on an even
+// number of nodes tree 1 is tree 0 mirrored, so mirroring the nodes maps a
+// GPU's two channels onto each other: the first channel, on the fabric
+// folded by the group of the two renamings, stands for all
+// (ops.Plan.FoldRotationAndMirror). 16 ring or tree channels on nodes of
+// 8 run as 1. Only plans with a Wire and no switch steps rotate so: a
+// rank keeps only its part of the channels, so what its device does for
+// all of them at once (reductions, which a Wire fuses into the transfers;
+// a switch's) would be shared less.
 //
 // NVLS and NVLSTree give local GPU i part i of every pass instead: rotating
 // every node's GPUs maps each rank's work onto another's, lane for lane.

@@ -71,25 +71,28 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds floa
 	// ends its run when those do, not when all of its own do: back-to-back
 	// runs would start early, unless a switch barrier holds every rank
 	// between them.
-	rotated := func(kept *ops.Plan, perm []int, order int) bool {
+	rotated := func(kept *ops.Plan, perms [][]int, order int) bool {
 		if runs > 1 && !plan.UsesSwitch() {
 			return false
 		}
-		rc, ok, err := d.c.Rotated(perm, order, k)
+		rc, ok, err := d.c.Rotated(perms, order, k)
 		return err == nil && ok && timeOn(rc, kept, &d.rotatedRuns)
+	}
+	if kept, perms, order, ok := folded.FoldRotationAndMirror(); ok && rotated(kept, perms, order) {
+		return seconds, true
 	}
 	// The smallest rotation that maps the plan onto itself may not map
 	// the fabric (GPUs paired on a PCIe switch, nodes that a mirror does
 	// not map alike): its multiples may.
 	for s := 1; s < plan.NodeRanks; s++ {
 		for _, mirrored := range [2]bool{false, true} {
-			if kept, perm, order, ok := folded.FoldRotation(s, mirrored); ok && rotated(kept, perm, order) {
+			if kept, perm, order, ok := folded.FoldRotation(s, mirrored); ok && rotated(kept, [][]int{perm}, order) {
 				return seconds, true
 			}
 		}
 	}
 	for s := 1; s < plan.Ranks; s++ {
-		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, perm, order) {
+		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, [][]int{perm}, order) {
 			return seconds, true
 		}
 	}

@@ -75,6 +75,70 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 	}
 }
 
+// TestSplitTreesFoldToOneChannel: NCCL's split trees (each GPU heads a
+// channel of each tree) have no copies, but the rotation of every node's
+// GPUs and the mirror of the nodes make a group of order 16 that moves
+// every channel: channel 0 alone, on the fabric folded by that group,
+// takes the whole plan's time on the whole fabric to the picosecond,
+// where NICs bound the trees (50 Gb/s) as where they do not, and through
+// a spine. The driver folds so too (or by the rotation alone, which keeps
+// two channels, on three nodes).
+func TestSplitTreesFoldToOneChannel(t *testing.T) {
+	for _, tc := range []struct {
+		topo  string
+		bytes int
+		fold  bool // by the rotation and the mirror
+	}{
+		{"dgx-h100x2", 1 << 20, true},
+		{"dgx-h100x4,nicbw=50Gb/s", 64 << 20, true},
+		{"dgx-h100x4,rail=true", 16 << 20, true},
+		{"dgx-h100x3", 12 << 20, false},
+	} {
+		topo, err := topology.Resolve(tc.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Channels: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _, err := tuner.Plan(ops.Spec{Op: ops.AllReduce, Ranks: topo.NumGPUs(), Count: tc.bytes / 4 / topo.NumGPUs(), DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := tc.topo + " " + nccl.Label(plan)
+		full, _ := runOn(t, topo, plan, false)
+		folded, d := runOn(t, topo, plan, true)
+		if d.RotatedRuns() != 1 || folded != full {
+			t.Errorf("%s: folded by the driver (%d rotated runs) %.15g s, every channel %.15g s", name, d.RotatedRuns(), folded, full)
+		}
+		kept, perms, order, ok := plan.FoldRotationAndMirror()
+		if ok != tc.fold {
+			t.Fatalf("%s: folds by the rotation and the mirror: %v, want %v", name, ok, tc.fold)
+		}
+		if !ok {
+			continue
+		}
+		c, err := sim.NewCluster(topo, sim.Config{TimingOnly: true, Symmetry: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		rc, ok, err := c.Rotated(perms, order, 1)
+		if err != nil || !ok {
+			t.Fatalf("%s: the fabric does not fold by the group of order %d: %v, %v", name, order, ok, err)
+		}
+		in, out := buffers(t, rc, kept, false)
+		one, err := simexec.NewExecutor(rc).RunBackToBack(kept, in, out, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if one != full {
+			t.Errorf("%s: channel 0 on the fold %.15g s, every channel %.15g s", name, one, full)
+		}
+	}
+}
+
 // TestFoldsKeepEachDevicesWork: without a Wire a plan's reductions take
 // each GPU's reduction bandwidth, shared by all its channels. Copies share
 // it on a thinned cluster as they would (its bandwidth divided too), but a
