@@ -24,8 +24,9 @@ type chainTree struct {
 // channel it duplicates, mod n. Where the channels are whole sets of 2n,
 // which run alike whatever their order, a head's two come together
 // instead (NCCL's search channel c/2 on tree c%2), so that rotating a
-// node's GPUs by one maps channel c to c+2, which lets the simulator fold
-// them (Plan.FoldRotation).
+// node's GPUs by one maps channel c to c+2, and mirroring an even number
+// of nodes maps channel 2h to 2h+1, which lets the simulator fold them
+// (Plan.FoldRotationAndMirror).
 func ncclChainTree(s Spec, c int) chainTree {
 	g, t, h := nodeSize(s), c%2, c
 	if n := s.TreeChannels; n > 0 {
