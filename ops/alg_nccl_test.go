@@ -304,9 +304,10 @@ func TestChainGathersStepsAcrossNodes(t *testing.T) {
 // their duplicates to the second (connect.cc): with TreeChannels n,
 // channels 0..n-1 run tree 0 and n..2n-1 tree 1, and copies beyond keep
 // their tree; without it the trees alternate. Where the channels are
-// whole sets of 2n, each head's two come together (2h on tree 0, 2h+1 on
-// tree 1). Two nodes of 4 GPUs: tree 0's root is node 0, tree 1's node
-// 1; a channel's head is its root's local index.
+// whole sets of 2n and every GPU heads as many (n a multiple of the
+// node's GPUs), each head's two come together (2h on tree 0, 2h+1 on tree
+// 1). Two nodes of 4 GPUs: tree 0's root is node 0, tree 1's node 1; a
+// channel's head is its root's local index.
 func TestTreeChannelsSplitTheTrees(t *testing.T) {
 	for _, tc := range []struct {
 		channels, treeChannels int
@@ -315,8 +316,11 @@ func TestTreeChannelsSplitTheTrees(t *testing.T) {
 		{6, 0, []int{0, 5, 2, 7, 0, 5}},
 		{6, 2, []int{0, 1, 4, 5, 0, 1}},
 		{5, 3, []int{0, 1, 2, 4, 5}},
-		{6, 3, []int{0, 4, 1, 5, 2, 6}},
-		{8, 2, []int{0, 4, 1, 5, 0, 4, 1, 5}},
+		{6, 3, []int{0, 1, 2, 4, 5, 6}},
+		{8, 2, []int{0, 1, 4, 5, 0, 1, 4, 5}},
+		{8, 4, []int{0, 4, 1, 5, 2, 6, 3, 7}},
+		{16, 4, []int{0, 4, 1, 5, 2, 6, 3, 7, 0, 4, 1, 5, 2, 6, 3, 7}},
+		{6, 4, []int{0, 1, 2, 3, 4, 5}},
 	} {
 		spec := Spec{Op: AllReduce, Algo: "nccl-tree", Ranks: 8, Count: 48, DType: hw.F32, Redop: hw.Sum, Channels: tc.channels, NodeRanks: 4, TreeChannels: tc.treeChannels}
 		var roots []int

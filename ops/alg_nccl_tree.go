@@ -21,18 +21,21 @@ type chainTree struct {
 // TreeChannels, t is c%2 and h is c. With TreeChannels n, channel c is
 // NCCL's channel c mod 2n (its later copies repeat the first 2n), which
 // runs tree 0 below n and tree 1 from there, from the head of the search
-// channel it duplicates, mod n. Where the channels are whole sets of 2n,
-// which run alike whatever their order, a head's two come together
-// instead (NCCL's search channel c/2 on tree c%2), so that rotating a
-// node's GPUs by one maps channel c to c+2, and mirroring an even number
-// of nodes maps channel 2h to 2h+1, which lets the simulator fold them
+// channel it duplicates, mod n: on an even number of nodes, where tree 1
+// is tree 0 mirrored, mirroring the nodes maps channel c to c+n, which
+// lets the simulator fold them (Plan.FoldMirror). Where the channels are
+// whole sets of 2n, which run alike whatever their order, and every GPU
+// heads as many (n a multiple of the node's GPUs), a head's two come
+// together instead (NCCL's search channel c/2 on tree c%2), so that
+// rotating a node's GPUs by one maps channel c to c+2, and the mirror maps
+// channel 2h to 2h+1, which lets it fold them further
 // (Plan.FoldRotationAndMirror).
 func ncclChainTree(s Spec, c int) chainTree {
 	g, t, h := nodeSize(s), c%2, c
 	if n := s.TreeChannels; n > 0 {
 		src := c % (2 * n)
 		t, h = src/n, src%n
-		if s.Channels%(2*n) == 0 {
+		if s.Channels%(2*n) == 0 && n%g == 0 {
 			t, h = src%2, src/2
 		}
 	}

@@ -199,19 +199,43 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 // end. A plan with switch steps starts each run after every one of those
 // ranks' last. Wait (Synchronize) before reading the events.
 func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (starts, ends []hw.Event, err error) {
+	return e.EnqueueBackToBackWaiting(plan, in, out, runs, nil)
+}
+
+// EnqueueBackToBackWaiting is EnqueueBackToBack with rank r's next run
+// also waiting for the last run of every rank in waits[r] (nil: none) to
+// end. A simulator that runs only some of each rank's channels, on a
+// fabric folded so that other ranks run the images of the rest (package
+// simexec's rotated folds), holds a rank so until the whole run it
+// stands for would have ended.
+func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs int, waits [][]int) (starts, ends []hw.Event, err error) {
 	if err := e.hasWorld(); err != nil {
 		return nil, nil, err
 	}
-	if len(in) != len(out) || runs < 1 {
-		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d runs", hw.ErrBadArgument, len(in), len(out), runs)
+	if len(in) != len(out) || runs < 1 || waits != nil && len(waits) != len(in) {
+		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d runs, %d ranks' waits", hw.ErrBadArgument, len(in), len(out), runs, len(waits))
+	}
+	for _, w := range waits {
+		for _, q := range w {
+			if q < 0 || q >= len(in) {
+				return nil, nil, fmt.Errorf("ops: enqueue: %w: a run waits for rank %d of %d", hw.ErrBadArgument, q, len(in))
+			}
+		}
 	}
 	starts, ends = make([]hw.Event, len(in)), make([]hw.Event, len(in))
 	for k := range runs {
-		var after []hw.Event
-		if k > 0 && plan.UsesSwitch() {
-			after = slices.Clone(ends)
-		}
+		last := slices.Clone(ends)
 		for r := range in {
+			var after []hw.Event
+			switch {
+			case k == 0:
+			case plan.UsesSwitch():
+				after = last
+			case waits != nil:
+				for _, q := range waits[r] {
+					after = append(after, last[q])
+				}
+			}
 			start, end, err := e.EnqueueTimed(plan, r, in[r], out[r], after...)
 			if err != nil {
 				return nil, nil, err

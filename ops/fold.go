@@ -251,12 +251,11 @@ func countMessage(s Step, r int, sends map[foldMessage]int) {
 // renaming (every link standing for its orbit of g/s links), take the
 // time the whole plan takes on the whole fabric.
 func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order int, ok bool) {
-	if p == nil {
+	if !p.mayFoldChannels() {
 		return nil, nil, 0, false
 	}
 	g, c := p.NodeRanks, p.Channels
-	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%g != 0 || c < g || c%g != 0 || p.Lanes < c ||
-		s < 1 || s >= g || g%s != 0 || (mirrored && (g/s)%2 != 0) {
+	if g < 2 || c < g || c%g != 0 || s < 1 || s >= g || g%s != 0 || (mirrored && (g/s)%2 != 0) {
 		return nil, nil, 0, false
 	}
 	perm = nodeRotation(p.Ranks, g, s, mirrored)
@@ -288,15 +287,15 @@ func (p *Plan) FoldRotation(s int, mirrored bool) (kept *Plan, perm []int, order
 // The channel kept, run on every rank of a fabric folded by the same
 // group, takes the time the whole plan takes on the whole fabric.
 func (p *Plan) FoldRotationAndMirror() (kept *Plan, perms [][]int, order int, ok bool) {
-	if p == nil {
+	if !p.mayFoldChannels() {
 		return nil, nil, 0, false
 	}
 	g, c := p.NodeRanks, p.Channels
-	if p.Steps == nil || p.native || p.Wire == nil || p.UsesSwitch() || g < 2 || g >= p.Ranks || p.Ranks%(2*g) != 0 || c != 2*g || p.Lanes < c {
+	if g < 2 || p.Ranks%(2*g) != 0 || c != 2*g {
 		return nil, nil, 0, false
 	}
 	per := (p.Lanes + c - 1) / c // lanes a channel
-	rotation, mirror := nodeRotation(p.Ranks, g, 1, false), nodeRotation(p.Ranks, g, 0, true)
+	rotation, mirror := nodeRotation(p.Ranks, g, 1, false), nodeMirror(p.Ranks, g)
 	pairSwap := func(l int) int { return ((l/per)^1)*per + l%per }
 	lanes, ok := p.indexRenamed(rotation, per*c)
 	if !ok || !rotates(lanes, rotation, shiftLanes(2*per, per*c), per*c) || !rotates(lanes, mirror, pairSwap, per*c) {
@@ -307,6 +306,59 @@ func (p *Plan) FoldRotationAndMirror() (kept *Plan, perms [][]int, order int, ok
 	}
 	return kept, [][]int{rotation, mirror}, 2 * g, true
 }
+
+// FoldMirror returns the plan's first half of its channels alone when
+// mirroring the nodes (rank n·g+i to (N−1−n)·g+i of N nodes, g =
+// NodeRanks), together with the channels (c to c+C/2 mod C), maps the
+// plan onto itself: NCCL's split trees (Spec.TreeChannels) where fewer
+// channels than a node's GPUs run each tree (a rack of 64 GB200s, 16
+// each), so that no rotation of the GPUs maps them, but tree 1 is tree 0
+// mirrored on an even number of nodes. It returns the mirror (perm[r] is
+// rank r's image) and its order, 2. The plan must have an even number of
+// channels and of nodes, and what FoldRotation asks but the channels'
+// number; ok is false otherwise, or when the mirror does not map the plan
+// onto itself.
+// The channels kept, run on every rank of a fabric folded by the mirror,
+// take the time the whole plan takes on the whole fabric.
+func (p *Plan) FoldMirror() (kept *Plan, perm []int, order int, ok bool) {
+	if !p.mayFoldChannels() {
+		return nil, nil, 0, false
+	}
+	g, c := p.NodeRanks, p.Channels
+	if p.Ranks%(2*g) != 0 || c%2 != 0 {
+		return nil, nil, 0, false
+	}
+	per := (p.Lanes + c - 1) / c // lanes a channel
+	perm = nodeMirror(p.Ranks, g)
+	lanes, ok := p.indexRenamed(perm, per*c)
+	if !ok || !rotates(lanes, perm, shiftLanes(per*c/2, per*c), per*c) {
+		return nil, nil, 0, false
+	}
+	if kept, ok = p.keepLanes(c/2, per*c/2); !ok {
+		return nil, nil, 0, false
+	}
+	return kept, perm, 2, true
+}
+
+// mayFoldChannels reports whether p is a plan whose channels a renaming
+// of its ranks may fold (FoldRotation, FoldRotationAndMirror, FoldMirror):
+// made (not streamed or native), on more than one node, with a lane for
+// each channel, a Wire and no switch steps. A rank keeps only its part of
+// the channels, so what its device does for all of them at once
+// (reductions, unless a Wire fuses them into the transfers; a switch's)
+// would be shared less than in the whole run.
+func (p *Plan) mayFoldChannels() bool {
+	if p == nil {
+		return false
+	}
+	g := p.NodeRanks
+	return p.Steps != nil && !p.native && p.Wire != nil && !p.UsesSwitch() &&
+		g >= 1 && g < p.Ranks && p.Ranks%g == 0 && p.Channels >= 2 && p.Lanes >= p.Channels
+}
+
+// nodeMirror renames rank n·g+i (of ranks, g a node) to (N−1−n)·g+i of N
+// nodes.
+func nodeMirror(ranks, g int) []int { return nodeRotation(ranks, g, 0, true) }
 
 // nodeRotation renames rank n·g+i (of ranks, g a node) to n'·g+(i+s) mod
 // g, where n' is n, or N−1−n of N nodes when mirrored.

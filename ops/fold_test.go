@@ -266,6 +266,57 @@ func TestFoldRotationAndMirrorKeepsOneTreeChannel(t *testing.T) {
 	}
 }
 
+// Where fewer channels than a node's GPUs run each of NCCL's split trees
+// (4 of 8 here), no rotation of the GPUs maps them, but on an even number
+// of nodes tree 1 is tree 0 mirrored: mirroring the nodes maps channel c
+// onto c+4, and the first 4 stand for all. Odd nodes, no Wire, or tree
+// 1's steps changed on every rank fold no such way.
+func TestFoldMirrorKeepsOneTree(t *testing.T) {
+	split := func(ranks int) *Plan {
+		spec := foldSpec("nccl-tree", ranks, 8, 8, 1<<12)
+		spec.TreeChannels = 4
+		p, err := Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}}
+		return p
+	}
+	plan := split(32)
+	kept, perm, order, ok := plan.FoldMirror()
+	if !ok || order != 2 || kept.Channels != 4 || perm[0] != 24 || perm[9] != 17 {
+		t.Fatalf("fold %v, order %d, kept %v, rank 0 and 9 to %d and %d", ok, order, kept, perm[0], perm[9])
+	}
+	if err := kept.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if 2*kept.NumSteps() != plan.NumSteps() {
+		t.Errorf("%d steps kept of %d", kept.NumSteps(), plan.NumSteps())
+	}
+	for s := 1; s < 8; s++ {
+		if _, _, _, ok := plan.FoldRotation(s, false); ok {
+			t.Errorf("folds by a rotation by %d", s)
+		}
+	}
+	bare := split(32)
+	bare.Wire = nil
+	unmirrored := split(32)
+	per := unmirrored.Lanes / unmirrored.Channels
+	for _, steps := range unmirrored.Steps {
+		for i := range steps {
+			if steps[i].Lane/per >= 4 {
+				steps[i].Src.Len++
+				steps[i].Dst.Len++
+			}
+		}
+	}
+	for name, p := range map[string]*Plan{"three nodes": split(24), "no wire": bare, "tree 1 changed": unmirrored} {
+		if _, _, _, ok := p.FoldMirror(); ok {
+			t.Errorf("%s: folds", name)
+		}
+	}
+}
+
 // NCCL's NVLSTree gives local rank i part i of every pass, its switch
 // operations and its rail's tree: rotating every node's GPUs by one maps
 // each rank's work onto the next's, and the nodes' first GPUs stand for

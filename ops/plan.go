@@ -241,8 +241,9 @@ type Spec struct {
 	// NCCL's two trees before as many run the second: NCCL's search's
 	// channels, which it connects to tree 0 and duplicates onto tree 1,
 	// and whose later copies keep their tree (connect.cc: connectTrees,
-	// copyChannels), so channel c runs tree (c/TreeChannels)%2. 0
-	// alternates them, channel c on tree c%2.
+	// copyChannels), so that channel c runs NCCL's channel c mod
+	// 2·TreeChannels (ncclChainTree says in what order). 0 alternates
+	// them, channel c on tree c%2.
 	TreeChannels int
 }
 

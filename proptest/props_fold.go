@@ -17,7 +17,7 @@ import (
 // foldCase is a generated NCCL collective for FoldProperty: nodes DGX
 // H100 boxes (rail-optimised or not), NCCL's algorithm algo (an index
 // into foldAlgos) forced with channels channels, op, and count elements
-// of f32 per rank.
+// of f32 per rank, run runs times back to back.
 type foldCase struct {
 	Nodes    int
 	Rail     bool
@@ -25,6 +25,7 @@ type foldCase struct {
 	Channels int
 	Op       int
 	Count    int
+	Runs     int
 }
 
 var (
@@ -33,7 +34,7 @@ var (
 )
 
 func (c foldCase) String() string {
-	return fmt.Sprintf("%s on %s, %s, %d channels, %d elements a rank", foldOps[c.Op], c.topo(), foldAlgos[c.Algo], c.Channels, c.Count)
+	return fmt.Sprintf("%s on %s, %s, %d channels, %d elements a rank, %d runs back to back", foldOps[c.Op], c.topo(), foldAlgos[c.Algo], c.Channels, c.Count, c.Runs)
 }
 
 // runnable is the case made one NCCL runs: trees, NVLSTree and CollNet
@@ -73,8 +74,10 @@ func (c foldCase) topo() string {
 // ranks folded, rings mirrored by two nodes; on 1 to 4 DGX H100 nodes,
 // rail-optimised or not (with SHARP for CollNet and NVLS across nodes),
 // with 8 or 16 channels, for every op each algorithm runs and any count,
-// even or not (an uneven one is not folded). It adds the folded runs to
-// folded, for a test to see that folds were tried.
+// even or not (an uneven one is not folded), one to three runs back to
+// back (a rank of a rotated fold waiting for its orbit between them). It
+// adds the folded runs to folded, for a test to see that folds were
+// tried.
 func FoldProperty(folded *int) gopter.Prop {
 	return prop.ForAll(func(c foldCase) string {
 		c = c.runnable()
@@ -91,11 +94,11 @@ func FoldProperty(folded *int) gopter.Prop {
 		if err != nil {
 			return err.Error()
 		}
-		full, _, err := timeFolds(plan, topo, false)
+		full, _, err := timeFolds(plan, topo, false, c.Runs)
 		if err != nil {
 			return err.Error()
 		}
-		fast, folds, err := timeFolds(plan, topo, true)
+		fast, folds, err := timeFolds(plan, topo, true, c.Runs)
 		if err != nil {
 			return err.Error()
 		}
@@ -105,21 +108,21 @@ func FoldProperty(folded *int) gopter.Prop {
 		}
 		return ""
 	}, gopter.DeriveGen(
-		func(nodes int, rail bool, algo, channels, op, count int) foldCase {
-			return foldCase{nodes, rail, algo, channels, op, count}
+		func(nodes int, rail bool, algo, channels, op, count, runs int) foldCase {
+			return foldCase{nodes, rail, algo, channels, op, count, runs}
 		},
-		func(c foldCase) (int, bool, int, int, int, int) {
-			return c.Nodes, c.Rail, c.Algo, c.Channels, c.Op, c.Count
+		func(c foldCase) (int, bool, int, int, int, int, int) {
+			return c.Nodes, c.Rail, c.Algo, c.Channels, c.Op, c.Count, c.Runs
 		},
 		gen.IntRange(1, 4), gen.Bool(), gen.IntRange(0, len(foldAlgos)-1), gen.OneConstOf(8, 16), gen.IntRange(0, len(foldOps)-1),
-		gen.OneGenOf(gen.IntRange(1, 1<<16), gen.IntRange(1, 64).Map(func(k int) int { return k << 14 }))))
+		gen.OneGenOf(gen.IntRange(1, 1<<16), gen.IntRange(1, 64).Map(func(k int) int { return k << 14 })), gen.IntRange(1, 3)))
 }
 
-// timeFolds times plan on a timing-only cluster over topo, with or
-// without Symmetry, and says how many runs were thinned, rotated or
-// mirrored.
-func timeFolds(plan *ops.Plan, topo *topology.Topology, symmetry bool) (float64, int, error) {
-	t, driver, err := timeDriven(plan, topo, sim.Config{TimingOnly: true, Symmetry: symmetry})
+// timeFolds times runs of plan back to back on a timing-only cluster over
+// topo, with or without Symmetry, and says how many were thinned, rotated
+// or mirrored.
+func timeFolds(plan *ops.Plan, topo *topology.Topology, symmetry bool, runs int) (float64, int, error) {
+	t, driver, err := timeDriven(plan, topo, sim.Config{TimingOnly: true, Symmetry: symmetry}, runs)
 	if err != nil {
 		return 0, 0, err
 	}

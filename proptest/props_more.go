@@ -262,13 +262,14 @@ func moreTimeWith(spec ops.Spec, topo *topology.Topology, cfg sim.Config) (t flo
 	if err != nil {
 		return 0, nil, false, err
 	}
-	t, driver, err := timeDriven(plan, topo, cfg)
+	t, driver, err := timeDriven(plan, topo, cfg, 1)
 	return t, plan, err == nil && driver.MirroredRuns() > 0, err
 }
 
-// timeDriven runs plan once on a fresh cluster over topo configured by
-// cfg, with the simulator's driver, which it returns for its counts.
-func timeDriven(plan *ops.Plan, topo *topology.Topology, cfg sim.Config) (float64, *simexec.Driver, error) {
+// timeDriven times runs of plan back to back (ops.Executor.RunBackToBack)
+// on a fresh cluster over topo configured by cfg, with the simulator's
+// driver, which it returns for its counts.
+func timeDriven(plan *ops.Plan, topo *topology.Topology, cfg sim.Config, runs int) (float64, *simexec.Driver, error) {
 	cl, err := sim.NewCluster(topo, cfg)
 	if err != nil {
 		return 0, nil, err
@@ -287,7 +288,7 @@ func timeDriven(plan *ops.Plan, topo *topology.Topology, cfg sim.Config) (float6
 		in[r], out[r] = hw.Whole(ib), hw.Whole(ob)
 	}
 	driver := simexec.NewDriver(cl)
-	t, err := ops.NewExecutorWith(cl.World(), driver).Run(plan, in, out)
+	t, err := ops.NewExecutorWith(cl.World(), driver).RunBackToBack(plan, in, out, runs)
 	return t, driver, err
 }
 

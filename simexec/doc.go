@@ -101,10 +101,17 @@
 // GPU's two channels onto each other: the first channel, on the fabric
 // folded by the group of the two renamings, stands for all
 // (ops.Plan.FoldRotationAndMirror). 16 ring or tree channels on nodes of
-// 8 run as 1. Only plans with a Wire and no switch steps rotate so: a
-// rank keeps only its part of the channels, so what its device does for
-// all of them at once (reductions, which a Wire fuses into the transfers;
-// a switch's) would be shared less.
+// 8 run as 1. Where fewer channels than a node's GPUs run each tree (a
+// rack of 64 GB200s, 16 heads), no rotation maps them, but the mirror
+// alone maps channel c onto c+C/2, and half stand for all
+// (ops.Plan.FoldMirror). Only plans with a Wire and no switch steps fold
+// so: a rank keeps only its part of the channels, so what its device does
+// for all of them at once (reductions, which a Wire fuses into the
+// transfers; a switch's) would be shared less. Back to back, a rank of
+// such a fold starts its next run when every rank of its orbit has ended
+// its last (ops.Executor.EnqueueBackToBackWaiting): those run the images
+// of the channels it does not keep, so the last of them ends when its own
+// whole run would.
 //
 // NVLS and NVLSTree give local GPU i part i of every pass instead: rotating
 // every node's GPUs maps each rank's work onto another's, lane for lane.

@@ -21,7 +21,7 @@ func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan, runs int) (seconds float64
 		}
 		return d.timeRefined(w, plan, runs)
 	}
-	if seconds, ok = d.mirror.time(mc, plan, block, runs); ok {
+	if seconds, ok = d.mirror.time(mc, plan, block, runs, nil); ok {
 		d.mirroredRuns++
 	}
 	return seconds, ok
@@ -54,12 +54,12 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds floa
 	// timeOn times kept on c, made at NCCL's pieces where the whole
 	// plan's were coarsened to fit in memory (ops.Plan.Refine), and
 	// counts the run in count.
-	timeOn := func(c *sim.Cluster, kept *ops.Plan, count *int) bool {
+	timeOn := func(c *sim.Cluster, kept *ops.Plan, waits [][]int, count *int) bool {
 		fine, refined := plan.Refine(kept)
 		if refined {
 			kept = fine
 		}
-		if seconds, ok = d.folded.time(c, kept, plan.Ranks, runs); ok {
+		if seconds, ok = d.folded.time(c, kept, plan.Ranks, runs, waits); ok {
 			*count++
 			if refined {
 				d.refinedRuns++
@@ -67,16 +67,13 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds floa
 		}
 		return ok
 	}
-	// A rotated fold keeps some of each rank's channels, so a rank there
-	// ends its run when those do, not when all of its own do: back-to-back
-	// runs would start early, unless a switch barrier holds every rank
-	// between them.
+	// A rotated fold keeps some of each rank's channels, and the ranks of
+	// its orbit run the images of the others: back to back, a rank starts
+	// its next run when they all have ended their last, as its whole run
+	// would have.
 	rotated := func(kept *ops.Plan, perms [][]int, order int) bool {
-		if runs > 1 && !plan.UsesSwitch() {
-			return false
-		}
 		rc, ok, err := d.c.Rotated(perms, order, k)
-		return err == nil && ok && timeOn(rc, kept, &d.rotatedRuns)
+		return err == nil && ok && timeOn(rc, kept, orbits(perms), &d.rotatedRuns)
 	}
 	if kept, perms, order, ok := folded.FoldRotationAndMirror(); ok && rotated(kept, perms, order) {
 		return seconds, true
@@ -91,6 +88,9 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds floa
 			}
 		}
 	}
+	if kept, perm, order, ok := folded.FoldMirror(); ok && rotated(kept, [][]int{perm}, order) {
+		return seconds, true
+	}
 	for s := 1; s < plan.Ranks; s++ {
 		if kept, perm, order, ok := folded.FoldRanks(s); ok && rotated(kept, [][]int{perm}, order) {
 			return seconds, true
@@ -103,7 +103,7 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds floa
 	if err != nil || !ok {
 		return 0, false
 	}
-	ok = timeOn(tc, folded, &d.thinnedRuns)
+	ok = timeOn(tc, folded, nil, &d.thinnedRuns)
 	return seconds, ok
 }
 
@@ -125,7 +125,7 @@ func (d *Driver) timeRefined(w *hw.World, plan *ops.Plan, runs int) (float64, bo
 	if err != nil || !ok {
 		return 0, false
 	}
-	seconds, ok := d.folded.time(c, fine, plan.Ranks, runs)
+	seconds, ok := d.folded.time(c, fine, plan.Ranks, runs, nil)
 	if ok {
 		d.refinedRuns++
 	}
@@ -139,13 +139,14 @@ type standIns struct {
 	of   *sim.Cluster
 }
 
-// time times runs of ranks 0..ranks-1 of plan on c; false if a run
+// time times runs of ranks 0..ranks-1 of plan on c, each rank's next
+// waiting for the ranks waits names (see timeRanks); false if a run
 // fails, which drops the executor.
-func (s *standIns) time(c *sim.Cluster, plan *ops.Plan, ranks, runs int) (float64, bool) {
+func (s *standIns) time(c *sim.Cluster, plan *ops.Plan, ranks, runs int, waits [][]int) (float64, bool) {
 	if s.of != c {
 		s.exec, s.of = NewExecutor(c), c
 	}
-	seconds, err := timeRanks(s.exec, plan, ranks, runs)
+	seconds, err := timeRanks(s.exec, plan, ranks, runs, waits)
 	if err != nil {
 		*s = standIns{}
 		return 0, false
@@ -155,8 +156,10 @@ func (s *standIns) time(c *sim.Cluster, plan *ops.Plan, ranks, runs int) (float6
 
 // timeRanks runs ranks 0..ranks-1 of plan on exec's world, on phantom
 // buffers, all starting at once, runs times back to back as
-// ops.Executor.RunBackToBack does, and returns the mean time of a run.
-func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks, runs int) (seconds float64, err error) {
+// ops.Executor.RunBackToBack does, rank r's next also waiting for the
+// last runs of the ranks waits[r] names (nil: none), and returns the mean
+// time of a run.
+func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks, runs int, waits [][]int) (seconds float64, err error) {
 	var bufs []hw.Buffer
 	defer func() {
 		for _, b := range bufs {
@@ -185,7 +188,7 @@ func timeRanks(exec *ops.Executor, plan *ops.Plan, ranks, runs int) (seconds flo
 			return 0, err
 		}
 	}
-	starts, ends, err := exec.EnqueueBackToBack(plan, in, out, runs)
+	starts, ends, err := exec.EnqueueBackToBackWaiting(plan, in, out, runs, waits)
 	if err != nil {
 		return 0, err
 	}
@@ -323,3 +326,28 @@ func (d *Driver) RefinedRuns() int { return d.refinedRuns }
 
 // RotatedRuns: see ThinnedRuns.
 func (d *Driver) RotatedRuns() int { return d.rotatedRuns }
+
+// orbits is each rank's orbit under the group the renamings perms
+// generate: the ranks it is renamed to, itself among them.
+func orbits(perms [][]int) [][]int {
+	of := make([][]int, len(perms[0]))
+	for r := range of {
+		if of[r] != nil {
+			continue
+		}
+		orbit := []int{r}
+		of[r] = orbit
+		for i := 0; i < len(orbit); i++ {
+			for _, perm := range perms {
+				if q := perm[orbit[i]]; of[q] == nil {
+					orbit = append(orbit, q)
+					of[q] = orbit
+				}
+			}
+		}
+		for _, q := range orbit {
+			of[q] = orbit
+		}
+	}
+	return of
+}

@@ -82,7 +82,7 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 // takes the whole plan's time on the whole fabric to the picosecond,
 // where NICs bound the trees (50 Gb/s) as where they do not, and through
 // a spine. The driver folds so too (or by the rotation alone, which keeps
-// two channels, on three nodes).
+// two channels, on three nodes), one run alone or three back to back.
 func TestSplitTreesFoldToOneChannel(t *testing.T) {
 	for _, tc := range []struct {
 		topo  string
@@ -112,6 +112,13 @@ func TestSplitTreesFoldToOneChannel(t *testing.T) {
 		if d.RotatedRuns() != 1 || folded != full {
 			t.Errorf("%s: folded by the driver (%d rotated runs) %.15g s, every channel %.15g s", name, d.RotatedRuns(), folded, full)
 		}
+		// Back to back, a rank there waits for its orbit's ranks, which
+		// run the images of the channels it does not keep.
+		full, _ = runsOn(t, topo, plan, false, 3)
+		folded, d = runsOn(t, topo, plan, true, 3)
+		if d.RotatedRuns() != 1 || folded != full {
+			t.Errorf("%s: three runs back to back folded by the driver (%d rotated runs) %.15g s a run, every channel %.15g s", name, d.RotatedRuns(), folded, full)
+		}
 		kept, perms, order, ok := plan.FoldRotationAndMirror()
 		if ok != tc.fold {
 			t.Fatalf("%s: folds by the rotation and the mirror: %v, want %v", name, ok, tc.fold)
@@ -135,6 +142,42 @@ func TestSplitTreesFoldToOneChannel(t *testing.T) {
 		}
 		if one != full {
 			t.Errorf("%s: channel 0 on the fold %.15g s, every channel %.15g s", name, one, full)
+		}
+	}
+}
+
+// TestRackTreesFoldByTheMirror: on two racks of 64 GB200s (one NCCL node
+// each, MNNVL), NCCL's 32 tree channels have 16 heads a rack, so no
+// rotation of a rack's GPUs maps them, but tree 1 is tree 0 mirrored:
+// mirroring the racks maps channel c onto c+16, and the first 16 channels
+// on the fabric folded by it take the whole plan's time to the
+// picosecond, one run alone or two back to back.
+func TestRackTreesFoldByTheMirror(t *testing.T) {
+	topo, err := topology.Resolve("cluster:2x64,arch=blackwell,bw=900GB/s,reduce=2.39TB/s,nicbw=800Gb/s,nicports=2,cpu=arm,rail=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _, err := tuner.Plan(ops.Spec{Op: ops.AllReduce, Ranks: 128, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := nccl.Label(plan)
+	kept, perm, order, ok := plan.FoldMirror()
+	if !ok || order != 2 || kept.Channels != plan.Channels/2 || perm[0] != 64 || perm[127] != 63 {
+		t.Fatalf("%s: folds by the mirror %v, order %d, kept %v", name, ok, order, kept)
+	}
+	if _, _, _, ok := plan.FoldRotationAndMirror(); ok {
+		t.Errorf("%s: folds by a rotation of 64 GPUs that head 16 channels", name)
+	}
+	for _, runs := range []int{1, 2} {
+		full, _ := runsOn(t, topo, plan, false, runs)
+		folded, d := runsOn(t, topo, plan, true, runs)
+		if d.RotatedRuns() != 1 || folded != full {
+			t.Errorf("%s, %d runs: folded by the driver (%d rotated runs) %.15g s a run, every channel %.15g s", name, runs, d.RotatedRuns(), folded, full)
 		}
 	}
 }
