@@ -357,10 +357,22 @@ func dupChannels(a topology.Arch, channels int, speed float64, most int) (int, f
 // NCCL_MAX_NCHANNELS lowers them and NCCL_MIN_NCHANNELS raises them,
 // copying channels, and so do NCCL_MAX_CTAS and NCCL_MIN_CTAS.
 func collChannels(s System, o Options) int {
+	n, _ := collLayout(s, o)
+	return n
+}
+
+// collLayout is collChannels' count, and where each of the copies NCCL
+// makes past its duplication starts (connect.cc, copyChannels: channel c
+// from a start on is channel c−start as it stood), in the order made, 0
+// where none is: CollNet's half again, the doubling, and
+// NCCL_MIN_NCHANNELS past NCCL_MAX_NCHANNELS. A tree channel runs the
+// tree of the channel it copies (ops.Spec.TreeCopies).
+func collLayout(s System, o Options) (n int, copies [3]int) {
 	ring := bandwidths(s, Ring)
-	n := min(maxChannels, 2*ring.channels)
+	n = min(maxChannels, 2*ring.channels)
 	if o.collNetOff(s) == "" && s.PerNode > 1 {
 		if chain := bandwidths(s, CollNetChain); chain.intra > chain.inter {
+			copies[0] = n
 			n = min(maxChannels, n+n/2)
 		}
 	}
@@ -371,6 +383,7 @@ func collChannels(s System, o Options) int {
 		room = 2*n <= maxChannels
 	}
 	if s.Nodes > 1 && arch && ring.intra > 45 && room {
+		copies[1] = n
 		n *= 2
 	}
 	lo, hi := o.MinChannels, o.MaxChannels
@@ -381,7 +394,12 @@ func collChannels(s System, o Options) int {
 	if hi == 0 || hiCTAs < hi {
 		hi = hiCTAs
 	}
-	return max(min(n, hi), lo, loCTAs)
+	n = min(n, hi)
+	if most := max(lo, loCTAs); most > n {
+		copies[2] = n
+		n = most
+	}
+	return n, copies
 }
 
 // ctas are the bounds NCCL_MIN_CTAS and NCCL_MAX_CTAS put on every

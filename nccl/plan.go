@@ -172,6 +172,8 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 		// fewer of the tree's and the ring's) to its first tree and
 		// their duplicates to its second (connect.cc, connectTrees).
 		spec.TreeChannels = min(bandwidths(s, Tree).channels, bandwidths(s, Ring).channels)
+		// and later copies run the tree of the channel they copy.
+		_, spec.TreeCopies = collLayout(s, o)
 	}
 	alone, each, ok := channelSpeeds(s, spec, c.Algo, p, o)
 	share := 1.0 // of a block's speed, that each channel moves at

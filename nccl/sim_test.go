@@ -499,3 +499,38 @@ func TestTreeChannelsRunNCCLsSplit(t *testing.T) {
 		t.Errorf("%s: %.1f µs with NCCL's trees a head, %.1f alternated: want under 0.9 of it", nccl.Label(plan), split*1e6, alternate*1e6)
 	}
 }
+
+// A communicator's channels past NCCL's duplication are copies
+// (connect.cc, copyChannels: channel c from a start on is channel
+// c−start), and a tree channel runs the tree of the one it copies: the
+// plan carries where each copy starts. On DGX H100 nodes the duplicated
+// 16 are all (none); NCCL_MIN_NCHANNELS=32 copies them from 16;
+// NCCL_MAX_NCHANNELS=10 then NCCL_MIN_NCHANNELS=16 copies from 10; on 2
+// B300s a node with SHARP, CollNet's half again copies from 8 and the
+// doubling from 12.
+func TestTreeCopiesFollowNCCLsChannels(t *testing.T) {
+	for _, tc := range []struct {
+		topo     string
+		min, max int
+		copies   [3]int
+		channels int
+	}{
+		{"dgx-h100x2", 0, 0, [3]int{}, 16},
+		{"dgx-h100x2", 32, 0, [3]int{0, 0, 16}, 32},
+		{"dgx-h100x2", 16, 10, [3]int{0, 0, 10}, 16},
+		{"dgx-b300x4,gpus=2,sharp=inf", 0, 0, [3]int{8, 12, 0}, 24},
+	} {
+		topo, err := topology.Resolve(tc.topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tu, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, MinChannels: tc.min, MaxChannels: tc.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, _ := planOf(t, tu, ops.Spec{Op: ops.AllReduce, Ranks: topo.NumGPUs(), Count: 64 << 20, DType: hw.F32, Redop: hw.Sum})
+		if plan.Spec.TreeCopies != tc.copies || plan.Channels != tc.channels {
+			t.Errorf("%s, min %d, max %d: %d channels, copies from %v; want %d from %v", tc.topo, tc.min, tc.max, plan.Channels, plan.Spec.TreeCopies, tc.channels, tc.copies)
+		}
+	}
+}

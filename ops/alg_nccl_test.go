@@ -311,18 +311,25 @@ func TestChainGathersStepsAcrossNodes(t *testing.T) {
 func TestTreeChannelsSplitTheTrees(t *testing.T) {
 	for _, tc := range []struct {
 		channels, treeChannels int
+		copies                 [3]int
 		roots                  []int // per channel
 	}{
-		{6, 0, []int{0, 5, 2, 7, 0, 5}},
-		{6, 2, []int{0, 1, 4, 5, 0, 1}},
-		{5, 3, []int{0, 1, 2, 4, 5}},
-		{6, 3, []int{0, 1, 2, 4, 5, 6}},
-		{8, 2, []int{0, 1, 4, 5, 0, 1, 4, 5}},
-		{8, 4, []int{0, 4, 1, 5, 2, 6, 3, 7}},
-		{16, 4, []int{0, 4, 1, 5, 2, 6, 3, 7, 0, 4, 1, 5, 2, 6, 3, 7}},
-		{6, 4, []int{0, 1, 2, 3, 4, 5}},
+		{6, 0, [3]int{}, []int{0, 5, 2, 7, 0, 5}},
+		{6, 2, [3]int{}, []int{0, 1, 4, 5, 0, 1}},
+		{5, 3, [3]int{}, []int{0, 1, 2, 4, 5}},
+		{6, 3, [3]int{}, []int{0, 1, 2, 4, 5, 6}},
+		{8, 2, [3]int{}, []int{0, 1, 4, 5, 0, 1, 4, 5}},
+		{8, 4, [3]int{}, []int{0, 4, 1, 5, 2, 6, 3, 7}},
+		{16, 4, [3]int{}, []int{0, 4, 1, 5, 2, 6, 3, 7, 0, 4, 1, 5, 2, 6, 3, 7}},
+		{6, 4, [3]int{}, []int{0, 1, 2, 3, 4, 5}},
+		// NCCL's copies of channels as they stood: CollNet's half again
+		// from 4, then the doubling from 6 (c−6, not c mod 4); 5 channels
+		// kept by NCCL_MAX_NCHANNELS, copied from 5 to 8.
+		{12, 2, [3]int{4, 6, 0}, []int{0, 1, 4, 5, 0, 1, 0, 1, 4, 5, 0, 1}},
+		{8, 4, [3]int{0, 0, 5}, []int{0, 1, 2, 3, 4, 0, 1, 2}},
+		{16, 4, [3]int{0, 8, 0}, []int{0, 4, 1, 5, 2, 6, 3, 7, 0, 4, 1, 5, 2, 6, 3, 7}}, // whole sets, interleaved
 	} {
-		spec := Spec{Op: AllReduce, Algo: "nccl-tree", Ranks: 8, Count: 48, DType: hw.F32, Redop: hw.Sum, Channels: tc.channels, NodeRanks: 4, TreeChannels: tc.treeChannels}
+		spec := Spec{Op: AllReduce, Algo: "nccl-tree", Ranks: 8, Count: 48, DType: hw.F32, Redop: hw.Sum, Channels: tc.channels, NodeRanks: 4, TreeChannels: tc.treeChannels, TreeCopies: tc.copies}
 		var roots []int
 		for c := range spec.Channels {
 			tree := ncclChainTree(spec, c)
@@ -333,7 +340,7 @@ func TestTreeChannelsSplitTheTrees(t *testing.T) {
 			}
 		}
 		if !reflect.DeepEqual(roots, tc.roots) {
-			t.Errorf("%d channels, %d tree channels: channels' roots %v, want %v", tc.channels, tc.treeChannels, roots, tc.roots)
+			t.Errorf("%d channels, %d tree channels, copies from %v: channels' roots %v, want %v", tc.channels, tc.treeChannels, tc.copies, roots, tc.roots)
 		}
 		if err := Check(mustPlan(t, spec)); err != nil {
 			t.Errorf("%v: %v", spec, err)

@@ -18,24 +18,33 @@ type chainTree struct {
 // ncclChainTree is channel c's tree for s: tree t of NCCL's double binary
 // tree over the nodes, with its head on local index h mod the node's
 // GPUs, so that each channel crosses nodes on its own NIC rail. Without
-// TreeChannels, t is c%2 and h is c. With TreeChannels n, channel c is
-// NCCL's channel c mod 2n (its later copies repeat the first 2n), which
-// runs tree 0 below n and tree 1 from there, from the head of the search
-// channel it duplicates, mod n: on an even number of nodes, where tree 1
-// is tree 0 mirrored, mirroring the nodes maps channel c to c+n, which
-// lets the simulator fold them (Plan.FoldMirror). Where the channels are
-// whole sets of 2n, which run alike whatever their order, and every GPU
-// heads as many (n a multiple of the node's GPUs), a head's two come
-// together instead (NCCL's search channel c/2 on tree c%2), so that
-// rotating a node's GPUs by one maps channel c to c+2, and the mirror maps
-// channel 2h to 2h+1, which lets it fold them further
-// (Plan.FoldRotationAndMirror).
+// TreeChannels, t is c%2 and h is c. With TreeChannels n, channel c runs
+// what NCCL's channel src runs: c itself below 2n, or the channel it
+// copies (TreeCopies; without them, c mod 2n); src runs tree 0 below n
+// and tree 1 from there, from the head of search channel src mod n. On an
+// even number of nodes, where tree 1 is tree 0 mirrored, mirroring the
+// nodes maps channel c to c+n, which lets the simulator fold them
+// (Plan.FoldMirror). Where the channels are whole sets of 2n (their
+// copies too), which run alike whatever their order, and every GPU heads
+// as many (n a multiple of the node's GPUs), a head's two come together
+// instead (NCCL's search channel c/2 on tree c%2), so that rotating a
+// node's GPUs by one maps channel c to c+2, and the mirror maps channel
+// 2h to 2h+1, which lets it fold them further (Plan.FoldRotationAndMirror).
 func ncclChainTree(s Spec, c int) chainTree {
 	g, t, h := nodeSize(s), c%2, c
 	if n := s.TreeChannels; n > 0 {
-		src := c % (2 * n)
+		src, whole := c, s.Channels%(2*n) == 0 && n%g == 0
+		for k := len(s.TreeCopies) - 1; k >= 0; k-- {
+			if start := s.TreeCopies[k]; start > 0 {
+				whole = whole && (start%(2*n) == 0 || start >= s.Channels)
+				if src >= start {
+					src %= start
+				}
+			}
+		}
+		src %= 2 * n
 		t, h = src/n, src%n
-		if s.Channels%(2*n) == 0 && n%g == 0 {
+		if whole {
 			t, h = src%2, src/2
 		}
 	}

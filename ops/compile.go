@@ -162,8 +162,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("ops: %s: root %d out of range 0..%d", s.Op, s.Root, s.Ranks-1)
 	case s.Op == Barrier && s.Count != 0:
 		return fmt.Errorf("ops: barrier carries no data, got count %d", s.Count)
-	case s.Channels < 0 || s.Chunk < 0 || s.NodeRanks < 0 || s.NetChunk < 0 || s.TreeChannels < 0:
-		return fmt.Errorf("ops: %s: channels %d, chunk %d, node ranks %d, net chunk %d and tree channels %d must be >= 0", s.Op, s.Channels, s.Chunk, s.NodeRanks, s.NetChunk, s.TreeChannels)
+	case s.Channels < 0 || s.Chunk < 0 || s.NodeRanks < 0 || s.NetChunk < 0 || s.TreeChannels < 0 || slices.Min(s.TreeCopies[:]) < 0:
+		return fmt.Errorf("ops: %s: channels %d, chunk %d, node ranks %d, net chunk %d, tree channels %d and tree copies %v must be >= 0", s.Op, s.Channels, s.Chunk, s.NodeRanks, s.NetChunk, s.TreeChannels, s.TreeCopies)
 	case s.Channels > MaxChannels:
 		return fmt.Errorf("ops: %s: %d channels is more than the limit of %d (NCCL's MAXCHANNELS)", s.Op, s.Channels, MaxChannels)
 	case s.NodeRanks > 0 && s.Ranks%s.NodeRanks != 0:
@@ -182,7 +182,7 @@ func (s Spec) Made(plan *Plan) error {
 	}
 	want := s.withBarrierDType()
 	got := plan.Spec
-	got.Algo, got.Channels, got.Chunk, got.NodeRanks, got.NetChunk, got.TreeChannels = want.Algo, want.Channels, want.Chunk, want.NodeRanks, want.NetChunk, want.TreeChannels // how it runs is the planner's
+	got.Algo, got.Channels, got.Chunk, got.NodeRanks, got.NetChunk, got.TreeChannels, got.TreeCopies = want.Algo, want.Channels, want.Chunk, want.NodeRanks, want.NetChunk, want.TreeChannels, want.TreeCopies // how it runs is the planner's
 	if !want.Op.Rooted() {
 		got.Root = want.Root
 	}

@@ -59,3 +59,23 @@ func TestABarriersDTypeIsU8OnlyWhenItNamesNone(t *testing.T) {
 		t.Error("an all-reduce of no dtype is valid")
 	}
 }
+
+// TestNegativeLayoutsAreRefused: every count of how a plan runs (channels,
+// chunk, node ranks, net chunk, tree channels, where NCCL's copies start)
+// is refused below 0, named.
+func TestNegativeLayoutsAreRefused(t *testing.T) {
+	for name, set := range map[string]func(*ops.Spec){
+		"channels":      func(s *ops.Spec) { s.Channels = -1 },
+		"chunk":         func(s *ops.Spec) { s.Chunk = -1 },
+		"node ranks":    func(s *ops.Spec) { s.NodeRanks = -1 },
+		"net chunk":     func(s *ops.Spec) { s.NetChunk = -1 },
+		"tree channels": func(s *ops.Spec) { s.TreeChannels = -1 },
+		"tree copies":   func(s *ops.Spec) { s.TreeCopies = [3]int{0, -2, 0} },
+	} {
+		s := ops.Spec{Op: ops.AllReduce, Algo: "nccl-tree", Ranks: 8, NodeRanks: 4, Count: 64, DType: hw.F32, Redop: hw.Sum}
+		set(&s)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "must be >= 0") {
+			t.Errorf("%s below 0: %v", name, err)
+		}
+	}
+}

@@ -242,9 +242,18 @@ type Spec struct {
 	// channels, which it connects to tree 0 and duplicates onto tree 1,
 	// and whose later copies keep their tree (connect.cc: connectTrees,
 	// copyChannels), so that channel c runs NCCL's channel c mod
-	// 2·TreeChannels (ncclChainTree says in what order). 0 alternates
-	// them, channel c on tree c%2.
+	// 2·TreeChannels (ncclChainTree says in what order), where
+	// TreeCopies has none. 0 alternates them, channel c on tree c%2.
 	TreeChannels int
+	// TreeCopies, with TreeChannels, are where the copies NCCL makes of
+	// its duplicated channels start, in the order made (0: none): a
+	// channel from a start on runs what the channel start before it ran
+	// (connect.cc, copyChannels), which is NCCL's channel c mod 2n only
+	// where every start is a multiple of 2n. CollNet's half again copied
+	// again (16 channels on tree 0 and 8 on tree 1 of 24), or
+	// NCCL_MIN_NCHANNELS copying channels NCCL_MAX_NCHANNELS cut (14 and 2
+	// of 16 with 10 and 16), are not.
+	TreeCopies [3]int
 }
 
 // Group is the ranks a switch step of rank r acts on (StepSwitchReduce,
@@ -298,6 +307,9 @@ func (s Spec) String() string {
 	}
 	if s.TreeChannels > 0 {
 		str += fmt.Sprintf(" treechannels=%d", s.TreeChannels)
+	}
+	if s.TreeCopies != [3]int{} {
+		str += fmt.Sprintf(" treecopies=%v", s.TreeCopies)
 	}
 	return str
 }

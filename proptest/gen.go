@@ -237,6 +237,8 @@ func withChannels(rng *rand.Rand, s ops.Spec) ops.Spec {
 	// Which of a tree's channels run its first tree and which its second
 	// (1 would be the alternation of 0).
 	t.TreeChannels = pick(rng, []int{0, 2, 3})
+	// and where NCCL's copies of its channels start (0: none).
+	t.TreeCopies = pick(rng, [][3]int{{}, {}, {0, 0, 3}, {4, 6, 0}})
 	var nodes []int
 	for g := 1; g < s.Ranks; g++ {
 		if s.Ranks%g == 0 {
@@ -297,9 +299,11 @@ func smallerSpecs(s ops.Spec) []ops.Spec {
 		with(func(t *ops.Spec) { t.Count = n.(int) })
 	}
 	with(func(t *ops.Spec) { t.Root = 0 })
-	with(func(t *ops.Spec) { t.Channels, t.Chunk, t.NodeRanks, t.NetChunk, t.TreeChannels = 0, 0, 0, 0, 0 })
+	with(func(t *ops.Spec) {
+		t.Channels, t.Chunk, t.NodeRanks, t.NetChunk, t.TreeChannels, t.TreeCopies = 0, 0, 0, 0, 0, [3]int{}
+	})
 	with(func(t *ops.Spec) { t.NetChunk = 0 })
-	with(func(t *ops.Spec) { t.TreeChannels = 0 })
+	with(func(t *ops.Spec) { t.TreeChannels, t.TreeCopies = 0, [3]int{} })
 	if s.Op.Reduces() {
 		with(func(t *ops.Spec) { t.Redop = hw.Sum })
 	}

@@ -61,9 +61,9 @@ func (c Case) Reproducer() string {
 	if s.Op.Rooted() {
 		cmd += fmt.Sprintf(" --root %d", s.Root)
 	}
-	if s.Channels != 0 || s.Chunk != 0 || s.NodeRanks != 0 || s.NetChunk != 0 || s.TreeChannels != 0 {
+	if s.Channels != 0 || s.Chunk != 0 || s.NodeRanks != 0 || s.NetChunk != 0 || s.TreeChannels != 0 || s.TreeCopies != [3]int{} {
 		// A shell comment, so that the line still pastes as a command.
-		cmd += fmt.Sprintf("  # the case had channels=%d chunk=%d node=%d netchunk=%d treechannels=%d; bench makes its own", s.Channels, s.Chunk, s.NodeRanks, s.NetChunk, s.TreeChannels)
+		cmd += fmt.Sprintf("  # the case had channels=%d chunk=%d node=%d netchunk=%d treechannels=%d treecopies=%v; bench makes its own", s.Channels, s.Chunk, s.NodeRanks, s.NetChunk, s.TreeChannels, s.TreeCopies)
 	}
 	return cmd
 }
