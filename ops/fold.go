@@ -315,9 +315,9 @@ func (p *Plan) FoldRotationAndMirror() (kept *Plan, perms [][]int, order int, ok
 // each), so that no rotation of the GPUs maps them, but tree 1 is tree 0
 // mirrored on an even number of nodes. It returns the mirror (perm[r] is
 // rank r's image) and its order, 2. The plan must have an even number of
-// channels and of nodes, and what FoldRotation asks but the channels'
-// number; ok is false otherwise, or when the mirror does not map the plan
-// onto itself.
+// channels and of nodes (of one GPU or more), a Wire and no switch steps
+// (see FoldRotation); ok is false otherwise, or when the mirror does not
+// map the plan onto itself.
 // The channels kept, run on every rank of a fabric folded by the mirror,
 // take the time the whole plan takes on the whole fabric.
 func (p *Plan) FoldMirror() (kept *Plan, perm []int, order int, ok bool) {

@@ -37,7 +37,7 @@ func (c *Cluster) Thinned(k int) (thinned *Cluster, ok bool, err error) {
 // on fewer links (its bandwidth divided by the order over its orbit's
 // size). Every rank stays (a message to rank q goes to rank q). A plan
 // whose lanes for ranks r and perm[r] are images of each other, for each
-// perm (ops.Plan.FoldRotation, ops.Plan.FoldRotationAndMirror), runs a
+// perm (ops.Plan.FoldRotation, FoldRotationAndMirror, FoldMirror), runs a
 // part that stands for the whole on it: each link of the fold carries,
 // from the flows of the part on its orbit's links, exactly the flows of
 // the whole on one link. A switch the group fixes (a node's NVSwitch

@@ -3,6 +3,7 @@ package simexec_test
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,5 +134,78 @@ func TestBackToBackRefusesNoRuns(t *testing.T) {
 	in, out := buffers(t, c, plan, false)
 	if _, err := simexec.NewExecutor(c).RunBackToBack(plan, in, out, 0); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "0 runs") {
 		t.Errorf("0 runs: %v", err)
+	}
+}
+
+// TestRanksWaitForTheirOrbitBetweenRuns: a rank of a rotated fold starts
+// its next run when every rank of its orbit under the fold's group has
+// ended its last. The orbits of rotating each node's GPUs and mirroring
+// the nodes (4 nodes of 2) are node pairs 0 and 3, 1 and 2; of the
+// rotation alone, the nodes. A broadcast's ranks end apart, so its runs
+// overlap back to back; where every rank waits for all (one orbit), they
+// follow one another, the mean of two runs one run's time to the
+// picosecond, as a switch's barrier makes them. Waits naming no rank of
+// the run are refused.
+func TestRanksWaitForTheirOrbitBetweenRuns(t *testing.T) {
+	rotate, mirror := make([]int, 8), make([]int, 8)
+	for r := range 8 {
+		rotate[r] = r/2*2 + (r%2+1)%2
+		mirror[r] = (3-r/2)*2 + r%2
+	}
+	for _, tc := range []struct {
+		perms [][]int
+		want  [][]int // rank 0's and rank 2's orbits
+	}{
+		{[][]int{rotate, mirror}, [][]int{{0, 1, 6, 7}, {2, 3, 4, 5}}},
+		{[][]int{rotate}, [][]int{{0, 1}, {2, 3}}},
+	} {
+		of := simexec.Orbits(tc.perms)
+		for i, r := range []int{0, 2} {
+			got := slices.Sorted(slices.Values(of[r]))
+			if !slices.Equal(got, tc.want[i]) {
+				t.Errorf("%d renamings: rank %d's orbit %v, want %v", len(tc.perms), r, got, tc.want[i])
+			}
+		}
+	}
+
+	plan, err := ops.Compile(ops.Spec{Op: ops.Broadcast, Algo: "ring", Ranks: 8, Count: 1 << 18, DType: hw.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([][]int, 8)
+	for r := range all {
+		all[r] = []int{0, 1, 2, 3, 4, 5, 6, 7}
+	}
+	timeWith := func(waits [][]int, runs int) float64 {
+		c, _ := world(t, "dgx-h100", sim.Config{TimingOnly: true})
+		in, out := buffers(t, c, plan, false)
+		exec := simexec.NewExecutor(c)
+		starts, ends, err := exec.EnqueueBackToBackWaiting(plan, in, out, runs, waits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		longest := 0.0
+		for r := range 8 {
+			if err := exec.Synchronize(r); err != nil {
+				t.Fatal(err)
+			}
+			d, err := ends[r].ElapsedSince(starts[r])
+			if err != nil {
+				t.Fatal(err)
+			}
+			longest = max(longest, d)
+		}
+		return longest / float64(runs)
+	}
+	one, free, held := timeWith(nil, 1), timeWith(nil, 2), timeWith(all, 2)
+	if !(free < 0.95*one) || held != one {
+		t.Errorf("two broadcasts back to back: %.6g µs a run free, %.6g µs each rank waiting for all; one alone %.6g µs", free*1e6, held*1e6, one*1e6)
+	}
+	c, _ := world(t, "dgx-h100", sim.Config{TimingOnly: true})
+	in, out := buffers(t, c, plan, false)
+	for _, bad := range [][][]int{all[:4], {{8}, {}, {}, {}, {}, {}, {}, {}}, {{-1}, {}, {}, {}, {}, {}, {}, {}}} {
+		if _, _, err := simexec.NewExecutor(c).EnqueueBackToBackWaiting(plan, in, out, 2, bad); !errors.Is(err, hw.ErrBadArgument) {
+			t.Errorf("waits %v: %v, want ErrBadArgument", bad, err)
+		}
 	}
 }

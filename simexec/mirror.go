@@ -37,12 +37,15 @@ func (d *Driver) mayShortcut(w *hw.World, plan *ops.Plan) bool {
 // timeFolded times a plan whose channels come in identical copies by
 // running one copy, every rank, on the cluster thinned by their number
 // (see ops.Plan.FoldChannels and sim.Cluster.Thinned), and, where its
-// channels are rotations of each other, a part of those on the cluster
-// folded by the rotation too (ops.Plan.FoldRotation, sim.Cluster.Rotated),
-// or, where a rotation of every node's GPUs maps each rank's work onto
-// another's, the ranks that stand for all (ops.Plan.FoldRanks), under the
-// conditions a mirror has. Kept channels are made at NCCL's pieces where
-// the whole plan's were coarsened (ops.Plan.Refine).
+// channels are images of each other under a rotation of every node's
+// GPUs, a mirror of the nodes or both, a part of those on the cluster
+// folded by that group too (ops.Plan.FoldRotationAndMirror, FoldRotation,
+// FoldMirror; sim.Cluster.Rotated), each rank waiting for its orbit
+// between back-to-back runs, or, where a rotation of every node's GPUs
+// maps each rank's work onto another's, the ranks that stand for all
+// (ops.Plan.FoldRanks), under the conditions a mirror has. Kept channels
+// are made at NCCL's pieces where the whole plan's were coarsened
+// (ops.Plan.Refine).
 func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds float64, ok bool) {
 	if !d.mayShortcut(w, plan) {
 		return 0, false

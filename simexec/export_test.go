@@ -1,0 +1,4 @@
+package simexec
+
+// Orbits is orbits, for tests.
+var Orbits = orbits
