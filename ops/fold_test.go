@@ -196,16 +196,7 @@ func TestFoldRotationKeepsTreeChannels(t *testing.T) {
 // channel, duplicates, no Wire, a step changed on one rank, or tree 1's
 // steps changed on every rank, fold no such way.
 func TestFoldRotationAndMirrorKeepsOneTreeChannel(t *testing.T) {
-	split := func(ranks, channels, count int) *Plan {
-		spec := foldSpec("nccl-tree", ranks, 8, channels, count)
-		spec.TreeChannels = 8
-		p, err := Compile(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}}
-		return p
-	}
+	split := func(ranks, channels, count int) *Plan { return splitTrees(t, ranks, channels, 8, count) }
 	plan := split(32, 16, 1<<12)
 	kept, perms, order, ok := plan.FoldRotationAndMirror()
 	if !ok || order != 16 || kept.Channels != 1 || len(perms) != 2 {
@@ -236,15 +227,7 @@ func TestFoldRotationAndMirrorKeepsOneTreeChannel(t *testing.T) {
 	// Tree 1's channels changed alike on every rank: they still rotate
 	// into each other, but are no longer tree 0's mirror.
 	unmirrored := split(32, 16, 1<<12)
-	per := unmirrored.Lanes / unmirrored.Channels
-	for _, steps := range unmirrored.Steps {
-		for i := range steps {
-			if steps[i].Lane/per%2 == 1 {
-				steps[i].Src.Len++
-				steps[i].Dst.Len++
-			}
-		}
-	}
+	changeChannels(unmirrored, func(c int) bool { return c%2 == 1 })
 	if _, _, _, ok := unmirrored.FoldRotation(1, false); !ok {
 		t.Error("tree 1 changed on every rank: the rotation alone does not fold")
 	}
@@ -272,16 +255,7 @@ func TestFoldRotationAndMirrorKeepsOneTreeChannel(t *testing.T) {
 // onto c+4, and the first 4 stand for all. Odd nodes, no Wire, or tree
 // 1's steps changed on every rank fold no such way.
 func TestFoldMirrorKeepsOneTree(t *testing.T) {
-	split := func(ranks int) *Plan {
-		spec := foldSpec("nccl-tree", ranks, 8, 8, 1<<12)
-		spec.TreeChannels = 4
-		p, err := Compile(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}}
-		return p
-	}
+	split := func(ranks int) *Plan { return splitTrees(t, ranks, 8, 4, 1<<12) }
 	plan := split(32)
 	kept, perm, order, ok := plan.FoldMirror()
 	if !ok || order != 2 || kept.Channels != 4 || perm[0] != 24 || perm[9] != 17 {
@@ -301,18 +275,39 @@ func TestFoldMirrorKeepsOneTree(t *testing.T) {
 	bare := split(32)
 	bare.Wire = nil
 	unmirrored := split(32)
-	per := unmirrored.Lanes / unmirrored.Channels
-	for _, steps := range unmirrored.Steps {
-		for i := range steps {
-			if steps[i].Lane/per >= 4 {
-				steps[i].Src.Len++
-				steps[i].Dst.Len++
-			}
-		}
-	}
+	changeChannels(unmirrored, func(c int) bool { return c >= 4 })
 	for name, p := range map[string]*Plan{"three nodes": split(24), "no wire": bare, "tree 1 changed": unmirrored} {
 		if _, _, _, ok := p.FoldMirror(); ok {
 			t.Errorf("%s: folds", name)
+		}
+	}
+}
+
+// splitTrees compiles an all-reduce of NCCL's trees split by channel (n
+// search channels on each, Spec.TreeChannels) on nodes of 8 GPUs, with
+// a Wire, which the folds of a rank's channels ask for.
+func splitTrees(t *testing.T, ranks, channels, n, count int) *Plan {
+	t.Helper()
+	spec := foldSpec("nccl-tree", ranks, 8, channels, count)
+	spec.TreeChannels = n
+	p, err := Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Wire = &Wire{Efficiency: [NumPathClasses]float64{1, 1, 1}}
+	return p
+}
+
+// changeChannels makes every step of the channels changed picks one
+// element longer, alike on every rank.
+func changeChannels(p *Plan, changed func(c int) bool) {
+	per := p.Lanes / p.Channels
+	for _, steps := range p.Steps {
+		for i := range steps {
+			if changed(steps[i].Lane / per) {
+				steps[i].Src.Len++
+				steps[i].Dst.Len++
+			}
 		}
 	}
 }
