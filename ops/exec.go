@@ -204,10 +204,11 @@ func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (
 
 // EnqueueBackToBackWaiting is EnqueueBackToBack with rank r's next run
 // also waiting for the last run of every rank in waits[r] (nil: none) to
-// end; a plan with switch steps waits for every rank anyway. A simulator that runs only some of each rank's channels, on a
-// fabric folded so that other ranks run the images of the rest (package
-// simexec's rotated folds), holds a rank so until the whole run it
-// stands for would have ended.
+// end; a plan with switch steps waits for every rank anyway. A simulator
+// that runs only some of each rank's channels, on a fabric folded so that
+// other ranks run the images of the rest (package simexec's rotated
+// folds), holds a rank so until the whole run it stands for would have
+// ended.
 func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs int, waits [][]int) (starts, ends []hw.Event, err error) {
 	if err := e.hasWorld(); err != nil {
 		return nil, nil, err
