@@ -440,13 +440,7 @@ func TestChainCrossesNodesAStepAtATime(t *testing.T) {
 	if plan.Spec.NetChunk <= plan.Spec.Chunk || plan.Spec.NetChunk < spec.Count {
 		t.Fatalf("%v: net chunk %d, chunk %d: want a step of LL128 (all %d elements) between nodes", plan.Spec, plan.Spec.NetChunk, plan.Spec.Chunk, spec.Count)
 	}
-	relayed := plan.Spec
-	relayed.NetChunk = 0
-	flat, err := ops.Compile(relayed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flat.Protocol, flat.Wire, flat.Launch = plan.Protocol, plan.Wire, plan.Launch
+	flat := recompiled(t, plan, func(s *ops.Spec) { s.NetChunk = 0 })
 	extra := simtest.Time(t, c, plan) - simtest.Time(t, c, flat)
 	step := float64(512<<10) / plan.Wire.Rate // the channel's rate bounds the step's transfer
 	if !(extra > 0.8*step && extra < 1.2*step) {
@@ -487,13 +481,7 @@ func TestTreeChannelsRunNCCLsSplit(t *testing.T) {
 	if plan.Spec.TreeChannels != 8 || plan.Channels != 16 {
 		t.Fatalf("%v: %d tree channels of %d, want NCCL's 8 of 16", plan.Spec, plan.Spec.TreeChannels, plan.Channels)
 	}
-	alternated := plan.Spec
-	alternated.TreeChannels = 0
-	alt, err := ops.Compile(alternated)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alt.Protocol, alt.Wire, alt.Launch = plan.Protocol, plan.Wire, plan.Launch
+	alt := recompiled(t, plan, func(s *ops.Spec) { s.TreeChannels = 0 })
 	split, alternate := simtest.Time(t, c, plan), simtest.Time(t, c, alt)
 	if !(split < 0.9*alternate) {
 		t.Errorf("%s: %.1f µs with NCCL's trees a head, %.1f alternated: want under 0.9 of it", nccl.Label(plan), split*1e6, alternate*1e6)
@@ -533,4 +521,18 @@ func TestTreeCopiesFollowNCCLsChannels(t *testing.T) {
 			t.Errorf("%s, min %d, max %d: %d channels, copies from %v; want %d from %v", tc.topo, tc.min, tc.max, plan.Channels, plan.Spec.TreeCopies, tc.channels, tc.copies)
 		}
 	}
+}
+
+// recompiled is plan's spec changed by change and compiled again, run as
+// plan runs (its protocol, Wire and launch).
+func recompiled(t *testing.T, plan *ops.Plan, change func(*ops.Spec)) *ops.Plan {
+	t.Helper()
+	spec := plan.Spec
+	change(&spec)
+	p, err := ops.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Protocol, p.Wire, p.Launch = plan.Protocol, plan.Wire, plan.Launch
+	return p
 }

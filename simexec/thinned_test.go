@@ -51,14 +51,7 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{tc.algo}, Channels: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, _, err := tuner.Plan(ops.Spec{Op: tc.op, Ranks: topo.NumGPUs(), Count: tc.bytes / 4 / topo.NumGPUs(), DType: hw.F32, Redop: hw.Sum})
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan := ncclPlan(t, topo, nccl.Options{Algos: []nccl.Algo{tc.algo}, Channels: 16}, tc.op, tc.bytes/4/topo.NumGPUs())
 		name := tc.topo + " " + nccl.Label(plan)
 		if _, k, ok := plan.FoldChannels(); ok != (tc.k > 1) || k != tc.k {
 			t.Errorf("%s: folds %d channels into one (%v), want %d", name, k, ok, tc.k)
@@ -98,14 +91,7 @@ func TestSplitTreesFoldToOneChannel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Channels: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, _, err := tuner.Plan(ops.Spec{Op: ops.AllReduce, Ranks: topo.NumGPUs(), Count: tc.bytes / 4 / topo.NumGPUs(), DType: hw.F32, Redop: hw.Sum})
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan := ncclPlan(t, topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Channels: 16}, ops.AllReduce, tc.bytes/4/topo.NumGPUs())
 		name := tc.topo + " " + nccl.Label(plan)
 		full, _ := runOn(t, topo, plan, false)
 		folded, d := runOn(t, topo, plan, true)
@@ -157,14 +143,7 @@ func TestRackTreesFoldByTheMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, _, err := tuner.Plan(ops.Spec{Op: ops.AllReduce, Ranks: 128, Count: 1 << 18, DType: hw.F32, Redop: hw.Sum})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := ncclPlan(t, topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}}, ops.AllReduce, 1<<18)
 	name := nccl.Label(plan)
 	kept, perm, order, ok := plan.FoldMirror()
 	if !ok || order != 2 || kept.Channels != plan.Channels/2 || perm[0] != 64 || perm[127] != 63 {
@@ -205,6 +184,21 @@ func TestFoldsKeepEachDevicesWork(t *testing.T) {
 			t.Errorf("%d channels: %.15g s (%d thinned, %d rotated runs), every channel %.15g s", tc.channels, folded, d.ThinnedRuns(), d.RotatedRuns(), full)
 		}
 	}
+}
+
+// ncclPlan is the plan NCCL's tuner, with opts, makes on topo for op over
+// count f32 elements a rank (summed where it reduces).
+func ncclPlan(t *testing.T, topo *topology.Topology, opts nccl.Options, op ops.Op, count int) *ops.Plan {
+	t.Helper()
+	tuner, err := nccl.NewTuner(topo, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _, err := tuner.Plan(ops.Spec{Op: op, Ranks: topo.NumGPUs(), Count: count, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
 
 // runOn times plan on a timing-only cluster over topo, with or without
