@@ -95,8 +95,8 @@ type Log struct {
 	// the others, as nccl-tests prints it.
 	Root    int
 	HasRoot bool
-	// Repeated counts the sizes above 0 that several rows give (a rerun,
-	// or nccl-tests' -o all): each such size's times are averaged.
+	// Repeated counts the sizes above 0 that several rows give (a rerun):
+	// each such size's times are averaged.
 	Repeated int
 	// WrongRows counts the rows whose #wrong column is above 0 (the run
 	// found wrong elements in its results), and FirstWrong is the first
@@ -183,6 +183,22 @@ var (
 // size's element count depends on (uint32 is i32, f8e4m3 is u8); false
 // when the log names no type or one of unknown size.
 func (l *Log) DType() (hw.DType, bool) { return dtypeOf(l.Type) }
+
+// ReduceOp is the reduction the log's rows ran: sum where they name none
+// (nccl-tests' default, and its column for a collective that does not
+// reduce); an error for one commsim does not model (nccl-tests' mulsum,
+// NCCL's pre-multiplied sum, which NCCL runs on other algorithms than a
+// sum: NVLS takes neither).
+func (l *Log) ReduceOp() (hw.ReduceOp, error) {
+	if l.Redop == "" || l.Redop == "none" {
+		return hw.Sum, nil
+	}
+	o, err := hw.ParseReduceOp(l.Redop)
+	if err != nil {
+		return 0, fmt.Errorf("the log's redop %s is not one commsim models (sum, prod, min, max, avg)", l.Redop)
+	}
+	return o, nil
+}
 
 // defaultIters is nccl-tests' -n where a log does not state its own.
 const defaultIters = 20
@@ -416,6 +432,8 @@ func (lg *Log) sameRun(r row) string {
 			r.Bytes/r.Count, first.Line, first.Bytes/first.Count)
 	case r.redop != "" && lg.Redop != "" && (r.redop == "none") != (lg.Redop == "none"):
 		return fmt.Sprintf("redop %s after rows of redop %s: a row of another collective (give one run per log)", r.redop, lg.Redop)
+	case r.redop != "" && lg.Redop != "" && r.redop != lg.Redop:
+		return fmt.Sprintf("redop %s after rows of redop %s: one reduction a log (nccl-tests' -o all prints each in turn; NCCL may run them differently: keep one reduction's rows)", r.redop, lg.Redop)
 	case r.hasRoot && lg.HasRoot && (r.root >= 0) != (lg.Root >= 0):
 		return fmt.Sprintf("root %d after rows of root %d: a row of another collective (give one run per log)", r.root, lg.Root)
 	}

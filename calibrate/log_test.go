@@ -153,6 +153,8 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 			"log:3: size 1048576 bytes is not a whole number of its count's 999999 elements"},
 		{"a collective that does not reduce after one that does", hdr + row + "     2097152   524288  float  none  -1   20.00  104.86  104.86  0   20.00  104.86  104.86  0\n", 4,
 			"log:4: redop none after rows of redop sum: a row of another collective"},
+		{"a reduction after another (nccl-tests' -o all)", hdr + row + "     2097152   524288  float  max  -1   20.00  104.86  183.50  0   20.00  104.86  183.50  0\n", 4,
+			"log:4: redop max after rows of redop sum: one reduction a log"},
 		{"a rooted collective after one without a root", hdr + row + "     2097152   524288  float  sum  0   20.00  104.86  104.86  0   20.00  104.86  104.86  0\n", 4,
 			"log:4: root 0 after rows of root -1: a row of another collective"},
 		{"a line with a comma, then a table", "Running all_reduce_perf on 8 GPUs, 1 node\n" + hdr + row, 1,
@@ -173,13 +175,12 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 // A row's last digits glued to the host name of NCCL's line stay the
 // row's (its root -1 was read as "-"), where a host name that starts
 // with a digit, after a space or a launcher's tag, is the NCCL line's.
-// A size on several rows (a rerun, nccl-tests' -o all) is averaged and
-// counted; rows that found wrong elements are counted, the first named;
+// A size on several rows (a rerun) is averaged and counted; rows that found wrong elements are counted, the first named;
 // a log collector's stamp and level are no part of a row.
 func TestParseLogCountsRepeatsAndWrongRows(t *testing.T) {
 	text := "2024-05-01 10:00:00,123 INFO # Collective test starting: all_reduce_perf\n" +
 		"2024-05-01 10:00:00,123 INFO      1048576   262144  float  sum  -1   20.00  52.43  91.75  0   20.00  52.43  91.75  0\n" +
-		"2024-05-01 10:00:00,124 INFO      1048576   262144  float  max  -1   30.00  34.95  61.17  0   30.00  34.95  61.17  0\n" +
+		"2024-05-01 10:00:00,124 INFO      1048576   262144  float  sum  -1   30.00  34.95  61.17  0   30.00  34.95  61.17  0\n" +
 		"2024-05-01 10:00:00,125 INFO      2097152   524288  float  sum  -1   40.00  52.43  91.75  0   40.00  52.43  91.75  3\n" +
 		"2024-05-01 10:00:00,126 INFO      4194304  1048576  float  sum  -1   80.00  52.43  91.75  N/A   80.00  52.43  91.75  N/A\n" +
 		// per-iteration columns: the in-place #wrong is past them, and

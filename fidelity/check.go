@@ -270,7 +270,11 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 	if plan == nil {
 		plan = defaultPlanner(topo, rep.Algo, ncclTuner)
 	}
-	base := ops.Spec{Op: op, Algo: rep.Algo, Ranks: p, DType: dt, Redop: hw.Sum}
+	redop, err := lg.ReduceOp()
+	if err != nil {
+		return nil, fmt.Errorf("fidelity: %w: %w", ErrMismatch, err)
+	}
+	base := ops.Spec{Op: op, Algo: rep.Algo, Ranks: p, DType: dt, Redop: redop}
 	var specs []ops.Spec
 	for _, s := range lg.Samples {
 		spec, _ := verify.SpecForSize(base, s.Bytes)

@@ -173,10 +173,32 @@ func TestCheckErrors(t *testing.T) {
 		{"no element", "   8  2  float  none  -1  10.00  0  0  0  10.00  0  0  0\n", "switch:4", Config{Op: ops.AllGather}, "line 1: 8 bytes of f32 hold no element per rank on 4 ranks"},
 		{"algo", allGatherLog, "switch:4", Config{Algo: "rhd"}, "line 5 (16 bytes)"},
 		{"type", "  8  8  quaternion  sum  -1  10.00  0  0  0  10.00  0  0  0\n", "switch:4", Config{Op: ops.AllReduce}, `"quaternion" has no commsim dtype`},
+		{"redop", "  1024  256  float  mulsum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n", "switch:4", Config{Op: ops.AllReduce}, "redop mulsum is not one commsim models"},
 	} {
 		_, err := Check(parse(t, c.log), topo(t, c.topo), c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Each size runs the reduction the log's rows name: NCCL's NVLS
+// reduces sums in the switch but not products, so on one DGX H100 its
+// tuner runs a 256 MiB sum on NVLS and a product on rings, and the check
+// predicts each as the tuner runs it.
+func TestCheckRunsTheLogsReduction(t *testing.T) {
+	tp, err := topology.Resolve("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ redop, algo string }{{"sum", "nvls/"}, {"prod", "ring/"}, {"", "nvls/"}} {
+		row := "  268435456  67108864  float  " + c.redop + "  -1  1000.00  0  0  0  1000.00  0  0  0\n"
+		if c.redop == "" { // older nccl-tests print no redop column: sum
+			row = "  268435456  67108864  float  1000.00  0  0  0  1000.00  0  0  0\n"
+		}
+		rep, err := Check(parse(t, row), tp, Config{Op: ops.AllReduce})
+		if err != nil || !strings.HasPrefix(rep.Rows[0].Algo, c.algo) {
+			t.Errorf("redop %q: %v, ran %+v, want %s", c.redop, err, rep, c.algo)
 		}
 	}
 }

@@ -142,7 +142,7 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes have no out-of-place result; their in-place times are taken\n", path, n, len(lg.Samples))
 	}
 	if n := lg.Repeated; n > 0 {
-		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes %s several rows (a rerun, or nccl-tests' -o all): each size's times are averaged\n", path, n, len(lg.Samples), plural(n, "has", "have"))
+		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes %s several rows (a rerun): each size's times are averaged\n", path, n, len(lg.Samples), plural(n, "has", "have"))
 	}
 	if n := lg.WrongRows; n > 0 {
 		fmt.Fprintf(stderr, "commsim: warning: %s: %d %s wrong elements (#wrong above 0, first at line %d): the run's results were wrong; its times are read as they stand\n", path, n, plural(n, "row reports", "rows report"), lg.FirstWrong)
@@ -195,7 +195,11 @@ func (f *calFlags) fitSizes(s *sweep, lg *calibrate.Log, lo, hi int64) ([]ops.Sp
 // collective (opFlag: what --op said) or a number of ranks other than the
 // log's.
 func logSweep(log string, lg *calibrate.Log, topo, op, opFlag, algo string, nf ncclFlags) (*sweep, error) {
-	bf := benchFlags{topo: topo, op: op, algo: algo, dtype: "f32", redop: "sum", format: "table", backendFlags: backendFlags{backend: "sim"},
+	redop, err := lg.ReduceOp()
+	if err != nil {
+		return nil, usagef("%s: %v", log, err)
+	}
+	bf := benchFlags{topo: topo, op: op, algo: algo, dtype: "f32", redop: redop.String(), format: "table", backendFlags: backendFlags{backend: "sim"},
 		minBytes: "8", maxBytes: "8", factor: 2, timingOnly: true, symmetry: true, ncclFlags: nf}
 	s, err := bf.parse()
 	if err != nil {
