@@ -338,3 +338,75 @@ func TestOlderReleasesHopLatencies(t *testing.T) {
 		}
 	}
 }
+
+// pcieGPUs is GPUs without NVLink, each its own node, behind NICs on
+// the network: gpu0 on nic0, gpu1 on NIC1 (nic0 too, or its own),
+// gpu2 on nic2; the NICs go to a reducing switch (SWITCH), or nic0 and
+// nic1 are cabled to nic2.
+const pcieGPUs = `
+name: pcie-gpus
+nodes:
+  - {name: gpu0, kind: gpu, arch: hopper}
+  - {name: gpu1, kind: gpu, arch: hopper}
+  - {name: gpu2, kind: gpu, arch: hopper}
+  - {name: nic0, kind: nic}
+  - {name: nic1, kind: nic}
+  - {name: nic2, kind: nic}
+SWITCH
+links:
+  - {a: gpu0, b: nic0, bw: 64GB/s, lat: 0}
+  - {a: gpu1, b: NIC1, bw: 64GB/s, lat: 0}
+  - {a: gpu2, b: nic2, bw: 64GB/s, lat: 0}
+`
+
+// TestDescribeReadsEveryNetworkLink: a NIC's network link is the one to
+// a switch or to another NIC cabled to it (which read as NICs of 0 GB/s
+// and priced a 128 MiB all-reduce 700 times too slow); a fabric whose
+// NICs have none is refused. A NIC that serves GPUs of two nodes gets no
+// CollNet, whose SHARP switch reduces one contribution a NIC (the tuner
+// chose it, and the simulation refused it).
+func TestDescribeReadsEveryNetworkLink(t *testing.T) {
+	read := func(nic1, net string) (nccl.System, error) {
+		sw := ""
+		if strings.Contains(net, "sw,") {
+			sw = "  - {name: sw, kind: switch, reduce: inf}"
+		}
+		topo, err := topology.ReadYAML([]byte(strings.NewReplacer("NIC1", nic1, "SWITCH", sw).Replace(pcieGPUs) + net))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nccl.Describe(topo)
+	}
+	switched := "  - {a: nic0, b: sw, bw: 50GB/s, lat: 1us}\n  - {a: nic1, b: sw, bw: 50GB/s, lat: 1us}\n  - {a: nic2, b: sw, bw: 50GB/s, lat: 1us}\n"
+	cabled := "  - {a: nic0, b: nic2, bw: 40GB/s, lat: 1us}\n  - {a: nic1, b: nic2, bw: 40GB/s, lat: 1us}\n"
+	for _, tc := range []struct {
+		name, nic1, net string
+		nicGBps         float64
+		shared, collNet bool
+	}{
+		{"a NIC each, switched", "nic1", switched, 50, false, true},
+		{"a NIC each, cabled", "nic1", cabled, 40, false, false},
+		{"one NIC for two nodes", "nic0", switched, 50, true, false},
+	} {
+		s, err := read(tc.nic1, tc.net)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if s.NICBW != tc.nicGBps || s.NICAcrossNodes != tc.shared || s.Nodes != 3 {
+			t.Errorf("%s: %s (NIC across nodes %v), want NICs of %v GB/s, across nodes %v", tc.name, s, s.NICAcrossNodes, tc.nicGBps, tc.shared)
+		}
+		c, err := nccl.Tune(s, ops.AllReduce, 1<<20, nccl.Options{Algos: []nccl.Algo{nccl.CollNetChain}})
+		if (err == nil) != tc.collNet {
+			t.Errorf("%s: CollNet forced: %v, %v; want it to run: %v", tc.name, c, err, tc.collNet)
+		}
+	}
+	// Two GPUs on one NIC and nothing else: two nodes with no network.
+	topo, err := topology.ReadYAML([]byte("name: one-nic\nnodes:\n  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: gpu}\n  - {name: nic0, kind: nic}\n" +
+		"links:\n  - {a: gpu0, b: nic0, bw: 64GB/s, lat: 0}\n  - {a: gpu1, b: nic0, bw: 64GB/s, lat: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := nccl.Describe(topo); err == nil || !strings.Contains(err.Error(), "no network link") {
+		t.Errorf("NICs on nothing: %s, %v; want them refused", s, err)
+	}
+}

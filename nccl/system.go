@@ -37,6 +37,10 @@ type System struct {
 	// NVSwitch: a GPU's NVLinks go to a switch; NVLSCapable: that switch
 	// reduces (NVLink SHARP); SHARP: the network's switches do (CollNet).
 	NVSwitch, NVLSCapable, SHARP bool
+	// NICAcrossNodes: a NIC serves GPUs of several nodes (a fabric of
+	// GPUs without NVLink behind one NIC), which no host has and SHARP,
+	// taking one contribution a NIC, cannot reduce for.
+	NICAcrossNodes bool
 	// ReduceBW is what a GPU reduces, in bytes/s (the fabric's; +Inf
 	// free). NCCL's search does not read it; a one-rank call copies at
 	// a rate it gives (oneRankCopy).
@@ -180,6 +184,9 @@ func Describe(t *topology.Topology) (System, error) {
 	s.NodeMajor = nodeMajor(gpus, find, nodeOf, s.PerNode)
 	s.readGPU(t, gpus[0])
 	s.readNICs(t, gpus, find)
+	if s.Nodes > 1 && s.NICBW == 0 {
+		return s, fmt.Errorf("nccl: %d nodes, but node 0's NICs have no network link (to a switch or another NIC) whose bandwidth NCCL's model could read", s.Nodes)
+	}
 	return s, nil
 }
 
@@ -223,14 +230,15 @@ func (s *System) readGPU(t *topology.Topology, g int) {
 // pciBW is NCCL's default PCIe bandwidth in GB/s (topo.h PCI_BW).
 const pciBW = 12
 
-// readNICs counts node 0's NICs and reads their bandwidth, and whether
-// the network's switches reduce.
+// readNICs counts node 0's NICs and reads their bandwidth, whether the
+// network's switches reduce, and whether a NIC serves several nodes.
 func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) {
 	if s.Nodes < 2 {
 		return
 	}
 	home := find(gpus[0])
 	nics, onCPU := map[int]bool{}, map[int]bool{}
+	nodeOf := map[int]int{} // a NIC's GPUs' node, as find names it
 	for e := range t.Links {
 		l := t.Links[e]
 		for _, end := range [2]int{l.A, l.B} {
@@ -238,13 +246,21 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 			if t.Nodes[end].Kind != topology.NIC {
 				continue
 			}
-			switch {
-			case t.Nodes[other].Kind == topology.GPU && find(other) == home:
-				nics[end] = true
-				s.PCIeBW = max(s.PCIeBW, 0.75*l.BW/1e9)
-			case t.Nodes[other].Kind == topology.CPU && find(other) == home:
+			switch kind := t.Nodes[other].Kind; {
+			case kind == topology.GPU:
+				if node, seen := nodeOf[end]; seen && node != find(other) {
+					s.NICAcrossNodes = true
+				}
+				nodeOf[end] = find(other)
+				if find(other) == home {
+					nics[end] = true
+					s.PCIeBW = max(s.PCIeBW, 0.75*l.BW/1e9)
+				}
+			case kind == topology.CPU && find(other) == home:
 				onCPU[end] = true
-			case t.Nodes[other].Kind == topology.Switch:
+			case kind == topology.Switch, kind == topology.NIC:
+				// A NIC's network link, to a switch or cabled to
+				// another NIC.
 				s.NICBW = max(s.NICBW, l.BW/1e9)
 				if t.Nodes[other].ReduceBW > 0 {
 					s.SHARP = true
