@@ -193,7 +193,9 @@ func parseRanLine(t string) (ranLine, bool) {
 		lo, _ := strconv.Atoi(m[5])
 		hi, errC := strconv.Atoi(m[6])
 		op, known := ncclFuncNames[m[1]]
-		if errA != nil || errP != nil || errC != nil || !known || hi < lo {
+		// hi−lo+1 channels, held to an int32 so that it cannot overflow
+		// (a line of channels 0..2^63−1 counted −2^63).
+		if errA != nil || errP != nil || errC != nil || !known || hi < lo || hi-lo >= math.MaxInt32 {
 			return r, false
 		}
 		r = ranLine{op: op, perRank: op == "allgather" || op == "reducescatter", ran: Ran{Algo: algo, Proto: proto, Channels: hi - lo + 1}}

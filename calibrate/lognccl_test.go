@@ -144,6 +144,13 @@ func TestParseLogReadsWhatNCCLRan(t *testing.T) {
 		}
 	}
 
+	// A line's channels past an int32 are no count NCCL prints (0..2^63−1
+	// counted −2^63 channels): the line is left out.
+	huge := strings.Replace(bare, "[0] NCCL INFO 1024 Bytes -> Algo 1 proto 2 time 9.500000", host+"AllReduce: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..9223372036854775807}", 1)
+	if lg, err := ParseLog("huge", []byte(huge)); err != nil || len(lg.Samples) != 1 || len(lg.NCCLRan) != 0 {
+		t.Errorf("a line of 2^63 channels: %+v, %v; want it left out", lg, err)
+	}
+
 	// A row that never gets its times is refused where it starts.
 	for _, bad := range []struct{ log, why string }{
 		{"  1024  256  float  sum  -1" + named("AllReduce", 1024, "RING", "LL", 0), "log:1: a row cut off by the end of the log"},
