@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -142,6 +143,8 @@ func FromEnv(env map[string]string) (Options, error) {
 		switch {
 		case err == nil && x == 0 && n.zero != nil:
 			*n.zero = true
+		case err != nil && !errors.Is(err, strconv.ErrRange):
+			return o, fmt.Errorf("nccl: %s=%s: want %s, a whole number as NCCL reads one (decimal, or hexadecimal after 0x; no units)", n.name, shown(v), n.want())
 		case err != nil || !n.allows(x):
 			return o, fmt.Errorf("nccl: %s=%s: want %s", n.name, shown(v), n.want())
 		default:

@@ -64,7 +64,7 @@ func TestFromEnvRefusesWhatItWouldNotFollow(t *testing.T) {
 		{map[string]string{"NCCL_PROTO": "^LL,LL128,Simple"}, "leaves nothing"},
 		{map[string]string{"NCCL_ALGO": ""}, "names nothing"},
 		{map[string]string{"NCCL_ALGO": "hypercube"}, `unknown algorithm "hypercube"`},
-		{map[string]string{"NCCL_BUFFSIZE": "8M"}, "NCCL_BUFFSIZE=8M: want 32768 to 1073741824 bytes"},
+		{map[string]string{"NCCL_BUFFSIZE": "8M"}, "NCCL_BUFFSIZE=8M: want 32768 to 1073741824 bytes, a whole number as NCCL reads one (decimal, or hexadecimal after 0x; no units)"},
 		{map[string]string{"NCCL_BUFFSIZE": "4096"}, "want 32768 to"},
 		{map[string]string{"NCCL_MIN_NCHANNELS": "65"}, "NCCL_MIN_NCHANNELS=65: want 1 to 64"},
 		{map[string]string{"NCCL_MAX_NCHANNELS": "many"}, "NCCL_MAX_NCHANNELS=many: want 1 to 64"},
