@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -107,6 +108,18 @@ is given.`,
 	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "1TiB", "fit only sizes up to this one")
 	f.ncclFlags.register(fl)
 	return cmd
+}
+
+// heldWarnings holds what readLog says of a log until the command has
+// checked its flags against the log, so that a usage error stays the one
+// line it is; release writes them out (nothing on a nil one).
+type heldWarnings struct{ bytes.Buffer }
+
+func (h *heldWarnings) release(w io.Writer) {
+	if h != nil {
+		w.Write(h.Bytes())
+		h.Reset()
+	}
 }
 
 // readLog reads and parses the log at path (--log), with a warning on
@@ -330,7 +343,8 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if lo > hi {
 		return usagef("--min-bytes %s is larger than --max-bytes %s", f.minBytes, f.maxBytes)
 	}
-	data, lg, err := readLog(f.log, stderr)
+	var held heldWarnings
+	data, lg, err := readLog(f.log, &held)
 	if err != nil {
 		return err
 	}
@@ -392,6 +406,7 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if spec, _ := s.spec(lg.Samples[len(lg.Samples)-1].Bytes); spec.Validate() != nil {
 		s.dtype = hw.F64 // over the element limit: the same bytes in wider elements
 	}
+	held.release(stderr)
 	if s.algo == algoNCCL {
 		return f.runNCCL(stdout, stderr, s, lg, lo, hi)
 	}

@@ -46,7 +46,6 @@ const (
 // simulator, timing only, untraced), else twice. w, when not nil, tells
 // which plans it would time on a mirror.
 func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
-	s.noteLoneRuns(stderr)
 	runs := 2.0
 	if s.runsOnce(w) {
 		runs = 1
@@ -62,7 +61,12 @@ func (s *sweep) checkDuration(w *openedWorld, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return est.judge(stderr, "sweep")
+	if err := est.judge(stderr, "sweep"); err != nil {
+		return err
+	}
+	// After the plans are made: a sweep refused says one line, its reason.
+	s.noteLoneRuns(stderr)
+	return nil
 }
 
 // noteLoneRuns says on stderr, when not nil, that a sweep of a collective

@@ -209,7 +209,8 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err := checkPlotName(f.plot); err != nil {
 		return err
 	}
-	data, lg, err := readLog(f.log, stderr)
+	var held heldWarnings
+	data, lg, err := readLog(f.log, &held)
 	if err != nil {
 		return err
 	}
@@ -217,7 +218,7 @@ func (f *fidFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	if err != nil {
 		return err
 	}
-	out, s, err := f.check(lg, cat.Find(data), stderr, opSet, nil)
+	out, s, err := f.check(lg, cat.Find(data), stderr, &held, opSet, nil)
 	if err != nil {
 		return err
 	}
@@ -255,9 +256,10 @@ func saysWhatRan(lg *calibrate.Log, name string) error {
 }
 
 // check simulates every size of lg (pub, where it is a shipped log) and
-// reports it; progress, when not nil, counts the sizes in place of a bar
-// of its own.
-func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr io.Writer, opSet bool, progress func()) (*fidReport, *sweep, error) {
+// reports it, its held warnings written to stderr once the flags fit the
+// log; progress, when not nil, counts the sizes in place of a bar of its
+// own.
+func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr io.Writer, held *heldWarnings, opSet bool, progress func()) (*fidReport, *sweep, error) {
 	if err := shippedOp(pub, f.op, opSet); err != nil {
 		return nil, nil, err
 	}
@@ -309,6 +311,7 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 		return nil, nil, err
 	}
 
+	held.release(stderr)
 	// bench's planner: every algorithm bench knows, auto's choice included.
 	step, done := progress, func() {}
 	if step == nil {

@@ -123,7 +123,7 @@ func (f *fidFlags) runShipped(stdout, stderr io.Writer) error {
 		l := &cat.Logs[i]
 		g := *f // each log sets the environment of its own run
 		g.log = l.File
-		rep, _, err := g.check(logs[i], l, stderr, false, bar.step)
+		rep, _, err := g.check(logs[i], l, stderr, nil, false, bar.step)
 		if err != nil {
 			bar.done()
 			return fmt.Errorf("shipped log %s: %w", l.File, err)

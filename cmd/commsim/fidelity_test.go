@@ -518,8 +518,8 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 	}
 	empty, small, typed := filepath.Join(t.TempDir(), "empty.log"), filepath.Join(t.TempDir(), "small.log"), filepath.Join(t.TempDir(), "typed.log")
 	gathered, shared := filepath.Join(t.TempDir(), "gathered.log"), filepath.Join(t.TempDir(), "shared.log")
-	rooted := filepath.Join(t.TempDir(), "rooted.log")
-	for path, row := range map[string]string{rooted: "  1024  256  float  none  3  10.00  0.10  0.10  0  10.50  0.10  0.10  0\n", empty: "  0  0  float  sum  -1  0.16  0  0  0  0.15  0  0  0\n",
+	rooted, rerun := filepath.Join(t.TempDir(), "rooted.log"), filepath.Join(t.TempDir(), "rerun.log")
+	for path, row := range map[string]string{rerun: strings.Repeat("  1024  256  float  sum  -1  10.00  0.10  0.18  0  10.50  0.10  0.17  0\n", 2), rooted: "  1024  256  float  none  3  10.00  0.10  0.10  0  10.50  0.10  0.10  0\n", empty: "  0  0  float  sum  -1  0.16  0  0  0  0.15  0  0  0\n",
 		small: "  8  0  float  none  -1  10.00  0  0  0  10.50  0  0  0\n", typed: "  1024  256  quux  sum  -1  10.00  0  0  0  10.50  0  0  0\n",
 		gathered: "  1024  32  float  none  -1  10.00  0.10  0.09  0  10.50  0.10  0.09  0\n", shared: "  1024  32  float  sum  -1  10.00  0.10  0.09  0  10.50  0.10  0.09  0\n"} {
 		if err := os.WriteFile(path, []byte(row), 0o644); err != nil {
@@ -530,10 +530,12 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no log":       {[]string{}, "needs --log"},
-		"missing":      {[]string{"--log", "/no/such/log.txt"}, "no such file"},
-		"no topo":      {[]string{"--log", own}, "needs --topo"},
-		"no op":        {[]string{"--log", bare, "--topo", "dgx-h100"}, "give --op"},
+		"no log":  {[]string{}, "needs --log"},
+		"missing": {[]string{"--log", "/no/such/log.txt"}, "no such file"},
+		"no topo": {[]string{"--log", own}, "needs --topo"},
+		"no op":   {[]string{"--log", bare, "--topo", "dgx-h100"}, "give --op"},
+		// The rerun's warning waits for the flags to fit: one line.
+		"no op, rerun": {[]string{"--log", rerun, "--topo", "dgx-h100"}, "give --op"},
 		"format":       {[]string{"--log", shipped, "--format", "xml"}, "unknown format"},
 		"algo":         {[]string{"--log", shipped, "--algo", "magic"}, "unknown algorithm"},
 		"algo op":      {[]string{"--log", shipped, "--algo", "pairwise"}, "has no allgather"},
