@@ -141,7 +141,7 @@ func (f *benchFlags) parse() (*sweep, error) {
 	s.algo = f.algo
 	switch {
 	case s.algo != "auto" && s.algo != ops.Native && s.algo != algoNCCL && !ops.Runs(s.algo, s.op):
-		return nil, usagef("algorithm %s has no %s (for %s use one of %s, auto, nccl)", s.algo, s.op, s.op, strings.Join(ops.AlgorithmsFor(s.op), ", "))
+		return nil, usagef("algorithm %s has no %s (for %s use one of %s)", s.algo, s.op, s.op, algorithmsFor(s.op, "auto", algoNCCL))
 	}
 
 	if s.dtype, err = parseDType(f.dtype); err != nil {

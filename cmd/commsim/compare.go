@@ -172,7 +172,7 @@ func (f *compareFlags) parse() (*comparison, error) {
 			case !slices.Contains(ops.Algorithms(), a):
 				return nil, usagef("--algos: unknown algorithm %q (want some of %s, nccl)", a, strings.Join(ops.Algorithms(), ", "))
 			case !slices.Contains(supported, a) && !ops.NeedsSwitch(a):
-				return nil, usagef("--algos: algorithm %s has no %s (for %s use some of %s)", a, s.op, s.op, strings.Join(supported, ", "))
+				return nil, usagef("--algos: algorithm %s has no %s (for %s use some of %s)", a, s.op, s.op, algorithmsFor(s.op, algoNCCL))
 			}
 			nodeRanks, err := fabricRuns(a, s.topo, f.topo)
 			if err != nil {
@@ -207,7 +207,7 @@ func (f *compareFlags) parseFabrics(c *comparison, nf ncclFlags) error {
 	case algo != "auto" && algo != algoNCCL && !slices.Contains(ops.Algorithms(), algo):
 		return usagef("--algos: unknown algorithm %q (want one of auto, %s, nccl)", algo, strings.Join(ops.Algorithms(), ", "))
 	case algo != "auto" && algo != algoNCCL && !slices.Contains(ops.AlgorithmsFor(first.op), algo) && !ops.NeedsSwitch(algo):
-		return usagef("--algos: algorithm %s has no %s (for %s use one of auto, %s)", algo, first.op, first.op, strings.Join(ops.AlgorithmsFor(first.op), ", "))
+		return usagef("--algos: algorithm %s has no %s (for %s use one of %s)", algo, first.op, first.op, algorithmsFor(first.op, "auto", algoNCCL))
 	}
 	specs := append([]string{f.topo}, f.vs...)
 	ranks := func(s *sweep) int { spec, _ := s.spec(s.sizes[0]); return spec.Ranks }

@@ -225,3 +225,20 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	}
 	return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
 }
+
+// algorithmsFor lists, for a hint, the algorithms that run op (then
+// more, the command's own: auto, nccl), and those that run it on a fabric
+// whose switches reduce.
+func algorithmsFor(op ops.Op, more ...string) string {
+	list := strings.Join(append(ops.AlgorithmsFor(op), more...), ", ")
+	var onSwitch []string
+	for _, a := range ops.Algorithms() {
+		if ops.NeedsSwitch(a) && ops.Runs(a, op) {
+			onSwitch = append(onSwitch, a)
+		}
+	}
+	if len(onSwitch) > 0 {
+		list += "; where switches reduce, " + strings.Join(onSwitch, ", ")
+	}
+	return list
+}
