@@ -10,6 +10,7 @@ import (
 	"math"
 	"path"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -180,6 +181,9 @@ func (r *jsonReader) readReport() error {
 			}
 			return r.broken(key, err)
 		}
+		if key == "nccl_version" && r.code < 0 {
+			return r.fail(start, fmt.Sprintf("not nccl-tests JSON: nccl_version %d, want NCCL_VERSION_CODE (22703 for 2.27.3)", r.code))
+		}
 		if key == "version" && r.lg.JSONLayout < 1 {
 			return r.fail(start, fmt.Sprintf("not nccl-tests JSON: layout version %d, want 1 or more", r.lg.JSONLayout))
 		}
@@ -322,10 +326,25 @@ func (r jsonRecord) row() (row row, inPlace bool, msg string) {
 		time = t.CPUTime
 	}
 	row.Sample, msg = sizeTime(strings.Trim(string(r.Size), `"`), strings.Trim(string(time), `"`))
-	row.Count, _ = strconv.ParseInt(strings.Trim(string(r.Count), `" `), 10, 64)
+	// As a table's row has them: a count of 0 or more, a redop of
+	// nccl-tests', a root that is a rank or -1; left out, none.
+	if count := strings.Trim(string(r.Count), `" `); count != "" && count != "null" {
+		n, err := strconv.ParseInt(count, 10, 64)
+		if err != nil || n < 0 {
+			return row, false, fmt.Sprintf("count %s is no element count", r.Count)
+		}
+		row.Count = n
+	}
 	row.typ, row.redop = r.Type, strings.ToLower(strings.TrimSpace(r.Redop))
-	if n, err := strconv.Atoi(strings.Trim(string(r.Root), `" `)); err == nil && n >= -1 {
-		row.root, row.hasRoot = n, true // nccl-tests writes it as a padded string, "    -1"
+	if row.redop != "" && !slices.Contains(redopNames, row.redop) {
+		return row, false, fmt.Sprintf("redop %q is none of nccl-tests' (%s)", r.Redop, strings.Join(redopNames, ", "))
+	}
+	if root := strings.Trim(string(r.Root), `" `); root != "" && root != "null" {
+		n, err := strconv.Atoi(root) // nccl-tests writes it as a padded string, "    -1"
+		if err != nil || n < -1 {
+			return row, false, fmt.Sprintf("root %s is no rank (nccl-tests writes -1 where there is none)", r.Root)
+		}
+		row.root, row.hasRoot = n, true
 	}
 	for _, half := range []*jsonTiming{r.OutOfPlace, r.InPlace} {
 		if half != nil {
