@@ -66,7 +66,10 @@ type Log struct {
 	// version line, or nccl-tests' nccl-library code; "" where it names
 	// none. NCCLEnv is the environment NCCL says it read (NCCL_DEBUG=INFO's
 	// "NCCL_PROTO set by environment to Simple"), by name. See NCCLOptions.
+	// Where ranks' lines say otherwise, the first stands, and Disagree
+	// says what the others said ("NCCL_PROTO Simple, then LL").
 	NCCLVersion string
+	Disagree    []string
 	NCCLEnv     map[string]string
 	// NCCLRan is what NCCL says it ran at each size (NCCL_DEBUG=INFO with
 	// NCCL_DEBUG_SUBSYS=TUNING, NCCL 2.20 on), by the size in nccl-tests'

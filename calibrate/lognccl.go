@@ -27,12 +27,12 @@ var (
 // version, an environment variable or what it ran, as it states them.
 func (l *Log) readNCCLLine(line string) {
 	l.readRanLine(line)
-	if m := versionRE.FindStringSubmatch(line); m != nil && l.NCCLVersion == "" {
-		l.NCCLVersion = m[1]
+	if m := versionRE.FindStringSubmatch(line); m != nil {
+		l.setVersion(m[1])
 	}
-	if m := libraryRE.FindStringSubmatch(line); m != nil && l.NCCLVersion == "" {
+	if m := libraryRE.FindStringSubmatch(line); m != nil {
 		if code, err := strconv.Atoi(m[1]); err == nil && code > 0 {
-			l.NCCLVersion = versionOfCode(code)
+			l.setVersion(versionOfCode(code))
 		}
 	}
 	if m := envRE.FindStringSubmatch(line); m != nil {
@@ -45,13 +45,35 @@ func (l *Log) readNCCLLine(line string) {
 }
 
 // setNCCLEnv records that NCCL read variable name as value; the first
-// word on it stands (every rank says it).
+// word on it stands (every rank says it), and another is a disagreement.
 func (l *Log) setNCCLEnv(name, value string) {
 	if l.NCCLEnv == nil {
 		l.NCCLEnv = map[string]string{}
 	}
-	if _, seen := l.NCCLEnv[name]; !seen {
+	first, seen := l.NCCLEnv[name]
+	if !seen {
 		l.NCCLEnv[name] = value
+	}
+	l.disagree(name, first, value, seen)
+}
+
+// setVersion records the NCCL release a line names, as setNCCLEnv does
+// a variable.
+func (l *Log) setVersion(v string) {
+	first, seen := l.NCCLVersion, l.NCCLVersion != ""
+	if !seen {
+		l.NCCLVersion = v
+	}
+	l.disagree("NCCL's release", first, v, seen)
+}
+
+// disagree notes, once each, a value of what after its first.
+func (l *Log) disagree(what, first, value string, seen bool) {
+	if !seen || value == first {
+		return
+	}
+	if note := fmt.Sprintf("%s %s, then %s", what, first, value); !slices.Contains(l.Disagree, note) {
+		l.Disagree = append(l.Disagree, note)
 	}
 }
 

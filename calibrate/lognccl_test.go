@@ -3,6 +3,7 @@ package calibrate
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,9 +168,14 @@ func TestParseLogReadsWhatNCCLRan(t *testing.T) {
 // disagree, the first word stands.
 func TestParseLogKeepsTheFirstWordOnAVariable(t *testing.T) {
 	info := "node1:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n" +
-		"node1:2:2 [1] NCCL INFO NCCL_PROTO set by environment to LL\n"
+		"node1:2:2 [1] NCCL INFO NCCL_PROTO set by environment to LL\n" +
+		"node1:2:2 [2] NCCL INFO NCCL_PROTO set by environment to LL\n" +
+		"node1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n" +
+		"node1:2:2 [1] NCCL INFO NCCL version 2.23.4+cuda12.6\n" +
+		"# nccl-library=22105\n"
 	lg, err := ParseLog("info", []byte(info+plainLog))
-	if err != nil || lg.NCCLEnv["NCCL_PROTO"] != "Simple" {
-		t.Errorf("%v, env %v; want NCCL_PROTO=Simple, the first rank's", err, lg.NCCLEnv)
+	want := []string{"NCCL_PROTO Simple, then LL", "NCCL's release 2.21.5, then 2.23.4"}
+	if err != nil || lg.NCCLEnv["NCCL_PROTO"] != "Simple" || lg.NCCLVersion != "2.21.5" || !slices.Equal(lg.Disagree, want) {
+		t.Errorf("%v, env %v, release %s, disagreeing %q; want NCCL_PROTO=Simple and 2.21.5, the first rank's, and the others said once each", err, lg.NCCLEnv, lg.NCCLVersion, lg.Disagree)
 	}
 }

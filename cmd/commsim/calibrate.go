@@ -157,6 +157,9 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	if n := lg.Repeated; n > 0 {
 		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes %s several rows (a rerun): each size's times are averaged\n", path, n, len(lg.Samples), plural(n, "has", "have"))
 	}
+	if len(lg.Disagree) > 0 {
+		fmt.Fprintf(stderr, "commsim: warning: %s: NCCL's lines disagree (%s): the first of each is taken\n", path, strings.Join(lg.Disagree, "; "))
+	}
 	if n := lg.WrongRows; n > 0 {
 		fmt.Fprintf(stderr, "commsim: warning: %s: %d %s wrong elements (#wrong above 0, first at line %d): the run's results were wrong; its times are read as they stand\n", path, n, plural(n, "row reports", "rows report"), lg.FirstWrong)
 	}

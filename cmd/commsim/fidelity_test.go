@@ -373,6 +373,15 @@ func TestFidelityOwnLog(t *testing.T) {
 	if status != 0 || !strings.Contains(out, "     1048576         30.00 ") || !strings.Contains(out, "over 2 sizes") {
 		t.Errorf("status %d, stdout:\n%s\nstderr: %s", status, out, errOut)
 	}
+	// Ranks whose NCCL lines disagree are said so; the first stands.
+	text += "[1,0]<stdout>:h:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n[1,1]<stdout>:h:2:2 [1] NCCL INFO NCCL_ALGO set by environment to Tree\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, _, errOut = commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce")
+	if want := "NCCL's lines disagree (NCCL_ALGO Ring, then Tree): the first of each is taken"; status != 0 || !strings.Contains(errOut, want) {
+		t.Errorf("status %d, stderr %q; want %q", status, errOut, want)
+	}
 }
 
 // A JSON report cut off mid-sweep (a run that died) is compared as far
