@@ -589,10 +589,11 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				t, rowLine, piece = strings.TrimSpace(piece), pieceLine, ""
 			}
 		}
-		if noiseRE.MatchString(t) || strings.HasPrefix(t, "#") {
+		noise := strings.Contains(t, "NCCL ") && noiseRE.MatchString(t)
+		if noise || strings.HasPrefix(t, "#") {
 			lg.readNCCLLine(t)
 		}
-		if t == "" || noiseRE.MatchString(t) || decoration(t) {
+		if t == "" || noise || decoration(t) {
 			continue
 		}
 		if piece != "" {
