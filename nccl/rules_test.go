@@ -362,14 +362,18 @@ links:
 // TestDescribeReadsEveryNetworkLink: a NIC's network link is the one to
 // a switch or to another NIC cabled to it (which read as NICs of 0 GB/s
 // and priced a 128 MiB all-reduce 700 times too slow); a fabric whose
-// NICs have none is refused. A NIC that serves GPUs of two nodes gets no
-// CollNet, whose SHARP switch reduces one contribution a NIC (the tuner
-// chose it, and the simulation refused it).
+// NICs have none is refused. CollNet runs only where SHARP can reduce
+// for its groups (the tuner chose it, and the simulation refused it): not
+// through a NIC two nodes share (SHARP reduces one contribution a NIC),
+// nor for a NIC off the reducing switch.
 func TestDescribeReadsEveryNetworkLink(t *testing.T) {
 	read := func(nic1, net string) (nccl.System, error) {
 		sw := ""
 		if strings.Contains(net, "sw,") {
 			sw = "  - {name: sw, kind: switch, reduce: inf}"
+		}
+		if strings.Contains(net, "sw2,") {
+			sw += "\n  - {name: sw2, kind: switch}"
 		}
 		topo, err := topology.ReadYAML([]byte(strings.NewReplacer("NIC1", nic1, "SWITCH", sw).Replace(pcieGPUs) + net))
 		if err != nil {
@@ -387,13 +391,16 @@ func TestDescribeReadsEveryNetworkLink(t *testing.T) {
 		{"a NIC each, switched", "nic1", switched, 50, false, true},
 		{"a NIC each, cabled", "nic1", cabled, 40, false, false},
 		{"one NIC for two nodes", "nic0", switched, 50, true, false},
+		// SHARP reduces for the NICs on its switch: not nic2, behind sw2.
+		{"a NIC off the reducing switch", "nic1", "  - {a: nic0, b: sw, bw: 50GB/s, lat: 1us}\n  - {a: nic1, b: sw, bw: 50GB/s, lat: 1us}\n" +
+			"  - {a: nic2, b: sw2, bw: 50GB/s, lat: 1us}\n  - {a: sw, b: sw2, bw: 400GB/s, lat: 1us}\n", 50, true, false},
 	} {
 		s, err := read(tc.nic1, tc.net)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if s.NICBW != tc.nicGBps || s.NICAcrossNodes != tc.shared || s.Nodes != 3 {
-			t.Errorf("%s: %s (NIC across nodes %v), want NICs of %v GB/s, across nodes %v", tc.name, s, s.NICAcrossNodes, tc.nicGBps, tc.shared)
+		if s.NICBW != tc.nicGBps || (s.SHARPOff != "") != tc.shared || s.Nodes != 3 {
+			t.Errorf("%s: %s (SHARP off: %q), want NICs of %v GB/s, a NIC across nodes %v", tc.name, s, s.SHARPOff, tc.nicGBps, tc.shared)
 		}
 		c, err := nccl.Tune(s, ops.AllReduce, 1<<20, nccl.Options{Algos: []nccl.Algo{nccl.CollNetChain}})
 		if (err == nil) != tc.collNet {

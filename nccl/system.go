@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/commsim/commsim/topology"
 )
@@ -37,10 +38,10 @@ type System struct {
 	// NVSwitch: a GPU's NVLinks go to a switch; NVLSCapable: that switch
 	// reduces (NVLink SHARP); SHARP: the network's switches do (CollNet).
 	NVSwitch, NVLSCapable, SHARP bool
-	// NICAcrossNodes: a NIC serves GPUs of several nodes (a fabric of
-	// GPUs without NVLink behind one NIC), which no host has and SHARP,
-	// taking one contribution a NIC, cannot reduce for.
-	NICAcrossNodes bool
+	// SHARPOff says why the network's reducing switches cannot reduce
+	// CollNet's groups, "" where they can or where SHARP is off (see
+	// sharpOff).
+	SHARPOff string
 	// ReduceBW is what a GPU reduces, in bytes/s (the fabric's; +Inf
 	// free). NCCL's search does not read it; a one-rank call copies at
 	// a rate it gives (oneRankCopy).
@@ -230,15 +231,14 @@ func (s *System) readGPU(t *topology.Topology, g int) {
 // pciBW is NCCL's default PCIe bandwidth in GB/s (topo.h PCI_BW).
 const pciBW = 12
 
-// readNICs counts node 0's NICs and reads their bandwidth, whether the
-// network's switches reduce, and whether a NIC serves several nodes.
+// readNICs counts node 0's NICs and reads their bandwidth, and whether
+// the network's switches reduce, and for CollNet's groups.
 func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) {
 	if s.Nodes < 2 {
 		return
 	}
 	home := find(gpus[0])
 	nics, onCPU := map[int]bool{}, map[int]bool{}
-	nodeOf := map[int]int{} // a NIC's GPUs' node, as find names it
 	for e := range t.Links {
 		l := t.Links[e]
 		for _, end := range [2]int{l.A, l.B} {
@@ -247,15 +247,9 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 				continue
 			}
 			switch kind := t.Nodes[other].Kind; {
-			case kind == topology.GPU:
-				if node, seen := nodeOf[end]; seen && node != find(other) {
-					s.NICAcrossNodes = true
-				}
-				nodeOf[end] = find(other)
-				if find(other) == home {
-					nics[end] = true
-					s.PCIeBW = max(s.PCIeBW, 0.75*l.BW/1e9)
-				}
+			case kind == topology.GPU && find(other) == home:
+				nics[end] = true
+				s.PCIeBW = max(s.PCIeBW, 0.75*l.BW/1e9)
 			case kind == topology.CPU && find(other) == home:
 				onCPU[end] = true
 			case kind == topology.Switch, kind == topology.NIC:
@@ -268,6 +262,9 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 			}
 		}
 	}
+	if s.SHARP {
+		s.SHARPOff = sharpOff(t, gpus, find, s.PerNode)
+	}
 	if len(nics) == 0 && len(onCPU) > 0 {
 		s.NICsOnCPU, nics = true, onCPU
 	}
@@ -278,4 +275,64 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 		s.NICs *= ports
 		s.NICBW /= float64(ports)
 	}
+}
+
+// sharpOff says why the network's reducing switches cannot reduce what
+// CollNet (and NVLS across nodes) gives them as the simulator runs it, ""
+// where they can: the GPUs at each place of their nodes (a channel's
+// heads, one a node) each reach the network through a NIC of their own
+// (a GPU's lowest-numbered, as the simulator takes it), and those NICs
+// all meet at one switch that reduces. SHARP takes one contribution a
+// NIC; a rail-optimised fabric's rail leaves reduce each a place's.
+func sharpOff(t *topology.Topology, gpus []int, find func(int) int, perNode int) string {
+	nicOf := map[int]int{}      // a GPU's lowest-numbered NIC
+	reducers := map[int][]int{} // a NIC's reducing switches
+	for _, l := range t.Links {
+		for _, end := range [2]int{l.A, l.B} {
+			other := l.A + l.B - end
+			if t.Nodes[end].Kind != topology.NIC {
+				continue
+			}
+			switch n := t.Nodes[other]; {
+			case n.Kind == topology.GPU:
+				if nic, ok := nicOf[other]; !ok || end < nic {
+					nicOf[other] = end
+				}
+			case n.Kind == topology.Switch && n.ReduceBW > 0:
+				reducers[end] = append(reducers[end], other)
+			}
+		}
+	}
+	places := make([][]int, perNode) // the GPUs at each place, node by node
+	counted := map[int]int{}
+	for _, g := range gpus {
+		node := find(g)
+		if j := counted[node]; j < perNode {
+			places[j] = append(places[j], g)
+		}
+		counted[node]++
+	}
+	for _, place := range places {
+		owner := map[int]int{}
+		var common []int
+		for i, g := range place {
+			nic, ok := nicOf[g]
+			if !ok {
+				return fmt.Sprintf("GPU %s has no NIC of its own for SHARP to reduce from", t.Nodes[g].Name)
+			}
+			if h, shared := owner[nic]; shared {
+				return fmt.Sprintf("GPUs %s and %s, of two nodes, share NIC %s, and SHARP reduces one contribution a NIC", t.Nodes[h].Name, t.Nodes[g].Name, t.Nodes[nic].Name)
+			}
+			owner[nic] = g
+			if i == 0 {
+				common = reducers[nic]
+			} else {
+				common = slices.DeleteFunc(slices.Clone(common), func(sw int) bool { return !slices.Contains(reducers[nic], sw) })
+			}
+			if len(common) == 0 {
+				return fmt.Sprintf("the NICs of GPUs %s and %s meet at no switch that reduces (SHARP reduces for the NICs on it)", t.Nodes[place[0]].Name, t.Nodes[g].Name)
+			}
+		}
+	}
+	return ""
 }

@@ -598,8 +598,8 @@ func (o Options) collNetOff(s System) string {
 	switch {
 	case !s.SHARP:
 		return "the network's switches do not reduce (no SHARP)"
-	case s.NICAcrossNodes:
-		return "a NIC serves GPUs of several nodes, and SHARP reduces one contribution a NIC"
+	case s.SHARPOff != "":
+		return s.SHARPOff
 	case o.NoCollNet:
 		return "CollNet is disabled (NCCL_COLLNET_ENABLE=0)"
 	case s.Nodes < o.collNetNodes():
