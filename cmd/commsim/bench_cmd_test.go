@@ -70,6 +70,8 @@ func TestBenchBadInputExits2(t *testing.T) {
 		{"-d int8", `-d/--dtype "int8": unknown element type; want f32, f64`},
 		{"-o all", `-o/--redop "all": one reduction a sweep`},
 		{"--algo nccl-nvls --op reduce", "algorithm nccl-nvls has no reduce (for reduce use one of ring, rhd, tree, dbtree, direct, nccl-ring, auto, nccl)"},
+		{"--algo nccl --nccl-version=", "--nccl-version is empty: give a value, or leave the flag out for the default"},
+		{"--algo nccl --nccl-proto=", "--nccl-proto is empty"},
 		{"--algo nccl-pat", "algorithm nccl-pat has no allreduce (for allreduce use one of ring, rd, rhd, tree, dbtree, direct, nccl-ring, nccl-tree, auto, nccl; " +
 			"where switches reduce, nccl-nvls, nccl-nvlstree, nccl-collnet-direct, nccl-collnet-chain)"},
 	} {
