@@ -27,6 +27,10 @@ type SizeError struct {
 func (e *SizeError) Error() string { return fmt.Sprintf("calibrate: size %d: %v", e.Index, e.Err) }
 func (e *SizeError) Unwrap() error { return e.Err }
 
+// maxSimulatedSizes bounds Simulate's sizes: a log holds at most 64 MiB,
+// some million rows.
+const maxSimulatedSizes = 1 << 24
+
 // Simulate times the plans of sizes 0..n-1 in seconds, each out of place on an idle
 // cluster of topo made with cfg, runs times back to back as nccl-tests
 // times its -n (verify.Runner.Iters; 0 or 1 for one run), the mean of a
@@ -43,8 +47,10 @@ func (e *SizeError) Unwrap() error { return e.Err }
 // worker that ran it: a progress bar's step.
 func Simulate(topo *topology.Topology, cfg sim.Config, runs, n int, plan func(i int) (*ops.Plan, error), done func()) ([]float64, error) {
 	switch {
-	case n < 0:
-		return nil, fmt.Errorf("calibrate: simulate %d sizes: want 0 or more", n)
+	case n < 0 || n > maxSimulatedSizes:
+		return nil, fmt.Errorf("calibrate: simulate %d sizes: want 0 to %d", n, maxSimulatedSizes)
+	case runs < 0:
+		return nil, fmt.Errorf("calibrate: simulate %d runs a size: want 0 or 1 for one, or more", runs)
 	case plan == nil:
 		return nil, errors.New("calibrate: simulate: no plan function")
 	}

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"slices"
 	"testing"
@@ -79,6 +80,13 @@ func TestSimulateRefusesWhatItCannotRun(t *testing.T) {
 	}
 	if _, err := Simulate(topo, sim.Config{TimingOnly: true}, 1, 2, nil, nil); err == nil {
 		t.Error("no plan function: no error")
+	}
+	// Sizes past what a log holds, and runs below one, are refused (2^63
+	// sizes panicked making their slice).
+	for _, c := range []struct{ runs, n int }{{1, math.MaxInt}, {-1, 2}} {
+		if _, err := Simulate(topo, sim.Config{TimingOnly: true}, c.runs, c.n, func(int) (*ops.Plan, error) { return nil, nil }, nil); err == nil {
+			t.Errorf("%d runs of %d sizes: no error", c.runs, c.n)
+		}
 	}
 	_, err = Simulate(topo, sim.Config{TimingOnly: true}, 1, 2, func(int) (*ops.Plan, error) { return nil, nil }, nil)
 	var se *SizeError

@@ -301,7 +301,11 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 	secs, algos, err := predict(topo, rep.Runs, len(specs), func(i int) (*ops.Plan, error) {
 		ran, ok := lg.NCCLRan[rep.Rows[i].Bytes]
 		if !cfg.AsLogged || !ok || ran.Varies {
-			return plan(specs[i])
+			p, err := plan(specs[i])
+			if err == nil {
+				err = specs[i].Made(p) // the caller's planner's plan is the size's
+			}
+			return p, err
 		}
 		t, err := ran.Tuner(ncclTuner, specs[i])
 		var p *ops.Plan

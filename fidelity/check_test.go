@@ -158,6 +158,15 @@ func TestCheckUsesTheCallersPlanner(t *testing.T) {
 	if err != nil || len(asked) != 3 || asked[0] != "mine" || rep.Rows[2].Algo != "direct" {
 		t.Errorf("%v, asked %q, %+v", err, asked, rep)
 	}
+	// A planner's plan of another collective or size is an error, not a
+	// prediction (every size was one all-reduce's 5.6 µs).
+	wrong, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 1024, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Check(parse(t, allGatherLog), topo(t, "switch:4"), Config{Plan: func(ops.Spec) (*ops.Plan, error) { return wrong, nil }}); err == nil {
+		t.Errorf("a plan of another collective: %+v", rep)
+	}
 }
 
 func TestCheckErrors(t *testing.T) {

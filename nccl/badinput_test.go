@@ -52,6 +52,7 @@ func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
 		"ranks not the fabric's, ranked": func() error { _, err := good.Ranked(wrongRanks); return err },
 		"zero tuner":                     func() error { _, err := (&Tuner{}).Choose(spec); return err },
 		"nil tuner":                      func() error { _, _, err := (*Tuner)(nil).Plan(spec); return err },
+		"nil tuner's environment":        func() error { _, err := (*Tuner)(nil).With(Options{}); return err },
 		"no GPUs":                        func() error { _, err := NewTuner(&topology.Topology{}, Options{}); return err },
 		"NaN launch": func() error {
 			_, err := NewTuner(topo, Options{Machine: Machine{Launch: math.NaN()}})
@@ -74,6 +75,10 @@ func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
 		if err := call(); err == nil || !strings.HasPrefix(err.Error(), "nccl: ") && !strings.HasPrefix(err.Error(), "ops: ") {
 			t.Errorf("%s: %v, want an error", name, err)
 		}
+	}
+	// What a nil or zero tuner prices is nothing, not a panic.
+	if (*Tuner)(nil).ChannelGBps() != 0 || (*Tuner)(nil).FixedLaunch(spec, Choice{}) != 0 || (&Tuner{}).TreeDip(spec, Choice{Estimate: Estimate{Protocol: ops.ProtoSimple}}) != 0 {
+		t.Error("a nil or zero tuner prices something")
 	}
 	if l := Label(nil); l != "" {
 		t.Errorf("Label(nil) = %q, want none", l)

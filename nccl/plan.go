@@ -396,7 +396,7 @@ func treeDip(s System, spec ops.Spec, c Choice, p int, o Options) float64 {
 // they scale with the protocol's bandwidth, not with Machine.Launch.
 func (t *Tuner) TreeDip(spec ops.Spec, c Choice) float64 {
 	p, ok := protoIndex(c.Protocol)
-	if !ok {
+	if !ok || t.accepts(spec) != nil {
 		return 0
 	}
 	return treeDip(t.System, spec, c, p, t.Options)
@@ -408,6 +408,9 @@ func (t *Tuner) TreeDip(spec ops.Spec, c Choice) float64 {
 // sendrecv's launch (p2pGroupUS): its operations within the node and its
 // proxy's turns across nodes, rather than a kernel's launch.
 func (t *Tuner) FixedLaunch(spec ops.Spec, c Choice) float64 {
+	if t.accepts(spec) != nil {
+		return 0
+	}
 	if c.Algo == P2P {
 		return p2pGroupUS(t.System, spec, c.Channels, t.Options.Release()) * 1e-6
 	}
@@ -470,10 +473,18 @@ func (t *Tuner) accepts(spec ops.Spec) error {
 // ChannelGBps is what one channel moves at most on t's fabric, in GB/s:
 // the machine's rate, or the one published runs measure on its GPUs
 // (MeasuredChannel); 0 for none.
-func (t *Tuner) ChannelGBps() float64 { return t.Options.Machine.channelGBps(t.System) }
+func (t *Tuner) ChannelGBps() float64 {
+	if t == nil {
+		return 0
+	}
+	return t.Options.Machine.channelGBps(t.System)
+}
 
 // With is a tuner of the same system in environment o.
 func (t *Tuner) With(o Options) (*Tuner, error) {
+	if t == nil || t.System.check() != nil {
+		return nil, errors.New("nccl: a Tuner is made by NewTuner")
+	}
 	if err := o.check(); err != nil {
 		return nil, err
 	}

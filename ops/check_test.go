@@ -225,13 +225,19 @@ func TestCompileStreamsLargePlansAndRefusesHugeOnes(t *testing.T) {
 	if err := Check(huge); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "symbolic elements, over the limit of 4194304") {
 		t.Errorf("Check of buffers of 2^61 elements: %v, want ErrTooLarge", err)
 	}
-	wide, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum})
+	wide, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 4, Count: 1 << 17, DType: hw.F32, Redop: hw.Sum})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wide.Lanes = 1 << 20
+	wide.Lanes = wide.NumSteps() + maxIdleLanes
 	if err := Check(wide); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "words of lane clocks, over the limit of 268435456") {
-		t.Errorf("Check of a million lanes: %v, want ErrTooLarge", err)
+		t.Errorf("Check of %d lanes: %v, want ErrTooLarge", wide.Lanes, err)
+	}
+	// Lanes past the plan's steps are malformed, refused before a lane's
+	// clock is made (2^40 of them took the host's memory).
+	wide.Lanes = 1 << 40
+	if err := Check(wide); !errors.Is(err, ErrBadPlan) || !strings.Contains(err.Error(), "plan has 1099511627776 lanes for") {
+		t.Errorf("Check of 2^40 lanes: %v, want ErrBadPlan", err)
 	}
 	// One rank with chunks of one element: a copy, made as one pass (the
 	// 2^31 passes of nothing it looped over took minutes).

@@ -126,13 +126,14 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 // NCCL's NVLS kernels do at the switch barrier (see UsesSwitch).
 //
 // Every run uses the same buffers, so an in-place run reduces what the run
-// before left. runs must be 1 or more.
+// before left. runs must be 1 or more, and at most MaxBackToBackRuns and
+// MaxBackToBackSteps steps in all.
 func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
 	if err := e.CheckRun(plan, in, out); err != nil {
 		return 0, err
 	}
-	if runs < 1 {
-		return 0, fmt.Errorf("ops: run %v: %w: %d runs, want 1 or more", plan.Spec, hw.ErrBadArgument, runs)
+	if err := backToBackRuns(plan, runs); err != nil {
+		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 	}
 	if sc, ok := e.driver.(Shortcut); ok && !plan.native {
 		if t, ok := sc.TimeRun(e.w, plan, runs); ok {
@@ -202,6 +203,28 @@ func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (
 	return e.EnqueueBackToBackWaiting(plan, in, out, runs, nil)
 }
 
+// The most runs back to back, and steps of them all, that one call
+// enqueues: every run is enqueued before the first starts, so past these
+// the host's memory gives out, not its patience (2^63 runs of a small
+// ring took it at 0.6 GB/s until the process died).
+const (
+	MaxBackToBackRuns  = 1 << 20
+	MaxBackToBackSteps = 1 << 31
+)
+
+// backToBackRuns refuses runs of plan back to back that are fewer than
+// one or more than the limits allow.
+func backToBackRuns(plan *Plan, runs int) error {
+	switch steps := max(1, plan.NumSteps()); {
+	case runs < 1:
+		return fmt.Errorf("%w: %d runs, want 1 or more", hw.ErrBadArgument, runs)
+	case runs > MaxBackToBackRuns || runs > MaxBackToBackSteps/steps:
+		return fmt.Errorf("%w: %d runs back to back of a plan of %d steps: over %d runs or %d steps enqueued at once; run fewer",
+			hw.ErrBadArgument, runs, steps, MaxBackToBackRuns, MaxBackToBackSteps)
+	}
+	return nil
+}
+
 // EnqueueBackToBackWaiting is EnqueueBackToBack with rank r's next run
 // also waiting for the last run of every rank in waits[r] (nil: none) to
 // end; a plan with switch steps waits for every rank anyway. A simulator
@@ -215,6 +238,9 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 	}
 	if len(in) != len(out) || runs < 1 || waits != nil && len(waits) != len(in) {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d runs, %d ranks' waits", hw.ErrBadArgument, len(in), len(out), runs, len(waits))
+	}
+	if err := backToBackRuns(plan, runs); err != nil {
+		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
 	}
 	for _, w := range waits {
 		for _, q := range w {

@@ -55,6 +55,10 @@ func checkShape(p *Plan) error {
 	return nil
 }
 
+// maxIdleLanes bounds the lanes of a plan that have no steps (a folded
+// plan's last ones may have none).
+const maxIdleLanes = 1024
+
 // checkPlanShape checks what a plan of any size can get wrong at once: a
 // held plan's program per rank, and its lanes.
 func checkPlanShape(p *Plan) error {
@@ -63,6 +67,10 @@ func checkPlanShape(p *Plan) error {
 		return fmt.Errorf("%w: nil plan", ErrBadPlan)
 	case p.Lanes < 1:
 		return fmt.Errorf("%w: plan has %d lanes", ErrBadPlan, p.Lanes)
+	case p.Lanes > p.NumSteps()+maxIdleLanes:
+		// Each lane keeps a clock a rank: a plan's lanes come from its
+		// steps, and 2^40 of them took the host's memory.
+		return fmt.Errorf("%w: plan has %d lanes for %d steps", ErrBadPlan, p.Lanes, p.NumSteps())
 	case !p.DType.Valid():
 		return fmt.Errorf("%w: plan has the invalid dtype %v", ErrBadPlan, p.DType)
 	case !p.Streamed() && len(p.Steps) != p.Ranks:

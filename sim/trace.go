@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"strconv"
+
+	"github.com/commsim/commsim/hw"
 )
 
 // tracer records what happened, in simulation order, for WriteTrace.
@@ -261,8 +263,11 @@ func (c *Cluster) WriteTrace(w io.Writer) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.trace == nil {
+	switch {
+	case c.trace == nil:
 		return fmt.Errorf("sim: write trace: tracing is off (set Config.Trace)")
+	case w == nil:
+		return fmt.Errorf("sim: write trace: %w: no writer", hw.ErrBadArgument)
 	}
 	if err := c.checkTrace(); err != nil {
 		return err

@@ -8,8 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/sim"
 )
+
+// TestTraceToNoWriterIsRefused: a nil writer is an argument error, not a
+// panic in the flush.
+func TestTraceToNoWriterIsRefused(t *testing.T) {
+	c := runScenario(t, sim.Config{Trace: true})
+	if err := c.WriteTrace(nil); !errors.Is(err, hw.ErrBadArgument) {
+		t.Fatalf("WriteTrace(nil): %v", err)
+	}
+}
 
 // TestTraceEstimateBoundsTheTrace checks TraceBytes against the bytes
 // WriteTrace writes: one more, for the separator the first line lacks.

@@ -124,7 +124,9 @@ func TestBackToBackRunsMirrorExactly(t *testing.T) {
 	}
 }
 
-// TestBackToBackRefusesNoRuns: zero runs is a caller's mistake, named.
+// TestBackToBackRefusesNoRuns: zero runs is a caller's mistake, named; so
+// are more than the limits, every run being enqueued at once (2^63 runs
+// took the host's memory).
 func TestBackToBackRefusesNoRuns(t *testing.T) {
 	plan, err := ops.Compile(ops.Spec{Op: ops.Broadcast, Algo: "ring", Ranks: 8, Count: 64, DType: hw.F32})
 	if err != nil {
@@ -132,8 +134,17 @@ func TestBackToBackRefusesNoRuns(t *testing.T) {
 	}
 	c, _ := world(t, "dgx-h100", sim.Config{TimingOnly: true})
 	in, out := buffers(t, c, plan, false)
-	if _, err := simexec.NewExecutor(c).RunBackToBack(plan, in, out, 0); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "0 runs") {
-		t.Errorf("0 runs: %v", err)
+	exec := simexec.NewExecutor(c)
+	for runs, want := range map[int]string{0: "0 runs", ops.MaxBackToBackRuns + 1: "runs back to back of a plan of", math.MaxInt: "run fewer"} {
+		if _, err := exec.RunBackToBack(plan, in, out, runs); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%d runs: %v", runs, err)
+		}
+		if _, _, err := exec.EnqueueBackToBack(plan, in, out, runs); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "runs") {
+			t.Errorf("%d runs enqueued: %v", runs, err)
+		}
+	}
+	if _, err := exec.RunBackToBack(plan, in, out, 3); err != nil {
+		t.Errorf("3 runs after the refusals: %v", err)
 	}
 }
 

@@ -357,3 +357,25 @@ func TestAFailedRunDoesNotFailTheNext(t *testing.T) {
 		}
 	}
 }
+
+// TestDriverRefusesWhatNoExecutorMade: a job or a driver made by hand,
+// or none, is an argument error, not a nil dereference.
+func TestDriverRefusesWhatNoExecutorMade(t *testing.T) {
+	c, _ := world(t, "switch:2", sim.Config{TimingOnly: true})
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 2, Count: 8, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, enqueue := range map[string]func() error{
+		"no job":       func() error { return simexec.NewDriver(c).Enqueue(nil) },
+		"an empty job": func() error { return simexec.NewDriver(c).Enqueue(&ops.RankJob{}) },
+		"no cluster":   func() error { return simexec.NewDriver(nil).Enqueue(&ops.RankJob{Plan: plan}) },
+	} {
+		if err := enqueue(); !errors.Is(err, hw.ErrBadArgument) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, ok := simexec.NewDriver(c).TimeRun(c.World(), nil, 1); ok {
+		t.Error("TimeRun of no plan: timed")
+	}
+}

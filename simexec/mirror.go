@@ -31,7 +31,7 @@ func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan, runs int) (seconds float64
 // mirror or a folded cluster: w is the whole cluster's world (not a
 // workload's mirror), and the plan is not native and has peers.
 func (d *Driver) mayShortcut(w *hw.World, plan *ops.Plan) bool {
-	return d.workload == nil && w == d.c.World() && !plan.Native() && plan.Ranks >= 2
+	return d != nil && d.c != nil && plan != nil && d.workload == nil && w == d.c.World() && !plan.Native() && plan.Ranks >= 2
 }
 
 // timeFolded times a plan whose channels come in identical copies by

@@ -40,6 +40,12 @@ func (d *Driver) Cluster() *sim.Cluster { return d.c }
 // Enqueue implements ops.Driver: each lane becomes a sim.Source fed to its
 // stream.
 func (d *Driver) Enqueue(job *ops.RankJob) error {
+	switch {
+	case d == nil || d.c == nil:
+		return fmt.Errorf("simexec: enqueue: %w: a Driver is made by NewDriver of a cluster", hw.ErrBadArgument)
+	case job == nil || job.Plan == nil || len(job.Cursors) != len(job.Streams):
+		return fmt.Errorf("simexec: enqueue: %w: a job is made by ops.Executor (a plan, and a cursor a stream)", hw.ErrBadArgument)
+	}
 	streams, marks, err := d.prepare(job)
 	if err != nil {
 		job.CloseCursors()

@@ -26,6 +26,9 @@ func Defined(s ops.Spec, r int) bool {
 // FormatElems prints little-endian elements of dt as values, with the bits
 // of NaNs and float zeros, whose decimal hides them: "[1.5 NaN(0x7fc00000)]".
 func FormatElems(dt hw.DType, b []byte) string {
+	if !dt.Valid() {
+		return fmt.Sprintf("[%d bytes of %v]", len(b), dt)
+	}
 	var parts []string
 	for i := 0; i+dt.Size() <= len(b); i += dt.Size() {
 		parts = append(parts, fmtElem(dt, leBits(b[i:i+dt.Size()])))

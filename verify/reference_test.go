@@ -195,4 +195,8 @@ func TestFormatElems(t *testing.T) {
 	if got, want := FormatElems(hw.I32, hw.Encode([]int32{-7, 3})), "[-7 3]"; got != want {
 		t.Errorf("FormatElems = %q, want %q", got, want)
 	}
+	// An invalid dtype, of size 0, looped forever on its elements.
+	if got, want := FormatElems(0, []byte{1}), "[1 bytes of dtype(0)]"; got != want {
+		t.Errorf("FormatElems of an invalid dtype = %q, want %q", got, want)
+	}
 }
