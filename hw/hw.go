@@ -38,6 +38,13 @@ type Buffer interface {
 	Free() error
 }
 
+// FreedReporter is a Buffer that can tell it was freed, an optional
+// capability (the simulator's, CUDA's and Metal's have it): a run checks
+// its buffers with it before it enqueues anything, where a freed one was
+// found only once the work reached it, with other ranks' work already
+// enqueued.
+type FreedReporter interface{ Freed() bool }
+
 // Stream is a FIFO of asynchronous work on one device. Each enqueueing
 // method checks its arguments at once and returns an error without
 // enqueueing anything if they are wrong. Failures found while the work runs

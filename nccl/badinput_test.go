@@ -66,7 +66,12 @@ func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
 			_, err := NewTuner(topo, Options{Machine: Machine{ChannelGBps: math.Inf(1)}})
 			return err
 		},
-		"unknown algorithm": func() error { _, err := NewTuner(topo, Options{Algos: []Algo{200}}); return err },
+		"unknown algorithm":  func() error { _, err := NewTuner(topo, Options{Algos: []Algo{200}}); return err },
+		"PAT off and forced": func() error { _, err := NewTuner(topo, Options{NoPAT: true, ForcePAT: true}); return err },
+		"algorithms for no collective": func() error {
+			_, err := NewTuner(topo, Options{OpAlgos: map[ops.Op][]Algo{99: {Ring}}})
+			return err
+		},
 		"unknown protocol": func() error {
 			_, err := NewTuner(topo, Options{OpProtos: map[ops.Op][]ops.Protocol{ops.AllReduce: {200}}})
 			return err

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -122,11 +123,20 @@ func (o Options) check() error {
 	if err := o.Machine.check(); err != nil {
 		return err
 	}
+	if o.NoPAT && o.ForcePAT {
+		return errors.New("nccl: PAT both off and forced (NCCL_PAT_ENABLE is 0 or 1)")
+	}
 	algos, protos := slices.Clone(o.Algos), slices.Clone(o.Protos)
 	for _, op := range slices.Sorted(maps.Keys(o.OpAlgos)) {
+		if !op.Valid() {
+			return fmt.Errorf("nccl: algorithms for %v: no collective", op)
+		}
 		algos = append(algos, o.OpAlgos[op]...)
 	}
 	for _, op := range slices.Sorted(maps.Keys(o.OpProtos)) {
+		if !op.Valid() {
+			return fmt.Errorf("nccl: protocols for %v: no collective", op)
+		}
 		protos = append(protos, o.OpProtos[op]...)
 	}
 	for _, a := range algos {

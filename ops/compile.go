@@ -164,6 +164,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("ops: barrier carries no data, got count %d", s.Count)
 	case s.Channels < 0 || s.Chunk < 0 || s.NodeRanks < 0 || s.NetChunk < 0 || s.TreeChannels < 0 || slices.Min(s.TreeCopies[:]) < 0:
 		return fmt.Errorf("ops: %s: channels %d, chunk %d, node ranks %d, net chunk %d, tree channels %d and tree copies %v must be >= 0", s.Op, s.Channels, s.Chunk, s.NodeRanks, s.NetChunk, s.TreeChannels, s.TreeCopies)
+	case s.TreeChannels > MaxChannels || slices.Max(s.TreeCopies[:]) > MaxChannels:
+		// NCCL's channels, as package nccl lays them out (its search's,
+		// and where each stage of copies starts): at most MaxChannels.
+		return fmt.Errorf("ops: %s: tree channels %d and tree copies %v must be at most %d", s.Op, s.TreeChannels, s.TreeCopies, MaxChannels)
 	case s.Channels > MaxChannels:
 		return fmt.Errorf("ops: %s: %d channels is more than the limit of %d (NCCL's MAXCHANNELS)", s.Op, s.Channels, MaxChannels)
 	case s.NodeRanks > 0 && s.Ranks%s.NodeRanks != 0:

@@ -3,6 +3,7 @@ package ops_test
 // Tests from a mutation run over Spec.Made and a barrier's dtype.
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -76,6 +77,17 @@ func TestNegativeLayoutsAreRefused(t *testing.T) {
 		set(&s)
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "must be >= 0") {
 			t.Errorf("%s below 0: %v", name, err)
+		}
+	}
+	// Past NCCL's 64 channels, the tree layout is no layout either.
+	for name, set := range map[string]func(*ops.Spec){
+		"tree channels": func(s *ops.Spec) { s.TreeChannels = 99 },
+		"tree copies":   func(s *ops.Spec) { s.TreeCopies = [3]int{math.MaxInt, 0, 0} },
+	} {
+		s := ops.Spec{Op: ops.AllReduce, Algo: "nccl-tree", Ranks: 8, NodeRanks: 4, Count: 64, DType: hw.F32, Redop: hw.Sum}
+		set(&s)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "must be at most 64") {
+			t.Errorf("%s past 64: %v", name, err)
 		}
 	}
 }

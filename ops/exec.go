@@ -143,6 +143,17 @@ func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (floa
 	return e.run(plan, in, out, runs)
 }
 
+// retireTags moves the executor onto a duplicate of its world (hw.World.Dup)
+// after a run that failed: the messages that run left on their way (sends
+// no receive took, a failed sender's word to its receivers) carry the old
+// world's tags, which the next run's receives would otherwise take (a run
+// after a failed one returned wrong outputs and no error).
+func (e *Executor) retireTags() {
+	if w, err := e.w.Dup(); err == nil {
+		e.w = w
+	}
+}
+
 // run is RunBackToBack after the checks.
 func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
 	p := plan.Ranks
@@ -159,6 +170,7 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 	} else { // EnqueueTimed prepares each rank
 		var err error
 		if starts, ends, err = e.EnqueueBackToBack(plan, in, out, runs); err != nil {
+			e.retireTags() // the ranks enqueued before the failure still send
 			return 0, err
 		}
 	}
@@ -179,6 +191,7 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 		for r := range p {
 			e.dropStreams(r)
 		}
+		e.retireTags()
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, joinErrors(errs))
 	}
 	longest := 0.0
@@ -331,6 +344,9 @@ func checkSlices(plan *Plan, r int, dev hw.Device, in, out hw.Slice) error {
 	}{{"input", in, plan.InLen}, {"output", out, plan.OutLen}} {
 		if err := c.s.CheckOn(dev); err != nil {
 			return fmt.Errorf("ops: run %v: rank %d %s: %w", plan.Spec, r, c.name, err)
+		}
+		if f, ok := c.s.Buf.(hw.FreedReporter); ok && f.Freed() {
+			return fmt.Errorf("ops: run %v: rank %d %s: %w", plan.Spec, r, c.name, hw.ErrFreed)
 		}
 		if c.s.DType() != plan.DType {
 			return fmt.Errorf("ops: run %v: rank %d %s: %w: buffer is %s, plan is %s", plan.Spec, r, c.name, hw.ErrDTypeMismatch, c.s.DType(), plan.DType)

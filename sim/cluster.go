@@ -126,8 +126,8 @@ func NewCluster(topo *topology.Topology, cfg Config) (*Cluster, error) {
 	if topo == nil {
 		return nil, fmt.Errorf("sim: nil topology")
 	}
-	if cfg.MaxDataBytes < 0 {
-		return nil, fmt.Errorf("sim: MaxDataBytes must be >= 0, got %d", cfg.MaxDataBytes)
+	if cfg.MaxDataBytes < 0 || cfg.TraceMaxBytes < 0 {
+		return nil, fmt.Errorf("sim: MaxDataBytes and TraceMaxBytes must be >= 0, got %d and %d", cfg.MaxDataBytes, cfg.TraceMaxBytes)
 	}
 	if cfg.MaxDataBytes == 0 {
 		cfg.MaxDataBytes = DefaultMaxDataBytes

@@ -184,6 +184,17 @@ func (b *Buffer) Len() int {
 // Phantom is false for a Buffer not made: it has no timing-only cluster.
 func (b *Buffer) Phantom() bool { return b.made() == nil && b.dev.c.cfg.TimingOnly }
 
+// Freed reports whether the buffer was freed (hw.FreedReporter).
+func (b *Buffer) Freed() bool {
+	if b.made() != nil {
+		return false
+	}
+	c := b.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return b.freed
+}
+
 // Write copies host bytes into the buffer.
 func (b *Buffer) Write(src []byte) error {
 	if err := b.made(); err != nil {

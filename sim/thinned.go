@@ -53,7 +53,15 @@ func (c *Cluster) Rotated(perms [][]int, order, k int) (rotated *Cluster, ok boo
 	}
 	bad := k < 1 || order < 2 || len(perms) == 0
 	for _, perm := range perms {
+		// A renaming of the ranks: each once.
+		seen := make([]bool, len(c.devices))
 		bad = bad || len(perm) != len(c.devices)
+		for _, r := range perm {
+			bad = bad || r < 0 || r >= len(seen) || seen[r]
+			if !bad {
+				seen[r] = true
+			}
+		}
 	}
 	if bad {
 		return nil, false, fmt.Errorf("sim: rotated: %w: %d renamings of %d ranks, order %d, divisor %d", hw.ErrBadArgument, len(perms), len(c.devices), order, k)

@@ -96,10 +96,9 @@ func TestRotatedFoldsByARenaming(t *testing.T) {
 		perms [][]int
 		order int
 	}{
-		{[][]int{within(2)}, 4},                // its order is 2
-		{[][]int{within(1), swap}, 4},          // 8
-		{[][]int{within(1), within(2)}, 2},     // 4
-		{[][]int{{0, 0, 2, 3, 4, 5, 6, 7}}, 2}, // no permutation
+		{[][]int{within(2)}, 4},            // its order is 2
+		{[][]int{within(1), swap}, 4},      // 8
+		{[][]int{within(1), within(2)}, 2}, // 4
 	} {
 		if _, okay, err := c.Rotated(wrong.perms, wrong.order, 1); okay || err != nil {
 			t.Errorf("%v given order %d: %v, %v; want no fold", wrong.perms, wrong.order, okay, err)
@@ -108,7 +107,9 @@ func TestRotatedFoldsByARenaming(t *testing.T) {
 	for _, bad := range []struct {
 		perms    [][]int
 		order, k int
-	}{{[][]int{within(1)[:4]}, 4, 1}, {[][]int{within(1), swap[:4]}, 8, 1}, {nil, 4, 1}, {[][]int{within(1)}, 1, 1}, {[][]int{within(1)}, 4, 0}} {
+	}{{[][]int{within(1)[:4]}, 4, 1}, {[][]int{within(1), swap[:4]}, 8, 1}, {nil, 4, 1}, {[][]int{within(1)}, 1, 1}, {[][]int{within(1)}, 4, 0},
+		// no renaming of the ranks: one twice, one past them, one below 0
+		{[][]int{{0, 0, 2, 3, 4, 5, 6, 7}}, 2, 1}, {[][]int{{9, 1, 2, 3, 4, 5, 6, 7}}, 2, 1}, {[][]int{{-1, 1, 2, 3, 4, 5, 6, 7}}, 2, 1}} {
 		if _, _, err := c.Rotated(bad.perms, bad.order, bad.k); !errors.Is(err, hw.ErrBadArgument) {
 			t.Errorf("Rotated(%v, %d, %d): %v, want ErrBadArgument", bad.perms, bad.order, bad.k, err)
 		}

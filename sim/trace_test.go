@@ -10,6 +10,7 @@ import (
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/sim"
+	"github.com/commsim/commsim/topology"
 )
 
 // TestTraceToNoWriterIsRefused: a nil writer is an argument error, not a
@@ -18,6 +19,18 @@ func TestTraceToNoWriterIsRefused(t *testing.T) {
 	c := runScenario(t, sim.Config{Trace: true})
 	if err := c.WriteTrace(nil); !errors.Is(err, hw.ErrBadArgument) {
 		t.Fatalf("WriteTrace(nil): %v", err)
+	}
+	// A cap below 0 is no cap (it read as none), as MaxDataBytes's is not.
+	topo, err := topology.Parse("switch:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = sim.NewCluster(topo, sim.Config{Trace: true, TraceMaxBytes: -1})
+	if err == nil {
+		c.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "TraceMaxBytes must be >= 0") {
+		t.Errorf("TraceMaxBytes -1: %v", err)
 	}
 }
 

@@ -379,3 +379,74 @@ func TestDriverRefusesWhatNoExecutorMade(t *testing.T) {
 		t.Error("TimeRun of no plan: timed")
 	}
 }
+
+// TestRunAfterAFailedRunIsRight: a run on a freed buffer is refused before
+// anything is enqueued (it failed once the work reached the buffer, other
+// ranks' work enqueued, and the generic driver's next run deadlocked on
+// them), and the runs after it are right. A run that fails as it runs (past
+// the clock's horizon) leaves messages on their way, a failed sender's
+// word to its receivers and sends no receive took; the runs after it on
+// the same executor take none of them (they failed on them, and after a
+// freed buffer's failure the third returned wrong sums with no error).
+func TestRunAfterAFailedRunIsRight(t *testing.T) {
+	for _, generic := range []bool{false, true} {
+		runAfterAFailedRun(t, generic)
+	}
+	c, _ := world(t, "ring:4,bw=1B/s", sim.Config{TimingOnly: true})
+	exec := simexec.NewExecutor(c)
+	for _, tc := range []struct {
+		count int
+		fails bool
+	}{{1 << 40, true}, {4, false}, {4, false}} {
+		plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: tc.count, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, out := buffers(t, c, plan, false)
+		if _, err := exec.Run(plan, in, out); (err != nil) != tc.fails {
+			t.Errorf("count %d after a run past the horizon: %v", tc.count, err)
+		}
+	}
+}
+
+func runAfterAFailedRun(t *testing.T, generic bool) {
+	c, _ := world(t, "switch:4", sim.Config{})
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 16, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := simexec.NewExecutor(c)
+	if generic {
+		exec = ops.NewExecutor(c.World())
+	}
+	in, out := buffers(t, c, plan, false)
+	freed, err := c.Devices()[3].Alloc(hw.F32, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	freed.Free()
+	bad := slices.Clone(in)
+	bad[3] = hw.Whole(freed)
+	if _, err := exec.Run(plan, bad, out); !errors.Is(err, hw.ErrFreed) {
+		t.Fatalf("a run on a freed buffer: %v, want it refused before it starts", err)
+	}
+	for i := 1; i <= 3; i++ {
+		for r := range in {
+			if err := in[r].Buf.Write(hw.Encode(slices.Repeat([]float32{float32(i)}, 16))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := exec.Run(plan, in, out); err != nil {
+			t.Fatalf("generic driver %v: run %d after the failed one: %v", generic, i, err)
+		}
+		for r := range out {
+			got := make([]byte, 64)
+			if err := out[r].Buf.Read(got); err != nil {
+				t.Fatal(err)
+			}
+			if want := hw.Encode(slices.Repeat([]float32{float32(4 * i)}, 16)); !slices.Equal(got, want) {
+				t.Fatalf("generic driver %v: run %d after the failed one: rank %d summed %v, want %v", generic, i, r, got[:4], want[:4])
+			}
+		}
+	}
+}

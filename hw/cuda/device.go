@@ -313,6 +313,17 @@ func (b *Buffer) Len() int {
 // Phantom is false: CUDA buffers always hold data.
 func (b *Buffer) Phantom() bool { return false }
 
+// Freed reports whether the buffer was freed (hw.FreedReporter).
+func (b *Buffer) Freed() bool {
+	if b.opened() != nil {
+		return false
+	}
+	h := b.dev.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return b.freed
+}
+
 // addr is the device address of element off.
 func (b *Buffer) addr(off int) uint64 { return b.ptr + uint64(off*b.dt.Size()) }
 

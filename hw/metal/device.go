@@ -353,6 +353,17 @@ func (b *Buffer) Len() int {
 // Phantom is false: Metal buffers always hold data.
 func (b *Buffer) Phantom() bool { return false }
 
+// Freed reports whether the buffer was freed (hw.FreedReporter).
+func (b *Buffer) Freed() bool {
+	if b.opened() != nil {
+		return false
+	}
+	c := b.dev.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return b.freed
+}
+
 // Write copies src into the buffer with the CPU. It is synchronous and
 // sees only completed GPU work: synchronize the streams that use the
 // buffer first, or the GPU may overwrite what was written.

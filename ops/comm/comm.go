@@ -11,7 +11,11 @@
 //     what it asked for;
 //   - a slot that some rank never joins does not hang: after
 //     Config.Timeout every waiting rank gets a *TimeoutError naming the
-//     ranks that did not come and what the others asked for.
+//     ranks that did not come and what the others asked for. A rank that
+//     comes later gets the same error for that call, its k-th call being
+//     slot k: ranks whose calls fell out of step stay so, each slot timing
+//     out, so a *TimeoutError, like a *StuckError, calls for Close and a
+//     new communicator, as NCCL's errors call for ncclCommAbort.
 //
 // The timeout is host (wall-clock) time and only bounds waiting; it never
 // enters simulated results.
