@@ -176,10 +176,12 @@ func shown(v string) string {
 	return v
 }
 
-// Env is the environment that sets o, as FromEnv reads it: NAME=VALUE
-// for each variable o sets, in EnvVars' order. Options.Channels, which
-// sets both NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS, and the release
-// are not variables and are left out.
+// Env is the environment that sets o's numbers and switches, as FromEnv
+// reads them: NAME=VALUE for each such variable o sets, in EnvVars'
+// order. NCCL_ALGO and NCCL_PROTO (lists, per collective too), and
+// Options.Channels, which sets both NCCL_MIN_NCHANNELS and
+// NCCL_MAX_NCHANNELS, are left to the caller to spell; the release is
+// not a variable.
 func (o Options) Env() []string {
 	var out []string
 	for _, name := range EnvVars {

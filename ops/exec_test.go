@@ -443,6 +443,8 @@ func TestRunRefusesMalformedPlans(t *testing.T) {
 		{"an offset past 2^32", func(p *ops.Plan) { p.Steps[1][1].Src.Off += 1 << 32 }, "outside out of 8 elements"},
 		{"no lanes", func(p *ops.Plan) { p.Lanes = 0 }, "plan has 0 lanes"},
 		{"negative lanes", func(p *ops.Plan) { p.Lanes = -2 }, "plan has -2 lanes"},
+		{"lanes past its steps", func(p *ops.Plan) { p.Lanes = 1 << 40 }, "plan has 1099511627776 lanes for 64 steps"},
+		{"a negative count", func(p *ops.Plan) { p.Count = -1 }, "plan of 4 ranks, count -1"},
 		{"fewer programs than ranks", func(p *ops.Plan) { p.Steps = p.Steps[:3] }, "plan has programs for 3 ranks, want 4"},
 		{"a send nobody receives", func(p *ops.Plan) { p.Steps[1][1].Tag = 40 },
 			"rank 1 step 1 sends 2 elements to rank 2 with tag 40, and rank 2 never receives it"},

@@ -65,6 +65,8 @@ func checkPlanShape(p *Plan) error {
 	switch {
 	case p == nil:
 		return fmt.Errorf("%w: nil plan", ErrBadPlan)
+	case p.Ranks < 1 || p.Count < 0 || p.InLen < 0 || p.OutLen < 0:
+		return fmt.Errorf("%w: plan of %d ranks, count %d, buffers of %d and %d elements", ErrBadPlan, p.Ranks, p.Count, p.InLen, p.OutLen)
 	case p.Lanes < 1:
 		return fmt.Errorf("%w: plan has %d lanes", ErrBadPlan, p.Lanes)
 	case p.Lanes > p.NumSteps()+maxIdleLanes:

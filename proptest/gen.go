@@ -159,6 +159,9 @@ func randomCount(rng *rand.Rand, op ops.Op, ranks, maxElems int) int {
 // ones and large ones, with every buffer at most maxElems elements. It
 // shrinks toward 0.
 func GenCount(op ops.Op, ranks, maxElems int) gopter.Gen {
+	if ranks < 1 || maxElems < 0 {
+		return gen.Fail(reflect.TypeOf(0))
+	}
 	return func(gp *gopter.GenParameters) *gopter.GenResult {
 		return gopter.NewGenResult(randomCount(gp.Rng, op, ranks, maxElems), intShrinker)
 	}
@@ -575,7 +578,7 @@ func (g valueGen) fill(rng *rand.Rand, n int) []byte {
 // awkward (see Specials; also random NaN payloads and subnormals), the
 // rest ordinary values. It shrinks toward zeros.
 func GenElements(dt hw.DType, n int) gopter.Gen {
-	if n < 0 || !dt.Valid() {
+	if n < 0 || !dt.Valid() || n > math.MaxInt32/dt.Size() {
 		return gen.Fail(reflect.TypeOf([]byte(nil)))
 	}
 	return func(gp *gopter.GenParameters) *gopter.GenResult {

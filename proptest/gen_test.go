@@ -215,6 +215,9 @@ func TestGeneratorsOfNothingGenerateNothing(t *testing.T) {
 		"no GPUs, YAML":  proptest.GenYAMLGraph(0),
 		"negative count": proptest.GenElements(hw.F32, -1),
 		"no dtype":       proptest.GenElements(0, 4),
+		"too many":       proptest.GenElements(hw.F32, math.MaxInt/2),
+		"no bound":       proptest.GenCount(ops.AllReduce, 4, -1),
+		"no ranks":       proptest.GenCount(ops.AllReduce, 0, 10),
 		"unknown dtype":  proptest.GenCase(proptest.GenOptions{DTypes: []hw.DType{0}}),
 		"unknown fabric": proptest.GenCase(proptest.GenOptions{TopoKinds: []string{"bogus"}}),
 	} {

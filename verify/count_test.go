@@ -199,3 +199,11 @@ func TestCountWrongCountsEveryElement(t *testing.T) {
 		t.Fatalf("CountWrong = %d, %v; want 3", n, err)
 	}
 }
+
+// TestDefinedOnlyOnRanks: a rank the spec does not have has no output.
+func TestDefinedOnlyOnRanks(t *testing.T) {
+	s := ops.Spec{Op: ops.AllReduce, Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
+	if Defined(s, -1) || Defined(s, 4) || !Defined(s, 3) {
+		t.Error("Defined of ranks -1, 4 and 3 of 4: want false, false, true")
+	}
+}

@@ -14,6 +14,9 @@ import (
 // Defined reports whether the op of s defines rank r's output: gather and
 // reduce only on the root, barrier on none, every other op on every rank.
 func Defined(s ops.Spec, r int) bool {
+	if r < 0 || r >= s.Ranks {
+		return false // no rank of s
+	}
 	switch s.Op {
 	case ops.Gather, ops.Reduce:
 		return r == s.Root
