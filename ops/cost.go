@@ -215,6 +215,11 @@ func (c *costRun) rawPath(a, b int) (float64, float64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	if !(alpha >= 0) || !(beta >= 0) {
+		// A time below zero or no number made every cost 0 or NaN, and
+		// auto chose by it.
+		return 0, 0, fmt.Errorf("ops: cost model: the path from rank %d to %d costs α %v s and β %v s/byte: want 0 or more", a, b, alpha, beta)
+	}
 	*slot = pathSlot{b, alpha, beta}
 	return alpha, beta, nil
 }

@@ -151,7 +151,17 @@ func TestSelectSaysWhyNothingRuns(t *testing.T) {
 	if err == nil || errors.Is(err, ops.ErrCostNotFinite) || strings.Count(err.Error(), "no route, as planted") != len(cands) || !strings.Contains(err.Error(), "; rd: ") {
 		t.Errorf("no routes: %v, want every candidate's reason", err)
 	}
+	// Paths of negative time priced every plan at 0, and auto chose ring.
+	if plan, _, err := ops.Select(spec, negativeModel{}); err == nil || !strings.Contains(err.Error(), "want 0 or more") {
+		t.Errorf("negative paths: chose %v, %v", plan, err)
+	}
 }
+
+// negativeModel's paths take less than no time.
+type negativeModel struct{}
+
+func (negativeModel) PathCost(src, dst int) (float64, float64, error) { return -1, -1, nil }
+func (negativeModel) ReduceCost(int) float64                          { return 0 }
 
 // fatTree is a YAML fabric of leaves switches of perLeaf GPUs each (100
 // GB/s, 1 us links), every leaf joined to one spine by an uplink of
