@@ -393,6 +393,11 @@ func (s *Server) SubmitGradient(rank int, id string, grad hw.Buffer, ready hw.Ev
 	case grad.Device() != dev:
 		return fmt.Errorf("%w: rank %d, %q: gradient lives on %s, not %s", ErrMismatch, rank, id, grad.Device().Name(), dev.Name())
 	}
+	if j := slices.Index(st.grads, grad); j >= 0 && st.have[j] {
+		// Averaged in place: one buffer for two parameters would be
+		// averaged twice, the second time from the first's result.
+		return fmt.Errorf("%w: rank %d, %q: its gradient is the buffer already submitted for %q", ErrMismatch, rank, id, s.params[j].ID)
+	}
 	st.have[i], st.grads[i], st.ready[i] = true, grad, ready
 	st.missing[s.bucketOf(i)]--
 	// Buckets launch in index order on every rank, as DDP's do: collectives
