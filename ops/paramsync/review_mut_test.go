@@ -307,3 +307,29 @@ func TestWaitReportsTheReductionsFailureFirst(t *testing.T) {
 		t.Errorf("rank 0's Wait: %v, want its all-reduce's failure, a send of 4 elements", err)
 	}
 }
+
+// TestOneBufferForTwoParametersIsRefused: gradients are averaged in
+// place, so one buffer submitted for two parameters would be averaged
+// twice; it is refused, and the parameter can still be submitted.
+func TestOneBufferForTwoParametersIsRefused(t *testing.T) {
+	c := cluster(t, 2, sim.Config{})
+	srv, err := paramsync.Start(c.World(), paramsync.Config{Timeout: 30 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.Register(0, []paramsync.Param{{ID: "x", Len: 4, DType: hw.F32}, {ID: "y", Len: 4, DType: hw.F32}}); err != nil {
+		t.Fatal(err)
+	}
+	one, _ := c.Devices()[0].Alloc(hw.F32, 4)
+	other, _ := c.Devices()[0].Alloc(hw.F32, 4)
+	if err := srv.SubmitGradient(0, "x", one, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.SubmitGradient(0, "y", one, nil); !errors.Is(err, paramsync.ErrMismatch) || !strings.Contains(err.Error(), `already submitted for "x"`) {
+		t.Errorf("x's buffer for y: %v", err)
+	}
+	if err := srv.SubmitGradient(0, "y", other, nil); err != nil {
+		t.Errorf("y's own buffer after the refusal: %v", err)
+	}
+}
