@@ -392,7 +392,7 @@ func algbwFits(f []string, k int, strict bool) bool {
 func (lg *Log) add(r row, line int) string {
 	d, known := dtypeOf(r.typ)
 	switch {
-	case !r.valid():
+	case !r.Valid():
 		return "want a size >= 0 and a time from 1e-6 µs to 9.2e12 µs, the simulator's 1 ps to its horizon of 106 days (or 0 for size 0)"
 	case r.typ != "" && lg.Type != "" && r.typ != lg.Type:
 		return fmt.Sprintf("type %s after %s: calibrate one type per log", r.typ, lg.Type)
@@ -451,10 +451,11 @@ const (
 	maxTimeUS = float64(math.MaxInt64) / 1e6
 )
 
-// valid reports whether s is a size and a time the simulator can tell
+// Valid reports whether s is a size and a time the simulator can tell
 // apart and reach, or 0 for a size of 0 bytes (commsim's reports time an
-// empty call as nothing; fidelity and calibrate leave such sizes out).
-func (s Sample) valid() bool {
+// empty call as nothing; fidelity and calibrate leave such sizes out):
+// what ParseLog keeps, and fidelity checks a Log made by hand for.
+func (s Sample) Valid() bool {
 	return s.Bytes >= 0 && (s.TimeUS >= minTimeUS && s.TimeUS <= maxTimeUS || s.Bytes == 0 && s.TimeUS == 0)
 }
 

@@ -243,6 +243,14 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		return nil, fmt.Errorf("fidelity: %w: the log does not name its collective; set Config.Op", ErrMismatch)
 	}
 	p := topo.NumGPUs()
+	if lg.Ranks < 0 {
+		return nil, fmt.Errorf("fidelity: %w: the log has %d ranks", ErrMismatch, lg.Ranks)
+	}
+	for _, s := range lg.Samples {
+		if !s.Valid() { // a Log made by hand, not by ParseLog
+			return nil, fmt.Errorf("fidelity: %w: line %d: %d bytes in %v µs is no measurement", ErrMismatch, s.Line, s.Bytes, s.TimeUS)
+		}
+	}
 	if lg.Ranks > 0 && lg.Ranks != p {
 		return nil, fmt.Errorf("fidelity: %w: the log has %d ranks, but topology %s has %d GPUs", ErrMismatch, lg.Ranks, topo.Name, p)
 	}

@@ -189,6 +189,19 @@ func TestCheckErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}
+	// A Log made by hand: a time of no number, or below zero, is no
+	// measurement (its error came out NaN or -57.6), nor are -3 ranks.
+	for _, edit := range []func(*calibrate.Log){
+		func(lg *calibrate.Log) { lg.Samples[1].TimeUS = math.NaN() },
+		func(lg *calibrate.Log) { lg.Samples[1].TimeUS = -4 },
+		func(lg *calibrate.Log) { lg.Ranks = -3 },
+	} {
+		lg := parse(t, allGatherLog)
+		edit(lg)
+		if rep, err := Check(lg, topo(t, "switch:4"), Config{Algo: "ring"}); !errors.Is(err, ErrMismatch) {
+			t.Errorf("a hand-made log: %+v, %v", rep, err)
+		}
+	}
 }
 
 // Each size runs the reduction the log's rows name: NCCL's NVLS
