@@ -458,8 +458,8 @@ func NewTuner(t *topology.Topology, o Options) (*Tuner, error) {
 // did not make, a spec Validate refuses, or ranks other than the
 // fabric's GPUs.
 func (t *Tuner) accepts(spec ops.Spec) error {
-	if t == nil || t.System.check() != nil {
-		return errors.New("nccl: a Tuner is made by NewTuner")
+	if err := t.made(); err != nil {
+		return err
 	}
 	if err := spec.Validate(); err != nil {
 		return err
@@ -480,10 +480,18 @@ func (t *Tuner) ChannelGBps() float64 {
 	return t.Options.Machine.channelGBps(t.System)
 }
 
+// made refuses a Tuner NewTuner did not make.
+func (t *Tuner) made() error {
+	if t == nil || t.System.check() != nil {
+		return errors.New("nccl: a Tuner is made by NewTuner")
+	}
+	return nil
+}
+
 // With is a tuner of the same system in environment o.
 func (t *Tuner) With(o Options) (*Tuner, error) {
-	if t == nil || t.System.check() != nil {
-		return nil, errors.New("nccl: a Tuner is made by NewTuner")
+	if err := t.made(); err != nil {
+		return nil, err
 	}
 	if err := o.check(); err != nil {
 		return nil, err

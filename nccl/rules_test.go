@@ -386,7 +386,7 @@ func TestDescribeReadsEveryNetworkLink(t *testing.T) {
 	for _, tc := range []struct {
 		name, nic1, net string
 		nicGBps         float64
-		shared, collNet bool
+		sharpOff, collNet bool
 	}{
 		{"a NIC each, switched", "nic1", switched, 50, false, true},
 		{"a NIC each, cabled", "nic1", cabled, 40, false, false},
@@ -399,8 +399,8 @@ func TestDescribeReadsEveryNetworkLink(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if s.NICBW != tc.nicGBps || (s.SHARPOff != "") != tc.shared || s.Nodes != 3 {
-			t.Errorf("%s: %s (SHARP off: %q), want NICs of %v GB/s, a NIC across nodes %v", tc.name, s, s.SHARPOff, tc.nicGBps, tc.shared)
+		if s.NICBW != tc.nicGBps || (s.SHARPOff != "") != tc.sharpOff || s.Nodes != 3 {
+			t.Errorf("%s: %s (SHARP off: %q), want NICs of %v GB/s, SHARP off %v", tc.name, s, s.SHARPOff, tc.nicGBps, tc.sharpOff)
 		}
 		c, err := nccl.Tune(s, ops.AllReduce, 1<<20, nccl.Options{Algos: []nccl.Algo{nccl.CollNetChain}})
 		if (err == nil) != tc.collNet {

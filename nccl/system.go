@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/commsim/commsim/topology"
 )
@@ -279,59 +278,23 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 
 // sharpOff says why the network's reducing switches cannot reduce what
 // CollNet (and NVLS across nodes) gives them as the simulator runs it, ""
-// where they can: the GPUs at each place of their nodes (a channel's
-// heads, one a node) each reach the network through a NIC of their own
-// (a GPU's lowest-numbered, as the simulator takes it), and those NICs
-// all meet at one switch that reduces. SHARP takes one contribution a
-// NIC; a rail-optimised fabric's rail leaves reduce each a place's.
+// where they can: for the GPUs at each place of their nodes (a channel's
+// heads, one a node), the switch the simulator would reduce on
+// (topology.ReducingSwitch: their NICs, one each, on one reducing
+// switch; a rail-optimised fabric's rail leaf).
 func sharpOff(t *topology.Topology, gpus []int, find func(int) int, perNode int) string {
-	nicOf := map[int]int{}      // a GPU's lowest-numbered NIC
-	reducers := map[int][]int{} // a NIC's reducing switches
-	for _, l := range t.Links {
-		for _, end := range [2]int{l.A, l.B} {
-			other := l.A + l.B - end
-			if t.Nodes[end].Kind != topology.NIC {
-				continue
-			}
-			switch n := t.Nodes[other]; {
-			case n.Kind == topology.GPU:
-				if nic, ok := nicOf[other]; !ok || end < nic {
-					nicOf[other] = end
-				}
-			case n.Kind == topology.Switch && n.ReduceBW > 0:
-				reducers[end] = append(reducers[end], other)
-			}
-		}
-	}
-	places := make([][]int, perNode) // the GPUs at each place, node by node
+	places := make([][]int, perNode) // the ranks at each place, node by node
 	counted := map[int]int{}
-	for _, g := range gpus {
+	for r, g := range gpus {
 		node := find(g)
 		if j := counted[node]; j < perNode {
-			places[j] = append(places[j], g)
+			places[j] = append(places[j], r)
 		}
 		counted[node]++
 	}
-	for _, place := range places {
-		owner := map[int]int{}
-		var common []int
-		for i, g := range place {
-			nic, ok := nicOf[g]
-			if !ok {
-				return fmt.Sprintf("GPU %s has no NIC of its own for SHARP to reduce from", t.Nodes[g].Name)
-			}
-			if h, shared := owner[nic]; shared {
-				return fmt.Sprintf("GPUs %s and %s, of two nodes, share NIC %s, and SHARP reduces one contribution a NIC", t.Nodes[h].Name, t.Nodes[g].Name, t.Nodes[nic].Name)
-			}
-			owner[nic] = g
-			if i == 0 {
-				common = reducers[nic]
-			} else {
-				common = slices.DeleteFunc(slices.Clone(common), func(sw int) bool { return !slices.Contains(reducers[nic], sw) })
-			}
-			if len(common) == 0 {
-				return fmt.Sprintf("the NICs of GPUs %s and %s meet at no switch that reduces (SHARP reduces for the NICs on it)", t.Nodes[place[0]].Name, t.Nodes[g].Name)
-			}
+	for _, ranks := range places {
+		if _, err := t.ReducingSwitch(ranks); err != nil {
+			return "SHARP cannot reduce for CollNet's heads: " + err.Error()
 		}
 	}
 	return ""

@@ -45,6 +45,7 @@ type RankJob struct {
 	Cursors []*Cursor   // the operations of each lane
 
 	exec    *Executor
+	w       *hw.World // whose tags the job's messages carry, as when it was made
 	in, out hw.Slice
 	// tmp is the scratch the rank had when the job was enqueued: a later
 	// plan may replace the executor's (another element type, more room)
@@ -120,7 +121,7 @@ func (j *RankJob) Tag(tag uint32) uint64 {
 	if j.made() != nil {
 		return 0
 	}
-	return j.exec.w.Tag(tag)
+	return j.w.Tag(tag)
 }
 
 // ReduceOp is the elementwise op of the plan's reduce steps: its reduce

@@ -13,7 +13,10 @@ import (
 // every backend. It keeps each rank's streams and scratch buffer between
 // runs, so a sweep reuses them. An Executor is not safe for concurrent use.
 type Executor struct {
-	w          *hw.World
+	// root is the world the executor was made on, which the driver's
+	// shortcuts recognise; w is the one whose tags its runs use, a
+	// duplicate of root after a run failed (retireTags).
+	root, w    *hw.World
 	driver     Driver
 	devs       []hw.Device // by rank
 	lanes      [][]hw.Stream
@@ -49,16 +52,16 @@ func NewExecutorWith(w *hw.World, d Driver) *Executor {
 		return &Executor{driver: d} // Run says it has no world
 	}
 	n := w.Size()
-	return &Executor{w: w, driver: d, devs: w.Devices(), lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
+	return &Executor{root: w, w: w, driver: d, devs: w.Devices(), lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
 		starts: make([]hw.Event, n), ends: make([]hw.Event, n), laneEvents: make([][]hw.Event, n), retired: make([][]hw.Buffer, n)}
 }
 
-// World is the world the executor runs on.
+// World is the world the executor runs on, as it was made.
 func (e *Executor) World() *hw.World {
 	if e == nil {
 		return nil
 	}
-	return e.w
+	return e.root
 }
 
 // Driver is the executor's driver.
@@ -127,7 +130,7 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 //
 // Every run uses the same buffers, so an in-place run reduces what the run
 // before left. runs must be 1 or more, and at most MaxBackToBackRuns and
-// MaxBackToBackSteps steps in all.
+// MaxBackToBackLaneRuns over the plan's ranks' lanes.
 func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
 	if err := e.CheckRun(plan, in, out); err != nil {
 		return 0, err
@@ -136,7 +139,7 @@ func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (floa
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 	}
 	if sc, ok := e.driver.(Shortcut); ok && !plan.native {
-		if t, ok := sc.TimeRun(e.w, plan, runs); ok {
+		if t, ok := sc.TimeRun(e.root, plan, runs); ok {
 			return t, nil
 		}
 	}
@@ -148,10 +151,19 @@ func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (floa
 // no receive took, a failed sender's word to its receivers) carry the old
 // world's tags, which the next run's receives would otherwise take (a run
 // after a failed one returned wrong outputs and no error).
+//
+// Its ranks' streams are dropped too (a rank enqueued before another was
+// refused still waits for that one's messages), and the count of switch
+// plans each rank enqueued is forgotten, as a run some ranks never
+// enqueued will never complete.
 func (e *Executor) retireTags() {
 	if w, err := e.w.Dup(); err == nil {
 		e.w = w
 	}
+	for r := range e.lanes {
+		e.dropStreams(r)
+	}
+	e.switchRuns, e.switchSeq = nil, nil
 }
 
 // run is RunBackToBack after the checks.
@@ -188,9 +200,6 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 		}
 	}
 	if len(errs) > 0 {
-		for r := range p {
-			e.dropStreams(r)
-		}
 		e.retireTags()
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, joinErrors(errs))
 	}
@@ -216,24 +225,29 @@ func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (
 	return e.EnqueueBackToBackWaiting(plan, in, out, runs, nil)
 }
 
-// The most runs back to back, and steps of them all, that one call
-// enqueues: every run is enqueued before the first starts, so past these
-// the host's memory gives out, not its patience (2^63 runs of a small
-// ring took it at 0.6 GB/s until the process died).
+// The most runs back to back that one call enqueues, and of those runs
+// times the plan's ranks and lanes: every run of every rank records its
+// events before the first starts (a driver feeds the steps themselves as
+// they run), so past these the host's memory gives out, not its patience
+// (2^63 runs of a small ring took it at 0.6 GB/s until the process died).
 const (
-	MaxBackToBackRuns  = 1 << 20
-	MaxBackToBackSteps = 1 << 31
+	MaxBackToBackRuns     = 1 << 20
+	MaxBackToBackLaneRuns = 1 << 28
 )
 
 // backToBackRuns refuses runs of plan back to back that are fewer than
 // one or more than the limits allow.
 func backToBackRuns(plan *Plan, runs int) error {
-	switch steps := max(1, plan.NumSteps()); {
+	lanes := 1
+	if plan != nil {
+		lanes = max(1, plan.Ranks) * max(1, plan.Lanes)
+	}
+	switch {
 	case runs < 1:
 		return fmt.Errorf("%w: %d runs, want 1 or more", hw.ErrBadArgument, runs)
-	case runs > MaxBackToBackRuns || runs > MaxBackToBackSteps/steps:
-		return fmt.Errorf("%w: %d runs back to back of a plan of %d steps: over %d runs or %d steps enqueued at once; run fewer",
-			hw.ErrBadArgument, runs, steps, MaxBackToBackRuns, MaxBackToBackSteps)
+	case runs > MaxBackToBackRuns || runs > MaxBackToBackLaneRuns/lanes:
+		return fmt.Errorf("%w: %d runs back to back of a plan of %d ranks' lanes: over %d runs, or %d runs of lanes, enqueued at once; run fewer",
+			hw.ErrBadArgument, runs, lanes, MaxBackToBackRuns, MaxBackToBackLaneRuns)
 	}
 	return nil
 }
@@ -249,8 +263,8 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 	if err := e.hasWorld(); err != nil {
 		return nil, nil, err
 	}
-	if len(in) != len(out) || runs < 1 || waits != nil && len(waits) != len(in) {
-		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d runs, %d ranks' waits", hw.ErrBadArgument, len(in), len(out), runs, len(waits))
+	if len(in) != len(out) || waits != nil && len(waits) != len(in) {
+		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d ranks' waits", hw.ErrBadArgument, len(in), len(out), len(waits))
 	}
 	if err := backToBackRuns(plan, runs); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
@@ -260,6 +274,16 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 			if q < 0 || q >= len(in) {
 				return nil, nil, fmt.Errorf("ops: enqueue: %w: a run waits for rank %d of %d", hw.ErrBadArgument, q, len(in))
 			}
+		}
+	}
+	// Every rank's streams and scratch first: a rank refused after others
+	// were enqueued would leave them waiting for its messages.
+	for r := range in {
+		if err := e.refuseUnsupported(plan); err != nil {
+			return nil, nil, err
+		}
+		if err := e.prepare(plan, r); err != nil {
+			return nil, nil, fmt.Errorf("ops: enqueue %v: rank %d: %w", plan.Spec, r, err)
 		}
 	}
 	starts, ends = make([]hw.Event, len(in)), make([]hw.Event, len(in))
@@ -552,7 +576,7 @@ func (e *Executor) enqueue(plan *Plan, r int, in, out hw.Slice, run *runBuffers,
 	if err != nil {
 		return err
 	}
-	job := &RankJob{Plan: plan, Rank: r, Streams: lanes, Cursors: cursors, exec: e, in: in, out: out, tmp: e.tmp[r], run: run}
+	job := &RankJob{Plan: plan, Rank: r, Streams: lanes, Cursors: cursors, exec: e, w: e.w, in: in, out: out, tmp: e.tmp[r], run: run}
 	if err := e.begin(lanes, start, after); err != nil {
 		job.CloseCursors()
 		return err

@@ -20,7 +20,7 @@ func TestTraceToNoWriterIsRefused(t *testing.T) {
 	if err := c.WriteTrace(nil); !errors.Is(err, hw.ErrBadArgument) {
 		t.Fatalf("WriteTrace(nil): %v", err)
 	}
-	// A cap below 0 is no cap (it read as none), as MaxDataBytes's is not.
+	// A cap below 0 is refused, as MaxDataBytes's is (it read as no cap).
 	topo, err := topology.Parse("switch:2")
 	if err != nil {
 		t.Fatal(err)

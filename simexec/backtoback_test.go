@@ -2,6 +2,7 @@ package simexec_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -135,16 +136,36 @@ func TestBackToBackRefusesNoRuns(t *testing.T) {
 	c, _ := world(t, "dgx-h100", sim.Config{TimingOnly: true})
 	in, out := buffers(t, c, plan, false)
 	exec := simexec.NewExecutor(c)
-	for runs, want := range map[int]string{0: "0 runs", ops.MaxBackToBackRuns + 1: "runs back to back of a plan of", math.MaxInt: "run fewer"} {
-		if _, err := exec.RunBackToBack(plan, in, out, runs); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%d runs: %v", runs, err)
+	// 64 channels on 8 ranks: 512 lanes, whose runs bound them first.
+	wide, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "nccl-ring", Ranks: 8, Channels: 64, Count: 1 << 12, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wideIn, wideOut := buffers(t, c, wide, false)
+	lanes := 8 * wide.Lanes
+	for _, tc := range []struct {
+		plan    *ops.Plan
+		in, out []hw.Slice
+		runs    int
+		want    string
+	}{
+		{plan, in, out, 0, "0 runs, want 1 or more"},
+		{plan, in, out, ops.MaxBackToBackRuns + 1, fmt.Sprintf("%d runs back to back of a plan of 8 ranks' lanes: over", ops.MaxBackToBackRuns+1)},
+		{plan, in, out, math.MaxInt, "run fewer"},
+		{wide, wideIn, wideOut, ops.MaxBackToBackLaneRuns/lanes + 1, fmt.Sprintf("of a plan of %d ranks' lanes: over", lanes)},
+	} {
+		if _, err := exec.RunBackToBack(tc.plan, tc.in, tc.out, tc.runs); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%d runs: %v, want %q", tc.runs, err, tc.want)
 		}
-		if _, _, err := exec.EnqueueBackToBack(plan, in, out, runs); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), "runs") {
-			t.Errorf("%d runs enqueued: %v", runs, err)
+		if _, _, err := exec.EnqueueBackToBack(tc.plan, tc.in, tc.out, tc.runs); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%d runs enqueued: %v, want %q", tc.runs, err, tc.want)
 		}
 	}
 	if _, err := exec.RunBackToBack(plan, in, out, 3); err != nil {
 		t.Errorf("3 runs after the refusals: %v", err)
+	}
+	if _, err := exec.RunBackToBack(wide, wideIn, wideOut, 20); err != nil {
+		t.Errorf("20 runs of 512 lanes: %v", err)
 	}
 }
 
