@@ -101,6 +101,11 @@ type Log struct {
 	// Repeated counts the sizes above 0 that several rows give (a rerun):
 	// each such size's times are averaged.
 	Repeated int
+	// OtherRedops are the reductions of rows after the first one's
+	// (nccl-tests' -o all), in order, and OtherRedopRows counts those rows,
+	// left out: each size runs Redop.
+	OtherRedops    []string
+	OtherRedopRows int
 	// WrongRows counts the rows whose #wrong column is above 0 (the run
 	// found wrong elements in its results), and FirstWrong is the first
 	// one's line: their times are read as they stand.
@@ -402,6 +407,16 @@ func (lg *Log) add(r row, line int) string {
 	if msg := lg.sameRun(r); msg != "" {
 		return msg
 	}
+	if r.redop != "" && lg.Redop != "" && r.redop != lg.Redop {
+		// nccl-tests' -o all prints each reduction in turn, and NCCL may
+		// run them on other algorithms (NVLS reduces no product): the
+		// first one's rows are read.
+		lg.OtherRedopRows++
+		if !slices.Contains(lg.OtherRedops, r.redop) {
+			lg.OtherRedops = append(lg.OtherRedops, r.redop)
+		}
+		return ""
+	}
 	r.Line, lg.Type, lg.Redop = line, cmp.Or(lg.Type, r.typ), cmp.Or(lg.Redop, r.redop)
 	if r.hasRoot && !lg.HasRoot {
 		lg.Root, lg.HasRoot = r.root, true
@@ -435,8 +450,6 @@ func (lg *Log) sameRun(r row) string {
 			r.Bytes/r.Count, first.Line, first.Bytes/first.Count)
 	case r.redop != "" && lg.Redop != "" && (r.redop == "none") != (lg.Redop == "none"):
 		return fmt.Sprintf("redop %s after rows of redop %s: a row of another collective (give one run per log)", r.redop, lg.Redop)
-	case r.redop != "" && lg.Redop != "" && r.redop != lg.Redop:
-		return fmt.Sprintf("redop %s after rows of redop %s: one reduction a log (nccl-tests' -o all prints each in turn; NCCL may run them differently: keep one reduction's rows)", r.redop, lg.Redop)
 	case r.hasRoot && lg.HasRoot && (r.root >= 0) != (lg.Root >= 0):
 		return fmt.Sprintf("root %d after rows of root %d: a row of another collective (give one run per log)", r.root, lg.Root)
 	}

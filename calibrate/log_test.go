@@ -3,6 +3,7 @@ package calibrate
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,8 +154,6 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 			"log:3: size 1048576 bytes is not a whole number of its count's 999999 elements"},
 		{"a collective that does not reduce after one that does", hdr + row + "     2097152   524288  float  none  -1   20.00  104.86  104.86  0   20.00  104.86  104.86  0\n", 4,
 			"log:4: redop none after rows of redop sum: a row of another collective"},
-		{"a reduction after another (nccl-tests' -o all)", hdr + row + "     2097152   524288  float  max  -1   20.00  104.86  183.50  0   20.00  104.86  183.50  0\n", 4,
-			"log:4: redop max after rows of redop sum: one reduction a log"},
 		{"a rooted collective after one without a root", hdr + row + "     2097152   524288  float  sum  0   20.00  104.86  104.86  0   20.00  104.86  104.86  0\n", 4,
 			"log:4: root 0 after rows of root -1: a row of another collective"},
 		{"a line with a comma, then a table", "Running all_reduce_perf on 8 GPUs, 1 node\n" + hdr + row, 1,
@@ -193,6 +192,21 @@ func TestParseLogCountsRepeatsAndWrongRows(t *testing.T) {
 	}
 	if len(lg.Samples) != 5 || lg.Samples[0].TimeUS != 25 || lg.Repeated != 1 || lg.WrongRows != 2 || lg.FirstWrong != 4 || lg.Redop != "sum" {
 		t.Errorf("%+v: want 5 sizes, 1 MiB's two rows averaged to 25 us and counted, two rows with wrong elements from line 4 (8 MiB's i_cv%% none)", lg)
+	}
+}
+
+// nccl-tests' -o all prints every size for each reduction in turn: the
+// first reduction's rows are read, and the others counted and named.
+func TestParseLogReadsTheFirstReduction(t *testing.T) {
+	hdr := "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+	rows := ""
+	for _, redop := range []string{"sum", "prod", "max", "prod"} {
+		rows += "  1048576  262144  float  " + redop + "  -1  20.00  52.43  91.75  0  20.00  52.43  91.75  0\n"
+		rows += "  2097152  524288  float  " + redop + "  -1  30.00  69.91  122.3  0  30.00  69.91  122.3  0\n"
+	}
+	lg, err := ParseLog("log", []byte(hdr+rows))
+	if err != nil || len(lg.Samples) != 2 || lg.Repeated != 0 || lg.Redop != "sum" || lg.OtherRedopRows != 6 || !slices.Equal(lg.OtherRedops, []string{"prod", "max"}) {
+		t.Errorf("%+v, %v: want sum's 2 rows, and 6 of prod and max left out", lg, err)
 	}
 }
 

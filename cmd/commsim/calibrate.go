@@ -157,6 +157,9 @@ func readLog(path string, stderr io.Writer) ([]byte, *calibrate.Log, error) {
 	if n := lg.Repeated; n > 0 {
 		fmt.Fprintf(stderr, "commsim: warning: %s: %d of its %d sizes %s several rows (a rerun): each size's times are averaged\n", path, n, len(lg.Samples), plural(n, "has", "have"))
 	}
+	if n := lg.OtherRedopRows; n > 0 {
+		fmt.Fprintf(stderr, "commsim: warning: %s: %d %s of other reductions (%s; nccl-tests' -o all) left out: its %s rows are read\n", path, n, plural(n, "row", "rows"), strings.Join(lg.OtherRedops, ", "), lg.Redop)
+	}
 	if len(lg.Disagree) > 0 {
 		fmt.Fprintf(stderr, "commsim: warning: %s: NCCL's lines disagree (%s): the first of each is taken\n", path, strings.Join(lg.Disagree, "; "))
 	}

@@ -382,6 +382,15 @@ func TestFidelityOwnLog(t *testing.T) {
 	if want := "NCCL's lines disagree (NCCL_ALGO Ring, then Tree): the first of each is taken"; status != 0 || !strings.Contains(errOut, want) {
 		t.Errorf("status %d, stderr %q; want %q", status, errOut, want)
 	}
+	// nccl-tests' -o all: the first reduction's rows, the others said.
+	text += "[1,0]<stdout>:  1048576  262144  float  max  -1  31.00  0  0  0  31.00  0  0  0\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut = commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce", "--algo", "ring")
+	if want := "1 row of other reductions (max; nccl-tests' -o all) left out: its sum rows are read"; status != 0 || !strings.Contains(errOut, want) || !strings.Contains(out, "     1048576         30.00 ") {
+		t.Errorf("status %d, stderr %q; want %q and sum's 30 us", status, errOut, want)
+	}
 }
 
 // A JSON report cut off mid-sweep (a run that died) is compared as far
