@@ -384,8 +384,8 @@ func TestDescribeReadsEveryNetworkLink(t *testing.T) {
 	switched := "  - {a: nic0, b: sw, bw: 50GB/s, lat: 1us}\n  - {a: nic1, b: sw, bw: 50GB/s, lat: 1us}\n  - {a: nic2, b: sw, bw: 50GB/s, lat: 1us}\n"
 	cabled := "  - {a: nic0, b: nic2, bw: 40GB/s, lat: 1us}\n  - {a: nic1, b: nic2, bw: 40GB/s, lat: 1us}\n"
 	for _, tc := range []struct {
-		name, nic1, net string
-		nicGBps         float64
+		name, nic1, net   string
+		nicGBps           float64
 		sharpOff, collNet bool
 	}{
 		{"a NIC each, switched", "nic1", switched, 50, false, true},
