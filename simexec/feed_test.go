@@ -456,3 +456,47 @@ func runAfterAFailedRun(t *testing.T, generic bool) {
 		}
 	}
 }
+
+// TestRunWhoseScratchRunsOutOnALaterRankLeavesNoWork: a run that cannot
+// make a later rank's scratch (the cluster's memory ends there) left ranks
+// 0-2 enqueued, whose lanes then took the next run's messages (the
+// simulator's driver) or deadlocked it (the generic one). Now every rank
+// is prepared before any is enqueued, and an enqueue that fails still
+// retires the executor's streams and tags: the runs after it are right
+// (either alone would do).
+func TestRunWhoseScratchRunsOutOnALaterRankLeavesNoWork(t *testing.T) {
+	for _, generic := range []bool{false, true} {
+		big, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 1 << 12, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Room for every rank's buffers and three ranks' scratch.
+		room := int64(4*(big.InLen+big.OutLen)*4 + 3*big.TmpLen*4 + big.TmpLen*4/2)
+		c, _ := world(t, "switch:4", sim.Config{MaxDataBytes: room})
+		exec := simexec.NewExecutor(c)
+		if generic {
+			exec = ops.NewExecutor(c.World())
+		}
+		in, out := buffers(t, c, big, false)
+		if _, err := exec.Run(big, in, out); err == nil {
+			t.Fatalf("generic %v: no room for rank 3's scratch, and no error", generic)
+		}
+		small, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 16, DType: hw.F32, Redop: hw.Sum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sin, sout := buffers(t, c, small, false)
+		for r := range sin {
+			if err := sin[r].Buf.Write(hw.Encode(slices.Repeat([]float32{float32(r + 1)}, 16))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := exec.Run(small, sin, sout); err != nil {
+			t.Fatalf("generic %v: the run after: %v", generic, err)
+		}
+		got := make([]byte, 64)
+		if err := sout[2].Buf.Read(got); err != nil || !slices.Equal(got, hw.Encode(slices.Repeat([]float32{10}, 16))) {
+			t.Errorf("generic %v: the run after summed %v, %v; want 10s", generic, got[:4], err)
+		}
+	}
+}
