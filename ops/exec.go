@@ -15,7 +15,7 @@ import (
 type Executor struct {
 	// root is the world the executor was made on, which the driver's
 	// shortcuts recognise; w is the one whose tags its runs use, a
-	// duplicate of root after a run failed (retireTags).
+	// duplicate of root after a run failed (retireFailedRun).
 	root, w    *hw.World
 	driver     Driver
 	devs       []hw.Device // by rank
@@ -146,17 +146,18 @@ func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (floa
 	return e.run(plan, in, out, runs)
 }
 
-// retireTags moves the executor onto a duplicate of its world (hw.World.Dup)
-// after a run that failed: the messages that run left on their way (sends
-// no receive took, a failed sender's word to its receivers) carry the old
-// world's tags, which the next run's receives would otherwise take (a run
-// after a failed one returned wrong outputs and no error).
+// retireFailedRun gives the executor's messages a duplicate world's tags
+// (hw.World.Dup) after a run that failed: the messages that run left on
+// their way (sends no receive took, a failed sender's word to its
+// receivers) carry the old ones, which the next run's receives would
+// otherwise take (a run after a failed one returned wrong outputs and no
+// error).
 //
 // Its ranks' streams are dropped too (a rank enqueued before another was
 // refused still waits for that one's messages), and the count of switch
 // plans each rank enqueued is forgotten, as a run some ranks never
 // enqueued will never complete.
-func (e *Executor) retireTags() {
+func (e *Executor) retireFailedRun() {
 	if w, err := e.w.Dup(); err == nil {
 		e.w = w
 	}
@@ -182,7 +183,7 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 	} else { // EnqueueTimed prepares each rank
 		var err error
 		if starts, ends, err = e.EnqueueBackToBack(plan, in, out, runs); err != nil {
-			e.retireTags() // the ranks enqueued before the failure still send
+			e.retireFailedRun() // the ranks enqueued before the failure still send
 			return 0, err
 		}
 	}
@@ -200,7 +201,7 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 		}
 	}
 	if len(errs) > 0 {
-		e.retireTags()
+		e.retireFailedRun()
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, joinErrors(errs))
 	}
 	longest := 0.0
@@ -263,6 +264,9 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 	if err := e.hasWorld(); err != nil {
 		return nil, nil, err
 	}
+	if plan == nil || plan.Ranks != e.w.Size() {
+		return nil, nil, fmt.Errorf("ops: enqueue: plan is nil or not for %d ranks", e.w.Size())
+	}
 	if len(in) != len(out) || waits != nil && len(waits) != len(in) {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d ranks' waits", hw.ErrBadArgument, len(in), len(out), len(waits))
 	}
@@ -278,10 +282,10 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 	}
 	// Every rank's streams and scratch first: a rank refused after others
 	// were enqueued would leave them waiting for its messages.
+	if err := e.refuseUnsupported(plan); err != nil {
+		return nil, nil, err
+	}
 	for r := range in {
-		if err := e.refuseUnsupported(plan); err != nil {
-			return nil, nil, err
-		}
 		if err := e.prepare(plan, r); err != nil {
 			return nil, nil, fmt.Errorf("ops: enqueue %v: rank %d: %w", plan.Spec, r, err)
 		}
