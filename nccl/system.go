@@ -231,7 +231,7 @@ func (s *System) readGPU(t *topology.Topology, g int) {
 const pciBW = 12
 
 // readNICs counts node 0's NICs and reads their bandwidth, and whether
-// the network's switches reduce, and for CollNet's groups.
+// the network's switches reduce, and can for CollNet's groups.
 func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) {
 	if s.Nodes < 2 {
 		return
