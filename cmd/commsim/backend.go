@@ -23,14 +23,21 @@ type backendFlags struct {
 	ranks     int
 	placement string
 	multi     *multiProc // bench in a multi-process run (multiproc.go)
+	// ranksSet says --ranks was given: 0 given is out of range, where 0
+	// left out is the backend's default.
+	ranksSet func() bool
 }
 
 func (f *backendFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	f.ranksSet = func() bool { return fl.Changed("ranks") }
 	fl.StringVar(&f.backend, "backend", "sim", "device backend: sim|cuda|metal")
 	fl.IntVar(&f.ranks, "ranks", 0, "ranks on a real backend (default: one per CUDA GPU; 2 virtual ranks on Metal)")
 	fl.StringVar(&f.placement, "placement", "", "cuda: gpu (a GPU per rank), virtual (all on GPU 0) or spread (round robin); default gpu when there are enough GPUs, else spread")
 }
+
+// ranksGiven reports whether --ranks was given.
+func (f *backendFlags) ranksGiven() bool { return f.ranksSet != nil && f.ranksSet() }
 
 // backendPlan is where a sweep's ranks live once the flags are checked.
 type backendPlan struct {
@@ -48,7 +55,7 @@ type backendPlan struct {
 func (f *backendFlags) resolve(topoSet bool, topoSpec string) (*backendPlan, *topology.Topology, error) {
 	switch f.backend {
 	case "sim":
-		if f.ranks != 0 || f.placement != "" {
+		if f.ranks != 0 || f.ranksGiven() || f.placement != "" {
 			return nil, nil, usagef("--ranks and --placement are for real backends; the simulator takes its ranks from --topo")
 		}
 		topo, err := topology.Resolve(topoSpec)
@@ -63,7 +70,7 @@ func (f *backendFlags) resolve(topoSet bool, topoSpec string) (*backendPlan, *to
 	if f.multi != nil {
 		return f.resolveMulti(topoSet, topoSpec)
 	}
-	if f.ranks < 0 || f.ranks > 4096 {
+	if f.ranks < 0 || f.ranks > 4096 || f.ranks == 0 && f.ranksGiven() {
 		return nil, nil, usagef("--ranks %d out of range 1..4096", f.ranks)
 	}
 	if f.placement != "" && f.backend != "cuda" {

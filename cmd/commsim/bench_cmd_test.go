@@ -105,6 +105,8 @@ func TestRealBackendsWithoutDevicesAreRuntimeErrors(t *testing.T) {
 func TestBackendFlagMisuseIsUsageError(t *testing.T) {
 	for name, args := range map[string][]string{
 		"ranks on sim":        {"--ranks", "4"},
+		"no ranks on sim":     {"--ranks", "0"}, // given, not the default
+		"no ranks on cuda":    {"--backend", "cuda", "--ranks", "0"},
 		"placement on sim":    {"--placement", "virtual"},
 		"native on sim":       {"--algo", "native"},
 		"timing-only on cuda": {"--backend", "cuda", "--timing-only"},
