@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -303,4 +304,44 @@ func TestCollNetChunksAndChannelsAreNCCLs(t *testing.T) {
 		}
 	}
 	checkRingChannels(t, "dgx-a100x2,sharp=inf", nccl.Options{CollNetNodes: 3}, 16)
+}
+
+// TestAPlanTooLargeToHoldRunsTheNextPair: on 1024 H100s with SHARP,
+// NCCL's tuner picks CollNet direct for a 128 MiB all-gather, whose plan
+// (every GPU takes each node's piece on each of 16 channels) is past
+// ops.MaxPlanSteps even at one pass. Tuner.Plan runs the next pair of
+// NCCL's ranking that compiles, and its Choice says both: what ran
+// (Estimate) and what NCCL would run (NCCL). Long: the plan refused
+// takes 2 GB on its way to the limit.
+func TestAPlanTooLargeToHoldRunsTheNextPair(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 16M plan steps before refusing them")
+	}
+	topo, err := topology.Parse("dgx-h100x128,rail=true,sharp=inf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tu, err := nccl.NewTuner(topo, nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ops.Spec{Op: ops.AllGather, Ranks: 1024, Count: 32 << 10, DType: hw.F32}
+	nccls, err := tu.Choose(spec)
+	if err != nil || nccls.NCCL.Algo != nccl.CollNetDirect || nccls.Estimate != nccls.NCCL {
+		t.Fatalf("NCCL's choice %+v, %v; want CollNet direct, which commsim simulates", nccls, err)
+	}
+	if _, err := nccl.Plan(tu.System, spec, nccls, tu.Options); !errors.Is(err, ops.ErrTooLarge) {
+		t.Fatalf("CollNet direct's plan: %v, want ops.ErrTooLarge", err)
+	}
+	ranked, err := tu.Ranked(spec)
+	if err != nil || len(ranked) < 2 || ranked[0] != nccls.NCCL {
+		t.Fatalf("ranked %v, %v", ranked, err)
+	}
+	plan, c, err := tu.Plan(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NCCL != nccls.NCCL || c.Estimate != ranked[1] || !c.Estimate.Runs(plan) || c.NCCL.Runs(plan) {
+		t.Errorf("ran %s as %+v (NCCL: %+v); want the ranking's second, %v, in place of %v", nccl.Label(plan), c.Estimate, c.NCCL, ranked[1], nccls.NCCL)
+	}
 }

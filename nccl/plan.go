@@ -500,22 +500,50 @@ func (t *Tuner) With(o Options) (*Tuner, error) {
 }
 
 // Plan chooses NCCL's algorithm, protocol and channels for spec and
-// compiles the plan the simulator runs, with the choice.
+// compiles the plan the simulator runs, with the choice. Where the
+// choice's plan is too large to hold (ops.ErrTooLarge: CollNet's
+// all-gather on a thousand GPUs, whose every GPU takes each node's piece
+// on each channel), it runs the cheapest pair in NCCL's ranking whose
+// plan compiles: the Choice's Estimate is then that pair, and its NCCL
+// still what NCCL would run, as where commsim cannot simulate NCCL's
+// choice at all.
 func (t *Tuner) Plan(spec ops.Spec) (*ops.Plan, Choice, error) {
 	c, err := t.Choose(spec)
 	if err != nil {
 		return nil, c, err
 	}
+	plan, err := t.compile(spec, c)
+	if errors.Is(err, ops.ErrTooLarge) && !isP2P(spec.Op) {
+		tooLarge := err
+		ranked, _ := t.Ranked(spec)
+		for _, e := range ranked {
+			if e == c.Estimate || !Simulable(t.System, e.Algo) {
+				continue
+			}
+			alt := Choice{Estimate: e, NCCL: c.NCCL}
+			if plan, err = t.compile(spec, alt); !errors.Is(err, ops.ErrTooLarge) {
+				return plan, alt, err
+			}
+		}
+		return nil, c, tooLarge
+	}
+	return plan, c, err
+}
+
+// compile makes the plan of choice c for spec.
+func (t *Tuner) compile(spec ops.Spec, c Choice) (*ops.Plan, error) {
 	var plan *ops.Plan
+	var err error
 	if isP2P(spec.Op) {
 		plan, err = p2pPlan(t.System, spec, c, t.Options)
 	} else {
 		plan, err = Plan(t.System, spec, c, t.Options)
 	}
-	if err == nil {
-		plan.Launch += oneRankCopy(t.System, spec)
+	if err != nil {
+		return nil, err
 	}
-	return plan, c, err
+	plan.Launch += oneRankCopy(t.System, spec)
+	return plan, nil
 }
 
 // oneRankCopy is the seconds a call on one rank spends copying: NCCL runs

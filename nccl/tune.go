@@ -258,6 +258,12 @@ func (e Estimate) String() string {
 	return fmt.Sprintf("%s/%s/%dch", e.Algo, e.Protocol, e.Channels)
 }
 
+// Runs reports whether plan runs e's algorithm and protocol: whether a
+// plan Tuner.Plan made is NCCL's choice, or runs in its stead.
+func (e Estimate) Runs(plan *ops.Plan) bool {
+	return plan != nil && plan.Algo == "nccl-"+e.Algo.String() && plan.Protocol == e.Protocol
+}
+
 // Simulable reports whether commsim can run algorithm a as a plan
 // on s: rings, trees and PAT anywhere NCCL runs them; NVLS on one node,
 // and across nodes over CollNet (SHARP); NVLSTree; CollNet (see ops'

@@ -363,7 +363,8 @@ type row struct {
 	outOfPlace, inPlace              result
 	sim                              *prediction // --sim-topo's, or nil
 	// ncclChoice is, with --algo nccl, what NCCL itself would run where
-	// commsim cannot simulate it yet (algo says what ran instead).
+	// commsim cannot simulate it yet, or its plan is too large to hold
+	// (algo says what ran instead).
 	ncclChoice string
 	// refined: the run's channels, folded or not, were made at finer
 	// pieces than its plan held (ops.Plan.Refine).
@@ -619,7 +620,7 @@ func (s *sweep) newRow(plan *ops.Plan, moved int64) row {
 		ranks: plan.Ranks, root: s.root, bytes: moved, count: plan.Count, // a rank's elements, as nccl-tests counts them
 		gpusPerThread: s.gpusPerThread(), iters: s.runner.Runs()}
 	if s.algo == algoNCCL {
-		if c, err := s.tuner.Choose(plan.Spec); err == nil && c.NCCL != c.Estimate {
+		if c, err := s.tuner.Choose(plan.Spec); err == nil && !c.NCCL.Runs(plan) {
 			r.ncclChoice = c.NCCL.String()
 		}
 	}

@@ -266,7 +266,7 @@ func writeAlgoNote(w io.Writer, s *sweep) {
 	case s.algo == "auto":
 		fmt.Fprintf(w, "# auto picks the cheapest plan per size by the α-β-γ cost model of %s and each plan's busiest link; its choice is the algo column\n", cmp.Or(s.topo.Name, s.topoName))
 	case s.algo == algoNCCL:
-		fmt.Fprintf(w, "# nccl: NCCL %s's tuner on what it sees of %s (%s) picks algorithm/protocol/channels per size, simulated; its choice is the algo column, and where NCCL would run what commsim cannot simulate yet, the algo column names it after what ran\n",
+		fmt.Fprintf(w, "# nccl: NCCL %s's tuner on what it sees of %s (%s) picks algorithm/protocol/channels per size, simulated; its choice is the algo column, and where NCCL would run what commsim cannot simulate yet (or a plan too large to hold), the algo column names it after what ran\n",
 			s.tuner.Options.Version, cmp.Or(s.topo.Name, s.topoName), s.tuner.System)
 		if s.machine != "" {
 			fmt.Fprintf(w, "# the machine departs from NCCL's model as --nccl-machine %s says (its tuner does not see it)\n", s.machine)
@@ -434,7 +434,8 @@ type jsonRow struct {
 	InBusBW  float64 `json:"inplace_busbw_gbps"`
 	InWrong  *int    `json:"inplace_wrong"`
 	// NCCLChoice is, with --algo nccl, what NCCL would run where commsim
-	// cannot simulate it yet; Algo is what ran.
+	// cannot simulate it yet, or its plan is too large to hold; Algo is
+	// what ran.
 	NCCLChoice string `json:"nccl_choice,omitempty"`
 	// Refined: the run was made at finer pieces than its plan held, where
 	// --symmetry=false runs the plan as made (see writeRefined).
