@@ -501,9 +501,9 @@ func (t *Tuner) With(o Options) (*Tuner, error) {
 
 // Plan chooses NCCL's algorithm, protocol and channels for spec and
 // compiles the plan the simulator runs, with the choice. Where the
-// choice's plan is too large to hold (ops.ErrTooLarge: CollNet's
-// all-gather on a thousand GPUs, whose every GPU takes each node's piece
-// on each channel), it runs the cheapest pair in NCCL's ranking whose
+// choice's plan is too large to hold (ops.ErrTooLarge: CollNet direct's
+// all-gather on 1024 GPUs from 64 MiB, whose every GPU takes each node's
+// piece on each of 16 channels), it runs the cheapest pair in NCCL's ranking whose
 // plan compiles: the Choice's Estimate is then that pair, and its NCCL
 // still what NCCL would run, as where commsim cannot simulate NCCL's
 // choice at all.

@@ -73,7 +73,7 @@ declare -A cases=(
 	[bench-max-ranks]="$commsim bench --topo switch:262143 -b 1MiB -e 1MiB --timing-only"
 	# sim.DefaultMaxDataBytes (4 GiB): the largest data-carrying all-reduce bench allows
 	# (it counts input, output and scratch: 3 x 170 MiB x 8 ranks).
-	[bench-max-data]="$commsim bench --topo switch:8 -b 170MiB -e 170MiB"
+	[bench-max-data]="$commsim bench --topo switch:8 -b 170MiB -e 170MiB --data"
 )
 order=(export-max-nodes export-cluster-512x512 export-max-links load-max-links train-max-layers-sharded
 	train-max-layers-every-rank train-max-layers-trace load-max-model bench-max-ranks bench-max-data)

@@ -171,3 +171,37 @@ func TestWriteYAMLStreams(t *testing.T) {
 		t.Errorf("WriteYAML of %d nodes and %d links allocated %d bytes, more than the fixed budget of %d", len(tp.Nodes), len(tp.Links), got, budget)
 	}
 }
+
+// TestDocsExampleTreesDifferOnlyInTheUplinks: docs/bench.md's
+// oversubscription example compares docs/examples' two trees, which must
+// load and be the same fabric but for the leaves' uplinks, four times
+// narrower in the 4:1 one.
+func TestDocsExampleTreesDifferOnlyInTheUplinks(t *testing.T) {
+	full, err := Load("../docs/examples/tree-1to1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thin, err := Load("../docs/examples/tree-4to1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Nodes) != len(thin.Nodes) || len(full.Links) != len(thin.Links) || full.NumGPUs() != 8 {
+		t.Fatalf("%d/%d nodes, %d/%d links, %d GPUs", len(full.Nodes), len(thin.Nodes), len(full.Links), len(thin.Links), full.NumGPUs())
+	}
+	uplinks := 0
+	for i, l := range full.Links {
+		m := thin.Links[i]
+		if l.A != m.A || l.B != m.B || l.Latency != m.Latency {
+			t.Fatalf("link %d: %+v against %+v", i, l, m)
+		}
+		if l.BW != m.BW {
+			uplinks++
+			if l.BW != 4*m.BW {
+				t.Errorf("link %d: %g against %g B/s, want 4:1", i, l.BW, m.BW)
+			}
+		}
+	}
+	if uplinks != 2 {
+		t.Errorf("%d links differ, want the two uplinks", uplinks)
+	}
+}
