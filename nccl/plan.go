@@ -503,10 +503,10 @@ func (t *Tuner) With(o Options) (*Tuner, error) {
 // compiles the plan the simulator runs, with the choice. Where the
 // choice's plan is too large to hold (ops.ErrTooLarge: CollNet direct's
 // all-gather on 1024 GPUs from 64 MiB, whose every GPU takes each node's
-// piece on each of 16 channels), it runs the cheapest pair in NCCL's ranking whose
-// plan compiles: the Choice's Estimate is then that pair, and its NCCL
-// still what NCCL would run, as where commsim cannot simulate NCCL's
-// choice at all.
+// piece on each of 16 channels), it runs the cheapest pair in NCCL's
+// ranking whose plan compiles: the Choice's Estimate is then that pair,
+// and its NCCL still what NCCL would run, as where commsim cannot
+// simulate NCCL's choice at all.
 func (t *Tuner) Plan(spec ops.Spec) (*ops.Plan, Choice, error) {
 	c, err := t.Choose(spec)
 	if err != nil {
@@ -521,8 +521,8 @@ func (t *Tuner) Plan(spec ops.Spec) (*ops.Plan, Choice, error) {
 				continue
 			}
 			alt := Choice{Estimate: e, NCCL: c.NCCL}
-			if plan, err = t.compile(spec, alt); !errors.Is(err, ops.ErrTooLarge) {
-				return plan, alt, err
+			if plan, err := t.compile(spec, alt); err == nil {
+				return plan, alt, nil
 			}
 		}
 		return nil, c, tooLarge
