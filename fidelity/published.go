@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -145,7 +146,7 @@ func readCatalog(fsys fs.FS) (*Catalog, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("fidelity: %s: %w", mappingFile, err)
 	}
-	for k := range c.PooledMaxMedianError {
+	for _, k := range slices.Sorted(maps.Keys(c.PooledMaxMedianError)) {
 		if !slices.ContainsFunc(Bands, func(b Band) bool { return b.Key == k }) {
 			return nil, fmt.Errorf("fidelity: %s: pooled_max_median_error: unknown band %q", mappingFile, k)
 		}

@@ -3,6 +3,7 @@ package nccl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -118,7 +119,7 @@ func (o *Options) toggles() []toggle {
 // is not taken for one it follows.
 func FromEnv(env map[string]string) (Options, error) {
 	var o Options
-	for name := range env {
+	for _, name := range slices.Sorted(maps.Keys(env)) { // the first unknown by name, whatever the map's order
 		if !slices.Contains(EnvVars, name) {
 			return o, fmt.Errorf("nccl: %s: not reproduced (commsim reads %s)", name, strings.Join(EnvVars, ", "))
 		}

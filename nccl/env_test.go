@@ -152,3 +152,15 @@ func TestEnvWritesWhatFromEnvReads(t *testing.T) {
 		t.Errorf("NCCL's defaults: Env() = %q, want none", l)
 	}
 }
+
+// TestFromEnvNamesTheSameUnknownVariableEveryTime: of several variables
+// commsim does not follow, the error names the first by name, not by
+// the map's order, which changes from run to run.
+func TestFromEnvNamesTheSameUnknownVariableEveryTime(t *testing.T) {
+	env := map[string]string{"NCCL_TUNER_PLUGIN": "x", "NCCL_IB_HCA": "mlx5", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "INFO", "NCCL_ALGO": "ring"}
+	for range 50 {
+		if _, err := nccl.FromEnv(env); err == nil || !strings.HasPrefix(err.Error(), "nccl: NCCL_DEBUG: not reproduced") {
+			t.Fatalf("err = %v, want NCCL_DEBUG, the first unknown by name", err)
+		}
+	}
+}

@@ -158,7 +158,9 @@ func (b *builder) add(r int, s Step) int {
 		}
 		if b.steps++; b.steps%countShare == 0 {
 			if sum := b.total.Add(countShare); sum > int64(b.limit) {
-				panic(planTooLarge{int(sum)})
+				// The limit, not the sum: the counters share the total, so
+				// the sum one of them sees depends on their scheduling.
+				panic(planTooLarge{b.limit + 1})
 			}
 		}
 		i := b.count[r-b.lo]

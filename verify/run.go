@@ -3,6 +3,8 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
@@ -220,6 +222,8 @@ func (r *Runner) Free() error {
 		}
 	}
 	r.bufs = nil
+	// In the errors' order, not the map's, so that a rerun says the same.
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 	return errors.Join(errs...)
 }
 
