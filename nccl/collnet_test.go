@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -311,12 +313,10 @@ func TestCollNetChunksAndChannelsAreNCCLs(t *testing.T) {
 // (every GPU takes each node's piece on each of 16 channels) is past
 // ops.MaxPlanSteps even at one pass. Tuner.Plan runs the next pair of
 // NCCL's ranking that compiles, and its Choice says both: what ran
-// (Estimate) and what NCCL would run (NCCL). Long: the plan refused
-// takes 2 GB on its way to the limit.
+// (Estimate) and what NCCL would run (NCCL). The plan is refused before
+// any step is made, naming its whole count (once it was refused only
+// at the limit, after 2 GB of steps).
 func TestAPlanTooLargeToHoldRunsTheNextPair(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds 16M plan steps before refusing them")
-	}
 	topo, err := topology.Parse("dgx-h100x128,rail=true,sharp=inf")
 	if err != nil {
 		t.Fatal(err)
@@ -330,8 +330,16 @@ func TestAPlanTooLargeToHoldRunsTheNextPair(t *testing.T) {
 	if err != nil || nccls.NCCL.Algo != nccl.CollNetDirect || nccls.Estimate != nccls.NCCL {
 		t.Fatalf("NCCL's choice %+v, %v; want CollNet direct, which commsim simulates", nccls, err)
 	}
-	if _, err := nccl.Plan(tu.System, spec, nccls, tu.Options); !errors.Is(err, ops.ErrTooLarge) {
+	_, err = nccl.Plan(tu.System, spec, nccls, tu.Options)
+	var steps int
+	if !errors.Is(err, ops.ErrTooLarge) {
 		t.Fatalf("CollNet direct's plan: %v, want ops.ErrTooLarge", err)
+	}
+	if m := regexp.MustCompile(`at least (\d+) plan steps`).FindStringSubmatch(err.Error()); m != nil {
+		steps, _ = strconv.Atoi(m[1])
+	}
+	if steps <= ops.MaxPlanSteps {
+		t.Errorf("CollNet direct's plan: %v, want its whole count, past %d", err, ops.MaxPlanSteps)
 	}
 	ranked, err := tu.Ranked(spec)
 	if err != nil || len(ranked) < 2 || ranked[0] != nccls.NCCL {

@@ -259,6 +259,21 @@ func ncclCollNetDirectAllGather(b *builder) error {
 	n := b.p.Count
 	bp := newBlockPasses(b, netDepth+1)
 	g, N, pass, slot := bp.g, bp.N, bp.pass, bp.slot
+	// Every rank makes the same steps: a pass's network step, its N
+	// copies, and for each other GPU of the node a send, a receive and N
+	// copies. Counted first, so that a plan past the limit (each rank
+	// takes every node's piece: 1024 GPUs, 16 channels) is refused before
+	// millions of its steps are made.
+	perRank := 0
+	for c := range bp.C {
+		_, ln := chunk(n, bp.C, c)
+		passes(ln, pass, func(_, m int) {
+			if m > 0 {
+				perRank += 1 + N + (g-1)*(N+2)
+			}
+		})
+	}
+	b.expect(perRank)
 	for c := range bp.C {
 		nl := netLanes{c}
 		off, ln := chunk(n, bp.C, c)
