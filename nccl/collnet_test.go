@@ -309,13 +309,13 @@ func TestCollNetChunksAndChannelsAreNCCLs(t *testing.T) {
 }
 
 // TestAPlanTooLargeToHoldRunsTheNextPair: on 1024 H100s with SHARP,
-// NCCL's tuner picks CollNet direct for a 128 MiB all-gather, whose plan
-// (every GPU takes each node's piece on each of 16 channels) is past
-// ops.MaxPlanSteps even at one pass. Tuner.Plan runs the next pair of
-// NCCL's ranking that compiles, and its Choice says both: what ran
-// (Estimate) and what NCCL would run (NCCL). The plan is refused before
-// any step is made, naming its whole count (once it was refused only
-// at the limit, after 2 GB of steps).
+// NCCL's tuner picks CollNet direct for a 128 MiB all-gather or
+// reduce-scatter, whose plan (every GPU takes or gives each node's piece
+// on each of 16 channels) is past ops.MaxPlanSteps even at one pass.
+// Tuner.Plan runs the next pair of NCCL's ranking that compiles, and its
+// Choice says both: what ran (Estimate) and what NCCL would run (NCCL).
+// The plan is refused before any step is made, naming its whole count
+// (once it was refused only at the limit, after 2 GB of steps).
 func TestAPlanTooLargeToHoldRunsTheNextPair(t *testing.T) {
 	topo, err := topology.Parse("dgx-h100x128,rail=true,sharp=inf")
 	if err != nil {
@@ -325,31 +325,33 @@ func TestAPlanTooLargeToHoldRunsTheNextPair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := ops.Spec{Op: ops.AllGather, Ranks: 1024, Count: 32 << 10, DType: hw.F32}
-	nccls, err := tu.Choose(spec)
-	if err != nil || nccls.NCCL.Algo != nccl.CollNetDirect || nccls.Estimate != nccls.NCCL {
-		t.Fatalf("NCCL's choice %+v, %v; want CollNet direct, which commsim simulates", nccls, err)
-	}
-	_, err = nccl.Plan(tu.System, spec, nccls, tu.Options)
-	var steps int
-	if !errors.Is(err, ops.ErrTooLarge) {
-		t.Fatalf("CollNet direct's plan: %v, want ops.ErrTooLarge", err)
-	}
-	if m := regexp.MustCompile(`at least (\d+) plan steps`).FindStringSubmatch(err.Error()); m != nil {
-		steps, _ = strconv.Atoi(m[1])
-	}
-	if steps <= ops.MaxPlanSteps {
-		t.Errorf("CollNet direct's plan: %v, want its whole count, past %d", err, ops.MaxPlanSteps)
-	}
-	ranked, err := tu.Ranked(spec)
-	if err != nil || len(ranked) < 2 || ranked[0] != nccls.NCCL {
-		t.Fatalf("ranked %v, %v", ranked, err)
-	}
-	plan, c, err := tu.Plan(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.NCCL != nccls.NCCL || c.Estimate != ranked[1] || !c.Estimate.Runs(plan) || c.NCCL.Runs(plan) {
-		t.Errorf("ran %s as %+v (NCCL: %+v); want the ranking's second, %v, in place of %v", nccl.Label(plan), c.Estimate, c.NCCL, ranked[1], nccls.NCCL)
+	for _, op := range []ops.Op{ops.AllGather, ops.ReduceScatter} {
+		spec := ops.Spec{Op: op, Ranks: 1024, Count: 32 << 10, DType: hw.F32, Redop: hw.Sum}
+		nccls, err := tu.Choose(spec)
+		if err != nil || nccls.NCCL.Algo != nccl.CollNetDirect || nccls.Estimate != nccls.NCCL {
+			t.Fatalf("%v: NCCL's choice %+v, %v; want CollNet direct, which commsim simulates", op, nccls, err)
+		}
+		_, err = nccl.Plan(tu.System, spec, nccls, tu.Options)
+		if !errors.Is(err, ops.ErrTooLarge) {
+			t.Fatalf("%v: CollNet direct's plan: %v, want ops.ErrTooLarge", op, err)
+		}
+		var steps int
+		if m := regexp.MustCompile(`at least (\d+) plan steps`).FindStringSubmatch(err.Error()); m != nil {
+			steps, _ = strconv.Atoi(m[1])
+		}
+		if steps <= ops.MaxPlanSteps {
+			t.Errorf("%v: CollNet direct's plan: %v, want its whole count, past %d", op, err, ops.MaxPlanSteps)
+		}
+		ranked, err := tu.Ranked(spec)
+		if err != nil || len(ranked) < 2 || ranked[0] != nccls.NCCL {
+			t.Fatalf("%v: ranked %v, %v", op, ranked, err)
+		}
+		plan, c, err := tu.Plan(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.NCCL != nccls.NCCL || c.Estimate != ranked[1] || !c.Estimate.Runs(plan) || c.NCCL.Runs(plan) {
+			t.Errorf("%v: ran %s as %+v (NCCL: %+v); want the ranking's second, %v, in place of %v", op, nccl.Label(plan), c.Estimate, c.NCCL, ranked[1], nccls.NCCL)
+		}
 	}
 }

@@ -259,21 +259,9 @@ func ncclCollNetDirectAllGather(b *builder) error {
 	n := b.p.Count
 	bp := newBlockPasses(b, netDepth+1)
 	g, N, pass, slot := bp.g, bp.N, bp.pass, bp.slot
-	// Every rank makes the same steps: a pass's network step, its N
-	// copies, and for each other GPU of the node a send, a receive and N
-	// copies. Counted first, so that a plan past the limit (each rank
-	// takes every node's piece: 1024 GPUs, 16 channels) is refused before
-	// millions of its steps are made.
-	perRank := 0
-	for c := range bp.C {
-		_, ln := chunk(n, bp.C, c)
-		passes(ln, pass, func(_, m int) {
-			if m > 0 {
-				perRank += 1 + N + (g-1)*(N+2)
-			}
-		})
-	}
-	b.expect(perRank)
+	// A pass: its network step, its N copies, and for each other GPU of
+	// the node a send, a receive and N copies.
+	bp.expect(b, 1+N+(g-1)*(N+2))
 	for c := range bp.C {
 		nl := netLanes{c}
 		off, ln := chunk(n, bp.C, c)
@@ -338,6 +326,10 @@ func ncclCollNetDirectReduceScatter(b *builder) error {
 	n := b.p.Count
 	bp := newBlockPasses(b, netDepth+2)
 	g, N, pass, slot := bp.g, bp.N, bp.pass, bp.slot
+	// A pass, at least (an average divides once more): for each other GPU
+	// of the node N copies, a send, a receive and a reduction; N copies of
+	// its own; its network step.
+	bp.expect(b, (g-1)*(N+3)+N+1)
 	for c := range bp.C {
 		nl := netLanes{c}
 		first := nl.first(b)
@@ -404,6 +396,26 @@ func newBlockPasses(b *builder, slots int) blockPasses {
 	b.tmp(C*slots, bp.slot)
 	b.madeLanes(netTags * C)
 	return bp
+}
+
+// expect refuses at once, before any step is made, a plan whose every
+// rank makes at least perPass steps in each pass of its channels: every
+// GPU takes or gives each node's piece, so on 1024 GPUs and 16 channels
+// one pass alone is past the limit, which making the steps would find
+// only after millions of them.
+func (bp blockPasses) expect(b *builder, perPass int) {
+	perRank := 0
+	for c := range bp.C {
+		_, ln := chunk(b.p.Count, bp.C, c)
+		switch {
+		case ln == 0:
+		case bp.pass <= 0 || bp.pass >= ln:
+			perRank += perPass // one pass (passes)
+		default:
+			perRank += (ln + bp.pass - 1) / bp.pass * perPass
+		}
+	}
+	b.expect(perRank)
 }
 
 // slotUses is, for each of a channel's netDepth slots, the rank's step
