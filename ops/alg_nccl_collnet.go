@@ -407,13 +407,17 @@ func (bp blockPasses) expect(b *builder, perPass int) {
 	perRank := 0
 	for c := range bp.C {
 		_, ln := chunk(b.p.Count, bp.C, c)
+		n := 0 // the channel's passes (passes)
 		switch {
 		case ln == 0:
 		case bp.pass <= 0 || bp.pass >= ln:
-			perRank += perPass // one pass (passes)
+			n = 1
 		default:
-			perRank += (ln + bp.pass - 1) / bp.pass * perPass
+			n = (ln + bp.pass - 1) / bp.pass
 		}
+		// Past the limit a rank's count only needs to stay past it, not
+		// overflow on the way (2^62 elements in passes of one).
+		perRank = min(perRank+min(n, b.limit+1)*perPass, b.limit+1)
 	}
 	b.expect(perRank)
 }
