@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -194,6 +195,28 @@ func TestCheckCatchesBrokenNetGathers(t *testing.T) {
 		}
 		if err := Check(p); err == nil {
 			t.Errorf("%s with a piece off by one: Check passed", op)
+		}
+	}
+}
+
+// TestNCCLCollNetRefusesPlansPastTheLimitAtOnce: CollNet direct's
+// all-gather and reduce-scatter count their steps before making any, so a
+// plan past MaxPlanSteps is refused naming more than the limit (making
+// steps would stop at it), and a count past int64 (2^58 elements in
+// passes of one) stays past it rather than wrapping.
+func TestNCCLCollNetRefusesPlansPastTheLimitAtOnce(t *testing.T) {
+	for _, op := range []Op{AllGather, ReduceScatter} {
+		for _, count := range []int{1 << 21, 1 << 58} {
+			_, err := Compile(Spec{Op: op, Algo: "nccl-collnet-direct", Ranks: 16, NodeRanks: 8, Count: count, Chunk: 1, DType: hw.U8, Redop: hw.Sum})
+			var steps int
+			if err != nil {
+				if i := strings.Index(err.Error(), "at least "); i >= 0 {
+					fmt.Sscan(err.Error()[i+len("at least "):], &steps)
+				}
+			}
+			if !errors.Is(err, ErrTooLarge) || steps <= MaxPlanSteps {
+				t.Errorf("%v of %d elements in passes of one: %v, want ErrTooLarge naming more than %d steps", op, count, err, MaxPlanSteps)
+			}
 		}
 	}
 }
