@@ -416,7 +416,7 @@ func (bp blockPasses) expect(b *builder, perPass int) {
 			n = (ln + bp.pass - 1) / bp.pass
 		}
 		// Past the limit a rank's count only needs to stay past it, not
-		// overflow on the way (2^62 elements in passes of one).
+		// overflow on the way (2^58 elements in passes of one, on 16 ranks).
 		perRank = min(perRank+min(n, b.limit+1)*perPass, b.limit+1)
 	}
 	b.expect(perRank)
