@@ -72,7 +72,7 @@ func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Opti
 	if a == CollNetChain {
 		chunk, parts = min(chunk, 256<<10), 1
 	} else {
-		per *= int64(s.PerNode)
+		per *= int64(directHeads(s, o.Release()))
 		depth = min(2, depth)
 		ladder[2].times = 8
 	}
@@ -87,6 +87,15 @@ func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Opti
 		}
 	}
 	return switchChunk(s, channels, bytes, chunk, parts, perPass, switchMaxPasses)
+}
+
+// directHeads is the heads of NCCL's CollNet direct channels, which its
+// channel and chunk tuning multiply by (connect.cc, connectCollNet: the
+// distinct first GPUs of the CollNet graph's channels): one a GPU with a
+// NIC of its own, no more than the graph's channels. The simulated plan
+// still makes every GPU the head of its share (see ncclCollNetDirect).
+func directHeads(s System, v Version) int {
+	return max(1, min(graphOf(s, CollNetDirect, v).channels, maxDirectArity, s.netHeads()))
 }
 
 // collNetDirectGraph is NCCL's CollNet direct search from 2.22 (search.cc,

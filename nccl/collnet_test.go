@@ -355,3 +355,32 @@ func TestAPlanTooLargeToHoldRunsTheNextPair(t *testing.T) {
 		}
 	}
 }
+
+// TestTuningCountsTheSearchsHeads: NCCL tunes CollNet direct's channels
+// and NVLS's chunk by the heads its search found (connect.cc: a GPU with
+// a NIC of its own leads each), not by a node's GPUs. On two DGX H100s
+// with SHARP but 4 NICs a node, CollNet direct launches 5 of its 24
+// channels for 1 MiB and 12 for 8 MiB (3 and 11 counting 8 heads), and NVLS across the nodes
+// keeps 32 KiB parts at 6 MiB (bytes ≥ 2 × 16 channels × 4 heads × 32
+// KiB), where 8 heads would halve them.
+func TestTuningCountsTheSearchsHeads(t *testing.T) {
+	four := describe(t, "dgx-h100x2,sharp=inf")
+	four.NICs = 4
+	for _, tc := range []struct {
+		bytes int64
+		want  int
+	}{{1 << 20, 5}, {8 << 20, 12}} {
+		if e := estimateOf(t, four, ops.AllReduce, tc.bytes, nccl.CollNetDirect, nccl.Options{}); e.Channels != tc.want {
+			t.Errorf("%s: CollNet direct of %d B on %d channels, want %d", four, tc.bytes, e.Channels, tc.want)
+		}
+	}
+	const bytes = 6 << 20
+	e := estimateOf(t, four, ops.AllReduce, bytes, nccl.NVLS, nccl.Options{})
+	plan, err := nccl.Plan(four, ops.Spec{Op: ops.AllReduce, Ranks: four.Ranks, Count: bytes / 4, DType: hw.F32, Redop: hw.Sum}, nccl.Choice{Estimate: e, NCCL: e}, nccl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.Chunk * 4; e.Channels != 16 || got != 32<<10 {
+		t.Errorf("%s: NVLS of %d B on %d channels in parts of %d bytes, want 16 channels of 32 KiB parts", four, bytes, e.Channels, got)
+	}
+}

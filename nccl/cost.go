@@ -419,17 +419,18 @@ func threadChannels(s System, bytes int64, channels int, a Algo, p int, o Option
 		}
 	}
 	if a == CollNetDirect {
-		heads := int64(s.PerNode)
-		for nc, ncSwitch, fits := channels, 16, false; ncSwitch >= 1 && !fits; ncSwitch /= 2 {
-			for channels = nc; channels > ncSwitch; channels-- {
-				if fits = bytes >= int64(channels)*int64(threads)*heads*threshold; fits {
-					break
-				}
-				if channels == ncSwitch+ncSwitch/2 {
+		heads := int64(directHeads(s, o.Release()))
+		need := func() int64 { return int64(channels) * int64(threads) * heads * threshold }
+		for sw := 16; sw >= 1; sw /= 2 {
+			for bytes < need() && channels > sw {
+				if channels == sw+sw/2 {
 					threshold /= 2
 				}
+				channels--
 			}
-			nc = channels
+			if bytes >= need() {
+				break
+			}
 		}
 		return channels
 	}

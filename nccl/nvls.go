@@ -119,7 +119,9 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64, o Options) int64 {
 	} else if s.Nodes > 1 && o.Release() >= v2_20 && busBandwidth(s, ops.AllReduce, NVLS, simple, bandwidths(s, NVLS), o.Release())*busToAlg(s, ops.AllReduce, NVLS, o.Release()) < 150 {
 		chunk = min(chunk, 32<<10)
 	}
-	heads := int64(max(1, channels) * s.PerNode)
+	// NCCL's NVLS heads (connect.cc, connectNvls): its search's
+	// channels, each led by a GPU of its own.
+	heads := int64(max(1, channels) * max(1, nvlsGraph(s).channels))
 	for _, r := range ladder {
 		if bytes < r.times*heads*chunk && chunk > r.to {
 			chunk = r.to
