@@ -11,7 +11,8 @@ import (
 )
 
 // What the tuner is given that NCCL could not run is an error naming it,
-// where a System of -8 ranks priced a call at -110 µs, a Tuner chose for
+// where a System of -8 ranks priced a call at -110 µs, one of no
+// architecture was Hopper to some rules and not to others, a Tuner chose for
 // 1000 ranks on 8 GPUs, and a NaN launch factor surfaced only as a
 // malformed plan when the plan ran.
 func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
@@ -42,6 +43,15 @@ func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
 			return err
 		},
 		"negative bytes": func() error { _, err := Tune(good.System, ops.AllReduce, -1, Options{}); return err },
+		"unknown architecture": func() error {
+			s := good.System
+			s.Arch = topology.UnknownArch
+			if e := Estimates(s, ops.AllReduce, 1<<30, Options{}); !strings.Contains(e[0].Off, "no GPU architecture") {
+				t.Errorf("unknown architecture: estimate %v", e[0])
+			}
+			_, err := Tune(s, ops.AllReduce, 1<<30, Options{})
+			return err
+		},
 		"NaN bandwidth": func() error {
 			s := good.System
 			s.IntraBW = math.NaN()

@@ -197,7 +197,7 @@ func ringPlateau(s System, op ops.Op, p int, bytes int64, channels int) float64 
 	if s.Nodes == 1 || op != ops.AllReduce || p != simple || float64(bytes)/float64(channels*s.Ranks) < 64 {
 		return 1
 	}
-	if s.Arch.SM() >= 80 || s.Arch.SM() == 0 {
+	if s.Arch.SM() >= 80 {
 		return 1.4
 	}
 	return 1.9

@@ -200,8 +200,7 @@ func capsOf(v Version) capSet {
 	return c
 }
 
-// archRow is an architecture's row in the cap tables (Hopper when the
-// fabric does not say).
+// archRow is an architecture's row in the cap tables.
 func archRow(a topology.Arch) int {
 	switch a {
 	case topology.Volta:
@@ -241,7 +240,7 @@ func nvlinkPerLink(a topology.Arch) float64 {
 // (tuning.cc:138-144): 0.85 on Hopper, 0.74 on Blackwell, none before.
 func nvlsEfficiency(a topology.Arch) float64 {
 	switch a {
-	case topology.Hopper, topology.UnknownArch:
+	case topology.Hopper:
 		return 0.85
 	case topology.Blackwell:
 		return 0.74
@@ -255,7 +254,7 @@ func speedLadder(a topology.Arch) []float64 {
 	switch a {
 	case topology.Blackwell:
 		return []float64{90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18}
-	case topology.Hopper, topology.UnknownArch:
+	case topology.Hopper:
 		return []float64{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3}
 	}
 	return []float64{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3}
@@ -267,7 +266,7 @@ func interLadder(a topology.Arch) []float64 {
 	switch a {
 	case topology.Blackwell:
 		return []float64{96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12}
-	case topology.Hopper, topology.UnknownArch:
+	case topology.Hopper:
 		return []float64{48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12}
 	}
 	return []float64{48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12}

@@ -54,6 +54,12 @@ func (s System) check() error {
 		return fmt.Errorf("nccl: system of %d ranks on %d nodes of %d, %d NVLinks and %d NICs a GPU: want nodes of as many ranks that hold them all (Describe gives one)",
 			s.Ranks, s.Nodes, s.PerNode, s.NVLinks, s.NICs)
 	}
+	if s.Arch == topology.UnknownArch {
+		// NCCL's rules read the architecture (its caps, ladders, LL128
+		// and channel doubling): an unknown one would be Hopper in some
+		// and not in others.
+		return fmt.Errorf("nccl: system %s: no GPU architecture: set Arch (Describe gives Hopper where the fabric does not say)", s)
+	}
 	for _, bw := range []float64{s.IntraBW, s.LinkBW, s.NICBW, s.PCIeBW, s.ReduceBW} {
 		if !(bw >= 0) {
 			return fmt.Errorf("nccl: system %s: a bandwidth of %v: want 0 or more", s, bw)
@@ -222,7 +228,7 @@ func (s *System) readGPU(t *topology.Topology, g int) {
 	if s.IntraBW == 0 {
 		s.IntraBW = pciBW // no NVLink: NCCL's PCIe default (topo.h PCI_BW)
 	}
-	if s.Arch.SM() < 90 && s.Arch != topology.UnknownArch {
+	if s.Arch.SM() < 90 {
 		s.NVLSCapable = false
 	}
 }

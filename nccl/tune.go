@@ -365,6 +365,10 @@ func tune(s System, op ops.Op, bytes int64, o Options, el elements) (Choice, err
 // estimate prices algorithm a with protocol p.
 func estimate(s System, op ops.Op, bytes int64, a Algo, p int, o Options, el elements) Estimate {
 	e := Estimate{Algo: a, Protocol: protocols[p], TimeUS: math.Inf(1)}
+	if err := s.check(); err != nil {
+		e.Off = err.Error()
+		return e
+	}
 	if s.Ranks == 1 {
 		// NCCL's cost table for one rank holds ring/Simple alone, at 0,
 		// whatever NCCL_ALGO and NCCL_PROTO say (enqueue.cc,
