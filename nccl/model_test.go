@@ -846,3 +846,29 @@ func TestEligibilityFollowsTheRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeReadsTheSlowestNodesNICs: NCCL's ranks each search their
+// own node and agree on the least bandwidth; on a fabric whose second
+// node has slower NICs than the first, Describe reads the second's 25
+// GB/s, not node 0's 50 or the fastest anywhere.
+func TestDescribeReadsTheSlowestNodesNICs(t *testing.T) {
+	topo, err := topology.ReadYAML([]byte(`name: mixed-nics
+nodes:
+  - {name: gpu0, kind: gpu, arch: hopper}
+  - {name: gpu1, kind: gpu, arch: hopper}
+  - {name: nic0, kind: nic}
+  - {name: nic1, kind: nic}
+  - {name: netsw, kind: switch}
+links:
+  - {a: gpu0, b: nic0, bw: 64GB/s, lat: 0}
+  - {a: gpu1, b: nic1, bw: 64GB/s, lat: 0}
+  - {a: nic0, b: netsw, bw: 50GB/s, lat: 2us}
+  - {a: nic1, b: netsw, bw: 25GB/s, lat: 2us}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := describeTopology(t, topo); s.Nodes != 2 || s.NICs != 1 || s.NICBW != 25 {
+		t.Errorf("%s: want 2 nodes of one NIC of 25 GB/s", s)
+	}
+}

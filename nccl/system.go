@@ -236,14 +236,20 @@ func (s *System) readGPU(t *topology.Topology, g int) {
 // pciBW is NCCL's default PCIe bandwidth in GB/s (topo.h PCI_BW).
 const pciBW = 12
 
-// readNICs counts node 0's NICs and reads their bandwidth, and whether
-// the network's switches reduce, and can for CollNet's groups.
+// readNICs counts node 0's NICs and reads the bandwidth of the NICs,
+// whether the network's switches reduce, and whether they can for
+// CollNet's groups. The bandwidth is the least that a node's fastest NIC
+// has: NCCL's ranks each search their own node and agree on the minimum
+// (init.cc: every graph's bandwidths are the least over the ranks).
 func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) {
 	if s.Nodes < 2 {
 		return
 	}
 	home := find(gpus[0])
 	nics, onCPU := map[int]bool{}, map[int]bool{}
+	type attachment struct{ nic, node int }
+	var attached []attachment  // NICs to the nodes of the GPUs and CPUs they hang off
+	netBW := map[int]float64{} // a NIC's network link
 	for e := range t.Links {
 		l := t.Links[e]
 		for _, end := range [2]int{l.A, l.B} {
@@ -251,16 +257,22 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 			if t.Nodes[end].Kind != topology.NIC {
 				continue
 			}
-			switch kind := t.Nodes[other].Kind; {
-			case kind == topology.GPU && find(other) == home:
-				nics[end] = true
-				s.PCIeBW = max(s.PCIeBW, 0.75*l.BW/1e9)
-			case kind == topology.CPU && find(other) == home:
-				onCPU[end] = true
-			case kind == topology.Switch, kind == topology.NIC:
+			switch kind := t.Nodes[other].Kind; kind {
+			case topology.GPU, topology.CPU:
+				node := find(other)
+				attached = append(attached, attachment{end, node})
+				switch {
+				case node != home:
+				case kind == topology.GPU:
+					nics[end] = true
+					s.PCIeBW = max(s.PCIeBW, 0.75*l.BW/1e9)
+				default:
+					onCPU[end] = true
+				}
+			case topology.Switch, topology.NIC:
 				// A NIC's network link, to a switch or cabled to
 				// another NIC.
-				s.NICBW = max(s.NICBW, l.BW/1e9)
+				netBW[end] = max(netBW[end], l.BW/1e9)
 				if t.Nodes[other].ReduceBW > 0 {
 					s.SHARP = true
 				}
@@ -272,6 +284,17 @@ func (s *System) readNICs(t *topology.Topology, gpus []int, find func(int) int) 
 	}
 	if len(nics) == 0 && len(onCPU) > 0 {
 		s.NICsOnCPU, nics = true, onCPU
+	}
+	fastest := map[int]float64{} // by node
+	for _, a := range attached {
+		fastest[a.node] = max(fastest[a.node], netBW[a.nic])
+	}
+	least := math.Inf(1)
+	for _, bw := range fastest {
+		least = min(least, bw)
+	}
+	if len(fastest) > 0 {
+		s.NICBW = least
 	}
 	s.NICs = max(1, len(nics))
 	if ports := t.NICPorts; ports > 1 {
