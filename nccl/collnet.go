@@ -62,7 +62,6 @@ func collNetPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error
 // 32 KiB (depth: the GPUs of a node). switchChunk then bounds the passes
 // and steps.
 func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Options) int64 {
-	type rung struct{ times, above int64 }
 	per, depth := int64(max(1, channels)), int64(s.PerNode)
 	chunk := int64(o.simpleStep())
 	ladder := []rung{{64, 128 << 10}, {8, 64 << 10}, {1, 32 << 10}}
@@ -81,11 +80,7 @@ func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Opti
 		// receives every node's piece for each other GPU.
 		parts, perPass = s.Ranks, (s.PerNode+1)*(s.Nodes+1)+2
 	}
-	for _, r := range ladder {
-		for bytes/(per*chunk) < r.times*depth && chunk > r.above {
-			chunk /= 2
-		}
-	}
+	chunk = halved(chunk, bytes/per, depth, ladder)
 	return switchChunk(s, channels, bytes, chunk, parts, perPass, switchMaxPasses)
 }
 

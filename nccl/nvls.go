@@ -111,11 +111,11 @@ func nvlsBlackwellNodes(s System, channels int) (int, int64, int64) {
 // 64 and 32 KiB while bytes < 32×, 16×, 4× and 1× that.
 func nvlsChunk(s System, a Algo, channels int, bytes int64, o Options) int64 {
 	n := nvlsSetupOf(s, o)
-	type rung struct{ times, to int64 }
-	ladder := []rung{{64, 64 << 10}, {8, 32 << 10}, {2, 16 << 10}}
+	type jump struct{ times, to int64 }
+	ladder := []jump{{64, 64 << 10}, {8, 32 << 10}, {2, 16 << 10}}
 	chunk := min(int64(o.simpleStep()), n.chunk)
 	if a == NVLSTree {
-		ladder, chunk = []rung{{32, 256 << 10}, {16, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}}, n.treeChunk
+		ladder, chunk = []jump{{32, 256 << 10}, {16, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}}, n.treeChunk
 	} else if s.Nodes > 1 && o.Release() >= v2_20 && busBandwidth(s, ops.AllReduce, NVLS, simple, bandwidths(s, NVLS), o.Release())*busToAlg(s, ops.AllReduce, NVLS, o.Release()) < 150 {
 		chunk = min(chunk, 32<<10)
 	}

@@ -137,13 +137,25 @@ func treeChunk(s System, spec ops.Spec, p int, o Options, share float64) int {
 	chunk := int64(chainChunk(spec, p, o, share))
 	if p == simple {
 		depth := int64(s.PerNode - 1 + bits.Len(uint(max(0, s.Nodes-1))) + 1)
-		for _, rule := range [...]struct{ passes, floor int64 }{{8, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}} {
-			for perChannel/chunk < rule.passes*depth && chunk > rule.floor {
-				chunk /= 2
-			}
-		}
+		chunk = halved(chunk, perChannel, depth, []rung{{8, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}})
 	}
 	return int(chunk)
+}
+
+// rung is a step of NCCL's chunk ladders (enqueue.cc, calcCollChunking):
+// a chunk above floor is halved while the bytes make fewer than times ×
+// depth of it.
+type rung struct{ times, floor int64 }
+
+// halved is chunk down ladder for bytes (a channel's, or a head's) and
+// depth.
+func halved(chunk, bytes, depth int64, ladder []rung) int64 {
+	for _, r := range ladder {
+		for bytes/chunk < r.times*depth && chunk > r.floor {
+			chunk /= 2
+		}
+	}
+	return chunk
 }
 
 // treeStepsPerPass bounds a rank's steps per pass of a tree channel: up,
