@@ -183,6 +183,28 @@ func TestWriteTableDashesAnUnpricedSize(t *testing.T) {
 	}
 }
 
+// failsOnce is a writer whose first write fails and whose later ones
+// succeed.
+type failsOnce struct{ failed bool }
+
+func (f *failsOnce) Write(p []byte) (int, error) {
+	if !f.failed {
+		f.failed = true
+		return 0, fmt.Errorf("disk full")
+	}
+	return len(p), nil
+}
+
+// A table whose writing fails says so, even where a later write would
+// succeed (it reported only the last write's error).
+func TestWriteTableReportsAFailedWrite(t *testing.T) {
+	rep := &Report{Rows: []Row{{Bytes: 8, MeasuredUS: 10, PredictedUS: 12, Error: 0.2, Algo: "ring/LL/1ch"}}}
+	rep.Summary = Summarize(rep.Rows)
+	if err := rep.WriteTable(&failsOnce{}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteTable to a failing writer: %v, want its error", err)
+	}
+}
+
 // A summary describes its largest error and where, and an empty one says
 // it has no sizes, not a median of 0.
 func TestSummaryDescribe(t *testing.T) {

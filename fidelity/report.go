@@ -19,40 +19,44 @@ import (
 // A size held at the run's thread floor (Report.ThreadFloorUS) has
 // "host-bound" after its algorithm.
 func (r *Report) WriteTable(w io.Writer) error {
+	// The table is made whole first, so that one write's error reports
+	// it.
+	var b strings.Builder
 	model := r.Model.Sizes > 0
 	ran := slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Ran != "" })
-	fmt.Fprintf(w, "%12s %13s %14s %9s", "size(B)", "measured(us)", "predicted(us)", "error(%)")
+	fmt.Fprintf(&b, "%12s %13s %14s %9s", "size(B)", "measured(us)", "predicted(us)", "error(%)")
 	if model {
-		fmt.Fprintf(w, " %15s %15s", "nccl model(us)", "model error(%)")
+		fmt.Fprintf(&b, " %15s %15s", "nccl model(us)", "model error(%)")
 	}
 	if ran {
-		fmt.Fprintf(w, "  %-18s  %s\n", "algo", "nccl ran (its log)")
+		fmt.Fprintf(&b, "  %-18s  %s\n", "algo", "nccl ran (its log)")
 	} else {
-		fmt.Fprintf(w, "  %s\n", "algo")
+		fmt.Fprintf(&b, "  %s\n", "algo")
 	}
 	for _, row := range r.Rows {
-		fmt.Fprintf(w, "%12d %13.2f %14.2f %+9.2f", row.Bytes, row.MeasuredUS, row.PredictedUS, 100*row.Error)
+		fmt.Fprintf(&b, "%12d %13.2f %14.2f %+9.2f", row.Bytes, row.MeasuredUS, row.PredictedUS, 100*row.Error)
 		switch {
 		case model && row.Priced():
-			fmt.Fprintf(w, " %15.2f %+15.2f", row.ModelUS, 100*row.ModelError)
+			fmt.Fprintf(&b, " %15.2f %+15.2f", row.ModelUS, 100*row.ModelError)
 		case model:
-			fmt.Fprintf(w, " %15s %15s", "-", "-")
+			fmt.Fprintf(&b, " %15s %15s", "-", "-")
 		}
 		algo := row.Algo
 		if row.HostBound {
 			algo += " host-bound"
 		}
 		if ran {
-			fmt.Fprintf(w, "  %-18s  %s\n", algo, cmp.Or(row.Ran, "-"))
+			fmt.Fprintf(&b, "  %-18s  %s\n", algo, cmp.Or(row.Ran, "-"))
 		} else {
-			fmt.Fprintf(w, "  %s\n", algo)
+			fmt.Fprintf(&b, "  %s\n", algo)
 		}
 	}
-	if _, err := io.WriteString(w, r.Summary.Describe()+r.Choices.Describe()); err != nil || !model {
-		return err
+	b.WriteString(r.Summary.Describe() + r.Choices.Describe())
+	if model {
+		b.WriteString("# NCCL's own cost model (its tuner's time for what it would run; nothing simulated), for comparison:\n" +
+			strings.ReplaceAll(r.Model.Describe(), "# ", "#   "))
 	}
-	_, err := io.WriteString(w, "# NCCL's own cost model (its tuner's time for what it would run; nothing simulated), for comparison:\n"+
-		strings.ReplaceAll(r.Model.Describe(), "# ", "#   "))
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
