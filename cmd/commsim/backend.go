@@ -96,6 +96,9 @@ func (f *backendFlags) resolve(topoSet bool, topoSpec string) (*backendPlan, *to
 		if err != nil {
 			return nil, nil, err
 		}
+		if len(devs) == 0 {
+			return nil, nil, fmt.Errorf("cuda: the driver finds no GPU (commsim devices lists what each backend sees)")
+		}
 		if bp.ranks == 0 {
 			bp.ranks = len(devs)
 		}

@@ -264,6 +264,10 @@ func DriverVersion() (int, error) {
 	return int(v), nil
 }
 
+// maxDevices bounds the GPUs a driver may report: a count past it (or
+// below 0) is a broken library's, which would size a list of billions.
+const maxDevices = 1 << 16
+
 // Devices lists the GPUs the driver sees.
 func Devices() ([]DeviceInfo, error) {
 	d, err := load()
@@ -280,6 +284,9 @@ func (d *driver) devices() ([]DeviceInfo, error) {
 	pin.Pin(&count)
 	if err := d.check("cuDeviceGetCount", d.cuDeviceGetCount(&count)); err != nil {
 		return nil, err
+	}
+	if count < 0 || count > maxDevices {
+		return nil, fmt.Errorf("cuda: cuDeviceGetCount: %d devices, which no driver reports (want 0 to %d)", count, maxDevices)
 	}
 	out := make([]DeviceInfo, 0, count)
 	for i := range count {
@@ -308,6 +315,9 @@ func (d *driver) devices() ([]DeviceInfo, error) {
 		}
 		if err := d.check("cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", d.cuDeviceGetAttribute(&minor, attrComputeCapMinor, dev)); err != nil {
 			return nil, err
+		}
+		if major < 0 || minor < 0 {
+			return nil, fmt.Errorf("cuda: cuDeviceGetAttribute: GPU %d's compute capability %d.%d, which no driver reports", i, major, minor)
 		}
 		out = append(out, DeviceInfo{Index: int(i), Name: cString(name), MemoryBytes: mem, Major: int(major), Minor: int(minor)})
 	}

@@ -383,3 +383,33 @@ func TestGPUSetUpThatFailsLetsGoOfWhatItMade(t *testing.T) {
 		t.Errorf("stream %d made, %d destroyed; context released %d times; want the stream destroyed and the context released once", made, destroyed, released)
 	}
 }
+
+// A driver that reports a device count no driver gives (below 0, or
+// billions, which sized a list until memory ran out) or a negative
+// compute capability is an error naming the call, not a crash.
+func TestDevicesRefusesABrokenDriversCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		count int32
+		major int32
+		want  string
+	}{
+		{"negative count", -1, 9, "cuDeviceGetCount: -1 devices"},
+		{"huge count", 1<<31 - 1, 9, "cuDeviceGetCount: 2147483647 devices"},
+		{"negative capability", 1, -1, "cuDeviceGetAttribute: GPU 0's compute capability -1.0"},
+	} {
+		d := newFakeCUDA(1).driver()
+		d.cuDeviceGetCount = func(c *int32) cuResult { *c = tc.count; return 0 }
+		attr := d.cuDeviceGetAttribute
+		d.cuDeviceGetAttribute = func(v *int32, a int32, dev int32) cuResult {
+			if a == attrComputeCapMajor {
+				*v = tc.major
+				return 0
+			}
+			return attr(v, a, dev)
+		}
+		if devs, err := d.devices(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, %v; want an error saying %q", tc.name, devs, err, tc.want)
+		}
+	}
+}
