@@ -64,6 +64,17 @@ func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
 		"nil tuner":                      func() error { _, _, err := (*Tuner)(nil).Plan(spec); return err },
 		"nil tuner's environment":        func() error { _, err := (*Tuner)(nil).With(Options{}); return err },
 		"no GPUs":                        func() error { _, err := NewTuner(&topology.Topology{}, Options{}); return err },
+		"a link of more NVLinks than an int counts": func() error {
+			huge, err := topology.Resolve("ring:4,bw=1e50GB/s")
+			if err != nil {
+				return nil
+			}
+			_, err = NewTuner(huge, Options{})
+			if err != nil && !strings.Contains(err.Error(), "more than NCCL's model can count") {
+				t.Errorf("a link of 1e50 GB/s: %v", err)
+			}
+			return err
+		},
 		"NaN launch": func() error {
 			_, err := NewTuner(topo, Options{Machine: Machine{Launch: math.NaN()}})
 			return err

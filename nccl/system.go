@@ -188,7 +188,9 @@ func Describe(t *topology.Topology) (System, error) {
 		}
 	}
 	s.NodeMajor = nodeMajor(gpus, find, nodeOf, s.PerNode)
-	s.readGPU(t, gpus[0])
+	if err := s.readGPU(t, gpus[0]); err != nil {
+		return s, err
+	}
 	s.readNICs(t, gpus, find)
 	if s.Nodes > 1 && s.NICBW == 0 {
 		return s, fmt.Errorf("nccl: %d nodes, but node 0's NICs have no network link (to a switch or another NIC) whose bandwidth NCCL's model could read", s.Nodes)
@@ -206,8 +208,13 @@ func nodeMajor(gpus []int, find func(int) int, nodeOf map[int]int, perNode int) 
 	return true
 }
 
+// maxNVLinks bounds the NVLinks a GPU's links may count as (18 on an
+// H100 or a B200): past it a link's bandwidth is no fabric's, and its
+// count would overflow.
+const maxNVLinks = 1 << 20
+
 // readGPU reads a GPU's NVLinks and its switch's reduction.
-func (s *System) readGPU(t *topology.Topology, g int) {
+func (s *System) readGPU(t *topology.Topology, g int) error {
 	s.ReduceBW = t.Nodes[g].ReduceBW
 	for e := range t.Links {
 		l := t.Links[e]
@@ -222,7 +229,11 @@ func (s *System) readGPU(t *topology.Topology, g int) {
 		}
 	}
 	if rate := s.Arch.NVLinkRate(); rate > 0 && s.LinkBW > 0 {
-		s.NVLinks = int(math.Round(s.LinkBW / rate))
+		links := math.Round(s.LinkBW / rate)
+		if links > maxNVLinks {
+			return fmt.Errorf("nccl: GPU %s's NVLink bandwidth, %.4g GB/s, is %.4g NVLinks of %.4g GB/s: more than NCCL's model can count (%d)", t.Nodes[g].Name, s.LinkBW/1e9, links, rate/1e9, maxNVLinks)
+		}
+		s.NVLinks = int(links)
 	}
 	s.IntraBW = float64(s.NVLinks) * nvlinkPerLink(s.Arch)
 	if s.IntraBW == 0 {
@@ -231,6 +242,7 @@ func (s *System) readGPU(t *topology.Topology, g int) {
 	if s.Arch.SM() < 90 {
 		s.NVLSCapable = false
 	}
+	return nil
 }
 
 // pciBW is NCCL's default PCIe bandwidth in GB/s (topo.h PCI_BW).
