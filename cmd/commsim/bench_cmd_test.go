@@ -72,6 +72,9 @@ func TestBenchBadInputExits2(t *testing.T) {
 		{"--algo nccl-nvls --op reduce", "algorithm nccl-nvls has no reduce (for reduce use one of ring, rhd, tree, dbtree, direct, nccl-ring, auto, nccl)"},
 		{"--algo nccl --nccl-version=", "--nccl-version is empty: give a value, or leave the flag out for the default"},
 		{"--algo nccl --nccl-proto=", "--nccl-proto is empty"},
+		{"--output_file=", "--output_file is empty"},
+		{"--plot= --trace=x.json", "--plot is empty"},
+		{"--algo nccl --nccl-machine=", "--nccl-machine is empty"},
 		{"--algo nccl-pat", "algorithm nccl-pat has no allreduce (for allreduce use one of ring, rd, rhd, tree, dbtree, direct, nccl-ring, nccl-tree, auto, nccl; " +
 			"where switches reduce, nccl-nvls, nccl-nvlstree, nccl-collnet-direct, nccl-collnet-chain)"},
 	} {

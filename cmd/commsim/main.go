@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/commsim/commsim/internal/suggest"
 )
@@ -124,6 +125,17 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version(),
+	}
+	// A flag given an empty value (an unset variable in a script) is a
+	// usage error, not the default: --out "" wrote nothing and exited 0.
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		var err error
+		c.Flags().Visit(func(f *pflag.Flag) {
+			if err == nil && f.Value.Type() == "string" && strings.TrimSpace(f.Value.String()) == "" {
+				err = usagef("--%s is empty: give a value, or leave the flag out for the default", f.Name)
+			}
+		})
+		return err
 	}
 	root.SetVersionTemplate("commsim {{.Version}}\n")
 	root.SetOut(stdout)
