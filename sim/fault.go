@@ -73,18 +73,19 @@ func ParseFault(s string) (Fault, error) {
 	}
 	switch w[0] {
 	case "link":
-		f.Link = w[1]
-		switch w[2] {
+		k := linkAction(w)
+		f.Link = strings.Join(w[1:k], " ")
+		switch w[k] {
 		case "down":
 			f.Kind = LinkDown
-			f.At, err = at(3)
+			f.At, err = at(k + 1)
 		case "degrade":
 			f.Kind = LinkDegrade
-			if len(w) < 4 || w[3] == "at" {
+			if len(w) < k+2 || w[k+1] == "at" {
 				return bad("degrade needs a percentage, e.g. 'degrade 50%%'")
 			}
-			if f.Factor, err = parsePercent(w[3]); err == nil {
-				f.At, err = at(4)
+			if f.Factor, err = parsePercent(w[k+1]); err == nil {
+				f.At, err = at(k + 2)
 			}
 		default:
 			return bad("unknown link fault %q (want down or degrade)", w[2])
@@ -126,6 +127,22 @@ func ParseFault(s string) (Fault, error) {
 		return bad("%v", err)
 	}
 	return f, nil
+}
+
+// linkAction is the index of a link fault's action in its words w: the
+// last "down" or "degrade" that the rest of the fault follows as its
+// syntax says, so that a link's name may hold spaces (a YAML node's may);
+// 2 where none does, for the error to name.
+func linkAction(w []string) int {
+	for k := len(w) - 1; k > 1; k-- {
+		rest := len(w) - k
+		switch {
+		case w[k] == "down" && (rest == 1 || rest == 3 && w[k+1] == "at"),
+			w[k] == "degrade" && (rest == 2 || rest == 4 && w[k+2] == "at"):
+			return k
+		}
+	}
+	return 2
 }
 
 // parseTime reads a fault's time: a latency (ps to s), or minutes or

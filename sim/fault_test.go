@@ -15,6 +15,8 @@ func TestParseFaultRoundTrip(t *testing.T) {
 	for _, s := range []string{
 		"link gpu3-sw0 down at 100us",
 		"link gpu0-gpu1 degrade 50% at 1.5ms",
+		"link gpu 0-leaf down at 1us", // a YAML node's name may hold spaces
+		"link gpu 0-down degrade 50% at 0",
 		"rank 2 stall 20us at 5us",
 		"rank 1 crash at 1ms",
 		"rank 0 slow 25% at 0",
