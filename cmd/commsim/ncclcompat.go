@@ -74,6 +74,10 @@ type ignoredNCCLFlag struct {
 // never is a same that no value is: every setting is noted.
 const never = math.MinInt
 
+// maxSimRuns bounds -n × -m on sim, which simulates every run: a
+// million 64-byte runs on 4 GPUs took over a minute and 15 GB.
+const maxSimRuns = 100000
+
 var ignoredNCCLFlags = []ignoredNCCLFlag{
 	{"cudagraph", "G", 0, 0, "commsim does not capture CUDA graphs: each run is launched directly, -n × -m of them back to back (nccl-tests' -G N launches its graph of them N times: give -n N times as many for as many runs)"},
 	{"average", "a", 1, 3, "commsim reports the slowest rank's time (nccl-tests' -a 3), the only one a simulated or multi-process run has"},
@@ -97,7 +101,7 @@ var ignoredNCCLFlags = []ignoredNCCLFlag{
 func (f *ncclTestFlags) register(fl *pflag.FlagSet) {
 	fl.IntVarP(&f.ngpus, "ngpus", "g", 0, "GPUs, as nccl-tests' -g: on sim the first N GPUs of --topo (default all), driven by one thread, whose launches set a floor under every size from 2 GPUs on (nccl.ThreadFloorUS); on cuda and metal the ranks of this process (as --ranks)")
 	fl.IntVar(&f.threadGPUs, "thread-gpus", 0, "on sim, the GPUs each thread drives in a job of several processes, as nccl-tests' -g under mpirun -np 2 on dgx-h100x2 (8): every rank of --topo runs, and each size takes at least N launches of host time (nccl.ThreadFloorUS)")
-	fl.IntVarP(&f.iters, "iters", "n", 1, "timed runs per size, launched back to back and averaged, as nccl-tests' -n (its default is 20): a rooted collective's runs (broadcast, reduce, gather) overlap, so their mean is less than one run's time; on sim every run is simulated")
+	fl.IntVarP(&f.iters, "iters", "n", 1, "timed runs per size, launched back to back and averaged, as nccl-tests' -n (its default is 20): a rooted collective's runs (broadcast, reduce, gather) overlap, so their mean is less than one run's time; on sim every run is simulated (at most 100000 a size, with -m's)")
 	fl.IntVarP(&f.aggIters, "agg_iters", "m", 1, "collectives each timed run launches in a group, as nccl-tests' -m: each size is timed as -n × -m collectives back to back, their mean the time")
 	fl.IntVarP(&f.warmup, "warmup_iters", "w", 0, "untimed runs before the timed ones on real backends (nccl-tests' -w); on sim there is nothing to warm up")
 	fl.IntVarP(&f.threads, "nthreads", "t", 1, "nccl-tests' threads per process: commsim runs 1 (ask for GPUs with -g, processes with --nranks)")
@@ -135,6 +139,8 @@ func (f *ncclTestFlags) validate(backend string) error {
 		return usagef("-m %d: want 1 or more collectives a run", f.aggIters)
 	case f.iters > math.MaxInt32/max(f.aggIters, 1):
 		return usagef("-n %d × -m %d: over %d collectives a size", f.iters, f.aggIters, math.MaxInt32)
+	case backend == "sim" && f.iters*f.aggIters > maxSimRuns:
+		return usagef("-n %d × -m %d: over %d collectives a size, which on sim are each simulated (minutes and gigabytes even on 4 GPUs); nccl-tests' default is -n 20", f.iters, f.aggIters, maxSimRuns)
 	case f.warmup < 0:
 		return usagef("-w %d: want 0 or more warm-up runs", f.warmup)
 	case f.given("nthreads") && f.threads != 1:
