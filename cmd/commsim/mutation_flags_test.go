@@ -459,10 +459,10 @@ func TestCompareTieGoesToTheFirstAlgorithm(t *testing.T) {
 // too long, it says the sum of their hours, the steps of the plan with the
 // most, and offers fewer algorithms before fewer ranks.
 func TestCompareEstimateAddsTheAlgorithms(t *testing.T) {
-	const iters = 10000000
+	const iters = 100000
 	total, steps := 0.0, 0
 	for _, algo := range []string{"ring", "rd"} {
-		s := parsedSweep(t, "ring:16", "allreduce", algo, func(bf *benchFlags) {
+		s := parsedSweep(t, "ring:128", "allreduce", algo, func(bf *benchFlags) {
 			bf.minBytes, bf.maxBytes, bf.iters, bf.timingOnly, bf.symmetry = "1MiB", "1MiB", iters, true, false
 		})
 		est, err := s.estimate(nil, float64(s.runner.Runs()))
@@ -474,8 +474,8 @@ func TestCompareEstimateAddsTheAlgorithms(t *testing.T) {
 	if total < 2*maxHostSeconds {
 		t.Fatalf("the comparison is estimated at %g s: want one refused", total)
 	}
-	status, out, errOut := commsim("compare", "--topo", "ring:16", "--algos", "ring,rd", "-b", "1MiB", "-e", "1MiB", "-n", fmt.Sprint(iters), "--timing-only", "--symmetry=false")
-	want := fmt.Sprintf("the comparison would take about %.1f hours (1 size of 2 algorithms, up to %d plan steps on 16 ranks", total/3600, steps)
+	status, out, errOut := commsim("compare", "--topo", "ring:128", "--algos", "ring,rd", "-b", "1MiB", "-e", "1MiB", "-n", fmt.Sprint(iters), "--timing-only", "--symmetry=false")
+	want := fmt.Sprintf("the comparison would take about %.1f hours (1 size of 2 algorithms, up to %d plan steps on 128 ranks", total/3600, steps)
 	if status != 2 || out != "" || !strings.Contains(errOut, want) || !strings.Contains(errOut, "use fewer algorithms (--algos), fewer ranks (-g), fewer runs (-n, -m)") {
 		t.Errorf("status %d, stderr %q; want 2 saying %q and offering fewer algorithms first", status, errOut, want)
 	}
