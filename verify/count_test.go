@@ -176,7 +176,7 @@ func TestPatternInputsKeepTheirBits(t *testing.T) {
 				}
 				n, _ := s.BufferLens()
 				for r := range s.Ranks {
-					raw, _ := hw.FromFloat64s(dt, patternValues(s, r, n))
+					raw, _ := hw.FromFloat64s(dt, patternValues(s, r, 0, n))
 					rounded, _ := hw.ToFloat64s(dt, raw)
 					want, _ := hw.FromFloat64s(dt, rounded)
 					if string(got[r]) != string(want) {
@@ -205,5 +205,21 @@ func TestDefinedOnlyOnRanks(t *testing.T) {
 	s := ops.Spec{Op: ops.AllReduce, Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
 	if Defined(s, -1) || Defined(s, 4) || !Defined(s, 3) {
 		t.Error("Defined of ranks -1, 4 and 3 of 4: want false, false, true")
+	}
+}
+
+// A rank's input made a block at a time is the one made whole: the
+// blocks start where the last one ended.
+func TestPatternBlocksJoin(t *testing.T) {
+	for _, dt := range []hw.DType{hw.U8, hw.F32, hw.BF16} {
+		s := ops.Spec{Op: ops.AllReduce, Ranks: 2, Count: 2*patternBlock + 123, DType: dt, Redop: hw.Sum}
+		n, _ := s.BufferLens()
+		whole, err := hw.FromFloat64s(dt, patternValues(s, 1, 0, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := patternBytes(s, 1, n); err != nil || string(got) != string(whole) {
+			t.Errorf("%s: the blocked pattern differs from the whole one (%v)", dt, err)
+		}
 	}
 }

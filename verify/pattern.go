@@ -11,8 +11,7 @@ import (
 )
 
 // MaxPatternBytes bounds the inputs PatternInputs makes, every rank's
-// together, in host memory (and while it fills them, a rank's values as
-// float64 for each core).
+// together, in host memory.
 const MaxPatternBytes = 16 << 30
 
 // PatternInputs returns every rank's input of s (InLen elements each,
@@ -44,7 +43,7 @@ func PatternInputs(s ops.Spec) ([][]byte, error) {
 	for range min(runtime.GOMAXPROCS(0), s.Ranks) {
 		wg.Go(func() {
 			for r := range next {
-				out[r], errs[r] = hw.FromFloat64s(s.DType, patternValues(s, r, n))
+				out[r], errs[r] = patternBytes(s, r, n)
 			}
 		})
 	}
@@ -55,23 +54,43 @@ func PatternInputs(s ops.Spec) ([][]byte, error) {
 	return out, nil
 }
 
-// patternValues is rank r's input as float64 values; encoding them in the
-// dtype rounds them to what the device sees (the reference reads the
-// encoded bytes).
-func patternValues(s ops.Spec, r, n int) []float64 {
-	vals := make([]float64, n)
-	for i := range vals {
+// patternBytes is rank r's n input elements, encoded a block of
+// patternBlock values at a time: the values as float64 for a whole rank
+// took 8 bytes an element beside its input (8 times a u8 input).
+func patternBytes(s ops.Spec, r, n int) ([]byte, error) {
+	size := s.DType.Size()
+	out := make([]byte, n*size)
+	for lo := 0; lo < n; lo += patternBlock {
+		b, err := hw.FromFloat64s(s.DType, patternValues(s, r, lo, min(n, lo+patternBlock)))
+		if err != nil {
+			return nil, err
+		}
+		copy(out[lo*size:], b)
+	}
+	return out, nil
+}
+
+// patternBlock is the values patternBytes encodes at a time.
+const patternBlock = 1 << 16
+
+// patternValues is rank r's input elements lo to hi as float64 values;
+// encoding them in the dtype rounds them to what the device sees (the
+// reference reads the encoded bytes).
+func patternValues(s ops.Spec, r, lo, hi int) []float64 {
+	vals := make([]float64, hi-lo)
+	for k := range vals {
+		i := lo + k
 		h := splitmix64(uint64(r)<<40 ^ uint64(i) ^ uint64(s.Op)<<56)
 		u := float64(h>>11) / (1 << 53) // [0, 1)
 		switch {
 		case s.DType == hw.U8:
-			vals[i] = float64(h & 0xff)
+			vals[k] = float64(h & 0xff)
 		case !s.DType.IsFloat():
-			vals[i] = float64(int64(h%17) - 8)
+			vals[k] = float64(int64(h%17) - 8)
 		case s.Redop == hw.Prod && s.Op.Reduces():
-			vals[i] = 1 + (2*u-1)/16
+			vals[k] = 1 + (2*u-1)/16
 		default:
-			vals[i] = 2*u - 1
+			vals[k] = 2*u - 1
 		}
 	}
 	return vals
