@@ -88,7 +88,7 @@ func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Opti
 // channel and chunk tuning multiply by (connect.cc, connectCollNet: the
 // distinct first GPUs of the CollNet graph's channels): one a GPU with a
 // NIC of its own, no more than the graph's channels. The simulated plan
-// still makes every GPU the head of its share (see ncclCollNetDirect).
+// still makes every GPU the head of its share (ops, nccl-collnet-direct).
 func directHeads(s System, v Version) int {
 	return max(1, min(graphOf(s, CollNetDirect, v).channels, maxDirectArity, s.netHeads()))
 }

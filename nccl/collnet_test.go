@@ -360,9 +360,9 @@ func TestAPlanTooLargeToHoldRunsTheNextPair(t *testing.T) {
 // and NVLS's chunk by the heads its search found (connect.cc: a GPU with
 // a NIC of its own leads each), not by a node's GPUs. On two DGX H100s
 // with SHARP but 4 NICs a node, CollNet direct launches 5 of its 24
-// channels for 1 MiB and 12 for 8 MiB (3 and 11 counting 8 heads), and NVLS across the nodes
-// keeps 32 KiB parts at 6 MiB (bytes ≥ 2 × 16 channels × 4 heads × 32
-// KiB), where 8 heads would halve them.
+// channels for 1 MiB and 12 for 8 MiB (3 and 11 counting 8 heads), and
+// NVLS across the nodes keeps 32 KiB parts at 6 MiB (bytes ≥ 2 × 16
+// channels × 4 heads × 32 KiB), where 8 heads would halve them.
 func TestTuningCountsTheSearchsHeads(t *testing.T) {
 	four := describe(t, "dgx-h100x2,sharp=inf")
 	four.NICs = 4

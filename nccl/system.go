@@ -193,7 +193,7 @@ func Describe(t *topology.Topology) (System, error) {
 	}
 	s.readNICs(t, gpus, find)
 	if s.Nodes > 1 && s.NICBW == 0 {
-		return s, fmt.Errorf("nccl: %d nodes, but node 0's NICs have no network link (to a switch or another NIC) whose bandwidth NCCL's model could read", s.Nodes)
+		return s, fmt.Errorf("nccl: %d nodes, but a node's NICs have no network link (to a switch or another NIC) whose bandwidth NCCL's model could read", s.Nodes)
 	}
 	return s, nil
 }
