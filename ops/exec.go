@@ -180,7 +180,7 @@ func (e *Executor) run(plan *Plan, in, out []hw.Slice, runs int) (float64, error
 		if err := e.runNative(plan, in, out, runs); err != nil {
 			return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 		}
-	} else { // EnqueueTimed prepares each rank
+	} else { // EnqueueBackToBack prepares each rank
 		var err error
 		if starts, ends, err = e.EnqueueBackToBack(plan, in, out, runs); err != nil {
 			e.retireFailedRun() // the ranks enqueued before the failure still send
@@ -241,7 +241,13 @@ const (
 func backToBackRuns(plan *Plan, runs int) error {
 	lanes := 1
 	if plan != nil {
-		lanes = max(1, plan.Ranks) * max(1, plan.Lanes)
+		// Saturating: ranks × lanes past the limit is past it, where
+		// 4 × 2^62 wrapped to 0 and divided by it.
+		ranks, each := max(1, plan.Ranks), max(1, plan.Lanes)
+		lanes = MaxBackToBackLaneRuns + 1
+		if each <= MaxBackToBackLaneRuns/ranks {
+			lanes = ranks * each
+		}
 	}
 	switch {
 	case runs < 1:
@@ -269,6 +275,9 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 	}
 	if len(in) != len(out) || waits != nil && len(waits) != len(in) {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w: %d inputs, %d outputs, %d ranks' waits", hw.ErrBadArgument, len(in), len(out), len(waits))
+	}
+	if err := checkPlanShape(plan); err != nil {
+		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
 	}
 	if err := backToBackRuns(plan, runs); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
@@ -416,6 +425,11 @@ func (e *Executor) EnqueueTimed(plan *Plan, rank int, in, out hw.Slice, after ..
 	}
 	if plan.native {
 		return nil, nil, fmt.Errorf("ops: enqueue %v: %w: the library launches every rank at once; use Run", plan.Spec, ErrUnsupported)
+	}
+	// The shape first: prepare makes a stream for each of the plan's
+	// lanes, and a million lanes of no steps took 590 MB before.
+	if err := checkPlanShape(plan); err != nil {
+		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
 	}
 	if err := e.checkRank(plan, rank, in, out); err != nil {
 		return nil, nil, err

@@ -471,6 +471,37 @@ func TestRunRefusesMalformedPlans(t *testing.T) {
 	}
 }
 
+// TestEnqueueRefusesMalformedPlansFirst: Enqueue and EnqueueBackToBack
+// check a plan's shape before they make its lanes' streams: a million
+// lanes of no steps took 590 MB of streams before being refused, and 2^62
+// lanes on 4 ranks wrapped the count of lanes to 0 and divided by it.
+func TestEnqueueRefusesMalformedPlansFirst(t *testing.T) {
+	spec := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
+	for _, tc := range []struct {
+		name string
+		edit func(p *ops.Plan)
+	}{
+		{"a million lanes", func(p *ops.Plan) { p.Lanes = 1 << 20 }},
+		{"2^62 lanes", func(p *ops.Plan) { p.Lanes = 1 << 62 }},
+		{"fewer programs than ranks", func(p *ops.Plan) { p.Steps = p.Steps[:3] }},
+	} {
+		plan, err := ops.Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := world(t, "switch:4", sim.Config{})
+		in, out := buffers(t, c, plan, false)
+		tc.edit(plan)
+		e := ops.NewExecutor(c.World())
+		if _, err := e.Enqueue(plan, 0, in[0], out[0]); !errors.Is(err, ops.ErrBadPlan) {
+			t.Errorf("%s: Enqueue: %v, want ErrBadPlan", tc.name, err)
+		}
+		if _, _, err := e.EnqueueBackToBack(plan, in, out, 1); !errors.Is(err, ops.ErrBadPlan) {
+			t.Errorf("%s: EnqueueBackToBack: %v, want ErrBadPlan", tc.name, err)
+		}
+	}
+}
+
 func mustTopo(t testing.TB, spec string) *topology.Topology {
 	t.Helper()
 	topo, err := topology.Parse(spec)

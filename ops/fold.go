@@ -21,7 +21,7 @@ func (p *Plan) FoldChannels() (folded *Plan, k int, ok bool) {
 		return nil, 1, false
 	}
 	c := p.Channels
-	if p.Steps == nil || p.native || c < 2 || p.Lanes < c {
+	if p.Steps == nil || len(p.Steps) != p.Ranks || p.native || c < 2 || p.Lanes < c {
 		return p, 1, false // no channel has a lane of its own to fold
 	}
 	per := (p.Lanes + c - 1) / c // lanes per channel
@@ -352,7 +352,7 @@ func (p *Plan) mayFoldChannels() bool {
 		return false
 	}
 	g := p.NodeRanks
-	return p.Steps != nil && !p.native && p.Wire != nil && !p.UsesSwitch() &&
+	return p.Steps != nil && len(p.Steps) == p.Ranks && !p.native && p.Wire != nil && !p.UsesSwitch() &&
 		g >= 1 && g < p.Ranks && p.Ranks%g == 0 && p.Channels >= 2 && p.Lanes >= p.Channels
 }
 
@@ -437,7 +437,7 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 		return nil, nil, 0, false
 	}
 	g := nodeSize(p.Spec)
-	if p.Steps == nil || p.native || g < 2 || s < 1 || s >= g || g%s != 0 || p.Ranks%g != 0 {
+	if p.Steps == nil || len(p.Steps) != p.Ranks || p.native || g < 2 || s < 1 || s >= g || g%s != 0 || p.Ranks%g != 0 {
 		return nil, nil, 0, false
 	}
 	perm = nodeRotation(p.Ranks, g, s, false)

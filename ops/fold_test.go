@@ -477,3 +477,22 @@ func TestRefineMakesTheKeptLanesAtTheFineChunk(t *testing.T) {
 		t.Errorf("a kept lane waiting on one not kept: %v, want ErrBadPlan", err)
 	}
 }
+
+// A plan made by hand whose programs are not one a rank does not fold:
+// every Fold method says so (ok false), where five of them indexed past
+// the programs they had.
+func TestFoldRefusesAPlanOfTheWrongShape(t *testing.T) {
+	wire := &Wire{Efficiency: [3]float64{1, 1, 1}}
+	for _, programs := range []int{2, 6} {
+		p := &Plan{Spec: Spec{Op: AllGather, Ranks: 4, Count: 1, DType: hw.F32, NodeRanks: 2, Channels: 2},
+			InLen: 1, OutLen: 4, Lanes: 2, Wire: wire, Steps: make([][]Step, programs)}
+		_, _, ok1 := p.FoldChannels()
+		_, _, _, ok2 := p.FoldRotation(1, false)
+		_, _, _, ok3 := p.FoldRotationAndMirror()
+		_, _, _, ok4 := p.FoldMirror()
+		_, _, _, ok5 := p.FoldRanks(1)
+		if ok1 || ok2 || ok3 || ok4 || ok5 {
+			t.Errorf("%d programs for 4 ranks folded: %v %v %v %v %v", programs, ok1, ok2, ok3, ok4, ok5)
+		}
+	}
+}
