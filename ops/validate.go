@@ -182,7 +182,7 @@ func (ps *pairSum) add(r int, s *Step) {
 
 func (ps pairSum) balanced() bool { return ps == 0 }
 
-// messageHash mixes a message's ends (each under 2^20, MaxRanks), tag and
+// messageHash mixes a message's ends (each under 2^20; MaxRanks is 2^18), tag and
 // length into one word.
 func messageHash(from, to int, tag uint32, n int) uint64 {
 	return splitmix(uint64(from)<<44 ^ uint64(to)<<24 ^ uint64(tag)*0x9e3779b97f4a7c15 ^ uint64(n)*0xc2b2ae3d27d4eb4f)

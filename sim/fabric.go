@@ -113,7 +113,7 @@ type flowOwner interface {
 }
 
 // start begins a flow of n bytes over links after latency. owner.flowDone
-// runs when// the last byte arrives.
+// runs when the last byte arrives.
 func (fb *fabric) start(links []*link, latency Time, n float64, owner flowOwner, o *op) *flow {
 	var f *flow
 	if k := len(fb.free); k > 0 {

@@ -233,7 +233,7 @@ func (s *laneSource) Close() {
 // 48 bytes where an ops.Operation takes 130, so that the batches of a
 // thousand lanes waiting to be fed stay in cache (reading them was a
 // fifth of a 1024-rank ring all-reduce). Ranks fit in 32 bits (MaxRanks
-// is 2^20); offsets and lengths take 64, for buffers up to 2^63 bytes.
+// is 2^18); offsets and lengths take 64, for buffers up to 2^63 bytes.
 type fedOp struct {
 	kind           ops.StepKind
 	srcBuf, dstBuf ops.Buf
