@@ -81,6 +81,9 @@ func LinkBound(plan *Plan, r EdgeRouter) (float64, error) {
 				recent, i = append(recent, route{st.Peer, edges}), len(recent)
 			}
 			for _, e := range recent[i].edges {
+				if e < 0 {
+					return 0, fmt.Errorf("ops: link bound %v: rank %d to %d: the router gave edge %d", plan.Spec, rank, st.Peer, e)
+				}
 				if e >= len(bytes) {
 					bytes = append(bytes, make([]float64, e+1-len(bytes))...)
 				}

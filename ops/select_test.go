@@ -288,3 +288,21 @@ func TestSelectRefusesALinkBoundThatIsNotFinite(t *testing.T) {
 		t.Errorf("Select on links of 1e-307B/s: plan %v, %v; want ErrCostNotFinite (candidates %+v)", plan, err, cands)
 	}
 }
+
+// badRouter routes every message over edge -1, as no topology does.
+type badRouter struct{}
+
+func (badRouter) RouteEdges(src, dst int) ([]int, error) { return []int{-1}, nil }
+func (badRouter) EdgeBW(edge int) float64                { return 1 }
+
+// A router of its own that names a negative edge is an error from
+// LinkBound, not an index out of range.
+func TestLinkBoundRefusesANegativeEdge(t *testing.T) {
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.LinkBound(plan, badRouter{}); err == nil || !strings.Contains(err.Error(), "the router gave edge -1") {
+		t.Errorf("LinkBound with a negative edge: %v", err)
+	}
+}
