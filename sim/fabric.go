@@ -471,13 +471,12 @@ func (fb *fabric) scheduleFinish(f *flow, now Time) {
 	fb.at(after(now, drainTime(f.remaining, f.rate)), f)
 }
 
-// drainTime is how long n bytes take at rate, rounded to the nearest
-// picosecond (halves down) below half a second; from there the margin
-// below grows past half a picosecond and it rounds down, since float
-// noise there reaches a picosecond and only the floor is the same
-// whatever order the rates were summed in. A zero rate never finishes,
-// and a finish past the horizon is Never: such a flow waits there, in
-// case its rate rises.
+// drainTime is how long n bytes take at rate in whole picoseconds:
+// rounded to the nearest (halves down) below half a second, and down
+// from there, where the margin for float noise (halfNoise, relative)
+// passes half a picosecond. A zero rate never finishes, and a finish
+// past the horizon is Never: such a flow waits there, in case its rate
+// rises.
 func drainTime(n, rate float64) Time {
 	if n <= 0 || math.IsInf(rate, 1) {
 		return 0
