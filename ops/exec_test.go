@@ -426,30 +426,37 @@ func TestStreamedRunsEqualHeldRuns(t *testing.T) {
 // structural fault is refused by Run with an error wrapping ErrBadPlan
 // that says what is wrong, before anything runs, and never panics; a plan
 // whose sends and receives do not pair up names the unpaired message. The
-// executor then runs a good plan.
+// executor then runs a good plan. A plan of the wrong shape (shape) is
+// refused by Enqueue and EnqueueBackToBack too, before they make its
+// lanes' streams: a million lanes of no steps took 590 MB of streams
+// before being refused, and 2^62 lanes on 4 ranks wrapped the count of
+// lanes to 0 and divided by it.
 func TestRunRefusesMalformedPlans(t *testing.T) {
 	spec := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
 	for _, tc := range []struct {
-		name string
-		edit func(p *ops.Plan)
-		want string
+		name  string
+		edit  func(p *ops.Plan)
+		want  string
+		shape bool
 	}{
-		{"a lane out of range", func(p *ops.Plan) { p.Steps[2][3].Lane = 1 }, "rank 2 step 3 (reduce out[2:4] += tmp[0:2] lane 1): lane 1 outside 0..0"},
-		{"a negative lane", func(p *ops.Plan) { p.Steps[1][0].Lane = -1 }, "lane -1 outside 0..0"},
-		{"After pointing forward", func(p *ops.Plan) { p.Steps[0][2].After = []int{5} }, "rank 0 step 2 (recv tmp[0:2] from 3 tag 0 after [5]): After names step 5, not an earlier step"},
-		{"After naming itself", func(p *ops.Plan) { p.Steps[0][2].After = []int{2} }, "After names step 2"},
-		{"a send to itself", func(p *ops.Plan) { p.Steps[3][1].Peer = 3 }, "rank 3 step 1 (send out[6:8] to 3 tag 0): peer 3 is not another rank of 4"},
-		{"a peer out of range", func(p *ops.Plan) { p.Steps[3][1].Peer = 9 }, "peer 9 is not another rank of 4"},
-		{"an offset past 2^32", func(p *ops.Plan) { p.Steps[1][1].Src.Off += 1 << 32 }, "outside out of 8 elements"},
-		{"no lanes", func(p *ops.Plan) { p.Lanes = 0 }, "plan has 0 lanes"},
-		{"negative lanes", func(p *ops.Plan) { p.Lanes = -2 }, "plan has -2 lanes"},
-		{"lanes past its steps", func(p *ops.Plan) { p.Lanes = 1 << 40 }, "plan has 1099511627776 lanes for 64 steps"},
-		{"a negative count", func(p *ops.Plan) { p.Count = -1 }, "plan of 4 ranks, count -1"},
-		{"fewer programs than ranks", func(p *ops.Plan) { p.Steps = p.Steps[:3] }, "plan has programs for 3 ranks, want 4"},
+		{"a lane out of range", func(p *ops.Plan) { p.Steps[2][3].Lane = 1 }, "rank 2 step 3 (reduce out[2:4] += tmp[0:2] lane 1): lane 1 outside 0..0", false},
+		{"a negative lane", func(p *ops.Plan) { p.Steps[1][0].Lane = -1 }, "lane -1 outside 0..0", false},
+		{"After pointing forward", func(p *ops.Plan) { p.Steps[0][2].After = []int{5} }, "rank 0 step 2 (recv tmp[0:2] from 3 tag 0 after [5]): After names step 5, not an earlier step", false},
+		{"After naming itself", func(p *ops.Plan) { p.Steps[0][2].After = []int{2} }, "After names step 2", false},
+		{"a send to itself", func(p *ops.Plan) { p.Steps[3][1].Peer = 3 }, "rank 3 step 1 (send out[6:8] to 3 tag 0): peer 3 is not another rank of 4", false},
+		{"a peer out of range", func(p *ops.Plan) { p.Steps[3][1].Peer = 9 }, "peer 9 is not another rank of 4", false},
+		{"an offset past 2^32", func(p *ops.Plan) { p.Steps[1][1].Src.Off += 1 << 32 }, "outside out of 8 elements", false},
+		{"no lanes", func(p *ops.Plan) { p.Lanes = 0 }, "plan has 0 lanes", true},
+		{"negative lanes", func(p *ops.Plan) { p.Lanes = -2 }, "plan has -2 lanes", true},
+		{"lanes past its steps", func(p *ops.Plan) { p.Lanes = 1 << 40 }, "plan has 1099511627776 lanes for 64 steps", true},
+		{"a million lanes", func(p *ops.Plan) { p.Lanes = 1 << 20 }, "plan has 1048576 lanes for 64 steps", true},
+		{"2^62 lanes", func(p *ops.Plan) { p.Lanes = 1 << 62 }, "plan has 4611686018427387904 lanes for 64 steps", true},
+		{"a negative count", func(p *ops.Plan) { p.Count = -1 }, "plan of 4 ranks, count -1", true},
+		{"fewer programs than ranks", func(p *ops.Plan) { p.Steps = p.Steps[:3] }, "plan has programs for 3 ranks, want 4", true},
 		{"a send nobody receives", func(p *ops.Plan) { p.Steps[1][1].Tag = 40 },
-			"rank 1 step 1 sends 2 elements to rank 2 with tag 40, and rank 2 never receives it"},
+			"rank 1 step 1 sends 2 elements to rank 2 with tag 40, and rank 2 never receives it", false},
 		{"a send of the wrong size", func(p *ops.Plan) { p.Steps[2][1].Src.Len = 1 },
-			"rank 2 step 1 sends 1 elements to rank 3 with tag 0, which receives 2 at step 2"},
+			"rank 2 step 1 sends 1 elements to rank 3 with tag 0, which receives 2 at step 2", false},
 	} {
 		plan, err := ops.Compile(spec)
 		if err != nil {
@@ -468,36 +475,15 @@ func TestRunRefusesMalformedPlans(t *testing.T) {
 		if _, err := ops.Cost(plan, mustTopo(t, "switch:4")); !errors.Is(err, ops.ErrBadPlan) {
 			t.Errorf("%s: Cost: %v, want ErrBadPlan", tc.name, err)
 		}
-	}
-}
-
-// TestEnqueueRefusesMalformedPlansFirst: Enqueue and EnqueueBackToBack
-// check a plan's shape before they make its lanes' streams: a million
-// lanes of no steps took 590 MB of streams before being refused, and 2^62
-// lanes on 4 ranks wrapped the count of lanes to 0 and divided by it.
-func TestEnqueueRefusesMalformedPlansFirst(t *testing.T) {
-	spec := ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 8, DType: hw.F32, Redop: hw.Sum}
-	for _, tc := range []struct {
-		name string
-		edit func(p *ops.Plan)
-	}{
-		{"a million lanes", func(p *ops.Plan) { p.Lanes = 1 << 20 }},
-		{"2^62 lanes", func(p *ops.Plan) { p.Lanes = 1 << 62 }},
-		{"fewer programs than ranks", func(p *ops.Plan) { p.Steps = p.Steps[:3] }},
-	} {
-		plan, err := ops.Compile(spec)
-		if err != nil {
-			t.Fatal(err)
+		if !tc.shape {
+			continue
 		}
-		c, _ := world(t, "switch:4", sim.Config{})
-		in, out := buffers(t, c, plan, false)
-		tc.edit(plan)
 		e := ops.NewExecutor(c.World())
-		if _, err := e.Enqueue(plan, 0, in[0], out[0]); !errors.Is(err, ops.ErrBadPlan) {
-			t.Errorf("%s: Enqueue: %v, want ErrBadPlan", tc.name, err)
+		if _, err := e.Enqueue(plan, 0, in[0], out[0]); !errors.Is(err, ops.ErrBadPlan) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Enqueue: %v, want ErrBadPlan with %q", tc.name, err, tc.want)
 		}
-		if _, _, err := e.EnqueueBackToBack(plan, in, out, 1); !errors.Is(err, ops.ErrBadPlan) {
-			t.Errorf("%s: EnqueueBackToBack: %v, want ErrBadPlan", tc.name, err)
+		if _, _, err := e.EnqueueBackToBack(plan, in, out, 1); !errors.Is(err, ops.ErrBadPlan) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: EnqueueBackToBack: %v, want ErrBadPlan with %q", tc.name, err, tc.want)
 		}
 	}
 }
