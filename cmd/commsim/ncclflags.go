@@ -163,12 +163,6 @@ func (f *ncclFlags) useLogEnv(lg *calibrate.Log) (note string, env map[string]st
 
 // options reads the flags; each failure is a usage error.
 func (f *ncclFlags) options() (nccl.Options, error) {
-	for _, flag := range [...]struct{ name, value string }{{"nccl-version", f.version}, {"nccl-algo", f.algos}, {"nccl-proto", f.protos}} {
-		// An empty value read as the default, where NCCL_ALGO= is refused.
-		if f.flags != nil && f.flags.Changed(flag.name) && strings.TrimSpace(flag.value) == "" {
-			return nccl.Options{}, usagef("--%s is empty: give a value, or leave the flag out for the default", flag.name)
-		}
-	}
 	if f.runEnv != nil && !f.envSet() {
 		return *f.runEnv, nil
 	}
