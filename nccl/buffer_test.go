@@ -86,11 +86,12 @@ func TestBuffSizeSetsTheSimpleStep(t *testing.T) {
 	}
 }
 
-// TestPlanSaysWhereItsPiecesWereCoarsened: a tree held in memory makes
-// its pieces coarser than NCCL's where every lane would not fit at
-// NCCL's (128 ranks × 16 channels, 64 MiB), and says which chunk NCCL
-// uses (Plan.FineChunk), so that a folded run can make the lanes it
-// keeps at it; where they fit (16 MiB), FineChunk is 0.
+// TestPlanSaysWhereItsPiecesWereCoarsened: a tree's plan of every lane,
+// made to be checked and folded, makes its pieces coarser than NCCL's
+// where every lane would not fit at NCCL's in a sixteenth of
+// ops.MaxPlanSteps (128 ranks × 16 channels, 64 MiB), and says which chunk
+// NCCL uses (Plan.FineChunk), so that what runs can be made again at it;
+// where they fit (2 MiB), FineChunk is 0.
 func TestPlanSaysWhereItsPiecesWereCoarsened(t *testing.T) {
 	tp := try(topology.Resolve("dgx-h100x16,rail=true"))(t)
 	tu := try(nccl.NewTuner(tp, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Protos: []ops.Protocol{ops.ProtoLL128}}))(t)
@@ -101,10 +102,10 @@ func TestPlanSaysWhereItsPiecesWereCoarsened(t *testing.T) {
 		}
 		return p
 	}
-	if p := plan(16 << 20); p.FineChunk != 0 {
-		t.Errorf("16 MiB: chunk %d, FineChunk %d; want 0: its lanes fit", p.Chunk, p.FineChunk)
+	if p := plan(2 << 20); p.FineChunk != 0 {
+		t.Errorf("2 MiB: chunk %d, FineChunk %d; want 0: its lanes fit", p.Chunk, p.FineChunk)
 	}
-	if p := plan(64 << 20); p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.NumSteps() > ops.MaxPlanSteps/2 {
-		t.Errorf("64 MiB: chunk %d, FineChunk %d, %d steps; want a finer chunk than the plan's and at most %d steps", p.Chunk, p.FineChunk, p.NumSteps(), ops.MaxPlanSteps/2)
+	if p := plan(64 << 20); p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.NumSteps() > ops.MaxPlanSteps/16 {
+		t.Errorf("64 MiB: chunk %d, FineChunk %d, %d steps; want a finer chunk than the plan's and at most %d steps", p.Chunk, p.FineChunk, p.NumSteps(), ops.MaxPlanSteps/16)
 	}
 }

@@ -92,26 +92,33 @@ func chainChunk(spec ops.Spec, p int, o Options, share float64) int {
 }
 
 // heldChunk is chunk, or larger where a channel would make more passes
-// than a plan held in memory has room for (half of ops.MaxPlanSteps, at
-// stepsPerPass steps a pass for each rank): at scale, fewer and larger
-// pieces, which fill a chain or a tree later than NCCL's would (by under
-// a thousandth of a chain's time on one node), where a broadcast of a
-// terabyte in 512 KiB steps was minutes of planning and one of 2^63
-// bytes hours. Plan records chunk as the plan's FineChunk then: a folded
-// run makes the channels it keeps at it, and an unfolded one every channel
-// as near it as the plan's steps, counted one by one, allow
-// (ops.Plan.Refine).
+// than a plan made only to be checked and folded has room for
+// (wholePlanSteps, at stepsPerPass steps a pass for each rank): at scale,
+// fewer and larger pieces, where a broadcast of a terabyte in 512 KiB
+// steps was minutes of planning and one of 2^63 bytes hours. Plan records
+// chunk as the plan's FineChunk then, and what runs is made again at it:
+// the channels a folded run keeps, or every channel as near it as half of
+// ops.MaxPlanSteps allows (ops.Plan.Refine, which an executor does where
+// the simulator's driver does not).
 func heldChunk(spec ops.Spec, chunk int64, stepsPerPass int) int64 {
 	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
-	maxPasses := heldPasses(spec.Ranks, spec.Channels, stepsPerPass)
+	maxPasses := heldPasses(wholePlanSteps, spec.Ranks, spec.Channels, stepsPerPass)
 	return max(chunk, (perChannel+maxPasses-1)/maxPasses)
 }
 
-// heldPasses is the most passes a channel has room for in a plan held in
-// memory: half of ops.MaxPlanSteps, shared by ranks × channels lanes of
-// stepsPerPass steps a pass.
-func heldPasses(ranks, channels, stepsPerPass int) int64 {
-	return max(1, int64(ops.MaxPlanSteps/2)/(int64(ranks)*int64(max(1, channels))*int64(stepsPerPass)))
+// wholePlanSteps bounds a tree's or a chain's plan of every channel: a
+// sixteenth of ops.MaxPlanSteps, since it is only checked and folded
+// before its lanes are made again finer (heldChunk). At half, the plan
+// made first was most of a 1024-GPU sweep's time and memory (39 s and
+// 5.4 GB against 30 s and 4.0 GB on a slow day of the project's machine,
+// the same table).
+const wholePlanSteps = ops.MaxPlanSteps / 16
+
+// heldPasses is the most passes a channel has room for in a plan of at
+// most steps steps, shared by ranks × channels lanes of stepsPerPass
+// steps a pass.
+func heldPasses(steps int64, ranks, channels, stepsPerPass int) int64 {
+	return max(1, steps/(int64(ranks)*int64(max(1, channels))*int64(stepsPerPass)))
 }
 
 // chainStepsPerPass bounds a rank's steps per pass of a chain: a receive,

@@ -128,6 +128,10 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 // ahead of those fed over the network. A plan with switch steps waits for every rank's last run, as
 // NCCL's NVLS kernels do at the switch barrier (see UsesSwitch).
 //
+// A plan whose pieces were coarsened to hold every lane (FineChunk) runs
+// made again as fine as memory allows (Refine), where a driver's Shortcut
+// does not time it.
+//
 // Every run uses the same buffers, so an in-place run reduces what the run
 // before left. runs must be 1 or more, and at most MaxBackToBackRuns and
 // MaxBackToBackLaneRuns over the plan's ranks' lanes.
@@ -142,6 +146,9 @@ func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (floa
 		if t, ok := sc.TimeRun(e.root, plan, runs); ok {
 			return t, nil
 		}
+	}
+	if fine, ok := plan.Refine(plan); ok {
+		plan = fine
 	}
 	return e.run(plan, in, out, runs)
 }

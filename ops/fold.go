@@ -458,6 +458,20 @@ func (p *Plan) FoldRanks(s int) (kept *Plan, perm []int, order int, ok bool) {
 	return &k, perm, g / s, true
 }
 
+// RefinedChunk is the chunk Refine makes lanes of p again at that hold
+// steps steps at p's chunk: p's FineChunk, or as near it as half of
+// MaxPlanSteps allows them. ok is false where that is not finer than
+// p's chunk.
+func (p *Plan) RefinedChunk(steps int) (chunk int, ok bool) {
+	if p == nil || p.FineChunk <= 0 {
+		return 0, false
+	}
+	// A lane's steps grow with its passes, as Chunk over the chunk.
+	budget := int64(MaxPlanSteps / 2)
+	chunk = max(p.FineChunk, int((int64(p.Chunk)*int64(steps)+budget-1)/budget))
+	return chunk, chunk < p.Chunk
+}
+
 // Refine returns kept, p's first kept.Lanes lanes on every rank (as
 // FoldChannels and FoldRotation keep them, or all of them: kept may be p),
 // made again at p's FineChunk: where p's pieces were coarsened so that
@@ -491,11 +505,8 @@ func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
 		}
 		steps += n
 	}
-	// A lane's steps grow with its passes, as Chunk over the chunk.
-	budget := int64(MaxPlanSteps / 2)
 	spec := p.Spec
-	spec.Chunk = max(p.FineChunk, int((int64(p.Chunk)*int64(steps)+budget-1)/budget))
-	if spec.Chunk >= p.Chunk {
+	if spec.Chunk, ok = p.RefinedChunk(steps); !ok {
 		return nil, false
 	}
 	in, out := spec.BufferLens()

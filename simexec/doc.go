@@ -128,9 +128,7 @@
 // coarsened a tree's pieces to hold every lane (ops.Plan.FineChunk), the
 // kept lanes are made again at NCCL's (ops.Plan.Refine), and take the
 // time, to the picosecond, of the plan made whole at them. A plan that
-// neither mirrors nor folds (NCCL's 32 trees over two 64-GPU racks) is made
-// again whole, as fine as half of ops.MaxPlanSteps holds by its own count
-// of steps, where package nccl's worst-case count coarsened it (about
-// twice as fine), and run on a copy of the cluster under the same
-// conditions. With Symmetry off every lane runs the coarse pieces.
+// neither mirrors nor folds (NCCL's 32 trees over two 64-GPU racks), and
+// every plan run with Symmetry off, the executor makes again whole, as
+// fine as half of ops.MaxPlanSteps holds (ops.Executor.RunBackToBack).
 package simexec

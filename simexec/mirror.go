@@ -16,10 +16,9 @@ import (
 func (d *Driver) TimeRun(w *hw.World, plan *ops.Plan, runs int) (seconds float64, ok bool) {
 	mc, block, ok := d.mirrorFor(w, plan)
 	if !ok {
-		if seconds, ok = d.timeFolded(w, plan, runs); ok {
-			return seconds, true
-		}
-		return d.timeRefined(w, plan, runs)
+		// A plan that neither mirrors nor folds runs every rank, made
+		// again as fine as memory allows (ops.Executor.RunBackToBack).
+		return d.timeFolded(w, plan, runs)
 	}
 	if seconds, ok = d.mirror.time(mc, plan, block, runs, nil); ok {
 		d.mirroredRuns++
@@ -61,6 +60,10 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds floa
 		fine, refined := plan.Refine(kept)
 		if refined {
 			kept = fine
+			// Every lane made again, as a run of every rank is, may
+			// come as fine.
+			whole, ok := plan.RefinedChunk(plan.NumSteps())
+			refined = fine.Chunk < whole || !ok
 		}
 		if seconds, ok = d.folded.time(c, kept, plan.Ranks, runs, waits); ok {
 			*count++
@@ -107,31 +110,6 @@ func (d *Driver) timeFolded(w *hw.World, plan *ops.Plan, runs int) (seconds floa
 		return 0, false
 	}
 	ok = timeOn(tc, folded, nil, &d.thinnedRuns)
-	return seconds, ok
-}
-
-// timeRefined times a plan that neither mirrors nor folds, whose pieces
-// were coarsened to hold every lane (ops.Plan.FineChunk), by running every
-// rank of it made again as fine as memory allows (ops.Plan.Refine of the
-// whole plan), on a copy of the cluster (sim.Cluster.Thinned by 1) under
-// the conditions a mirror has, so a failed run leaves the cluster as it
-// was for the executor's run of the coarse plan.
-func (d *Driver) timeRefined(w *hw.World, plan *ops.Plan, runs int) (float64, bool) {
-	if !d.mayShortcut(w, plan) {
-		return 0, false
-	}
-	fine, ok := plan.Refine(plan) // false where plan has no FineChunk
-	if !ok {
-		return 0, false
-	}
-	c, ok, err := d.c.Thinned(1)
-	if err != nil || !ok {
-		return 0, false
-	}
-	seconds, ok := d.folded.time(c, fine, plan.Ranks, runs, nil)
-	if ok {
-		d.refinedRuns++
-	}
 	return seconds, ok
 }
 
@@ -322,9 +300,10 @@ func (d *Driver) MirroredRuns() int { return d.mirroredRuns }
 // with channels that are rotations of each other folded too.
 func (d *Driver) ThinnedRuns() int { return d.thinnedRuns }
 
-// RefinedRuns counts the runs made again at finer pieces than their plan
-// held (ops.Plan.Refine): thinned and rotated runs whose kept lanes were
-// made at NCCL's, and unfolded plans made again whole (timeRefined).
+// RefinedRuns counts the thinned and rotated runs whose kept lanes were
+// made again at finer pieces (ops.Plan.Refine) than the whole plan can be
+// made again at: where a run of every rank (Symmetry off) takes another
+// time.
 func (d *Driver) RefinedRuns() int { return d.refinedRuns }
 
 // RotatedRuns: see ThinnedRuns.

@@ -15,8 +15,7 @@ type Driver struct {
 	c *sim.Cluster
 	// mirror runs plans on the cluster's mirror, and folded on the
 	// clusters thinned or rotated for a plan's folded channels
-	// (timeFolded), or on the cluster's copy for a plan made again whole
-	// (timeRefined).
+	// (timeFolded).
 	mirror, folded                                      standIns
 	mirroredRuns, thinnedRuns, rotatedRuns, refinedRuns int
 	// workload is set on a driver made by Mirror: its cluster is a

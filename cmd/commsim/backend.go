@@ -164,7 +164,7 @@ func (w *openedWorld) mirroredRuns() int {
 }
 
 // refinedRuns counts the runs the simulator made at finer pieces than
-// their plan held (simexec's RefinedRuns).
+// every channel can be made at (simexec's RefinedRuns).
 func (w *openedWorld) refinedRuns() int {
 	if w.driver == nil {
 		return 0

@@ -366,8 +366,8 @@ type row struct {
 	// commsim cannot simulate it yet, or its plan is too large to hold
 	// (algo says what ran instead).
 	ncclChoice string
-	// refined: the run's channels, folded or not, were made at finer
-	// pieces than its plan held (ops.Plan.Refine).
+	// refined: the run's channels that stand for all were made at finer
+	// pieces than every channel can be (simexec's RefinedRuns).
 	refined bool
 	// gpusPerThread is the run's GPUs a thread (sweep.gpusPerThread), so
 	// that a reader of the CSV holds the times to the same floor; iters

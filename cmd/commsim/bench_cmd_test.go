@@ -362,28 +362,28 @@ func TestBenchSymmetryChangesNothingButSpeed(t *testing.T) {
 	}
 }
 
-// TestBenchNamesRefinedSizes: where a tree's pieces were coarsened to
-// hold every channel (128 ranks × 16 channels at 32 MiB) and its
+// TestBenchNamesRefinedSizes: where a tree's pieces are too fine to
+// hold every channel (256 ranks × 16 channels at 32 MiB) and its
 // channels fold, the run makes the ones it keeps at NCCL's pieces, and
 // bench's and compare's text name those sizes, and their JSON and CSV
-// flag them, since --symmetry=false (every channel, so the coarser plan)
-// takes another time there; at 16 MiB the plan fits.
+// flag them, since --symmetry=false (every channel, so coarser pieces)
+// takes another time there; at 16 MiB every channel fits.
 func TestBenchNamesRefinedSizes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("six sweeps of 128 ranks, one goroutine each; the race run (-short) would take minutes on them")
+		t.Skip("six sweeps of 256 ranks, one goroutine each; the race run (-short) would take minutes on them")
 	}
-	status, table, errOut := commsim("bench", "--topo", "dgx-h100x16,rail=true", "--algo", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
+	status, table, errOut := commsim("bench", "--topo", "dgx-h100x32,rail=true", "--algo", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
-	if !strings.Contains(table, "\n# 32MiB: simulated at finer pieces") {
+	if !strings.Contains(table, "\n# 32MiB: the channels that stand for all simulated at NCCL's pieces") {
 		t.Errorf("the table does not name 32MiB, and 32MiB alone, as refined:\n%s", table)
 	}
-	status, table, errOut = commsim("compare", "--topo", "dgx-h100x16,rail=true", "--algos", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
+	status, table, errOut = commsim("compare", "--topo", "dgx-h100x32,rail=true", "--algos", "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only")
 	if status != 0 {
 		t.Fatalf("compare: status %d: %s", status, errOut)
 	}
-	if !strings.Contains(table, "\n# 32MiB: simulated at finer pieces") {
+	if !strings.Contains(table, "\n# 32MiB: the channels that stand for all simulated at NCCL's pieces") {
 		t.Errorf("compare's table does not name 32MiB, and 32MiB alone, as refined:\n%s", table)
 	}
 	type record struct {
@@ -392,14 +392,14 @@ func TestBenchNamesRefinedSizes(t *testing.T) {
 	}
 	for _, cmd := range []string{"bench", "compare"} {
 		algo := map[string]string{"bench": "--algo", "compare": "--algos"}[cmd]
-		status, out, errOut := commsim(cmd, "--topo", "dgx-h100x16,rail=true", algo, "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only", "--format", "json")
+		status, out, errOut := commsim(cmd, "--topo", "dgx-h100x32,rail=true", algo, "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only", "--format", "json")
 		if status != 0 {
 			t.Fatalf("%s json: status %d: %s", cmd, status, errOut)
 		}
 		if rs := jsonLines[record](t, out); len(rs) != 2 || rs[0].Refined || !rs[1].Refined {
 			t.Errorf("%s json: %+v, want 32 MiB alone refined", cmd, rs)
 		}
-		status, out, errOut = commsim(cmd, "--topo", "dgx-h100x16,rail=true", algo, "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only", "--format", "csv")
+		status, out, errOut = commsim(cmd, "--topo", "dgx-h100x32,rail=true", algo, "nccl", "--nccl-algo", "tree", "--nccl-proto", "LL128", "-b", "16M", "-e", "32M", "--timing-only", "--format", "csv")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if status != 0 || len(lines) != 3 || !strings.HasSuffix(lines[0], ",refined,gpus_per_thread,iters") || !strings.HasSuffix(lines[1], ",false,1,1") || !strings.HasSuffix(lines[2], ",true,1,1") {
 			t.Errorf("%s csv: status %d, stderr %q, want 32 MiB alone refined:\n%s", cmd, status, errOut, out)

@@ -68,7 +68,7 @@ type cmpRow struct {
 	res   []result
 	best  int
 	// refined says, for each algorithm, whether its run was made at finer
-	// pieces than its plan held.
+	// pieces than every channel can be (simexec's RefinedRuns).
 	refined []bool
 }
 
@@ -569,8 +569,8 @@ func (c *comparison) writeVerdict(w io.Writer, rows []cmpRow) {
 type cmpRecord struct {
 	jsonRecord
 	Best bool `json:"best"`
-	// Refined: the run was made at finer pieces than its plan held, where
-	// --symmetry=false runs the plan as made (see writeRefined).
+	// Refined: the run was made at finer pieces than --symmetry=false can
+	// make every channel at (see writeRefined).
 	Refined bool `json:"refined,omitempty"`
 	// GPUsPerThread and Iters are -g N's N and -n × -m where more than 1
 	// (see jsonRow).

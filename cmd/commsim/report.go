@@ -346,12 +346,12 @@ func writeMirrored(w io.Writer, mirrored, runs int) {
 	}
 }
 
-// writeRefined names the sizes simulated at finer pieces than their plan
-// held (simexec's refined runs), where --symmetry=false runs the coarser
-// plan: their times differ there.
+// writeRefined names the sizes whose channels that stand for all were
+// simulated at finer pieces than every channel can be made at (simexec's
+// refined runs), which --symmetry=false runs: their times differ there.
 func writeRefined(w io.Writer, sizes []string) {
 	if len(sizes) > 0 {
-		fmt.Fprintf(w, "# %s: simulated at finer pieces than a plan of every channel is first made at (the channels that stand for all at NCCL's; where none do, every channel as fine as memory allows); --symmetry=false runs that coarser plan there, and its times differ\n", strings.Join(sizes, ", "))
+		fmt.Fprintf(w, "# %s: the channels that stand for all simulated at NCCL's pieces, finer than memory holds every channel at; --symmetry=false runs every channel at those coarser pieces, and its times differ\n", strings.Join(sizes, ", "))
 	}
 }
 
@@ -437,8 +437,8 @@ type jsonRow struct {
 	// cannot simulate it yet, or its plan is too large to hold; Algo is
 	// what ran.
 	NCCLChoice string `json:"nccl_choice,omitempty"`
-	// Refined: the run was made at finer pieces than its plan held, where
-	// --symmetry=false runs the plan as made (see writeRefined).
+	// Refined: the run was made at finer pieces than --symmetry=false can
+	// make every channel at (see writeRefined).
 	Refined bool `json:"refined,omitempty"`
 	// GPUsPerThread is -g N's N where more than 1: the times are held to
 	// its thread's launches (nccl.ThreadFloorUS).
