@@ -81,7 +81,7 @@ func collNetChunk(s System, op ops.Op, a Algo, channels int, bytes int64, o Opti
 		parts, perPass = s.Ranks, (s.PerNode+1)*(s.Nodes+1)+2
 	}
 	chunk = halved(chunk, bytes/per, depth, ladder)
-	return switchChunk(s, channels, bytes, chunk, parts, perPass, switchMaxPasses)
+	return switchChunk(s, channels, bytes, chunk, parts, perPass, switchMaxPasses, ops.MaxPlanSteps/2)
 }
 
 // directHeads is the heads of NCCL's CollNet direct channels, which its

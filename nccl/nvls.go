@@ -137,9 +137,9 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64, o Options) int64 {
 // and a tree's do once made again finer (heldChunk). A channel's pass moves parts chunks of NCCL's bytes (a node's
 // parts for an all-reduce, every rank's block for a reduce-scatter or an
 // all-gather), in perPass steps of a rank.
-func switchChunk(s System, channels int, bytes, ladder int64, parts, perPass int, passCap int64) int64 {
+func switchChunk(s System, channels int, bytes, ladder int64, parts, perPass int, passCap, steps int64) int64 {
 	per := int64(max(1, channels) * parts)
-	maxPasses := min(passCap, heldPasses(ops.MaxPlanSteps/2, s.Ranks, channels, max(perPass, nvlsStepsPerPass)))
+	maxPasses := min(passCap, heldPasses(steps, s.Ranks, channels, max(perPass, nvlsStepsPerPass)))
 	return max(ladder, (bytes+per*maxPasses-1)/(per*maxPasses))
 }
 
@@ -190,11 +190,23 @@ func nvlsPlan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	if c.Algo == NVLSTree {
 		passCap = math.MaxInt64
 	}
-	chunk := switchChunk(s, spec.Channels, bytesOf(spec), nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec), o), parts, perPass, passCap)
-	spec.Chunk = int(max(1, chunk/int64(spec.DType.Size())))
+	ladder, size := nvlsChunk(s, c.Algo, spec.Channels, bytesOf(spec), o), int64(spec.DType.Size())
+	held := switchChunk(s, spec.Channels, bytesOf(spec), ladder, parts, perPass, passCap, ops.MaxPlanSteps/2)
+	chunk := held
+	if c.Algo == NVLSTree {
+		// Its plan of every rank is made only to be checked and folded
+		// (a rotation of each node's GPUs keeps a few ranks, which are
+		// made again at held: ops.Plan.FoldRanks and Refine), as a
+		// tree's is (heldChunk).
+		chunk = switchChunk(s, spec.Channels, bytesOf(spec), ladder, parts, perPass, passCap, wholePlanSteps)
+	}
+	spec.Chunk = int(max(1, chunk/size))
 	plan, err := ops.Compile(spec)
 	if err != nil {
 		return nil, err
+	}
+	if fine := int(max(1, held/size)); fine < spec.Chunk {
+		plan.FineChunk = fine
 	}
 	v, m := o.Release(), o.Machine
 	var w ops.Wire

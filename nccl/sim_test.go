@@ -226,8 +226,10 @@ func TestChainsOfTerabytesStayCheap(t *testing.T) {
 }
 
 // TestHeldPlansFitAtScale: NCCL's tree and NVLSTree all-reduces are held
-// in memory; on 1024 GPUs at 16 GiB, larger pieces keep them within
-// ops.MaxPlanSteps (NVLSTree's plan was refused as too large).
+// in memory; on 1024 GPUs at 16 GiB, larger pieces keep the plan made
+// first, to be checked and folded, within a sixteenth of
+// ops.MaxPlanSteps (NVLSTree's plan was refused as too large), and
+// FineChunk names the finer pieces what runs is made again at.
 func TestHeldPlansFitAtScale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plans of millions of steps")
@@ -246,8 +248,8 @@ func TestHeldPlansFitAtScale(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", algo, err)
 		}
-		if c.Algo != algo || plan.Steps == nil {
-			t.Errorf("%v: ran %v, held %v", algo, c.Algo, plan.Steps != nil)
+		if c.Algo != algo || plan.Steps == nil || plan.NumSteps() > ops.MaxPlanSteps/16 || plan.FineChunk <= 0 || plan.FineChunk >= plan.Chunk {
+			t.Errorf("%v: ran %v, held %v, %d steps, chunk %d, FineChunk %d", algo, c.Algo, plan.Steps != nil, plan.NumSteps(), plan.Chunk, plan.FineChunk)
 		}
 	}
 }

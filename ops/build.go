@@ -42,6 +42,10 @@ type builder struct {
 	// keepLanes, when above 0, keeps lanes below it only (Refine): the
 	// others are not made, or dropped as they are added.
 	keepLanes int
+	// dropped, when not nil, marks the ranks not kept (Refine of a plan
+	// FoldRanks kept some ranks of): they are not made, or their steps
+	// are dropped as they are added.
+	dropped []bool
 }
 
 type buildMode uint8
@@ -112,7 +116,8 @@ func (b *builder) madeLanes(n int) {
 	b.laneCount = max(b.laneCount, n)
 }
 
-// ranks is the ranks a generator builds: all of them, or the one streamed.
+// ranks is the ranks a generator builds: all of them (but those dropped),
+// or the one streamed.
 func (b *builder) ranks() iter.Seq[int] {
 	if b.mode == modeStream {
 		return func(yield func(int) bool) { yield(b.only) }
@@ -123,6 +128,9 @@ func (b *builder) ranks() iter.Seq[int] {
 	}
 	return func(yield func(int) bool) {
 		for r := lo; r < hi; r++ {
+			if b.dropped != nil && b.dropped[r] {
+				continue
+			}
 			if !yield(r) {
 				return
 			}
@@ -131,6 +139,9 @@ func (b *builder) ranks() iter.Seq[int] {
 }
 
 func (b *builder) add(r int, s Step) int {
+	if b.dropped != nil && b.dropped[r] {
+		return -1
+	}
 	if b.keepLanes > 0 {
 		if s.Lane >= b.keepLanes {
 			return -1

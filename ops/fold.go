@@ -472,16 +472,16 @@ func (p *Plan) RefinedChunk(steps int) (chunk int, ok bool) {
 	return chunk, chunk < p.Chunk
 }
 
-// Refine returns kept, p's first kept.Lanes lanes on every rank (as
-// FoldChannels and FoldRotation keep them, or all of them: kept may be p),
-// made again at p's FineChunk: where p's pieces were coarsened so that
+// Refine returns kept, p's first kept.Lanes lanes on every rank it keeps
+// (as FoldChannels and FoldRotation keep lanes, FoldRanks ranks, or all of
+// them: kept may be p), made again at p's FineChunk: where p's pieces were coarsened so that
 // every lane fits in memory, the lanes a folded run keeps fit at the chunk
 // the algorithm asked for, or as near it as half of MaxPlanSteps allows
 // them, counting the steps they make at p's chunk (the generator's budget
 // counts a worst case, so even every lane may fit finer). Each kept lane
 // holds what it would in the whole plan made at that chunk, since a
 // generator makes every lane from the spec alone. ok is false where p has no finer
-// chunk, kept is not its first lanes, or the lanes at the finer chunk
+// chunk, kept is not its first lanes of the ranks it keeps, or the lanes at the finer chunk
 // would not fit, wait on a lane not kept, or send a message no kept lane
 // receives.
 func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
@@ -493,6 +493,7 @@ func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
 		return nil, false
 	}
 	steps := 0
+	var dropped []bool
 	for r, ks := range kept.Steps {
 		n := 0
 		for _, s := range p.Steps[r] {
@@ -500,10 +501,16 @@ func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
 				n++
 			}
 		}
-		if len(ks) != n {
-			return nil, false // not every rank's first lanes (FoldRanks drops ranks)
+		switch {
+		case len(ks) == 0 && n > 0: // a rank FoldRanks dropped
+			if dropped == nil {
+				dropped = make([]bool, len(kept.Steps))
+			}
+			dropped[r] = true
+		case len(ks) != n:
+			return nil, false // not the rank's first lanes
 		}
-		steps += n
+		steps += len(ks)
 	}
 	spec := p.Spec
 	if spec.Chunk, ok = p.RefinedChunk(steps); !ok {
@@ -511,7 +518,7 @@ func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
 	}
 	in, out := spec.BufferLens()
 	b := newBuilder(spec, in, out)
-	b.keepLanes = kept.Lanes
+	b.keepLanes, b.dropped = kept.Lanes, dropped
 	if err := generate(alg.gens[p.Op], b); err != nil {
 		return nil, false
 	}

@@ -312,6 +312,43 @@ func changeChannels(p *Plan, changed func(c int) bool) {
 	}
 }
 
+// Refine makes the ranks FoldRanks keeps again at the plan's FineChunk,
+// every lane of them, step for step as in the plan made whole at that
+// chunk, and makes nothing of the ranks it dropped.
+func TestRefineMakesTheKeptRanksAtTheFineChunk(t *testing.T) {
+	coarseSpec := foldSpec("nccl-nvlstree", 32, 8, 2, 1<<12)
+	coarseSpec.Chunk = 64
+	coarse, err := Compile(coarseSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coarse.FineChunk = 4
+	kept, _, _, ok := coarse.FoldRanks(2)
+	if !ok {
+		t.Fatal("no fold")
+	}
+	fine, ok := coarse.Refine(kept)
+	if !ok {
+		t.Fatal("not refined")
+	}
+	whole, err := Compile(foldSpec("nccl-nvlstree", 32, 8, 2, 1<<12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fine.Chunk != 4 || fine.Lanes != whole.Lanes {
+		t.Errorf("chunk %d, %d lanes; want 4, %d", fine.Chunk, fine.Lanes, whole.Lanes)
+	}
+	for r := range whole.Ranks {
+		want := whole.Steps[r]
+		if r%8 >= 2 {
+			want = nil
+		}
+		if !slices.EqualFunc(fine.Steps[r], want, func(a, b Step) bool { return a.String() == b.String() }) {
+			t.Fatalf("rank %d: %d steps, want %d", r, len(fine.Steps[r]), len(want))
+		}
+	}
+}
+
 // NCCL's NVLSTree gives local rank i part i of every pass, its switch
 // operations and its rail's tree: rotating every node's GPUs by one maps
 // each rank's work onto the next's, and the nodes' first GPUs stand for
@@ -459,11 +496,17 @@ func TestRefineMakesTheKeptLanesAtTheFineChunk(t *testing.T) {
 			t.Fatalf("whole plan refined, rank %d: %d steps, want the plan made at the fine chunk's %d", r, len(all.Steps[r]), len(whole.Steps[r]))
 		}
 	}
-	dropped := *folded // a rank's steps dropped, as FoldRanks drops ranks
+	dropped := *folded // a rank's steps dropped: its messages left unpaired
 	dropped.Steps = slices.Clone(folded.Steps)
 	dropped.Steps[1] = nil
 	if _, ok := coarse.Refine(&dropped); ok {
-		t.Error("refined a part that drops a rank")
+		t.Error("refined a part that drops a rank its kept peers exchange with")
+	}
+	part := *folded // a rank's first lanes cut short
+	part.Steps = slices.Clone(folded.Steps)
+	part.Steps[1] = part.Steps[1][:len(part.Steps[1])-1]
+	if _, ok := coarse.Refine(&part); ok {
+		t.Error("refined a part that is not a rank's first lanes")
 	}
 	// Lane 0 waits on lane 1, which a refined part of one lane drops.
 	b := newBuilder(Spec{Op: AllReduce, Ranks: 1, Count: 1, DType: hw.F32}, 1, 1)

@@ -269,7 +269,8 @@ func TestNCCLRingsMirrorByTwoNodes(t *testing.T) {
 // off), makes every lane again (the executor), and each takes, to the
 // picosecond, the time of every rank and channel running the plan made
 // whole at that chunk, which the coarse plan does not: NCCL's trees,
-// rotated and thinned (coarser pieces fill them later), and a tree with
+// rotated and thinned (coarser pieces fill them later), its NVLSTree
+// (the ranks that stand for all made again), and a tree with
 // no Wire, thinned only or, of one channel, not folded (whose every
 // message pays the α that fewer pieces pay less often). Every lane fits at
 // the fine chunk here, so no run counts as refined: one of every rank
@@ -285,6 +286,7 @@ func TestRefinedFoldsTakeTheFinePlansTime(t *testing.T) {
 		channels int
 	}{
 		{"dgx-h100x2", true, 1, 1, 8, 16 << 20, 16},
+		{"dgx-h100x2", true, 1, 1, 8, 256 << 20, 0}, // NVLSTree: its ranks fold (FoldRanks)
 		{"dgx-h100x4,rail=true", true, 1, 1, 4, 16 << 20, 16},
 		{"dgx-h100x2", false, 1, 0, 8, 16 << 20, 16},
 		{"dgx-h100x2", false, 0, 0, 8, 4 << 20, 1}, // one channel: nothing folds
@@ -296,7 +298,11 @@ func TestRefinedFoldsTakeTheFinePlansTime(t *testing.T) {
 		spec := ops.Spec{Op: ops.AllReduce, Ranks: topo.NumGPUs(), Count: tc.bytes / 4, DType: hw.F32, Redop: hw.Sum}
 		var fine *ops.Plan
 		if tc.tuned {
-			tuner, err := nccl.NewTuner(topo, nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Protos: []ops.Protocol{ops.ProtoLL128}, Channels: tc.channels})
+			o := nccl.Options{Algos: []nccl.Algo{nccl.Tree}, Protos: []ops.Protocol{ops.ProtoLL128}, Channels: tc.channels}
+			if tc.channels == 0 {
+				o = nccl.Options{Algos: []nccl.Algo{nccl.NVLSTree}}
+			}
+			tuner, err := nccl.NewTuner(topo, o)
 			if err != nil {
 				t.Fatal(err)
 			}
