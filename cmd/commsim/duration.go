@@ -105,7 +105,7 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 		return hostEstimate{}, err
 	}
 	s.kept[0] = keptPlan{spec, plan}
-	topSteps, floorSteps := float64(plan.NumSteps()), float64(plan.NumSteps())
+	topSteps, floorSteps := runSteps(plan), runSteps(plan)
 	if len(s.sizes) > 1 {
 		bottom, _ := s.spec(s.sizes[0])
 		small, err := s.plan(bottom)
@@ -113,7 +113,7 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 			return hostEstimate{}, err
 		}
 		s.kept[1] = keptPlan{bottom, small}
-		floorSteps = float64(small.NumSteps())
+		floorSteps = runSteps(small)
 	}
 	block := 0
 	if w != nil {
@@ -149,12 +149,24 @@ func (s *sweep) estimate(w *openedWorld, runs float64) (hostEstimate, error) {
 	if !s.timingOnly {
 		est += runs * float64(len(s.sizes)) * float64(moved) * float64(plan.Ranks) / dataBytesPerSec
 	}
-	e := hostEstimate{seconds: est, steps: plan.NumSteps(), ranks: plan.Ranks, hops: hops, cut: cut}
+	e := hostEstimate{seconds: est, steps: int(topSteps), ranks: plan.Ranks, hops: hops, cut: cut}
 	e.work = fmt.Sprintf("%d %s", len(s.sizes), plural(len(s.sizes), "size", "sizes"))
 	if !s.timingOnly {
 		e.instead = "--timing-only"
 	}
 	return e, nil
+}
+
+// runSteps is the steps a run of p simulates at most: a plan made coarse
+// to be checked and folded (package nccl's trees and NVLSTree at scale)
+// runs made again finer (ops.Plan.Refine), each lane's steps growing as
+// its pieces shrink, within half of ops.MaxPlanSteps.
+func runSteps(p *ops.Plan) float64 {
+	n := p.NumSteps()
+	if chunk, ok := p.RefinedChunk(n); ok {
+		return min(float64(n)*float64(p.Chunk)/float64(chunk), ops.MaxPlanSteps/2)
+	}
+	return float64(n)
 }
 
 // stepSeconds is the host time of a plan step whose flows cross hops
@@ -335,9 +347,10 @@ func stepEstimate(t *topology.Topology, params []paramsync.Param, plan func(id s
 			n = 3
 		}
 		calls += n
-		e.seconds += float64(n*pl.NumSteps()) * stepSeconds(h, ranks, all)
-		if pl.NumSteps() > e.steps {
-			e.steps, e.hops = pl.NumSteps(), h
+		steps := runSteps(pl)
+		e.seconds += float64(n) * steps * stepSeconds(h, ranks, all)
+		if int(steps) > e.steps {
+			e.steps, e.hops = int(steps), h
 		}
 		if f.again {
 			e.seconds += float64(n) * f.routeSeconds

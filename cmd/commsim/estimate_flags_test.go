@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/ops"
 	"github.com/commsim/commsim/ops/paramsync"
 	"github.com/commsim/commsim/sim"
@@ -128,6 +129,29 @@ func TestStepSecondsChargesTheCheckOnlyOnAMirror(t *testing.T) {
 	}
 	if got, want := stepSeconds(4, 2, 8), secondsPerCheckedStep+full*2/8; got != want {
 		t.Errorf("on a mirror of 2 of 8: %g s a step, want %g", got, want)
+	}
+}
+
+// TestRunStepsCountsThePiecesARunIsMadeAgainAt: a plan made coarse to be
+// checked and folded is estimated at the steps of its lanes made again at
+// its FineChunk, within half of ops.MaxPlanSteps; a plan with none at its
+// own.
+func TestRunStepsCountsThePiecesARunIsMadeAgainAt(t *testing.T) {
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "nccl-tree", Ranks: 16, NodeRanks: 8, Channels: 2, Count: 1 << 12, Chunk: 64, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := runSteps(plan), float64(plan.NumSteps()); got != want {
+		t.Errorf("no FineChunk: %g steps, want %g", got, want)
+	}
+	plan.FineChunk = 16
+	if got, want := runSteps(plan), 4*float64(plan.NumSteps()); got != want {
+		t.Errorf("FineChunk a quarter of the chunk: %g steps, want %g", got, want)
+	}
+	plan.FineChunk = 1
+	plan.Chunk = 1 << 30 // as if made at pieces far coarser
+	if got := runSteps(plan); got != ops.MaxPlanSteps/2 {
+		t.Errorf("FineChunk far finer: %g steps, want half of ops.MaxPlanSteps", got)
 	}
 }
 
