@@ -133,10 +133,10 @@ func nvlsChunk(s System, a Algo, channels int, bytes int64, o Options) int64 {
 // switchChunk is the chunk of a plan with switch steps: ladder (NCCL's),
 // grown so that a channel makes at most passCap passes and, the plan
 // being held in memory (its lanes wait for each other), its ranks' steps
-// stay under half of ops.MaxPlanSteps at scale (heldPasses), as a chain's
-// and a tree's do once made again finer (heldChunk). A channel's pass moves parts chunks of NCCL's bytes (a node's
-// parts for an all-reduce, every rank's block for a reduce-scatter or an
-// all-gather), in perPass steps of a rank.
+// stay under steps at scale (heldPasses). A channel's pass moves parts
+// chunks of NCCL's bytes (a node's parts for an all-reduce, every rank's
+// block for a reduce-scatter or an all-gather), in perPass steps of a
+// rank.
 func switchChunk(s System, channels int, bytes, ladder int64, parts, perPass int, passCap, steps int64) int64 {
 	per := int64(max(1, channels) * parts)
 	maxPasses := min(passCap, heldPasses(steps, s.Ranks, channels, max(perPass, nvlsStepsPerPass)))

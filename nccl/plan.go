@@ -106,12 +106,12 @@ func heldChunk(spec ops.Spec, chunk int64, stepsPerPass int) int64 {
 	return max(chunk, (perChannel+maxPasses-1)/maxPasses)
 }
 
-// wholePlanSteps bounds a tree's or a chain's plan of every channel: a
-// sixteenth of ops.MaxPlanSteps, since it is only checked and folded
-// before its lanes are made again finer (heldChunk). At half, the plan
-// made first was most of a 1024-GPU sweep's time and memory (39 s and
-// 5.4 GB against 30 s and 4.0 GB on a slow day of the project's machine,
-// the same table).
+// wholePlanSteps bounds a tree's, a chain's or NVLSTree's plan of every
+// channel: a sixteenth of ops.MaxPlanSteps, since it is only checked and
+// folded before what runs is made again finer (heldChunk, nvlsPlan). At
+// half, the plan made first was most of a 1024-GPU all-reduce sweep's
+// time and memory (39 s and 4.7 GiB against 20 s and 1.9 GiB on a slow
+// day of the project's machine, the same table).
 const wholePlanSteps = ops.MaxPlanSteps / 16
 
 // heldPasses is the most passes a channel has room for in a plan of at

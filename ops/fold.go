@@ -474,16 +474,16 @@ func (p *Plan) RefinedChunk(steps int) (chunk int, ok bool) {
 
 // Refine returns kept, p's first kept.Lanes lanes on every rank it keeps
 // (as FoldChannels and FoldRotation keep lanes, FoldRanks ranks, or all of
-// them: kept may be p), made again at p's FineChunk: where p's pieces were coarsened so that
-// every lane fits in memory, the lanes a folded run keeps fit at the chunk
-// the algorithm asked for, or as near it as half of MaxPlanSteps allows
-// them, counting the steps they make at p's chunk (the generator's budget
-// counts a worst case, so even every lane may fit finer). Each kept lane
-// holds what it would in the whole plan made at that chunk, since a
-// generator makes every lane from the spec alone. ok is false where p has no finer
-// chunk, kept is not its first lanes of the ranks it keeps, or the lanes at the finer chunk
-// would not fit, wait on a lane not kept, or send a message no kept lane
-// receives.
+// them: kept may be p), made again at p's FineChunk: where p's pieces
+// were coarsened so that every lane fits in memory, the lanes a folded run
+// keeps fit at the chunk the algorithm asked for, or as near it as half of
+// MaxPlanSteps allows them, counting the steps they make at p's chunk
+// (the generator's budget counts a worst case, so even every lane may fit
+// finer). Each kept lane holds what it would in the whole plan made at
+// that chunk, since a generator makes every lane from the spec alone. ok
+// is false where p has no finer chunk, kept is not the first lanes of the
+// ranks it keeps, or the lanes at the finer chunk would not fit, wait on
+// a lane not kept, or send a message no kept lane receives.
 func (p *Plan) Refine(kept *Plan) (fine *Plan, ok bool) {
 	if p == nil || p.FineChunk <= 0 || p.FineChunk >= p.Chunk || p.Steps == nil || kept == nil || len(kept.Steps) != len(p.Steps) || kept.Lanes > p.Lanes {
 		return nil, false

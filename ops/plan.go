@@ -335,11 +335,13 @@ type Plan struct {
 	Protocol Protocol
 	Wire     *Wire
 	Launch   float64
-	// FineChunk is the Chunk the plan's algorithm asks for where a held
-	// plan's step budget made Spec.Chunk coarser (package nccl sets it;
-	// 0 where it did not): a run that keeps only some lanes may make
-	// those at this chunk, and one of every lane make them as near it as
-	// the budget allows by the plan's own count of steps (Refine).
+	// FineChunk is the Chunk a run makes the plan's lanes at where a
+	// held plan's step budget made Spec.Chunk coarser (package nccl sets
+	// it: NCCL's own, or for NVLSTree what half of MaxPlanSteps holds
+	// every lane at; 0 where it did not): a run that keeps only some
+	// lanes or ranks may make those at this chunk, and one of every lane
+	// make them as near it as the budget allows by the plan's own count
+	// of steps (Refine).
 	FineChunk int
 
 	gen       generator // a streamed plan's algorithm

@@ -123,11 +123,12 @@
 // under the same conditions; tests hold thinned, rotated and full runs
 // equal to the picosecond.
 //
-// A thinned or rotated run keeps a few of the plan's lanes, so it can
-// afford the pieces a plan held whole could not: where package nccl
-// coarsened a tree's pieces to hold every lane (ops.Plan.FineChunk), the
-// kept lanes are made again at NCCL's (ops.Plan.Refine), and take the
-// time, to the picosecond, of the plan made whole at them. A plan that
+// A thinned or rotated run keeps a few of the plan's lanes or ranks, so
+// it can afford the pieces a plan held whole could not: where package
+// nccl coarsened a plan's pieces to hold every lane (ops.Plan.FineChunk),
+// the kept lanes or ranks are made again at the finer ones
+// (ops.Plan.Refine), and take the time, to the picosecond, of the plan
+// made whole at them. A plan that
 // neither mirrors nor folds (NCCL's 32 trees over two 64-GPU racks), and
 // every plan run with Symmetry off, the executor makes again whole, as
 // fine as half of ops.MaxPlanSteps holds (ops.Executor.RunBackToBack).
