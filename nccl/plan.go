@@ -92,26 +92,31 @@ func chainChunk(spec ops.Spec, p int, o Options, share float64) int {
 }
 
 // heldChunk is chunk, or larger where a channel would make more passes
-// than a plan made only to be checked and folded has room for
-// (wholePlanSteps, at stepsPerPass steps a pass for each rank): at scale,
-// fewer and larger pieces, where a broadcast of a terabyte in 512 KiB
-// steps was minutes of planning and one of 2^63 bytes hours. Plan records
-// chunk as the plan's FineChunk then, and what runs is made again at it:
-// the channels a folded run keeps, or every channel as near it as half of
-// ops.MaxPlanSteps allows (ops.Plan.Refine, which an executor does where
-// the simulator's driver does not).
-func heldChunk(spec ops.Spec, chunk int64, stepsPerPass int) int64 {
+// than a plan held in memory has room for (steps, at stepsPerPass steps a
+// pass for each rank): at scale, fewer and larger pieces, where a
+// broadcast of a terabyte in 512 KiB steps was minutes of planning and
+// one of 2^63 bytes hours. Plan records chunk as the plan's FineChunk
+// then, and what runs is made again at it: the channels a folded run
+// keeps, or every channel as near it as half of ops.MaxPlanSteps allows
+// (ops.Plan.Refine, which an executor does where the simulator's driver
+// does not).
+func heldChunk(spec ops.Spec, chunk int64, stepsPerPass int, steps int64) int64 {
 	perChannel := bytesOf(spec) / int64(max(1, spec.Channels))
-	maxPasses := heldPasses(wholePlanSteps, spec.Ranks, spec.Channels, stepsPerPass)
+	maxPasses := heldPasses(steps, spec.Ranks, spec.Channels, stepsPerPass)
 	return max(chunk, (perChannel+maxPasses-1)/maxPasses)
 }
 
-// wholePlanSteps bounds a tree's, a chain's or NVLSTree's plan of every
-// channel: a sixteenth of ops.MaxPlanSteps, since it is only checked and
-// folded before what runs is made again finer (heldChunk, nvlsPlan). At
-// half, the plan made first was most of a 1024-GPU all-reduce sweep's
-// time and memory (39 s and 4.7 GiB against 20 s and 1.9 GiB on a slow
-// day of the project's machine, the same table).
+// wholePlanSteps bounds a tree's or NVLSTree's plan of every channel: a
+// sixteenth of ops.MaxPlanSteps, since it is only checked and folded
+// before what runs is made again finer (heldChunk, nvlsPlan). At half,
+// the plan made first was most of a 1024-GPU all-reduce sweep's time and
+// memory (39 s and 4.7 GiB against 20 s and 1.9 GiB on a slow day of the
+// project's machine, the same table). A chain's plan keeps half: past
+// ops.StreamAbove steps it is streamed, never folded, and runs as made;
+// held at a sixteenth it folds and its kept channels run at NCCL's
+// pieces (a 1 GiB broadcast on 1024 GPUs 17.2 ms where the coarse pieces
+// take 36.4), but the 1024-GPU broadcast sweep took 4 times as long and
+// 5.8 GB.
 const wholePlanSteps = ops.MaxPlanSteps / 16
 
 // heldPasses is the most passes a channel has room for in a plan of at
@@ -212,14 +217,14 @@ func Plan(s System, spec ops.Spec, c Choice, o Options) (*ops.Plan, error) {
 	switch {
 	case c.Algo == Tree:
 		want = int64(treeChunk(s, spec, p, o, share))
-		held = heldChunk(spec, want, treeStepsPerPass)
+		held = heldChunk(spec, want, treeStepsPerPass, wholePlanSteps)
 	case spec.Op == ops.Broadcast || spec.Op == ops.Reduce:
 		// A chain pipelines: a rank forwards chunk i while chunk i+1
 		// arrives. (Around a ring every rank is busy at every step, and
 		// NCCL's loops over chunks would only pay the per-step latency
 		// once per loop where NCCL's model pays it once per step.)
 		want = int64(chainChunk(spec, p, o, share))
-		held = heldChunk(spec, want, chainStepsPerPass)
+		held = heldChunk(spec, want, chainStepsPerPass, ops.MaxPlanSteps/2)
 	}
 	size := int64(spec.DType.Size())
 	if held > 0 {

@@ -196,9 +196,8 @@ func TestBusBandwidthGrowsWithSize(t *testing.T) {
 
 // TestChainsOfTerabytesStayCheap: a broadcast or a reduce chain is held
 // in memory; at 1 TiB on dgx-h100 its pieces grow past NCCL's 512 KiB
-// steps to keep it within half of ops.MaxPlanSteps as made again to run
-// (a sixteenth as made first; it was 2 million passes, and 2^63 bytes
-// hours of planning), at 16 GiB's bus bandwidth.
+// steps to keep it within half of ops.MaxPlanSteps (it was 2 million
+// passes, and 2^63 bytes hours of planning), at 16 GiB's bus bandwidth.
 func TestChainsOfTerabytesStayCheap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plans of millions of steps")
