@@ -129,8 +129,8 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 // NCCL's NVLS kernels do at the switch barrier (see UsesSwitch).
 //
 // A plan whose pieces were coarsened to hold every lane (FineChunk) runs
-// made again as fine as memory allows (Refine), where a driver's Shortcut
-// does not time it.
+// made again as fine as memory allows (Refined), where a driver's
+// Shortcut does not time it.
 //
 // Every run uses the same buffers, so an in-place run reduces what the run
 // before left. runs must be 1 or more, and at most MaxBackToBackRuns and
@@ -147,10 +147,7 @@ func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (floa
 			return t, nil
 		}
 	}
-	if fine, ok := plan.Refine(plan); ok {
-		plan = fine
-	}
-	return e.run(plan, in, out, runs)
+	return e.run(plan.Refined(), in, out, runs)
 }
 
 // retireFailedRun gives the executor's messages a duplicate world's tags

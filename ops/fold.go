@@ -472,6 +472,18 @@ func (p *Plan) RefinedChunk(steps int) (chunk int, ok bool) {
 	return chunk, chunk < p.Chunk
 }
 
+// Refined is p as a run of every lane takes it: made again at its
+// FineChunk, as fine as half of MaxPlanSteps allows (Refine), where p was
+// made coarser to be checked and folded; p itself otherwise. A plan
+// edited by hand should clear FineChunk: what runs is made again from its
+// Spec.
+func (p *Plan) Refined() *Plan {
+	if fine, ok := p.Refine(p); ok {
+		return fine
+	}
+	return p
+}
+
 // Refine returns kept, p's first kept.Lanes lanes on every rank it keeps
 // (as FoldChannels and FoldRotation keep lanes, FoldRanks ranks, or all of
 // them: kept may be p), made again at p's FineChunk: where p's pieces

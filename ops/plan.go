@@ -341,7 +341,8 @@ type Plan struct {
 	// every lane at; 0 where it did not): a run that keeps only some
 	// lanes or ranks may make those at this chunk, and one of every lane
 	// make them as near it as the budget allows by the plan's own count
-	// of steps (Refine).
+	// of steps (Refine, Refined). A plan edited by hand should clear it:
+	// what runs is made again from its Spec.
 	FineChunk int
 
 	gen       generator // a streamed plan's algorithm

@@ -376,6 +376,7 @@ func (c *Comm) run(s *slot) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("comm: slot %d: %w", s.id, err)
 	}
+	plan = plan.Refined() // a planner's plan made coarse to be folded runs finer
 	if plan.Algo == ops.Native {
 		// The library launches every rank at once (Run), not rank by
 		// rank, and its communicator has no watchdog of this package's.

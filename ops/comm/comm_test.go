@@ -435,3 +435,36 @@ func TestTheDefaultAlgorithmRunsEveryCollective(t *testing.T) {
 		cm.Close()
 	}
 }
+
+// TestAPlannersCoarsePlanRunsRefined: a planner's plan made coarse to be
+// checked and folded (FineChunk set, as package nccl's trees at scale)
+// runs made again at its finer pieces (ops.Plan.Refined): it takes the
+// time of the plan made at them, which the coarse plan does not.
+func TestAPlannersCoarsePlanRunsRefined(t *testing.T) {
+	timeWith := func(chunk, fine int) float64 {
+		planner := func(spec ops.Spec) (*ops.Plan, error) {
+			spec.Algo, spec.Channels, spec.NodeRanks, spec.Chunk = "nccl-tree", 2, 2, chunk
+			plan, err := ops.Compile(spec)
+			if err == nil {
+				plan.FineChunk = fine
+			}
+			return plan, err
+		}
+		cm, devs := newComm(t, "cluster:2x2", comm.Config{Algo: "mine", Planner: planner})
+		defer cm.Close()
+		bufs := make([]hw.Slice, len(devs))
+		for r, d := range devs {
+			b, _ := d.Alloc(hw.F32, 4096)
+			bufs[r] = hw.Whole(b)
+		}
+		secs, errs := doAll(cm, comm.Call{Op: ops.AllReduce, Count: 4096, DType: hw.F32, Redop: hw.Sum}, bufs)
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		return secs[0]
+	}
+	fine, coarse, refined := timeWith(64, 0), timeWith(1024, 0), timeWith(1024, 64)
+	if refined != fine || coarse == fine {
+		t.Errorf("refined %g s, made at the fine chunk %g s, the coarse plan %g s; want the first two equal, the third not", refined, fine, coarse)
+	}
+}

@@ -484,6 +484,7 @@ func (s *Server) compiled(p Param, spec ops.Spec) (*ops.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("paramsync: %q: %w", p.ID, err)
 	}
+	plan = plan.Refined() // a planner's plan made coarse to be folded runs finer
 	s.plans[spec] = plan
 	return plan, nil
 }

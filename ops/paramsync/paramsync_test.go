@@ -458,6 +458,37 @@ func TestGatherParamsAfterWaitsAndTimes(t *testing.T) {
 	}
 }
 
+// TestPlannersCoarsePlanRunsRefined: a planner's plan made coarse to be
+// checked and folded (FineChunk set, as package nccl's trees at scale)
+// is run made again at its finer pieces (ops.Plan.Refined), as a bench
+// run of every rank is, not as it came.
+func TestPlannersCoarsePlanRunsRefined(t *testing.T) {
+	c := cluster(t, 4, sim.Config{TimingOnly: true})
+	planner := func(spec ops.Spec) (*ops.Plan, error) {
+		spec.Algo, spec.Channels, spec.NodeRanks, spec.Chunk = "nccl-tree", 2, 2, 1024
+		plan, err := ops.Compile(spec)
+		if err == nil {
+			plan.FineChunk = 64
+		}
+		return plan, err
+	}
+	srv, err := paramsync.Start(c.World(), paramsync.Config{Algo: "mine", Planner: planner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.Register(0, []paramsync.Param{{ID: "w", Len: 4096, DType: hw.F32}}); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := srv.Plan("w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Chunk != 64 || plan.FineChunk != 0 {
+		t.Errorf("chunk %d, FineChunk %d; want the plan made again at 64", plan.Chunk, plan.FineChunk)
+	}
+}
+
 // TestPlannerCompilesEveryCollective: with a planner, every reduction and
 // gather is the planner's plan, asked for once per spec under the
 // configured name, and gives what that plan gives run plainly; a
