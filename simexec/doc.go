@@ -128,8 +128,8 @@
 // nccl coarsened a plan's pieces to hold every lane (ops.Plan.FineChunk),
 // the kept lanes or ranks are made again at the finer ones
 // (ops.Plan.Refine), and take the time, to the picosecond, of the plan
-// made whole at them. A plan that
-// neither mirrors nor folds (NCCL's 32 trees over two 64-GPU racks), and
-// every plan run with Symmetry off, the executor makes again whole, as
-// fine as half of ops.MaxPlanSteps holds (ops.Executor.RunBackToBack).
+// made whole at them. A plan that neither mirrors nor folds (NCCL's 32
+// trees over two 64-GPU racks), and every plan run with Symmetry off, the
+// executor makes again whole, as fine as half of ops.MaxPlanSteps holds
+// (ops.Executor.RunBackToBack).
 package simexec

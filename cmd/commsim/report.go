@@ -351,7 +351,7 @@ func writeMirrored(w io.Writer, mirrored, runs int) {
 // refined runs), which --symmetry=false runs: their times differ there.
 func writeRefined(w io.Writer, sizes []string) {
 	if len(sizes) > 0 {
-		fmt.Fprintf(w, "# %s: the channels that stand for all simulated at NCCL's pieces, finer than memory holds every channel at; --symmetry=false runs every channel at those coarser pieces, and its times differ\n", strings.Join(sizes, ", "))
+		fmt.Fprintf(w, "# %s: the channels that stand for all simulated at NCCL's pieces, finer than memory holds every channel at; --symmetry=false runs every channel at coarser pieces there, and its times differ\n", strings.Join(sizes, ", "))
 	}
 }
 
