@@ -79,7 +79,8 @@ type CostTableLog struct {
 	Cells []LoggedCost
 	// Stated holds the NCCL version and environment the log's lines
 	// state (Log.NCCLVersion, Log.NCCLEnv; Log.NCCLOptions reads them)
-	// and nothing else.
+	// and the tuning lines that could not be read (Log.UnreadRan), and
+	// nothing else.
 	Stated *Log
 	// Tables counts the tables the log prints (one per communicator
 	// rank 0 sets up); only the first is read.
@@ -132,8 +133,8 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 	cellLine := map[cellKey]int{} // the line each of the first table's cells is on
 	for i, line := range strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n") {
 		t := untag(line)
-		out.Stated.readNCCLLine(t)
-		if r, ok := parseRanLine(t); ok && !seen[callKey{r.op, r.bytes}] {
+		out.Stated.readNCCLLine(t, i+1)
+		if r, ok, _ := parseRanLine(t); ok && !seen[callKey{r.op, r.bytes}] {
 			seen[callKey{r.op, r.bytes}] = true
 			out.Calls = append(out.Calls, LoggedCall{Op: r.op, Bytes: r.bytes, PerRank: r.perRank, Ran: r.ran, TimeUS: r.timeUS, Line: i + 1})
 		}

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -206,6 +207,39 @@ h:1:1 [0] NCCL INFO Send: 64 Bytes -> Algo 1 proto 2 time 1.000000
 	got.NameCalls("allreduce")
 	if got.Calls[2].Op != "allreduce" || got.Calls[0].Op != "allgather" {
 		t.Errorf("named: %+v", got.Calls)
+	}
+	unread := []UnreadLine{{5, "algorithm 9 is none of NCCL's numbers 0-6"}, {7, "Send is no collective NCCL's tuner chooses for in commsim's model"}}
+	if !reflect.DeepEqual(got.Stated.UnreadRan, unread) {
+		t.Errorf("unread %+v; want %+v", got.Stated.UnreadRan, unread)
+	}
+}
+
+// A tuning line that cannot be read says why; a line of another kind, or
+// of nothing (a size of 0), says nothing.
+func TestParseRanLineSaysWhyALineCannotBeRead(t *testing.T) {
+	const h = "h:1:1 [0] NCCL INFO "
+	for line, why := range map[string]string{
+		h + "AllReduce: 8 Bytes -> Algo SYMK proto LL channel{Lo..Hi}={0..0}":   `algorithm "SYMK" is none commsim models`,
+		h + "AllReduce: 8 Bytes -> Algo RING proto LL64 channel{Lo..Hi}={0..0}": `protocol "LL64" is none commsim models`,
+		h + "AllToAll: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}":    "AllToAll is no collective NCCL's tuner chooses for in commsim's model",
+		h + "AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={3..1}":   "channels {3..1} are no range of channels",
+		h + "AllReduce: 8 Bytes -> Algo RING proto LL":                          "not in either form NCCL 2.20-2.30 print",
+		h + "1024 Bytes -> Algo 1 proto 7 time 9.5":                             "protocol 7 is none of NCCL's numbers 0-2",
+		h + "AllReduce: 0 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}":   "",
+		"h:1:1 [0] NCCL TRACE 1024 Bytes -> Algo 1 proto 2 time 9.5":            "",
+		h + "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM":                         "",
+		h + "AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}":   "",
+	} {
+		_, _, got := parseRanLine(line)
+		if got != why {
+			t.Errorf("%q: %q; want %q", line, got, why)
+		}
+	}
+	if got := DescribeUnread([]UnreadLine{{12, "protocol 7 is none of NCCL's numbers 0-2"}, {30, "x"}}); got != "# NCCL's tuning lines (Bytes -> Algo) that could not be read, left out: 2, the first at line 12: protocol 7 is none of NCCL's numbers 0-2\n" {
+		t.Errorf("DescribeUnread: %q", got)
+	}
+	if got := DescribeUnread(nil); got != "" {
+		t.Errorf("DescribeUnread(nil): %q", got)
 	}
 }
 

@@ -76,6 +76,9 @@ type Log struct {
 	// meaning; nil where the log does not say.
 	NCCLRan  map[int64]Ran
 	ranLines []ranLine
+	// UnreadRan are the tuning lines that could not be read, in order
+	// (DescribeUnread).
+	UnreadRan []UnreadLine
 	// Partial says the log is a JSON report that ends early, as a run
 	// that died mid-sweep leaves it: its finished records are read.
 	Partial bool
@@ -599,13 +602,13 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			if piece != "" && wholeRow(strings.Fields(piece), hasRoot) {
 				// A row whole before NCCL's line: it stands alone, and
 				// the next line is not its rest.
-				lg.readNCCLLine(t)
+				lg.readNCCLLine(t, i+1)
 				t, rowLine, piece = strings.TrimSpace(piece), pieceLine, ""
 			}
 		}
 		noise := strings.Contains(t, "NCCL ") && noiseRE.MatchString(t)
 		if noise || strings.HasPrefix(t, "#") {
-			lg.readNCCLLine(t)
+			lg.readNCCLLine(t, i+1)
 		}
 		if t == "" || noise || decoration(t) {
 			continue

@@ -23,14 +23,15 @@ var (
 	envRE = regexp.MustCompile(`\b(NCCL_[A-Z0-9_]+) set by environment to (\S+)`)
 )
 
-// readNCCLLine takes from line, one of NCCL's own or a comment, the NCCL
-// version, an environment variable or what it ran, as it states them.
+// readNCCLLine takes from line, one of NCCL's own or a comment (the
+// log's line number number), the NCCL version, an environment variable
+// or what it ran, as it states them.
 //
 // Each pattern runs only on a line holding its fixed words: a large job's
 // NCCL_DEBUG=INFO lines are many, and the patterns ran at 6 MB/s.
-func (l *Log) readNCCLLine(line string) {
+func (l *Log) readNCCLLine(line string, number int) {
 	if strings.Contains(line, " Bytes -> Algo ") {
-		l.readRanLine(line)
+		l.readRanLine(line, number)
 	}
 	if !strings.Contains(line, "NCCL version ") && !strings.Contains(line, "nccl-library=") && !strings.Contains(line, " set by environment to ") {
 		return
@@ -139,8 +140,11 @@ func (l *Log) NCCLOptions() (run LogNCCL, stated bool, err error) {
 // proto 1 time 28.000000", and 2.23 names the collective before them
 // ("AllGather: 37756928 Bytes -> Algo 1 proto 2 time 2860.208008").
 var (
-	ranNamedRE    = regexp.MustCompile(`\bNCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}`)
-	ranNumberRE   = regexp.MustCompile(`\bNCCL INFO (?:(\w+): )?(\d+) Bytes -> Algo (\d+) proto (\d+) time (\S*)`)
+	ranNamedRE  = regexp.MustCompile(`\bNCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}`)
+	ranNumberRE = regexp.MustCompile(`\bNCCL INFO (?:(\w+): )?(\d+) Bytes -> Algo (\d+) proto (\d+) time (\S*)`)
+	// Either's start: a line that has it and neither's rest is one that
+	// cannot be read.
+	ranLikeRE     = regexp.MustCompile(`\bNCCL INFO (?:\w+: )?\d+ Bytes -> Algo `)
 	ncclFuncNames = map[string]string{"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter",
 		"Broadcast": "broadcast", "Reduce": "reduce"}
 	// NCCL's numbers for its algorithms (NCCL_ALGO_TREE = 0, …, src/include/device.h).
@@ -206,44 +210,78 @@ type ranLine struct {
 	timeUS  float64 // NCCL's model's time, where the line gives it (2.21-2.23)
 }
 
-// readRanLine takes from t, one of NCCL's lines, what it says it ran.
-func (l *Log) readRanLine(t string) {
-	if r, ok := parseRanLine(t); ok {
+// readRanLine takes from t, one of NCCL's lines (the log's line number
+// line), what it says it ran, or notes why it cannot.
+func (l *Log) readRanLine(t string, line int) {
+	r, ok, why := parseRanLine(t)
+	switch {
+	case ok:
 		l.ranLines = append(l.ranLines, r)
+	case why != "":
+		l.UnreadRan = append(l.UnreadRan, UnreadLine{Line: line, Reason: why})
 	}
 }
 
+// UnreadLine is a line commsim recognised and could not read (line 1 is
+// the log's first), and why.
+type UnreadLine struct {
+	Line   int
+	Reason string
+}
+
+// DescribeUnread is a # comment line on a log's tuning lines that could
+// not be read, naming the first (nil: "").
+func DescribeUnread(unread []UnreadLine) string {
+	if len(unread) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("# NCCL's tuning lines (Bytes -> Algo) that could not be read, left out: %d, the first at line %d: %s\n",
+		len(unread), unread[0].Line, unread[0].Reason)
+}
+
 // parseRanLine reads t where it is one of NCCL's tuning lines of a size
-// above 0. Algorithms and protocols commsim does not know are left out.
-func parseRanLine(t string) (ranLine, bool) {
-	var r ranLine
+// above 0 (ok). Where it is an INFO line of that kind that cannot be read
+// (an algorithm, protocol or collective commsim does not know, a
+// malformed field, a form NCCL 2.20-2.30 do not print), why says what;
+// a line of another kind, or of a size of 0, gives neither.
+func parseRanLine(t string) (r ranLine, ok bool, why string) {
 	if m := ranNamedRE.FindStringSubmatch(t); m != nil {
 		algo, errA := nccl.ParseAlgo(m[3])
 		proto, errP := ops.ParseProtocol(m[4])
-		lo, _ := strconv.Atoi(m[5])
+		lo, errL := strconv.Atoi(m[5])
 		hi, errC := strconv.Atoi(m[6])
 		op, known := ncclFuncNames[m[1]]
+		switch {
+		case errA != nil:
+			return r, false, fmt.Sprintf("algorithm %q is none commsim models", m[3])
+		case errP != nil:
+			return r, false, fmt.Sprintf("protocol %q is none commsim models", m[4])
+		case !known:
+			return r, false, fmt.Sprintf("%s is no collective NCCL's tuner chooses for in commsim's model", m[1])
 		// hi−lo+1 channels, held to an int32 so that it cannot overflow
 		// (a line of channels 0..2^63−1 counted −2^63).
-		if errA != nil || errP != nil || errC != nil || !known || hi < lo || hi-lo >= math.MaxInt32 {
-			return r, false
+		case errL != nil || errC != nil || hi < lo || hi-lo >= math.MaxInt32:
+			return r, false, fmt.Sprintf("channels {%s..%s} are no range of channels", m[5], m[6])
 		}
 		r = ranLine{op: op, perRank: op == "allgather" || op == "reducescatter", ran: Ran{Algo: algo, Proto: proto, Channels: hi - lo + 1}}
 		r.bytes, _ = strconv.ParseInt(m[2], 10, 64)
 	} else if m := ranNumberRE.FindStringSubmatch(t); m != nil {
 		number, errA := strconv.Atoi(m[3])
 		proto, errP := strconv.Atoi(m[4]) // NCCL_PROTO_LL = 0, LL128, Simple
-		if errA != nil || errP != nil || number < 0 || number >= len(ncclAlgoNumbers) || proto < 0 || proto > 2 {
-			return r, false
+		if errA != nil || number < 0 || number >= len(ncclAlgoNumbers) {
+			return r, false, fmt.Sprintf("algorithm %s is none of NCCL's numbers 0-%d", m[3], len(ncclAlgoNumbers)-1)
+		}
+		if errP != nil || proto < 0 || proto > 2 {
+			return r, false, fmt.Sprintf("protocol %s is none of NCCL's numbers 0-2", m[4])
 		}
 		algo, err := nccl.ParseAlgo(ncclAlgoNumbers[number])
 		if err != nil {
-			return r, false
+			return r, false, fmt.Sprintf("algorithm %s (%s) is none commsim models", m[3], ncclAlgoNumbers[number])
 		}
 		if m[1] != "" {
 			op, known := ncclFuncNames[m[1]]
 			if !known {
-				return r, false
+				return r, false, fmt.Sprintf("%s is no collective NCCL's tuner chooses for in commsim's model", m[1])
 			}
 			r.op = op
 		}
@@ -253,9 +291,12 @@ func parseRanLine(t string) (ranLine, bool) {
 			r.timeUS = us
 		}
 	} else {
-		return r, false
+		if strings.Contains(t, "NCCL INFO ") && ranLikeRE.MatchString(t) {
+			return r, false, "not in either form NCCL 2.20-2.30 print"
+		}
+		return r, false, ""
 	}
-	return r, r.bytes > 0
+	return r, r.bytes > 0, ""
 }
 
 // resolveRan sets NCCLRan from the tuning lines read, by the size in

@@ -96,8 +96,16 @@ func TestParseLogReadsWhatNCCLRan(t *testing.T) {
 		1024:    {Algo: nccl.Ring, Proto: ops.ProtoLL, Channels: 1},
 		2097152: {Algo: nccl.NVLS, Proto: ops.ProtoSimple, Channels: 16, Varies: true},
 	}
-	if !reflect.DeepEqual(lg.NCCLRan, want) {
-		t.Errorf("NCCLRan %v; want %v", lg.NCCLRan, want)
+	if !reflect.DeepEqual(lg.NCCLRan, want) || lg.UnreadRan != nil {
+		t.Errorf("NCCLRan %v, unread %v; want %v, none unread", lg.NCCLRan, lg.UnreadRan, want)
+	}
+	// A line NCCL may print that commsim cannot read is left out, named
+	// by its line.
+	unknown := strings.Replace(log, named("AllGather", 1048576, "RING", "LL128", 15), named("AllGather", 1048576, "SYMK", "LL128", 15), 1)
+	lg, err = ParseLog("unknown", []byte(unknown))
+	if err != nil || lg.NCCLRan[2097152] != (Ran{Algo: nccl.NVLS, Proto: ops.ProtoSimple, Channels: 16}) ||
+		!reflect.DeepEqual(lg.UnreadRan, []UnreadLine{{10, `algorithm "SYMK" is none commsim models`}}) {
+		t.Errorf("a line of an unknown algorithm: %v, unread %+v, %v; want NVLS alone, line 10 unread", lg.NCCLRan, lg.UnreadRan, err)
 	}
 	if got := want[2097152].String() + " " + (Ran{Algo: nccl.Tree, Proto: ops.ProtoLL128}).String(); got != "nvls/Simple/16ch tree/LL128" {
 		t.Errorf("Ran.String: %q", got)

@@ -140,6 +140,8 @@ type Choices struct {
 	Logged, Agree, Varied int
 	// AsLogged says the rows with a logged choice simulated it.
 	AsLogged bool
+	// Unread are the log's tuning lines that could not be read.
+	Unread []calibrate.UnreadLine
 }
 
 // Band is a range of sizes, Lo <= bytes < Hi.
@@ -304,7 +306,7 @@ func Check(lg *calibrate.Log, topo *topology.Topology, cfg Config) (*Report, err
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
-	rep.Choices.AsLogged = cfg.AsLogged
+	rep.Choices.AsLogged, rep.Choices.Unread = cfg.AsLogged, lg.UnreadRan
 	rep.Runs = lg.TimedRuns(op)
 	secs, algos, err := predict(topo, rep.Runs, len(specs), func(i int) (*ops.Plan, error) {
 		ran, ok := lg.NCCLRan[rep.Rows[i].Bytes]

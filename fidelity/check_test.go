@@ -338,12 +338,14 @@ func TestCheckReadsWhatNCCLRan(t *testing.T) {
 		info + "8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}\n" +
 		"       8        2  float  sum  -1   15.00  0.00  0.00  0   15.00  0.00  0.00  0\n" +
 		"   16384     4096  float  sum  -1   18.00  0.91  1.59  0   18.00  0.91  1.59  0\n" +
+		info + "16384 Bytes -> Algo SYMK proto LL channel{Lo..Hi}={0..0}\n" +
 		info + "1048576 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..3}\n" +
 		" 1048576   262144  float  sum  -1   40.00 26.21 45.88  0   40.00 26.21 45.88  0\n" +
 		info + "67108864 Bytes -> Algo NVLS proto SIMPLE channel{Lo..Hi}={0..15}\n" +
 		info + "67108864 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}\n" +
 		"67108864 16777216  float  sum  -1  330.00 203.4 355.9  0  330.00 203.4 355.9  0\n"
 	lg, tp := parse(t, log), topo(t, "dgx-h100")
+	unread := []calibrate.UnreadLine{{Line: 6, Reason: `algorithm "SYMK" is none commsim models`}}
 	rep, err := Check(lg, tp, Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -362,12 +364,13 @@ func TestCheckReadsWhatNCCLRan(t *testing.T) {
 	if eight.NCCL.Algo != nccl.Ring || eight.NCCL.Protocol != ops.ProtoLL || mib.NCCL.Algo == nccl.Tree {
 		t.Fatalf("the tuner's choices moved (%v at 8 B, %v at 1 MiB): the log's lines no longer test agreement and its absence", eight.NCCL, mib.NCCL)
 	}
-	if want := (Choices{Logged: 2, Agree: 1, Varied: 1}); rep.Choices != want {
+	if want := (Choices{Logged: 2, Agree: 1, Varied: 1, Unread: unread}); !reflect.DeepEqual(rep.Choices, want) {
 		t.Errorf("choices %+v, want %+v", rep.Choices, want)
 	}
 	var table strings.Builder
 	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "nccl ran (its log)") ||
-		!strings.Contains(table.String(), "tuner chose the same algorithm and protocol at 1 of 2 sizes (1 more whose lines disagree left out)") {
+		!strings.Contains(table.String(), "tuner chose the same algorithm and protocol at 1 of 2 sizes (1 more whose lines disagree left out)\n"+
+			"# NCCL's tuning lines (Bytes -> Algo) that could not be read, left out: 1, the first at line 6: algorithm \"SYMK\" is none commsim models\n") {
 		t.Errorf("table (%v):\n%s", err, table.String())
 	}
 
@@ -384,7 +387,7 @@ func TestCheckReadsWhatNCCLRan(t *testing.T) {
 			t.Errorf("%d bytes as logged: %+v; want the tuner's %+v (the lines agree, say nothing or disagree)", r.Bytes, r, rep.Rows[i])
 		}
 	}
-	if want := (Choices{Logged: 2, Agree: 1, Varied: 1, AsLogged: true}); as.Choices != want {
+	if want := (Choices{Logged: 2, Agree: 1, Varied: 1, AsLogged: true, Unread: unread}); !reflect.DeepEqual(as.Choices, want) {
 		t.Errorf("choices as logged %+v, want %+v", as.Choices, want)
 	}
 
@@ -394,7 +397,7 @@ func TestCheckReadsWhatNCCLRan(t *testing.T) {
 	// An A100 has no NVLS: the log did not run on it.
 	nvls := strings.Replace(log, "Algo TREE proto SIMPLE channel{Lo..Hi}={0..3}", "Algo NVLS proto SIMPLE channel{Lo..Hi}={0..3}", 1)
 	if _, err := Check(parse(t, nvls), topo(t, "dgx-a100"), Config{AsLogged: true}); err == nil ||
-		!strings.Contains(err.Error(), "line 7 (1048576 bytes): the log does not fit: NCCL ran nvls/Simple/4ch here, which this fabric cannot") || !errors.Is(err, ErrMismatch) {
+		!strings.Contains(err.Error(), "line 8 (1048576 bytes): the log does not fit: NCCL ran nvls/Simple/4ch here, which this fabric cannot") || !errors.Is(err, ErrMismatch) {
 		t.Errorf("NVLS logged, checked on an A100: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package fidelity
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -132,11 +133,11 @@ func TestChoicesAgreeOnAlgorithmAndProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Choices{Logged: 1}); rep.Choices != want {
+	if want := (Choices{Logged: 1}); !reflect.DeepEqual(rep.Choices, want) {
 		t.Errorf("tuner %v/%v, logged %v/%v: choices %+v, want %+v", c.NCCL.Algo, c.NCCL.Protocol, c.NCCL.Algo, other, rep.Choices, want)
 	}
 	lg.NCCLRan[16] = calibrate.Ran{Algo: c.NCCL.Algo, Proto: c.NCCL.Protocol}
-	if rep, err = Check(lg, tp, Config{}); err != nil || rep.Choices != (Choices{Logged: 1, Agree: 1}) {
+	if rep, err = Check(lg, tp, Config{}); err != nil || !reflect.DeepEqual(rep.Choices, Choices{Logged: 1, Agree: 1}) {
 		t.Errorf("logged as the tuner chose: %v, choices %+v", err, rep.Choices)
 	}
 }
@@ -219,7 +220,8 @@ func TestSummaryDescribe(t *testing.T) {
 
 // The line on NCCL's logged choices counts the sizes whose lines disagree
 // only where there are some, appears where every logged size's lines
-// disagree, and says when the logged choices were simulated.
+// disagree, and says when the logged choices were simulated; a line on
+// the tuning lines that could not be read follows it, alone too.
 func TestChoicesDescribe(t *testing.T) {
 	for _, tc := range []struct {
 		c    Choices
@@ -229,6 +231,9 @@ func TestChoicesDescribe(t *testing.T) {
 		{Choices{Logged: 2, Agree: 1}, "# NCCL's logged choice: the tuner chose the same algorithm and protocol at 1 of 2 sizes\n"},
 		{Choices{Varied: 2}, "# NCCL's logged choice: the tuner chose the same algorithm and protocol at 0 of 0 sizes (2 more whose lines disagree left out)\n"},
 		{Choices{Logged: 1, Agree: 1, AsLogged: true}, "# NCCL's logged choice: the tuner chose the same algorithm and protocol at 1 of 1 sizes; simulated as logged\n"},
+		{Choices{Unread: []calibrate.UnreadLine{{Line: 7, Reason: "r"}}}, "# NCCL's tuning lines (Bytes -> Algo) that could not be read, left out: 1, the first at line 7: r\n"},
+		{Choices{Logged: 1, Unread: []calibrate.UnreadLine{{Line: 7, Reason: "r"}}}, "# NCCL's logged choice: the tuner chose the same algorithm and protocol at 0 of 1 sizes\n" +
+			"# NCCL's tuning lines (Bytes -> Algo) that could not be read, left out: 1, the first at line 7: r\n"},
 	} {
 		if got := tc.c.Describe(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/commsim/commsim/calibrate"
 )
 
 // WriteTable writes the report as a table, one size a line, then its
@@ -83,10 +85,12 @@ func (s Summary) Describe() string {
 
 // Describe is a # comment line on NCCL's choices, "" where the log says
 // none: at how many sizes NCCL's tuner chose what NCCL ran, and which the
-// simulation ran.
+// simulation ran; then one on the tuning lines that could not be read,
+// where any could not.
 func (c Choices) Describe() string {
+	unread := calibrate.DescribeUnread(c.Unread)
 	if c.Logged+c.Varied == 0 {
-		return ""
+		return unread
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# NCCL's logged choice: the tuner chose the same algorithm and protocol at %d of %d sizes", c.Agree, c.Logged)
@@ -96,6 +100,6 @@ func (c Choices) Describe() string {
 	if c.AsLogged {
 		b.WriteString("; simulated as logged")
 	}
-	b.WriteString("\n")
+	b.WriteString("\n" + unread)
 	return b.String()
 }

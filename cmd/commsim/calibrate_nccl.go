@@ -136,6 +136,9 @@ func (f *calFlags) runNCCL(stdout, stderr io.Writer, s *sweep, lg *calibrate.Log
 		if logged < len(rows) {
 			warnings = append(warnings, fmt.Sprintf("--as-logged: the log says what NCCL ran at %d of the %d sizes fitted (NCCL_DEBUG_SUBSYS=TUNING lines, in agreement); the others run as NCCL's tuner chooses", logged, len(rows)))
 		}
+		if unread := calibrate.DescribeUnread(lg.UnreadRan); unread != "" {
+			warnings = append(warnings, "--as-logged: "+strings.TrimSpace(strings.TrimPrefix(unread, "#")))
+		}
 	}
 	fit, err := calibrate.FitNCCL(prob)
 	if err != nil {

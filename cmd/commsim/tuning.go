@@ -56,7 +56,9 @@ tenth, the channel counts the log's init reports beside the model's, and
 what NCCL says it ran for each call (its tuning lines, 2.20 on) beside the
 model's choice and, where the line gives NCCL's model time (2.20-2.23),
 the model's time of the same pair: whether commsim sees the machine as
-NCCL saw it. Lines of 2.20-2.22 name no collective: --op names it. The
+NCCL saw it. Lines of 2.20-2.22 name no collective: --op names it. A
+tuning line that cannot be read (an algorithm commsim does not model,
+say) is left out, and a last line names the first and counts them. The
 NCCL version
 and environment the log's lines state are taken unless a --nccl-* flag is
 given; --topo must have the ranks of the log's communicator (-g takes the
@@ -165,6 +167,14 @@ type tuningLog struct {
 	ChoicesAgree int          `json:"choices_agree"`
 	Times        int          `json:"times"`
 	TimesAgree   int          `json:"times_agree"`
+	// Unread are the tuning lines that could not be read, and why.
+	Unread []tuningUnread `json:"unread,omitempty"`
+	unread []calibrate.UnreadLine
+}
+
+type tuningUnread struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
 }
 
 type tuningCall struct {
@@ -193,6 +203,10 @@ func newTuningLog(file string, logged *calibrate.CostTableLog, c *fidelity.CostR
 		l.Channels = append(l.Channels, tuningChannels{ch.Name, ch.Logged, ch.Model})
 	}
 	l.Choices, l.ChoicesAgree, l.Times, l.TimesAgree = c.Choices, c.ChoicesAgree, c.Times, c.TimesAgree
+	l.unread = logged.Stated.UnreadRan
+	for _, u := range l.unread {
+		l.Unread = append(l.Unread, tuningUnread{u.Line, u.Reason})
+	}
 	for _, call := range c.Calls {
 		row := tuningCall{Line: call.Logged.Line, Op: call.Logged.Op, Bytes: call.Logged.Bytes, NCCLRan: call.Logged.Ran.String(), NCCLUS: call.Logged.TimeUS,
 			Choice: call.Choice.String(), ChoiceUS: call.Choice.TimeUS, Agree: call.ChoiceAgrees(), TimeAgree: agreement(call.TimeAgree())}
@@ -495,6 +509,9 @@ func (r *tuningReport) writeCheck(w io.Writer) error {
 	}
 	if n := r.unnamedCalls; n > 0 {
 		fmt.Fprintf(w, "# %d of the log's tuning lines do not name their collective (NCCL 2.20-2.22): --op names it\n", n)
+	}
+	if r.Log != nil {
+		io.WriteString(w, calibrate.DescribeUnread(r.Log.unread))
 	}
 	return nil
 }

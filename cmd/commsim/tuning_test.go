@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -279,7 +281,32 @@ func TestTuningChecksALogsCalls(t *testing.T) {
 	}
 	status, out, _ = commsim(append(args, "--op", "allreduce", "--format", "json")...)
 	var rep tuningReport
-	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Log == nil || len(rep.Log.Calls) != 15 || rep.Log.ChoicesAgree != 13 || rep.Log.Calls[10].NCCLRan != "nvlstree/Simple" || rep.Log.Calls[10].Agree {
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Log == nil || len(rep.Log.Calls) != 15 || rep.Log.ChoicesAgree != 13 || rep.Log.Calls[10].NCCLRan != "nvlstree/Simple" || rep.Log.Calls[10].Agree ||
+		rep.Log.Unread != nil {
 		t.Errorf("json: status %d, %v:\n%s", status, err, out)
+	}
+
+	// A line of an algorithm NCCL does not number is left out, and said so.
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(string(data), "\n")
+	bad := filepath.Join(t.TempDir(), "bad.txt")
+	if err := os.WriteFile(bad, append(data, "[0] h:1:1 [0] NCCL INFO 2048 Bytes -> Algo 9 proto 0 time 25.3\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args[len(args)-1] = bad
+	status, out, errOut = commsim(append(args, "--op", "allreduce")...)
+	want := fmt.Sprintf("# choices: 13 of 15 calls chose alike; model times: 5 of the 15 NCCL printed agree to a millionth\n"+
+		"# NCCL's tuning lines (Bytes -> Algo) that could not be read, left out: 1, the first at line %d: algorithm 9 is none of NCCL's numbers 0-6\n", lines+1)
+	if status != 0 || errOut != "" || !strings.HasSuffix(out, want) {
+		t.Errorf("a line not read: status %d, stderr %q:\n%s\nwant it to end\n%s", status, errOut, out, want)
+	}
+	status, out, _ = commsim(append(args, "--op", "allreduce", "--format", "json")...)
+	rep = tuningReport{}
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Log == nil ||
+		!reflect.DeepEqual(rep.Log.Unread, []tuningUnread{{lines + 1, "algorithm 9 is none of NCCL's numbers 0-6"}}) {
+		t.Errorf("json, a line not read: status %d, %v:\n%s", status, err, out)
 	}
 }
