@@ -54,6 +54,7 @@ func TestFidelityShippedLogKnowsItsFabric(t *testing.T) {
 // and another algorithm runs without it. NCCL's own cost model, priced
 // beside the simulation, is priced in the same environment.
 func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
+	skipInRaceRun(t, "a 16-rank log, checked three times; TestFidelityShippedLogKnowsItsFabric checks under it")
 	log := filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt")
 	var models []float64 // the first size's nccl_model_us, per case
 	for _, tc := range []struct {
@@ -106,7 +107,7 @@ func TestFidelityShippedLogRunsInItsNCCLEnvironment(t *testing.T) {
 // test runs it: the log's fabric and NCCL environment. Elsewhere the
 // causes may not hold, and none is named.
 func TestFidelityNamesAShippedLogsKnownMisses(t *testing.T) {
-	skipInRaceRun(t, "a 16-rank log, checked four times; TestFidelityShippedChecksEveryShippedLog checks under it")
+	skipInRaceRun(t, "a 16-rank log, checked four times; TestShippedCountsMissesAndPricedSizesAsEachLogDoes checks under it")
 	log := filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt")
 	for _, tc := range []struct {
 		args   []string
@@ -592,6 +593,7 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 // sizes are the held-out ones' together (the collectives' priced by
 // NCCL's model); --nccl-machine applies to every one.
 func TestFidelityShippedChecksEveryShippedLog(t *testing.T) {
+	skipInRaceRun(t, "seven logs, checked by --shipped and one by one; TestShippedCountsMissesAndPricedSizesAsEachLogDoes checks under it")
 	type errs struct {
 		File   string  `json:"file"`
 		Group  string  `json:"group"`

@@ -135,6 +135,7 @@ func TestCalibrateRefusesANetworkFactor(t *testing.T) {
 // A shipped log's known misses are named only on NCCL's own machine: a
 // network scaled by --nccl-machine nic= is not it.
 func TestFidelityKnownMissesNeedAnUnscaledNetwork(t *testing.T) {
+	skipInRaceRun(t, "a 16-rank log checked on a slowed network; TestFidelityShippedLogKnowsItsFabric checks under it")
 	status, out, errOut := commsim("fidelity", "--log", filepath.Join(shippedLogs, "aws-p4de-allreduce-16xA100.txt"), "--format", "json", "--nccl-machine", "nic=0.5")
 	var rep struct {
 		Misses  []json.RawMessage `json:"known_misses"`

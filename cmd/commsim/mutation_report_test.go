@@ -381,7 +381,7 @@ func TestShippedCountsMissesAndPricedSizesAsEachLogDoes(t *testing.T) {
 // JSON, column by column (an empty size band and an unpriced log's model
 // empty), and the table's pooled lines its pooled ones.
 func TestShippedCSVAndTableCarryTheJSONsFigures(t *testing.T) {
-	skipInRaceRun(t, "fidelity --shipped over nine logs, four times; TestFidelityShippedChecksEveryShippedLog checks under it")
+	skipInRaceRun(t, "fidelity --shipped over nine logs, four times; TestShippedCountsMissesAndPricedSizesAsEachLogDoes checks under it")
 	for _, only := range []string{"-8xB200", "xxrjun-h100-allgather-8x"} {
 		suite := shippedJSON(t, "--only", only)
 		status, out, errOut := commsim("fidelity", "--shipped", "--only", only, "--format", "csv")

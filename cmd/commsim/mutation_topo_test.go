@@ -95,6 +95,7 @@ func TestTopoShowOfTwoGPUsHasABisectionAndOneRoute(t *testing.T) {
 // Kills T12: a fabric of exactly maxBisectionSize nodes and links still
 // gets its bisection.
 func TestTopoShowComputesTheBisectionAtItsSizeLimit(t *testing.T) {
+	skipInRaceRun(t, "max-flow cuts of a ring of 2^18 nodes; TestTopoShowOfTwoGPUsHasABisectionAndOneRoute computes a bisection under it")
 	_, out, _ := commsim("topo", "show", "ring:131072")
 	if !strings.Contains(out, "bisection bandwidth (min over 13 candidate cuts): 200GB/s per direction") {
 		t.Errorf("ring:131072 (2^18 nodes and links): no bisection computed:\n%s", out)
@@ -487,6 +488,7 @@ func TestFidelityShippedHeaderSaysExclusionAndPresumedRelease(t *testing.T) {
 // Kills F28: the plot marks only the sizes where the simulated choice
 // changes, never a choice "changing" to itself.
 func TestFidelityPlotMarksOnlyChangesOfChoice(t *testing.T) {
+	skipInRaceRun(t, "a 16-rank log checked and drawn; TestBenchPlotOfNCCLMarksOnlyChangesOfAlgorithmOrProtocol draws under it")
 	path := filepath.Join(t.TempDir(), "fid.svg")
 	if status, _, errOut := commsim("fidelity", "--log", filepath.Join(shippedLogs, "vultr-b200-allreduce-16xB200.txt"), "--plot", path); status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
