@@ -200,6 +200,9 @@ func ExamplePlan_Describe() {
 }
 
 func TestCompileStreamsLargePlansAndRefusesHugeOnes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestStreamedRunsEqualHeldRuns takes the same concurrent paths under it")
+	}
 	// Ring all-reduce on 4096 ranks: 4096 × (5·4095 + 1) ≈ 84M steps, too
 	// many to hold: streamed, and refused where it must be held.
 	plan, err := Compile(Spec{Op: AllReduce, Algo: "ring", Ranks: 4096, Count: 4096, DType: hw.F32, Redop: hw.Sum})
@@ -274,6 +277,9 @@ func TestAvgOnlyDividesReductions(t *testing.T) {
 // for every algorithm and every op. At 130 ranks the count that sizes a
 // streamed plan is split between goroutines, by ranges of ranks.
 func TestStreamedPlansEqualHeldPlans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestStreamedRunsEqualHeldRuns takes the same concurrent paths under it")
+	}
 	for _, a := range algorithmTable {
 		for _, op := range Ops() {
 			if a.gens[op] == nil {

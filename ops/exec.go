@@ -134,12 +134,15 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 //
 // Every run uses the same buffers, so an in-place run reduces what the run
 // before left. runs must be 1 or more, and at most MaxBackToBackRuns and
-// MaxBackToBackLaneRuns over the plan's ranks' lanes.
+// MaxBackToBackLaneRuns over the ranks' lanes enqueued: the plan's, or a
+// fold's where the driver's Shortcut times it so.
 func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
 	if err := e.CheckRun(plan, in, out); err != nil {
 		return 0, err
 	}
-	if err := backToBackRuns(plan, runs); err != nil {
+	// The lanes are counted where they are enqueued: a Shortcut may
+	// enqueue fewer ranks than the plan has.
+	if err := backToBackRuns(0, 0, runs); err != nil {
 		return 0, fmt.Errorf("ops: run %v: %w", plan.Spec, err)
 	}
 	if sc, ok := e.driver.(Shortcut); ok && !plan.native {
@@ -231,37 +234,48 @@ func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (
 }
 
 // The most runs back to back that one call enqueues, and of those runs
-// times the plan's ranks and lanes: every run of every rank records its
-// events before the first starts (a driver feeds the steps themselves as
-// they run), so past these the host's memory gives out, not its patience
-// (2^63 runs of a small ring took it at 0.6 GB/s until the process died).
+// times the ranks' lanes it enqueues: every lane of every run of every
+// rank holds its cursor, its source and its events from before the first
+// run starts until the last ends (a driver feeds the steps themselves as
+// they run), about 1.4 KB a lane-run (1000 runs of NCCL's 24-channel ring
+// on 8 GPUs held 265 MB), so the lanes' bound is the host's memory: 2^21
+// lane-runs hold about 3 GB (2^28 allowed 100,000 of those runs, about
+// 27 GB, before a simulation started; 2^63 runs of a small ring took the
+// memory at 0.6 GB/s until the process died).
 const (
 	MaxBackToBackRuns     = 1 << 20
-	MaxBackToBackLaneRuns = 1 << 28
+	MaxBackToBackLaneRuns = 1 << 21
 )
 
-// backToBackRuns refuses runs of plan back to back that are fewer than
-// one or more than the limits allow.
-func backToBackRuns(plan *Plan, runs int) error {
-	lanes := 1
-	if plan != nil {
-		// Saturating: ranks × lanes past the limit is past it, where
-		// 4 × 2^62 wrapped to 0 and divided by it.
-		ranks, each := max(1, plan.Ranks), max(1, plan.Lanes)
-		lanes = MaxBackToBackLaneRuns + 1
-		if each <= MaxBackToBackLaneRuns/ranks {
-			lanes = ranks * each
-		}
-	}
+// backToBackRuns refuses runs back to back that are fewer than one or
+// more than the limits allow, of ranks' lanes each (0 ranks: the runs
+// alone).
+func backToBackRuns(ranks, lanes, runs int) error {
 	switch {
 	case runs < 1:
 		return fmt.Errorf("%w: %d runs, want 1 or more", hw.ErrBadArgument, runs)
-	case runs > MaxBackToBackRuns || runs > MaxBackToBackLaneRuns/lanes:
-		return fmt.Errorf("%w: %d runs back to back of a plan of %d ranks' lanes: over %d runs, or %d runs of lanes, enqueued at once; run fewer",
-			hw.ErrBadArgument, runs, lanes, MaxBackToBackRuns, MaxBackToBackLaneRuns)
+	case runs > MaxBackToBackRuns:
+		return fmt.Errorf("%w: %d runs back to back: over %d enqueued at once; run fewer", hw.ErrBadArgument, runs, MaxBackToBackRuns)
+	case ranks < 1:
+		return nil
+	}
+	// Saturating: ranks × lanes past the limit is past it, where 4 × 2^62
+	// wrapped to 0 and divided by it.
+	lanes = max(1, lanes)
+	all := MaxBackToBackLaneRuns + 1
+	if lanes <= MaxBackToBackLaneRuns/ranks {
+		all = ranks * lanes
+	}
+	if most := MaxBackToBackLaneRuns / all; runs > most {
+		return fmt.Errorf("%w: %d runs back to back of %d ranks' lanes: over %d runs of lanes enqueued at once, which would hold %.1f GB of host memory; run %d or fewer",
+			hw.ErrBadArgument, runs, all, MaxBackToBackLaneRuns, float64(runs)*float64(all)*laneRunBytes/1e9, most)
 	}
 	return nil
 }
+
+// laneRunBytes is about what a lane of one run holds while runs back to
+// back are enqueued (MaxBackToBackLaneRuns).
+const laneRunBytes = 1400
 
 // EnqueueBackToBackWaiting is EnqueueBackToBack with rank r's next run
 // also waiting for the last run of every rank in waits[r] (nil: none) to
@@ -283,7 +297,7 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 	if err := checkPlanShape(plan); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
 	}
-	if err := backToBackRuns(plan, runs); err != nil {
+	if err := backToBackRuns(len(in), plan.Lanes, runs); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
 	}
 	for _, w := range waits {

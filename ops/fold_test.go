@@ -125,6 +125,9 @@ func TestFoldChannelsRefusesWhatIsNotACopy(t *testing.T) {
 // mirroring the nodes turns channel c into c+1, and the first stands
 // for all.
 func TestFoldRotationKeepsTreeChannels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestFoldChannelsRefusesWhatIsNotACopy takes the same concurrent paths under it")
+	}
 	plan, err := Compile(foldSpec("nccl-tree", 32, 8, 8, 1<<12))
 	if err != nil {
 		t.Fatal(err)

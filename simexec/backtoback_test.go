@@ -31,6 +31,9 @@ import (
 // without the wait, CollNet's next run would start on the ranks done
 // first and contend with the last one's tail.
 func TestBackToBackRunsOverlapOnlyWhereRanksIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestFedRunsEqualEnqueuedRuns takes the same concurrent paths under it")
+	}
 	for _, tc := range []struct {
 		topo    string
 		op      ops.Op
@@ -150,9 +153,10 @@ func TestBackToBackRefusesNoRuns(t *testing.T) {
 		want    string
 	}{
 		{plan, in, out, 0, "0 runs, want 1 or more"},
-		{plan, in, out, ops.MaxBackToBackRuns + 1, fmt.Sprintf("%d runs back to back of a plan of 8 ranks' lanes: over", ops.MaxBackToBackRuns+1)},
+		{plan, in, out, ops.MaxBackToBackRuns + 1, fmt.Sprintf("%d runs back to back: over %d enqueued at once; run fewer", ops.MaxBackToBackRuns+1, ops.MaxBackToBackRuns)},
 		{plan, in, out, math.MaxInt, "run fewer"},
-		{wide, wideIn, wideOut, ops.MaxBackToBackLaneRuns/lanes + 1, fmt.Sprintf("of a plan of %d ranks' lanes: over", lanes)},
+		{wide, wideIn, wideOut, ops.MaxBackToBackLaneRuns/lanes + 1, fmt.Sprintf("of %d ranks' lanes: over %d runs of lanes enqueued at once, which would hold 2.9 GB of host memory; run %d or fewer",
+			lanes, ops.MaxBackToBackLaneRuns, ops.MaxBackToBackLaneRuns/lanes)},
 	} {
 		if _, err := exec.RunBackToBack(tc.plan, tc.in, tc.out, tc.runs); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%d runs: %v, want %q", tc.runs, err, tc.want)
@@ -166,6 +170,31 @@ func TestBackToBackRefusesNoRuns(t *testing.T) {
 	}
 	if _, err := exec.RunBackToBack(wide, wideIn, wideOut, 20); err != nil {
 		t.Errorf("20 runs of 512 lanes: %v", err)
+	}
+}
+
+// TestBackToBackCountsTheLanesItEnqueues: the runs' bound on lanes is on
+// those enqueued, so a plan whose runs in full would pass it runs them on
+// its mirror, which holds one rank's; in full they are refused, saying how
+// many runs fit.
+func TestBackToBackCountsTheLanesItEnqueues(t *testing.T) {
+	const p = 1024
+	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "rd", Ranks: p, Count: p, DType: hw.F32, Redop: hw.Sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := ops.MaxBackToBackLaneRuns/(p*plan.Lanes) + 1
+	for _, symmetry := range []bool{true, false} {
+		c, _ := world(t, "switch:1024", sim.Config{TimingOnly: true, Symmetry: symmetry})
+		in, out := buffers(t, c, plan, false)
+		d := simexec.NewDriver(c)
+		_, err := ops.NewExecutorWith(c.World(), d).RunBackToBack(plan, in, out, runs)
+		switch want := fmt.Sprintf("run %d or fewer", runs-1); {
+		case symmetry && (err != nil || d.MirroredRuns() != 1):
+			t.Errorf("%d runs on the mirror: %v, %d mirrored runs; want one, no error", runs, err, d.MirroredRuns())
+		case !symmetry && (!errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), want)):
+			t.Errorf("%d runs in full: %v; want %q", runs, err, want)
+		}
 	}
 }
 

@@ -43,6 +43,9 @@ func timeOn(t *testing.T, topo string, spec ops.Spec, symmetry bool) (seconds fl
 // cluster folds too: its spine's links, which the renamings fix or swap,
 // carry their share of every block's flows.
 func TestMirroredRunsTakeExactlyTheFullTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestFedRunsEqualEnqueuedRuns takes the same concurrent paths under it")
+	}
 	mirrors := map[string]bool{
 		"allreduce/ring/8/64 on switch:8": true, "allreduce/ring/12/96 on switch:12": true,
 		"allreduce/rd/8/64 on switch:8": true, "allreduce/rhd/8/64 on switch:8": true,

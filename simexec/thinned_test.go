@@ -77,6 +77,9 @@ func TestThinnedRunsTakeTheFullTime(t *testing.T) {
 // a spine. The driver folds so too (or by the rotation alone, which keeps
 // two channels, on three nodes), one run alone or three back to back.
 func TestSplitTreesFoldToOneChannel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestFedRunsEqualEnqueuedRuns takes the same concurrent paths under it")
+	}
 	for _, tc := range []struct {
 		topo  string
 		bytes int
@@ -139,6 +142,9 @@ func TestSplitTreesFoldToOneChannel(t *testing.T) {
 // on the fabric folded by it take the whole plan's time to the
 // picosecond, one run alone or two back to back.
 func TestRackTreesFoldByTheMirror(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestNVLSPlansRunRight takes the same concurrent paths under it")
+	}
 	topo, err := topology.Resolve("cluster:2x64,arch=blackwell,bw=900GB/s,reduce=2.39TB/s,nicbw=800Gb/s,nicports=2,cpu=arm,rail=true")
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +239,9 @@ func runsOn(t *testing.T, topo *topology.Topology, plan *ops.Plan, symmetry bool
 // all-reduce, at any channel count NCCL picks, is timed on the mirror by
 // the 16 ranks of two nodes, to the picosecond of the full run.
 func TestNCCLRingsMirrorByTwoNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestFedRunsEqualEnqueuedRuns takes the same concurrent paths under it")
+	}
 	for _, fabric := range []string{"dgx-h100x4,rail=true", "dgx-h100x4"} {
 		topo, err := topology.Resolve(fabric)
 		if err != nil {
@@ -276,6 +285,9 @@ func TestNCCLRingsMirrorByTwoNodes(t *testing.T) {
 // the fine chunk here, so no run counts as refined: one of every rank
 // takes the same time.
 func TestRefinedFoldsTakeTheFinePlansTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); TestNVLSPlansRunRight takes the same concurrent paths under it")
+	}
 	for _, tc := range []struct {
 		topo     string
 		tuned    bool // NCCL's tree of 16 channels, as its tuner plans it; else ops' own
