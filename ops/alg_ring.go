@@ -39,6 +39,7 @@ func ringReduceScatter(b *builder) error {
 	in := func(blk int) Ref { return ref(In, mod(blk, p)*n, n) }
 	half := func(k int) Ref { return ref(Tmp, (k%2)*n, n) }
 	b.tmp(2, n)
+	b.expect(2 * (p - 1)) // a send and a receive a step
 	for r := range b.ranks() {
 		if p == 1 {
 			b.copy(r, ref(Out, 0, n), in(0))
@@ -65,6 +66,7 @@ func ringReduceScatter(b *builder) error {
 func ringAllGather(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	blk := func(i int) Ref { return ref(Out, mod(i, p)*n, n) }
+	b.expect(2 * (p - 1)) // a send and a receive a step
 	for r := range b.ranks() {
 		b.copy(r, blk(r), ref(In, 0, n))
 		for k := 0; k < p-1; k++ {

@@ -64,7 +64,9 @@ const countShare = 1 << 12
 // planTooLarge unwinds a generator that passed the builder's limit; Compile
 // recovers it (and only it) and returns ErrTooLarge. Generators are plain
 // loops with no error path per step, and this stops them at once instead
-// of emitting millions of steps that would be thrown away.
+// of emitting millions of steps that would be thrown away. steps is the
+// count that passed it, or the limit plus one where counters sharing a
+// total passed it together.
 type planTooLarge struct{ steps int }
 
 // streamStopped unwinds a streaming generator whose consumer stopped
@@ -244,12 +246,13 @@ func (b *builder) expect(perRank int) {
 }
 
 // reserve sizes every rank's step list for n steps, so large plans are not
-// copied again and again as they grow.
+// copied again and again as they grow, and refuses a plan whose n steps a
+// rank would pass the limit (expect).
 func (b *builder) reserve(n int) {
+	b.expect(n) // refuse before allocating it, or before counting them
 	if b.mode != modeKeep {
 		return
 	}
-	b.expect(n) // refuse before allocating it
 	for r := range b.p.Steps {
 		if cap(b.p.Steps[r]) < n {
 			b.p.Steps[r] = make([]Step, 0, n)

@@ -405,8 +405,13 @@ func generate(gen generator, b *builder) (err error) {
 		switch r := recover().(type) {
 		case nil:
 		case planTooLarge:
-			err = fmt.Errorf("%w: at least %d plan steps, over the limit of %d; algorithms with O(p log p) steps (rd, rhd, tree) scale further",
-				ErrTooLarge, r.steps-1, b.limit)
+			// Counters sharing a total know only that the plan passes the
+			// limit (planTooLarge).
+			at := fmt.Sprintf("at least %d plan steps, over the limit of %d", r.steps-1, b.limit)
+			if r.steps-1 <= b.limit {
+				at = fmt.Sprintf("over the limit of %d plan steps", b.limit)
+			}
+			err = fmt.Errorf("%w: %s; algorithms with O(p log p) steps (rd, rhd, tree) scale further", ErrTooLarge, at)
 		case scratchTooLarge:
 			err = fmt.Errorf("its scratch of %s elements of %s a rank is over the limit of %d bytes per buffer",
 				r.elements, b.p.DType, int64(math.MaxInt64))
