@@ -41,7 +41,7 @@ type row struct {
 
 // Log is what an nccl-tests log says.
 type Log struct {
-	Format string // "nccl-tests table", "nccl-tests json" or "csv"
+	Format string // "nccl-tests table", "nccl-tests json", "csv" or "commsim json lines"
 	// Op is commsim's name of the collective (allreduce, …), "" where the
 	// log does not name it.
 	Op string
@@ -530,7 +530,9 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (r row, msg string) {
 // per-iteration columns or timestamps), among NCCL INFO lines and comments;
 // nccl-tests' JSON report (-J FILE), recognised by its opening brace; or a
 // CSV with a header naming size and time columns (commsim bench's CSV,
-// say), recognised by its header in the first data line. Repeated sizes
+// say), recognised by its header in the first data line; or commsim
+// bench's JSON records, one a line (--format json), read as its CSV is,
+// recognised by the first line's bytes and time_us. Repeated sizes
 // are averaged (Log.Repeated counts them). Rows must be of one run: one
 // type, one collective (a count and a redop of another refuse the row,
 // as a second "Collective test starting" does). name is the log's name
@@ -550,16 +552,19 @@ func ParseLog(name string, data []byte) (*Log, error) {
 	var err error
 	// An editor's UTF-8 byte-order mark is no part of the first line.
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	if isJSON(data) {
+	switch {
+	case isJSONLines(data):
+		err = parseJSONLines(name, data, lg)
+	case isJSON(data):
 		err = parseJSONLog(name, data, lg)
-	} else {
+	default:
 		err = parseTextLog(name, data, lg)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if len(lg.Samples) == 0 {
-		reason := "no result rows (want nccl-tests output, its JSON report or a CSV with size and time columns)"
+		reason := "no result rows (want nccl-tests output, its JSON report, a CSV with size and time columns or commsim bench's JSON records)"
 		if lg.stderrLines > 0 {
 			reason += fmt.Sprintf("; left out as a rank's stderr ([1,0]<stderr>:), where nccl-tests prints its table on stdout: %d lines", lg.stderrLines)
 		}

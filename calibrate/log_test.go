@@ -158,7 +158,7 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 			"log:4: root 0 after rows of root -1: a row of another collective"},
 		{"a line with a comma, then a table", "Running all_reduce_perf on 8 GPUs, 1 node\n" + hdr + row, 1,
 			"log:1: want a result row (size count type [redop] [root] time algbw busbw …), a # comment, a date, a banner or a blank line; a CSV's header names its size"},
-		{"rows only on stderr", "[1,0]<stderr>:" + hdr + "[1,0]<stderr>:" + row, 0, "log: no result rows (want nccl-tests output, its JSON report or a CSV with size and time columns); left out as a rank's stderr ([1,0]<stderr>:), where nccl-tests prints its table on stdout: 2 lines"},
+		{"rows only on stderr", "[1,0]<stderr>:" + hdr + "[1,0]<stderr>:" + row, 0, "log: no result rows (want nccl-tests output, its JSON report, a CSV with size and time columns or commsim bench's JSON records); left out as a rank's stderr ([1,0]<stderr>:), where nccl-tests prints its table on stdout: 2 lines"},
 		{"two runs on other ranks", "# Collective test starting: all_reduce_perf\n#  Rank  3 Group  0 Pid 1 on h device  3 [0x1b] H100\n" + row +
 			"# Collective test starting: all_reduce_perf\n#  Rank  7 Group  0 Pid 1 on h device  7 [0x1b] H100\n" + row, 6,
 			"log:6: a second run of allreduce on 8 ranks after one on 4: give one run per log"},

@@ -47,8 +47,8 @@ func newCalibrateCmd() *cobra.Command {
 		Use:   "calibrate",
 		Short: "Fit NCCL's machine, or link latency and bandwidth, to an nccl-tests log",
 		Long: `calibrate reads nccl-tests output (the text table, old or new; its JSON
-report, -J; or a CSV naming size(B) and time(us) columns; rank tags, time
-stamps, dates and banners allowed) and fits the simulator to the measured out-of-place times (least
+report, -J; a CSV naming size(B) and time(us) columns; or commsim bench's
+--format json records; rank tags, time stamps, dates and banners allowed) and fits the simulator to the measured out-of-place times (least
 relative error: with --algo nccl a robust sum, Cauchy's, that counts each
 size's error squared while under 5% and ever less past it, so a few sizes no
 factor explains do not set the factors for all; otherwise least squares).
@@ -96,7 +96,7 @@ is given.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J) or a CSV, at most 64 MiB (required)")
+	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J), a CSV or bench's JSON records, at most 64 MiB (required)")
 	fl.StringVar(&f.topo, "topo", "", "topology to calibrate: a spec, a preset or a YAML file (required, but for a shipped log)")
 	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's; a log that names none needs it)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), algoNCCL), "|")+

@@ -32,8 +32,8 @@ func newFidelityCmd() *cobra.Command {
 		Use:   "fidelity",
 		Short: "Compare simulated times with an nccl-tests log, size by size, with no fitting",
 		Long: `fidelity reads nccl-tests output (as calibrate does: the text table, old or
-new, its JSON report (-J) or a CSV; rank tags, time stamps, dates and banners
-allowed), simulates
+new, its JSON report (-J), a CSV or bench's JSON records; rank tags, time
+stamps, dates and banners allowed), simulates
 every size of it on the topology as it stands (timing-only, nccl-tests'
 meaning of size; by default as NCCL's tuner would run each size, --algo
 nccl) and prints the measured and predicted out-of-place times and
@@ -77,7 +77,7 @@ from the published runs, from the binary alone.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J) or a CSV, at most 64 MiB (required)")
+	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J), a CSV or bench's JSON records, at most 64 MiB (required)")
 	fl.StringVar(&f.topo, "topo", "", "topology the log was measured on: a spec, a preset or a YAML file (default: a shipped log's)")
 	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+

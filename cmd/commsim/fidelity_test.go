@@ -272,10 +272,11 @@ func TestFidelityHoldsGPUsDrivenByOneThreadToTheHostFloor(t *testing.T) {
 	}
 }
 
-// What bench -g 4 writes, as its table or its CSV, fidelity reads back
-// to an error of 0: both hold the sizes to the same floor.
+// What bench -g 4 writes, as its table, its CSV or its JSON records,
+// fidelity reads back to an error of 0: both hold the sizes to the same
+// floor.
 func TestFidelityReadsBenchGPUsPerThreadBack(t *testing.T) {
-	for _, format := range []string{"text", "csv"} {
+	for _, format := range []string{"text", "csv", "json"} {
 		path := filepath.Join(t.TempDir(), "g4."+format)
 		status, out, errOut := commsim("bench", "--topo", "switch:8", "-g", "4", "--algo", "ring", "-b", "1KiB", "-e", "4MiB", "-f", "8", "--format", format)
 		if status != 0 || os.WriteFile(path, []byte(out), 0o644) != nil {
@@ -290,8 +291,8 @@ func TestFidelityReadsBenchGPUsPerThreadBack(t *testing.T) {
 }
 
 // What bench -n 5 writes of a broadcast, and -n 5 -m 4 of a reduce, as
-// its table or its CSV, fidelity reads back to an error of 0: both time
-// the same runs back to back, and say so.
+// its table, its CSV or its JSON records, fidelity reads back to an error
+// of 0: both time the same runs back to back, and say so.
 func TestFidelityReadsBenchItersBack(t *testing.T) {
 	skipInRaceRun(t, "runs back to back, benched and checked; TestFidelityFormats reads logs under it")
 	for _, tc := range []struct {
@@ -302,7 +303,7 @@ func TestFidelityReadsBenchItersBack(t *testing.T) {
 		{"ring:8", "broadcast", []string{"-n", "5", "--algo", "ring"}, 5},
 		{"dgx-h100x2", "reduce", []string{"-n", "5", "-m", "4", "--algo", "nccl"}, 20},
 	} {
-		for _, format := range []string{"text", "csv"} {
+		for _, format := range []string{"text", "csv", "json"} {
 			name := tc.op + "." + format
 			path := filepath.Join(t.TempDir(), name)
 			args := append([]string{"bench", "--topo", tc.topo, "--op", tc.op, "-b", "64KiB", "-e", "4MiB", "-f", "8", "--format", format}, tc.runs...)
