@@ -45,7 +45,7 @@ func (f *benchFlags) register(cmd *cobra.Command, algoDefault string) {
 	fl.StringVarP(&f.redop, "redop", "o", "sum", "reduce op: sum|prod|min|max|avg (-o as in nccl-tests)")
 	fl.StringVarP(&f.minBytes, "min-bytes", "b", "8", "smallest size (8, 1KiB, 1MiB, 1GB; units to EiB and EB; K/M/G/T/P/E, or k/m/g, mean KiB/MiB/GiB/…)")
 	fl.StringVarP(&f.maxBytes, "max-bytes", "e", "64MiB", "largest size")
-	fl.Float64VarP(&f.factor, "factor", "f", 2, "size multiplier between steps (> 1), or 1 for steps of --stepbytes")
+	fl.Float64VarP(&f.factor, "factor", "f", 2, "size multiplier between steps (> 1; fractions too, each size rounded to whole elements, where nccl-tests reads -f as an integer), or 1 for steps of --stepbytes")
 	fl.StringVarP(&f.stepBytes, "stepbytes", "i", "1MiB", "bytes added between steps where --factor is 1 (nccl-tests' -i; given alone, it makes the steps linear, as in nccl-tests)")
 	fl.IntVarP(&f.root, "root", "r", 0, "root rank of gather, broadcast and reduce")
 	fl.Var(&f.check, "check", "verify every rank's result against an exact reference: --check (or =1), --check=0 not; nccl-tests' -c 0|1 too. On sim it moves real data")
