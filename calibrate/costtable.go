@@ -1,10 +1,12 @@
 package calibrate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,6 +102,11 @@ type CostTableLog struct {
 	// the columns their headers give (a log cut at a width, a quoted
 	// excerpt): their cells up to the cut are read.
 	CutRows []int
+	// Unmodelled are the first table's columns of an algorithm or
+	// protocol commsim does not model ("CollNet/LL"), in the order first
+	// met, their cells left out; UnmodelledLine is the first such cell's.
+	Unmodelled     []string
+	UnmodelledLine int
 }
 
 // NameCalls names the calls whose lines do not (NCCL 2.20-2.22) as op,
@@ -190,7 +197,12 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 			a, errA := nccl.ParseAlgo(algo)
 			p, errP := ops.ParseProtocol(proto)
 			if errA != nil || errP != nil {
-				continue // an algorithm or protocol commsim does not model
+				// An algorithm or protocol commsim does not model.
+				if name := algo + "/" + proto; !slices.Contains(out.Unmodelled, name) {
+					out.Unmodelled = append(out.Unmodelled, name)
+				}
+				out.UnmodelledLine = cmp.Or(out.UnmodelledLine, i+1)
+				continue
 			}
 			lat, bw, err := parseCost(cell)
 			if err != nil {

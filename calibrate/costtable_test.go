@@ -72,7 +72,7 @@ func TestParseCostTableReadsNCCLsBlocks(t *testing.T) {
 
 // Before 2.18 NCCL heads its one block "Latency/AlgBw", each column
 // "algo/proto"; CollNet, one algorithm then, is not one of commsim's and
-// its columns are left out.
+// its columns are left out, and named.
 func TestParseCostTableReadsTheOldLayout(t *testing.T) {
 	old := `x:9373:9456 [0] NCCL INFO Latency/AlgBw |    Tree/    LL |    Tree/ LL128 |    Tree/Simple |    Ring/    LL |    Ring/ LL128 |    Ring/Simple | CollNet/    LL | CollNet/ LL128 | CollNet/Simple |
 x:9373:9456 [0] NCCL INFO  Max NThreads |            512 |            640 |            512 |            512 |            640 |            256 |            512 |            640 |            512 |
@@ -87,6 +87,9 @@ x:9373:9456 [0] NCCL INFO     Broadcast |     0.0/   0.0 |     0.0/   0.0 |     
 	}
 	if c := got.Cells[5]; c.Algo != nccl.Ring || c.Protocol != ops.ProtoSimple || c.LatencyUS != 18 || c.AlgBW != 3 {
 		t.Errorf("last cell %+v, want ring/Simple 18.0/3.0", c)
+	}
+	if want := []string{"CollNet/LL", "CollNet/LL128", "CollNet/Simple"}; !slices.Equal(got.Unmodelled, want) || got.UnmodelledLine != 3 {
+		t.Errorf("columns left out %v (line %d), want %v (line 3)", got.Unmodelled, got.UnmodelledLine, want)
 	}
 }
 

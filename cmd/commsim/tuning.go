@@ -266,6 +266,10 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		if logged, err = calibrate.ParseCostTable(f.log, data); err != nil {
 			return usageError{err}
 		}
+		if u := logged.Unmodelled; len(u) > 0 {
+			fmt.Fprintf(stderr, "commsim: note: %s: NCCL's cost table has %d %s of algorithms or protocols commsim does not model (%s; first on line %d): their cells are not compared\n",
+				f.log, len(u), plural(len(u), "column", "columns"), strings.Join(u, ", "), logged.UnmodelledLine)
+		}
 		if cut := logged.CutRows; len(cut) > 0 {
 			fmt.Fprintf(stderr, "commsim: warning: %s: %d %s of NCCL's cost table cut off before the columns the headers give (first on line %d): the cells past the cut are not compared\n",
 				f.log, len(cut), plural(len(cut), "row", "rows"), cut[0])
