@@ -679,6 +679,10 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			case err != nil:
 				msg = fmt.Sprintf("not CSV (%v)", err)
 			case cols == nil:
+				if a, b, twice := repeatedColumn(rec); twice {
+					msg = fmt.Sprintf("CSV header names %q twice (fields %d and %d): keep one", rec[a], a+1, b+1)
+					break
+				}
 				cols, width = csvColumns(rec), len(rec)
 				_, commsims := cols["gpus"]
 				if _, iters := cols["iters"]; commsims && !iters {
@@ -740,6 +744,24 @@ func isCSVHeader(t string) bool {
 	}
 	_, ok := csvColumns(rec)["size"]
 	return ok
+}
+
+// repeatedColumn finds two fields of a CSV header that name the same
+// column commsim reads, by the same name: which of them holds the data is
+// not known.
+func repeatedColumn(header []string) (a, b int, twice bool) {
+	first := map[string]int{}
+	for j, h := range header {
+		name := strings.ToLower(strings.TrimSpace(h))
+		if _, read := csvNames[name]; !read {
+			continue
+		}
+		if i, seen := first[name]; seen {
+			return i, j, true
+		}
+		first[name] = j
+	}
+	return 0, 0, false
 }
 
 // csvColumns maps the columns a CSV header names (csvNames) to their

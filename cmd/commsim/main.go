@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 
@@ -140,7 +141,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("commsim {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{plainFlagError(err)} })
 	root.AddCommand(newTopoCmd(), newBenchCmd(), newCompareCmd(), newWhatIfCmd(), newTrainCmd(), newDevicesCmd(), newCalibrateCmd(), newFidelityCmd(), newTuningCmd())
 	// cobra adds help and completion only when it executes, past wrapArgs'
 	// reach; its help prints "Unknown help topic" and succeeds.
@@ -261,3 +262,20 @@ func version() string {
 // didYouMean is "; did you mean X?" when s looks like a typo of one of
 // the options, or "".
 func didYouMean(s string, options []string) string { return suggest.DidYouMean(s, options) }
+
+// strconvRE is what pflag quotes of a value strconv refused.
+var strconvRE = regexp.MustCompile(`strconv\.Parse(Bool|Int|Uint|Float): parsing "(?:[^"\\]|\\.)*": (invalid syntax|value out of range)`)
+
+// plainFlagError says what a flag wants in place of the strconv error
+// pflag quotes ("strconv.ParseBool: parsing \"maybe\": invalid syntax").
+func plainFlagError(err error) error {
+	m := strconvRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	want := map[string]string{"Bool": "want true or false", "Int": "want a whole number", "Uint": "want a whole number of 0 or more", "Float": "want a number"}[m[1]]
+	if m[2] == "value out of range" {
+		want = "out of range"
+	}
+	return errors.New(strings.Replace(err.Error(), m[0], want, 1))
+}

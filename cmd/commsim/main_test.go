@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -263,5 +264,24 @@ func skipInRaceRun(t *testing.T, why string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip(why)
+	}
+}
+
+// A flag's value that does not parse says what the flag wants, not which
+// strconv function refused it.
+func TestFlagValuesThatDoNotParseSayWhatTheFlagWants(t *testing.T) {
+	for args, want := range map[string]string{
+		"--symmetry=maybe":            `commsim: invalid argument "maybe" for "--symmetry" flag: want true or false`,
+		"--root 99999999999999999999": `commsim: invalid argument "99999999999999999999" for "-r, --root" flag: out of range`,
+		"-n 1.5":                      `commsim: invalid argument "1.5" for "-n, --iters" flag: want a whole number`,
+		"-f abc":                      `commsim: invalid argument "abc" for "-f, --factor" flag: want a number`,
+	} {
+		status, out, errOut := commsim(append([]string{"bench"}, strings.Fields(args)...)...)
+		if status != 2 || out != "" || errOut != want+"\n" {
+			t.Errorf("%s: status %d, stdout %q, stderr %q; want 2 and %q", args, status, out, errOut, want)
+		}
+	}
+	if err := plainFlagError(errors.New("x")); err.Error() != "x" {
+		t.Errorf("another error: %v", err)
 	}
 }

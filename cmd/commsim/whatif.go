@@ -62,7 +62,7 @@ Fault syntax (repeat --fault for several):
 		switch fl.Name {
 		// One size; faults are simulated; and no host floor, which would
 		// hide what a fault does (run).
-		case "min-bytes", "factor", "max-bytes", "minbytes", "maxbytes", "stepfactor", "backend", "ranks", "placement", "thread-gpus":
+		case "min-bytes", "factor", "max-bytes", "minbytes", "maxbytes", "stepfactor", "stepbytes", "backend", "ranks", "placement", "thread-gpus":
 		default:
 			cmd.Flags().AddFlag(fl)
 		}
@@ -154,6 +154,10 @@ func (f *whatIfFlags) run(w io.Writer) error {
 	}
 	for _, ft := range faults {
 		if err := clusters[1].Inject(ft); err != nil {
+			if f.ngpus > 0 && s.topoName != f.topo {
+				// A link of --topo that -g left out reads as none at all.
+				return usagef("%v (-g %d keeps the first %d GPUs of %s and only the links and switches that serve them)", err, f.ngpus, f.ngpus, f.topo)
+			}
 			return usageError{err}
 		}
 	}

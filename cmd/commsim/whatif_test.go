@@ -78,11 +78,17 @@ func TestWhatIfBadInputExits2(t *testing.T) {
 		"step and -e":   {"what-if", "--model", "gpt2-small", "--topo", "switch:4", "--fault", "rank 1 slow 50%", "-e", "1M"},
 		"op and bucket": {"what-if", "--topo", "ring:4", "--fault", "rank 1 slow 50%", "--bucket-bytes", "garbage"},
 		"op and shard":  {"what-if", "--topo", "ring:4", "--fault", "rank 1 slow 50%", "--sharded"},
+		"step bytes":    {"what-if", "--topo", "ring:4", "-e", "1M", "-i", "4M", "--fault", "rank 1 slow 50%"}, // one size: no steps
 	} {
 		status, _, errOut := commsim(args...)
 		if status != 2 || strings.Count(strings.TrimRight(errOut, "\n"), "\n") != 0 {
 			t.Errorf("%s: status %d, stderr %q; want 2 and one line", name, status, errOut)
 		}
+	}
+	// A link of --topo that -g leaves out is named as such.
+	status, _, errOut := commsim("what-if", "-g", "4", "--topo", "ring:8", "-e", "1M", "--fault", "link gpu3-gpu4 down")
+	if want := `no link named "gpu3-gpu4" (write it as NODE-NODE, e.g. gpu0-sw0) (-g 4 keeps the first 4 GPUs of ring:8 and only the links and switches that serve them)`; status != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("a link -g left out: status %d, stderr %q; want 2 and %q", status, errOut, want)
 	}
 }
 
