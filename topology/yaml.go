@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -19,7 +20,8 @@ import (
 // MaxYAMLBytes is the largest YAML document ReadYAML and Load accept.
 const MaxYAMLBytes = 256 << 20
 
-// Load reads a topology from a YAML file (format in the package doc).
+// Load reads a topology from a YAML file (format in the package doc); one
+// that names itself nothing takes its file's name.
 func Load(path string) (*Topology, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -33,6 +35,9 @@ func Load(path string) (*Topology, error) {
 	t, err := ReadYAML(data)
 	if err != nil {
 		return nil, wrapErr(nil, err, "load %s", path)
+	}
+	if t.Name == "" {
+		t.Name = filepath.Base(path) // what names it in reports, where it names itself nothing
 	}
 	return t, nil
 }

@@ -252,7 +252,7 @@ func runOverlay(t *topology.Topology, arg string, f *drawFlags) (*overlay, error
 // humanBytes writes a byte count with a binary unit and up to four
 // significant digits: 96MiB, 1.5GiB, 12.34KiB, 100B.
 func humanBytes(b float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	i := 0
 	for ; i < len(units)-1 && math.Abs(b) >= 1024; i++ {
 		b /= 1024

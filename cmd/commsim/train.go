@@ -658,7 +658,7 @@ func sizeOneDecimal(n int64) string {
 	for _, u := range []struct {
 		s string
 		v float64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+	}{{"EiB", 1 << 60}, {"PiB", 1 << 50}, {"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
 		if float64(n) >= u.v {
 			return strconv.FormatFloat(float64(n)/u.v, 'f', 1, 64) + " " + u.s
 		}

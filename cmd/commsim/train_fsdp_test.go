@@ -131,7 +131,7 @@ func TestTrainUnitsReadAsPeopleWriteThem(t *testing.T) {
 			t.Errorf("humanCount(%d) = %q, want %q", n, got, want)
 		}
 	}
-	for n, want := range map[int64]string{28357632: "27.0 MiB", 1711276032: "1.6 GiB", 25 << 20: "25.0 MiB", 512: "512 B", 1536: "1.5 KiB"} {
+	for n, want := range map[int64]string{28357632: "27.0 MiB", 1711276032: "1.6 GiB", 25 << 20: "25.0 MiB", 512: "512 B", 1536: "1.5 KiB", 1 << 60: "1.0 EiB", 3 << 49: "1.5 PiB"} {
 		if got := sizeOneDecimal(n); got != want {
 			t.Errorf("sizeOneDecimal(%d) = %q, want %q", n, got, want)
 		}
