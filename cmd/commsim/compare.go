@@ -97,7 +97,7 @@ names at most one; auto by default, each fabric's own choice) on --topo and
 on each --vs fabric, all with the same number of GPUs, on the simulator. The
 columns, the fastest and the crossovers are then the fabrics'.`,
 		Example: `  commsim compare --topo switch:8 --op allreduce --algos ring,rd,rhd -b 8 -e 4MiB
-  commsim compare --topo tree-1to1.yaml --vs tree-4to1.yaml --op alltoall --algos pairwise
+  commsim compare --topo docs/examples/tree-1to1.yaml --vs docs/examples/tree-4to1.yaml --op alltoall --algos pairwise
   commsim compare --topo dgx-h100 --op allgather --timing-only --plot allgather.svg
   commsim compare --topo ring:8 --op broadcast --check --format json`,
 		Args: noArgs,
