@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -137,6 +138,12 @@ func (f *procFlags) resolve(fl *pflag.FlagSet) (*multiProc, error) {
 			return nil, usagef("--rank, --addr and --gpu are for multi-process runs: add --nranks N (or set %s)", cuda.EnvWorldSize)
 		}
 		return nil, nil
+	}
+	if _, port, err := net.SplitHostPort(rdv.Addr); err == nil && port == "0" {
+		// The library lets rank 0 listen on a port of the system's
+		// choosing and hand it out; processes launched apart cannot
+		// learn it.
+		return nil, usagef("rank 0's address %s (from %s): port 0 is no port the other processes can dial; give the one rank 0 listens on", rdv.Addr, addr.from)
 	}
 	m := &multiProc{rdv: rdv, gpu: -1}
 	switch {
