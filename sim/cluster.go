@@ -81,6 +81,7 @@ type Cluster struct {
 	landings   []*landing     // delivered, for the next send with a Wire's latency
 	nodeIndex  map[string]int // node name -> index, built when a fault names a link
 	linkDown   []bool         // per topology link, once a link has gone down
+	downAs     []string       // per topology link, the name its fault gave it (linkDown's)
 	lastCut    string         // the parts the links down last cut the GPUs into (cut)
 	faultLog   []string
 	data       int64

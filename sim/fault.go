@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -461,9 +462,11 @@ func (c *Cluster) apply(f Fault, now Time) {
 		}
 		if f.Kind == LinkDown {
 			if c.linkDown == nil {
-				c.linkDown = make([]bool, len(c.topo.Links))
+				c.linkDown, c.downAs = make([]bool, len(c.topo.Links)), make([]string, len(c.topo.Links))
 			}
-			c.linkDown[l] = true
+			// Errors name the link as its fault did: node names may hold
+			// '-', and "A-B" from the topology may name another link too.
+			c.linkDown[l], c.downAs[l] = true, cmp.Or(c.downAs[l], f.Link)
 			if cut := c.cut(); cut != "" && cut != c.lastCut {
 				c.logf(now, "%s", cut)
 				c.lastCut = cut
@@ -560,8 +563,7 @@ func (c *Cluster) downNames() string {
 	var names []string
 	for l, d := range c.linkDown {
 		if d {
-			lk := c.topo.Links[l]
-			names = append(names, c.topo.Nodes[lk.A].Name+"-"+c.topo.Nodes[lk.B].Name)
+			names = append(names, c.downAs[l])
 		}
 	}
 	return strings.Join(names, ", ")

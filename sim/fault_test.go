@@ -129,12 +129,12 @@ func TestLinkDownWithoutDetourFailsAndNamesTheLink(t *testing.T) {
 	c := newCluster(t, "switch:3,bw=100GB/s,lat=1us", sim.Config{})
 	ok(t, c.Inject(try(sim.ParseFault("link sw0-gpu1 down at 5us"))(t)))
 	sendErr, recvErr := sendOnce(t, c, 0, 1, 1_000_000)
-	if sendErr == nil || !strings.Contains(sendErr.Error(), "gpu1-sw0") || !strings.Contains(sendErr.Error(), "rank 0") || !strings.Contains(sendErr.Error(), "rank 1") {
-		t.Fatalf("send error %v should name the link and both ranks", sendErr)
+	if sendErr == nil || !strings.Contains(sendErr.Error(), "with sw0-gpu1 down") || !strings.Contains(sendErr.Error(), "rank 0") || !strings.Contains(sendErr.Error(), "rank 1") {
+		t.Fatalf("send error %v should name the link, as its fault did, and both ranks", sendErr)
 	}
 	// The receiver fails with the sender's cause, neither hanging nor
 	// calling it a deadlock.
-	if !errors.Is(recvErr, hw.ErrPeerFailed) || errors.Is(recvErr, hw.ErrDeadlock) || !strings.Contains(recvErr.Error(), "gpu1-sw0 down") {
+	if !errors.Is(recvErr, hw.ErrPeerFailed) || errors.Is(recvErr, hw.ErrDeadlock) || !strings.Contains(recvErr.Error(), "sw0-gpu1 down") {
 		t.Fatalf("receiver: %v, want the sender's failure", recvErr)
 	}
 }
