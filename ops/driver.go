@@ -35,6 +35,18 @@ type Shortcut interface {
 	TimeRun(w *hw.World, plan *Plan, runs int) (seconds float64, ok bool)
 }
 
+// Pacer is an optional interface of a Driver that can carry out the work
+// enqueued so far until the first of some events completes, and stop
+// there: RunBackToBack then enqueues long series of runs a window at a
+// time, standing, before each run, where the first rank ended the run a
+// window before, so that what it holds stays bounded whatever the runs.
+// Each rank's next run waits for its last, which no rank had ended by
+// then, so nothing starts or ends at another time than had every run been
+// enqueued at the outset.
+type Pacer interface {
+	RunUntilAny(events ...hw.Event) error
+}
+
 // RankJob is one rank's part of a run, as an Executor hands it to a
 // Driver: the rank's lanes of operations and the streams they go on, and
 // how the operations' references resolve on the rank.

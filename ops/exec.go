@@ -134,8 +134,9 @@ func (e *Executor) Run(plan *Plan, in, out []hw.Slice) (float64, error) {
 //
 // Every run uses the same buffers, so an in-place run reduces what the run
 // before left. runs must be 1 or more, and at most MaxBackToBackRuns and
-// MaxBackToBackLaneRuns over the ranks' lanes enqueued: the plan's, or a
-// fold's where the driver's Shortcut times it so.
+// MaxBackToBackLaneRuns over the ranks' lanes enqueued at once: the
+// plan's, or a fold's where the driver's Shortcut times it so, and where
+// the driver is a Pacer, a window's runs of them (EnqueueBackToBackWaiting).
 func (e *Executor) RunBackToBack(plan *Plan, in, out []hw.Slice, runs int) (float64, error) {
 	if err := e.CheckRun(plan, in, out); err != nil {
 		return 0, err
@@ -234,14 +235,15 @@ func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (
 }
 
 // The most runs back to back that one call enqueues, and of those runs
-// times the ranks' lanes it enqueues: every lane of every run of every
-// rank holds its cursor, its source and its events from before the first
-// run starts until the last ends (a driver feeds the steps themselves as
-// they run), about 1.4 KB a lane-run (1000 runs of NCCL's 24-channel ring
-// on 8 GPUs held 265 MB), so the lanes' bound is the host's memory: 2^21
-// lane-runs hold about 3 GB (2^28 allowed 100,000 of those runs, about
-// 27 GB, before a simulation started; 2^63 runs of a small ring took the
-// memory at 0.6 GB/s until the process died).
+// times the ranks' lanes it enqueues at once: every lane of every run
+// enqueued holds its cursor, its source and its events until the run ends
+// (a driver feeds the steps themselves as they run), about 1.4 KB a
+// lane-run (1000 runs of NCCL's 24-channel ring on 8 GPUs held 265 MB),
+// so the lanes' bound is the host's memory: 2^21 lane-runs hold about
+// 3 GB (2^28 allowed 100,000 of those runs, about 27 GB, before a
+// simulation started; 2^63 runs of a small ring took the memory at
+// 0.6 GB/s until the process died). A Pacer's runs are enqueued a window
+// of about 2^16 lane-runs at a time (pacedWindow), whatever the runs.
 const (
 	MaxBackToBackRuns     = 1 << 20
 	MaxBackToBackLaneRuns = 1 << 21
@@ -284,6 +286,10 @@ const laneRunBytes = 1400
 // other ranks run the images of the rest (package simexec's rotated
 // folds), holds a rank so until the whole run it stands for would have
 // ended.
+//
+// Where the driver is a Pacer and the runs' lanes pass about 2^16, the
+// driver carries out the runs enqueued so far as it goes (see Pacer): the
+// events returned have then partly happened.
 func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs int, waits [][]int) (starts, ends []hw.Event, err error) {
 	if err := e.hasWorld(); err != nil {
 		return nil, nil, err
@@ -297,7 +303,12 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 	if err := checkPlanShape(plan); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
 	}
-	if err := backToBackRuns(len(in), plan.Lanes, runs); err != nil {
+	if err := backToBackRuns(0, 0, runs); err != nil {
+		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
+	}
+	pacer, _ := e.driver.(Pacer)
+	window := pacedWindow(pacer != nil, len(in), plan.Lanes, runs)
+	if err := backToBackRuns(len(in), plan.Lanes, window); err != nil {
 		return nil, nil, fmt.Errorf("ops: enqueue: %w", err)
 	}
 	for _, w := range waits {
@@ -318,7 +329,14 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 		}
 	}
 	starts, ends = make([]hw.Event, len(in)), make([]hw.Event, len(in))
+	var held [][]hw.Event // the ends of the runs the window holds, oldest first
 	for k := range runs {
+		if k >= window {
+			if err := pacer.RunUntilAny(held[0]...); err != nil {
+				return nil, nil, err
+			}
+			held = held[1:]
+		}
 		last := slices.Clone(ends)
 		for r := range in {
 			var after []hw.Event
@@ -340,8 +358,33 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 			}
 			ends[r] = end
 		}
+		if window < runs {
+			held = append(held, slices.Clone(ends))
+		}
 	}
 	return starts, ends, nil
+}
+
+// pacedLaneRuns is about how many lane-runs a paced series of runs back to
+// back holds enqueued (laneRunBytes each: some 90 MB).
+const pacedLaneRuns = 1 << 16
+
+// pacedWindow is how many runs of ranks' lanes a series of runs back to
+// back enqueues ahead: runs where the driver cannot pace them or they
+// fit, else at least 2, so that each rank's next run waits for its last,
+// which no rank has ended where the Pacer stands (see Pacer). runs is at
+// most MaxBackToBackRuns.
+func pacedWindow(paced bool, ranks, lanes, runs int) int {
+	ranks, lanes = max(1, ranks), max(1, lanes)
+	if lanes > pacedLaneRuns/ranks {
+		lanes = pacedLaneRuns + 1 // saturating: past the bound at one run
+	} else {
+		lanes *= ranks
+	}
+	if !paced || runs <= pacedLaneRuns/lanes {
+		return runs
+	}
+	return min(runs, max(2, pacedLaneRuns/lanes))
 }
 
 // CheckRun returns the error Run would give plan, in and out before it

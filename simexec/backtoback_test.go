@@ -128,9 +128,28 @@ func TestBackToBackRunsMirrorExactly(t *testing.T) {
 	}
 }
 
+// unpaced is a driver that enqueues as its Driver does and can neither
+// pace runs back to back (ops.Pacer) nor time them otherwise
+// (ops.Shortcut): every run of every rank is enqueued at once.
+type unpaced struct{ ops.Driver }
+
+// paced is a driver that enqueues and paces as its Driver does, counting
+// the times it stood, and times nothing otherwise.
+type paced struct {
+	d     *simexec.Driver
+	stood int
+}
+
+func (p *paced) Enqueue(job *ops.RankJob) error { return p.d.Enqueue(job) }
+
+func (p *paced) RunUntilAny(events ...hw.Event) error {
+	p.stood++
+	return p.d.RunUntilAny(events...)
+}
+
 // TestBackToBackRefusesNoRuns: zero runs is a caller's mistake, named; so
-// are more than the limits, every run being enqueued at once (2^63 runs
-// took the host's memory).
+// are more than the limits, where every run is enqueued at once (2^63
+// runs took the host's memory).
 func TestBackToBackRefusesNoRuns(t *testing.T) {
 	plan, err := ops.Compile(ops.Spec{Op: ops.Broadcast, Algo: "ring", Ranks: 8, Count: 64, DType: hw.F32})
 	if err != nil {
@@ -138,7 +157,7 @@ func TestBackToBackRefusesNoRuns(t *testing.T) {
 	}
 	c, _ := world(t, "dgx-h100", sim.Config{TimingOnly: true})
 	in, out := buffers(t, c, plan, false)
-	exec := simexec.NewExecutor(c)
+	exec := ops.NewExecutorWith(c.World(), unpaced{simexec.NewDriver(c)})
 	// 64 channels on 8 ranks: 512 lanes, whose runs bound them first.
 	wide, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "nccl-ring", Ranks: 8, Channels: 64, Count: 1 << 12, DType: hw.F32, Redop: hw.Sum})
 	if err != nil {
@@ -175,8 +194,8 @@ func TestBackToBackRefusesNoRuns(t *testing.T) {
 
 // TestBackToBackCountsTheLanesItEnqueues: the runs' bound on lanes is on
 // those enqueued, so a plan whose runs in full would pass it runs them on
-// its mirror, which holds one rank's; in full they are refused, saying how
-// many runs fit.
+// its mirror, which holds one rank's; in full, on a driver that cannot
+// pace them, they are refused, saying how many runs fit.
 func TestBackToBackCountsTheLanesItEnqueues(t *testing.T) {
 	const p = 1024
 	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "rd", Ranks: p, Count: p, DType: hw.F32, Redop: hw.Sum})
@@ -188,12 +207,55 @@ func TestBackToBackCountsTheLanesItEnqueues(t *testing.T) {
 		c, _ := world(t, "switch:1024", sim.Config{TimingOnly: true, Symmetry: symmetry})
 		in, out := buffers(t, c, plan, false)
 		d := simexec.NewDriver(c)
-		_, err := ops.NewExecutorWith(c.World(), d).RunBackToBack(plan, in, out, runs)
+		var drv ops.Driver = d
+		if !symmetry {
+			drv = unpaced{d}
+		}
+		_, err := ops.NewExecutorWith(c.World(), drv).RunBackToBack(plan, in, out, runs)
 		switch want := fmt.Sprintf("run %d or fewer", runs-1); {
 		case symmetry && (err != nil || d.MirroredRuns() != 1):
 			t.Errorf("%d runs on the mirror: %v, %d mirrored runs; want one, no error", runs, err, d.MirroredRuns())
 		case !symmetry && (!errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), want)):
 			t.Errorf("%d runs in full: %v; want %q", runs, err, want)
+		}
+	}
+}
+
+// TestPacedRunsTakeTheTimeOfRunsEnqueuedWhole: runs back to back that a
+// Pacer lets the executor enqueue a window at a time (a 64-channel ring's
+// 512 lanes: 128 runs a window) take, to the picosecond, the time they
+// take enqueued at once: an all-reduce whose runs follow one another, and
+// a broadcast chain whose root runs ahead of its last rank.
+func TestPacedRunsTakeTheTimeOfRunsEnqueuedWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes under the race detector (.ci/run's -short run); the driver paces on one goroutine")
+	}
+	const runs = 200
+	for _, spec := range []ops.Spec{
+		{Op: ops.AllReduce, Algo: "nccl-ring", Ranks: 8, Channels: 64, Count: 1 << 10, DType: hw.F32, Redop: hw.Sum},
+		{Op: ops.Broadcast, Algo: "nccl-ring", Ranks: 8, Channels: 64, Count: 1 << 12, Root: 3, DType: hw.F32},
+	} {
+		plan, err := ops.Compile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var times [2]float64
+		var stood int
+		for i := range times {
+			c, _ := world(t, "dgx-h100", sim.Config{TimingOnly: true})
+			in, out := buffers(t, c, plan, false)
+			var drv ops.Driver = unpaced{simexec.NewDriver(c)}
+			p := &paced{d: simexec.NewDriver(c)}
+			if i == 1 {
+				drv = p
+			}
+			if times[i], err = ops.NewExecutorWith(c.World(), drv).RunBackToBack(plan, in, out, runs); err != nil {
+				t.Fatal(err)
+			}
+			stood = p.stood
+		}
+		if want := runs - 128; stood != want || times[1] != times[0] {
+			t.Errorf("%v: paced %.15g s a run, standing %d times (want %d); enqueued whole %.15g s", spec, times[1], stood, want, times[0])
 		}
 	}
 }

@@ -23,7 +23,10 @@ type Driver struct {
 	workload *workload
 }
 
-var _ ops.Shortcut = (*Driver)(nil)
+var (
+	_ ops.Shortcut = (*Driver)(nil)
+	_ ops.Pacer    = (*Driver)(nil)
+)
 
 // NewDriver returns the driver for c's worlds.
 func NewDriver(c *sim.Cluster) *Driver { return &Driver{c: c} }
@@ -35,6 +38,23 @@ func NewExecutor(c *sim.Cluster) *ops.Executor {
 
 // Cluster is the cluster the driver drives.
 func (d *Driver) Cluster() *sim.Cluster { return d.c }
+
+// RunUntilAny implements ops.Pacer: the cluster runs until the first of
+// events, each the cluster's, completes (sim.Cluster.RunUntilAny).
+func (d *Driver) RunUntilAny(events ...hw.Event) error {
+	if d == nil || d.c == nil {
+		return fmt.Errorf("simexec: run: %w: a Driver is made by NewDriver of a cluster", hw.ErrBadArgument)
+	}
+	evs := make([]*sim.Event, len(events))
+	for i, ev := range events {
+		se, ok := ev.(*sim.Event)
+		if !ok {
+			return fmt.Errorf("simexec: run: %w: event %d is not the simulator's", hw.ErrBadArgument, i)
+		}
+		evs[i] = se
+	}
+	return d.c.RunUntilAny(evs...)
+}
 
 // Enqueue implements ops.Driver: each lane becomes a sim.Source fed to its
 // stream.
