@@ -198,8 +198,8 @@ func ParseCostTable(name string, data []byte) (*CostTableLog, error) {
 			p, errP := ops.ParseProtocol(proto)
 			if errA != nil || errP != nil {
 				// An algorithm or protocol commsim does not model.
-				if name := algo + "/" + proto; !slices.Contains(out.Unmodelled, name) {
-					out.Unmodelled = append(out.Unmodelled, name)
+				if col := algo + "/" + proto; !slices.Contains(out.Unmodelled, col) {
+					out.Unmodelled = append(out.Unmodelled, col)
 				}
 				out.UnmodelledLine = cmp.Or(out.UnmodelledLine, i+1)
 				continue

@@ -79,6 +79,7 @@ type Log struct {
 	// UnreadRan are the tuning lines that could not be read, in order
 	// (DescribeUnread).
 	UnreadRan []UnreadLine
+	algoAt    map[int64]string // a CSV's or JSON records' algorithm at each size
 	// Partial says the log is a JSON report that ends early, as a run
 	// that died mid-sweep leaves it: its finished records are read.
 	Partial bool
@@ -185,7 +186,7 @@ var (
 	// CSV header names, lower case, and the column each stands for.
 	csvNames = map[string]string{"size(b)": "size", "size": "size", "bytes": "size", "time(us)": "time", "time": "time",
 		"time_us": "time", "cputime": "time", "op": "op", "ranks": "ranks", "type": "type", "dtype": "type",
-		"gpus_per_thread": "gpus", "iters": "iters"}
+		"gpus_per_thread": "gpus", "iters": "iters", "algo": "algo"}
 	// Element sizes of nccl-tests type names hw.ParseDType does not know.
 	extraTypes = map[string]hw.DType{"int8": hw.U8, "char": hw.U8, "f8e4m3": hw.U8, "f8e5m2": hw.U8, "uint32": hw.I32, "uint64": hw.I64}
 )
@@ -496,6 +497,17 @@ func (l *Log) csvRow(rec []string, cols map[string]int) (r row, msg string) {
 	}
 	r.Sample, msg = sizeTime(get("size"), get("time"))
 	r.typ = get("type")
+	if algo := get("algo"); algo != "" && msg == "" {
+		// commsim bench's rows name one algorithm a size; compare's name
+		// several, which averaged as reruns would be no run at all.
+		if l.algoAt == nil {
+			l.algoAt = map[int64]string{}
+		}
+		if first, seen := l.algoAt[r.Bytes]; seen && first != algo {
+			return r, fmt.Sprintf("%d bytes by %s after %s (commsim compare's rows?): give one algorithm's rows", r.Bytes, algo, first)
+		}
+		l.algoAt[r.Bytes] = algo
+	}
 	if n, err := strconv.Atoi(get("ranks")); err == nil {
 		if l.Ranks != 0 && n != l.Ranks {
 			return r, fmt.Sprintf("%d ranks after %d: give one run per log", n, l.Ranks)

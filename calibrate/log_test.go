@@ -138,6 +138,7 @@ func TestParseLogErrorsNameTheLine(t *testing.T) {
 		{"long line", hdr + strings.Repeat("x", 200) + "\n", 3, `..."`},
 		{"no rows", hdr + "# Avg bus bandwidth : 0\n", 0, "log: no result rows"},
 		{"csv no time", "size(B),count\n8,2\n", 1, `log:1: CSV header has no time column`},
+		{"csv two algorithms", "size,time,algo\n8,2,ring\n8,1,rd\n", 3, `log:3: 8 bytes by rd after ring (commsim compare's rows?): give one algorithm's rows`},
 		{"csv column twice", "size(B),time(us),Size(B)\n8,2,16\n", 1, `log:1: CSV header names "size(B)" twice (fields 1 and 3): keep one`},
 		{"csv fields", "size(B),time(us)\n8,20.5\n16,20.5,7\n", 3, `log:3: 3 fields, the header has 2`},
 		{"csv bad time", "# comment\nsize,time\n8,fast\n", 3, `log:3: time "fast" is not a number: "8,fast"`},

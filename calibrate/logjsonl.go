@@ -7,11 +7,12 @@ import (
 	"strconv"
 )
 
-// commsim bench's and compare's --format json: a JSON object a line, one a
-// size, with the fields of their CSV (op, ranks, dtype, bytes, time_us,
+// commsim bench's --format json: a JSON object a line, one a size, with
+// the fields of its CSV (op, algo, ranks, dtype, bytes, time_us,
 // gpus_per_thread, iters, …), read as that CSV is.
 type benchRecord struct {
 	Op            string           `json:"op"`
+	Algo          string           `json:"algo"`
 	Ranks         *int             `json:"ranks"`
 	DType         string           `json:"dtype"`
 	Bytes         *json.Number     `json:"bytes"`
@@ -33,7 +34,7 @@ func isJSONLines(data []byte) bool {
 // of the same fields.
 func parseJSONLines(name string, data []byte, lg *Log) error {
 	lg.Format = "commsim json lines"
-	cols := map[string]int{"size": 0, "time": 1, "op": 2, "ranks": 3, "type": 4, "gpus": 5, "iters": 6}
+	cols := map[string]int{"size": 0, "time": 1, "op": 2, "ranks": 3, "type": 4, "gpus": 5, "iters": 6, "algo": 7}
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		t := bytes.TrimSpace(line)
 		if len(t) == 0 {
@@ -60,7 +61,7 @@ func parseJSONLines(name string, data []byte, lg *Log) error {
 			}
 			return strconv.Itoa(*n)
 		}
-		r, msg := lg.csvRow([]string{rec.Bytes.String(), rec.TimeUS.String(), rec.Op, itoa(rec.Ranks), rec.DType, itoa(rec.GPUsPerThread), itoa(rec.Iters)}, cols)
+		r, msg := lg.csvRow([]string{rec.Bytes.String(), rec.TimeUS.String(), rec.Op, itoa(rec.Ranks), rec.DType, itoa(rec.GPUsPerThread), itoa(rec.Iters), rec.Algo}, cols)
 		if msg == "" {
 			msg = lg.add(r, i+1)
 		}

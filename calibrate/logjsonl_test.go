@@ -43,6 +43,7 @@ func TestParseLogReadsBenchJSONRecords(t *testing.T) {
 		{jsonl + `{"op":"allgather","bytes":16384,"time_us":30}` + "\n", "bench.jsonl:3: a second collective, allgather after allreduce"},
 		{jsonl + `{"op":"allreduce","bytes":16384}` + "\n", "bench.jsonl:3: a record without bytes and time_us"},
 		{jsonl + `{"op":"allreduce","bytes":16384,"time_us":-1}` + "\n", "bench.jsonl:3: want a size >= 0"},
+		{jsonl + `{"op":"allreduce","algo":"rd","bytes":8192,"time_us":9}` + "\n", "bench.jsonl:3: 8192 bytes by rd after ring (commsim compare's rows?): give one algorithm's rows"},
 	} {
 		_, err := ParseLog("bench.jsonl", []byte(tc.log))
 		var le *LogError

@@ -22,7 +22,11 @@ func ringAllReduce(b *builder) error {
 	p, n := b.p.Ranks, b.p.Count
 	_, maxLen := chunk(n, p, 0)
 	b.tmp(1, maxLen)
-	b.reserve(5*(p-1) + 2)
+	steps := 5*(p-1) + 1 // and the division of an average
+	if isAvg(b.p.Spec) {
+		steps++
+	}
+	b.reserve(steps)
 	for r := range b.ranks() {
 		b.copy(r, ref(Out, 0, n), ref(In, 0, n))
 		ringAllReducePass(laneBuilder{b, 0}, ring{}, r, ref(Out, 0, n), ref(Tmp, 0, maxLen), 0)

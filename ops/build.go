@@ -64,9 +64,10 @@ const countShare = 1 << 12
 // planTooLarge unwinds a generator that passed the builder's limit; Compile
 // recovers it (and only it) and returns ErrTooLarge. Generators are plain
 // loops with no error path per step, and this stops them at once instead
-// of emitting millions of steps that would be thrown away. steps is the
-// count that passed it, or the limit plus one where counters sharing a
-// total passed it together.
+// of emitting millions of steps that would be thrown away. steps less one
+// is what the error says the plan has at least: the count that passed the
+// limit, what every rank's expected steps come to, or the limit itself
+// where counters sharing a total passed it together.
 type planTooLarge struct{ steps int }
 
 // streamStopped unwinds a streaming generator whose consumer stopped

@@ -238,12 +238,13 @@ func (e *Executor) EnqueueBackToBack(plan *Plan, in, out []hw.Slice, runs int) (
 // times the ranks' lanes it enqueues at once: every lane of every run
 // enqueued holds its cursor, its source and its events until the run ends
 // (a driver feeds the steps themselves as they run), about 1.4 KB a
-// lane-run (1000 runs of NCCL's 24-channel ring on 8 GPUs held 265 MB),
-// so the lanes' bound is the host's memory: 2^21 lane-runs hold about
-// 3 GB (2^28 allowed 100,000 of those runs, about 27 GB, before a
-// simulation started; 2^63 runs of a small ring took the memory at
-// 0.6 GB/s until the process died). A Pacer's runs are enqueued a window
-// of about 2^16 lane-runs at a time (pacedWindow), whatever the runs.
+// lane-run live and twice that at the process's peak (1000 runs of NCCL's
+// 24-channel ring on 8 GPUs held 265 MB and peaked at 540 MB), so the
+// lanes' bound is the host's memory: 2^21 lane-runs peak at about 6 GB
+// (2^28 allowed 100,000 of those runs, over 45 GB, before a simulation
+// started; 2^63 runs of a small ring took the memory at 0.6 GB/s until
+// the process died). A Pacer's runs are enqueued a window of about 2^16
+// lane-runs at a time (pacedWindow), whatever the runs.
 const (
 	MaxBackToBackRuns     = 1 << 20
 	MaxBackToBackLaneRuns = 1 << 21
@@ -269,15 +270,15 @@ func backToBackRuns(ranks, lanes, runs int) error {
 		all = ranks * lanes
 	}
 	if most := MaxBackToBackLaneRuns / all; runs > most {
-		return fmt.Errorf("%w: %d runs back to back of %d ranks' lanes: over %d runs of lanes enqueued at once, which would hold %.1f GB of host memory; run %d or fewer",
-			hw.ErrBadArgument, runs, all, MaxBackToBackLaneRuns, float64(runs)*float64(all)*laneRunBytes/1e9, most)
+		return fmt.Errorf("%w: %d runs back to back of %d ranks × %d lanes: over %d runs of lanes enqueued at once, which would hold %.1f GB of host memory; run %d or fewer",
+			hw.ErrBadArgument, runs, ranks, lanes, MaxBackToBackLaneRuns, float64(runs)*float64(all)*laneRunBytes/1e9, most)
 	}
 	return nil
 }
 
-// laneRunBytes is about what a lane of one run holds while runs back to
-// back are enqueued (MaxBackToBackLaneRuns).
-const laneRunBytes = 1400
+// laneRunBytes is about what a lane of one run takes of the process's
+// peak memory while runs back to back are enqueued (MaxBackToBackLaneRuns).
+const laneRunBytes = 3000
 
 // EnqueueBackToBackWaiting is EnqueueBackToBack with rank r's next run
 // also waiting for the last run of every rank in waits[r] (nil: none) to
@@ -366,7 +367,7 @@ func (e *Executor) EnqueueBackToBackWaiting(plan *Plan, in, out []hw.Slice, runs
 }
 
 // pacedLaneRuns is about how many lane-runs a paced series of runs back to
-// back holds enqueued (laneRunBytes each: some 90 MB).
+// back holds enqueued (laneRunBytes each: some 200 MB).
 const pacedLaneRuns = 1 << 16
 
 // pacedWindow is how many runs of ranks' lanes a series of runs back to

@@ -174,8 +174,8 @@ func TestBackToBackRefusesNoRuns(t *testing.T) {
 		{plan, in, out, 0, "0 runs, want 1 or more"},
 		{plan, in, out, ops.MaxBackToBackRuns + 1, fmt.Sprintf("%d runs back to back: over %d enqueued at once; run fewer", ops.MaxBackToBackRuns+1, ops.MaxBackToBackRuns)},
 		{plan, in, out, math.MaxInt, "run fewer"},
-		{wide, wideIn, wideOut, ops.MaxBackToBackLaneRuns/lanes + 1, fmt.Sprintf("of %d ranks' lanes: over %d runs of lanes enqueued at once, which would hold 2.9 GB of host memory; run %d or fewer",
-			lanes, ops.MaxBackToBackLaneRuns, ops.MaxBackToBackLaneRuns/lanes)},
+		{wide, wideIn, wideOut, ops.MaxBackToBackLaneRuns/lanes + 1, fmt.Sprintf("of 8 ranks × %d lanes: over %d runs of lanes enqueued at once, which would hold 6.3 GB of host memory; run %d or fewer",
+			wide.Lanes, ops.MaxBackToBackLaneRuns, ops.MaxBackToBackLaneRuns/lanes)},
 	} {
 		if _, err := exec.RunBackToBack(tc.plan, tc.in, tc.out, tc.runs); !errors.Is(err, hw.ErrBadArgument) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%d runs: %v, want %q", tc.runs, err, tc.want)

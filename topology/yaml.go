@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -20,8 +19,7 @@ import (
 // MaxYAMLBytes is the largest YAML document ReadYAML and Load accept.
 const MaxYAMLBytes = 256 << 20
 
-// Load reads a topology from a YAML file (format in the package doc); one
-// that names itself nothing takes its file's name.
+// Load reads a topology from a YAML file (format in the package doc).
 func Load(path string) (*Topology, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -35,9 +33,6 @@ func Load(path string) (*Topology, error) {
 	t, err := ReadYAML(data)
 	if err != nil {
 		return nil, wrapErr(nil, err, "load %s", path)
-	}
-	if t.Name == "" {
-		t.Name = filepath.Base(path) // what names it in reports, where it names itself nothing
 	}
 	return t, nil
 }

@@ -195,17 +195,6 @@ func TestLoadGood(t *testing.T) {
 	}
 	roundTrip(t, tp)
 
-	// A file that names its fabric nothing is named by its file.
-	path := filepath.Join(t.TempDir(), "mine.yaml")
-	if err := os.WriteFile(path, []byte("nodes:\n  - {name: g0, kind: gpu}\n  - {name: g1, kind: gpu}\nlinks:\n  - {a: g0, b: g1, bw: 10GB/s, lat: 1us}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if tp, err = Load(path); err != nil {
-		t.Fatal(err)
-	}
-	if tp.Name != "mine.yaml" {
-		t.Errorf("a nameless file named %q; want mine.yaml", tp.Name)
-	}
 }
 
 func TestLoadBad(t *testing.T) {

@@ -175,6 +175,8 @@ type fidChoices struct {
 	Agree    int  `json:"tuner_agrees"`
 	Varied   int  `json:"lines_disagree"`
 	AsLogged bool `json:"simulated_as_logged"`
+	// Unread are the tuning lines that could not be read, and why.
+	Unread []tuningUnread `json:"unread_tuning_lines,omitempty"`
 }
 
 type fidModel struct {
@@ -250,7 +252,11 @@ func unnamedOpError(name string) error {
 // saying what NCCL ran.
 func saysWhatRan(lg *calibrate.Log, name string) error {
 	if len(lg.NCCLRan) == 0 {
-		return usagef("--as-logged: %s does not say what NCCL ran (no NCCL_DEBUG=INFO lines of NCCL_DEBUG_SUBSYS=TUNING); without --as-logged each size runs as NCCL's tuner chooses", name)
+		why := "no NCCL_DEBUG=INFO lines of NCCL_DEBUG_SUBSYS=TUNING"
+		if u := lg.UnreadRan; len(u) > 0 {
+			why = fmt.Sprintf("none of its %d tuning lines could be read; the first, at line %d: %s", len(u), u[0].Line, u[0].Reason)
+		}
+		return usagef("--as-logged: %s does not say what NCCL ran (%s); without --as-logged each size runs as NCCL's tuner chooses", name, why)
 	}
 	return nil
 }
@@ -425,8 +431,11 @@ func newFidReport(rep *fidelity.Report, topo, log string, lg *calibrate.Log, pub
 	}
 	out.Bands = fidBands(rep.Bands)
 	out.Model = fidModelOf(rep.Model)
-	if c := rep.Choices; c.Logged+c.Varied > 0 || c.AsLogged {
+	if c := rep.Choices; c.Logged+c.Varied > 0 || c.AsLogged || len(c.Unread) > 0 {
 		out.Choices = &fidChoices{Logged: c.Logged, Agree: c.Agree, Varied: c.Varied, AsLogged: c.AsLogged}
+		for _, u := range c.Unread {
+			out.Choices.Unread = append(out.Choices.Unread, tuningUnread{u.Line, u.Reason})
+		}
 	}
 	return out
 }

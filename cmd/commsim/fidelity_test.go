@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -512,7 +513,7 @@ func TestFidelityShowsWhatNCCLRan(t *testing.T) {
 	}
 	var rep fidReport
 	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || len(rep.Sizes) != 2 || rep.Sizes[1].Ran != "ring/LL128/24ch" ||
-		rep.Sizes[1].Algo != "ring/LL128/24ch" || rep.Choices == nil || *rep.Choices != (fidChoices{Logged: 2, Agree: 1, AsLogged: true}) {
+		rep.Sizes[1].Algo != "ring/LL128/24ch" || rep.Choices == nil || !reflect.DeepEqual(*rep.Choices, fidChoices{Logged: 2, Agree: 1, AsLogged: true}) {
 		t.Errorf("json, as logged: status %d, %v, %+v", status, err, rep)
 	}
 	_, out, _ = commsim(append(args, "--format", "csv")...)
@@ -708,5 +709,32 @@ func TestFidelityWarnsOfALogCutInItsLastRow(t *testing.T) {
 	status, _, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100")
 	if status != 0 || !strings.Contains(errOut, "cut.log:4: the log ends on a row with fewer columns than the one before") {
 		t.Errorf("status %d, stderr %q", status, errOut)
+	}
+}
+
+// A log whose tuning lines none can be read says so: --as-logged names the
+// first, and the JSON report lists them.
+func TestFidelityNamesTuningLinesItCannotRead(t *testing.T) {
+	const symk = "gpu1:9:9 [0] NCCL INFO AllReduce: %d Bytes -> Algo SYMK proto LL channel{Lo..Hi}={0..0}\n"
+	var log strings.Builder
+	log.WriteString("#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n")
+	for _, b := range []int{1024, 4096} {
+		fmt.Fprintf(&log, "  %d  %d  float  sum  -1"+symk+"  20.00  0  0  0"+symk+"  20.00  0  0  0\n", b, b/4, b, b)
+	}
+	path := filepath.Join(t.TempDir(), "symk.txt")
+	if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce"}
+	status, _, errOut := commsim(append(args, "--as-logged")...)
+	if want := `does not say what NCCL ran (none of its 4 tuning lines could be read; the first, at line 2: algorithm "SYMK" is none commsim models)`; status != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("--as-logged: status %d, stderr %q; want 2 and %q", status, errOut, want)
+	}
+	status, out, errOut := commsim(append(args, "--format", "json")...)
+	var rep struct {
+		Choices *fidChoices `json:"nccl_choices"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Choices == nil || len(rep.Choices.Unread) != 4 || rep.Choices.Unread[0] != (tuningUnread{2, `algorithm "SYMK" is none commsim models`}) {
+		t.Errorf("json: status %d, %v, %+v: %s", status, err, rep.Choices, errOut)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -466,7 +467,7 @@ func TestFidelityJSONCountsLoggedChoices(t *testing.T) {
 	}
 	status, out, errOut := commsim("fidelity", "--log", path, "--topo", "dgx-h100", "--op", "allreduce", "--format", "json")
 	var rep fidReport
-	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Choices == nil || *rep.Choices != (fidChoices{Logged: 2, Agree: 1}) {
+	if err := json.Unmarshal([]byte(out), &rep); status != 0 || err != nil || rep.Choices == nil || !reflect.DeepEqual(*rep.Choices, fidChoices{Logged: 2, Agree: 1}) {
 		t.Errorf("status %d, stderr %q, choices %+v", status, errOut, rep.Choices)
 	}
 }
@@ -505,5 +506,18 @@ func TestFidelityPlotMarksOnlyChangesOfChoice(t *testing.T) {
 		if m[1] == m[2] {
 			t.Errorf("a mark from %s to itself", m[1])
 		}
+	}
+}
+
+// A topology file that names its fabric nothing is shown by the path it
+// was given.
+func TestTopoShowNamesANamelessFileByItsPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mine.yaml")
+	if err := os.WriteFile(path, []byte("nodes:\n  - {name: g0, kind: gpu}\n  - {name: g1, kind: gpu}\nlinks:\n  - {a: g0, b: g1, bw: 10GB/s, lat: 1us}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := commsim("topo", "show", path)
+	if want := "topology " + path + ": 2 gpu; 1 links (full duplex)\n"; status != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("status %d, stderr %q:\n%s\nwant it to start %q", status, errOut, out, want)
 	}
 }

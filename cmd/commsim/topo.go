@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,7 +63,7 @@ traffic leaves the other routes idle unless a fault moves it there.`,
 			if showFormat, err = reportFormat(showFormat, "table", "csv", "json"); err != nil {
 				return err
 			}
-			return showTopology(cmd.OutOrStdout(), t, showFormat, showLinks)
+			return showTopology(cmd.OutOrStdout(), t, args[0], showFormat, showLinks)
 		},
 	}
 	show.Flags().StringVar(&showFormat, "format", "table", "output: table|csv|json")
@@ -270,12 +271,14 @@ func summarise(t *topology.Topology, allLinks bool) (topoSummary, error) {
 	return sum, nil
 }
 
-// showTopology prints the summary as a table, JSON or CSV.
-func showTopology(w io.Writer, t *topology.Topology, format string, allLinks bool) error {
+// showTopology prints the summary as a table, JSON or CSV; a topology
+// that names itself nothing goes by given, the spec or file it came from.
+func showTopology(w io.Writer, t *topology.Topology, given, format string, allLinks bool) error {
 	sum, err := summarise(t, allLinks)
 	if err != nil {
 		return err
 	}
+	sum.Name = cmp.Or(sum.Name, given)
 	switch format {
 	case "json":
 		return json.NewEncoder(w).Encode(sum)
@@ -315,7 +318,7 @@ func showTopology(w io.Writer, t *topology.Topology, format string, allLinks boo
 			parts = append(parts, fmt.Sprintf("%d %s", n, k))
 		}
 	}
-	fmt.Fprintf(w, "topology %s: %s; %d links (full duplex)\n", t.Name, strings.Join(parts, ", "), len(t.Links))
+	fmt.Fprintf(w, "topology %s: %s; %d links (full duplex)\n", sum.Name, strings.Join(parts, ", "), len(t.Links))
 	if hw := hardwareLine(t); hw != "" {
 		fmt.Fprintln(w, "hardware:", hw)
 	}
