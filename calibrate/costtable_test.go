@@ -229,6 +229,8 @@ func TestParseRanLineSaysWhyALineCannotBeRead(t *testing.T) {
 		h + "AllReduce: 8 Bytes -> Algo RING proto LL":                          "not in either form NCCL 2.20-2.30 print",
 		h + "1024 Bytes -> Algo 1 proto 7 time 9.5":                             "protocol 7 is none of NCCL's numbers 0-2",
 		h + "AllReduce: 0 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}":   "",
+		h + "AllReduce: 0 Bytes -> Algo SYMK proto LL channel{Lo..Hi}={0..0}":   "",
+		h + "0 Bytes -> Algo 9 proto 0 time 1.0":                                "",
 		"h:1:1 [0] NCCL TRACE 1024 Bytes -> Algo 1 proto 2 time 9.5":            "",
 		h + "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM":                         "",
 		h + "AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}":   "",

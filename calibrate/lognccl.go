@@ -246,6 +246,9 @@ func DescribeUnread(unread []UnreadLine) string {
 // a line of another kind, or of a size of 0, gives neither.
 func parseRanLine(t string) (r ranLine, ok bool, why string) {
 	if m := ranNamedRE.FindStringSubmatch(t); m != nil {
+		if r.bytes, _ = strconv.ParseInt(m[2], 10, 64); r.bytes <= 0 {
+			return r, false, "" // a call of nothing says nothing
+		}
 		algo, errA := nccl.ParseAlgo(m[3])
 		proto, errP := ops.ParseProtocol(m[4])
 		lo, errL := strconv.Atoi(m[5])
@@ -263,9 +266,11 @@ func parseRanLine(t string) (r ranLine, ok bool, why string) {
 		case errL != nil || errC != nil || hi < lo || hi-lo >= math.MaxInt32:
 			return r, false, fmt.Sprintf("channels {%s..%s} are no range of channels", m[5], m[6])
 		}
-		r = ranLine{op: op, perRank: op == "allgather" || op == "reducescatter", ran: Ran{Algo: algo, Proto: proto, Channels: hi - lo + 1}}
-		r.bytes, _ = strconv.ParseInt(m[2], 10, 64)
+		r = ranLine{op: op, bytes: r.bytes, perRank: op == "allgather" || op == "reducescatter", ran: Ran{Algo: algo, Proto: proto, Channels: hi - lo + 1}}
 	} else if m := ranNumberRE.FindStringSubmatch(t); m != nil {
+		if r.bytes, _ = strconv.ParseInt(m[2], 10, 64); r.bytes <= 0 {
+			return r, false, ""
+		}
 		number, errA := strconv.Atoi(m[3])
 		proto, errP := strconv.Atoi(m[4]) // NCCL_PROTO_LL = 0, LL128, Simple
 		if errA != nil || number < 0 || number >= len(ncclAlgoNumbers) {
@@ -286,7 +291,6 @@ func parseRanLine(t string) (r ranLine, ok bool, why string) {
 			r.op = op
 		}
 		r.ran = Ran{Algo: algo, Proto: ops.ProtoLL + ops.Protocol(proto)}
-		r.bytes, _ = strconv.ParseInt(m[2], 10, 64)
 		if us, err := strconv.ParseFloat(m[5], 64); err == nil && us >= 0 && !math.IsInf(us, 0) {
 			r.timeUS = us
 		}
@@ -296,7 +300,7 @@ func parseRanLine(t string) (r ranLine, ok bool, why string) {
 		}
 		return r, false, ""
 	}
-	return r, r.bytes > 0, ""
+	return r, true, ""
 }
 
 // resolveRan sets NCCLRan from the tuning lines read, by the size in
