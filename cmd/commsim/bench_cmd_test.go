@@ -274,7 +274,7 @@ func TestBenchIsDeterministic(t *testing.T) {
 // (the ring's steps do not grow with its size), at about a microsecond a
 // step, would take over two hours.
 func TestBenchRefusesSweepsThatWouldTakeHours(t *testing.T) {
-	skipInRaceRun(t, "an estimate of 102 sizes on 4096 ranks; TestBenchCountsTheLinksFlowsCross estimates under it")
+	skipInRaceRun(t, "an estimate of 102 sizes on 4096 ranks; TestCheckDurationCountsEveryRun estimates under it")
 	status, _, errOut := commsim("bench", "--topo", "switch:4096", "--op", "allreduce", "--algo", "ring", "-b", "8", "-e", "1GiB", "-f", "1.2", "--timing-only", "--symmetry=false")
 	if status != 2 || !strings.Contains(errOut, "hours") || !strings.Contains(errOut, "limit is 1 hour") {
 		t.Fatalf("status %d, stderr %q", status, errOut)
@@ -489,6 +489,7 @@ func TestBusBandwidthFactorsFollowNCCLTests(t *testing.T) {
 // a comparison that has direct among its algorithms, and a what-if of it
 // on ring:4096, which had no estimate at all.
 func TestBenchCountsTheLinksFlowsCross(t *testing.T) {
+	skipInRaceRun(t, "estimates of direct sweeps on ring:1024 and ring:4096; TestCheckDurationCountsEveryRun estimates under it")
 	status, _, errOut := commsim("bench", "--topo", "ring:1024", "--op", "allreduce", "--algo", "direct", "-b", "8", "-e", "64M", "-f", "1.5", "--timing-only")
 	if status != 2 || !strings.Contains(errOut, "sweep would take about") || !strings.Contains(errOut, "its flows crossing 102.5 links a step") {
 		t.Fatalf("bench: status %d, stderr %q", status, errOut)

@@ -212,6 +212,7 @@ func TestComparePlotSaysWhatTheSizesAreAndMarksCrossovers(t *testing.T) {
 // model's; a file neither PNG nor SVG is a usage error before anything
 // runs.
 func TestFidelityPlotDrawsMeasuredAndSimulated(t *testing.T) {
+	skipInRaceRun(t, "a 16-rank log checked and drawn; TestBenchPlotOfNCCLMarksOnlyChangesOfAlgorithmOrProtocol draws under it")
 	path := filepath.Join(t.TempDir(), "fid.svg")
 	log := filepath.Join(shippedLogs, "vultr-b200-allreduce-16xB200.txt")
 	status, out, errOut := commsim("fidelity", "--log", log, "--plot", path)

@@ -46,6 +46,7 @@ func simulateStep(t *testing.T, model, topo, algo string, sharded, symmetry bool
 // gathers, so ranks stand at different points between windows, most on
 // slow or lopsided fabrics.
 func TestPacedStepsTakeTheTimeOfWholeSteps(t *testing.T) {
+	skipInRaceRun(t, "steps paced and whole, every rank simulated; TestMirroredStepsTakeTheFullTime runs steps under it")
 	deep := deepModel(t, 300)
 	for _, tc := range []struct {
 		model, topo, algo string
