@@ -35,6 +35,12 @@ func isJSONLines(data []byte) bool {
 func parseJSONLines(name string, data []byte, lg *Log) error {
 	lg.Format = "commsim json lines"
 	cols := map[string]int{"size": 0, "time": 1, "op": 2, "ranks": 3, "type": 4, "gpus": 5, "iters": 6, "algo": 7}
+	itoa := func(n *int) string { // a field left out reads as an empty cell
+		if n == nil {
+			return ""
+		}
+		return strconv.Itoa(*n)
+	}
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		t := bytes.TrimSpace(line)
 		if len(t) == 0 {
@@ -54,12 +60,6 @@ func parseJSONLines(name string, data []byte, lg *Log) error {
 		}
 		if rec.Bytes == nil || rec.TimeUS == nil {
 			return fail("a record without bytes and time_us")
-		}
-		itoa := func(n *int) string {
-			if n == nil {
-				return ""
-			}
-			return strconv.Itoa(*n)
 		}
 		r, msg := lg.csvRow([]string{rec.Bytes.String(), rec.TimeUS.String(), rec.Op, itoa(rec.Ranks), rec.DType, itoa(rec.GPUsPerThread), itoa(rec.Iters), rec.Algo}, cols)
 		if msg == "" {
