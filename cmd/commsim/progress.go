@@ -20,6 +20,7 @@ import (
 // bar began).
 type progress struct {
 	bar    *progressbar.ProgressBar
+	units  string // what the bar counts, "sizes" where not said
 	stderr io.Writer
 	mu     sync.Mutex
 	last   time.Time // when a unit last finished, or the bar began
@@ -29,17 +30,28 @@ type progress struct {
 }
 
 func newProgress(stderr io.Writer, n int) *progress {
+	return newProgressOf(stderr, n, "sizes")
+}
+
+// newProgressOf is newProgress of n units of another kind ("layer
+// passes").
+func newProgressOf(stderr io.Writer, n int, units string) *progress {
 	f, ok := stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || n < 1 {
 		return nil
 	}
-	return startProgress(stderr, n, time.Second)
+	return startProgressOf(stderr, n, units, time.Second)
 }
 
-// startProgress starts a bar of n units on w, redescribed every period.
+// startProgress starts a bar of n sizes on w, redescribed every period.
 func startProgress(w io.Writer, n int, every time.Duration) *progress {
-	p := &progress{bar: progressbar.NewOptions(n, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(heartbeat(0)),
-		progressbar.OptionClearOnFinish()), stderr: w, last: time.Now(), quit: make(chan struct{})}
+	return startProgressOf(w, n, "sizes", every)
+}
+
+// startProgressOf starts a bar of n units on w, redescribed every period.
+func startProgressOf(w io.Writer, n int, units string, every time.Duration) *progress {
+	p := &progress{bar: progressbar.NewOptions(n, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(heartbeat(units, 0)),
+		progressbar.OptionClearOnFinish()), units: units, stderr: w, last: time.Now(), quit: make(chan struct{})}
 	p.beats.Add(1)
 	go p.beat(every)
 	return p
@@ -58,17 +70,17 @@ func (p *progress) beat(every time.Duration) {
 			p.mu.Lock()
 			since := now.Sub(p.last)
 			p.mu.Unlock()
-			p.bar.Describe(heartbeat(since))
+			p.bar.Describe(heartbeat(p.units, since))
 		}
 	}
 }
 
 // heartbeat is the bar's description since the last unit finished.
-func heartbeat(since time.Duration) string {
+func heartbeat(units string, since time.Duration) string {
 	if since < 2*time.Second {
-		return "sizes"
+		return units
 	}
-	return fmt.Sprintf("sizes (none finished for %s)", since.Round(time.Second))
+	return fmt.Sprintf("%s (none finished for %s)", units, since.Round(time.Second))
 }
 
 // step marks one more unit done.

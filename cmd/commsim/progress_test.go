@@ -21,7 +21,7 @@ func TestHeartbeatSaysHowLongSinceTheLastSize(t *testing.T) {
 		{2 * time.Second, "sizes (none finished for 2s)"},
 		{65*time.Second + 400*time.Millisecond, "sizes (none finished for 1m5s)"},
 	} {
-		if got := heartbeat(tc.since); got != tc.want {
+		if got := heartbeat("sizes", tc.since); got != tc.want {
 			t.Errorf("%v since: %q, want %q", tc.since, got, tc.want)
 		}
 	}

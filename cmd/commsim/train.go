@@ -145,6 +145,10 @@ type step struct {
 	window   int       // when paced: units per rank per window; 0: trainWindowUnits/(ranks x world)
 	enqueued func()    // tests: called when the whole step is enqueued
 	stderr   io.Writer // where a long step is said so before it starts, if not nil
+	// newBar makes the bar a paced step counts its layer passes on, rank
+	// 0's, and then the communication that ends the step (nil: none; a
+	// nil bar is none).
+	newBar func(passes int) *progress
 	// unmirrored: a mirror was tried and could not time the step, which
 	// then runs in full.
 	unmirrored bool
@@ -216,6 +220,7 @@ func (f *trainFlags) run(w io.Writer) error {
 		return err
 	}
 	st.symmetry, st.stderr = f.symmetry, f.stderr
+	st.newBar = func(n int) *progress { return newProgressOf(f.stderr, n, "layer passes") }
 	st.traceMax = f.traceMax.bytes
 	rep, c, err := st.simulate(nil, f.trace != "")
 	if err != nil {
@@ -359,6 +364,30 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		window = cmp.Or(st.window, max(16, trainWindowUnits/(ranks*p)))
 	}
 	var lastMarks []*sim.Event // every rank's compute at the end of the window before
+	// A bar counts rank 0's units as the simulation passes them, and then
+	// the communication that ends the step. It needs marks of its own on
+	// rank 0's compute stream, which a trace would show: only paced steps
+	// have one.
+	var bar *progress
+	var passes []*sim.Event // rank 0's compute at the end of each unit
+	if st.paced && st.newBar != nil {
+		bar = st.newBar(units + 1)
+		defer bar.stop()
+	}
+	countPasses := func(wait bool) error {
+		for ; bar != nil && len(passes) > 0; passes = passes[1:] {
+			if _, err := passes[0].Time(); err != nil {
+				if !wait {
+					return nil
+				}
+				if err := c.RunUntilAny(passes[0]); err != nil {
+					return err
+				}
+			}
+			bar.step()
+		}
+		return nil
+	}
 	layerOf := func(u int) int {
 		if u < layers {
 			return u
@@ -485,6 +514,16 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 				if err := enqueueUnit(r, u); err != nil {
 					return rep, err
 				}
+				if r == 0 && bar != nil {
+					mark, err := d.NewEvent()
+					if err != nil {
+						return rep, err
+					}
+					if err := computeStreams[0].Record(mark); err != nil {
+						return rep, err
+					}
+					passes = append(passes, mark.(*sim.Event))
+				}
 			}
 			if hi == units {
 				computeDone[r], _ = d.NewEvent()
@@ -512,9 +551,15 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		if err := c.RunUntilAny(prev...); err != nil {
 			return rep, err
 		}
+		if err := countPasses(false); err != nil {
+			return rep, err
+		}
 	}
 	if st.enqueued != nil {
 		st.enqueued()
+	}
+	if err := countPasses(true); err != nil {
+		return rep, err
 	}
 	// Every rank's step is enqueued: now let simulated time run.
 	for r := range devs {
@@ -525,6 +570,7 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 			return rep, err
 		}
 	}
+	bar.done() // and the communication that ends the step
 	rep = stepReport{Model: prof.Name, Topology: f.topoName, Ranks: p, Algo: f.algo, BucketBytes: f.bucket, Params: prof.TotalParams(), Sharded: f.anySharded()}
 	since := func(ev hw.Event) float64 {
 		s, err := ev.ElapsedSince(start[0])

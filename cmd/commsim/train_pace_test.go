@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // deepModel writes a model of n equal layers to a temporary file.
@@ -124,4 +125,68 @@ func TestDeepStepsRunInBoundedMemory(t *testing.T) {
 			t.Errorf("sharded %v: %d layers on %d ranks: %d bytes held per layer and rank once enqueued, more than %d", sharded, layers, ranks, perUnit, budget)
 		}
 	}
+}
+
+// TestTrainBarCountsLayerPasses: a paced step's bar counts rank 0's layer
+// passes as the simulation passes them, windows before the step is
+// enqueued whole, and then the communication that ends it, without moving
+// the step by a picosecond (its marks are events on rank 0's compute
+// stream). A step with a trace has no bar: its marks would show there.
+func TestTrainBarCountsLayerPasses(t *testing.T) {
+	deep := deepModel(t, 40)
+	for _, tc := range []struct {
+		topo              string
+		sharded, symmetry bool
+	}{
+		{"switch:4", false, false},
+		{"switch:4,bw=2GB/s", true, false},
+		{"switch:8", false, true},   // timed on the mirror, by one rank
+		{"dgx-h100x2", false, true}, // tried on the mirror, which cannot time it, then in full
+	} {
+		whole := simulateStep(t, deep, tc.topo, "ring", tc.sharded, tc.symmetry, 3)
+		st, err := parseStep(deep, tc.topo, "25MiB", "ring", tc.sharded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.symmetry, st.window = tc.symmetry, 3
+		var bars []*progress
+		var out syncBuffer
+		st.newBar = func(n int) *progress {
+			bars = append(bars, startProgressOf(&out, n, "layer passes", time.Hour))
+			return bars[len(bars)-1]
+		}
+		var atEnqueued int64
+		st.enqueued = func() { atEnqueued = bars[len(bars)-1].bar.State().CurrentNum }
+		rep, c, err := st.simulate(nil, false)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		c.Close()
+		if !reflect.DeepEqual(rep, whole) {
+			t.Errorf("%+v: with a bar, step %v us; without, %v us", tc, rep.StepUS, whole.StepUS)
+		}
+		if tc.symmetry && rep.standingRanks == 0 && !st.unmirrored {
+			t.Errorf("%+v: the mirror was not tried", tc)
+		}
+		// A try on the mirror that fails leaves its bar for the next.
+		if s := bars[len(bars)-1].bar.State(); s.Max != 2*40+1 || s.CurrentNum != s.Max {
+			t.Errorf("%+v: bar at %d of %d, want it full at %d", tc, s.CurrentNum, s.Max, 2*40+1)
+		}
+		if atEnqueued == 0 || atEnqueued >= 2*40 {
+			t.Errorf("%+v: the bar stood at %d of 81 when the step was enqueued whole: want it to move while windows run", tc, atEnqueued)
+		}
+		if !strings.Contains(out.String(), "layer passes") {
+			t.Errorf("%+v: bar %q does not say what it counts", tc, out.String())
+		}
+	}
+	st, err := parseStep(deep, "switch:4", "25MiB", "ring", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.newBar = func(n int) *progress { t.Error("a bar on a traced step"); return nil }
+	_, c, err := st.simulate(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 }
