@@ -119,6 +119,21 @@ type Log struct {
 	counted row
 	// stderrLines counts the lines left out as a rank's stderr.
 	stderrLines int
+	// Devices are the GPUs nccl-tests' "Using devices" lines name, by
+	// rank (the last run's, where a log holds several), in the order the
+	// log gives them; nil where it names none. A log may quote some
+	// ranks' lines only.
+	Devices []Device
+}
+
+// Device is a rank's GPU as nccl-tests names it: "#  Rank  3 Group  0
+// Pid 1234 on node-1 device  3 [0000:5d:00] NVIDIA H100 80GB HBM3".
+type Device struct {
+	Rank int
+	Host string
+	GPU  int    // the host's CUDA device number
+	Name string // CUDA's name of the GPU
+	Line int
 }
 
 // LogError is a log that cannot be read: the line at fault, why, and its
@@ -156,7 +171,10 @@ func (e *LogError) Error() string {
 var (
 	testOps = map[string]string{"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
 		"broadcast": "broadcast", "reduce": "reduce", "alltoall": "alltoall", "gather": "gather", "sendrecv": "sendrecv"}
-	rankRE    = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s`)
+	rankRE = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s`)
+	// A rank's device line, nccl-tests' "Using devices" (Group in newer
+	// releases): rank, host, device, its PCI address and name.
+	deviceRE  = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(\S.*?)\s*$`)
 	startRE   = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
 	threadsRE = regexp.MustCompile(`\bnThread\s+\d+\s+nGpus\s+(\d+)\b`)
 	itersRE   = regexp.MustCompile(`\bwarmup iters:\s*\d+\s+iters:\s*(\d+)\b(?:\s+agg iters:\s*(\d+)\b)?`)
@@ -650,6 +668,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				}
 				if started > 0 {
 					runRanks, lg.Ranks = lg.Ranks, 0 // a second run of it: its ranks are counted anew
+					lg.Devices = nil
 				}
 				lg.Op, started = op, i+1
 			}
@@ -666,6 +685,13 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				// the last rank's line.
 				if r, err := strconv.Atoi(m[1]); err == nil && r < math.MaxInt32 {
 					lg.Ranks = max(lg.Ranks, r+1)
+				}
+			}
+			if m := deviceRE.FindStringSubmatch(t); m != nil {
+				r, err1 := strconv.Atoi(m[1])
+				gpu, err2 := strconv.Atoi(m[3])
+				if err1 == nil && err2 == nil && r < math.MaxInt32 {
+					lg.Devices = append(lg.Devices, Device{Rank: r, Host: m[2], GPU: gpu, Name: m[4], Line: i + 1})
 				}
 			}
 			if f := strings.Fields(strings.TrimPrefix(t, "#")); len(f) > 1 && f[0] == "size" && f[1] == "count" {

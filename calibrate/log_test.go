@@ -3,6 +3,7 @@ package calibrate
 import (
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,6 +113,26 @@ func TestParseLogCountsRanksByTheHighest(t *testing.T) {
 	lg, err := ParseLog("gb200.txt", []byte(text))
 	if err != nil || lg.Ranks != 72 {
 		t.Errorf("ranks %+v, %v: want 72", lg, err)
+	}
+}
+
+// The device lines name each rank's host and GPU, in both of nccl-tests'
+// layouts (Group in newer ones), behind a launcher's tag; a second run of
+// the test names its own, which replace the first's.
+func TestParseLogReadsDevices(t *testing.T) {
+	row := "   1048576     262144     float     sum      -1   20.00  52.43  91.75      0   20.00  52.43  91.75      0\n"
+	text := "# Collective test starting: all_reduce_perf\n" +
+		"#   Rank  0 Pid 112424 on localhost device  0 [0x00] A100-SXM4-40GB\n" +
+		"[1,0]<stdout>:#  Rank  1 Group  0 Pid     25 on test-node-1 device  7 [0000:db:00] NVIDIA H100 80GB HBM3\n" + row
+	lg, err := ParseLog("devices.txt", []byte(text))
+	want := []Device{{0, "localhost", 0, "A100-SXM4-40GB", 2}, {1, "test-node-1", 7, "NVIDIA H100 80GB HBM3", 3}}
+	if err != nil || !reflect.DeepEqual(lg.Devices, want) {
+		t.Errorf("devices %+v, %v: want %+v", lg.Devices, err, want)
+	}
+	again := text + "# Collective test starting: all_reduce_perf\n#  Rank  0 Group  0 Pid 9 on other device  1 [0x1b] NVIDIA H200\n#  Rank  1 Group  0 Pid 9 on other device  2 [0x2b] NVIDIA H200\n" + row
+	lg, err = ParseLog("again.txt", []byte(again))
+	if err != nil || len(lg.Devices) != 2 || lg.Devices[0].Host != "other" || lg.Devices[1].Line != 7 {
+		t.Errorf("a second run's devices %+v, %v: want its two", lg.Devices, err)
 	}
 }
 

@@ -97,7 +97,7 @@ is given.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J), a CSV or bench's JSON records, at most 64 MiB (required)")
-	fl.StringVar(&f.topo, "topo", "", "topology to calibrate: a spec, a preset or a YAML file (required, but for a shipped log)")
+	fl.StringVar(&f.topo, "topo", "", "topology to calibrate: a spec, a preset or a YAML file (default: a shipped log's, or the preset the log's device lines name, as fidelity takes it)")
 	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's; a log that names none needs it)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), algoNCCL), "|")+
 		" (nccl: what NCCL's tuner would run per size, fitting NCCL's machine; others: two link scales)")
@@ -364,11 +364,13 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 	}
 	// A shipped log knows its fabric, its collective and the NCCL
 	// environment its run had, as in fidelity.
+	var topoNote string
 	if f.topo == "" {
-		if pub == nil {
-			return usagef("calibrate needs --topo SPEC|FILE (the fabric the log was measured on); only the logs commsim ships know theirs")
+		if pub != nil {
+			f.topo = pub.Topo
+		} else if f.topo, topoNote, err = fabricOfLog("calibrate", f.log, lg); err != nil {
+			return err
 		}
-		f.topo = pub.Topo
 	}
 	if pub != nil && !f.ncclFlags.envSet() {
 		o, err := pub.Options()
@@ -413,6 +415,9 @@ func (f *calFlags) run(stdout, stderr io.Writer, opSet bool) error {
 		s.dtype = hw.F64 // over the element limit: the same bytes in wider elements
 	}
 	held.release(stderr)
+	if topoNote != "" {
+		fmt.Fprintln(stderr, topoNote)
+	}
 	if s.algo == algoNCCL {
 		return f.runNCCL(stdout, stderr, s, lg, lo, hi)
 	}

@@ -62,7 +62,12 @@ for p4de, set by AWS's network plugin) and with its release's constants (the
 one its header states, or the one the mapping file presumes where it states
 none, saying why: 2.20.3 for p4de) unless a --nccl-* flag but --nccl-machine
 is given. Sizes of 0 bytes (nccl-tests'
-rows for less than one element per rank) are left out. --shipped checks
+rows for less than one element per rank) are left out. A log of your own
+needs no --topo where its "Using devices" lines name every rank on SXM
+boards a preset builds (A100, H100, H200, B200, B300), hosts of as many
+ranks each: the preset (dgx-h100x4, dgx-h100x10,gpus=2, ...) is taken
+and named on stderr with what it assumes (its NICs, its hosts' CPUs).
+--shipped checks
 every one of them so and prints each log's median errors, and the pooled
 ones of the targets and of the runs held out of them: how far commsim is
 from the published runs, from the binary alone.`,
@@ -78,7 +83,7 @@ from the published runs, from the binary alone.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.log, "log", "", "nccl-tests output: its text table, its JSON report (-J), a CSV or bench's JSON records, at most 64 MiB (required)")
-	fl.StringVar(&f.topo, "topo", "", "topology the log was measured on: a spec, a preset or a YAML file (default: a shipped log's)")
+	fl.StringVar(&f.topo, "topo", "", "topology the log was measured on: a spec, a preset or a YAML file (default: a shipped log's, or the preset the log's device lines name)")
 	fl.StringVar(&f.op, "op", "", "collective the log measured (default: the log's, or a shipped log's)")
 	fl.StringVar(&f.algo, "algo", algoNCCL, "algorithm to simulate: "+strings.Join(append(ops.Algorithms(), "auto", algoNCCL), "|")+
 		" (nccl: what NCCL's tuner would run, per size; auto: the cheapest of commsim's own)")
@@ -270,11 +275,16 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 		return nil, nil, err
 	}
 	topo, op := f.topo, f.op
+	var topoNote string
 	if topo == "" {
-		if pub == nil {
-			return nil, nil, usagef("fidelity needs --topo SPEC|FILE (the fabric %s was measured on); only the logs commsim ships know theirs", f.log)
+		if pub != nil {
+			topo = pub.Topo
+		} else {
+			var err error
+			if topo, topoNote, err = fabricOfLog("fidelity", f.log, lg); err != nil {
+				return nil, nil, err
+			}
 		}
-		topo = pub.Topo
 	}
 	if !opSet {
 		switch {
@@ -318,6 +328,9 @@ func (f *fidFlags) check(lg *calibrate.Log, pub *fidelity.PublishedLog, stderr i
 	}
 
 	held.release(stderr)
+	if topoNote != "" {
+		fmt.Fprintln(stderr, topoNote)
+	}
 	// bench's planner: every algorithm bench knows, auto's choice included.
 	step, done := progress, func() {}
 	if step == nil {
