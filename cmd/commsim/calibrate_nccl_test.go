@@ -244,7 +244,7 @@ func TestCalibrateNCCLErrorsExit2(t *testing.T) {
 		"barrier":        {[]string{"--log", bpath, "--topo", "dgx-h100", "--op", "barrier"}, "--algo nccl plans"},
 		"nccl flag":      {[]string{"--log", ar, "--topo", "dgx-h100", "--algo", "ring", "--nccl-proto", "LL"}, "go with --algo nccl"},
 		"bad nccl proto": {[]string{"--log", ar, "--topo", "dgx-h100", "--nccl-proto", "LL64"}, "--nccl-proto"},
-		"no topo":        {[]string{"--log", ar}, "only the logs commsim ships know theirs"},
+		"no topo":        {[]string{"--log", withoutDevices(t, ar)}, "it names no GPUs"},
 		"as logged":      {[]string{"--log", ar, "--topo", "dgx-h100", "--algo", "ring", "--as-logged"}, "--as-logged fits what NCCL ran, with --algo nccl"},
 		"nothing logged": {[]string{"--log", ar, "--topo", "dgx-h100", "--as-logged"}, "does not say what NCCL ran (no NCCL_DEBUG=INFO lines"},
 	} {

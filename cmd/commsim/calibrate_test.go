@@ -420,7 +420,7 @@ func TestCalibrateUsageErrorsExit2(t *testing.T) {
 	}{
 		"missing file": {[]string{"--log", "/no/such/log.txt", "--topo", "dgx-h100"}, "no such file"},
 		"no log":       {[]string{"--topo", "dgx-h100"}, "needs --log"},
-		"no topo":      {[]string{"--log", log}, "needs --topo"},
+		"no topo":      {[]string{"--log", withoutDevices(t, log)}, "needs --topo"},
 		"bad format":   {[]string{"--log", log, "--topo", "dgx-h100", "--format", "xml"}, "unknown format"},
 		"auto":         {[]string{"--log", log, "--topo", "dgx-h100", "--algo", "auto"}, "fixed algorithm"},
 		"op conflict":  {[]string{"--log", log, "--topo", "dgx-h100", "--op", "allgather"}, "measured allreduce"},

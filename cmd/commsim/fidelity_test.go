@@ -553,7 +553,7 @@ func TestFidelityUsageErrorsExit2(t *testing.T) {
 	}{
 		"no log":  {[]string{}, "needs --log"},
 		"missing": {[]string{"--log", "/no/such/log.txt"}, "no such file"},
-		"no topo": {[]string{"--log", own}, "needs --topo"},
+		"no topo": {[]string{"--log", withoutDevices(t, own)}, "needs --topo"},
 		"no op":   {[]string{"--log", bare, "--topo", "dgx-h100"}, "give --op"},
 		// The rerun's warning waits for the flags to fit: one line.
 		"no op, rerun": {[]string{"--log", rerun, "--topo", "dgx-h100"}, "give --op"},

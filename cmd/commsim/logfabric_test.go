@@ -126,3 +126,20 @@ func TestFidelityWithoutTopo(t *testing.T) {
 		}
 	}
 }
+
+// withoutDevices writes the log at path less its device lines, so that
+// no preset can be taken from it, and returns the copy's path.
+func withoutDevices(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if !strings.HasPrefix(strings.TrimLeft(l, "# "), "Rank ") {
+			kept = append(kept, l)
+		}
+	}
+	return writeTemp(t, t.TempDir(), filepath.Base(path), strings.Join(kept, ""))
+}
