@@ -15,7 +15,8 @@ import (
 type Executor struct {
 	// root is the world the executor was made on, which the driver's
 	// shortcuts recognise; w is the one whose tags its runs use, a
-	// duplicate of root after a run failed (retireFailedRun).
+	// duplicate of root, and a fresh one after a run failed
+	// (retireFailedRun).
 	root, w    *hw.World
 	driver     Driver
 	devs       []hw.Device // by rank
@@ -44,6 +45,12 @@ func NewExecutor(w *hw.World) *Executor { return NewExecutorWith(w, nil) }
 // driver). A backend's driver may do better than enqueueing everything up
 // front: package simexec feeds the simulator lazily and mirrors
 // symmetric plans.
+//
+// The executor's messages carry the tags of a duplicate of w (hw.World.Dup),
+// as a library's should: another executor's on w, or what a run of another
+// that failed left on its way, never match its receives (a new executor
+// on a world where one had failed took the failed run's messages, and
+// returned wrong outputs with no error).
 func NewExecutorWith(w *hw.World, d Driver) *Executor {
 	if d == nil {
 		d = genericDriver{}
@@ -51,8 +58,12 @@ func NewExecutorWith(w *hw.World, d Driver) *Executor {
 	if w == nil {
 		return &Executor{driver: d} // Run says it has no world
 	}
+	own := w
+	if dup, err := w.Dup(); err == nil {
+		own = dup
+	}
 	n := w.Size()
-	return &Executor{root: w, w: w, driver: d, devs: w.Devices(), lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
+	return &Executor{root: w, w: own, driver: d, devs: w.Devices(), lanes: make([][]hw.Stream, n), tmp: make([]hw.Buffer, n),
 		starts: make([]hw.Event, n), ends: make([]hw.Event, n), laneEvents: make([][]hw.Event, n), retired: make([][]hw.Buffer, n)}
 }
 

@@ -415,6 +415,56 @@ func TestRunAfterAFailedRunIsRight(t *testing.T) {
 	}
 }
 
+// TestANewExecutorTakesNoneOfAFailedRunsMessages: a run that fails as it
+// runs (a CollNet plan on a switch that does not reduce) leaves messages
+// on their way on the cluster; an executor made after it on the same
+// world, the simulator's or the generic one, takes none of them (each
+// executor holds a duplicate of its world: it took them, and returned
+// wrong outputs with no error, or failed on their sizes).
+func TestANewExecutorTakesNoneOfAFailedRunsMessages(t *testing.T) {
+	for _, generic := range []bool{false, true} {
+		c, _ := world(t, "switch:8", sim.Config{})
+		bad, err := ops.Compile(ops.Spec{Op: ops.ReduceScatter, Algo: "nccl-collnet-direct", Ranks: 8, Count: 64, DType: hw.F64, Redop: hw.Sum, Channels: 2, Chunk: 4, NodeRanks: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, out := buffers(t, c, bad, false)
+		if _, err := simexec.NewExecutor(c).Run(bad, in, out); err == nil {
+			t.Fatal("CollNet on a switch that does not reduce ran")
+		}
+		plan, err := ops.Compile(ops.Spec{Op: ops.AllGather, Algo: "direct", Ranks: 8, Count: 8, DType: hw.F64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec := simexec.NewExecutor(c)
+		if generic {
+			exec = ops.NewExecutor(c.World())
+		}
+		in, out = buffers(t, c, plan, false)
+		for r := range in {
+			if err := in[r].Buf.Write(hw.Encode(slices.Repeat([]float64{float64(r + 1)}, 8))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := exec.Run(plan, in, out); err != nil {
+			t.Fatalf("generic driver %v: a new executor's run after the failed one: %v", generic, err)
+		}
+		var want []float64
+		for r := range 8 {
+			want = append(want, slices.Repeat([]float64{float64(r + 1)}, 8)...)
+		}
+		for r := range out {
+			got := make([]byte, 8*64)
+			if err := out[r].Buf.Read(got); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, hw.Encode(want)) {
+				t.Fatalf("generic driver %v: rank %d gathered wrong elements after a failed run on another executor", generic, r)
+			}
+		}
+	}
+}
+
 func runAfterAFailedRun(t *testing.T, generic bool) {
 	c, _ := world(t, "switch:4", sim.Config{})
 	plan, err := ops.Compile(ops.Spec{Op: ops.AllReduce, Algo: "ring", Ranks: 4, Count: 16, DType: hw.F32, Redop: hw.Sum})

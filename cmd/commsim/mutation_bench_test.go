@@ -398,8 +398,8 @@ func TestBenchTakesTheMostRanks(t *testing.T) {
 // estimate is the whole sweep's, not "after 6 of 6 sizes".
 func TestBenchTableKeepsTheRowsBeforeATraceRefusal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trace.json")
-	status, out, errOut := commsim("bench", "--topo", "ring:4", "-b", "8", "-e", "1MiB", "-f", "8", "--trace", path, "--trace-max", "100KiB", "--format", "table")
-	if status != 2 || !strings.Contains(errOut, "(estimated), more than --trace-max 100KiB") || strings.Contains(errOut, " of 6 sizes") {
+	status, out, errOut := commsim("bench", "--topo", "ring:4", "-b", "8", "-e", "1MiB", "-f", "8", "--trace", path, "--trace-max", "110KiB", "--format", "table")
+	if status != 2 || !strings.Contains(errOut, "(estimated), more than --trace-max 110KiB") || strings.Contains(errOut, " of 6 sizes") {
 		t.Errorf("status %d, stderr %q; want 2 and the whole sweep's estimate", status, errOut)
 	}
 	flat := flatOut(out)
