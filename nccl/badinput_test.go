@@ -110,3 +110,39 @@ func TestTunerRefusesWhatNCCLCouldNotRun(t *testing.T) {
 		t.Errorf("Label(nil) = %q, want none", l)
 	}
 }
+
+// TestTunerChecksOptionsSetAfterIt: Options is the caller's to write, and
+// what NewTuner or With would refuse is refused by every call after
+// (a Simple buffer of one byte divided a point-to-point split by zero; a
+// negative launch factor made a plan of negative launch).
+func TestTunerChecksOptionsSetAfterIt(t *testing.T) {
+	topo, err := topology.Resolve("dgx-h100x2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Options)
+		want string
+	}{
+		{"buffer of a byte", func(o *Options) { o.BuffSize = 1 }, "buff"},
+		{"negative launch", func(o *Options) { o.Machine.Launch = -90 }, "launch"},
+	} {
+		tuner, err := NewTuner(topo, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.set(&tuner.Options)
+		for _, spec := range []ops.Spec{
+			{Op: ops.SendRecv, Ranks: 16, Count: 256, DType: hw.F32},
+			{Op: ops.AllReduce, Ranks: 16, Count: 256, DType: hw.F32, Redop: hw.Sum},
+		} {
+			if _, _, err := tuner.Plan(spec); err == nil || !strings.Contains(strings.ToLower(err.Error()), tc.want) {
+				t.Errorf("%s: Plan(%v): %v, want an error naming %s", tc.name, spec.Op, err, tc.want)
+			}
+			if _, err := tuner.Ranked(spec); err == nil {
+				t.Errorf("%s: Ranked(%v) took the options", tc.name, spec.Op)
+			}
+		}
+	}
+}

@@ -485,10 +485,14 @@ func NewTuner(t *topology.Topology, o Options) (*Tuner, error) {
 }
 
 // accepts says why t cannot choose for spec, or nil: a Tuner NewTuner
-// did not make, a spec Validate refuses, or ranks other than the
-// fabric's GPUs.
+// did not make, Options set since that NewTuner or With would refuse (the
+// field is the caller's to write), a spec Validate refuses, or ranks other
+// than the fabric's GPUs.
 func (t *Tuner) accepts(spec ops.Spec) error {
 	if err := t.made(); err != nil {
+		return err
+	}
+	if err := t.Options.check(); err != nil {
 		return err
 	}
 	if err := spec.Validate(); err != nil {
