@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/commsim/commsim/hw"
 	"github.com/commsim/commsim/topology"
@@ -183,11 +184,17 @@ func parsePercent(s string) (float64, error) {
 func (f Fault) String() string {
 	pct := strconv.FormatFloat(f.Factor*100, 'g', -1, 64) + "%"
 	at := " at " + topology.FormatLatency(f.At.Seconds())
+	link := f.Link
+	if link == "" || strings.ContainsFunc(link, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		// No link's name (a YAML node's may hold spaces, which print as
+		// they are): quoted, so as not to break the line it stands in.
+		link = strconv.Quote(link)
+	}
 	switch f.Kind {
 	case LinkDown:
-		return "link " + f.Link + " down" + at
+		return "link " + link + " down" + at
 	case LinkDegrade:
-		return "link " + f.Link + " degrade " + pct + at
+		return "link " + link + " degrade " + pct + at
 	case RankStall:
 		return fmt.Sprintf("rank %d stall %s%s", f.Rank, topology.FormatLatency(f.For.Seconds()), at)
 	case RankCrash:

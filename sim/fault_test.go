@@ -408,3 +408,15 @@ func TestParseFaultSaysWhatIsMissing(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 }
+
+// TestFaultStringStaysOnOneLine: a link name no fabric has, empty or with
+// a newline, is quoted where a fault is named (an error quoting it broke
+// across lines).
+func TestFaultStringStaysOnOneLine(t *testing.T) {
+	for _, link := range []string{"\n", "", "a\tb"} {
+		f := sim.Fault{Kind: sim.LinkDegrade, Link: link, Factor: 0.5}
+		if got := f.String(); strings.ContainsAny(got, "\n\t") || !strings.Contains(got, fmt.Sprintf("%q", link)) {
+			t.Errorf("link %q: %q", link, got)
+		}
+	}
+}
