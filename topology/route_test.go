@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -721,5 +722,75 @@ func TestEdgeAccessorsTakeAnyID(t *testing.T) {
 	}
 	if c := tp.EdgeClass(0); c != ClassNVLink && c != ClassPCI && c != ClassNet {
 		t.Errorf("edge 0: class %d", c)
+	}
+}
+
+// TestDirectRoutesAreTheSearchsRoutes: on meshes whose GPUs have many
+// links, Route reads a neighbour's route without a search where no way
+// through other nodes can be as near; every route it gives is the
+// search's, also where the direct link is slower than a way through two
+// others (then the search runs), or ties with one (latencies rounded to
+// the picosecond: the hop decides).
+func TestDirectRoutesAreTheSearchsRoutes(t *testing.T) {
+	const n = 20
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, tc := range []struct {
+		name string
+		lat  func(a, b int) float64
+	}{
+		{"alike", func(a, b int) float64 { return 1e-6 }},
+		{"random", func(a, b int) float64 { return float64(1+rng.IntN(5)) * 1e-6 }},
+		{"slow pairs", func(a, b int) float64 {
+			if (a+b)%3 == 0 {
+				return 5e-6 // slower than two of 2 µs
+			}
+			return 2e-6
+		}},
+		{"ties", func(a, b int) float64 {
+			if a == 0 && b == 1 {
+				return 2e-6 // as near as 0-2-1
+			}
+			return 1e-6
+		}},
+	} {
+		nodes := make([]Node, n)
+		for i := range nodes {
+			nodes[i] = gpu(fmt.Sprintf("gpu%d", i))
+		}
+		var links []Link
+		for a := range n {
+			for b := a + 1; b < n; b++ {
+				links = append(links, Link{A: a, B: b, BW: 1e9, Latency: tc.lat(a, b)})
+			}
+		}
+		topo, err := New("mesh", nodes, links)
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct := 0
+		for src := range n {
+			for dst := range n {
+				if src == dst {
+					continue
+				}
+				if _, ok := topo.directRoute(src, dst); ok {
+					direct++
+				}
+				got, err := topo.Route(src, dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := topo.shortestRoute(src, dst, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Edges, want.Edges) || got.Latency != want.Latency {
+					t.Fatalf("%s: %d→%d: %v (%g s), the search's %v (%g s)", tc.name, src, dst, got.Edges, got.Latency, want.Edges, want.Latency)
+				}
+			}
+		}
+		if direct == 0 {
+			t.Errorf("%s: no route read without a search", tc.name)
+		}
 	}
 }
