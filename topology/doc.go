@@ -183,7 +183,10 @@
 // among those the one the search settles first, ordered by node index,
 // never by map order. A lat=0 mesh thus still takes the direct link. Nodes
 // with a single link are reached only as the destination (they cannot be a
-// way through). Routes are computed on first use and cached per (source,
+// way through). From a node of many links (a mesh's GPU) to a neighbour
+// whose link no way through others can beat (each takes a link out and a
+// link in, and a hop more), the route is that link, read without a
+// search. Routes are computed on first use and cached per (source,
 // destination) behind a mutex; nothing is precomputed per pair, so memory
 // stays linear in the size of the fabric. A source's routes to every GPU
 // come from the same search run to the end (PathCost's tables), so they
