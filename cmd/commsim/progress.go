@@ -27,6 +27,7 @@ type progress struct {
 	quit   chan struct{}
 	once   sync.Once
 	beats  sync.WaitGroup
+	ended  bool // the bar's line ended: cleared by done, or left by stop
 }
 
 func newProgress(stderr io.Writer, n int) *progress {
@@ -93,20 +94,33 @@ func (p *progress) step() {
 	}
 }
 
-// stop ends the heartbeat, leaving the bar as it is; done and a deferred
-// stop may both call it.
+// stop ends the heartbeat and, unless done cleared the bar, ends the
+// bar's line as it stands, so that what follows (an error) starts a line
+// of its own; done and a deferred stop may both call it, in either order.
 func (p *progress) stop() {
 	if p != nil {
-		p.once.Do(func() { close(p.quit) })
-		p.beats.Wait()
+		p.halt()
+		if !p.ended {
+			p.ended = true
+			fmt.Fprintln(p.stderr)
+		}
 	}
 }
 
 // done stops the heartbeat and clears the bar.
 func (p *progress) done() {
 	if p != nil {
-		p.stop()
-		_ = p.bar.Finish()
-		fmt.Fprintln(p.stderr)
+		p.halt()
+		if !p.ended {
+			p.ended = true
+			_ = p.bar.Finish()
+			fmt.Fprintln(p.stderr)
+		}
 	}
+}
+
+// halt ends the heartbeat.
+func (p *progress) halt() {
+	p.once.Do(func() { close(p.quit) })
+	p.beats.Wait()
 }

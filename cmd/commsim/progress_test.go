@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,3 +89,26 @@ func (s *syncBuffer) Bytes() []byte {
 }
 
 func (s *syncBuffer) String() string { return string(s.Bytes()) }
+
+// TestAStoppedBarEndsItsLine: a sweep that fails leaves its bar as it
+// stands and ends the line, so the error starts a line of its own; a bar
+// done is cleared, and its line ended once, whatever calls follow.
+func TestAStoppedBarEndsItsLine(t *testing.T) {
+	var out syncBuffer
+	p := startProgress(&out, 4, time.Hour)
+	p.step()
+	p.stop()
+	p.stop()
+	p.done()
+	if got := out.String(); !strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != 1 || !strings.Contains(got, "25%") {
+		t.Errorf("a stopped bar wrote %q; want it as it stood, then one line end", got)
+	}
+	var done syncBuffer
+	p = startProgress(&done, 4, time.Hour)
+	p.step()
+	p.done()
+	p.stop()
+	if got := done.String(); strings.Count(got, "\n") != 1 || !strings.HasSuffix(got, "\n") {
+		t.Errorf("a bar done wrote %q; want one line end", got)
+	}
+}
