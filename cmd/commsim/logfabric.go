@@ -69,3 +69,19 @@ func fabricOfLog(cmd, name string, lg *calibrate.Log) (spec, note string, err er
 		cmd, name, lg.Ranks, devs[0].Name, where, spec, preset.Summary)
 	return spec, note, nil
 }
+
+// logPreset is fabricOfLog for a log that need not be nccl-tests' (tuning
+// reads NCCL's own lines): the preset its device lines name, if it parses
+// as nccl-tests output and they name one.
+func logPreset(path string) (spec, note string, ok bool) {
+	data, err := readFileAtMost(path, maxLogBytes, path)
+	if err != nil {
+		return "", "", false
+	}
+	lg, err := calibrate.ParseLog(path, data)
+	if err != nil {
+		return "", "", false
+	}
+	spec, note, err = fabricOfLog("tuning", path, lg)
+	return spec, note, err == nil
+}

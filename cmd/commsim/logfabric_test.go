@@ -143,3 +143,33 @@ func withoutDevices(t *testing.T, path string) string {
 	}
 	return writeTemp(t, t.TempDir(), filepath.Base(path), strings.Join(kept, ""))
 }
+
+// TestTuningTakesTheLogsPreset: tuning --log without --topo runs on the
+// preset the log's nccl-tests device lines name (here NCCL's cost table of
+// a 2 × 8 H100 run after a 2 × 8 H100 sweep), says so, and prints what
+// --topo naming it prints; a log that names none keeps dgx-h100.
+func TestTuningTakesTheLogsPreset(t *testing.T) {
+	var both []byte
+	for _, path := range []string{
+		filepath.Join("..", "..", "fidelity", "nccl-logs", "nccl-tests-309-allreduce-16xH100.txt"),
+		filepath.Join(costTables, "nccl-issue-1519-2x8xH100.txt"),
+	} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		both = append(both, data...)
+	}
+	log := writeTemp(t, t.TempDir(), "both.txt", string(both))
+	status, out, errOut := commsim("tuning", "--log", log)
+	if status != 0 || !strings.Contains(errOut, "tuning: --topo not given") || !strings.Contains(errOut, ": dgx-h100x2 (") {
+		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+	if _, want, _ := commsim("tuning", "--log", log, "--topo", "dgx-h100x2"); out != want {
+		t.Errorf("without --topo:\n%s\nwith --topo dgx-h100x2:\n%s", out, want)
+	}
+	status, out, errOut = commsim("tuning", "--log", filepath.Join(costTables, "nccl-issue-1519-2x8xH100.txt"))
+	if status != 0 || strings.Contains(errOut, "--topo not given") || !strings.Contains(out, "cost table on dgx-h100 (") {
+		t.Errorf("a log that names no GPUs: status %d, stderr %q, stdout %.200q; want dgx-h100's table", status, errOut, out)
+	}
+}

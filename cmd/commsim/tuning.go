@@ -62,7 +62,9 @@ say) is left out, and a last line names the first and counts them. The
 NCCL version
 and environment the log's lines state are taken unless a --nccl-* flag is
 given; --topo must have the ranks of the log's communicator (-g takes the
-first GPUs of it).
+first GPUs of it), and left out it is the preset the log's nccl-tests
+device lines name, where they name one (as fidelity takes it), else
+dgx-h100.
 
 With --op, it prints instead, for each size of a sweep (-b, -e, -f and -d
 as bench takes them, nccl-tests' meaning of size), what NCCL's tuner picks
@@ -229,6 +231,12 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	}
 	if f.machine != "" {
 		return usagef("--nccl-machine says how a machine departs from NCCL's model, which only a simulation follows; the cost table is the model itself")
+	}
+	if f.log != "" && !f.changed("topo") {
+		if spec, note, ok := logPreset(f.log); ok {
+			f.topo = spec
+			fmt.Fprintln(stderr, note)
+		}
 	}
 	topo, err := resolveTopology(f.topo)
 	if err != nil {
