@@ -59,6 +59,10 @@ type routeCache struct {
 	// scratch lends single-destination searches their arrays
 	// (*searchScratch).
 	scratch sync.Pool
+	// fastest is each node's fastest link, in whole picoseconds, for
+	// directRoute; made once, on first use.
+	fastestOnce sync.Once
+	fastest     []float64
 }
 
 // Route returns the route from node src to node dst (indices into Nodes).
@@ -70,7 +74,9 @@ type routeCache struct {
 // and keeps routes through a big switch cheap.
 //
 // Routes are computed lazily and cached, except between two leaves of one
-// node, which costs less than the cache and is computed on every call;
+// node and over a direct link that no other way can beat from a node of
+// many links (directRoute), which cost less than the cache and are read
+// on every call;
 // Route is safe for concurrent use. The route from dst to src is computed
 // on its own and may differ from the reverse of this one when there are
 // ties. A route costs O(E log V) the first time and a map lookup after;
@@ -98,7 +104,7 @@ func (t *Topology) Route(src, dst int) (Path, error) {
 		return p, nil // cheaper than the cache, and keeps it for harder routes
 	}
 	if p, ok := t.directRoute(src, dst); ok {
-		return p, nil // likewise
+		return p, nil // a mesh's: as cheap, and n² of them would fill the cache
 	}
 	key := routeKey(src, dst)
 	c := t.routing
@@ -260,36 +266,33 @@ func (t *Topology) leafRoute(src, dst int) (Path, bool) {
 	return Path{Edges: []int{up.Out, down.In}, Latency: (up.LatencyPS + down.LatencyPS) / 1e12}, true
 }
 
-// directRoute is the route over the one link that joins src and dst,
-// where src has many links (a mesh's GPU) and no way through other nodes
-// can be as near: such a way takes a link out of src and one into dst,
-// each no faster than the fastest of its node's, and a hop more. It reads
-// the two nodes' links, where a search would settle every neighbour of
-// src and relax each of theirs (a one-size sweep on mesh:2000 took
-// minutes). From a node of few links the search is cheap.
+// directRoute is the route over the link that joins src and dst, where
+// src has many links (a mesh's GPU) and no way through other nodes can be
+// as near: such a way takes a link out of src and one into dst, each no
+// faster than the fastest of its node's, and a hop more. A search would
+// settle every neighbour of src and relax each of theirs (a one-size
+// sweep on mesh:2000 took minutes); from a node of few links it is cheap.
 func (t *Topology) directRoute(src, dst int) (Path, bool) {
 	if t.degree(int64(src)) < directRouteDegree {
 		return Path{}, false
 	}
-	fastest := func(node int) float64 {
-		least := math.Inf(1)
-		for _, a := range t.adj[t.adjStart[node]:t.adjStart[node+1]] {
-			least = min(least, math.Round(t.Links[a.edge/2].Latency*1e12))
+	c := t.routing
+	c.fastestOnce.Do(func() {
+		c.fastest = make([]float64, len(t.Nodes))
+		for v := range t.Nodes {
+			least := math.Inf(1)
+			for _, a := range t.adj[t.adjStart[v]:t.adjStart[v+1]] {
+				least = min(least, math.Round(t.Links[a.edge/2].Latency*1e12))
+			}
+			c.fastest[v] = least
 		}
-		return least
-	}
-	edge := -1 // New refuses two links between one pair of nodes
-	for _, a := range t.adj[t.adjStart[src]:t.adjStart[src+1]] {
-		if int(a.nbr) == dst {
-			edge = int(a.edge)
-			break
-		}
-	}
-	if edge < 0 {
+	})
+	edge, ok := t.edgeBetween(int64(src), int64(dst))
+	if !ok {
 		return Path{}, false
 	}
 	lat := math.Round(t.Links[edge/2].Latency * 1e12)
-	if lat > fastest(src)+fastest(dst) {
+	if lat > c.fastest[src]+c.fastest[dst] {
 		return Path{}, false
 	}
 	return Path{Edges: []int{edge}, Latency: lat / 1e12}, true
