@@ -131,7 +131,8 @@ type Log struct {
 type Device struct {
 	Rank int
 	Host string
-	GPU  int    // the host's CUDA device number
+	GPU  int    // the process's CUDA device number
+	Bus  string // its PCI address, as printed ("0000:5d:00", "0x1b")
 	Name string // CUDA's name of the GPU
 	Line int
 }
@@ -174,7 +175,7 @@ var (
 	rankRE = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s`)
 	// A rank's device line, nccl-tests' "Using devices" (Group in newer
 	// releases): rank, host, device, its PCI address and name.
-	deviceRE  = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(\S.*?)\s*$`)
+	deviceRE  = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s+(\S.*?)\s*$`)
 	startRE   = regexp.MustCompile(`Collective test starting:\s*(\w+)_perf`)
 	threadsRE = regexp.MustCompile(`\bnThread\s+\d+\s+nGpus\s+(\d+)\b`)
 	itersRE   = regexp.MustCompile(`\bwarmup iters:\s*\d+\s+iters:\s*(\d+)\b(?:\s+agg iters:\s*(\d+)\b)?`)
@@ -614,9 +615,10 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 	// A row that NCCL's lines cut into pieces: its text so far and its
 	// first line.
 	piece, pieceLine := "", 0
-	var widths []rowWidth // the table rows' widths, in order (ShortLastRow)
-	lastText := -1        // the last line with text, rank tags and stderr left out
-	runRanks := 0         // the ranks of the log's first run, once a second starts
+	var widths []rowWidth   // the table rows' widths, in order (ShortLastRow)
+	lastText := -1          // the last line with text, rank tags and stderr left out
+	runRanks := 0           // the ranks of the log's first run, once a second starts
+	var runDevices []Device // and its devices
 	for i, l := range lines {
 		u, stderr := untagged(l)
 		if stderr {
@@ -668,7 +670,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				}
 				if started > 0 {
 					runRanks, lg.Ranks = lg.Ranks, 0 // a second run of it: its ranks are counted anew
-					lg.Devices = nil
+					runDevices, lg.Devices = lg.Devices, nil
 				}
 				lg.Op, started = op, i+1
 			}
@@ -691,7 +693,7 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 				r, err1 := strconv.Atoi(m[1])
 				gpu, err2 := strconv.Atoi(m[3])
 				if err1 == nil && err2 == nil && r < math.MaxInt32 {
-					lg.Devices = append(lg.Devices, Device{Rank: r, Host: m[2], GPU: gpu, Name: m[4], Line: i + 1})
+					lg.Devices = append(lg.Devices, Device{Rank: r, Host: m[2], GPU: gpu, Bus: m[4], Name: m[5], Line: i + 1})
 				}
 			}
 			if f := strings.Fields(strings.TrimPrefix(t, "#")); len(f) > 1 && f[0] == "size" && f[1] == "count" {
@@ -764,6 +766,9 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 		lg.ShortLastRow = widths[n-1].line
 	}
 	lg.Ranks = cmp.Or(lg.Ranks, runRanks) // a later run that quotes no rank lines ran on the first's
+	if lg.Devices == nil {
+		lg.Devices = runDevices
+	}
 	lg.resolveRan()
 	return nil
 }

@@ -125,7 +125,7 @@ func TestParseLogReadsDevices(t *testing.T) {
 		"#   Rank  0 Pid 112424 on localhost device  0 [0x00] A100-SXM4-40GB\n" +
 		"[1,0]<stdout>:#  Rank  1 Group  0 Pid     25 on test-node-1 device  7 [0000:db:00] NVIDIA H100 80GB HBM3\n" + row
 	lg, err := ParseLog("devices.txt", []byte(text))
-	want := []Device{{0, "localhost", 0, "A100-SXM4-40GB", 2}, {1, "test-node-1", 7, "NVIDIA H100 80GB HBM3", 3}}
+	want := []Device{{0, "localhost", 0, "0x00", "A100-SXM4-40GB", 2}, {1, "test-node-1", 7, "0000:db:00", "NVIDIA H100 80GB HBM3", 3}}
 	if err != nil || !reflect.DeepEqual(lg.Devices, want) {
 		t.Errorf("devices %+v, %v: want %+v", lg.Devices, err, want)
 	}
@@ -133,6 +133,12 @@ func TestParseLogReadsDevices(t *testing.T) {
 	lg, err = ParseLog("again.txt", []byte(again))
 	if err != nil || len(lg.Devices) != 2 || lg.Devices[0].Host != "other" || lg.Devices[1].Line != 7 {
 		t.Errorf("a second run's devices %+v, %v: want its two", lg.Devices, err)
+	}
+	// A second run that quotes no device lines ran on the first's, as its
+	// ranks are counted.
+	lg, err = ParseLog("quiet.txt", []byte(text+"# Collective test starting: all_reduce_perf\n"+row))
+	if err != nil || !reflect.DeepEqual(lg.Devices, want) || lg.Ranks != 2 {
+		t.Errorf("a second run without device lines: devices %+v, ranks %d, %v: want the first run's", lg.Devices, lg.Ranks, err)
 	}
 }
 

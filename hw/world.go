@@ -20,9 +20,10 @@ type World struct {
 
 // worldFamily hands out world ids to a root world and its sub-worlds and
 // duplicates, so ids (and with them tags and traces) depend only on the
-// order of Split and Dup calls: made from goroutines (comm.New and
-// paramsync.Start duplicate their world), they take the goroutines'
-// order, and a reproducible trace wants them made in one.
+// order of Split and Dup calls: made from goroutines (every executor
+// ops makes, comm.New and paramsync.Start duplicate their world), they
+// take the goroutines' order, and a reproducible trace wants them made
+// in one.
 type worldFamily struct{ next atomic.Uint32 }
 
 // NewWorld binds rank r to devs[r]. Devices must be distinct, non-nil and of

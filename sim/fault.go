@@ -186,8 +186,9 @@ func (f Fault) String() string {
 	at := " at " + topology.FormatLatency(f.At.Seconds())
 	link := f.Link
 	if link == "" || strings.ContainsFunc(link, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		// No link's name (a YAML node's may hold spaces, which print as
-		// they are): quoted, so as not to break the line it stands in.
+		// No link has such a name; quoted, it cannot break the line of
+		// the error that names it. (A YAML node's name may hold spaces,
+		// which print, and round-trip through ParseFault unquoted.)
 		link = strconv.Quote(link)
 	}
 	switch f.Kind {

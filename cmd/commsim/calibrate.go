@@ -84,7 +84,8 @@ calibrated topology (YAML, for --topo FILE). For a log commsim ships
 left out, and NCCL's tuner runs in the NCCL environment its run had (the
 mapping file's nccl_env, with its release's constants: stated, or presumed
 where the mapping file says why) unless a --nccl-* flag but --nccl-machine
-is given.`,
+is given. Another log needs no --topo where its nccl-tests device lines
+name a preset, as fidelity takes it (the preset is named on stderr).`,
 		Example: `  commsim calibrate --log all_reduce.txt --topo dgx-h100 --out dgx-h100-fitted.yaml
   commsim calibrate --log vultr-b200-allreduce-16xB200.txt          # a shipped log: its fabric is known
   commsim calibrate --log ag.csv --topo switch:8,bw=200GB/s --op allgather --algo ring --format json

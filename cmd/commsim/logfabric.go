@@ -21,21 +21,36 @@ func fabricOfLog(cmd, name string, lg *calibrate.Log) (spec, note string, err er
 		return refuse("it names no GPUs (nccl-tests' \"Using devices\" lines), from which commsim could take a preset")
 	}
 	// A log may name a rank twice (each process's copy of the lines):
-	// alike, once.
+	// alike, once. Two ranks on one GPU of one host cannot both have run
+	// (NCCL refuses it): the host's name stands for several machines.
+	type gpuOf struct {
+		host, bus string
+		gpu       int
+	}
 	byRank := map[int]calibrate.Device{}
+	byGPU := map[gpuOf]calibrate.Device{}
 	for _, d := range lg.Devices {
-		if was, ok := byRank[d.Rank]; ok && (was.Host != d.Host || was.Name != d.Name) {
-			return refuse("it names rank %d twice, %s on %s (line %d) and %s on %s (line %d)", d.Rank, was.Name, was.Host, was.Line, d.Name, d.Host, d.Line)
-		} else if !ok && d.Rank < lg.Ranks {
-			byRank[d.Rank] = d
+		if was, ok := byRank[d.Rank]; ok {
+			if was.Host != d.Host || was.GPU != d.GPU || was.Bus != d.Bus || was.Name != d.Name {
+				return refuse("it names rank %d twice, device %d [%s] on %s (line %d) and device %d [%s] on %s (line %d)",
+					d.Rank, was.GPU, was.Bus, was.Host, was.Line, d.GPU, d.Bus, d.Host, d.Line)
+			}
+			continue
 		}
+		byRank[d.Rank] = d
+		at := gpuOf{d.Host, d.Bus, d.GPU}
+		if was, ok := byGPU[at]; ok {
+			return refuse("ranks %d and %d both run on device %d [%s] of %s (lines %d and %d): the name stands for several machines",
+				was.Rank, d.Rank, d.GPU, d.Bus, d.Host, was.Line, d.Line)
+		}
+		byGPU[at] = d
 	}
 	if len(byRank) != lg.Ranks {
 		return refuse("it names the GPUs of %d of its %d ranks", len(byRank), lg.Ranks)
 	}
 	devs := make([]calibrate.Device, lg.Ranks)
 	for r := range devs {
-		devs[r] = byRank[r]
+		devs[r] = byRank[r] // every rank below Ranks: Ranks counts the highest
 	}
 	var hosts []string
 	count := map[string]int{}

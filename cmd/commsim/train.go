@@ -374,19 +374,17 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		bar = st.newBar(units + 1)
 		defer bar.stop()
 	}
-	countPasses := func(wait bool) error {
+	// countPasses steps the bar over the passes done, and with wait runs
+	// the simulation through the rest. A step that cannot pass one stops
+	// the count, and fails where it would have without a bar, in the
+	// words of what waits for it (param sync, the compute stream).
+	countPasses := func(wait bool) {
 		for ; bar != nil && len(passes) > 0; passes = passes[1:] {
-			if _, err := passes[0].Time(); err != nil {
-				if !wait {
-					return nil
-				}
-				if err := c.RunUntilAny(passes[0]); err != nil {
-					return err
-				}
+			if _, err := passes[0].Time(); err != nil && (!wait || c.RunUntilAny(passes[0]) != nil) {
+				return
 			}
 			bar.step()
 		}
-		return nil
 	}
 	layerOf := func(u int) int {
 		if u < layers {
@@ -551,16 +549,12 @@ func (st *step) run(d *simexec.Driver, ranks int) (stepReport, error) {
 		if err := c.RunUntilAny(prev...); err != nil {
 			return rep, err
 		}
-		if err := countPasses(false); err != nil {
-			return rep, err
-		}
+		countPasses(false)
 	}
 	if st.enqueued != nil {
 		st.enqueued()
 	}
-	if err := countPasses(true); err != nil {
-		return rep, err
-	}
+	countPasses(true)
 	// Every rank's step is enqueued: now let simulated time run.
 	for r := range devs {
 		if err := srv.Sync(r); err != nil {
