@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// PresetFor names the preset of hosts machines of perHost GPUs each that
-// CUDA calls gpu ("NVIDIA H100 80GB HBM3", as nccl-tests' device lines
+// PresetFor names the preset for a job on hosts machines, perHost GPUs on
+// each, that CUDA calls gpu ("NVIDIA H100 80GB HBM3", as nccl-tests' device lines
 // print it): the one-node preset, or its …xN form for several hosts, with
 // gpus= where a host runs fewer ranks than its 8 GPUs. It returns the
 // spec and the preset, whose Summary says what the spec assumes that a
@@ -76,7 +76,7 @@ func boardOf(model string) (board, error) {
 	case "B300":
 		return board{"hgx-b300", "dgx-b300"}, nil
 	case "A800", "H800":
-		return board{}, fmt.Errorf("its NVLink (8 links) is narrower than the %s's every preset of its generation has", map[string]string{"A800": "A100", "H800": "H100"}[fields[0]])
+		return board{}, fmt.Errorf("its NVLink (8 links) is narrower than the %s's, which the presets of its generation build", map[string]string{"A800": "A100", "H800": "H100"}[fields[0]])
 	case "H20":
 		return board{}, fmt.Errorf("no preset builds the H20; its NVLink and NVSwitch are the H100's, so dgx-h100 (with gpus=) is what NCCL sees, but not its compute")
 	case "GB200", "GB300":

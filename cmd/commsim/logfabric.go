@@ -32,8 +32,8 @@ func fabricOfLog(cmd, name string, lg *calibrate.Log) (spec, note string, err er
 	for _, d := range lg.Devices {
 		if was, ok := byRank[d.Rank]; ok {
 			if was.Host != d.Host || was.GPU != d.GPU || was.Bus != d.Bus || was.Name != d.Name {
-				return refuse("it names rank %d twice, device %d [%s] on %s (line %d) and device %d [%s] on %s (line %d)",
-					d.Rank, was.GPU, was.Bus, was.Host, was.Line, d.GPU, d.Bus, d.Host, d.Line)
+				return refuse("it names rank %d twice, %s device %d [%s] on %s (line %d) and %s device %d [%s] on %s (line %d)",
+					d.Rank, was.Name, was.GPU, was.Bus, was.Host, was.Line, d.Name, d.GPU, d.Bus, d.Host, d.Line)
 			}
 			continue
 		}
