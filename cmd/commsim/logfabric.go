@@ -86,13 +86,9 @@ func fabricOfLog(cmd, name string, lg *calibrate.Log) (spec, note string, err er
 }
 
 // logPreset is fabricOfLog for a log that need not be nccl-tests' (tuning
-// reads NCCL's own lines): the preset its device lines name, if it parses
-// as nccl-tests output and they name one.
-func logPreset(path string) (spec, note string, ok bool) {
-	data, err := readFileAtMost(path, maxLogBytes, path)
-	if err != nil {
-		return "", "", false
-	}
+// reads NCCL's own lines), read as data: the preset its device lines name,
+// if it parses as nccl-tests output and they name one.
+func logPreset(path string, data []byte) (spec, note string, ok bool) {
 	lg, err := calibrate.ParseLog(path, data)
 	if err != nil {
 		return "", "", false

@@ -232,10 +232,14 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 	if f.machine != "" {
 		return usagef("--nccl-machine says how a machine departs from NCCL's model, which only a simulation follows; the cost table is the model itself")
 	}
+	var logData []byte // read once where --topo is left out: for its preset, then its cost table
 	if f.log != "" && !f.changed("topo") {
-		if spec, note, ok := logPreset(f.log); ok {
-			f.topo = spec
-			fmt.Fprintln(stderr, note)
+		if data, err := readFileAtMost(f.log, maxLogBytes, f.log); err == nil {
+			logData = data
+			if spec, note, ok := logPreset(f.log, data); ok {
+				f.topo = spec
+				fmt.Fprintln(stderr, note)
+			}
 		}
 	}
 	topo, err := resolveTopology(f.topo)
@@ -267,9 +271,11 @@ func (f *tuningFlags) run(stdout, stderr io.Writer) error {
 		}
 	}
 	if f.log != "" {
-		data, err := readFileAtMost(f.log, maxLogBytes, f.log)
-		if err != nil {
-			return usagef("--log: %v", err)
+		data := logData
+		if data == nil {
+			if data, err = readFileAtMost(f.log, maxLogBytes, f.log); err != nil {
+				return usagef("--log: %v", err)
+			}
 		}
 		if logged, err = calibrate.ParseCostTable(f.log, data); err != nil {
 			return usageError{err}
