@@ -273,18 +273,24 @@ func backToBackRuns(ranks, lanes, runs int) error {
 	case ranks < 1:
 		return nil
 	}
-	// Saturating: ranks × lanes past the limit is past it, where 4 × 2^62
-	// wrapped to 0 and divided by it.
 	lanes = max(1, lanes)
-	all := MaxBackToBackLaneRuns + 1
-	if lanes <= MaxBackToBackLaneRuns/ranks {
-		all = ranks * lanes
-	}
+	all := laneCount(ranks, lanes, MaxBackToBackLaneRuns)
 	if most := MaxBackToBackLaneRuns / all; runs > most {
 		return fmt.Errorf("%w: %d runs back to back of %d ranks × %d lanes: over %d runs of lanes enqueued at once, which would hold %.1f GB of host memory; run %d or fewer",
 			hw.ErrBadArgument, runs, ranks, lanes, MaxBackToBackLaneRuns, float64(runs)*float64(all)*laneRunBytes/1e9, most)
 	}
 	return nil
+}
+
+// laneCount is ranks × lanes (each at least 1), or bound+1 where that
+// passes bound: saturating, where 4 × 2^62 wrapped to 0 and was divided
+// by.
+func laneCount(ranks, lanes, bound int) int {
+	ranks, lanes = max(1, ranks), max(1, lanes)
+	if lanes > bound/ranks {
+		return bound + 1
+	}
+	return ranks * lanes
 }
 
 // laneRunBytes is about what a lane of one run takes of the process's
@@ -387,12 +393,7 @@ const pacedLaneRuns = 1 << 16
 // which no rank has ended where the Pacer stands (see Pacer). runs is at
 // most MaxBackToBackRuns.
 func pacedWindow(paced bool, ranks, lanes, runs int) int {
-	ranks, lanes = max(1, ranks), max(1, lanes)
-	if lanes > pacedLaneRuns/ranks {
-		lanes = pacedLaneRuns + 1 // saturating: past the bound at one run
-	} else {
-		lanes *= ranks
-	}
+	lanes = laneCount(ranks, lanes, pacedLaneRuns)
 	if !paced || runs <= pacedLaneRuns/lanes {
 		return runs
 	}
