@@ -23,9 +23,9 @@ var (
 	envRE = regexp.MustCompile(`\b(NCCL_[A-Z0-9_]+) set by environment to (\S+)`)
 )
 
-// readNCCLLine takes from line, one of NCCL's own or a comment (the
-// log's line number number), the NCCL version, an environment variable
-// or what it ran, as it states them.
+// readNCCLLine takes from line, one of NCCL's own or a comment (line
+// number of the log), the NCCL version, an environment variable or what it
+// ran, as it states them.
 //
 // Each pattern runs only on a line holding its fixed words: a large job's
 // NCCL_DEBUG=INFO lines are many, and the patterns ran at 6 MB/s.
