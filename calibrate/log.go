@@ -685,15 +685,14 @@ func parseTextLog(name string, data []byte, lg *Log) error {
 			if m := rankRE.FindStringSubmatch(t); m != nil {
 				// The highest rank counts them: a log may quote only
 				// the last rank's line.
-				if r, err := strconv.Atoi(m[1]); err == nil && r < math.MaxInt32 {
+				r, err := strconv.Atoi(m[1])
+				if err == nil && r < math.MaxInt32 {
 					lg.Ranks = max(lg.Ranks, r+1)
 				}
-			}
-			if m := deviceRE.FindStringSubmatch(t); m != nil {
-				r, err1 := strconv.Atoi(m[1])
-				gpu, err2 := strconv.Atoi(m[3])
-				if err1 == nil && err2 == nil && r < math.MaxInt32 {
-					lg.Devices = append(lg.Devices, Device{Rank: r, Host: m[2], GPU: gpu, Bus: m[4], Name: m[5], Line: i + 1})
+				if d := deviceRE.FindStringSubmatch(t); d != nil && err == nil && r < math.MaxInt32 {
+					if gpu, err := strconv.Atoi(d[3]); err == nil {
+						lg.Devices = append(lg.Devices, Device{Rank: r, Host: d[2], GPU: gpu, Bus: d[4], Name: d[5], Line: i + 1})
+					}
 				}
 			}
 			if f := strings.Fields(strings.TrimPrefix(t, "#")); len(f) > 1 && f[0] == "size" && f[1] == "count" {
